@@ -15,7 +15,6 @@ export TF_CPP_MIN_LOG_LEVEL := 2
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.lock
 	touch $@
 
