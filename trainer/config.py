@@ -1,0 +1,303 @@
+"""Command line and environment -> one frozen, validated :class:`TrainConfig`.
+
+No TensorFlow import at module level: ``python -m trainer.task --help`` and a bad flag
+answer in well under a second, before TensorFlow spends seconds loading.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "WORKLOADS",
+    "OutputPaths",
+    "TrainConfig",
+    "Workload",
+    "build_parser",
+    "parse_config",
+    "resolve_output_paths",
+]
+
+logger = logging.getLogger(__name__)
+
+# Smallest square input both networks accept (three conv3+pool stages; ResNet50's stem).
+MIN_IMAGE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One codelab's fixed facts and its default settings."""
+
+    name: str
+    tfds_name: str
+    num_classes: int
+    image_size: int
+    epochs: int
+    batch_size_per_replica: int
+    learning_rate: float
+    train_split: str
+    validation_split: str | None
+    """The codelab validates horses_or_humans on ``test``; cassava trains without validation."""
+    reports_hypertune_metric: bool
+
+
+WORKLOADS: Mapping[str, Workload] = {
+    "cassava": Workload(
+        name="cassava",
+        tfds_name="cassava",
+        num_classes=5,
+        image_size=300,
+        epochs=2,
+        batch_size_per_replica=64,
+        learning_rate=1e-4,
+        train_split="train",
+        validation_split=None,
+        reports_hypertune_metric=False,
+    ),
+    "horses_or_humans": Workload(
+        name="horses_or_humans",
+        tfds_name="horses_or_humans",
+        num_classes=2,
+        image_size=150,
+        epochs=10,
+        batch_size_per_replica=64,
+        learning_rate=0.01,
+        train_split="train",
+        validation_split="test",
+        reports_hypertune_metric=True,
+    ),
+}
+
+DEFAULT_MOMENTUM = 0.9
+DEFAULT_NUM_UNITS = 64
+DEFAULT_SYNTHETIC_EXAMPLES = 256
+
+
+@dataclass(frozen=True)
+class OutputPaths:
+    """Where a run writes; local paths or ``gs://`` URIs (all I/O goes through tf.io.gfile)."""
+
+    model_dir: str
+    """The SavedModel is written here by the chief."""
+    checkpoint_dir: str
+    """BackupAndRestore state; a restarted replica resumes from here."""
+    tensorboard_dir: str | None
+    """TensorBoard event files; ``None`` = no TensorBoard callback."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything one training run needs, validated."""
+
+    workload: Workload
+    paths: OutputPaths
+    data: str
+    """``tfds`` (the codelab data) or ``synthetic`` (generated images, no network)."""
+    data_dir: str | None
+    synthetic_examples: int
+    image_size: int
+    epochs: int
+    batch_size_per_replica: int
+    steps_per_epoch: int | None
+    weights: str
+    """``imagenet`` (cassava, as the codelab) or ``none`` (random init, offline)."""
+    learning_rate: float
+    momentum: float
+    num_units: int
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from error
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from error
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text}")
+    return value
+
+
+def _unit_interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from error
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
+    return value
+
+
+def _image_size(text: str) -> int:
+    value = _positive_int(text)
+    if value < MIN_IMAGE_SIZE:
+        raise argparse.ArgumentTypeError(
+            f"expected at least {MIN_IMAGE_SIZE} (the smallest input both networks accept), "
+            f"got {value}"
+        )
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainer.task",
+        description=(
+            "Train one of the two codelab workloads. Defaults are the codelab settings; "
+            "Vertex AI variables (AIP_MODEL_DIR, AIP_CHECKPOINT_DIR, AIP_TENSORBOARD_LOG_DIR, "
+            "TF_CONFIG, CLUSTER_SPEC) are honoured where set."
+        ),
+    )
+    parser.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    where = parser.add_argument_group("outputs")
+    where.add_argument("--job-dir", help="AI Platform convention: outputs go under this dir")
+    where.add_argument("--model-dir", help="SavedModel destination (AIP_MODEL_DIR wins)")
+    where.add_argument("--checkpoint-dir", help="checkpoints (AIP_CHECKPOINT_DIR wins)")
+    where.add_argument("--tensorboard-dir", help="TensorBoard logs (AIP_TENSORBOARD_LOG_DIR wins)")
+    data = parser.add_argument_group("data")
+    data.add_argument("--data", choices=("tfds", "synthetic"), default="tfds")
+    data.add_argument("--data-dir", help="TFDS data dir (local or gs://); must exist")
+    data.add_argument(
+        "--synthetic-examples",
+        type=_positive_int,
+        default=DEFAULT_SYNTHETIC_EXAMPLES,
+        help="training examples generated by --data synthetic (validation gets a quarter)",
+    )
+    train = parser.add_argument_group("training (defaults: the workload's codelab settings)")
+    train.add_argument("--image-size", type=_image_size)
+    train.add_argument("--epochs", type=_positive_int)
+    train.add_argument("--batch-size-per-replica", type=_positive_int)
+    train.add_argument("--steps-per-epoch", type=_positive_int)
+    train.add_argument(
+        "--weights",
+        choices=("imagenet", "none"),
+        help="cassava: ResNet50 initial weights (default imagenet, as the codelab)",
+    )
+    hparams = parser.add_argument_group("hyperparameters (codelab flag names)")
+    hparams.add_argument(
+        "--learning_rate", type=_positive_float, help="default: cassava 1e-4, horses 0.01"
+    )
+    hparams.add_argument(
+        "--momentum", type=_unit_interval, help=f"horses_or_humans SGD (default {DEFAULT_MOMENTUM})"
+    )
+    hparams.add_argument(
+        "--num_units",
+        type=_positive_int,
+        help=f"horses_or_humans last hidden layer (default {DEFAULT_NUM_UNITS})",
+    )
+    return parser
+
+
+def _join(base: str, name: str) -> str:
+    # os.path.join keeps gs:// intact; strip a trailing slash so we never produce "//".
+    return os.path.join(base.rstrip("/"), name)
+
+
+def resolve_output_paths(
+    *,
+    job_dir: str | None,
+    model_dir: str | None,
+    checkpoint_dir: str | None,
+    tensorboard_dir: str | None,
+    environ: Mapping[str, str],
+) -> OutputPaths:
+    """Vertex variables first, then explicit flags, then the ``--job-dir`` layout.
+
+    Raises ValueError naming the missing inputs when no model destination is known.
+    """
+    aip_model = environ.get("AIP_MODEL_DIR") or None
+    if aip_model:
+        if model_dir or job_dir:
+            logger.info("AIP_MODEL_DIR is set: the model goes to %s, not to the flags", aip_model)
+        resolved_model = aip_model
+    elif model_dir:
+        if job_dir:
+            logger.warning("--model-dir %s overrides %s", model_dir, _join(job_dir, "model"))
+        resolved_model = model_dir
+    elif job_dir:
+        resolved_model = _join(job_dir, "model")
+    else:
+        raise ValueError(
+            "no model destination: set AIP_MODEL_DIR (Vertex sets it from the job's base "
+            "output directory), or pass --job-dir or --model-dir"
+        )
+    resolved_checkpoints = (
+        environ.get("AIP_CHECKPOINT_DIR")
+        or checkpoint_dir
+        or (_join(job_dir, "checkpoints") if job_dir else None)
+        # Without a job dir, keep the checkpoints next to the model, never inside it: the
+        # final save replaces the model directory.
+        or resolved_model.rstrip("/") + "-checkpoints"
+    )
+    resolved_tensorboard = (
+        environ.get("AIP_TENSORBOARD_LOG_DIR")
+        or tensorboard_dir
+        or (_join(job_dir, "logs") if job_dir else None)
+    )
+    return OutputPaths(resolved_model, resolved_checkpoints, resolved_tensorboard)
+
+
+def _path_exists(path: str) -> bool:
+    if "://" in path:
+        import tensorflow as tf  # only for remote paths: gfile speaks gs://
+
+        return bool(tf.io.gfile.exists(path))
+    return os.path.isdir(path)
+
+
+def parse_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> TrainConfig:
+    """Parse and validate; on a bad value, exit with status 2 and a message naming the flag."""
+    env = os.environ if environ is None else environ
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    workload = WORKLOADS[args.workload]
+
+    if workload.name == "cassava":
+        for flag, value in (("--momentum", args.momentum), ("--num_units", args.num_units)):
+            if value is not None:
+                parser.error(f"{flag} applies to horses_or_humans only (cassava uses Adam)")
+    if workload.name == "horses_or_humans" and args.weights == "imagenet":
+        parser.error("--weights imagenet applies to cassava only (the CNN trains from scratch)")
+    if args.data_dir is not None and not _path_exists(args.data_dir):
+        parser.error(f"--data-dir {args.data_dir!r} does not exist; create it or drop the flag")
+    if args.data_dir is not None and args.data == "synthetic":
+        parser.error("--data-dir is only read with --data tfds")
+    try:
+        paths = resolve_output_paths(
+            job_dir=args.job_dir,
+            model_dir=args.model_dir,
+            checkpoint_dir=args.checkpoint_dir,
+            tensorboard_dir=args.tensorboard_dir,
+            environ=env,
+        )
+    except ValueError as error:
+        parser.error(str(error))
+
+    return TrainConfig(
+        workload=workload,
+        paths=paths,
+        data=args.data,
+        data_dir=args.data_dir,
+        synthetic_examples=args.synthetic_examples,
+        image_size=args.image_size or workload.image_size,
+        epochs=args.epochs or workload.epochs,
+        batch_size_per_replica=args.batch_size_per_replica or workload.batch_size_per_replica,
+        steps_per_epoch=args.steps_per_epoch,
+        weights=args.weights or ("imagenet" if workload.name == "cassava" else "none"),
+        learning_rate=args.learning_rate or workload.learning_rate,
+        momentum=DEFAULT_MOMENTUM if args.momentum is None else args.momentum,
+        num_units=args.num_units or DEFAULT_NUM_UNITS,
+    )

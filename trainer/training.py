@@ -1,0 +1,104 @@
+"""One training run: strategy, data, model, fit with resume, save, report."""
+
+from __future__ import annotations
+
+import logging
+
+import tensorflow as tf
+import tf_keras
+
+from trainer.callbacks import EpochLogger, EpochSummaryWriter, HypertuneReporter
+from trainer.cluster import ClusterRole
+from trainer.config import TrainConfig
+from trainer.data import EncodedSplit, ImagePipeline, load_tfds_split, synthetic_split
+from trainer.distribution import create_strategy, save_model
+from trainer.models import build_model
+
+__all__ = ["run_training"]
+
+logger = logging.getLogger(__name__)
+
+# Fixed seeds for generated data: every replica must generate the same examples.
+_SYNTHETIC_TRAIN_SEED = 1
+_SYNTHETIC_VALIDATION_SEED = 2
+
+
+def _configure_accelerators() -> bool:
+    """Mixed precision and XLA pay off on GPUs only; on CPU they slow training down."""
+    if not tf.config.list_physical_devices("GPU"):
+        return False
+    tf_keras.mixed_precision.set_global_policy("mixed_float16")
+    logger.info("GPU present: mixed_float16 policy and XLA (jit_compile) enabled")
+    return True
+
+
+def _load_split(config: TrainConfig, split: str, *, training: bool) -> EncodedSplit:
+    workload = config.workload
+    if config.data == "synthetic":
+        examples = config.synthetic_examples if training else max(1, config.synthetic_examples // 4)
+        return synthetic_split(
+            num_examples=examples,
+            num_classes=workload.num_classes,
+            image_size=config.image_size,
+            seed=_SYNTHETIC_TRAIN_SEED if training else _SYNTHETIC_VALIDATION_SEED,
+        )
+    return load_tfds_split(
+        workload.tfds_name, split, data_dir=config.data_dir, shuffle_files=training
+    )
+
+
+def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
+    """Train, save and (horses_or_humans, chief) report. Returns the model dir on the chief."""
+    strategy = create_strategy(role)  # first: MWMS must be set up before other TF ops
+    use_xla = _configure_accelerators()
+    global_batch = config.batch_size_per_replica * strategy.num_replicas_in_sync
+    pipeline = ImagePipeline(image_size=config.image_size, global_batch_size=global_batch)
+
+    workload = config.workload
+    train_split = _load_split(config, workload.train_split, training=True)
+    train_data = pipeline.build(
+        train_split, training=True, repeat=config.steps_per_epoch is not None
+    )
+    validation_data = None
+    if workload.validation_split is not None:
+        validation_split = _load_split(config, workload.validation_split, training=False)
+        validation_data = pipeline.build(validation_split, training=False)
+
+    with strategy.scope():
+        model = build_model(config, jit_compile=use_xla)
+
+    callbacks: list[tf_keras.callbacks.Callback] = [
+        # Multi-worker aware: the chief writes <dir>/chief, others write temp dirs and
+        # delete them; on restart every replica restores the chief's latest checkpoint.
+        tf_keras.callbacks.BackupAndRestore(
+            backup_dir=config.paths.checkpoint_dir, delete_checkpoint=False
+        ),
+        EpochLogger(config.epochs),
+    ]
+    if config.paths.tensorboard_dir and role.is_chief:
+        callbacks.append(EpochSummaryWriter(config.paths.tensorboard_dir))
+    if workload.reports_hypertune_metric and role.is_chief:
+        callbacks.append(HypertuneReporter())
+
+    logger.info(
+        "training %s on %s data: %d epochs, %dpx, batch %d per replica x %d replicas; "
+        "model -> %s, checkpoints -> %s, tensorboard -> %s",
+        workload.name,
+        config.data,
+        config.epochs,
+        config.image_size,
+        config.batch_size_per_replica,
+        strategy.num_replicas_in_sync,
+        config.paths.model_dir,
+        config.paths.checkpoint_dir,
+        config.paths.tensorboard_dir,
+    )
+    model.fit(
+        train_data,
+        epochs=config.epochs,
+        steps_per_epoch=config.steps_per_epoch,
+        validation_data=validation_data,
+        callbacks=callbacks,
+        verbose=2,
+    )
+    return save_model(model, config.paths.model_dir, role)
