@@ -1,0 +1,91 @@
+"""A tiny stand-in for a trainer, run as a replica by the local backend in tests.
+
+Fast on purpose: the tests are about the backend's mechanism (environment, state, signals,
+metrics files), not about TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import hypertune
+
+ENV_KEYS = (
+    "TF_CONFIG",
+    "CLUSTER_SPEC",
+    "AIP_MODEL_DIR",
+    "AIP_CHECKPOINT_DIR",
+    "AIP_TENSORBOARD_LOG_DIR",
+    "CLOUD_ML_JOB_ID",
+    "CLOUD_ML_TRIAL_ID",
+    "CLOUD_ML_HP_METRIC_FILE",
+    "CUDA_VISIBLE_DEVICES",
+    "STANDIN_EXTRA",
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dump-env", help="directory to write this replica's environment to")
+    parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--exit-code", type=int, default=0)
+    parser.add_argument("--fail-only", default="", help="workerpoolN-i that fails; others succeed")
+    parser.add_argument("--spawn-child", help="directory to write own and child pids to")
+    parser.add_argument("--steps", type=int, default=0, help="hypertune reports to write")
+    parser.add_argument("--step-sleep", type=float, default=0.0)
+    parser.add_argument("--no-metric-if", default="", help="param=value that reports nothing")
+    # Trial parameters arrive as --name=value; keep them all.
+    args, unknown = parser.parse_known_args()
+    params = dict(a[2:].split("=", 1) for a in unknown if a.startswith("--") and "=" in a)
+    task = json.loads(os.environ.get("CLUSTER_SPEC", "{}")).get("task", {})
+    label = f"{task.get('type', 'none')}-{task.get('index', 0)}"
+    print(f"standin {label} starting with params {params}", flush=True)
+    if args.dump_env:
+        os.makedirs(args.dump_env, exist_ok=True)
+        record = {k: os.environ.get(k) for k in ENV_KEYS}
+        record["argv"] = sys.argv[1:]
+        record["pid"] = os.getpid()
+        record["cwd"] = os.getcwd()
+        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
+        with open(os.path.join(args.dump_env, f"{trial}{label}.json"), "w") as handle:
+            json.dump(record, handle)
+    if args.spawn_child:
+        os.makedirs(args.spawn_child, exist_ok=True)
+        child = subprocess.Popen(["sleep", "300"])
+        with open(os.path.join(args.spawn_child, f"{label}.pids"), "w") as handle:
+            handle.write(f"{os.getpid()} {child.pid}\n")
+    if args.steps:
+        key, _, value = args.no_metric_if.partition("=")
+        silent = bool(key) and params.get(key) == value
+        tuner = hypertune.HyperTune()
+        for step in range(1, args.steps + 1):
+            time.sleep(args.step_sleep)
+            metric = metric_of(params, step, args.steps)
+            if not silent:
+                tuner.report_hyperparameter_tuning_metric(
+                    hyperparameter_metric_tag="accuracy", metric_value=metric, global_step=step
+                )
+    time.sleep(args.sleep)
+    if args.exit_code and (not args.fail_only or args.fail_only == label):
+        for i in range(30):
+            print(f"noise line {i}", flush=True)
+        print(f"standin {label} failing on purpose: boom", flush=True)
+        return args.exit_code
+    print(f"standin {label} done", flush=True)
+    return 0
+
+
+def metric_of(params: dict[str, str], step: int, steps: int) -> float:
+    """A known landscape: best at x=0.7 (and categorical 'good'), rising with steps."""
+    x = float(params.get("x", 0.5))
+    bonus = 0.1 if params.get("kind", "good") == "good" else 0.0
+    return (1.0 - (x - 0.7) ** 2 + bonus) * step / steps
+
+
+if __name__ == "__main__":
+    sys.exit(main())
