@@ -1,0 +1,33 @@
+"""The Pulumi program: load the stack's config, build the platform, export its handles.
+
+Everything with logic lives in ``infra/``; this file only wires it together.
+"""
+
+import pulumi
+
+from infra.config import load_pulumi_config
+from infra.platform import build_platform
+
+OUTPUT_ENVIRONMENT = "environment"
+OUTPUT_PROJECT = "project"
+OUTPUT_REGION = "region"
+OUTPUT_BUCKET_URL = "bucketUrl"
+OUTPUT_REPOSITORY_URL = "repositoryUrl"
+OUTPUT_IMAGE_REFERENCE = "imageReference"
+OUTPUT_WORKBENCH_URL = "workbenchUrl"
+OUTPUT_TRAINING_SERVICE_ACCOUNT = "trainingServiceAccount"
+OUTPUT_WORKBENCH_SERVICE_ACCOUNT = "workbenchServiceAccount"
+
+# Fails with every config problem listed before a single resource is registered.
+config = load_pulumi_config()
+platform = build_platform(config)
+
+pulumi.export(OUTPUT_ENVIRONMENT, platform.environment.value)
+pulumi.export(OUTPUT_PROJECT, platform.project)
+pulumi.export(OUTPUT_REGION, platform.region)
+pulumi.export(OUTPUT_BUCKET_URL, platform.bucket_url)
+pulumi.export(OUTPUT_REPOSITORY_URL, platform.repository_url)
+pulumi.export(OUTPUT_IMAGE_REFERENCE, platform.image_reference)
+pulumi.export(OUTPUT_WORKBENCH_URL, platform.workbench_url)
+pulumi.export(OUTPUT_TRAINING_SERVICE_ACCOUNT, platform.training_service_account)
+pulumi.export(OUTPUT_WORKBENCH_SERVICE_ACCOUNT, platform.workbench_service_account)
