@@ -47,7 +47,7 @@ def main() -> int:
     print(f"standin {label} starting with params {params}", flush=True)
     if args.dump_env:
         os.makedirs(args.dump_env, exist_ok=True)
-        record = {k: os.environ.get(k) for k in ENV_KEYS}
+        record: dict[str, object] = {k: os.environ.get(k) for k in ENV_KEYS}
         record["argv"] = sys.argv[1:]
         record["pid"] = os.getpid()
         record["cwd"] = os.getcwd()

@@ -271,7 +271,7 @@ class _Tuner:
             value = final_metric(
                 active.measurements, self.metric.goal, self.spec.study.measurement_selection
             )
-            self.study.tell(active.optuna_trial, state=_optuna_state("PRUNED"))
+            _tell(self.study, active.optuna_trial, state="PRUNED")
             self._close(active, "SUCCEEDED", value)
             return True
         if run.outcome is None and run.timed_out():
@@ -284,7 +284,7 @@ class _Tuner:
             active.measurements, self.metric.goal, self.spec.study.measurement_selection
         )
         if outcome is ClusterOutcome.SUCCEEDED and value is not None:
-            self.study.tell(active.optuna_trial, value)
+            _tell(self.study, active.optuna_trial, value=value)
             self._close(active, "SUCCEEDED", value)
         else:
             self.failed += 1
@@ -293,7 +293,7 @@ class _Tuner:
                 f"hypertune (file {run.chief_metric_file}); last log lines:\n"
                 f"{log_tail(run.replicas[0].log_path)}"
             )
-            self.study.tell(active.optuna_trial, state=_optuna_state("FAIL"))
+            _tell(self.study, active.optuna_trial, state="FAIL")
             self._close(active, "INFEASIBLE", None)
         return True
 
@@ -351,10 +351,23 @@ class _Tuner:
                 current.plot = plot
 
 
-def _optuna_state(name: str) -> optuna.trial.TrialState:
+def _tell(
+    study: optuna.Study, trial: optuna.Trial, value: float | None = None, state: str = "COMPLETE"
+) -> None:
     import optuna
 
-    return optuna.trial.TrialState[name]
+    try:
+        if value is not None:
+            study.tell(trial, value)
+        else:
+            study.tell(trial, state=optuna.trial.TrialState[state])
+    except RuntimeError as exc:
+        # GridSampler calls study.stop() once the grid is exhausted, which works only
+        # inside optimize(); optuna stores the trial before that (in a finally), and we
+        # stop at the grid size ourselves, so this is safe to pass over.
+        if "Study.stop" not in str(exc):
+            raise
+        _log.debug("grid exhausted: %s", exc)
 
 
 def _read_seed(job_path: Path) -> int | None:

@@ -1,0 +1,308 @@
+"""CustomJob on the local backend, with real processes running the stand-in script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.jobs.backends.base import JobNotFoundError
+from infra.jobs.backends.local import LocalBackend, LocalSpecError
+from infra.jobs.spec import (
+    ContainerSpec,
+    CustomJobSpec,
+    JobKind,
+    JobState,
+    MachineSpec,
+    SpecValidationError,
+    WorkerPoolSpec,
+)
+from tests.local.conftest import PoolFactory, pid_gone
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _job(pools: tuple[WorkerPoolSpec | None, ...], **kwargs: object) -> CustomJobSpec:
+    return CustomJobSpec(display_name="local-test", worker_pools=pools, **kwargs)  # type: ignore[arg-type]
+
+
+class TestEnvironmentConformance:
+    """Every Vertex variable, read back from the processes that actually ran."""
+
+    @pytest.fixture(scope="class")
+    def ran(self, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict], str, str]:
+        tmp = tmp_path_factory.mktemp("conformance")
+        backend = LocalBackend(str(tmp / "root"))
+        dump = str(tmp / "env")
+
+        def pool(replicas: int, *extra: str) -> WorkerPoolSpec:
+            return WorkerPoolSpec(
+                machine=MachineSpec("n1-standard-4"),
+                container=ContainerSpec(
+                    image_uri="python:3.11-slim",
+                    command=("python", str(Path(__file__).with_name("standin.py"))),
+                    args=(f"--dump-env={dump}", *extra),
+                    env=(("STANDIN_EXTRA", "from-spec"),),
+                ),
+                replica_count=replicas,
+            )
+
+        # The chief lingers so that the parameter server and evaluator (which never
+        # exit by themselves) have written their environment before the job ends.
+        spec = _job(
+            (pool(1, "--sleep=1.5"), pool(2), pool(1, "--sleep=60"), pool(1, "--sleep=60")),
+            base_output_directory="gs://bucket/run1",
+        )
+        record = backend.wait(backend.submit(spec).name, timeout=60)
+        assert record.state is JobState.SUCCEEDED, record.error_message
+        envs = {p.stem: json.loads(p.read_text()) for p in Path(dump).glob("*.json")}
+        return envs, record.job_id, str(backend.root)
+
+    @pytest.mark.parametrize(
+        ("replica", "tf_type", "tf_index"),
+        [
+            ("workerpool0-0", "chief", 0),
+            ("workerpool1-0", "worker", 0),
+            ("workerpool1-1", "worker", 1),
+            ("workerpool2-0", "ps", 0),
+            ("workerpool3-0", "evaluator", 0),
+        ],
+    )
+    def test_table(self, ran, replica: str, tf_type: str, tf_index: int) -> None:
+        envs, job_id, root = ran
+        env = envs[replica]
+        tf_config = json.loads(env["TF_CONFIG"])
+        cluster_spec = json.loads(env["CLUSTER_SPEC"])
+        pool, index = replica.split("-")
+        base = f"{root}/gcs/bucket/run1"
+        table = {
+            "TF_CONFIG.task": (tf_config["task"], {"type": tf_type, "index": tf_index}),
+            "TF_CONFIG.cluster keys": (sorted(tf_config["cluster"]), ["chief", "ps", "worker"]),
+            "TF_CONFIG.environment": (tf_config["environment"], "cloud"),
+            "CLUSTER_SPEC.task": (cluster_spec["task"], {"type": pool, "index": int(index)}),
+            "CLUSTER_SPEC.cluster keys": (
+                sorted(cluster_spec["cluster"]),
+                ["workerpool0", "workerpool1", "workerpool2", "workerpool3"],
+            ),
+            "AIP_MODEL_DIR": (env["AIP_MODEL_DIR"], f"{base}/model/"),
+            "AIP_CHECKPOINT_DIR": (env["AIP_CHECKPOINT_DIR"], f"{base}/checkpoints/"),
+            "AIP_TENSORBOARD_LOG_DIR": (env["AIP_TENSORBOARD_LOG_DIR"], f"{base}/logs/"),
+            "CLOUD_ML_JOB_ID": (env["CLOUD_ML_JOB_ID"], job_id),
+            "CLOUD_ML_TRIAL_ID": (env["CLOUD_ML_TRIAL_ID"], None),
+            "pool env": (env["STANDIN_EXTRA"], "from-spec"),
+            "args": (env["argv"][0].startswith("--dump-env="), True),
+        }
+        wrong = {k: got for k, (got, want) in table.items() if got != want}
+        assert not wrong, wrong
+
+    def test_all_replicas_share_one_cluster_with_distinct_ports(self, ran) -> None:
+        envs = ran[0]
+        assert len(envs) == 5
+        clusters = {json.dumps(json.loads(e["CLUSTER_SPEC"])["cluster"]) for e in envs.values()}
+        assert len(clusters) == 1
+        cluster = json.loads(clusters.pop())
+        addresses = [a for pool in cluster.values() for a in pool]
+        assert len(set(addresses)) == 5
+        assert all(a.startswith("localhost:") for a in addresses)
+        tf_cluster = json.loads(envs["workerpool0-0"]["TF_CONFIG"])["cluster"]
+        assert tf_cluster["chief"] == cluster["workerpool0"]
+        assert tf_cluster["worker"] == cluster["workerpool1"]
+        assert tf_cluster["ps"] == cluster["workerpool2"]
+
+    def test_metric_files_are_per_replica(self, ran) -> None:
+        files = [e["CLOUD_ML_HP_METRIC_FILE"] for e in ran[0].values()]
+        assert len(set(files)) == 5
+
+    def test_job_entry_is_the_custom_job_spec(self, ran) -> None:
+        job = json.loads(ran[0]["workerpool1-1"]["CLUSTER_SPEC"])["job"]
+        assert [p["replica_count"] for p in job["worker_pool_specs"]] == ["1", "2", "1", "1"]
+        assert job["base_output_directory"] == {"output_uri_prefix": "gs://bucket/run1"}
+
+
+def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    started = time.monotonic()
+    record = backend.submit(_job((standin_pool(["--sleep=1"]),)))
+    assert time.monotonic() - started < 1.0
+    assert record.state in (JobState.QUEUED, JobState.PENDING)
+    assert record.name.startswith("projects/local/locations/local/customJobs/")
+    seen: set[JobState] = {record.state}
+    while not (record := backend.get(record.name)).state.is_terminal:
+        seen.add(record.state)
+        time.sleep(0.02)
+    assert JobState.RUNNING in seen
+    assert record.state is JobState.SUCCEEDED
+    assert record.create_time and record.start_time and record.end_time
+    assert record.model_dir and record.model_dir.endswith("/output/model/")
+
+
+def test_failing_replica_fails_the_job_with_its_log_tail(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    spec = _job(
+        (
+            standin_pool(["--sleep=30"]),
+            standin_pool(["--exit-code=3", "--fail-only=workerpool1-1"], replicas=2),
+        )
+    )
+    record = backend.wait(backend.submit(spec).name, timeout=60)
+    assert record.state is JobState.FAILED
+    message = record.error_message or ""
+    assert "workerpool1-1 exited with code 3" in message
+    assert "failing on purpose: boom" in message
+    assert "noise line 0" not in message  # only the tail
+    replicas = {r.label: r for r in backend.details(record.name).replicas}
+    assert replicas["workerpool1-1"].state == "FAILED"
+    assert replicas["workerpool0-0"].state == "KILLED"
+    assert all(pid_gone(r.pid) for r in replicas.values() if r.pid)
+    logs = backend.log_paths(record.name)
+    assert sum(Path(p).name.startswith("workerpool") for p in logs) == 3
+
+
+def test_cancel_leaves_no_process_behind(
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+) -> None:
+    pids_dir = tmp_path / "pids"
+    spec = _job(
+        (
+            standin_pool([f"--spawn-child={pids_dir}", "--sleep=300"]),
+            standin_pool([f"--spawn-child={pids_dir}", "--sleep=300"], replicas=2),
+        )
+    )
+    record = backend.submit(spec)
+    deadline = time.monotonic() + 30
+    while len(list(pids_dir.glob("*.pids"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pids = [int(p) for f in pids_dir.glob("*.pids") for p in f.read_text().split()]
+    assert len(pids) == 6  # three replicas, each with a child of its own
+    supervisor = backend.details(record.name).supervisor_pid
+    assert supervisor is not None
+
+    backend.cancel(record.name)
+    assert backend.get(record.name).state in (JobState.CANCELLING, JobState.CANCELLED)
+    final = backend.wait(record.name, timeout=30)
+    assert final.state is JobState.CANCELLED
+    deadline = time.monotonic() + 10
+    while not all(pid_gone(p) for p in [*pids, supervisor]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in [*pids, supervisor] if not pid_gone(p)] == []
+    backend.cancel(record.name)  # cancelling a terminal job is fine
+    assert backend.get(record.name).state is JobState.CANCELLED
+
+
+def test_bad_spec_is_refused_before_any_process_starts(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    chief_with_two = _job((standin_pool(replicas=2),))
+    with pytest.raises(SpecValidationError, match=r"worker_pools\[0\]\.replica_count"):
+        backend.submit(chief_with_two)
+    foreign_image = _job(
+        (
+            WorkerPoolSpec(
+                machine=MachineSpec("n1-standard-4"), container=ContainerSpec("python:3.11")
+            ),
+        )
+    )
+    with pytest.raises(LocalSpecError, match=r"container\.command"):
+        backend.submit(foreign_image)
+    assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
+
+
+def test_timeout_fails_the_job(backend: LocalBackend, standin_pool: PoolFactory) -> None:
+    record = backend.submit(_job((standin_pool(["--sleep=60"]),), timeout_seconds=1))
+    final = backend.wait(record.name, timeout=30)
+    assert final.state is JobState.FAILED
+    assert "timeout of 1s" in (final.error_message or "")
+
+
+def test_find_by_labels_returns_the_newest(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    first = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
+    second = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
+    other = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "b"))))
+    found = backend.find(JobKind.CUSTOM_JOB, {"job": "a"})
+    assert found is not None and found.name == second.name != first.name
+    assert backend.find(JobKind.CUSTOM_JOB, {"job": "b"}).name == other.name  # type: ignore[union-attr]
+    assert backend.find(JobKind.CUSTOM_JOB, {"job": "c"}) is None
+    assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "a"}) is None
+    for record in (first, second, other):
+        backend.wait(record.name, timeout=30)
+
+
+def test_delete_removes_the_job_and_unknown_names_raise(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    record = backend.wait(backend.submit(_job((standin_pool(),))).name, timeout=30)
+    backend.delete(record.name)
+    with pytest.raises(JobNotFoundError):
+        backend.get(record.name)
+    backend.delete(record.name)  # already gone is fine
+    backend.cancel(record.name)
+    with pytest.raises(JobNotFoundError, match="not a local job"):
+        backend.get("projects/p/locations/us-central1/customJobs/1")
+    tuning_name = record.name.replace("customJobs", "hyperparameterTuningJobs")
+    with pytest.raises(JobNotFoundError):
+        backend.get(tuning_name)
+
+
+_OTHER_PROCESS = """
+import sys, json
+from infra.jobs.backends.local import LocalBackend
+backend = LocalBackend(sys.argv[1])
+if sys.argv[2] == "cancel":
+    backend.cancel(sys.argv[3])
+print(json.dumps({"state": backend.get(sys.argv[3]).state.value}))
+"""
+
+
+def test_get_and_cancel_from_another_process(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    record = backend.submit(_job((standin_pool(["--sleep=300"]),)))
+    backend_process_env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+
+    def other(action: str) -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", _OTHER_PROCESS, str(backend.root), action, record.name],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=backend_process_env,
+            timeout=60,
+        )
+        return json.loads(out.stdout)["state"]
+
+    while backend.get(record.name).state is not JobState.RUNNING:
+        time.sleep(0.05)
+    assert other("get") == "RUNNING"
+    assert other("cancel") in ("CANCELLING", "CANCELLED")
+    assert backend.wait(record.name, timeout=30).state is JobState.CANCELLED
+    assert other("get") == "CANCELLED"
+
+
+def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    record = backend.submit(_job((standin_pool(["--sleep=300"]),)))
+    while backend.get(record.name).state is not JobState.RUNNING:
+        time.sleep(0.05)
+    details = backend.details(record.name)
+    os.kill(details.supervisor_pid, 9)  # type: ignore[arg-type]
+    replica_pid = details.replicas[0].pid
+    deadline = time.monotonic() + 10
+    while not pid_gone(details.supervisor_pid) and time.monotonic() < deadline:  # type: ignore[arg-type]
+        time.sleep(0.05)
+    final = backend.get(record.name)
+    assert final.state is JobState.FAILED
+    assert "supervisor died" in (final.error_message or "")
+    deadline = time.monotonic() + 10
+    while not pid_gone(replica_pid) and time.monotonic() < deadline:  # type: ignore[arg-type]
+        time.sleep(0.05)
+    assert pid_gone(replica_pid)  # type: ignore[arg-type]

@@ -1,0 +1,317 @@
+"""HyperparameterTuningJob on the local backend: trials are stand-in processes that report
+through cloudml-hypertune, exactly as the horses_or_humans trainer does."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from infra.jobs.backends.local import LocalBackend
+from infra.jobs.backends.local.study import (
+    Measurement,
+    best_trial,
+    final_metric,
+    parameter_args,
+    read_measurements,
+)
+from infra.jobs.spec import (
+    CategoricalParameterSpec,
+    ConditionalParameterSpec,
+    CustomJobSpec,
+    DiscreteParameterSpec,
+    DoubleParameterSpec,
+    EarlyStopping,
+    IntegerParameterSpec,
+    JobKind,
+    JobState,
+    MeasurementSelection,
+    MetricGoal,
+    MetricSpec,
+    ParameterSpec,
+    ScaleType,
+    SearchAlgorithm,
+    StudySpec,
+    TrialRecord,
+    TuningJobSpec,
+)
+from tests.local.conftest import PoolFactory
+from trainer.metric import HYPERTUNE_METRIC_TAG
+
+pytestmark = pytest.mark.timeout(180)
+
+X = DoubleParameterSpec("x", 0.01, 1.0, ScaleType.LINEAR)
+
+
+def _tuning(
+    standin_pool: PoolFactory,
+    args: tuple[str, ...] = ("--steps=2",),
+    parameters: tuple[ParameterSpec, ...] = (X,),
+    trials: int = 6,
+    parallel: int = 2,
+    **study: object,
+) -> TuningJobSpec:
+    return TuningJobSpec(
+        display_name="study",
+        trial_job=CustomJobSpec(
+            display_name="trial",
+            worker_pools=(standin_pool(args),),
+            base_output_directory="gs://bucket/hp",
+        ),
+        study=StudySpec(
+            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),),
+            parameters=parameters,
+            **study,  # type: ignore[arg-type]
+        ),
+        max_trial_count=trials,
+        parallel_trial_count=parallel,
+        max_failed_trial_count=study.pop("max_failed", 0) if "max_failed" in study else 0,  # type: ignore[arg-type]
+    )
+
+
+def _run(backend: LocalBackend, spec: TuningJobSpec):
+    record = backend.submit(spec)
+    assert record.name.startswith("projects/local/locations/local/hyperparameterTuningJobs/")
+    return backend.wait(record.name, timeout=150)
+
+
+def test_six_trials_two_parallel_complete_and_report_the_best(
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+) -> None:
+    dump = tmp_path / "env"
+    spec = _tuning(standin_pool, args=("--steps=2", "--step-sleep=0.2", f"--dump-env={dump}"))
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    assert [t.trial_id for t in record.trials] == ["1", "2", "3", "4", "5", "6"]
+    assert all(t.state == "SUCCEEDED" for t in record.trials)
+    for trial in record.trials:
+        x = dict(trial.parameters)["x"]
+        assert 0.01 <= x <= 1.0  # type: ignore[operator]
+        assert trial.final_metric == pytest.approx(1.0 - (x - 0.7) ** 2 + 0.1)  # type: ignore[operator]
+    best = max(record.trials, key=lambda t: t.final_metric or -1)
+    assert record.best_trial == best
+    base = backend.root / "gcs" / "bucket" / "hp"
+    assert record.model_dir == f"{base}/{best.trial_id}/model/"
+    # Each trial ran with its own id, directories and metrics file.
+    envs = {p.name: json.loads(p.read_text()) for p in dump.glob("*.json")}
+    assert len(envs) == 6
+    for trial in record.trials:
+        env = envs[f"{trial.trial_id}workerpool0-0.json"]
+        assert env["CLOUD_ML_TRIAL_ID"] == trial.trial_id
+        assert env["AIP_MODEL_DIR"] == f"{base}/{trial.trial_id}/model/"
+        assert json.loads(env["TF_CONFIG"])["task"]["trial"] == trial.trial_id
+        assert json.loads(env["CLUSTER_SPEC"])["task"]["trial"] == trial.trial_id
+        assert f"--x={dict(trial.parameters)['x']}" in env["argv"]
+    assert len({e["CLOUD_ML_HP_METRIC_FILE"] for e in envs.values()}) == 6
+    # Never more than two trials at a time: trial 3 starts after one of 1, 2 ended.
+    plot = backend.details(record.name).plot
+    assert plot and Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_parallel_trial_count_is_respected(
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+) -> None:
+    spec = _tuning(standin_pool, args=("--steps=1", "--sleep=0.3"), trials=4, parallel=2)
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    job_dir = backend.jobs_dir / record.job_id
+    spans = []
+    for trial in record.trials:
+        log = job_dir / "trials" / trial.trial_id / "logs" / "workerpool0-0.log"
+        spans.append((log.stat().st_ctime, trial.trial_id))
+    # Trial logs are created when trials start: 3 and 4 start only after 1 and 2 started.
+    assert [t for _, t in sorted(spans)][:2] == ["1", "2"]
+    details = backend.details(record.name)
+    assert details.replicas == []  # nothing left running
+
+
+def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    params = (
+        DiscreteParameterSpec("x", (0.2, 0.7)),
+        CategoricalParameterSpec("kind", ("good", "bad")),
+    )
+    spec = _tuning(
+        standin_pool, parameters=params, trials=10, parallel=2, algorithm=SearchAlgorithm.GRID
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    combos = sorted((dict(t.parameters)["x"], dict(t.parameters)["kind"]) for t in record.trials)
+    assert combos == [(0.2, "bad"), (0.2, "good"), (0.7, "bad"), (0.7, "good")]
+    assert record.best_trial is not None
+    assert dict(record.best_trial.parameters) == {"x": 0.7, "kind": "good"}
+
+
+def test_random_search_is_reproducible_with_the_backend_seed(
+    tmp_path: Path, standin_pool: PoolFactory
+) -> None:
+    params = (
+        DoubleParameterSpec("x", 0.01, 1.0, ScaleType.LOG),
+        IntegerParameterSpec("n", 1, 100, ScaleType.REVERSE_LOG),
+        DoubleParameterSpec("r", 1.0, 10.0, ScaleType.REVERSE_LOG),
+    )
+    runs = []
+    for i in range(2):
+        backend = LocalBackend(str(tmp_path / f"root{i}"), seed=7)
+        spec = _tuning(
+            standin_pool, parameters=params, trials=4, parallel=1, algorithm=SearchAlgorithm.RANDOM
+        )
+        runs.append(_run(backend, spec))
+    assert [t.parameters for t in runs[0].trials] == [t.parameters for t in runs[1].trials]
+    for trial in runs[0].trials:
+        values = dict(trial.parameters)
+        assert 0.01 <= values["x"] <= 1.0  # type: ignore[operator]
+        assert isinstance(values["n"], int) and 1 <= values["n"] <= 100
+        assert 1.0 <= values["r"] <= 10.0  # type: ignore[operator]
+
+
+def test_conditional_parameter_only_when_parent_matches(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    child = IntegerParameterSpec("units", 8, 16)
+    kind = CategoricalParameterSpec(
+        "kind", ("good", "bad"), conditional=(ConditionalParameterSpec(child, ("good",)),)
+    )
+    spec = _tuning(
+        standin_pool,
+        parameters=(kind,),
+        trials=6,
+        parallel=2,
+        algorithm=SearchAlgorithm.RANDOM,
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    kinds = set()
+    for trial in record.trials:
+        values = dict(trial.parameters)
+        kinds.add(values["kind"])
+        assert ("units" in values) == (values["kind"] == "good")
+    assert kinds == {"good", "bad"}
+
+
+def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    spec = TuningJobSpec(
+        display_name="failing",
+        trial_job=CustomJobSpec(display_name="t", worker_pools=(standin_pool(["--exit-code=4"]),)),
+        study=StudySpec(
+            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
+        ),
+        max_trial_count=6,
+        parallel_trial_count=1,
+        max_failed_trial_count=2,
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.FAILED
+    assert [t.state for t in record.trials] == ["INFEASIBLE", "INFEASIBLE"]
+    assert "2 trials failed" in (record.error_message or "")
+    assert "failing on purpose: boom" in (record.error_message or "")
+
+
+def test_trial_without_metric_is_infeasible_but_the_study_succeeds(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    spec = _tuning(
+        standin_pool,
+        args=("--steps=1", "--no-metric-if=kind=bad"),
+        parameters=(CategoricalParameterSpec("kind", ("good", "bad")),),
+        trials=2,
+        parallel=1,
+        algorithm=SearchAlgorithm.GRID,
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    states = {dict(t.parameters)["kind"]: t.state for t in record.trials}
+    assert states == {"good": "SUCCEEDED", "bad": "INFEASIBLE"}
+    assert record.best_trial is not None and dict(record.best_trial.parameters)["kind"] == "good"
+
+
+@pytest.mark.parametrize(
+    ("selection", "expected"), [(MeasurementSelection.BEST, 0.9), (MeasurementSelection.LAST, 0.5)]
+)
+def test_measurement_selection(
+    tmp_path: Path, selection: MeasurementSelection, expected: float
+) -> None:
+    path = tmp_path / "output.metrics"
+    lines = [
+        {HYPERTUNE_METRIC_TAG: "0.2", "global_step": "1"},
+        {HYPERTUNE_METRIC_TAG: "0.9", "global_step": "2"},
+        {HYPERTUNE_METRIC_TAG: "0.5", "global_step": "3"},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"accuracy": "0.')
+    measurements = read_measurements(path, HYPERTUNE_METRIC_TAG)
+    assert measurements == [Measurement(1, 0.2), Measurement(2, 0.9), Measurement(3, 0.5)]
+    assert final_metric(measurements, MetricGoal.MAXIMIZE, selection) == expected
+    assert final_metric(measurements, MetricGoal.MINIMIZE, MeasurementSelection.BEST) == 0.2
+    assert final_metric([], MetricGoal.MAXIMIZE, selection) is None
+
+
+def test_best_trial_respects_goal_and_ignores_infeasible() -> None:
+    trials = [
+        TrialRecord("1", "SUCCEEDED", (("x", 1.0),), 0.5),
+        TrialRecord("2", "INFEASIBLE", (("x", 2.0),), None),
+        TrialRecord("3", "SUCCEEDED", (("x", 3.0),), 0.8),
+        TrialRecord("4", "SUCCEEDED", (("x", 4.0),), 0.8),
+    ]
+    assert best_trial(trials, MetricGoal.MAXIMIZE).trial_id == "3"  # type: ignore[union-attr]
+    assert best_trial(trials, MetricGoal.MINIMIZE).trial_id == "1"  # type: ignore[union-attr]
+    assert best_trial(trials[1:2], MetricGoal.MAXIMIZE) is None
+
+
+def test_parameter_args_are_vertex_flags() -> None:
+    assert parameter_args([("learning_rate", 0.01), ("num_units", 64.0), ("opt", "sgd")]) == (
+        "--learning_rate=0.01",
+        "--num_units=64",
+        "--opt=sgd",
+    )
+
+
+def test_median_stopping_stops_trials_worse_than_the_median(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    # Grid order is random but seeded; the good values finish first often enough that
+    # later poor trials are compared against them. Steps are slow so stopping shows.
+    spec = _tuning(
+        standin_pool,
+        args=("--steps=6", "--step-sleep=0.3"),
+        parameters=(DiscreteParameterSpec("x", (0.04, 0.05, 0.06, 0.69, 0.7, 0.71)),),
+        trials=6,
+        parallel=1,
+        algorithm=SearchAlgorithm.GRID,
+        early_stopping=EarlyStopping.MEDIAN,
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    stopped = backend.details(record.name).early_stopped_trials
+    assert stopped, "median stopping stopped nothing"
+    by_id = {t.trial_id: t for t in record.trials}
+    for trial_id in stopped:
+        x = dict(by_id[trial_id].parameters)["x"]
+        assert x < 0.1, f"a good trial (x={x}) was stopped"  # type: ignore[operator]
+        assert by_id[trial_id].state == "SUCCEEDED"
+        # Stopped before its last step: its metric is below the full-run value.
+        full = 1.0 - (x - 0.7) ** 2 + 0.1  # type: ignore[operator]
+        assert by_id[trial_id].final_metric < full  # type: ignore[operator]
+    assert record.best_trial is not None
+    assert not math.isclose(dict(record.best_trial.parameters)["x"], 0.05)  # type: ignore[arg-type]
+
+
+def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFactory) -> None:
+    spec = TuningJobSpec(
+        display_name="labelled",
+        trial_job=CustomJobSpec(display_name="t", worker_pools=(standin_pool(["--steps=1"]),)),
+        study=StudySpec(
+            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
+        ),
+        max_trial_count=1,
+        parallel_trial_count=1,
+        labels=(("job", "hp"),),
+    )
+    record = backend.submit(spec)
+    assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "hp"}).name == record.name  # type: ignore[union-attr]
+    assert backend.find(JobKind.CUSTOM_JOB, {"job": "hp"}) is None
+    backend.wait(record.name, timeout=60)
