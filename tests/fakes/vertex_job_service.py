@@ -63,6 +63,8 @@ class FakeJobService:
     ) -> None:
         self.parent = f"projects/{project}/locations/{location}"
         self.outcome = outcome
+        self.hold_new_in: int | None = None
+        """When set, new jobs go straight to this state and stay (e.g. RUNNING forever)."""
         self.error_message = error_message
         self.calls: Counter[str] = Counter()
         self.faults: dict[str, list[Fault]] = {}
@@ -202,9 +204,11 @@ class FakeJobService:
             job.state = S.JOB_STATE_QUEUED
             job.create_time = _now()
             job.update_time = _now()
-            self.jobs[job.name] = _Job(
-                job, [S.JOB_STATE_PENDING, S.JOB_STATE_RUNNING, self.outcome]
-            )
+            entry = _Job(job, [S.JOB_STATE_PENDING, S.JOB_STATE_RUNNING, self.outcome])
+            self.jobs[job.name] = entry
+            if self.hold_new_in is not None:
+                self._set_state(entry, self.hold_new_in)
+                entry.held = True
             return job
 
         return create

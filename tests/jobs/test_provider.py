@@ -1,0 +1,251 @@
+"""The job providers served by the real dynamic-provider host, against the fake JobService."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import pytest
+from pulumi.runtime.proto import provider_pb2
+
+from infra.jobs.backends import BackendKind, BackendSettings
+from infra.jobs.convert import spec_to_json
+from infra.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
+from infra.jobs.spec import JobKind
+from tests.fakes.vertex_job_service import FakeJobService
+from tests.jobs import samples
+from tests.jobs.provider_host import Engine, ProviderHost
+
+pytestmark = pytest.mark.slow
+
+BACKEND = BackendSettings(
+    BackendKind.VERTEX,
+    project="test-project",
+    location="us-central1",
+    retry_initial_seconds=0.01,
+    retry_timeout_seconds=10,
+)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeJobService]:
+    service = FakeJobService()
+    service.start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="module")
+def host(fake: FakeJobService) -> Iterator[ProviderHost]:
+    provider_host = ProviderHost(fake.address)
+    yield provider_host
+    provider_host.close()
+
+
+@pytest.fixture(autouse=True)
+def clean(fake: FakeJobService) -> None:
+    fake.jobs.clear()
+    fake.faults.clear()
+    fake.outcome = 4  # JOB_STATE_SUCCEEDED
+    fake.reset_calls()
+
+
+def props(spec: Any, name: str = "cassava", **extra: Any) -> dict[str, Any]:
+    return {
+        "spec": spec_to_json(spec) if not isinstance(spec, (dict, str)) else spec,
+        "backend": BACKEND.to_props(),
+        "identity": f"vertex/dev/{name}",
+        "wait": True,
+        "wait_timeout_seconds": 30,
+        "poll_interval_seconds": 0.01,
+        "delete_timeout_seconds": 30,
+        "provider_version": PROVIDER_VERSION,
+        **extra,
+    }
+
+
+def calls(fake: FakeJobService) -> dict[str, int]:
+    return {k: v for k, v in fake.calls.items() if v}
+
+
+def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobService) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, failures = engine.check(props(samples.cassava(), wait=False))
+    assert failures == []
+
+    job_id, outs = engine.create(inputs)
+    assert calls(fake) == {"ListCustomJobs": 1, "CreateCustomJob": 1}
+    assert job_id == outs["job_name"] == fake.names("customJobs")[0]
+    assert outs["state"] == "QUEUED"
+    assert outs["console_url"].startswith("https://console.cloud.google.com/vertex-ai/")
+    assert outs["model_dir"] == "gs://p-bucket/jobs/cassava/model"
+    labels = fake.jobs[job_id].message.labels
+    assert labels["codelab"] == "cassava" and labels["pulumi-stack"] == "dev"
+    assert labels[ADOPTION_LABEL].startswith("cassava-")
+
+    # An unchanged `up`: check + diff are local.
+    fake.reset_calls()
+    again, failures = engine.check(props(samples.cassava(), wait=False), olds=outs)
+    diff = engine.diff(job_id, outs, again)
+    assert diff.changes == provider_pb2.DiffResponse.DIFF_NONE
+    assert calls(fake) == {}
+
+    # Refresh: one get, state from the service, inputs kept.
+    fake.reset_calls()
+    read_id, refreshed = engine.read(job_id, outs, inputs)
+    assert read_id == job_id
+    assert calls(fake) == {"GetCustomJob": 1}
+    assert refreshed["state"] == "PENDING"
+    assert refreshed["spec"] == outs["spec"]
+
+    # What runs changed -> replace; how long to wait changed -> in-place update, no call.
+    changed, _ = engine.check(props(samples.cassava(workers=3), wait=False))
+    assert list(engine.diff(job_id, refreshed, changed).replaces) == ["spec"]
+    settle, _ = engine.check(props(samples.cassava(), wait=False, wait_timeout_seconds=99))
+    diff = engine.diff(job_id, refreshed, settle)
+    assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
+    fake.reset_calls()
+    updated = engine.update(job_id, refreshed, settle)
+    assert updated["wait_timeout_seconds"] == 99 and updated["job_name"] == job_id
+    assert calls(fake) == {}
+
+    fake.hold(job_id, 3)  # RUNNING
+    engine.delete(job_id, refreshed)
+    assert job_id not in fake.jobs
+    assert fake.calls["CancelCustomJob"] == 1 and fake.calls["DeleteCustomJob"] == 1
+
+    # Deleted already: fine, and a refresh drops it from state.
+    engine.delete(job_id, refreshed)
+    gone_id, _ = engine.read(job_id, outs, inputs)
+    assert gone_id == ""
+
+
+def test_create_waits_for_the_end_and_reports_trials(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.HYPERPARAMETER_TUNING_JOB, "horses")
+    inputs, failures = engine.check(props(samples.horses_or_humans(), name="horses"))
+    assert failures == []
+    _, outs = engine.create(inputs)
+    assert outs["state"] == "SUCCEEDED"
+    assert outs["end_time"] and outs["start_time"]
+    assert len(outs["trials"]) == 6
+    best = outs["best_trial"]
+    assert best["final_metric"] == max(t["final_metric"] for t in outs["trials"])
+    assert set(best["parameters"]) == {"learning_rate", "momentum", "num_units"}
+    assert outs["model_dir"] == f"gs://p-bucket/jobs/horses-humans/{best['trial_id']}/model"
+    assert fake.calls["ListHyperparameterTuningJobs"] == 1
+    assert fake.calls["CreateHyperparameterTuningJob"] == 1
+
+
+def test_failed_job_fails_create_with_error_and_console_url(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    fake.outcome = 5  # JOB_STATE_FAILED
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(samples.cassava()))
+    with pytest.raises(grpc.RpcError) as caught:
+        engine.create(inputs)
+    details = caught.value.details()
+    assert "ended FAILED" in details
+    assert "workerpool0-0 exited with a non-zero status" in details
+    assert "https://console.cloud.google.com/vertex-ai/training/custom-jobs/" in details
+
+
+def test_crash_after_submit_then_retry_adopts(host: ProviderHost, fake: FakeJobService) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(samples.cassava(), wait=False))
+    # The job is made but the answer is lost, as when the process dies right after submit.
+    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    with pytest.raises(grpc.RpcError):
+        engine.create(inputs)
+    assert len(fake.names("customJobs")) == 1
+
+    job_id, outs = engine.create(inputs)
+    assert fake.names("customJobs") == [job_id]
+    assert fake.calls["CreateCustomJob"] == 1  # never blindly retried
+    assert outs["job_name"] == job_id
+
+
+def test_replacement_does_not_adopt_the_job_it_replaces(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    first, _ = engine.check(props(samples.cassava(), wait=False))
+    old_id, _ = engine.create(first)
+    second, _ = engine.check(props(samples.cassava(workers=2), wait=False))
+    new_id, _ = engine.create(second)
+    assert new_id != old_id and len(fake.names("customJobs")) == 2
+
+
+def test_transient_faults_are_survived(host: ProviderHost, fake: FakeJobService) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(samples.cassava()))
+    fake.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
+    fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE, times=2)
+    fake.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
+    job_id, outs = engine.create(inputs)
+    assert outs["state"] == "SUCCEEDED"
+    assert fake.calls["ListCustomJobs"] == 2 and fake.calls["CreateCustomJob"] == 1
+    fake.inject("DeleteCustomJob", grpc.StatusCode.UNAVAILABLE)
+    fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE)
+    engine.delete(job_id, outs)
+    assert job_id not in fake.jobs
+
+
+def test_create_is_not_retried_on_a_transient_error(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(samples.cassava(), wait=False))
+    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
+    with pytest.raises(grpc.RpcError):
+        engine.create(inputs)
+    assert fake.calls["CreateCustomJob"] == 1 and fake.jobs == {}
+
+
+def test_wait_is_bounded(host: ProviderHost, fake: FakeJobService) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(samples.cassava(), wait_timeout_seconds=0.3))
+    fake.hold_new_in = 3  # RUNNING, forever
+    try:
+        with pytest.raises(grpc.RpcError) as caught:
+            engine.create(inputs)
+    finally:
+        fake.hold_new_in = None
+    assert "still RUNNING" in caught.value.details()
+    assert "keeps running" in caught.value.details()
+    # The next `up` adopts the running job instead of starting a second one.
+    fake.release(fake.names("customJobs")[0])
+    job_id, outs = engine.create(inputs)
+    assert fake.names("customJobs") == [job_id] and outs["state"] == "SUCCEEDED"
+
+
+def test_check_reports_validation_failures_by_field(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    spec = spec_to_json(samples.cassava())
+    spec["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorCount"] = 3
+    spec["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
+    _, failures = engine.check(props(spec))
+    reasons = [reason for prop, reason in failures if prop == "spec"]
+    assert any(r.startswith("worker_pools[1].machine: accelerator_count 3") for r in reasons)
+    assert any(r.startswith("worker_pools[0].replica_count: the chief pool") for r in reasons)
+
+
+def test_check_tolerates_unknowns_in_preview(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    _, failures = engine.check(props(UNKNOWN))
+    assert failures == []
+
+
+def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    pickled = base64.b64decode(engine.serialized)
+    assert len(pickled) < 4096  # the class by reference and one string, nothing else
+    for word in (b"credential", b"token", b"Client", b"channel", b"private_key"):
+        assert word not in pickled
+    inputs, _ = engine.check(props(samples.cassava()))
+    flat = repr(inputs).lower()
+    assert "credential" not in flat and "token" not in flat
