@@ -139,7 +139,7 @@ def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
     assert JobState.RUNNING in seen
     assert record.state is JobState.SUCCEEDED
     assert record.create_time and record.start_time and record.end_time
-    assert record.model_dir and record.model_dir.endswith("/output/model/")
+    assert record.model_dir and record.model_dir.endswith("/output/model")
 
 
 def test_failing_replica_fails_the_job_with_its_log_tail(

@@ -93,7 +93,7 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
     best = max(record.trials, key=lambda t: t.final_metric or -1)
     assert record.best_trial == best
     base = backend.root / "gcs" / "bucket" / "hp"
-    assert record.model_dir == f"{base}/{best.trial_id}/model/"
+    assert record.model_dir == f"{base}/{best.trial_id}/model"
     # Each trial ran with its own id, directories and metrics file.
     envs = {p.name: json.loads(p.read_text()) for p in dump.glob("*.json")}
     assert len(envs) == 6

@@ -193,7 +193,8 @@ class ClusterRun:
 
     @property
     def model_dir(self) -> str:
-        return self.replicas[0].env["AIP_MODEL_DIR"] if self.replicas else ""
+        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash)."""
+        return self.replicas[0].env["AIP_MODEL_DIR"].rstrip("/") if self.replicas else ""
 
     def start(self) -> None:
         if not self.replicas:

@@ -245,7 +245,13 @@ class _Tuner:
             extra_args=parameter_args(params),
         )
         record = TrialRecord(
-            trial_id=trial_id, state="ACTIVE", parameters=tuple(params), final_metric=None
+            trial_id=trial_id,
+            state="ACTIVE",
+            # As the Vertex backend reads them back: whole numbers come back as ints.
+            parameters=tuple(
+                (k, int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in params
+            ),
+            final_metric=None,
         )
         self.trials[trial_id] = record
         active = _ActiveTrial(record=record, optuna_trial=optuna_trial, run=run)
@@ -327,7 +333,8 @@ class _Tuner:
         best = best_trial(trials, self.metric.goal)
         model_dir = None
         if best is not None:
-            model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model/"
+            # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
+            model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model"
         plot = None
         if final and any(t.final_metric is not None for t in trials):
             plot = str(

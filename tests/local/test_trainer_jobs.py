@@ -1,0 +1,86 @@
+"""The real trainer (``python -m trainer.task``) on the local backend: TensorFlow, tiny data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.jobs.backends.local import LocalBackend
+from infra.jobs.spec import (
+    ContainerSpec,
+    CustomJobSpec,
+    DiscreteParameterSpec,
+    DoubleParameterSpec,
+    JobState,
+    MachineSpec,
+    MetricGoal,
+    MetricSpec,
+    ScaleType,
+    SearchAlgorithm,
+    StudySpec,
+    TuningJobSpec,
+    WorkerPoolSpec,
+)
+from trainer.metric import HYPERTUNE_METRIC_TAG
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+TINY = ("--data=synthetic", "--synthetic-examples=16", "--epochs=1", "--batch-size-per-replica=4")
+
+
+def _trainer_pool(args: tuple[str, ...]) -> WorkerPoolSpec:
+    # No command: the image is ours, so the backend runs `python -m trainer.task` itself.
+    return WorkerPoolSpec(
+        machine=MachineSpec("n1-standard-4"),
+        container=ContainerSpec(image_uri="trainer:local", args=args),
+    )
+
+
+def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> None:
+    backend = LocalBackend(str(tmp_path / "root"))
+    args = ("--workload=cassava", *TINY, "--image-size=32", "--weights=none")
+    spec = CustomJobSpec(
+        display_name="mwms",
+        worker_pools=(_trainer_pool(args), _trainer_pool(args)),
+        base_output_directory=str(tmp_path / "bucket" / "mwms"),
+    )
+    record = backend.wait(backend.submit(spec).name, timeout=540)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    assert record.model_dir == f"{tmp_path}/bucket/mwms/model"
+    models = list((tmp_path / "bucket").rglob("saved_model.pb"))
+    assert models == [tmp_path / "bucket" / "mwms" / "model" / "saved_model.pb"]
+    logs = {Path(p).name: Path(p).read_text() for p in backend.log_paths(record.name)}
+    # Both replicas trained in one cluster of two.
+    assert "group_size = 2" in logs["workerpool0-0.log"]
+    assert "group_size = 2" in logs["workerpool1-0.log"]
+
+
+def test_horses_study_reads_the_trainers_hypertune_reports(tmp_path: Path) -> None:
+    backend = LocalBackend(str(tmp_path / "root"))
+    args = ("--workload=horses_or_humans", *TINY, "--image-size=32")
+    spec = TuningJobSpec(
+        display_name="hp",
+        trial_job=CustomJobSpec(
+            display_name="trial",
+            worker_pools=(_trainer_pool(args),),
+            base_output_directory=str(tmp_path / "bucket" / "hp"),
+        ),
+        study=StudySpec(
+            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),),
+            parameters=(
+                DoubleParameterSpec("learning_rate", 0.001, 1.0, ScaleType.LOG),
+                DiscreteParameterSpec("num_units", (64.0, 128.0)),
+            ),
+            algorithm=SearchAlgorithm.RANDOM,
+        ),
+        max_trial_count=2,
+        parallel_trial_count=2,
+    )
+    record = backend.wait(backend.submit(spec).name, timeout=540)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    assert [t.state for t in record.trials] == ["SUCCEEDED", "SUCCEEDED"]
+    assert all(0.0 <= (t.final_metric or -1) <= 1.0 for t in record.trials)
+    assert record.best_trial is not None
+    best_model = tmp_path / "bucket" / "hp" / record.best_trial.trial_id / "model"
+    assert (best_model / "saved_model.pb").exists()
