@@ -132,12 +132,19 @@ def run_pulumi(
     *,
     stack: str = "test",
     config: Mapping[str, str] | None = None,
+    monitor_sink: list[RecordingMonitor] | None = None,
 ) -> PulumiRun:
-    """Evaluate ``fn`` under fresh mocks; ``config`` is the flat map the CLI would pass."""
+    """Evaluate ``fn`` under fresh mocks; ``config`` is the flat map the CLI would pass.
+
+    ``monitor_sink`` receives the monitor before ``fn`` runs, so a test can still look
+    at what was registered when ``fn`` raises.
+    """
     settings.reset_options(project=PROJECT_NAME, stack=stack)
     set_all_config(dict(config or {}))
     mocks = PlatformMocks()
     monitor = RecordingMonitor(mocks)
+    if monitor_sink is not None:
+        monitor_sink.append(monitor)
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor
     )
@@ -177,10 +184,15 @@ def stack_file_config(stack_file: Path) -> dict[str, str]:
     return flat
 
 
-def run_program(stack: str, config: Mapping[str, str]) -> PulumiRun:
+def run_program(
+    stack: str,
+    config: Mapping[str, str],
+    monitor_sink: list[RecordingMonitor] | None = None,
+) -> PulumiRun:
     """Evaluate ``__main__.py`` the way the language host does, under mocks."""
     return run_pulumi(
         lambda: runpy.run_path(str(PROJECT_ROOT / "__main__.py"), run_name="__main__"),
         stack=stack,
         config=config,
+        monitor_sink=monitor_sink,
     )

@@ -1,0 +1,319 @@
+"""The config loader: schema agreement, every stack file, and every bad-config message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from infra.config import (
+    PROJECT_NAME,
+    PROJECT_ROOT,
+    ConfigError,
+    EnvironmentKind,
+    StackConfig,
+    known_config_keys,
+    load_pulumi_config,
+    load_stack_config,
+    parse_stack_config,
+)
+from tests.pulumi_mocks import run_pulumi
+
+STACK_FILES = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
+SCHEMA = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())["config"]
+
+DEV = {"vertex-training:environment": "dev", "gcp:project": "my-project"}
+
+
+def key(name: str) -> str:
+    return f"{PROJECT_NAME}:{name}"
+
+
+def problems_of(stack: str, raw: dict[str, object]) -> ConfigError:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config(stack, raw)
+    return caught.value
+
+
+# --------------------------------------------------------------------- schema
+
+
+class TestSchemaAgreesWithModels:
+    def test_every_model_key_is_declared_and_every_declared_key_is_read(self) -> None:
+        assert set(SCHEMA) == set(known_config_keys())
+
+    @pytest.mark.parametrize("name", sorted(known_config_keys()))
+    def test_type_default_and_description(self, name: str) -> None:
+        declared = SCHEMA[name]
+        assert set(declared) >= {"type", "default", "description"}, name
+        assert declared["description"].strip()
+        info = known_config_keys()[name]
+        expected_type = {bool: "boolean", int: "integer"}.get(info.annotation, "string")  # type: ignore[arg-type]
+        assert declared["type"] == expected_type
+        # "" in the schema means "not set" (None) in the model: a schema default cannot be null.
+        default = "" if info.default is None else info.default
+        assert declared["default"] == default
+
+    def test_schema_defaults_validate(self) -> None:
+        raw = {key(name): spec["default"] for name, spec in SCHEMA.items()}
+        config = parse_stack_config("local", raw)
+        assert config == parse_stack_config("local", {})
+
+
+# --------------------------------------------------------------------- stack files
+
+
+def test_there_are_local_dev_and_prod_stacks() -> None:
+    assert {path.name for path in STACK_FILES} >= {
+        "Pulumi.local.yaml",
+        "Pulumi.dev.yaml",
+        "Pulumi.prod.yaml",
+    }
+
+
+@pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda p: p.name)
+def test_every_stack_file_is_valid(stack_file: Path) -> None:
+    config = load_stack_config(stack_file)
+    assert config.stack == stack_file.name.split(".")[1]
+
+
+@pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda p: p.name)
+def test_every_differing_value_carries_a_comment(stack_file: Path) -> None:
+    lines = stack_file.read_text().splitlines()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(f"{PROJECT_NAME}:") and index > 0:
+            # A value is explained either by the comment above it or by the one above
+            # the group of values it belongs to.
+            above = [ln.strip() for ln in lines[:index] if ln.strip()]
+            assert any(ln.startswith("#") for ln in above[-3:]), stripped
+
+
+def test_stack_kinds() -> None:
+    kinds = {load_stack_config(p).stack: load_stack_config(p).environment for p in STACK_FILES}
+    assert kinds["local"] is EnvironmentKind.LOCAL
+    assert kinds["dev"] is EnvironmentKind.DEV
+    assert kinds["prod"] is EnvironmentKind.PROD
+
+
+def test_local_stack_needs_no_google_cloud_project() -> None:
+    config = load_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.local.yaml")
+    assert config.gcp_project is None
+    assert config.local_root == PROJECT_ROOT / ".local-vertex"
+
+
+def test_stack_file_name_must_name_the_stack(tmp_path: Path) -> None:
+    path = tmp_path / "dev.yaml"
+    path.write_text("config: {}\n")
+    with pytest.raises(ValueError, match=r"Pulumi\.<stack>\.yaml"):
+        load_stack_config(path)
+
+
+def test_empty_stack_file_is_a_local_stack(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.scratch.yaml"
+    path.write_text("")
+    assert load_stack_config(path).environment is EnvironmentKind.LOCAL
+
+
+# --------------------------------------------------------------------- values
+
+
+def test_defaults() -> None:
+    config = parse_stack_config("dev", DEV)
+    assert config.region == "us-central1"
+    assert config.bucket_name == "my-project-dev-vertex"
+    assert config.workbench_zone == "us-central1-a"
+    assert config.workbench.idle_timeout_minutes == 60
+    assert config.image.pinned_reference is None
+
+
+def test_values_as_the_cli_passes_them_are_coerced() -> None:
+    config = parse_stack_config(
+        "dev",
+        {
+            **DEV,
+            key("workbenchDiskSizeGb"): "200",
+            key("workbenchEnabled"): "false",
+            key("bucketName"): "",
+        },
+    )
+    assert config.workbench.disk_size_gb == 200
+    assert config.workbench.enabled is False
+    assert config.storage.bucket_name is None
+
+
+def test_models_are_frozen() -> None:
+    config = parse_stack_config("dev", DEV)
+    with pytest.raises(ValidationError):
+        config.general.region = "europe-west4"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        config.stack = "prod"  # type: ignore[misc]
+
+
+def test_other_namespaces_are_left_to_their_providers() -> None:
+    config = parse_stack_config("dev", {**DEV, "gcp:region": "us-central1", "docker-build:x": "1"})
+    assert config.gcp_project == "my-project"
+
+
+# --------------------------------------------------------------------- bad config
+
+
+def test_missing_gcp_project_on_a_cloud_stack() -> None:
+    error = problems_of("dev", {key("environment"): "dev"})
+    message = str(error)
+    assert "gcp:project: missing: a dev stack needs the Google Cloud project" in message
+    assert "Valid: a Google Cloud project id" in message
+    assert "Fix: pulumi config set gcp:project <your-project-id> --stack dev" in message
+
+
+def test_missing_gcp_project_is_reported_even_when_the_region_is_bad_too() -> None:
+    error = problems_of("prod", {key("environment"): "prod", key("region"): "mars-north1"})
+    assert {p.key for p in error.problems} == {"gcp:project", key("region")}
+
+
+def test_unknown_region() -> None:
+    error = problems_of("dev", {**DEV, key("region"): "us-centrl1"})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:region"
+    assert "'us-centrl1' is not a region where Vertex AI training runs" in problem.problem
+    assert "did you mean us-central1?" in problem.problem
+    assert "us-central1" in problem.valid and "europe-west4" in problem.valid
+    assert problem.fix == "pulumi config set vertex-training:region us-central1 --stack dev"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Bad_Name",
+        "ab",
+        "-starts-with-dash",
+        "goog-bucket",
+        "my-google-bucket",
+        "192.168.1.1",
+        "a" * 64,
+    ],
+)
+def test_malformed_bucket_name(name: str) -> None:
+    error = problems_of("dev", {**DEV, key("bucketName"): name})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:bucketName"
+    assert f"'{name}'" in problem.problem
+    assert "3-63 characters of lowercase letters" in problem.valid
+    assert problem.fix.startswith("pulumi config set vertex-training:bucketName ")
+
+
+@given(st.from_regex(r"[a-z0-9][a-z0-9_-]{1,40}[a-z0-9]", fullmatch=True))
+def test_well_formed_bucket_names_pass(name: str) -> None:
+    if name.startswith("goog") or "google" in name:
+        return
+    assert parse_stack_config("dev", {**DEV, key("bucketName"): name}).bucket_name == name
+
+
+def test_negative_disk_size() -> None:
+    error = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "-5"})
+    (problem,) = error.problems
+    assert str(problem) == (
+        "vertex-training:workbenchDiskSizeGb: -5 GB is not a valid boot disk size. "
+        "Valid: an integer from 150 to 64000. "
+        "Fix: pulumi config set vertex-training:workbenchDiskSizeGb 150 --stack dev"
+    )
+
+
+def test_unknown_key_is_not_silently_ignored() -> None:
+    error = problems_of("dev", {**DEV, key("workbenchMachinType"): "n1-standard-8"})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:workbenchMachinType"
+    assert "unknown config key (did you mean 'workbenchMachineType'?)" in problem.problem
+    assert "workbenchMachineType" in problem.valid
+    assert problem.fix == (
+        "pulumi config rm vertex-training:workbenchMachinType --stack dev && "
+        "pulumi config set vertex-training:workbenchMachineType <value> --stack dev"
+    )
+
+
+def test_not_a_number() -> None:
+    error = problems_of("dev", {**DEV, key("imageKeepCount"): "many"})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:imageKeepCount"
+    assert "'many'" in problem.problem
+    assert problem.valid == "an integer from 1 to 1000"
+
+
+def test_unknown_environment() -> None:
+    error = problems_of("dev", {**DEV, key("environment"): "staging"})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:environment"
+    assert problem.valid == "one of local, dev, prod"
+
+
+def test_trainer_image_must_be_a_digest() -> None:
+    error = problems_of("dev", {**DEV, key("trainerImage"): "example.com/trainer:latest"})
+    (problem,) = error.problems
+    assert "not an image reference by digest" in problem.problem
+    digest = "example.com/trainer@sha256:" + "a" * 64
+    assert parse_stack_config("dev", {**DEV, key("trainerImage"): digest}).image.pinned_reference
+
+
+@pytest.mark.parametrize(
+    ("extra", "bad_key", "text"),
+    [
+        ({"workbenchGpuCount": "1"}, "workbenchGpuCount", "workbenchGpuType is not set"),
+        ({"workbenchGpuType": "NVIDIA_TESLA_T4"}, "workbenchGpuCount", "the GPU count is 0"),
+        ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "3 GPUs is not a valid count"),
+        (
+            {"workbenchGpuType": "NVIDIA_L4", "workbenchGpuCount": "1"},
+            "workbenchMachineType",
+            "NVIDIA_L4 cannot attach to n1-standard-4",
+        ),
+        ({"workbenchGpuType": "TPU"}, "workbenchGpuType", "'TPU' is not a GPU type"),
+        ({"workbenchZone": "europe-west4-a"}, "workbenchZone", "not in the stack's region"),
+        ({"workbenchZone": "central"}, "workbenchZone", "not a zone name"),
+        ({"softDeleteRetentionDays": "3"}, "softDeleteRetentionDays", "3 days is not a soft"),
+        ({"stagingRetentionDays": "0"}, "stagingRetentionDays", "0 days is out of range"),
+        ({"repositoryName": "Trainers"}, "repositoryName", "not a valid repository id"),
+    ],
+)
+def test_rules_between_and_within_keys(extra: dict[str, str], bad_key: str, text: str) -> None:
+    error = problems_of("dev", {**DEV, **{key(k): v for k, v in extra.items()}})
+    assert [p.key for p in error.problems] == [key(bad_key)]
+    assert text in error.problems[0].problem
+    assert error.problems[0].fix.startswith(f"pulumi config set {key(bad_key)} ")
+
+
+def test_all_problems_are_reported_at_once() -> None:
+    error = problems_of(
+        "dev",
+        {
+            key("environment"): "dev",
+            key("region"): "nowhere",
+            key("bucketName"): "UPPER",
+            key("workbenchDiskSizeGb"): "-1",
+            key("regoin"): "us-central1",
+        },
+    )
+    assert len(error.problems) == 5
+    assert str(error).startswith("invalid config for stack 'dev':\n  - ")
+
+
+# --------------------------------------------------------------------- inside a program
+
+
+def test_pulumi_loader_reads_the_engine_config_and_validates_the_same_way() -> None:
+    raw = {**DEV, key("workbenchDiskSizeGb"): "300"}
+    seen: list[StackConfig] = []
+    run_pulumi(lambda: seen.append(load_pulumi_config()), stack="dev", config=raw)
+    assert seen == [parse_stack_config("dev", raw)]
+
+
+def test_pulumi_loader_reads_pulumi_config_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The language host hands config to the program as PULUMI_CONFIG (JSON).
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({**DEV, key("regoin"): "x"}))
+    with pytest.raises(ConfigError, match="did you mean 'region'"):
+        run_pulumi(load_pulumi_config, stack="dev", config={})

@@ -1,0 +1,222 @@
+"""The whole program (``__main__.py``) evaluated under mocks, for every stack file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.config import PROJECT_ROOT, ConfigError
+from infra.platform import LOCAL_IMAGE_REFERENCE
+from tests.pulumi_mocks import PulumiRun, RecordingMonitor, run_program, stack_file_config
+
+STACK_FILES = {
+    path.name.split(".")[1]: path
+    for path in sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
+}
+SERVICE = "gcp:projects/service:Service"
+
+
+def output_constants() -> dict[str, str]:
+    """The OUTPUT_* constants of __main__.py, read without running it."""
+    import ast
+
+    tree = ast.parse((PROJECT_ROOT / "__main__.py").read_text())
+    constants: dict[str, str] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id.startswith("OUTPUT_")
+            and isinstance(node.value, ast.Constant)
+        ):
+            constants[node.targets[0].id] = str(node.value.value)
+    return constants
+
+
+def evaluate(stack: str) -> PulumiRun:
+    return run_program(stack, stack_file_config(STACK_FILES[stack]))
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, PulumiRun]:
+    return {stack: evaluate(stack) for stack in STACK_FILES}
+
+
+def test_main_stays_small() -> None:
+    lines = [
+        line
+        for line in (PROJECT_ROOT / "__main__.py").read_text().splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    assert len(lines) <= 40
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_FILES))
+def test_every_stack_exports_every_named_output(stack: str, runs: dict[str, PulumiRun]) -> None:
+    constants = output_constants()
+    assert {
+        "OUTPUT_PROJECT",
+        "OUTPUT_REGION",
+        "OUTPUT_BUCKET_URL",
+        "OUTPUT_REPOSITORY_URL",
+        "OUTPUT_IMAGE_REFERENCE",
+        "OUTPUT_WORKBENCH_URL",
+        "OUTPUT_TRAINING_SERVICE_ACCOUNT",
+        "OUTPUT_WORKBENCH_SERVICE_ACCOUNT",
+    } <= set(constants)
+    assert set(runs[stack].outputs) == set(constants.values())
+
+
+def test_local_stack_registers_no_cloud_resource(runs: dict[str, PulumiRun]) -> None:
+    run = runs["local"]
+    assert not [r for r in run.registrations if r.type.startswith(("gcp:", "docker-build:"))]
+    assert run.calls == []  # not even an invoke of the Google provider
+    assert run.outputs["environment"] == "local"
+    assert run.outputs["bucketUrl"] == str(PROJECT_ROOT / ".local-vertex" / "bucket")
+    assert run.outputs["imageReference"] == LOCAL_IMAGE_REFERENCE
+    assert run.outputs["trainingServiceAccount"] is None
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, PulumiRun]) -> None:
+    run = runs[stack]
+    components = {r.type.rsplit(":", 1)[-1] for r in run.registrations if not r.custom}
+    assert components == {
+        "ProjectServices",
+        "TrainingBucket",
+        "TrainerRepository",
+        "PlatformIdentity",
+        "TrainingWorkbench",
+        "TrainerImage",
+    }
+    outputs = run.outputs
+    project = outputs["project"]
+    assert project == f"vertex-training-{stack}"
+    assert outputs["region"] == "us-central1"
+    assert outputs["bucketUrl"] == f"gs://{project}-{stack}-vertex"
+    assert outputs["repositoryUrl"] == f"us-central1-docker.pkg.dev/{project}/trainers"
+    assert outputs["imageReference"].startswith(f"{outputs['repositoryUrl']}/trainer@sha256:")
+    assert (
+        outputs["trainingServiceAccount"] == f"vtx-train-{stack}@{project}.iam.gserviceaccount.com"
+    )
+    assert outputs["workbenchServiceAccount"].startswith(f"vtx-workbench-{stack}@")
+    assert outputs["workbenchUrl"].startswith("https://")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_nothing_races_the_api_enablement(stack: str, runs: dict[str, PulumiRun]) -> None:
+    run = runs[stack]
+    services = {r.urn for r in run.of_type(SERVICE)}
+    assert len(services) >= 6
+    for registration in run.registrations:
+        if registration.type == SERVICE or registration.type.endswith(":ProjectServices"):
+            continue
+        assert services <= set(registration.dependencies), registration.name
+
+
+@pytest.mark.parametrize("stack", sorted(STACK_FILES))
+def test_every_resource_is_parented_to_a_component(stack: str, runs: dict[str, PulumiRun]) -> None:
+    run = runs[stack]
+    component_urns = {r.urn for r in run.registrations if not r.custom}
+    for registration in run.registrations:
+        if registration.custom:
+            assert registration.parent in component_urns, registration.name
+            component = next(r for r in run.registrations if r.urn == registration.parent)
+            assert registration.name.startswith(f"{component.name}-"), registration.name
+
+
+def test_dev_is_disposable_and_prod_is_protected(runs: dict[str, PulumiRun]) -> None:
+    dev_bucket = runs["dev"].one("gcp:storage/bucket:Bucket")
+    prod_bucket = runs["prod"].one("gcp:storage/bucket:Bucket")
+    assert dev_bucket.inputs["forceDestroy"] is True and not dev_bucket.protect
+    assert prod_bucket.inputs["forceDestroy"] is False
+    assert prod_bucket.protect and prod_bucket.retain_on_delete
+    assert prod_bucket.inputs["versioning"] == {"enabled": True}
+    assert prod_bucket.inputs["softDeletePolicy"] == {"retentionDurationSeconds": 14 * 86_400}
+    dev_setup = runs["dev"].one("gcp:workbench/instance:Instance").inputs["gceSetup"]
+    prod_setup = runs["prod"].one("gcp:workbench/instance:Instance").inputs["gceSetup"]
+    assert dev_setup["disablePublicIp"] is False
+    assert prod_setup["disablePublicIp"] is True
+    assert prod_setup["acceleratorConfigs"] == [{"type": "NVIDIA_TESLA_T4", "coreCount": "1"}]
+
+
+def test_workbench_uses_the_workbench_account(runs: dict[str, PulumiRun]) -> None:
+    run = runs["dev"]
+    setup = run.one("gcp:workbench/instance:Instance").inputs["gceSetup"]
+    assert setup["serviceAccounts"] == [{"email": run.outputs["workbenchServiceAccount"]}]
+
+
+def test_image_push_waits_for_the_repository(runs: dict[str, PulumiRun]) -> None:
+    run = runs["dev"]
+    image = run.one("docker-build:index:Image")
+    assert run.one("gcp:artifactregistry/repository:Repository").urn in image.dependencies
+
+
+def test_a_pinned_trainer_image_skips_the_build() -> None:
+    digest = "europe-docker.pkg.dev/p/r/trainer@sha256:" + "b" * 64
+    config = stack_file_config(STACK_FILES["dev"]) | {"vertex-training:trainerImage": digest}
+    run = run_program("dev", config)
+    assert run.of_type("docker-build:index:Image") == []
+    assert run.outputs["imageReference"] == digest
+
+
+def test_workbench_can_be_turned_off() -> None:
+    config = stack_file_config(STACK_FILES["dev"]) | {"vertex-training:workbenchEnabled": "false"}
+    run = run_program("dev", config)
+    assert run.of_type("gcp:workbench/instance:Instance") == []
+    assert run.outputs["workbenchUrl"] is None
+    assert run.outputs["workbenchServiceAccount"] is None
+
+
+BAD_CONFIGS = {
+    "missing gcp:project": (
+        {"vertex-training:environment": "dev"},
+        "gcp:project: missing",
+        "pulumi config set gcp:project <your-project-id> --stack dev",
+    ),
+    "unknown region": (
+        {"vertex-training:region": "us-central42"},
+        "vertex-training:region: 'us-central42' is not a region",
+        "pulumi config set vertex-training:region us-central1 --stack dev",
+    ),
+    "malformed bucket name": (
+        {"vertex-training:bucketName": "My_Bucket"},
+        "vertex-training:bucketName: 'My_Bucket' is not a valid bucket name",
+        "pulumi config set vertex-training:bucketName",
+    ),
+    "negative disk size": (
+        {"vertex-training:workbenchDiskSizeGb": "-10"},
+        "vertex-training:workbenchDiskSizeGb: -10 GB is not a valid boot disk size",
+        "Valid: an integer from 150 to 64000",
+    ),
+    "unknown key": (
+        {"vertex-training:bucketname": "x-bucket"},
+        "vertex-training:bucketname: unknown config key (did you mean 'bucketName'?)",
+        "pulumi config rm vertex-training:bucketname --stack dev",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_bad_config_fails_before_any_resource(case: str) -> None:
+    change, problem, fix = BAD_CONFIGS[case]
+    config = stack_file_config(STACK_FILES["dev"])
+    if case == "missing gcp:project":
+        del config["gcp:project"]
+    config |= change
+    monitor_holder: list[RecordingMonitor] = []
+    with pytest.raises(ConfigError) as caught:
+        run_program("dev", config, monitor_sink=monitor_holder)
+    assert problem in str(caught.value)
+    assert fix in str(caught.value)
+    (monitor,) = monitor_holder
+    assert monitor.registrations == []
+    assert monitor.mocks.calls == []  # type: ignore[attr-defined]
+
+
+def test_stack_file_config_passes_values_as_text() -> None:
+    config = stack_file_config(STACK_FILES["prod"])
+    assert config["vertex-training:workbenchGpuCount"] == "1"
+    assert all(isinstance(v, str) for v in config.values())
+    assert Path(STACK_FILES["prod"]).exists()
