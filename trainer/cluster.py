@@ -21,6 +21,7 @@ __all__ = [
     "ClusterConfigError",
     "ClusterRole",
     "parse_cluster_role",
+    "require_all_reduce_cluster",
 ]
 
 CHIEF = "chief"
@@ -91,6 +92,16 @@ class ClusterRole:
     @property
     def label(self) -> str:
         return f"{self.task_type}:{self.task_index}"
+
+
+def require_all_reduce_cluster(role: ClusterRole) -> None:
+    """These trainers use synchronous all-reduce; refuse parameter servers up front."""
+    if role.has_parameter_servers or role.task_type == PARAMETER_SERVER:
+        raise ClusterConfigError(
+            f"{role.source} describes parameter servers ({role.label}); these trainers use "
+            "synchronous all-reduce (MultiWorkerMirroredStrategy), not ParameterServerStrategy: "
+            "drop worker pool 2 (ps) and put those machines in pool 1 (workers)"
+        )
 
 
 def _parse_json(name: str, raw: str) -> dict[str, object]:

@@ -8,7 +8,7 @@ import tempfile
 import tensorflow as tf
 import tf_keras
 
-from trainer.cluster import PARAMETER_SERVER, ClusterConfigError, ClusterRole
+from trainer.cluster import ClusterConfigError, ClusterRole, require_all_reduce_cluster
 
 __all__ = ["create_strategy", "save_model"]
 
@@ -23,12 +23,7 @@ def create_strategy(role: ClusterRole) -> tf.distribute.Strategy:
     - one machine with several GPUs -> MirroredStrategy;
     - otherwise the default strategy (one device).
     """
-    if role.has_parameter_servers or role.task_type == PARAMETER_SERVER:
-        raise ClusterConfigError(
-            f"{role.source} describes parameter servers ({role.task_type}:{role.task_index}); "
-            "these trainers use synchronous all-reduce (MultiWorkerMirroredStrategy): drop "
-            "worker pool 2 (ps) and put the machines in pool 1 (workers)"
-        )
+    require_all_reduce_cluster(role)
     if not role.in_training_cluster:
         raise ClusterConfigError(
             f"task type {role.task_type!r} is not part of the training cluster; "

@@ -14,7 +14,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from trainer.cluster import ClusterConfigError, parse_cluster_role
+from trainer.cluster import ClusterConfigError, parse_cluster_role, require_all_reduce_cluster
 from trainer.config import parse_config
 
 logger = logging.getLogger("trainer")
@@ -29,13 +29,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = parse_config(argv)  # exits 2 with a message on a bad flag, before TF loads
     try:
         role = parse_cluster_role()
+        logger.info("role %s (from %s), chief=%s", role.label, role.source, role.is_chief)
+        if not role.in_training_cluster:
+            # The evaluator pool gets the same image and args; it has nothing to join.
+            logger.info("%s is not part of the training cluster; nothing to train", role.label)
+            return 0
+        require_all_reduce_cluster(role)
     except ClusterConfigError as error:
         logger.error("%s", error)
         return 2
-    logger.info("role %s (from %s), chief=%s", role.label, role.source, role.is_chief)
-    if not role.in_training_cluster:
-        logger.info("%s is not part of the training cluster; nothing to train", role.label)
-        return 0
 
     from trainer.training import run_training  # imports TensorFlow
 

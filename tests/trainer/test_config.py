@@ -1,0 +1,122 @@
+"""Flags and output locations: codelab defaults, precedence, clear errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainer.config import parse_config, resolve_output_paths
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_cassava_defaults_are_the_codelab_settings() -> None:
+    config = parse_config(["--workload", "cassava", "--job-dir", "gs://b/job"], environ={})
+    assert (config.image_size, config.epochs, config.batch_size_per_replica) == (300, 2, 64)
+    assert config.learning_rate == pytest.approx(1e-4)
+    assert config.weights == "imagenet"
+    assert config.workload.num_classes == 5
+    assert config.paths.model_dir == "gs://b/job/model"
+    assert config.paths.checkpoint_dir == "gs://b/job/checkpoints"
+    assert config.paths.tensorboard_dir == "gs://b/job/logs"
+
+
+def test_horses_or_humans_defaults_and_codelab_flag_names() -> None:
+    argv = ["--workload", "horses_or_humans", "--model-dir", "/m"]
+    config = parse_config(argv, environ={})
+    assert (config.image_size, config.epochs, config.batch_size_per_replica) == (150, 10, 64)
+    assert (config.learning_rate, config.momentum, config.num_units) == (0.01, 0.9, 64)
+    assert config.weights == "none"
+    argv += ["--learning_rate", "0.05", "--momentum", "0.5", "--num_units", "512"]
+    tuned = parse_config(argv, environ={})
+    assert (tuned.learning_rate, tuned.momentum, tuned.num_units) == (0.05, 0.5, 512)
+
+
+def test_vertex_variables_win_over_flags() -> None:
+    env = {
+        "AIP_MODEL_DIR": "gs://b/out/model/",
+        "AIP_CHECKPOINT_DIR": "gs://b/out/checkpoints/",
+        "AIP_TENSORBOARD_LOG_DIR": "gs://b/out/logs/",
+    }
+    paths = resolve_output_paths(
+        job_dir="/j", model_dir="/m", checkpoint_dir="/c", tensorboard_dir="/t", environ=env
+    )
+    assert paths.model_dir == "gs://b/out/model/"
+    assert paths.checkpoint_dir == "gs://b/out/checkpoints/"
+    assert paths.tensorboard_dir == "gs://b/out/logs/"
+
+
+def test_explicit_flags_win_over_the_job_dir_layout() -> None:
+    paths = resolve_output_paths(
+        job_dir="/j/", model_dir="/m", checkpoint_dir="/c", tensorboard_dir=None, environ={}
+    )
+    assert (paths.model_dir, paths.checkpoint_dir, paths.tensorboard_dir) == ("/m", "/c", "/j/logs")
+
+
+def test_model_dir_alone_keeps_checkpoints_beside_the_model() -> None:
+    paths = resolve_output_paths(
+        job_dir=None, model_dir="gs://b/m/", checkpoint_dir=None, tensorboard_dir=None, environ={}
+    )
+    assert paths.checkpoint_dir == "gs://b/m-checkpoints"
+    assert paths.tensorboard_dir is None
+
+
+def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as excinfo:
+        parse_config(argv, environ={})
+    assert excinfo.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "no model destination: set AIP_MODEL_DIR"),
+        (["--job-dir", "/j", "--epochs", "0"], "--epochs: expected a positive integer, got 0"),
+        (["--job-dir", "/j", "--image-size", "16"], "expected at least 32"),
+        (["--job-dir", "/j", "--learning_rate", "-1"], "expected a positive finite number"),
+        (["--job-dir", "/j", "--momentum", "1.5"], "expected a number in [0, 1], got 1.5"),
+        (["--job-dir", "/j", "--data-dir", "/no/such/dir"], "--data-dir '/no/such/dir' does not"),
+        (["--job-dir", "/j", "--weights", "imagenet"], "applies to cassava only"),
+        (["--job-dir", "/j", "--data", "csv"], "invalid choice: 'csv'"),
+    ],
+)
+def test_bad_flags_exit_with_a_clear_message(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert message in _exit_message(["--workload", "horses_or_humans", *extra], capsys)
+
+
+def test_cassava_refuses_the_sgd_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _exit_message(["--workload", "cassava", "--job-dir", "/j", "--num_units", "8"], capsys)
+    assert "--num_units applies to horses_or_humans only" in err
+
+
+def test_unknown_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _exit_message(["--workload", "mnist", "--job-dir", "/j"], capsys)
+    assert "invalid choice: 'mnist'" in err
+
+
+def test_entry_point_module_runs_help_without_loading_tensorflow() -> None:
+    code = (
+        "import sys, runpy; sys.argv = ['trainer.task', '--help']\n"
+        "try:\n    runpy.run_module('trainer.task', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert e.code == 0, e.code\n"
+        "import os; assert os.environ['TF_USE_LEGACY_KERAS'] == '1'\n"
+        "assert 'tensorflow' not in sys.modules, 'TensorFlow imported for --help'\n"
+        "print('OK')"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--workload {cassava,horses_or_humans}" in result.stdout
+    assert result.stdout.rstrip().endswith("OK")

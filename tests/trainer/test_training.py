@@ -1,0 +1,223 @@
+"""Real TensorFlow, tiny generated data, CPU: training, saving, resume, MWMS, hypertune.
+
+Every run is a real ``python -m trainer.task`` process with the environment Vertex would
+give it, so these tests cover the entry point exactly as the image and the local backend
+run it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from trainer.metric import HYPERTUNE_METRIC_TAG
+
+REPO = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 240
+TINY = ["--data", "synthetic", "--image-size", "32", "--batch-size-per-replica", "16"]
+
+
+def trainer_env(**extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIP_", "CLOUD_ML_")) and k not in ("TF_CONFIG", "CLUSTER_SPEC")
+    }
+    # One intra/inter-op thread pool each keeps several processes civil on a small machine.
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    env.update(extra)
+    return env
+
+
+def start(args: Sequence[str], env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [sys.executable, "-m", "trainer.task", *args],
+            cwd=REPO,
+            env=dict(env),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    log: str
+
+
+def run(args: Sequence[str], env: Mapping[str, str], log: Path) -> Run:
+    process = start(args, env, log)
+    returncode = process.wait(timeout=TIMEOUT_S)
+    return Run(returncode, log.read_text())
+
+
+def start_epochs(log: str) -> list[int]:
+    return [int(m) for m in re.findall(r"start_epoch=(\d+) ", log)]
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("localhost", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+@pytest.fixture(scope="module")
+def horses_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
+    """One single-process horses_or_humans trial with the Vertex variables set."""
+    base = tmp_path_factory.mktemp("horses")
+    env = trainer_env(
+        AIP_MODEL_DIR=str(base / "model"),
+        AIP_CHECKPOINT_DIR=str(base / "checkpoints"),
+        AIP_TENSORBOARD_LOG_DIR=str(base / "logs"),
+        CLOUD_ML_HP_METRIC_FILE=str(base / "hypertune" / "output.metrics"),
+        CLOUD_ML_TRIAL_ID="3",
+    )
+    args = ["--workload", "horses_or_humans", *TINY, "--epochs", "3", "--synthetic-examples", "64"]
+    args += ["--learning_rate", "0.05", "--momentum", "0.5", "--num_units", "8"]
+    result = run(args, env, base / "trainer.log")
+    assert result.returncode == 0, result.log[-3000:]
+    return base, result
+
+
+@pytest.mark.slow
+def test_single_process_writes_a_savedmodel_that_loads_and_predicts(
+    horses_run: tuple[Path, Run],
+) -> None:
+    import numpy as np
+    import tensorflow as tf
+
+    base, _ = horses_run
+    assert (base / "model" / "saved_model.pb").is_file()
+    loaded = tf.saved_model.load(str(base / "model"))
+    serve = loaded.signatures["serving_default"]
+    images = tf.constant(np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)), tf.uint8)
+    (probabilities,) = serve(image=images).values()
+    assert probabilities.shape == (2, 1)
+    assert np.all((probabilities.numpy() >= 0) & (probabilities.numpy() <= 1))
+
+
+@pytest.mark.slow
+def test_hypertune_file_holds_accuracy_per_epoch_ending_with_final_val_accuracy(
+    horses_run: tuple[Path, Run],
+) -> None:
+    base, result = horses_run
+    lines = (base / "hypertune" / "output.metrics").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["global_step"] for r in records] == ["1", "2", "3"]
+    assert all(r["trial"] == "3" and HYPERTUNE_METRIC_TAG in r for r in records)
+    logged = re.findall(r"epoch=3/3 .*val_accuracy=([0-9.]+)", result.log)
+    assert logged, result.log[-2000:]
+    assert float(records[-1][HYPERTUNE_METRIC_TAG]) == pytest.approx(float(logged[0]), abs=1e-4)
+
+
+@pytest.mark.slow
+def test_checkpoints_and_tensorboard_go_to_the_vertex_dirs(horses_run: tuple[Path, Run]) -> None:
+    base, result = horses_run
+    assert list((base / "checkpoints" / "chief").glob("ckpt-3.index"))
+    assert list((base / "logs" / "validation").glob("events.out.tfevents.*"))
+    assert start_epochs(result.log) == [1]
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_its_latest_checkpoint(tmp_path: Path) -> None:
+    epochs = 40
+    args = ["--workload", "horses_or_humans", *TINY, "--job-dir", str(tmp_path / "job")]
+    args += ["--epochs", str(epochs), "--synthetic-examples", "256", "--image-size", "48"]
+    env = trainer_env()
+    checkpoints = tmp_path / "job" / "checkpoints" / "chief"
+
+    first = start(args, env, tmp_path / "first.log")
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (checkpoints / "checkpoint").exists():
+        assert first.poll() is None, (tmp_path / "first.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "no checkpoint appeared"
+        time.sleep(0.02)
+    first.send_signal(signal.SIGKILL)  # a preemption: no chance to clean up
+    first.wait(timeout=30)
+    assert first.returncode == -signal.SIGKILL
+    state = (checkpoints / "checkpoint").read_text()
+    saved = int(re.search(r'model_checkpoint_path: "ckpt-(\d+)"', state).group(1))  # type: ignore[union-attr]
+    assert 1 <= saved < epochs, "the run must be killed mid-training"
+    assert not (tmp_path / "job" / "model").exists()
+
+    second = run(args, env, tmp_path / "second.log")
+    assert second.returncode == 0, second.log[-3000:]
+    # One checkpoint per epoch: after ckpt-N the restarted run starts at epoch N + 1.
+    assert start_epochs(second.log) == [saved + 1]
+    assert f"epoch={epochs}/{epochs}" in second.log
+    assert "epoch=1/" not in second.log
+    assert (tmp_path / "job" / "model" / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow
+def test_two_process_multi_worker_cluster(tmp_path: Path) -> None:
+    chief_port, worker_port = free_ports(2)
+    cluster = {"chief": [f"localhost:{chief_port}"], "worker": [f"localhost:{worker_port}"]}
+    args = ["--workload", "horses_or_humans", *TINY, "--epochs", "2"]
+    args += ["--synthetic-examples", "64", "--job-dir", str(tmp_path / "job")]
+    processes = {}
+    for task_type in ("chief", "worker"):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": task_type, "index": 0}})
+        env = trainer_env(TF_CONFIG=tf_config)
+        processes[task_type] = start(args, env, tmp_path / f"{task_type}.log")
+    for process in processes.values():
+        process.wait(timeout=TIMEOUT_S)
+    logs = {name: (tmp_path / f"{name}.log").read_text() for name in processes}
+    for name, process in processes.items():
+        assert process.returncode == 0, f"{name}:\n{logs[name][-3000:]}"
+        assert "2 replicas in sync" in logs[name]
+    assert (tmp_path / "job" / "model" / "saved_model.pb").is_file()
+    temp_dirs = re.findall(r"saves into temporary dir (\S+)", logs["worker"])
+    assert len(temp_dirs) == 1
+    assert not Path(temp_dirs[0]).exists()
+    assert "removed temporary dir" in logs["worker"]
+    assert "saves into temporary dir" not in logs["chief"]
+
+
+@pytest.mark.slow
+def test_cassava_resnet50_trains_and_saves(tmp_path: Path) -> None:
+    args = ["--workload", "cassava", *TINY, "--weights", "none", "--epochs", "1"]
+    args += ["--steps-per-epoch", "1", "--batch-size-per-replica", "4"]
+    args += ["--synthetic-examples", "8", "--model-dir", str(tmp_path / "model")]
+    result = run(args, trainer_env(), tmp_path / "cassava.log")
+    assert result.returncode == 0, result.log[-3000:]
+    assert (tmp_path / "model" / "saved_model.pb").is_file()
+
+
+def test_evaluator_exits_cleanly_without_training(tmp_path: Path) -> None:
+    tf_config = json.dumps(
+        {"cluster": {"chief": ["c:1"], "evaluator": ["e:1"]}, "task": {"type": "evaluator"}}
+    )
+    args = ["--workload", "horses_or_humans", "--job-dir", str(tmp_path)]
+    result = run(args, trainer_env(TF_CONFIG=tf_config), tmp_path / "evaluator.log")
+    assert result.returncode == 0, result.log
+    assert "not part of the training cluster" in result.log
+    assert not (tmp_path / "model").exists()
+
+
+def test_parameter_server_cluster_is_a_clear_error(tmp_path: Path) -> None:
+    spec = {
+        "cluster": {"workerpool0": ["c:1"], "workerpool2": ["p:1"]},
+        "task": {"type": "workerpool0", "index": 0},
+    }
+    args = ["--workload", "cassava", "--job-dir", str(tmp_path)]
+    result = run(args, trainer_env(CLUSTER_SPEC=json.dumps(spec)), tmp_path / "ps.log")
+    assert result.returncode == 2
+    assert "drop worker pool 2 (ps)" in result.log
