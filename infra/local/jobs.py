@@ -1,0 +1,82 @@
+"""Where the runner's jobs come from: a stack's declared jobs, or one spec file."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra.jobs.spec import JobKind, JobSpec
+
+DECLARATIONS_MODULE = "infra.jobs.declarations"
+
+
+class StackJobsError(ValueError):
+    """The stack's jobs cannot be loaded; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class StackJobs:
+    stack: str
+    local_root: Path
+    jobs: tuple[tuple[str, JobSpec], ...]
+
+    def select(self, names: Sequence[str]) -> list[tuple[str, JobSpec]]:
+        if not names:
+            return list(self.jobs)
+        known = [n for n, _ in self.jobs]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise StackJobsError(
+                f"--job {', '.join(unknown)}: not declared in stack {self.stack!r}; "
+                f"declared: {', '.join(known) or '(none)'}"
+            )
+        return [(n, s) for n, s in self.jobs if n in names]
+
+
+def load_stack_jobs(stack: str, stacks_dir: Path | None = None) -> StackJobs:
+    """Validate the stack file as the Pulumi program would, then build its job specs."""
+    from infra.config import PROJECT_ROOT, load_stack_config
+
+    stack_file = (stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{stack}.yaml"
+    if not stack_file.is_file():
+        raise StackJobsError(f"no stack file {stack_file}; stacks are stacks/Pulumi.<stack>.yaml")
+    config = load_stack_config(stack_file)
+    if config.environment.is_cloud:
+        raise StackJobsError(
+            f"stack {stack!r} is a cloud stack ({config.environment.value}); the local runner "
+            "runs local stacks only"
+        )
+    return StackJobs(stack, config.local_root, tuple(_declared_jobs(config)))
+
+
+def _declared_jobs(config: Any) -> list[tuple[str, JobSpec]]:
+    try:
+        declarations = importlib.import_module(DECLARATIONS_MODULE)
+    except ModuleNotFoundError as error:
+        if error.name != DECLARATIONS_MODULE:
+            raise
+        raise StackJobsError(
+            f"{DECLARATIONS_MODULE} is not in this checkout yet, so stack jobs cannot be "
+            "built; run one spec with --spec FILE instead"
+        ) from error
+    local_specs: Callable[[Any], Sequence[tuple[str, JobSpec]]] = declarations.local_job_specs
+    return list(local_specs(config))
+
+
+def load_spec_file(path: Path) -> JobSpec:
+    """A CustomJob or HyperparameterTuningJob body in the Vertex REST JSON form."""
+    from infra.jobs.convert import spec_from_json
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise StackJobsError(f"{path}: expected a JSON object (a CustomJob or tuning job body)")
+    kind = (
+        JobKind.HYPERPARAMETER_TUNING_JOB
+        if "trialJobSpec" in data or "studySpec" in data
+        else JobKind.CUSTOM_JOB
+    )
+    return spec_from_json(kind, data)
