@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up preview destroy lock pulumi-cli bench clean
+.PHONY: install lint test test-fast up preview destroy lock pulumi-cli stack-select bench clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,25 +36,33 @@ test: install lint
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
+# The CLI matching the pinned SDK; installed the official way into ~/.pulumi/bin if missing.
+PULUMI_VERSION := 3.272.0
+PULUMI ?= $(shell command -v pulumi 2>/dev/null || echo $(HOME)/.pulumi/bin/pulumi)
+
 pulumi-cli:
-	@command -v pulumi >/dev/null || { \
-	  echo "The Pulumi CLI is not installed. Installing it the official way:"; \
-	  echo "  curl -fsSL https://get.pulumi.com | sh"; \
-	  curl -fsSL https://get.pulumi.com | sh && echo 'Add ~/.pulumi/bin to PATH and re-run.' ; \
-	  command -v pulumi >/dev/null || exit 1; }
+	@test -x "$(PULUMI)" || { \
+	  echo "The Pulumi CLI is not installed; installing $(PULUMI_VERSION) the official way:"; \
+	  echo "  curl -fsSL https://get.pulumi.com | sh -s -- --version $(PULUMI_VERSION)"; \
+	  curl -fsSL https://get.pulumi.com | sh -s -- --version $(PULUMI_VERSION) || { \
+	    echo "Install failed. Install it by hand (https://www.pulumi.com/docs/install/)," \
+	         "put it on PATH and re-run make."; exit 1; }; }
+	@"$(PULUMI)" version
 
-up: install pulumi-cli
+# Selects (or creates) $(STACK) in the local file backend; its config is stacks/Pulumi.$(STACK).yaml.
+stack-select: install pulumi-cli
 	mkdir -p .pulumi-state
-	pulumi stack select $(STACK) --create
-	pulumi up --stack $(STACK) --yes
+	"$(PULUMI)" stack select $(STACK) --create
 
-preview: install pulumi-cli
-	mkdir -p .pulumi-state
-	pulumi stack select $(STACK) --create
-	pulumi preview --stack $(STACK)
+up: stack-select
+	"$(PULUMI)" up --stack $(STACK) --yes
 
-destroy: install pulumi-cli
-	pulumi destroy --stack $(STACK)
+preview: stack-select
+	"$(PULUMI)" preview --stack $(STACK) --diff
+
+# Protected resources (the prod bucket and its models) stay; everything else goes.
+destroy: stack-select
+	"$(PULUMI)" destroy --stack $(STACK) --exclude-protected
 
 bench: install
 	$(BIN)/python bench/program_eval.py

@@ -655,6 +655,22 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
             )
         )
     problems.extend(_cross_field_problems(stack, sections))
+    storage = sections.get("storage")
+    if isinstance(storage, StorageSettings) and storage.bucket_name is None and gcp_project:
+        # The derived name must follow the same rules as a configured one.
+        derived = f"{gcp_project}-{stack}-vertex"
+        try:
+            check_bucket_name(derived)
+        except _FieldValueError as error:
+            bucket_key = f"{PROJECT_NAME}:bucketName"
+            problems.append(
+                ConfigProblem(
+                    key=bucket_key,
+                    problem=f"not set, and the derived name {error.problem.lower()}",
+                    valid=error.valid,
+                    fix=_fix_set(bucket_key, "<a-valid-bucket-name>", stack),
+                )
+            )
     if problems:
         raise ConfigError(stack, problems)
     # model_validate rather than the constructor: sections is keyed by field name.

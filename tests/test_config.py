@@ -214,6 +214,15 @@ def test_well_formed_bucket_names_pass(name: str) -> None:
     assert parse_stack_config("dev", {**DEV, key("bucketName"): name}).bucket_name == name
 
 
+def test_derived_bucket_name_is_checked_too() -> None:
+    error = problems_of("dev", {**DEV, "gcp:project": "google-lab-1"})
+    (problem,) = error.problems
+    assert problem.key == "vertex-training:bucketName"
+    assert "not set, and the derived name 'google-lab-1-dev-vertex' uses a name reserved" in (
+        problem.problem
+    )
+
+
 def test_negative_disk_size() -> None:
     error = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "-5"})
     (problem,) = error.problems

@@ -1,0 +1,124 @@
+"""Wall time to import and evaluate the dev stack's program under mocks.
+
+Each measurement is a fresh ``python`` process (interpreter start, imports, config,
+every resource registered against the mock monitor), the way ``pulumi up`` pays for
+it. Printed against the 1.5 s target and against a baseline measured in the same run:
+a fresh process that imports pulumi and evaluates an empty program under mocks.
+
+    python bench/program_eval.py                 # dev stack
+    python bench/program_eval.py --jobs 10 100   # plus 10 and 100 declared jobs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_SECONDS = 1.5
+
+# Runs in the child process: times the imports and the evaluation separately.
+CHILD = """
+import json, sys, time
+started = time.perf_counter()
+from tests.pulumi_mocks import run_program, run_pulumi, stack_file_config
+from pathlib import Path
+imported = time.perf_counter()
+mode, stack_file, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if mode == "empty":
+    run = run_pulumi(lambda: None, stack="dev", config={})
+else:
+    config = stack_file_config(Path(stack_file)) | extra
+    run = run_program(Path(stack_file).name.split(".")[1], config)
+done = time.perf_counter()
+print(json.dumps({"imports": imported - started, "evaluate": done - imported,
+                  "resources": len(run.registrations)}))
+"""
+
+
+def measure(mode: str, stack_file: Path, extra: dict[str, str]) -> tuple[float, dict[str, float]]:
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, "-c", CHILD, mode, str(stack_file), json.dumps(extra)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise SystemExit(f"program evaluation failed:\n{completed.stderr}")
+    return wall, json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def median_of(
+    repeat: int, mode: str, stack_file: Path, extra: dict[str, str]
+) -> tuple[float, dict[str, float]]:
+    samples = [measure(mode, stack_file, extra) for _ in range(repeat)]
+    walls = [wall for wall, _ in samples]
+    middle = sorted(samples, key=lambda s: s[0])[len(samples) // 2]
+    return statistics.median(walls), middle[1]
+
+
+def jobs_config(count: int) -> dict[str, str] | None:
+    """``count`` copies of the first job declared in a stack file, or None if unsupported."""
+    sys.path.insert(0, str(ROOT))
+    import yaml
+
+    from infra.config import PROJECT_NAME, known_config_keys
+
+    if "jobs" not in known_config_keys():
+        return None
+    for stack in ("dev", "local", "prod"):
+        document = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text()) or {}
+        declared = (document.get("config") or {}).get(f"{PROJECT_NAME}:jobs") or []
+        if declared:
+            template = declared[0]
+            copies = []
+            for index in range(count):
+                job = dict(template) if isinstance(template, dict) else template
+                if isinstance(job, dict) and "name" in job:
+                    job["name"] = f"{job['name']}-{index}"
+                copies.append(job)
+            return {f"{PROJECT_NAME}:jobs": json.dumps(copies)}
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--jobs", type=int, nargs="*", default=[], help="declared job counts")
+    options = parser.parse_args()
+    stack_file = ROOT / "stacks" / f"Pulumi.{options.stack}.yaml"
+
+    baseline, base_parts = median_of(options.repeat, "empty", stack_file, {})
+    print(
+        f"baseline (python + pulumi + empty program under mocks): {baseline:.3f} s "
+        f"(imports {base_parts['imports']:.3f} s)"
+    )
+    rows = [("0 jobs", {})]
+    for count in options.jobs:
+        extra = jobs_config(count)
+        if extra is None:
+            print(f"{count} jobs: jobs not supported yet (no 'jobs' config key or no job declared)")
+            continue
+        rows.append((f"{count} jobs", extra))
+    for label, extra in rows:
+        wall, parts = median_of(options.repeat, "program", stack_file, extra)
+        print(
+            f"{options.stack} stack, {label}: {wall:.3f} s wall "
+            f"(imports {parts['imports']:.3f} s, evaluate {parts['evaluate']:.3f} s, "
+            f"{int(parts['resources'])} resources) | "
+            f"{wall / TARGET_SECONDS:.2f}x the {TARGET_SECONDS} s target | "
+            f"{wall / baseline:.2f}x baseline"
+        )
+
+
+if __name__ == "__main__":
+    main()
