@@ -102,7 +102,7 @@ def main() -> None:
         f"baseline (python + pulumi + empty program under mocks): {baseline:.3f} s "
         f"(imports {base_parts['imports']:.3f} s)"
     )
-    rows = [("0 jobs", {})]
+    rows: list[tuple[str, dict[str, str]]] = [("0 jobs", {})]
     for count in options.jobs:
         extra = jobs_config(count)
         if extra is None:
