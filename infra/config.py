@@ -46,10 +46,12 @@ __all__ = [
     "StackConfig",
     "StorageSettings",
     "WorkbenchSettings",
+    "check_bucket_name",
     "known_config_keys",
     "load_pulumi_config",
     "load_stack_config",
     "parse_stack_config",
+    "stack_name_of",
 ]
 
 PROJECT_NAME = "vertex-training"

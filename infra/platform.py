@@ -113,8 +113,10 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
     stack = _slug(config.stack)
 
     services = ProjectServices("services", ProjectServicesArgs(project=project))
-    # Nothing may race the API enablement: every component waits for all services.
-    after_services = pulumi.ResourceOptions(depends_on=[services])
+
+    def after_services(*more: pulumi.Resource) -> pulumi.ResourceOptions:
+        # Nothing may race the API enablement: every component waits for all services.
+        return pulumi.ResourceOptions(depends_on=[services, *more])
 
     bucket = TrainingBucket(
         "storage",
@@ -130,7 +132,7 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
             soft_delete_retention_days=config.storage.soft_delete_retention_days if is_prod else 0,
             protect=is_prod,
         ),
-        opts=after_services,
+        opts=after_services(),
     )
     repository = TrainerRepository(
         "registry",
@@ -141,7 +143,7 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
             keep_count=config.registry.keep_count,
             labels=labels,
         ),
-        opts=after_services,
+        opts=after_services(),
     )
     identity = PlatformIdentity(
         "identity",
@@ -155,7 +157,7 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
                 _account_id("vtx-workbench", stack) if config.workbench.enabled else None
             ),
         ),
-        opts=after_services,
+        opts=after_services(),
     )
 
     workbench_url: pulumi.Output[str] | None = None
@@ -180,7 +182,7 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
                 public_ip=not is_prod,
                 labels=labels,
             ),
-            opts=pulumi.ResourceOptions(depends_on=[services, identity]),
+            opts=after_services(identity),
         )
         workbench_url = workbench.url
 
@@ -204,7 +206,7 @@ def _cloud_platform(config: StackConfig, labels: dict[str, str]) -> Platform:
                 tag=content_tag(PROJECT_ROOT),
                 image_name=config.image.image_name,
             ),
-            opts=pulumi.ResourceOptions(depends_on=[services, repository]),
+            opts=after_services(repository),
         )
         image_reference = image.reference
         image_dependencies.append(image)

@@ -83,15 +83,16 @@ def test_every_stack_file_is_valid(stack_file: Path) -> None:
 
 
 @pytest.mark.parametrize("stack_file", STACK_FILES, ids=lambda p: p.name)
-def test_every_differing_value_carries_a_comment(stack_file: Path) -> None:
+def test_every_value_carries_a_comment(stack_file: Path) -> None:
+    """Each group of consecutive config lines starts right under a comment saying why."""
+
+    def is_value(line: str) -> bool:
+        return line.startswith("  ") and ":" in line and not line.strip().startswith("#")
+
     lines = stack_file.read_text().splitlines()
-    for index, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith(f"{PROJECT_NAME}:") and index > 0:
-            # A value is explained either by the comment above it or by the one above
-            # the group of values it belongs to.
-            above = [ln.strip() for ln in lines[:index] if ln.strip()]
-            assert any(ln.startswith("#") for ln in above[-3:]), stripped
+    for previous, line in zip(["", *lines], lines, strict=False):
+        if is_value(line) and not is_value(previous):
+            assert previous.strip().startswith("#"), f"{stack_file.name}: no comment above {line!r}"
 
 
 def test_stack_kinds() -> None:

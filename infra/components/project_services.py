@@ -19,6 +19,7 @@ PLATFORM_SERVICES: tuple[str, ...] = (
     "storage.googleapis.com",  # the training bucket
     "iam.googleapis.com",  # the platform's service accounts
     "iamcredentials.googleapis.com",  # short-lived tokens: image push, act-as for jobs
+    "cloudresourcemanager.googleapis.com",  # project-level IAM grants read and write policies
 )
 """APIs enabled by the platform (the image is built locally, so no Cloud Build)."""
 

@@ -14,7 +14,7 @@ from infra.components._options import child_options
 
 __all__ = ["IMAGE_SOURCES", "TrainerImage", "TrainerImageArgs", "content_tag"]
 
-IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock")
+IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock", ".dockerignore")
 """Paths (relative to the build context) whose content decides the image tag."""
 
 _SKIPPED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
