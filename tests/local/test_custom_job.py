@@ -306,3 +306,39 @@ def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
     while not pid_gone(replica_pid) and time.monotonic() < deadline:  # type: ignore[arg-type]
         time.sleep(0.05)
     assert pid_gone(replica_pid)  # type: ignore[arg-type]
+
+
+def test_gpus_are_split_between_replicas_by_accelerator_count(
+    backend: LocalBackend,
+    standin_pool: PoolFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A machine with four GPUs, as nvidia-smi would list them.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_smi = bin_dir / "nvidia-smi"
+    fake_smi.write_text("#!/bin/sh\nprintf '0\\n1\\n2\\n3\\n'\n")
+    fake_smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    dump = tmp_path / "env"
+    spec = _job(
+        (
+            standin_pool([f"--dump-env={dump}", "--sleep=1"], accelerators=2),
+            standin_pool([f"--dump-env={dump}"], replicas=2, accelerators=1),
+            None,
+            standin_pool([f"--dump-env={dump}", "--sleep=60"]),
+        )
+    )
+    record = backend.wait(backend.submit(spec).name, timeout=60)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    visible = {
+        p.stem: json.loads(p.read_text())["CUDA_VISIBLE_DEVICES"] for p in dump.glob("*.json")
+    }
+    assert visible == {
+        "workerpool0-0": "0,1",
+        "workerpool1-0": "2",
+        "workerpool1-1": "3",
+        "workerpool3-0": "",  # a CPU-only machine on Vertex sees no GPU
+    }

@@ -175,3 +175,19 @@ class TestGpuAllocator:
         gpus = GpuAllocator(["0", "1"])
         gpus.acquire(1)
         assert gpus.acquire(2) == ("1", "0")
+
+
+def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:
+    from infra.jobs.backends.local.cluster import inherited_environment
+
+    env = inherited_environment(
+        {
+            "PATH": "/bin",
+            "TF_CONFIG": "{}",
+            "CLUSTER_SPEC": "{}",
+            "CLOUD_ML_TRIAL_ID": "9",
+            "AIP_MODEL_DIR": "/elsewhere",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+        }
+    )
+    assert env == {"PATH": "/bin", "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,6 +112,21 @@ def _group_has_live_member(pgid: int) -> bool:
     return False
 
 
+VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
+VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
+
+
+def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """This machine's environment (PATH, PYTHONPATH, ...) without the variables Vertex
+    owns: a replica must never see a TF_CONFIG or trial id leaked from whoever submitted
+    the job, only the ones we set for it."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in VERTEX_OWNED_NAMES and not k.startswith(VERTEX_OWNED_PREFIXES)
+    }
+
+
 @dataclass
 class _Replica:
     slot: ReplicaSlot
@@ -200,7 +215,7 @@ class ClusterRun:
         if not self.replicas:
             self.prepare()
         self.started_at = time.monotonic()
-        base_env = dict(os.environ)
+        base_env = inherited_environment(os.environ)
         for replica in self.replicas:
             with open(replica.log_path, "ab") as log:
                 replica.process = subprocess.Popen(
