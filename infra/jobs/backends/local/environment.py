@@ -24,7 +24,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,35 +143,51 @@ def job_spec_json(spec: CustomJobSpec, args_by_pool: Mapping[int, Sequence[str]]
     return job
 
 
-def tf_config(
+def _cluster_variable(
     slots: Sequence[ReplicaSlot],
     me: ReplicaSlot,
     job: Mapping[str, Any],
     trial_id: str | None,
+    *,
+    task_type: Callable[[ReplicaSlot], str],
+    in_cluster: Callable[[ReplicaSlot], bool],
 ) -> dict[str, Any]:
     cluster: dict[str, list[str]] = {}
     for slot in slots:
-        if slot.pool is not PoolRole.EVALUATOR:
-            cluster.setdefault(TF_CONFIG_TASK_TYPES[slot.pool], []).append(slot.address)
-    task: dict[str, Any] = {"type": TF_CONFIG_TASK_TYPES[me.pool], "index": me.index}
+        if in_cluster(slot):
+            cluster.setdefault(task_type(slot), []).append(slot.address)
+    task: dict[str, Any] = {"type": task_type(me), "index": me.index}
     if trial_id is not None:
         task["trial"] = trial_id
     return {"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)}
+
+
+def tf_config(
+    slots: Sequence[ReplicaSlot], me: ReplicaSlot, job: Mapping[str, Any], trial_id: str | None
+) -> dict[str, Any]:
+    """TF_CONFIG: chief / worker / ps; the evaluator has a task but is not in the cluster."""
+    return _cluster_variable(
+        slots,
+        me,
+        job,
+        trial_id,
+        task_type=lambda slot: TF_CONFIG_TASK_TYPES[slot.pool],
+        in_cluster=lambda slot: slot.pool is not PoolRole.EVALUATOR,
+    )
 
 
 def cluster_spec(
-    slots: Sequence[ReplicaSlot],
-    me: ReplicaSlot,
-    job: Mapping[str, Any],
-    trial_id: str | None,
+    slots: Sequence[ReplicaSlot], me: ReplicaSlot, job: Mapping[str, Any], trial_id: str | None
 ) -> dict[str, Any]:
-    cluster: dict[str, list[str]] = {}
-    for slot in slots:
-        cluster.setdefault(slot.workerpool, []).append(slot.address)
-    task: dict[str, Any] = {"type": me.workerpool, "index": me.index}
-    if trial_id is not None:
-        task["trial"] = trial_id
-    return {"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)}
+    """CLUSTER_SPEC: every pool, named workerpool0..3, the evaluator included."""
+    return _cluster_variable(
+        slots,
+        me,
+        job,
+        trial_id,
+        task_type=lambda slot: slot.workerpool,
+        in_cluster=lambda slot: True,
+    )
 
 
 def output_dirs(base: str, trial_id: str | None) -> dict[str, str]:
