@@ -156,13 +156,17 @@ def run_pulumi(
         if result is not None:
             _sync_await(pulumi.Output.from_input(result).future())
 
-    _sync_await(run_pulumi_func(program))
-    root = settings.get_root_resource()
-    outputs: dict[str, Any] = {}
-    if root is not None:
-        raw_outputs = getattr(root, "outputs", {})
-        resolved: Any = _sync_await(pulumi.Output.from_input(raw_outputs).future())
-        outputs = dict(resolved or {})
+    try:
+        _sync_await(run_pulumi_func(program))
+        root = settings.get_root_resource()
+        outputs: dict[str, Any] = {}
+        if root is not None:
+            raw_outputs = getattr(root, "outputs", {})
+            resolved: Any = _sync_await(pulumi.Output.from_input(raw_outputs).future())
+            outputs = dict(resolved or {})
+    finally:
+        # Later tests must not see this run's config.
+        set_all_config({})
     return PulumiRun(list(monitor.registrations), dict(outputs), list(mocks.calls))
 
 

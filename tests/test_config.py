@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import typing
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,17 @@ def problems_of(stack: str, raw: dict[str, object]) -> ConfigError:
 # --------------------------------------------------------------------- schema
 
 
+def schema_type(annotation: object) -> str:
+    """The Pulumi.yaml type of a model field: scalars by name, sequences as arrays."""
+    if annotation is bool:
+        return "boolean"
+    if annotation is int:
+        return "integer"
+    if typing.get_origin(annotation) in (tuple, list):
+        return "array"
+    return "string"
+
+
 class TestSchemaAgreesWithModels:
     def test_every_model_key_is_declared_and_every_declared_key_is_read(self) -> None:
         assert set(SCHEMA) == set(known_config_keys())
@@ -53,10 +65,11 @@ class TestSchemaAgreesWithModels:
         assert set(declared) >= {"type", "default", "description"}, name
         assert declared["description"].strip()
         info = known_config_keys()[name]
-        expected_type = {bool: "boolean", int: "integer"}.get(info.annotation, "string")  # type: ignore[arg-type]
-        assert declared["type"] == expected_type
+        assert declared["type"] == schema_type(info.annotation)
         # "" in the schema means "not set" (None) in the model: a schema default cannot be null.
         default = "" if info.default is None else info.default
+        if isinstance(default, tuple):
+            default = list(default)
         assert declared["default"] == default
 
     def test_schema_defaults_validate(self) -> None:
