@@ -125,6 +125,7 @@ _IMAGE_NAME = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+
 _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 _DIGEST_REFERENCE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 _ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
 
@@ -646,6 +647,16 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     gcp_project = raw.get(GCP_PROJECT_KEY)
     if gcp_project is not None and not isinstance(gcp_project, str):
         gcp_project = str(gcp_project)
+    if gcp_project and not _GCP_PROJECT_ID.match(gcp_project):
+        problems.append(
+            ConfigProblem(
+                key=GCP_PROJECT_KEY,
+                problem=f"'{gcp_project}' is not a Google Cloud project id",
+                valid="6-30 characters: lowercase letters, digits and '-', starting with a "
+                "letter (optionally prefixed by a domain and ':')",
+                fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
+            )
+        )
     if environment is not None and environment.is_cloud and not gcp_project:
         problems.append(
             ConfigProblem(
@@ -658,7 +669,12 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         )
     problems.extend(_cross_field_problems(stack, sections))
     storage = sections.get("storage")
-    if isinstance(storage, StorageSettings) and storage.bucket_name is None and gcp_project:
+    if (
+        isinstance(storage, StorageSettings)
+        and storage.bucket_name is None
+        and gcp_project
+        and _GCP_PROJECT_ID.match(gcp_project)
+    ):
         # The derived name must follow the same rules as a configured one.
         derived = f"{gcp_project}-{stack}-vertex"
         try:
@@ -668,7 +684,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
             problems.append(
                 ConfigProblem(
                     key=bucket_key,
-                    problem=f"not set, and the derived name {error.problem.lower()}",
+                    problem=f"not set, and the derived name {error.problem}",
                     valid=error.valid,
                     fix=_fix_set(bucket_key, "<a-valid-bucket-name>", stack),
                 )
@@ -697,6 +713,10 @@ def _problems_from(
         else:
             problem = f"{item['msg']} (got {item.get('input')!r})"
             valid = str(meta.get("valid", "see Pulumi.yaml"))
+        if len(item["loc"]) > 1:
+            # Structured values (lists of objects): say where inside the value.
+            inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"][1:])
+            problem = f"at {alias}{inner}: {problem}"
         key = f"{PROJECT_NAME}:{alias}"
         problems.append(
             ConfigProblem(

@@ -190,6 +190,13 @@ def test_missing_gcp_project_is_reported_even_when_the_region_is_bad_too() -> No
     assert {p.key for p in error.problems} == {"gcp:project", key("region")}
 
 
+def test_malformed_gcp_project() -> None:
+    error = problems_of("dev", {**DEV, "gcp:project": "My Project"})
+    (problem,) = error.problems
+    assert problem.key == "gcp:project"
+    assert "'My Project' is not a Google Cloud project id" in problem.problem
+
+
 def test_unknown_region() -> None:
     error = problems_of("dev", {**DEV, key("region"): "us-centrl1"})
     (problem,) = error.problems
