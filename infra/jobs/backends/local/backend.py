@@ -94,11 +94,16 @@ class LocalBackend:
     def submit(self, spec: JobSpec) -> JobRecord:
         check_runnable(spec)
         kind = job_kind(spec)
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_id = new_job_id()
-        while (self.jobs_dir / job_id).exists():
-            job_id = str(int(job_id) + 1)
-        path = self.jobs_dir / job_id
-        path.mkdir(parents=True)
+        while True:
+            path = self.jobs_dir / job_id
+            try:
+                # mkdir is atomic: two submitters never get the same directory.
+                path.mkdir()
+                break
+            except FileExistsError:
+                job_id = str(int(job_id) + 1)
         job = JobDir(path)
         job.write_spec(spec)
         if self.seed is not None:
