@@ -16,6 +16,7 @@ they wait for the environment, e.g. in ``__main__.py``::
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +61,7 @@ class Platform:
     workbench_url: pulumi.Output[str] | None = None
     local_root: Path | None = None
     """Local stack: the directory holding the local bucket, logs and job state."""
-    labels: dict[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
     """Labels every resource of the stack carries (jobs too)."""
     dependencies: tuple[pulumi.Resource, ...] = ()
     """What a job must wait for: the bucket grants, the image, the enabled APIs."""
