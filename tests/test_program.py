@@ -6,9 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from infra.components.trainer_image import content_tag
 from infra.config import PROJECT_ROOT, ConfigError
-from infra.platform import LOCAL_IMAGE_REFERENCE
-from tests.pulumi_mocks import PulumiRun, RecordingMonitor, run_program, stack_file_config
+from infra.platform import DOCKERFILE, LOCAL_IMAGE_REFERENCE
+from tests.pulumi_mocks import (
+    MOCK_ACCESS_TOKEN,
+    PulumiRun,
+    RecordingMonitor,
+    run_program,
+    stack_file_config,
+)
 
 STACK_FILES = {
     path.name.split(".")[1]: path
@@ -151,6 +158,23 @@ def test_image_push_waits_for_the_repository(runs: dict[str, PulumiRun]) -> None
     run = runs["dev"]
     image = run.one("docker-build:index:Image")
     assert run.one("gcp:artifactregistry/repository:Repository").urn in image.dependencies
+
+
+def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
+    runs: dict[str, PulumiRun],
+) -> None:
+    run = runs["dev"]
+    assert [call.token for call in run.calls] == [
+        "gcp:organizations/getClientConfig:getClientConfig"
+    ]
+    image = run.one("docker-build:index:Image")
+    (registry,) = image.inputs["registries"]["value"]
+    assert registry["password"] == MOCK_ACCESS_TOKEN
+    assert image.inputs["tags"] == [
+        f"{run.outputs['repositoryUrl']}/trainer:{content_tag(PROJECT_ROOT)}"
+    ]
+    assert image.inputs["dockerfile"] == {"location": str(PROJECT_ROOT / DOCKERFILE)}
+    assert image.inputs["context"] == {"location": str(PROJECT_ROOT)}
 
 
 def test_a_pinned_trainer_image_skips_the_build() -> None:
