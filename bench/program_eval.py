@@ -82,8 +82,10 @@ def jobs_config(count: int) -> dict[str, str] | None:
             copies = []
             for index in range(count):
                 job = dict(template) if isinstance(template, dict) else template
-                if isinstance(job, dict) and "name" in job:
-                    job["name"] = f"{job['name']}-{index}"
+                for field in ("name", "id", "displayName", "display_name"):
+                    # Declarations are keyed by name: each copy needs its own.
+                    if isinstance(job, dict) and field in job:
+                        job[field] = f"{job[field]}-{index}"
                 copies.append(job)
             return {f"{PROJECT_NAME}:jobs": json.dumps(copies)}
     return None
