@@ -39,7 +39,7 @@ def test_spec_file_study_prints_trials_as_they_finish_and_the_best(
     spec = TuningJobSpec(
         display_name="try-me",
         trial_job=CustomJobSpec(
-            display_name="t", worker_pools=(standin_pool(["--steps=1", "--step-sleep=0.1"]),)
+            display_name="t", worker_pools=(standin_pool(["--steps=1", "--step-sleep=0.6"]),)
         ),
         study=StudySpec(
             metrics=(MetricSpec("accuracy", MetricGoal.MAXIMIZE),),
