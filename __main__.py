@@ -6,6 +6,7 @@ Everything with logic lives in ``infra/``; this file only wires it together.
 import pulumi
 
 from infra.config import load_pulumi_config
+from infra.jobs.program import declare_jobs, job_outputs
 from infra.platform import build_platform
 
 OUTPUT_ENVIRONMENT = "environment"
@@ -17,10 +18,12 @@ OUTPUT_IMAGE_REFERENCE = "imageReference"
 OUTPUT_WORKBENCH_URL = "workbenchUrl"
 OUTPUT_TRAINING_SERVICE_ACCOUNT = "trainingServiceAccount"
 OUTPUT_WORKBENCH_SERVICE_ACCOUNT = "workbenchServiceAccount"
+OUTPUT_JOBS = "jobs"
 
 # Fails with every config problem listed before a single resource is registered.
 config = load_pulumi_config()
 platform = build_platform(config)
+jobs = declare_jobs(platform, config.jobs.jobs)
 
 pulumi.export(OUTPUT_ENVIRONMENT, platform.environment.value)
 pulumi.export(OUTPUT_PROJECT, platform.project)
@@ -31,3 +34,4 @@ pulumi.export(OUTPUT_IMAGE_REFERENCE, platform.image_reference)
 pulumi.export(OUTPUT_WORKBENCH_URL, platform.workbench_url)
 pulumi.export(OUTPUT_TRAINING_SERVICE_ACCOUNT, platform.training_service_account)
 pulumi.export(OUTPUT_WORKBENCH_SERVICE_ACCOUNT, platform.workbench_service_account)
+pulumi.export(OUTPUT_JOBS, job_outputs(jobs))

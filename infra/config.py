@@ -30,6 +30,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
 
+from infra.jobs.declarations import JobDeclaration, job_problems
+
 __all__ = [
     "GCP_PROJECT_KEY",
     "PROJECT_NAME",
@@ -491,6 +493,16 @@ class WorkbenchSettings(_Section):
         return value
 
 
+class JobsSettings(_Section):
+    jobs: tuple[JobDeclaration, ...] = _key(
+        "jobs",
+        (),
+        "Training and tuning jobs of the stack (infra/jobs/declarations.py has the format).",
+        valid="a list of job mappings (name, kind, workload, chief/workers, study, ...)",
+        example="[{name: my-job, workload: cassava}]",
+    )
+
+
 class StackConfig(BaseModel):
     """Everything a stack says, validated. Built only by this module's loaders."""
 
@@ -504,6 +516,7 @@ class StackConfig(BaseModel):
     registry: RegistrySettings
     image: ImageSettings
     workbench: WorkbenchSettings
+    jobs: JobsSettings
 
     @property
     def environment(self) -> EnvironmentKind:
@@ -537,6 +550,7 @@ SECTIONS: Mapping[str, type[_Section]] = {
     "registry": RegistrySettings,
     "image": ImageSettings,
     "workbench": WorkbenchSettings,
+    "jobs": JobsSettings,
 }
 """``StackConfig`` field -> section model; each section field's alias is a config key."""
 
@@ -668,6 +682,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
             )
         )
     problems.extend(_cross_field_problems(stack, sections))
+    problems.extend(_job_problems(stack, sections))
     storage = sections.get("storage")
     if (
         isinstance(storage, StorageSettings)
@@ -727,6 +742,27 @@ def _problems_from(
             )
         )
     return problems
+
+
+def _job_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:
+    """Each declared job must make a spec Vertex accepts (GPUs checked in the region)."""
+    general = sections.get("general")
+    jobs = sections.get("jobs")
+    if not isinstance(general, GeneralSettings) or not isinstance(jobs, JobsSettings):
+        return []
+    cloud = general.environment.is_cloud
+    key = f"{PROJECT_NAME}:jobs"
+    return [
+        ConfigProblem(
+            key=key,
+            problem=problem,
+            valid="a job Vertex accepts (the problem says what would be valid)",
+            fix=f"edit {key} in stacks/Pulumi.{stack}.yaml",
+        )
+        for problem in job_problems(
+            jobs.jobs, region=general.region if cloud else None, remote=cloud
+        )
+    ]
 
 
 def _cross_field_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:

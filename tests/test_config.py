@@ -62,10 +62,15 @@ class TestSchemaAgreesWithModels:
     @pytest.mark.parametrize("name", sorted(known_config_keys()))
     def test_type_default_and_description(self, name: str) -> None:
         declared = SCHEMA[name]
-        assert set(declared) >= {"type", "default", "description"}, name
+        assert set(declared) >= {"default", "description"}, name
         assert declared["description"].strip()
         info = known_config_keys()[name]
-        assert declared["type"] == schema_type(info.annotation)
+        if "type" in declared:
+            assert declared["type"] == schema_type(info.annotation)
+        else:
+            # Only lists of objects stay untyped: Pulumi validates a typed array's items as
+            # scalars and has no object type (pulumi/pulumi#11321); the models check them.
+            assert schema_type(info.annotation) == "array", name
         # "" in the schema means "not set" (None) in the model: a schema default cannot be null.
         default = "" if info.default is None else info.default
         if isinstance(default, tuple):

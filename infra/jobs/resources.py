@@ -407,9 +407,10 @@ def job_resource(
     kind: JobKind,
     backend: BackendSettings,
     **kwargs: Any,
-) -> _JobResource:
-    cls = HyperparameterTuningJob if kind is JobKind.HYPERPARAMETER_TUNING_JOB else CustomJob
-    return cls(resource_name, spec=spec, backend=backend, **kwargs)
+) -> CustomJob | HyperparameterTuningJob:
+    if kind is JobKind.HYPERPARAMETER_TUNING_JOB:
+        return HyperparameterTuningJob(resource_name, spec=spec, backend=backend, **kwargs)
+    return CustomJob(resource_name, spec=spec, backend=backend, **kwargs)
 
 
 __all__ = [
