@@ -1,0 +1,238 @@
+"""The declared jobs in the program, under mocks: specs, wiring, outputs, config errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from infra.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
+from infra.jobs.convert import spec_from_json
+from infra.jobs.resources import PROVIDER_VERSION
+from infra.jobs.spec import (
+    CustomJobSpec,
+    DiscreteParameterSpec,
+    DoubleParameterSpec,
+    JobKind,
+    MetricGoal,
+    MetricSpec,
+    ScaleType,
+    SearchAlgorithm,
+    TuningJobSpec,
+)
+from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
+from trainer.metric import HYPERTUNE_METRIC_TAG
+
+CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"
+TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
+DEV_FILE = PROJECT_ROOT / "stacks" / "Pulumi.dev.yaml"
+JOBS_KEY = f"{PROJECT_NAME}:jobs"
+
+
+@pytest.fixture(scope="module")
+def dev() -> PulumiRun:
+    return run_program("dev", stack_file_config(DEV_FILE))
+
+
+def spec_of(run: PulumiRun, name: str) -> Any:
+    registration = run.named(f"jobs-{name}")
+    kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
+    return spec_from_json(kind, dict(registration.inputs["spec"]))
+
+
+def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
+    assert sorted(r.name for r in dev.of_type(CUSTOM)) == [
+        "jobs-cassava-mwms",
+        "jobs-cassava-mwms-cpu",
+    ]
+    assert [r.name for r in dev.of_type(TUNING)] == ["jobs-horses-humans-tuning"]
+    component = dev.one("vertex-training:jobs:TrainingJobs")
+    for registration in dev.of_type(CUSTOM) + dev.of_type(TUNING):
+        assert registration.parent == component.urn
+
+
+def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
+    spec = spec_of(dev, "cassava-mwms")
+    assert isinstance(spec, CustomJobSpec)
+    assert spec.display_name == "multiworker-cassava"
+    chief, workers = spec.worker_pools
+    assert chief is not None and workers is not None
+    for pool in (chief, workers):
+        assert pool.machine.machine_type == "n1-standard-8"
+        assert (pool.machine.accelerator_type, pool.machine.accelerator_count) == (
+            "NVIDIA_TESLA_V100",
+            1,
+        )
+        assert pool.replica_count == 1
+        assert pool.container.args[:2] == ("--workload", "cassava")
+    cpu = spec_of(dev, "cassava-mwms-cpu")
+    assert all(p.machine.accelerator_type is None for p in cpu.worker_pools)
+    assert [p.machine.machine_type for p in cpu.worker_pools] == ["n1-standard-8"] * 2
+
+
+def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
+    spec = spec_of(dev, "horses-humans-tuning")
+    assert isinstance(spec, TuningJobSpec)
+    (pool,) = spec.trial_job.worker_pools
+    assert pool is not None
+    assert (
+        pool.machine.machine_type,
+        pool.machine.accelerator_type,
+        pool.machine.accelerator_count,
+    ) == (
+        "n1-standard-4",
+        "NVIDIA_TESLA_V100",
+        2,
+    )
+    assert pool.container.args == ("--workload", "horses_or_humans")
+    assert spec.study.metrics == (MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),)
+    assert spec.study.parameters == (
+        DoubleParameterSpec("learning_rate", 0.001, 1, ScaleType.LOG),
+        DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
+        DiscreteParameterSpec("num_units", (64, 128, 512)),
+    )
+    assert spec.study.algorithm is SearchAlgorithm.BAYESIAN
+    assert (spec.max_trial_count, spec.parallel_trial_count) == (6, 2)
+
+
+def test_jobs_use_the_environment(dev: PulumiRun) -> None:
+    outputs = dev.outputs
+    for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
+        spec = spec_of(dev, name)
+        trial = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
+        assert trial.base_output_directory == f"{outputs['bucketUrl']}/jobs/{name}"
+        assert trial.service_account == outputs["trainingServiceAccount"]
+        for pool in trial.worker_pools:
+            assert pool.container.image_uri == outputs["imageReference"]
+            assert "@sha256:" in pool.container.image_uri
+        labels = dict(spec.labels)
+        assert (
+            labels["job"] == name and labels["stack"] == "dev" and labels["managed-by"] == "pulumi"
+        )
+
+
+def test_jobs_run_on_vertex_in_the_region_after_the_environment(dev: PulumiRun) -> None:
+    services = {r.urn for r in dev.of_type("gcp:projects/service:Service")}
+    bucket = dev.one("gcp:storage/bucket:Bucket")
+    for registration in dev.of_type(CUSTOM) + dev.of_type(TUNING):
+        inputs = registration.inputs
+        assert inputs["backend"]["kind"] == "vertex"
+        assert inputs["backend"]["project"] == "vertex-training-dev"
+        assert inputs["backend"]["location"] == "us-central1"
+        assert inputs["provider_version"] == PROVIDER_VERSION
+        assert inputs["wait"] is True
+        assert inputs["identity"] == f"{PROJECT_NAME}/dev/{registration.name}"
+        assert services <= set(registration.dependencies)
+        assert any(
+            dep.startswith(bucket.urn.rsplit("::", 1)[0]) for dep in registration.dependencies
+        )
+
+
+def test_provider_is_pickled_by_reference_without_credentials(dev: PulumiRun) -> None:
+    for registration in dev.of_type(CUSTOM) + dev.of_type(TUNING):
+        pickled = base64.b64decode(registration.inputs["__provider"])
+        assert b"infra.jobs.resources" in pickled and b"JobProvider" in pickled
+        assert len(pickled) < 512
+        for word in (b"token", b"credential", b"ya29"):
+            assert word not in pickled
+        assert "ya29" not in json.dumps(registration.inputs["spec"])
+
+
+def test_every_job_is_a_stack_output(dev: PulumiRun) -> None:
+    jobs = dev.outputs["jobs"]
+    assert set(jobs) == {"cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"}
+    assert set(jobs["cassava-mwms"]) == {"name", "state", "consoleUrl", "modelDir", "endTime"}
+    assert "bestTrial" in jobs["horses-humans-tuning"]
+
+
+def test_local_stack_jobs_run_on_the_local_backend() -> None:
+    local = stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.local.yaml")
+    job = {"name": "smoke", "workload": "cassava", "args": ["--epochs", "1", "--data", "synthetic"]}
+    run = run_program("local", {**local, JOBS_KEY: json.dumps([job])})
+    registration = run.named("jobs-smoke")
+    assert registration.inputs["backend"]["kind"] == "local"
+    assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
+    spec = spec_from_json(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"]))
+    assert spec.base_output_directory == f"{run.outputs['bucketUrl']}/jobs/smoke"
+    assert spec.service_account is None
+    assert not [r for r in run.registrations if r.type.startswith("gcp:")]
+
+
+def test_no_jobs_no_component() -> None:
+    prod = stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml")
+    run = run_program("prod", {**prod, JOBS_KEY: "[]"})
+    assert not [r for r in run.registrations if r.type.endswith(":TrainingJobs")]
+    assert run.outputs["jobs"] == {}
+
+
+# ---------------------------------------------------------------- config errors
+
+
+DEV = {f"{PROJECT_NAME}:environment": "dev", "gcp:project": "my-project"}
+
+
+def problems(jobs: Any, **extra: str) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        parse_stack_config("dev", {**DEV, **extra, JOBS_KEY: json.dumps(jobs)})
+    assert all(p.key in (JOBS_KEY,) for p in caught.value.problems), caught.value
+    return [p.problem for p in caught.value.problems]
+
+
+def test_a_bad_gpu_count_names_the_job_and_field() -> None:
+    job = {
+        "name": "j",
+        "chief": {
+            "machineType": "n1-standard-8",
+            "acceleratorType": "NVIDIA_TESLA_V100",
+            "acceleratorCount": 3,
+        },
+    }
+    [problem] = problems([job])
+    assert problem.startswith("jobs[0] (j): worker_pools[0].machine: accelerator_count 3")
+    assert "valid counts: 1, 2, 4, 8" in problem
+
+
+def test_gpus_are_checked_in_the_stack_region() -> None:
+    job = {
+        "name": "j",
+        "chief": {
+            "machineType": "n1-standard-8",
+            "acceleratorType": "NVIDIA_TESLA_V100",
+            "acceleratorCount": 1,
+        },
+    }
+    [problem] = problems([job], **{f"{PROJECT_NAME}:region": "us-west2"})
+    assert "NVIDIA_TESLA_V100 not offered in region 'us-west2'" in problem
+
+
+def test_unknown_job_keys_are_errors() -> None:
+    [problem] = problems([{"name": "j", "chief": {"machineTyp": "n1-standard-4"}}])
+    assert "jobs[0].chief.machineTyp" in problem
+
+
+def test_tuning_job_needs_its_study() -> None:
+    [problem] = problems([{"name": "t", "kind": "tuning"}])
+    assert "a tuning job needs study, maxTrialCount, parallelTrialCount" in problem
+
+
+def test_job_names_are_unique_and_well_formed() -> None:
+    assert any("name repeats" in p for p in problems([{"name": "a"}, {"name": "a"}]))
+    assert any("name 'A_b' invalid" in p for p in problems([{"name": "A_b"}]))
+
+
+def test_grid_over_a_double_is_refused() -> None:
+    job = {
+        "name": "t",
+        "kind": "tuning",
+        "maxTrialCount": 4,
+        "parallelTrialCount": 5,
+        "study": {
+            "algorithm": "grid",
+            "parameters": [{"parameterId": "lr", "type": "double", "min": 0, "max": 1}],
+        },
+    }
+    found = problems([job])
+    assert any("GRID search cannot enumerate the double parameter 'lr'" in p for p in found)
+    assert any("parallel_trial_count: 5 exceeds max_trial_count 4" in p for p in found)
