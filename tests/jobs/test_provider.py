@@ -106,6 +106,9 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
     settle, _ = engine.check(props(samples.cassava(), wait=False, wait_timeout_seconds=99))
     diff = engine.diff(job_id, refreshed, settle)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
+    bumped, _ = engine.check(props(samples.cassava(), wait=False, provider_version="99"))
+    diff = engine.diff(job_id, refreshed, bumped)
+    assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
     fake.reset_calls()
     updated = engine.update(job_id, refreshed, settle)
     assert updated["wait_timeout_seconds"] == 99 and updated["job_name"] == job_id

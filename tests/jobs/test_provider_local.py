@@ -1,0 +1,96 @@
+"""The same job resources on the local backend: served by the real dynamic host."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from pulumi.runtime.proto import provider_pb2
+
+from infra.jobs.backends import BackendKind, BackendSettings
+from infra.jobs.convert import spec_to_json
+from infra.jobs.resources import PROVIDER_VERSION
+from infra.jobs.spec import ContainerSpec, CustomJobSpec, JobKind, MachineSpec, WorkerPoolSpec
+from tests.jobs.provider_host import Engine, ProviderHost
+
+pytestmark = pytest.mark.slow
+
+STANDIN = str(Path(__file__).resolve().parents[1] / "local" / "standin.py")
+
+
+@pytest.fixture(scope="module")
+def host() -> Iterator[ProviderHost]:
+    # No emulator: the local backend never talks to Vertex.
+    provider_host = ProviderHost("127.0.0.1:9")
+    yield provider_host
+    provider_host.close()
+
+
+def job(*args: str, workers: int = 1) -> CustomJobSpec:
+    pool = WorkerPoolSpec(
+        MachineSpec("n1-standard-4"),
+        ContainerSpec("python:3.11-slim", command=("python", STANDIN), args=args),
+    )
+    return CustomJobSpec(
+        display_name="local-smoke",
+        worker_pools=(pool, WorkerPoolSpec(pool.machine, pool.container, workers)),
+        base_output_directory="gs://local-bucket/jobs/smoke",
+    )
+
+
+def props(tmp_path: Path, spec: CustomJobSpec, **extra: Any) -> dict[str, Any]:
+    backend = BackendSettings(BackendKind.LOCAL, local_root=str(tmp_path / "root"))
+    return {
+        "spec": spec_to_json(spec),
+        "backend": backend.to_props(),
+        "identity": "vertex-training/local/jobs-smoke",
+        "wait": True,
+        "wait_timeout_seconds": 60,
+        "poll_interval_seconds": 0.1,
+        "delete_timeout_seconds": 60,
+        "provider_version": PROVIDER_VERSION,
+        **extra,
+    }
+
+
+def test_local_lifecycle(host: ProviderHost, tmp_path: Path) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
+    inputs, failures = engine.check(props(tmp_path, job()))
+    assert failures == []
+    job_id, outs = engine.create(inputs)
+    assert job_id.startswith("projects/local/locations/")
+    assert outs["state"] == "SUCCEEDED"
+    assert outs.get("console_url") is None  # None values do not travel
+    read_id, refreshed = engine.read(job_id, outs, inputs)
+    assert read_id == job_id and refreshed["state"] == "SUCCEEDED"
+    again, _ = engine.check(props(tmp_path, job()), olds=outs)
+    assert engine.diff(job_id, outs, again).changes == provider_pb2.DiffResponse.DIFF_NONE
+    # Same spec, second create (as after a crash): adopts the finished job.
+    adopted_id, _ = engine.create(inputs)
+    assert adopted_id == job_id
+    engine.delete(job_id, refreshed)
+    gone_id, _ = engine.read(job_id, outs, inputs)
+    assert gone_id == ""
+
+
+def test_local_failure_fails_create(host: ProviderHost, tmp_path: Path) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
+    inputs, _ = engine.check(props(tmp_path, job("--exit-code", "3")))
+    with pytest.raises(grpc.RpcError) as caught:
+        engine.create(inputs)
+    assert "ended FAILED" in caught.value.details()
+
+
+def test_local_destroy_of_a_running_job_cancels_then_deletes(
+    host: ProviderHost, tmp_path: Path
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
+    inputs, _ = engine.check(props(tmp_path, job("--sleep", "60"), wait=False))
+    job_id, outs = engine.create(inputs)
+    assert outs["state"] in {"QUEUED", "PENDING", "RUNNING"}
+    engine.delete(job_id, outs)
+    gone_id, _ = engine.read(job_id, outs, inputs)
+    assert gone_id == ""
