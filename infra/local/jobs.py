@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
+import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from infra.jobs.spec import JobKind, JobSpec
-
-DECLARATIONS_MODULE = "infra.jobs.declarations"
 
 
 class StackJobsError(ValueError):
@@ -54,17 +52,36 @@ def load_stack_jobs(stack: str, stacks_dir: Path | None = None) -> StackJobs:
 
 
 def _declared_jobs(config: Any) -> list[tuple[str, JobSpec]]:
-    try:
-        declarations = importlib.import_module(DECLARATIONS_MODULE)
-    except ModuleNotFoundError as error:
-        if error.name != DECLARATIONS_MODULE:
-            raise
+    """The stack's declared jobs on the same local platform the Pulumi program builds
+    (bucket directory, ``trainer:local`` image, stack labels), so both run the same specs."""
+    from infra.platform import build_platform
+
+    declared = getattr(getattr(config, "jobs", None), "jobs", None)
+    if declared is None:
         raise StackJobsError(
-            f"{DECLARATIONS_MODULE} is not in this checkout yet, so stack jobs cannot be "
-            "built; run one spec with --spec FILE instead"
-        ) from error
-    local_specs: Callable[[Any], Sequence[tuple[str, JobSpec]]] = declarations.local_job_specs
-    return list(local_specs(config))
+            "this checkout's stack config has no 'jobs' section yet "
+            "(infra/config.py, infra/jobs/declarations.py); run one spec with --spec FILE"
+        )
+    platform = build_platform(config)  # a local stack registers nothing
+    image, bucket_url = asyncio.run(_known(platform.image_reference, platform.bucket_url))
+    return [
+        (
+            job.name,
+            # As infra.jobs.program.declare_jobs builds it (there from Outputs).
+            job.to_spec(
+                image=image,
+                bucket_url=bucket_url,
+                service_account=None,
+                labels={**platform.labels, "job": job.name},
+            ),
+        )
+        for job in declared
+    ]
+
+
+async def _known(*outputs: Any) -> list[str]:
+    """Values of Outputs that a local platform makes from plain values."""
+    return [await output.future() for output in outputs]
 
 
 def load_spec_file(path: Path) -> JobSpec:

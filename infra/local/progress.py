@@ -64,7 +64,8 @@ class ProgressPrinter:
 
     def update(self, details: LocalJobState) -> None:
         record = details.record
-        if record.state is not self._state:
+        # A terminal state is shown after the replica and trial changes that led to it.
+        if record.state is not self._state and not record.state.is_terminal:
             self._state = record.state
             self.emit(f"job {record.state.value}")
         for replica in details.replicas:
@@ -82,6 +83,9 @@ class ProgressPrinter:
                         " (stopped early)" if trial.trial_id in details.early_stopped_trials else ""
                     )
                     self.emit(trial_row(trial).strip() + stopped)
+        if record.state is not self._state:
+            self._state = record.state
+            self.emit(f"job {record.state.value}")
 
     def summary(self, details: LocalJobState) -> None:
         record = details.record

@@ -90,7 +90,9 @@ def test_missing_stack_file_is_a_usage_error(
 @pytest.mark.timeout(900)
 def test_local_stack_runs_end_to_end(tmp_path: Path) -> None:
     """The whole local stack (the codelab jobs scaled down), as CI and README run it."""
-    pytest.importorskip("infra.jobs.declarations", reason="jobs declarations not yet merged")
+    stack_file = REPO / "stacks" / "Pulumi.local.yaml"
+    if "vertex-training:jobs" not in stack_file.read_text():
+        pytest.skip("the local stack declares no jobs yet")
     result = subprocess.run(
         [sys.executable, "-m", "infra.local", "run", "--stack", "local", "--root", str(tmp_path)],
         cwd=REPO,
