@@ -153,6 +153,22 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
     }
 
 
+def wait_until_terminal(
+    backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str
+) -> JobRecord:
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not record.state.is_terminal:
+        if time.monotonic() >= deadline:
+            raise JobWaitTimeoutError(
+                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint} "
+                f"{console_url(record.name)}"
+            )
+        time.sleep(interval)
+        record = backend.get(record.name)
+    return record
+
+
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
@@ -277,17 +293,14 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
     def _wait_for_end(self, backend: JobBackend, record: JobRecord, p: _Props) -> JobRecord:
-        deadline = time.monotonic() + p.wait_timeout
-        while not record.state.is_terminal:
-            if time.monotonic() >= deadline:
-                raise JobWaitTimeoutError(
-                    f"{record.name} is still {record.state.value} after "
-                    f"{p.wait_timeout:.0f} s; it keeps running and the next `pulumi up` "
-                    "adopts it. Raise wait_timeout_seconds or set wait: false. "
-                    f"{console_url(record.name)}"
-                )
-            time.sleep(p.poll_interval)
-            record = backend.get(record.name)
+        record = wait_until_terminal(
+            backend,
+            record,
+            p.wait_timeout,
+            p.poll_interval,
+            hint="it keeps running and the next `pulumi up` adopts it. Raise "
+            "wait_timeout_seconds or set wait: false.",
+        )
         if record.state in _BAD_END:
             raise JobFailedError(
                 f"{record.name} ended {record.state.value}: "
@@ -327,18 +340,16 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             return
         if not record.state.is_terminal:
             backend.cancel(id_)
-            deadline = time.monotonic() + p.delete_timeout
-            while not record.state.is_terminal:
-                if time.monotonic() >= deadline:
-                    raise JobWaitTimeoutError(
-                        f"{id_} still {record.state.value} {p.delete_timeout:.0f} s after "
-                        f"cancel; retry the destroy later. {console_url(id_)}"
-                    )
-                time.sleep(p.poll_interval)
-                try:
-                    record = backend.get(id_)
-                except JobNotFoundError:
-                    return
+            try:
+                wait_until_terminal(
+                    backend,
+                    record,
+                    p.delete_timeout,
+                    p.poll_interval,
+                    hint="after cancel; retry the destroy later.",
+                )
+            except JobNotFoundError:
+                return
         backend.delete(id_)
 
 

@@ -107,6 +107,15 @@ class FakeJobService:
     def reset_calls(self) -> None:
         self.calls.clear()
 
+    def reset(self) -> None:
+        """Forget jobs, faults, counts and settings (one service shared by many tests)."""
+        with self._lock:
+            self.jobs.clear()
+            self.faults.clear()
+            self.calls.clear()
+            self.outcome = S.JOB_STATE_SUCCEEDED
+            self.hold_new_in = None
+
     # --------------------------------------------------------------------- server
 
     def start(self) -> str:

@@ -30,14 +30,6 @@ BACKEND = BackendSettings(
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeJobService]:
-    service = FakeJobService()
-    service.start()
-    yield service
-    service.stop()
-
-
-@pytest.fixture(scope="module")
 def host(fake: FakeJobService) -> Iterator[ProviderHost]:
     provider_host = ProviderHost(fake.address)
     yield provider_host
@@ -45,11 +37,8 @@ def host(fake: FakeJobService) -> Iterator[ProviderHost]:
 
 
 @pytest.fixture(autouse=True)
-def clean(fake: FakeJobService) -> None:
-    fake.jobs.clear()
-    fake.faults.clear()
-    fake.outcome = 4  # JOB_STATE_SUCCEEDED
-    fake.reset_calls()
+def clean(clean_fake: FakeJobService) -> None:
+    """Every test starts with an empty service."""
 
 
 def props(spec: Any, name: str = "cassava", **extra: Any) -> dict[str, Any]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import google.auth
 import grpc
 import pytest
@@ -32,22 +30,9 @@ from tests.jobs import samples
 PARENT = "projects/test-project/locations/us-central1"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeJobService]:
-    service = FakeJobService()
-    service.start()
-    yield service
-    service.stop()
-
-
 @pytest.fixture(autouse=True)
-def clean(fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake.jobs.clear()
-    fake.faults.clear()
-    fake.outcome = v1.JobState.JOB_STATE_SUCCEEDED
-    fake.hold_new_in = None
-    fake.reset_calls()
-    monkeypatch.setenv(EMULATOR_HOST_ENV, fake.address)
+def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(EMULATOR_HOST_ENV, clean_fake.address)
 
 
 @pytest.fixture
