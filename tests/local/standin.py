@@ -57,7 +57,8 @@ def main() -> int:
     if args.spawn_child:
         os.makedirs(args.spawn_child, exist_ok=True)
         child = subprocess.Popen(["sleep", "300"])
-        with open(os.path.join(args.spawn_child, f"{label}.pids"), "w") as handle:
+        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
+        with open(os.path.join(args.spawn_child, f"{trial}{label}.pids"), "w") as handle:
             handle.write(f"{os.getpid()} {child.pid}\n")
     if args.steps:
         key, _, value = args.no_metric_if.partition("=")

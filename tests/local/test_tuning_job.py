@@ -315,3 +315,34 @@ def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFact
     assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "hp"}).name == record.name  # type: ignore[union-attr]
     assert backend.find(JobKind.CUSTOM_JOB, {"job": "hp"}) is None
     backend.wait(record.name, timeout=60)
+
+
+def test_cancel_stops_running_trials_and_leaves_no_process(
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+) -> None:
+    import time
+
+    from tests.local.conftest import pid_gone
+
+    pids_dir = tmp_path / "pids"
+    spec = _tuning(
+        standin_pool, args=(f"--spawn-child={pids_dir}", "--sleep=300"), trials=4, parallel=2
+    )
+    record = backend.submit(spec)
+    deadline = time.monotonic() + 30
+    while len(list(pids_dir.glob("*.pids"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    replica_pids = [r.pid for r in backend.details(record.name).replicas if r.pid]
+    # Each trial's replica and the child it spawned.
+    child_pids = [int(p) for f in pids_dir.glob("*.pids") for p in f.read_text().split()]
+    assert len(child_pids) == 4
+    backend.cancel(record.name)
+    final = backend.wait(record.name, timeout=30)
+    assert final.state is JobState.CANCELLED
+    assert [t.state for t in final.trials] == ["STOPPING", "STOPPING"]
+    assert len(replica_pids) == 2
+    deadline = time.monotonic() + 10
+    everything = [*replica_pids, *child_pids]
+    while not all(pid_gone(p) for p in everything) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p in everything if not pid_gone(p)] == []
