@@ -191,18 +191,25 @@ class _Props:
         self.poll_interval = float(props.get("poll_interval_seconds", 30))
         self.delete_timeout = float(props.get("delete_timeout_seconds", 1800))
 
+    def declared_spec(self) -> JobSpec:
+        return spec_from_json(self.kind, self.spec_json)
+
+    def adoption_value(self) -> str:
+        # Hash the canonical form: numbers cross the engine as floats (2 -> 2.0).
+        return adoption_value(self.identity, spec_to_json(self.declared_spec()))
+
     def spec(self) -> JobSpec:
         """The spec as submitted: the declared one plus our stack and adoption labels."""
-        spec = spec_from_json(self.kind, self.spec_json)
+        spec = self.declared_spec()
         ours = (
-            (ADOPTION_LABEL, adoption_value(self.identity, self.spec_json)),
+            (ADOPTION_LABEL, self.adoption_value()),
             (STACK_LABEL, label_value(self.identity.split("/")[1] if "/" in self.identity else "")),
         )
         user = tuple(kv for kv in spec.labels if kv[0] not in {ADOPTION_LABEL, STACK_LABEL})
         return replace(spec, labels=user + ours)
 
     def adoption_labels(self) -> dict[str, str]:
-        return {ADOPTION_LABEL: adoption_value(self.identity, self.spec_json)}
+        return {ADOPTION_LABEL: self.adoption_value()}
 
     def issues(self) -> list[SpecIssue]:
         return spec_issues(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -241,3 +242,20 @@ def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None
     inputs, _ = engine.check(props(samples.cassava()))
     flat = repr(inputs).lower()
     assert "credential" not in flat and "token" not in flat
+
+
+def test_adoption_label_is_stable_across_number_encodings() -> None:
+    from infra.jobs.resources import JobProvider
+
+    spec = spec_to_json(samples.cassava())
+    as_floats = json.loads(
+        json.dumps(spec).replace('"acceleratorCount": 1', '"acceleratorCount": 1.0')
+    )
+    assert json.dumps(as_floats) != json.dumps(spec)  # what the engine hands back
+    provider = JobProvider(JobKind.CUSTOM_JOB)
+    one = provider._props(props(spec)).adoption_labels()
+    other = provider._props(props(as_floats)).adoption_labels()
+    assert one == other
+    assert provider._props(props(samples.cassava(workers=2))).adoption_labels() != one
+    (value,) = one.values()
+    assert len(value) <= 63 and value.startswith("cassava-")
