@@ -236,3 +236,19 @@ def test_grid_over_a_double_is_refused() -> None:
     found = problems([job])
     assert any("GRID search cannot enumerate the double parameter 'lr'" in p for p in found)
     assert any("parallel_trial_count: 5 exceeds max_trial_count 4" in p for p in found)
+
+
+def test_declared_args_follow_the_trainer_contract(dev: PulumiRun) -> None:
+    from trainer.config import build_parser
+
+    parser = build_parser()
+    for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
+        spec = spec_of(dev, name)
+        trial = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
+        for pool in trial.worker_pools:
+            args = list(pool.container.args)
+            if isinstance(spec, TuningJobSpec):
+                # Vertex appends one --<parameter_id>=<value> per tuned parameter.
+                args += ["--learning_rate=0.01", "--momentum=0.5", "--num_units=64"]
+            parsed = parser.parse_args(args)
+            assert parsed.workload in ("cassava", "horses_or_humans")
