@@ -262,6 +262,17 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
                 news, [pulumi.dynamic.CheckFailure("spec", f"not a Vertex job spec: {error}")]
             )
         failures.extend(pulumi.dynamic.CheckFailure("spec", str(issue)) for issue in issues)
+        for key, value in (
+            ("wait_timeout_seconds", props.wait_timeout),
+            ("poll_interval_seconds", props.poll_interval),
+            ("delete_timeout_seconds", props.delete_timeout),
+        ):
+            if not value > 0:
+                failures.append(
+                    pulumi.dynamic.CheckFailure(
+                        key, f"must be a positive number of seconds, got {value}"
+                    )
+                )
         news = dict(news)
         news["backend_target"] = _backend_target(props.settings)
         return pulumi.dynamic.CheckResult(news, failures)

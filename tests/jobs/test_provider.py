@@ -227,6 +227,12 @@ def test_check_reports_validation_failures_by_field(host: ProviderHost) -> None:
     assert any(r.startswith("worker_pools[0].replica_count: the chief pool") for r in reasons)
 
 
+def test_check_refuses_non_positive_waits(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    _, failures = engine.check(props(samples.cassava(), poll_interval_seconds=0))
+    assert [prop for prop, _ in failures] == ["poll_interval_seconds"]
+
+
 def test_check_tolerates_unknowns_in_preview(host: ProviderHost) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
     _, failures = engine.check(props(UNKNOWN))
