@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 __all__ = [
     "WORKLOADS",
@@ -110,44 +111,34 @@ class TrainConfig:
     num_units: int
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from error
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+_Number = TypeVar("_Number", int, float)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from error
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive finite number, got {text}")
-    return value
+def _checked(
+    cast: Callable[[str], _Number], valid: Callable[[_Number], bool], expected: str
+) -> Callable[[str], _Number]:
+    """An argparse ``type`` that converts with ``cast`` and rejects what ``valid`` refuses."""
+
+    def parse(text: str) -> _Number:
+        try:
+            value = cast(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from error
+        if not valid(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
+        return value
+
+    return parse
 
 
-def _unit_interval(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from error
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {value}")
-    return value
-
-
-def _image_size(text: str) -> int:
-    value = _positive_int(text)
-    if value < MIN_IMAGE_SIZE:
-        raise argparse.ArgumentTypeError(
-            f"expected at least {MIN_IMAGE_SIZE} (the smallest input both networks accept), "
-            f"got {value}"
-        )
-    return value
+_positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
+_positive_float = _checked(float, lambda v: 0 < v < float("inf"), "a positive finite number")
+_unit_interval = _checked(float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+_image_size = _checked(
+    int,
+    lambda v: v >= MIN_IMAGE_SIZE,
+    f"an integer of at least {MIN_IMAGE_SIZE} (the smallest input both networks accept)",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

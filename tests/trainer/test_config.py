@@ -76,7 +76,10 @@ def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     [
         ([], "no model destination: set AIP_MODEL_DIR"),
         (["--job-dir", "/j", "--epochs", "0"], "--epochs: expected a positive integer, got 0"),
-        (["--job-dir", "/j", "--image-size", "16"], "expected at least 32"),
+        (
+            ["--job-dir", "/j", "--image-size", "16"],
+            "--image-size: expected an integer of at least 32",
+        ),
         (["--job-dir", "/j", "--learning_rate", "-1"], "expected a positive finite number"),
         (["--job-dir", "/j", "--momentum", "1.5"], "expected a number in [0, 1], got 1.5"),
         (["--job-dir", "/j", "--data-dir", "/no/such/dir"], "--data-dir '/no/such/dir' does not"),
