@@ -41,7 +41,8 @@ class EncodedSplit:
     """A split as (encoded image bytes, integer label) pairs plus its known size."""
 
     examples: tf.data.Dataset
-    num_examples: int
+    num_examples: int | None
+    """``None`` when unknown: then nothing is cached and the shuffle buffer is the default."""
     num_classes: int
 
 
@@ -75,14 +76,16 @@ class ImagePipeline:
     cache_budget_bytes: int = CACHE_BUDGET_BYTES
     shuffle_buffer: int = SHUFFLE_BUFFER
 
-    def decoded_bytes(self, num_examples: int) -> int:
-        return num_examples * self.image_size * self.image_size * 3
+    def fits_cache(self, num_examples: int | None) -> bool:
+        if num_examples is None:
+            return False
+        return num_examples * self.image_size * self.image_size * 3 <= self.cache_budget_bytes
 
     def build(
         self, split: EncodedSplit, *, training: bool, repeat: bool = False
     ) -> tf.data.Dataset:
-        cache = self.decoded_bytes(split.num_examples) <= self.cache_budget_bytes
-        buffer = max(1, min(self.shuffle_buffer, split.num_examples))
+        cache = self.fits_cache(split.num_examples)
+        buffer = max(1, min(self.shuffle_buffer, split.num_examples or self.shuffle_buffer))
         dataset = split.examples
         if training and not cache:
             dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
@@ -107,7 +110,7 @@ class ImagePipeline:
             tf.data.experimental.AutoShardPolicy.DATA
         )
         logger.info(
-            "%s pipeline: %d examples, %dpx, global batch %d, cache decoded=%s",
+            "%s pipeline: %s examples, %dpx, global batch %d, cache decoded=%s",
             "training" if training else "evaluation",
             split.num_examples,
             self.image_size,
@@ -134,9 +137,14 @@ def load_tfds_split(
         # We decide about caching ourselves (decoded, when it fits).
         read_config=tfds.ReadConfig(try_autocache=False),
     )
+    try:
+        num_examples: int | None = int(info.splits[split].num_examples)
+    except KeyError:  # split statistics missing (e.g. TFDS mock data): size unknown
+        cardinality = int(dataset.cardinality())
+        num_examples = cardinality if cardinality >= 0 else None
     return EncodedSplit(
         examples=dataset,
-        num_examples=int(info.splits[split].num_examples),
+        num_examples=num_examples,
         num_classes=int(info.features["label"].num_classes),
     )
 
