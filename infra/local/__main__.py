@@ -31,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--job", action="append", default=[], help="only this declared job (repeatable)"
     )
     run.add_argument(
-        "--root", type=Path, help="local backend root (default: the stack's localRoot)"
+        "--root",
+        type=Path,
+        help="job state and local bucket directory (default: the stack's localRoot)",
     )
     run.add_argument("--stacks-dir", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
@@ -46,8 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             root = args.root or Path(".local-vertex")
             jobs = [(args.spec.stem, load_spec_file(args.spec))]
         else:
-            stack_jobs = load_stack_jobs(args.stack, stacks_dir=args.stacks_dir)
-            root = args.root or stack_jobs.local_root
+            stack_jobs = load_stack_jobs(
+                args.stack, stacks_dir=args.stacks_dir, local_root=args.root
+            )
+            root = stack_jobs.local_root
             jobs = stack_jobs.select(args.job)
     except (StackJobsError, ValueError, OSError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)

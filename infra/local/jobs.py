@@ -35,14 +35,22 @@ class StackJobs:
         return [(n, s) for n, s in self.jobs if n in names]
 
 
-def load_stack_jobs(stack: str, stacks_dir: Path | None = None) -> StackJobs:
-    """Validate the stack file as the Pulumi program would, then build its job specs."""
+def load_stack_jobs(
+    stack: str, stacks_dir: Path | None = None, local_root: Path | None = None
+) -> StackJobs:
+    """Validate the stack file as the Pulumi program would, then build its job specs.
+
+    ``local_root`` replaces the stack's ``localRoot`` (job state and the local bucket).
+    """
     from infra.config import PROJECT_ROOT, load_stack_config
 
     stack_file = (stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
         raise StackJobsError(f"no stack file {stack_file}; stacks are stacks/Pulumi.<stack>.yaml")
     config = load_stack_config(stack_file)
+    if local_root is not None:
+        general = config.general.model_copy(update={"local_root": str(local_root.resolve())})
+        config = config.model_copy(update={"general": general})
     if config.environment.is_cloud:
         raise StackJobsError(
             f"stack {stack!r} is a cloud stack ({config.environment.value}); the local runner "

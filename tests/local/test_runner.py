@@ -103,4 +103,12 @@ def test_local_stack_runs_end_to_end(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert "best: trial" in result.stdout
-    assert len(list(tmp_path.rglob("saved_model.pb"))) >= 2
+    jobs = tmp_path / "bucket" / "jobs"
+    models = sorted(str(p.relative_to(jobs)) for p in jobs.rglob("saved_model.pb"))
+    # One model from the two-replica MWMS job (the worker saves to a temporary dir), one
+    # per trial of the study.
+    assert models == [
+        "cassava-mwms/model/saved_model.pb",
+        *(f"horses-humans-tuning/{t}/model/saved_model.pb" for t in range(1, 7)),
+    ]
+    assert (jobs / "horses-humans-tuning" / "study.png").is_file()
