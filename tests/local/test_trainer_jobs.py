@@ -1,4 +1,6 @@
-"""The real trainer (``python -m trainer.task``) on the local backend: TensorFlow, tiny data."""
+"""The real trainer (``python -m trainer.task``) on the local backend: TensorFlow, tiny data.
+
+The study with the real trainer runs in ``test_runner.py`` (the whole local stack)."""
 
 from __future__ import annotations
 
@@ -10,19 +12,10 @@ from infra.jobs.backends.local import LocalBackend
 from infra.jobs.spec import (
     ContainerSpec,
     CustomJobSpec,
-    DiscreteParameterSpec,
-    DoubleParameterSpec,
     JobState,
     MachineSpec,
-    MetricGoal,
-    MetricSpec,
-    ScaleType,
-    SearchAlgorithm,
-    StudySpec,
-    TuningJobSpec,
     WorkerPoolSpec,
 )
-from trainer.metric import HYPERTUNE_METRIC_TAG
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -54,33 +47,3 @@ def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> No
     # Both replicas trained in one cluster of two.
     assert "group_size = 2" in logs["workerpool0-0.log"]
     assert "group_size = 2" in logs["workerpool1-0.log"]
-
-
-def test_horses_study_reads_the_trainers_hypertune_reports(tmp_path: Path) -> None:
-    backend = LocalBackend(str(tmp_path / "root"))
-    args = ("--workload=horses_or_humans", *TINY, "--image-size=32")
-    spec = TuningJobSpec(
-        display_name="hp",
-        trial_job=CustomJobSpec(
-            display_name="trial",
-            worker_pools=(_trainer_pool(args),),
-            base_output_directory=str(tmp_path / "bucket" / "hp"),
-        ),
-        study=StudySpec(
-            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),),
-            parameters=(
-                DoubleParameterSpec("learning_rate", 0.001, 1.0, ScaleType.LOG),
-                DiscreteParameterSpec("num_units", (64.0, 128.0)),
-            ),
-            algorithm=SearchAlgorithm.RANDOM,
-        ),
-        max_trial_count=2,
-        parallel_trial_count=2,
-    )
-    record = backend.wait(backend.submit(spec).name, timeout=540)
-    assert record.state is JobState.SUCCEEDED, record.error_message
-    assert [t.state for t in record.trials] == ["SUCCEEDED", "SUCCEEDED"]
-    assert all(0.0 <= (t.final_metric or -1) <= 1.0 for t in record.trials)
-    assert record.best_trial is not None
-    best_model = tmp_path / "bucket" / "hp" / record.best_trial.trial_id / "model"
-    assert (best_model / "saved_model.pb").exists()
