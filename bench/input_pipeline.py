@@ -187,7 +187,8 @@ def main() -> None:
                 for variant, result in results.items():
                     print(
                         f"    {variant:8s} {result['images_per_s']:8.1f} images/s "
-                        f"({result['seconds']:5.1f}s, {result['cpu_ms_per_image']:.2f} CPU-ms/image)"
+                        f"({result['seconds']:5.1f}s, "
+                        f"{result['cpu_ms_per_image']:.2f} CPU-ms/image)"
                         f"   peak memory {result['peak_mib']:7.1f} MiB"
                     )
                 speed = ours["images_per_s"] / base["images_per_s"]
