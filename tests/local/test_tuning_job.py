@@ -346,3 +346,29 @@ def test_cancel_stops_running_trials_and_leaves_no_process(
     while not all(pid_gone(p) for p in everything) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [p for p in everything if not pid_gone(p)] == []
+
+
+@pytest.mark.parametrize(
+    ("scale", "dense_near_max"), [(ScaleType.LOG, False), (ScaleType.REVERSE_LOG, True)]
+)
+def test_log_scales_put_their_resolution_at_the_right_end(
+    scale: ScaleType, dense_near_max: bool
+) -> None:
+    import statistics
+
+    import optuna
+
+    from infra.jobs.backends.local.study import suggest_parameters
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    params = (DoubleParameterSpec("lr", 1.0, 1000.0, scale),)
+    values: list[float] = []
+    for _ in range(400):
+        trial = study.ask()
+        (name, value), *_ = suggest_parameters(trial, params, grid=False)
+        study.tell(trial, 0.0)
+        assert name == "lr" and isinstance(value, float) and 1.0 <= value <= 1000.0
+        values.append(value)
+    median = statistics.median(values)
+    # Log-uniform on [1, 1000] has its median at ~31.6; the mirror image at ~969.
+    assert (median > 900) if dense_near_max else (median < 100)
