@@ -70,9 +70,9 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     callbacks: list[tf_keras.callbacks.Callback] = [
         # Multi-worker aware: the chief writes <dir>/chief, others write temp dirs and
         # delete them; on restart every replica restores the chief's latest checkpoint.
-        tf_keras.callbacks.BackupAndRestore(
-            backup_dir=config.paths.checkpoint_dir, delete_checkpoint=False
-        ),
+        # A finished fit deletes the backup, so a new job that reuses the output dir
+        # starts afresh instead of "resuming" a run that already completed.
+        tf_keras.callbacks.BackupAndRestore(backup_dir=config.paths.checkpoint_dir),
         EpochLogger(config.epochs),
     ]
     if config.paths.tensorboard_dir and role.is_chief:

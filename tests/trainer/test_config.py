@@ -123,3 +123,17 @@ def test_entry_point_module_runs_help_without_loading_tensorflow() -> None:
     assert result.returncode == 0, result.stderr
     assert "--workload {cassava,horses_or_humans}" in result.stdout
     assert result.stdout.rstrip().endswith("OK")
+
+
+def test_metric_module_is_cheap_to_import() -> None:
+    """infra imports trainer.metric for the tuning spec: it must not pull TensorFlow in."""
+    code = (
+        "import sys; from trainer.metric import HYPERTUNE_METRIC_TAG as tag\n"
+        "assert tag == 'accuracy', tag\n"
+        "heavy = {'tensorflow', 'tf_keras', 'tensorflow_datasets'} & set(sys.modules)\n"
+        "assert not heavy, heavy"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
