@@ -19,17 +19,20 @@ ENV TF_USE_LEGACY_KERAS=1 \
     MALLOC_ARENA_MAX=2
 
 # The lock is a constraints file: transitive dependencies get the locked versions too.
+# The base image's Python *is* the application environment (TensorFlow lives there), so
+# PEP 668's "externally managed" guard, where the base has it, does not apply.
 COPY requirements.lock docker/trainer-requirements.txt /tmp/requirements/
-RUN python -m pip install --no-cache-dir \
+RUN PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install --no-cache-dir \
         -r /tmp/requirements/trainer-requirements.txt \
         -c /tmp/requirements/requirements.lock \
     && python -c "import tensorflow as tf; v = tf.__version__; assert v == '2.21.0', v" \
     && rm -rf /tmp/requirements
 
-# Unprivileged at run time; TFDS downloads go to the user's home.
-RUN useradd --create-home --uid 1000 trainer
+# Unprivileged at run time (uid 10001: 1000 is taken in some Ubuntu bases); TFDS
+# downloads go to the user's home.
+RUN useradd --no-log-init --create-home --uid 10001 trainer
 WORKDIR /app
-COPY --chown=1000:1000 trainer/ /app/trainer/
-USER 1000:1000
+COPY --chown=10001:10001 trainer/ /app/trainer/
+USER 10001:10001
 
 ENTRYPOINT ["python", "-m", "trainer.task"]

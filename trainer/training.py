@@ -99,6 +99,6 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
         steps_per_epoch=config.steps_per_epoch,
         validation_data=validation_data,
         callbacks=callbacks,
-        verbose=2,
+        verbose=0,  # EpochLogger logs each epoch through logging instead
     )
     return save_model(model, config.paths.model_dir, role)
