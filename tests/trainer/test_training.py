@@ -170,16 +170,29 @@ def test_killed_run_resumes_from_its_latest_checkpoint(tmp_path: Path) -> None:
     assert not checkpoints.exists()
 
 
+def _cluster_env(variant: str, task_type: str, chief: str, worker: str) -> dict[str, str]:
+    """Vertex-style TF_CONFIG, or AI Platform's ``master`` name / CLUSTER_SPEC pool names."""
+    if variant == "tf_config":
+        cluster = {"chief": [chief], "worker": [worker]}
+        task = {"type": task_type, "index": 0}
+        return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": task})}
+    if task_type == "chief":
+        cluster = {"master": [chief], "worker": [worker]}
+        return {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "master"}})}
+    pools = {"workerpool0": [chief], "workerpool1": [worker]}
+    task = {"type": "workerpool1", "index": 0}
+    return {"CLUSTER_SPEC": json.dumps({"cluster": pools, "task": task})}
+
+
 @pytest.mark.slow
-def test_two_process_multi_worker_cluster(tmp_path: Path) -> None:
-    chief_port, worker_port = free_ports(2)
-    cluster = {"chief": [f"localhost:{chief_port}"], "worker": [f"localhost:{worker_port}"]}
+@pytest.mark.parametrize("variant", ["tf_config", "master_and_cluster_spec"])
+def test_two_process_multi_worker_cluster(tmp_path: Path, variant: str) -> None:
+    chief, worker = (f"localhost:{port}" for port in free_ports(2))
     args = ["--workload", "horses_or_humans", *TINY, "--epochs", "2"]
     args += ["--synthetic-examples", "64", "--job-dir", str(tmp_path / "job")]
     processes = {}
     for task_type in ("chief", "worker"):
-        tf_config = json.dumps({"cluster": cluster, "task": {"type": task_type, "index": 0}})
-        env = trainer_env(TF_CONFIG=tf_config)
+        env = trainer_env(**_cluster_env(variant, task_type, chief, worker))
         processes[task_type] = start(args, env, tmp_path / f"{task_type}.log")
     for process in processes.values():
         process.wait(timeout=TIMEOUT_S)
