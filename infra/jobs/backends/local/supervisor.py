@@ -153,8 +153,10 @@ class Supervisor:
         try:
             tuner.run()
         finally:
-            tuner.stop_all()
-            tuner.save(final=True)
+            # Cancelled or crashed: stop the trials, keep what they found.
+            if not tuner.saved_final:
+                tuner.stop_all()
+                tuner.save(final=True)
 
 
 @dataclass
@@ -183,6 +185,8 @@ class _Tuner:
         self.finished_runs: list[ClusterRun] = []
         self.failed = 0
         self.early_stopped: list[str] = []
+        self.saved_final = False
+        """The final trial table and plot are written (once: the plot takes a while)."""
         self.last_failure: str | None = None
 
     def run(self) -> None:
@@ -192,7 +196,7 @@ class _Tuner:
             self.sup.check_cancel()
             if self._too_many_failures():
                 self.stop_all()
-                self.save()
+                self.save(final=True)
                 self.sup.finish(
                     JobState.FAILED,
                     error_message=(
@@ -336,6 +340,7 @@ class _Tuner:
             # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
             model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model"
         plot = None
+        self.saved_final = self.saved_final or final
         if final and any(t.final_metric is not None for t in trials):
             plot = str(
                 plot_study(
