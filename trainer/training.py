@@ -23,13 +23,19 @@ _SYNTHETIC_TRAIN_SEED = 1
 _SYNTHETIC_VALIDATION_SEED = 2
 
 
-def _configure_accelerators() -> bool:
-    """Mixed precision and XLA pay off on GPUs only; on CPU they slow training down."""
+def _configure_accelerators(role: ClusterRole) -> bool:
+    """Mixed precision (and XLA) on GPUs only: on CPU they slow these models down.
+
+    Returns whether to compile with XLA. Not across machines: the multi-worker
+    all-reduce runs from inside the train step, and tf-keras's XLA path is only
+    exercised with single-machine strategies.
+    """
     if not tf.config.list_physical_devices("GPU"):
         return False
     tf_keras.mixed_precision.set_global_policy("mixed_float16")
-    logger.info("GPU present: mixed_float16 policy and XLA (jit_compile) enabled")
-    return True
+    use_xla = not role.is_multi_worker
+    logger.info("GPU present: mixed_float16 policy; XLA (jit_compile) %s", use_xla)
+    return use_xla
 
 
 def _load_split(config: TrainConfig, split: str, *, training: bool) -> EncodedSplit:
@@ -50,7 +56,7 @@ def _load_split(config: TrainConfig, split: str, *, training: bool) -> EncodedSp
 def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     """Train, save and (horses_or_humans, chief) report. Returns the model dir on the chief."""
     strategy = create_strategy(role)  # first: MWMS must be set up before other TF ops
-    use_xla = _configure_accelerators()
+    use_xla = _configure_accelerators(role)
     global_batch = config.batch_size_per_replica * strategy.num_replicas_in_sync
     pipeline = ImagePipeline(image_size=config.image_size, global_batch_size=global_batch)
 
