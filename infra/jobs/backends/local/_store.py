@@ -72,6 +72,8 @@ class ReplicaStatus:
     exit_code: int | None = None
     log: str = ""
     trial_id: str | None = None
+    start: str | None = None
+    """``/proc`` start time of ``pid``: only that very process is ever signalled later."""
 
     @property
     def label(self) -> str:

@@ -243,8 +243,14 @@ class LocalBackend:
         with job.update() as state:
             if state.record.state.is_terminal:
                 return state
+            # Only processes that are still the very ones the supervisor started: a pid
+            # recycled since then belongs to someone else.
             stop_process_groups(
-                [r.pid for r in state.replicas if r.pid is not None and r.state == "RUNNING"]
+                [
+                    r.pid
+                    for r in state.replicas
+                    if r.pid is not None and r.state == "RUNNING" and process_alive(r.pid, r.start)
+                ]
             )
             state.replicas = [_stopped(r) for r in state.replicas]
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infra.jobs.backends.local._store import ReplicaStatus
+from infra.jobs.backends.local._store import ReplicaStatus, process_start_time
 from infra.jobs.backends.local.environment import (
     REPO_ROOT,
     GpuAllocator,
@@ -135,6 +135,7 @@ class _Replica:
     log_path: Path
     gpus: tuple[str, ...] | None
     process: subprocess.Popen[bytes] | None = None
+    start: str | None = None
     exit_code: int | None = None
     killed: bool = False
 
@@ -228,6 +229,7 @@ class ClusterRun:
                     # Its own process group, so cancel kills whatever the replica spawned.
                     start_new_session=True,
                 )
+            replica.start = process_start_time(replica.process.pid)
             _log.info(
                 "started %s (pid %d): %s",
                 replica.slot.label,
@@ -319,6 +321,7 @@ class ClusterRun:
                     exit_code=replica.exit_code,
                     log=str(replica.log_path),
                     trial_id=self.trial_id,
+                    start=replica.start,
                 )
             )
         return out
