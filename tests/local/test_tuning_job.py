@@ -372,3 +372,32 @@ def test_log_scales_put_their_resolution_at_the_right_end(
     median = statistics.median(values)
     # Log-uniform on [1, 1000] has its median at ~31.6; the mirror image at ~969.
     assert (median > 900) if dense_near_max else (median < 100)
+
+
+def test_parallel_trials_get_distinct_gpus(
+    backend: LocalBackend,
+    standin_pool: PoolFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A two-GPU machine; two trials at a time, one GPU each.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    dump = tmp_path / "env"
+    spec = TuningJobSpec(
+        display_name="gpu-study",
+        trial_job=CustomJobSpec(
+            display_name="t",
+            worker_pools=(
+                standin_pool([f"--dump-env={dump}", "--steps=1", "--sleep=0.5"], accelerators=1),
+            ),
+        ),
+        study=StudySpec(
+            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
+        ),
+        max_trial_count=2,
+        parallel_trial_count=2,
+    )
+    record = _run(backend, spec)
+    assert record.state is JobState.SUCCEEDED
+    visible = sorted(json.loads(p.read_text())["CUDA_VISIBLE_DEVICES"] for p in dump.glob("*.json"))
+    assert visible == ["0", "1"]
