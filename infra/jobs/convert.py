@@ -40,6 +40,7 @@ from infra.jobs.spec import (
     TrialRecord,
     TuningJobSpec,
     WorkerPoolSpec,
+    best_trial,
 )
 
 Scale = v1.StudySpec.ParameterSpec.ScaleType
@@ -469,15 +470,6 @@ def _trial_record(trial: v1.Trial) -> TrialRecord:
     )
 
 
-def best_trial(trials: tuple[TrialRecord, ...], goal: MetricGoal) -> TrialRecord | None:
-    """The succeeded trial with the best final metric (ties: the earliest trial)."""
-    scored = [t for t in trials if t.state == "SUCCEEDED" and t.final_metric is not None]
-    if not scored:
-        return None
-    sign = 1.0 if goal is MetricGoal.MAXIMIZE else -1.0
-    return max(scored, key=lambda t: (sign * (t.final_metric or 0.0), -int(t.trial_id or 0)))
-
-
 def _state(value: int) -> JobState:
     name = v1.JobState(value).name.removeprefix("JOB_STATE_")
     return JobState(name) if name in JobState.__members__ else JobState.PENDING
@@ -527,7 +519,6 @@ def record_from_proto(message: v1.CustomJob | v1.HyperparameterTuningJob) -> Job
 
 __all__ = [
     "ConversionError",
-    "best_trial",
     "custom_job_from_proto",
     "custom_job_spec_from_proto",
     "custom_job_spec_to_proto",

@@ -255,6 +255,18 @@ class TrialRecord:
     final_metric: float | None
 
 
+def best_trial(trials: Sequence[TrialRecord], goal: MetricGoal) -> TrialRecord | None:
+    """The SUCCEEDED trial with the best final metric; the earlier trial wins a tie.
+
+    One rule for both backends, so a study reports the same best trial on Vertex and here.
+    """
+    scored = [t for t in trials if t.state == "SUCCEEDED" and t.final_metric is not None]
+    if not scored:
+        return None
+    sign = 1.0 if goal is MetricGoal.MAXIMIZE else -1.0
+    return max(scored, key=lambda t: (sign * (t.final_metric or 0.0), -int(t.trial_id or 0)))
+
+
 @dataclass(frozen=True)
 class JobRecord:
     """What a backend knows of one submitted job: the same shape from vertex and local."""

@@ -12,7 +12,6 @@ import pytest
 from infra.jobs.backends.local import LocalBackend
 from infra.jobs.backends.local.study import (
     Measurement,
-    best_trial,
     final_metric,
     parameter_args,
     read_measurements,
@@ -36,6 +35,7 @@ from infra.jobs.spec import (
     StudySpec,
     TrialRecord,
     TuningJobSpec,
+    best_trial,
 )
 from tests.local.conftest import PoolFactory
 from trainer.metric import HYPERTUNE_METRIC_TAG

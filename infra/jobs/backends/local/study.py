@@ -82,19 +82,6 @@ def final_metric(
     return max(values) if goal is MetricGoal.MAXIMIZE else min(values)
 
 
-def best_trial(trials: Sequence[TrialRecord], goal: MetricGoal) -> TrialRecord | None:
-    """The SUCCEEDED trial with the best final metric; the earlier trial wins a tie."""
-    done = [t for t in trials if t.state == "SUCCEEDED" and t.final_metric is not None]
-    if not done:
-        return None
-
-    def key(t: TrialRecord) -> tuple[float, int]:
-        value = t.final_metric if t.final_metric is not None else math.nan
-        return (-value if goal is MetricGoal.MAXIMIZE else value, int(t.trial_id))
-
-    return min(done, key=key)
-
-
 def _flat_parameters(parameters: Sequence[ParameterSpec]) -> list[ParameterSpec]:
     out: list[ParameterSpec] = []
     for p in parameters:

@@ -24,7 +24,6 @@ from infra.jobs.backends.local.cluster import ClusterOutcome, ClusterRun, log_ta
 from infra.jobs.backends.local.environment import GpuAllocator, detect_gpus
 from infra.jobs.backends.local.study import (
     Measurement,
-    best_trial,
     create_study,
     final_metric,
     grid_size,
@@ -40,6 +39,7 @@ from infra.jobs.spec import (
     SearchAlgorithm,
     TrialRecord,
     TuningJobSpec,
+    best_trial,
 )
 
 if TYPE_CHECKING:
