@@ -137,3 +137,15 @@ def test_metric_module_is_cheap_to_import() -> None:
         [sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_trainer_code_logs_and_never_prints() -> None:
+    import ast
+
+    offenders = [
+        f"{source.name}:{node.lineno}"
+        for source in sorted((REPO / "trainer").glob("*.py"))
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
+    ]
+    assert not offenders, f"use logging, not print: {offenders}"
