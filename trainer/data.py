@@ -1,12 +1,14 @@
 """Input pipelines: encoded images in, uint8 batches out.
 
 What differs from the codelabs and why:
-- images stay *encoded* until after the shuffle, so the 1000-element shuffle buffer holds
-  JPEG/PNG bytes (tens of KB each) instead of 300x300 float32 tensors (~1 MB each);
+- a split too large to cache (cassava, ~1.5 GB decoded at 300px) is shuffled while still
+  *encoded*: the 1000-element buffer holds JPEG bytes (~50-150 KB each) instead of
+  300x300 float32 tensors (~1 MB each, ~1 GB per buffer in the codelab);
 - decoding and resizing run in a parallel, non-deterministic map (the HPT codelab maps
   serially), and the result stays uint8: the model rescales on the accelerator;
-- the decoded set is cached in memory when it fits the budget (horses_or_humans, ~70 MB),
-  so later epochs skip decoding; cassava (~2.5 GB decoded) is not cached;
+- a split that fits the budget (horses_or_humans, ~70 MB at 150px) is decoded and resized
+  once and cached in memory as uint8; every epoch then reshuffles the cached images (the
+  shuffle buffer references cached tensors, it does not copy them);
 - batches are prefetched, and the auto-shard policy is DATA as in the multi-worker codelab.
 """
 
