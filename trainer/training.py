@@ -48,9 +48,16 @@ def _load_split(config: TrainConfig, split: str, *, training: bool) -> EncodedSp
             image_size=config.image_size,
             seed=_SYNTHETIC_TRAIN_SEED if training else _SYNTHETIC_VALIDATION_SEED,
         )
-    return load_tfds_split(
+    loaded = load_tfds_split(
         workload.tfds_name, split, data_dir=config.data_dir, shuffle_files=training
     )
+    if loaded.num_classes != workload.num_classes:
+        raise ValueError(
+            f"TFDS {workload.tfds_name!r} in --data-dir {config.data_dir!r} has "
+            f"{loaded.num_classes} classes; the {workload.name} model expects "
+            f"{workload.num_classes}"
+        )
+    return loaded
 
 
 def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
