@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.convert import spec_to_json
 from infra.jobs.declarations import JobDeclaration
 from infra.jobs.resources import CustomJob, HyperparameterTuningJob, job_resource
+from infra.jobs.rest import spec_to_json
 
 if TYPE_CHECKING:
     from infra.platform import Platform

@@ -24,12 +24,10 @@ from typing import Any, ClassVar
 
 import pulumi
 import pulumi.dynamic
-from google.protobuf import json_format
 
 from infra.jobs.backends import BackendSettings, backend_for
 from infra.jobs.backends.base import JobBackend, JobNotFoundError
-from infra.jobs.backends.vertex import console_url
-from infra.jobs.convert import spec_from_json, spec_to_json
+from infra.jobs.rest import console_url, spec_from_json, spec_to_json
 from infra.jobs.spec import (
     JobKind,
     JobRecord,
@@ -257,7 +255,9 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             )
         try:
             issues = props.issues()
-        except (json_format.ParseError, ValueError, KeyError) as error:
+        # SpecJsonError (a field Vertex does not have, a value of the wrong type) and
+        # ConversionError (a job a spec cannot express) are both ValueErrors.
+        except (ValueError, KeyError) as error:
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("spec", f"not a Vertex job spec: {error}")]
             )
@@ -401,7 +401,7 @@ class _JobResource(pulumi.dynamic.Resource):
         delete_timeout_seconds: float = 1800,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``spec``: the job in Vertex REST form (``convert.spec_to_json``), usually an
+        """``spec``: the job in Vertex REST form (``rest.spec_to_json``), usually an
         Output built once image digests are known."""
         props: dict[str, Any] = {
             "spec": spec,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.jobs.rest import spec_from_json
 from infra.jobs.spec import JobKind, JobSpec
 
 
@@ -94,8 +95,6 @@ async def _known(*outputs: Any) -> list[str]:
 
 def load_spec_file(path: Path) -> JobSpec:
     """A CustomJob or HyperparameterTuningJob body in the Vertex REST JSON form."""
-    from infra.jobs.convert import spec_from_json
-
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise StackJobsError(f"{path}: expected a JSON object (a CustomJob or tuning job body)")

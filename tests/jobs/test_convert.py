@@ -1,4 +1,5 @@
-"""Spec <-> aiplatform_v1: golden messages for the codelab jobs and a round-trip property."""
+"""Spec <-> REST JSON <-> aiplatform_v1: golden messages for the codelab jobs, a round-trip
+property, and the plain-Python REST form held equal to MessageToDict of the message."""
 
 from __future__ import annotations
 
@@ -6,16 +7,12 @@ import datetime as dt
 from typing import Any
 
 from google.cloud.aiplatform_v1 import types as v1
+from google.protobuf import json_format
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from infra.jobs.convert import (
-    from_proto,
-    record_from_proto,
-    spec_from_json,
-    spec_to_json,
-    to_proto,
-)
+from infra.jobs.convert import from_proto, record_from_proto, to_proto
+from infra.jobs.rest import spec_from_json, spec_to_json
 from infra.jobs.spec import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
@@ -42,7 +39,7 @@ from infra.jobs.spec import (
     WorkerPoolSpec,
     spec_issues,
 )
-from tests.jobs import samples
+from tests.jobs import proto_reference, samples
 
 POOL = {
     "machineSpec": {
@@ -452,6 +449,47 @@ def _round_trip(spec: JobSpec) -> None:
         JobKind.HYPERPARAMETER_TUNING_JOB if isinstance(spec, TuningJobSpec) else JobKind.CUSTOM_JOB
     )
     assert spec_from_json(kind, spec_to_json(spec)) == spec
+    _rest_matches_proto(spec, kind)
+
+
+def _shape(value: Any, key: str = "") -> Any:
+    """``value`` with its key order made visible; maps (labels) compare unordered."""
+    if isinstance(value, dict):
+        items = sorted(value.items()) if key == "labels" else list(value.items())
+        return [(k, _shape(v, k)) for k, v in items]
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def _rest_matches_proto(spec: JobSpec, kind: JobKind) -> None:
+    """The plain-Python REST form is MessageToDict of the message, key for key."""
+    rest = spec_to_json(spec)
+    for message in (proto_reference.to_proto(spec), to_proto(spec)):
+        expected = json_format.MessageToDict(type(message).pb(message))
+        assert rest == expected
+        # Same key order and value types too (1 vs "1" vs 1.0), as JSON text shows them.
+        assert _shape(rest) == _shape(expected)
+        assert spec_from_json(kind, expected) == spec
+
+
+def test_rest_form_matches_message_to_dict_for_the_codelab_jobs() -> None:
+    _rest_matches_proto(samples.cassava(), JobKind.CUSTOM_JOB)
+    _rest_matches_proto(samples.cassava(accelerator=None), JobKind.CUSTOM_JOB)
+    _rest_matches_proto(samples.horses_or_humans(), JobKind.HYPERPARAMETER_TUNING_JOB)
+
+
+def test_rest_form_keeps_negative_zero_like_protobuf() -> None:
+    # -0.0 differs from the default 0.0 bit for bit: protobuf keeps it, and so must we.
+    base = samples.horses_or_humans()
+    study = StudySpec(
+        metrics=base.study.metrics,
+        parameters=(DoubleParameterSpec("x", -0.0, 1.0), DiscreteParameterSpec("y", (-0.0, 2.0))),
+    )
+    spec = TuningJobSpec(**{**base.__dict__, "study": study})
+    _rest_matches_proto(spec, JobKind.HYPERPARAMETER_TUNING_JOB)
+    parameters = spec_to_json(spec)["studySpec"]["parameters"]
+    assert parameters[0]["doubleValueSpec"] == {"minValue": -0.0, "maxValue": 1.0}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

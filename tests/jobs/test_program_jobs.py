@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from infra.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
-from infra.jobs.convert import spec_from_json
 from infra.jobs.resources import PROVIDER_VERSION
+from infra.jobs.rest import spec_from_json
 from infra.jobs.spec import (
     CustomJobSpec,
     DiscreteParameterSpec,

@@ -12,8 +12,8 @@ import pytest
 from pulumi.runtime.proto import provider_pb2
 
 from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.convert import spec_to_json
 from infra.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
+from infra.jobs.rest import spec_to_json
 from infra.jobs.spec import JobKind
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs import samples

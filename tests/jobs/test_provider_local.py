@@ -11,8 +11,8 @@ import pytest
 from pulumi.runtime.proto import provider_pb2
 
 from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.convert import spec_to_json
 from infra.jobs.resources import PROVIDER_VERSION
+from infra.jobs.rest import spec_to_json
 from infra.jobs.spec import ContainerSpec, CustomJobSpec, JobKind, MachineSpec, WorkerPoolSpec
 from tests.jobs.provider_host import Engine, ProviderHost
 

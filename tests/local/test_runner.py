@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.convert import spec_to_json
+from infra.jobs.rest import spec_to_json
 from infra.jobs.spec import (
     CustomJobSpec,
     DoubleParameterSpec,

@@ -22,6 +22,7 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
 
 from infra.jobs.backends.base import JobNotFoundError
 from infra.jobs.convert import custom_job_to_proto, record_from_proto, tuning_job_to_proto
+from infra.jobs.rest import console_url
 from infra.jobs.spec import JobKind, JobRecord, JobSpec, TuningJobSpec
 
 _log = logging.getLogger(__name__)
@@ -41,19 +42,6 @@ T = TypeVar("T")
 
 def regional_endpoint(location: str) -> str:
     return f"{location}-aiplatform.googleapis.com"
-
-
-def console_url(name: str) -> str:
-    """The Cloud console page of a job resource name ``projects/P/locations/L/<kind>/ID``."""
-    parts = name.split("/")
-    if len(parts) != 6:
-        return ""
-    _, project, _, location, collection, job_id = parts
-    page = "custom-jobs" if collection == JobKind.CUSTOM_JOB.value else "hyperparameter-tuning-jobs"
-    return (
-        f"https://console.cloud.google.com/vertex-ai/training/{page}/{job_id}"
-        f"?project={project}&region={location}"
-    )
 
 
 def _kind_of(name: str) -> JobKind:
