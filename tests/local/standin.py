@@ -39,9 +39,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=0, help="hypertune reports to write")
     parser.add_argument("--step-sleep", type=float, default=0.0)
     parser.add_argument("--no-metric-if", default="", help="param=value that reports nothing")
+    parser.add_argument("--span-dir", help="directory to write this run's start/end times to")
     # Trial parameters arrive as --name=value; keep them all.
     args, unknown = parser.parse_known_args()
     params = dict(a[2:].split("=", 1) for a in unknown if a.startswith("--") and "=" in a)
+    started = time.time()
     task = json.loads(os.environ.get("CLUSTER_SPEC", "{}")).get("task", {})
     label = f"{task.get('type', 'none')}-{task.get('index', 0)}"
     print(f"standin {label} starting with params {params}", flush=True)
@@ -72,6 +74,11 @@ def main() -> int:
                     hyperparameter_metric_tag="accuracy", metric_value=metric, global_step=step
                 )
     time.sleep(args.sleep)
+    if args.span_dir:
+        os.makedirs(args.span_dir, exist_ok=True)
+        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
+        with open(os.path.join(args.span_dir, f"{trial}{label}.json"), "w") as handle:
+            json.dump({"start": started, "end": time.time()}, handle)
     if args.exit_code and (not args.fail_only or args.fail_only == label):
         for i in range(30):
             print(f"noise line {i}", flush=True)
