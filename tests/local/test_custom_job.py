@@ -127,9 +127,8 @@ class TestEnvironmentConformance:
 def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    started = time.monotonic()
     record = backend.submit(_job((standin_pool(["--sleep=1"]),)))
-    assert time.monotonic() - started < 1.0
+    # Returned before the job ran (a wall-clock bound would only measure machine load).
     assert record.state in (JobState.QUEUED, JobState.PENDING)
     assert record.name.startswith("projects/local/locations/local/customJobs/")
     seen: set[JobState] = {record.state}
