@@ -27,6 +27,7 @@ __all__ = [
     "ImagePipeline",
     "decode_and_resize",
     "load_tfds_split",
+    "synthetic_class_colours",
     "synthetic_split",
 ]
 
@@ -151,18 +152,29 @@ def load_tfds_split(
     )
 
 
+_SYNTHETIC_CLASS_SEED = 20210601
+
+
+def synthetic_class_colours(num_classes: int) -> np.ndarray:
+    """The mean colour of each synthetic class, shared by all splits."""
+    rng = np.random.default_rng(_SYNTHETIC_CLASS_SEED)
+    return rng.integers(40, 216, size=(num_classes, 3)).astype(np.float32)
+
+
 def synthetic_split(
     *, num_examples: int, num_classes: int, image_size: int, seed: int
 ) -> EncodedSplit:
     """Generated JPEGs of the right shape with a learnable class signal; no network.
 
     Each class has its own mean colour under heavy noise, so accuracy moves with the
-    hyperparameters (useful for tuning demos) while staying far from trivial.
+    hyperparameters (useful for tuning demos) while staying far from trivial. The class
+    colours are the same in every split (only labels and noise follow ``seed``): a
+    validation split with colours of its own would measure nothing.
     """
+    palette = synthetic_class_colours(num_classes)
     rng = np.random.default_rng(seed)
     labels = np.arange(num_examples, dtype=np.int64) % num_classes
     rng.shuffle(labels)
-    palette = rng.integers(40, 216, size=(num_classes, 3)).astype(np.float32)
     encoded = []
     for label in labels:
         noise = rng.normal(0.0, 48.0, size=(image_size, image_size, 3))

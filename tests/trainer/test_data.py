@@ -69,3 +69,16 @@ def test_synthetic_split_is_deterministic_balanced_and_learnable() -> None:
     images, labels_t = batch[0].numpy().astype(float), batch[1].numpy()
     means = np.stack([images[labels_t == c].mean(axis=(0, 1, 2)) for c in range(5)])
     assert np.ptp(means, axis=0).max() > 20
+
+
+def test_synthetic_splits_share_the_class_colours() -> None:
+    """Training and validation splits (different seeds) carry the same class signal."""
+    means = []
+    for seed in (1, 2):
+        split = synthetic_split(num_examples=40, num_classes=2, image_size=32, seed=seed)
+        images, labels = next(iter(ImagePipeline(32, 40).build(split, training=False)))
+        pixels, classes = images.numpy().astype(float), labels.numpy()
+        means.append(np.stack([pixels[classes == c].mean(axis=(0, 1, 2)) for c in range(2)]))
+    # Same class, different split: close. Different classes: far apart.
+    assert np.abs(means[0] - means[1]).max() < 10
+    assert np.abs(means[0][0] - means[0][1]).max() > 20
