@@ -61,12 +61,12 @@ up: install
 	  $(MAKE) --no-print-directory stack-select && "$(PULUMI)" up --stack $(STACK) --yes; \
 	elif [ "$(STACK)" = local ]; then \
 	  echo "Running the local stack's jobs without the Pulumi engine instead (make local-run)."; \
-	  $(BIN)/python -m infra.local run --stack local; \
+	  $(BIN)/python -m vertex_training.local run --stack local; \
 	else exit 1; fi
 
 # The jobs of $(STACK) on this machine's local backend, no Pulumi CLI and no cloud needed.
 local-run: install
-	$(BIN)/python -m infra.local run --stack $(STACK)
+	$(BIN)/python -m vertex_training.local run --stack $(STACK)
 
 preview: stack-select
 	"$(PULUMI)" preview --stack $(STACK) --diff

@@ -1,13 +1,13 @@
 """The Pulumi program: load the stack's config, build the platform, export its handles.
 
-Everything with logic lives in ``infra/``; this file only wires it together.
+Everything with logic lives in ``vertex_training/``; this file only wires it together.
 """
 
 import pulumi
 
-from infra.config import load_pulumi_config
-from infra.jobs.program import declare_jobs, job_outputs
-from infra.platform import build_platform
+from vertex_training.jobs.program import declare_jobs, job_outputs
+from vertex_training.platform.build import build_platform
+from vertex_training.stack.config import load_pulumi_config
 
 OUTPUT_ENVIRONMENT = "environment"
 OUTPUT_PROJECT = "project"

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from infra.jobs.backends.local import LocalBackend
-from infra.jobs.spec import (
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.spec import (
     ContainerSpec,
     CustomJobSpec,
     DoubleParameterSpec,

@@ -70,7 +70,7 @@ def jobs_config(count: int) -> dict[str, str] | None:
     sys.path.insert(0, str(ROOT))
     import yaml
 
-    from infra.config import PROJECT_NAME, known_config_keys
+    from vertex_training.stack.config import PROJECT_NAME, known_config_keys
 
     if "jobs" not in known_config_keys():
         return None

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from infra.config import (
+from tests.pulumi_mocks import run_pulumi
+from vertex_training.stack.config import (
     PROJECT_NAME,
     PROJECT_ROOT,
     ConfigError,
@@ -23,7 +24,6 @@ from infra.config import (
     load_stack_config,
     parse_stack_config,
 )
-from tests.pulumi_mocks import run_pulumi
 
 STACK_FILES = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 SCHEMA = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())["config"]

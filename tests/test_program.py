@@ -6,9 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from infra.components.trainer_image import content_tag
-from infra.config import PROJECT_ROOT, ConfigError
-from infra.platform import DOCKERFILE, LOCAL_IMAGE_REFERENCE
 from tests.pulumi_mocks import (
     MOCK_ACCESS_TOKEN,
     PulumiRun,
@@ -16,6 +13,9 @@ from tests.pulumi_mocks import (
     run_program,
     stack_file_config,
 )
+from vertex_training.platform.build import DOCKERFILE, LOCAL_IMAGE_REFERENCE
+from vertex_training.platform.trainer_image import content_tag
+from vertex_training.stack.config import PROJECT_ROOT, ConfigError
 
 STACK_FILES = {
     path.name.split(".")[1]: path

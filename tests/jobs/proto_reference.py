@@ -1,4 +1,4 @@
-"""An independent oracle for ``infra.jobs.rest``: specs built into ``aiplatform_v1``
+"""An independent oracle for ``vertex_training.jobs.rest``: specs built into ``aiplatform_v1``
 messages field by field, the way ``convert.to_proto`` did before it went through the REST
 dict. ``MessageToDict`` of these messages is what ``rest.spec_to_json`` must equal."""
 
@@ -9,7 +9,7 @@ from typing import Any
 from google.cloud.aiplatform_v1 import types as v1
 from google.protobuf import duration_pb2
 
-from infra.jobs.spec import (
+from vertex_training.jobs.spec import (
     CategoricalParameterSpec,
     CustomJobSpec,
     DiscreteParameterSpec,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from infra.jobs.spec import (
+from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.spec import (
     ContainerSpec,
     CustomJobSpec,
     DiscreteParameterSpec,
@@ -15,7 +16,6 @@ from infra.jobs.spec import (
     TuningJobSpec,
     WorkerPoolSpec,
 )
-from trainer.metric import HYPERTUNE_METRIC_TAG
 
 IMAGE = "us-central1-docker.pkg.dev/p/training/trainer@sha256:" + "ab" * 32
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.jobs.accelerators import (
+from vertex_training.jobs.accelerators import (
     ACCELERATOR_COUNTS,
     GPU_REGIONS,
     AcceleratorError,

@@ -11,9 +11,10 @@ from google.protobuf import json_format
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from infra.jobs.convert import from_proto, record_from_proto, to_proto
-from infra.jobs.rest import spec_from_json, spec_to_json
-from infra.jobs.spec import (
+from tests.jobs import proto_reference, samples
+from vertex_training.jobs.convert import from_proto, record_from_proto, to_proto
+from vertex_training.jobs.rest import spec_from_json, spec_to_json
+from vertex_training.jobs.spec import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
     ContainerSpec,
@@ -39,7 +40,6 @@ from infra.jobs.spec import (
     WorkerPoolSpec,
     spec_issues,
 )
-from tests.jobs import proto_reference, samples
 
 POOL = {
     "machineSpec": {

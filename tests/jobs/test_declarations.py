@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from infra.jobs.declarations import JobDeclaration, job_problems, parse_jobs
-from infra.jobs.spec import (
+from vertex_training.jobs.declarations import JobDeclaration, job_problems, parse_jobs
+from vertex_training.jobs.spec import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
     CustomJobSpec,

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from infra.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
-from infra.jobs.resources import PROVIDER_VERSION
-from infra.jobs.rest import spec_from_json
-from infra.jobs.spec import (
+from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
+from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.resources import PROVIDER_VERSION
+from vertex_training.jobs.rest import spec_from_json
+from vertex_training.jobs.spec import (
     CustomJobSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
@@ -22,8 +23,7 @@ from infra.jobs.spec import (
     SearchAlgorithm,
     TuningJobSpec,
 )
-from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
-from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.stack.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
 
 CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
@@ -133,7 +133,7 @@ def test_jobs_run_on_vertex_in_the_region_after_the_environment(dev: PulumiRun) 
 def test_provider_is_pickled_by_reference_without_credentials(dev: PulumiRun) -> None:
     for registration in dev.of_type(CUSTOM) + dev.of_type(TUNING):
         pickled = base64.b64decode(registration.inputs["__provider"])
-        assert b"infra.jobs.resources" in pickled and b"JobProvider" in pickled
+        assert b"vertex_training.jobs.resources" in pickled and b"JobProvider" in pickled
         assert len(pickled) < 512
         for word in (b"token", b"credential", b"ya29"):
             assert word not in pickled

@@ -11,13 +11,13 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
-from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
-from infra.jobs.rest import spec_to_json
-from infra.jobs.spec import JobKind
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs import samples
 from tests.jobs.provider_host import Engine, ProviderHost
+from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
+from vertex_training.jobs.rest import spec_to_json
+from vertex_training.jobs.spec import JobKind
 
 pytestmark = pytest.mark.slow
 
@@ -251,7 +251,7 @@ def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None
 
 
 def test_adoption_label_is_stable_across_number_encodings() -> None:
-    from infra.jobs.resources import JobProvider
+    from vertex_training.jobs.resources import JobProvider
 
     spec = spec_to_json(samples.cassava())
     as_floats = json.loads(

@@ -10,11 +10,17 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
-from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.resources import PROVIDER_VERSION
-from infra.jobs.rest import spec_to_json
-from infra.jobs.spec import ContainerSpec, CustomJobSpec, JobKind, MachineSpec, WorkerPoolSpec
 from tests.jobs.provider_host import Engine, ProviderHost
+from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.resources import PROVIDER_VERSION
+from vertex_training.jobs.rest import spec_to_json
+from vertex_training.jobs.spec import (
+    ContainerSpec,
+    CustomJobSpec,
+    JobKind,
+    MachineSpec,
+    WorkerPoolSpec,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,10 @@ from google.cloud.aiplatform_v1 import types as v1
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor
 
-from infra.jobs.backends import BackendKind, BackendSettings
-from infra.jobs.resources import JobProvider
-from infra.jobs.rest import (
+from tests.jobs import samples
+from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.resources import JobProvider
+from vertex_training.jobs.rest import (
     ENUMS,
     KNOWN_FIELDS,
     ONEOFS,
@@ -27,8 +28,7 @@ from infra.jobs.rest import (
     spec_from_json,
     spec_to_json,
 )
-from infra.jobs.spec import JobKind
-from tests.jobs import samples
+from vertex_training.jobs.spec import JobKind
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "google.cloud.aiplatform.v1."
@@ -177,8 +177,10 @@ def test_the_program_never_imports_aiplatform() -> None:
     """aiplatform_v1 loads every Vertex service (~0.6 s): only the vertex backend may."""
     code = (
         "import sys\n"
-        "import infra.jobs.program, infra.jobs.resources, infra.jobs.declarations\n"
-        "import infra.jobs.backends, infra.config, infra.platform, infra.local.jobs\n"
+        "import vertex_training.jobs.program, vertex_training.jobs.resources\n"
+        "import vertex_training.jobs.declarations\n"
+        "import vertex_training.jobs.backends, vertex_training.stack.config\n"
+        "import vertex_training.platform.build, vertex_training.local.jobs\n"
         "print(sorted(m for m in sys.modules if m.startswith('google.cloud.aiplatform')))\n"
     )
     completed = subprocess.run(

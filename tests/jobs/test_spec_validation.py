@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from infra.jobs.spec import (
+from tests.jobs import samples
+from vertex_training.jobs.spec import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
     ContainerSpec,
@@ -30,7 +31,6 @@ from infra.jobs.spec import (
     spec_issues,
     validate,
 )
-from tests.jobs import samples
 
 CPU = WorkerPoolSpec(MachineSpec("n1-standard-4"), ContainerSpec(samples.IMAGE))
 

@@ -13,19 +13,19 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
     JobServiceGrpcTransport,
 )
 
-from infra.jobs.backends import BackendKind, BackendSettings, backend_for
-from infra.jobs.backends.base import JobNotFoundError
-from infra.jobs.backends.vertex import (
+from tests.fakes.vertex_job_service import FakeJobService
+from tests.jobs import samples
+from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
+from vertex_training.jobs.backends.base import JobNotFoundError
+from vertex_training.jobs.backends.vertex import (
     EMULATOR_HOST_ENV,
     VertexBackend,
     console_url,
     job_service_client,
     label_filter,
 )
-from infra.jobs.convert import to_proto
-from infra.jobs.spec import JobKind, JobState
-from tests.fakes.vertex_job_service import FakeJobService
-from tests.jobs import samples
+from vertex_training.jobs.convert import to_proto
+from vertex_training.jobs.spec import JobKind, JobState
 
 PARENT = "projects/test-project/locations/us-central1"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.backends.local import LocalBackend
-from infra.jobs.spec import ContainerSpec, MachineSpec, WorkerPoolSpec
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.spec import ContainerSpec, MachineSpec, WorkerPoolSpec
 
 STANDIN = str(Path(__file__).with_name("standin.py"))
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.backends.base import JobNotFoundError
-from infra.jobs.backends.local import LocalBackend, LocalSpecError
-from infra.jobs.spec import (
+from tests.local.conftest import PoolFactory, pid_gone
+from vertex_training.jobs.backends.base import JobNotFoundError
+from vertex_training.jobs.backends.local import LocalBackend, LocalSpecError
+from vertex_training.jobs.spec import (
     ContainerSpec,
     CustomJobSpec,
     JobKind,
@@ -22,7 +23,6 @@ from infra.jobs.spec import (
     SpecValidationError,
     WorkerPoolSpec,
 )
-from tests.local.conftest import PoolFactory, pid_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -253,7 +253,7 @@ def test_delete_removes_the_job_and_unknown_names_raise(
 
 _OTHER_PROCESS = """
 import sys, json
-from infra.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local import LocalBackend
 backend = LocalBackend(sys.argv[1])
 if sys.argv[2] == "cancel":
     backend.cancel(sys.argv[3])

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from infra.jobs.backends.local.environment import (
+from vertex_training.jobs.backends.local.environment import (
     GpuAllocator,
     LocalSpecError,
     is_repo_trainer_image,
@@ -16,7 +16,13 @@ from infra.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
-from infra.jobs.spec import ContainerSpec, CustomJobSpec, MachineSpec, PoolRole, WorkerPoolSpec
+from vertex_training.jobs.spec import (
+    ContainerSpec,
+    CustomJobSpec,
+    MachineSpec,
+    PoolRole,
+    WorkerPoolSpec,
+)
 
 
 def _pool(replicas: int = 1, image: str = "trainer:local", command: tuple[str, ...] = ()):
@@ -178,7 +184,7 @@ class TestGpuAllocator:
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:
-    from infra.jobs.backends.local.cluster import inherited_environment
+    from vertex_training.jobs.backends.local.cluster import inherited_environment
 
     env = inherited_environment(
         {

@@ -1,4 +1,4 @@
-"""``python -m infra.local``: runs jobs on the local backend and shows their progress."""
+"""``python -m vertex_training.local``: runs jobs on the local backend and shows their progress."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.rest import spec_to_json
-from infra.jobs.spec import (
+from tests.local.conftest import PoolFactory
+from vertex_training.jobs.rest import spec_to_json
+from vertex_training.jobs.spec import (
     CustomJobSpec,
     DoubleParameterSpec,
     MetricGoal,
@@ -18,9 +19,8 @@ from infra.jobs.spec import (
     StudySpec,
     TuningJobSpec,
 )
-from infra.local.__main__ import EXIT_FAILED, EXIT_USAGE, main
-from infra.local.jobs import StackJobs, StackJobsError
-from tests.local.conftest import PoolFactory
+from vertex_training.local.__main__ import EXIT_FAILED, EXIT_USAGE, main
+from vertex_training.local.jobs import StackJobs, StackJobsError
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -94,7 +94,16 @@ def test_local_stack_runs_end_to_end(tmp_path: Path) -> None:
     if "vertex-training:jobs" not in stack_file.read_text():
         pytest.skip("the local stack declares no jobs yet")
     result = subprocess.run(
-        [sys.executable, "-m", "infra.local", "run", "--stack", "local", "--root", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "vertex_training.local",
+            "run",
+            "--stack",
+            "local",
+            "--root",
+            str(tmp_path),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,

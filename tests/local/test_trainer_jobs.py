@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.backends.local import LocalBackend
-from infra.jobs.spec import (
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.spec import (
     ContainerSpec,
     CustomJobSpec,
     JobState,

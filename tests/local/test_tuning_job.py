@@ -9,14 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from infra.jobs.backends.local import LocalBackend
-from infra.jobs.backends.local.study import (
+from tests.local.conftest import PoolFactory
+from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local.study import (
     Measurement,
     final_metric,
     parameter_args,
     read_measurements,
 )
-from infra.jobs.spec import (
+from vertex_training.jobs.spec import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
     CustomJobSpec,
@@ -37,8 +39,6 @@ from infra.jobs.spec import (
     TuningJobSpec,
     best_trial,
 )
-from tests.local.conftest import PoolFactory
-from trainer.metric import HYPERTUNE_METRIC_TAG
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -362,7 +362,7 @@ def test_log_scales_put_their_resolution_at_the_right_end(
 
     import optuna
 
-    from infra.jobs.backends.local.study import suggest_parameters
+    from vertex_training.jobs.backends.local.study import suggest_parameters
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
     params = (DoubleParameterSpec("lr", 1.0, 1000.0, scale),)

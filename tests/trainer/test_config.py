@@ -126,7 +126,7 @@ def test_entry_point_module_runs_help_without_loading_tensorflow() -> None:
 
 
 def test_metric_module_is_cheap_to_import() -> None:
-    """infra imports trainer.metric for the tuning spec: it must not pull TensorFlow in."""
+    """vertex_training imports trainer.metric for the tuning spec: no TensorFlow with it."""
     code = (
         "import sys; from trainer.metric import HYPERTUNE_METRIC_TAG as tag\n"
         "assert tag == 'accuracy', tag\n"

@@ -1,7 +1,0 @@
-"""One ``pulumi.ComponentResource`` per concern of the training environment.
-
-Components take a frozen ``...Args`` and never read config; ``infra.platform`` builds
-them from the validated stack config. Import the modules you need directly
-(``from infra.components.storage import TrainingBucket``): each pulls in only its own
-pulumi_gcp submodules, which keeps program start-up fast.
-"""

@@ -1,0 +1,296 @@
+"""``LocalBackend``: the ``JobBackend`` protocol on this machine, one supervisor per job."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from vertex_training.jobs.backends.base import JobNotFoundError
+from vertex_training.jobs.backends.local._store import (
+    SUPERVISOR_LOG,
+    JobDir,
+    LocalJobState,
+    ReplicaStatus,
+    job_name,
+    new_job_id,
+    now_rfc3339,
+    parse_job_name,
+    process_alive,
+    process_start_time,
+)
+from vertex_training.jobs.backends.local.cluster import stop_process_groups
+from vertex_training.jobs.backends.local.environment import (
+    REPO_ROOT,
+    LocalSpecError,
+    active_pools,
+    replica_command,
+)
+from vertex_training.jobs.backends.local.study import check_study
+from vertex_training.jobs.spec import (
+    CustomJobSpec,
+    JobKind,
+    JobRecord,
+    JobSpec,
+    JobState,
+    TuningJobSpec,
+    job_kind,
+    validate,
+)
+
+_log = logging.getLogger(__name__)
+
+SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
+GCS_PREFIX = "gs://"
+_ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
+
+
+class LocalBackend:
+    """Runs Vertex job specs as local processes, keeping state under ``root``.
+
+    Layout: ``<root>/jobs/<id>/`` (state.json, spec, supervisor.log, ``logs/<pool>-<i>.log``,
+    ``trials/<trial id>/...``) and ``<root>/gcs/<bucket>/...`` standing in for Cloud Storage
+    when a spec names a ``gs://`` output directory. Any process given the same ``root``
+    sees the same jobs.
+    """
+
+    def __init__(self, root: str, *, seed: int | None = 0) -> None:
+        self.root = Path(root).resolve()
+        self.seed = seed
+        """Seed of the study samplers, so a local study is reproducible (None: random)."""
+
+    # -- paths -----------------------------------------------------------------------
+
+    @property
+    def jobs_dir(self) -> Path:
+        return self.root / "jobs"
+
+    def local_path(self, uri: str) -> str:
+        """A ``gs://bucket/path`` URI as a directory under ``<root>/gcs``; paths unchanged."""
+        if uri.startswith(GCS_PREFIX):
+            return str(self.root / "gcs" / uri[len(GCS_PREFIX) :])
+        return str(Path(uri).expanduser().resolve())
+
+    def _job_dir(self, name: str) -> JobDir:
+        kind, job_id = parse_job_name(name)
+        job = JobDir(self.jobs_dir / job_id)
+        if not job.exists():
+            raise JobNotFoundError(f"local job {name} does not exist (under {self.jobs_dir})")
+        if job.read().record.kind is not kind:
+            raise JobNotFoundError(f"local job {job_id} is not a {kind.value} job")
+        return job
+
+    # -- protocol --------------------------------------------------------------------
+
+    def submit(self, spec: JobSpec) -> JobRecord:
+        check_runnable(spec)
+        kind = job_kind(spec)
+        self.jobs_dir.mkdir(parents=True, exist_ok=True)
+        job_id = new_job_id()
+        while True:
+            path = self.jobs_dir / job_id
+            try:
+                # mkdir is atomic: two submitters never get the same directory.
+                path.mkdir()
+                break
+            except FileExistsError:
+                job_id = str(int(job_id) + 1)
+        job = JobDir(path)
+        job.write_spec(spec)
+        if self.seed is not None:
+            (path / "seed").write_text(str(self.seed))
+        trial_job = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
+        base = trial_job.base_output_directory
+        output_dir = self.local_path(base) if base else str(path / "output")
+        record = JobRecord(
+            name=job_name(kind, job_id),
+            kind=kind,
+            display_name=spec.display_name,
+            state=JobState.QUEUED,
+            labels=tuple(spec.labels),
+            create_time=now_rfc3339(),
+        )
+        state = LocalJobState(record=record, output_dir=output_dir)
+        # Held until the pid is recorded, so the supervisor's first update (which takes
+        # the same lock) never overwrites it.
+        with job.locked():
+            job.write(state)
+            process = self._start_supervisor(path)
+            state.supervisor_pid = process.pid
+            state.supervisor_start = process_start_time(process.pid)
+            job.write(state)
+        _log.info(
+            "submitted %s (%s), supervisor pid %d", record.name, spec.display_name, process.pid
+        )
+        return self.get(record.name)
+
+    def _start_supervisor(self, path: Path) -> subprocess.Popen[bytes]:
+        with open(path / SUPERVISOR_LOG, "ab") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", SUPERVISOR_MODULE, str(path)],
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # A new session: the job outlives this process (a Pulumi provider process
+                # ends with its deployment) and a Ctrl-C here does not reach it.
+                start_new_session=True,
+                env={**os.environ, "PYTHONPATH": _pythonpath()},
+            )
+        # Reap it when it ends, so a long-lived caller keeps no zombie (a zombie would
+        # also look alive to the liveness check).
+        threading.Thread(target=process.wait, daemon=True).start()
+        return process
+
+    def get(self, name: str) -> JobRecord:
+        return self.details(name).record
+
+    def details(self, name: str) -> LocalJobState:
+        """The record plus what only the local backend knows (replica processes, plot)."""
+        job = self._job_dir(name)
+        state = job.read()
+        if state.record.state in _ACTIVE and not self._supervisor_alive(state):
+            state = self._reap_orphan(job)
+        return state
+
+    def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
+        if not self.jobs_dir.is_dir():
+            return None
+        wanted = set(labels.items())
+        best: JobRecord | None = None
+        for path in self.jobs_dir.iterdir():
+            job = JobDir(path)
+            if not job.exists():
+                continue
+            try:
+                record = job.read().record
+            except (OSError, ValueError, KeyError) as exc:
+                _log.warning("skipping unreadable local job %s: %s", path, exc)
+                continue
+            if record.kind is not kind or not wanted <= set(record.labels):
+                continue
+            if best is None or (record.create_time or "", record.job_id) > (
+                best.create_time or "",
+                best.job_id,
+            ):
+                best = record
+        return self.get(best.name) if best else None
+
+    def cancel(self, name: str) -> None:
+        try:
+            job = self._job_dir(name)
+        except JobNotFoundError:
+            return
+        with job.update() as state:
+            if state.record.state.is_terminal:
+                return
+            state.record = replace(state.record, state=JobState.CANCELLING)
+            job.cancel_file.touch()
+        if self._supervisor_alive(state) and state.supervisor_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(state.supervisor_pid, signal.SIGTERM)
+        else:
+            self._reap_orphan(job)
+
+    def delete(self, name: str) -> None:
+        try:
+            job = self._job_dir(name)
+        except JobNotFoundError:
+            return
+        if not job.read().record.state.is_terminal:
+            # Callers cancel and wait first; this is the safety net for those who do not.
+            self.cancel(name)
+            self.wait(name, timeout=60.0)
+        shutil.rmtree(job.path, ignore_errors=False)
+
+    # -- local extras ----------------------------------------------------------------
+
+    def wait(self, name: str, timeout: float | None = None, poll_seconds: float = 0.1) -> JobRecord:
+        """Block until the job is terminal (or ``timeout`` seconds pass); the last record."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            record = self.get(name)
+            if record.state.is_terminal:
+                return record
+            if deadline is not None and time.monotonic() > deadline:
+                return record
+            time.sleep(poll_seconds)
+
+    def log_paths(self, name: str) -> list[str]:
+        return sorted(str(p) for p in (self._job_dir(name).path).rglob("*.log"))
+
+    # -- internals -------------------------------------------------------------------
+
+    @staticmethod
+    def _supervisor_alive(state: LocalJobState) -> bool:
+        if state.supervisor_pid is None:
+            # Between writing the state and starting the supervisor (held under the lock).
+            return True
+        return process_alive(state.supervisor_pid, state.supervisor_start)
+
+    def _reap_orphan(self, job: JobDir) -> LocalJobState:
+        """The supervisor is gone but the job is not terminal: stop what it left behind and
+        settle the state (CANCELLED if a cancel was asked, else FAILED)."""
+        with job.update() as state:
+            if state.record.state.is_terminal:
+                return state
+            # Only processes that are still the very ones the supervisor started: a pid
+            # recycled since then belongs to someone else.
+            stop_process_groups(
+                [
+                    r.pid
+                    for r in state.replicas
+                    if r.pid is not None and r.state == "RUNNING" and process_alive(r.pid, r.start)
+                ]
+            )
+            state.replicas = [_stopped(r) for r in state.replicas]
+            cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
+            state.record = replace(
+                state.record,
+                state=JobState.CANCELLED if cancelling else JobState.FAILED,
+                end_time=now_rfc3339(),
+                error_message=(
+                    "CANCELED: the job was cancelled"
+                    if cancelling
+                    else f"the local supervisor died; see {job.path / SUPERVISOR_LOG}"
+                ),
+            )
+        return state
+
+
+def _stopped(replica: ReplicaStatus) -> ReplicaStatus:
+    if replica.state in ("RUNNING", "PENDING"):
+        return replace(replica, state="KILLED")
+    return replica
+
+
+def _pythonpath() -> str:
+    existing = os.environ.get("PYTHONPATH")
+    return f"{REPO_ROOT}{os.pathsep}{existing}" if existing else str(REPO_ROOT)
+
+
+def check_runnable(spec: JobSpec) -> None:
+    """Refuse, before any process starts, a spec Vertex would refuse or this machine cannot
+    run (an image that is neither ours nor given a command)."""
+    validate(spec, region=None, remote=False)
+    trial_job: CustomJobSpec = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
+    for _, pool in active_pools(trial_job):
+        replica_command(pool, pool.container.args)
+    if isinstance(spec, TuningJobSpec):
+        check_study(spec.study)
+        if spec.parallel_trial_count < 1:
+            raise LocalSpecError(
+                f"parallel_trial_count must be at least 1, got {spec.parallel_trial_count}"
+            )
+
+
+__all__ = ["LocalBackend", "LocalSpecError", "check_runnable"]

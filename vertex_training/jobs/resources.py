@@ -1,0 +1,457 @@
+"""Vertex training and tuning jobs as Pulumi dynamic resources.
+
+The provider is thin: properties -> spec -> backend, and back. It holds no client and no
+credentials (dill pickles it into the state): every method builds its backend from the
+resource's own ``backend`` input, so the same resource runs on Vertex or on this machine.
+
+Lifecycle: ``check`` validates (tolerating unknowns in preview); ``diff`` replaces when
+what the job runs changes and updates in place (no API call) for waiting settings and the
+provider version; ``create`` adopts a job left by a crashed run (found by its adoption
+label) or submits, then waits in bounded polls when asked; ``read`` refreshes from the
+service; ``delete`` cancels, waits for a terminal state, deletes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import pulumi
+import pulumi.dynamic
+
+from vertex_training.jobs.backends import BackendSettings, backend_for
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
+from vertex_training.jobs.rest import console_url, spec_from_json, spec_to_json
+from vertex_training.jobs.spec import (
+    JobKind,
+    JobRecord,
+    JobSpec,
+    JobState,
+    SpecIssue,
+    TrialRecord,
+    spec_issues,
+)
+
+_log = logging.getLogger(__name__)
+
+PROVIDER_VERSION = "1"
+"""Bump when the provider's behaviour changes: the diff shows it (an in-place update,
+no API call), so a provider change is never invisible."""
+
+ADOPTION_LABEL = "pulumi-job-key"
+"""Label carrying a hash of (project, stack, resource name, spec): ``create`` looks for a
+job with it before submitting, because the create RPC has no request id."""
+STACK_LABEL = "pulumi-stack"
+
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+"""``pulumi.runtime.rpc.UNKNOWN``: how a value not yet known in preview reaches us."""
+
+RUN_KEYS = ("spec", "backend_target", "identity")
+"""Inputs that define what runs: a change replaces the job (a new run)."""
+SETTLE_KEYS = (
+    "wait",
+    "wait_timeout_seconds",
+    "poll_interval_seconds",
+    "delete_timeout_seconds",
+    "provider_version",
+    "backend",
+)
+"""Inputs that only shape how we wait or talk to the service: updated in place."""
+INPUT_KEYS = RUN_KEYS + SETTLE_KEYS
+OUTPUT_KEYS = (
+    "job_name",
+    "job_id",
+    "state",
+    "console_url",
+    "create_time",
+    "start_time",
+    "end_time",
+    "error_message",
+    "model_dir",
+    "trials",
+    "best_trial",
+    "web_access_uris",
+)
+_BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
+
+_LABEL_SAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+def label_value(text: str, max_length: int = 63) -> str:
+    """``text`` as a Vertex label value (lowercase, digits, ``-_``, at most 63
+    characters); hashed tail when it had to be cut so that values stay distinct."""
+    clean = _LABEL_SAFE.sub("-", text.lower()).strip("-")
+    if clean == text and len(clean) <= max_length:
+        return clean
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{clean[: max_length - len(digest) - 1].rstrip('-')}-{digest}".lstrip("-")
+
+
+def adoption_value(identity: str, spec_json: Mapping[str, Any]) -> str:
+    """Same resource and same spec -> same value; any change -> a different one, so a
+    replacement never adopts the job it replaces."""
+    canonical = json.dumps({"identity": identity, "spec": spec_json}, sort_keys=True)
+    digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
+    name = identity.rsplit("/", 1)[-1]
+    return label_value(f"{name[:40]}-{digest}")
+
+
+def _has_unknown(value: Any) -> bool:
+    # The host hands unknowns over as ``pulumi.output.Unknown`` (keep_unknowns=True);
+    # older SDKs passed the sentinel string.
+    if isinstance(value, pulumi.output.Unknown):
+        return True
+    if isinstance(value, str):
+        return value == UNKNOWN
+    if isinstance(value, Mapping):
+        return any(_has_unknown(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_unknown(v) for v in value)
+    return False
+
+
+def _backend_target(settings: BackendSettings) -> dict[str, Any]:
+    """The part of the backend settings that decides *where* the job runs."""
+    props = settings.to_props()
+    return {k: props[k] for k in ("kind", "project", "location", "local_root") if k in props}
+
+
+def trial_outputs(trial: TrialRecord) -> dict[str, Any]:
+    return {
+        "trial_id": trial.trial_id,
+        "state": trial.state,
+        "parameters": dict(trial.parameters),
+        "final_metric": trial.final_metric,
+    }
+
+
+def record_outputs(record: JobRecord) -> dict[str, Any]:
+    return {
+        "job_name": record.name,
+        "job_id": record.job_id,
+        "state": record.state.value,
+        "console_url": console_url(record.name)
+        if not record.name.startswith("projects/local/")
+        # The local backend names jobs like Vertex does, with project "local".
+        else None,
+        "create_time": record.create_time,
+        "start_time": record.start_time,
+        "end_time": record.end_time,
+        "error_message": record.error_message,
+        "model_dir": record.model_dir,
+        "trials": [trial_outputs(t) for t in record.trials],
+        "best_trial": trial_outputs(record.best_trial) if record.best_trial else None,
+        "web_access_uris": dict(record.web_access_uris),
+    }
+
+
+def wait_until_terminal(
+    backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str
+) -> JobRecord:
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not record.state.is_terminal:
+        if time.monotonic() >= deadline:
+            raise JobWaitTimeoutError(
+                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint} "
+                f"{console_url(record.name)}"
+            )
+        time.sleep(interval)
+        record = backend.get(record.name)
+    return record
+
+
+class JobFailedError(RuntimeError):
+    """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
+
+
+class JobWaitTimeoutError(TimeoutError):
+    """The job did not end within the wait timeout (it keeps running)."""
+
+
+class _Props:
+    """The provider's view of one resource's properties."""
+
+    def __init__(self, kind: JobKind, props: Mapping[str, Any]) -> None:
+        self.kind = kind
+        self.props = props
+        self.settings = BackendSettings.from_props(dict(props["backend"]))
+        self.spec_json: dict[str, Any] = dict(props["spec"])
+        self.identity = str(props["identity"])
+        self.wait = bool(props.get("wait", True))
+        self.wait_timeout = float(props.get("wait_timeout_seconds", 24 * 3600))
+        self.poll_interval = float(props.get("poll_interval_seconds", 30))
+        self.delete_timeout = float(props.get("delete_timeout_seconds", 1800))
+
+    def declared_spec(self) -> JobSpec:
+        return spec_from_json(self.kind, self.spec_json)
+
+    def adoption_value(self) -> str:
+        # Hash the canonical form: numbers cross the engine as floats (2 -> 2.0).
+        return adoption_value(self.identity, spec_to_json(self.declared_spec()))
+
+    def spec(self) -> JobSpec:
+        """The spec as submitted: the declared one plus our stack and adoption labels."""
+        spec = self.declared_spec()
+        ours = (
+            (ADOPTION_LABEL, self.adoption_value()),
+            (STACK_LABEL, label_value(self.identity.split("/")[1] if "/" in self.identity else "")),
+        )
+        user = tuple(kv for kv in spec.labels if kv[0] not in {ADOPTION_LABEL, STACK_LABEL})
+        return replace(spec, labels=user + ours)
+
+    def adoption_labels(self) -> dict[str, str]:
+        return {ADOPTION_LABEL: self.adoption_value()}
+
+    def issues(self) -> list[SpecIssue]:
+        return spec_issues(
+            self.spec(),
+            region=self.settings.region,
+            remote=self.settings.kind.value == "vertex",
+        )
+
+    def inputs(self) -> dict[str, Any]:
+        return {k: self.props[k] for k in INPUT_KEYS if k in self.props}
+
+
+class JobProvider(pulumi.dynamic.ResourceProvider):
+    """Provider for one job kind; stateless apart from that kind (it is pickled)."""
+
+    serialize_as_secret_always = False  # nothing secret in here: keep the state readable
+
+    def __init__(self, kind: JobKind) -> None:
+        super().__init__()
+        self.kind = kind.value
+
+    @property
+    def job_kind(self) -> JobKind:
+        return JobKind(self.kind)
+
+    def _props(self, props: Mapping[str, Any]) -> _Props:
+        return _Props(self.job_kind, props)
+
+    # ----------------------------------------------------------------- check / diff
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
+        failures: list[pulumi.dynamic.CheckFailure] = []
+        missing = [k for k in ("spec", "backend", "identity") if k not in news]
+        for key in missing:
+            failures.append(pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing"))
+        # In preview the image digest (hence the spec) may not be known yet: the
+        # declaration was validated by the config loader already; check again at up.
+        if missing or _has_unknown(news):
+            return pulumi.dynamic.CheckResult(news, failures)
+        try:
+            props = self._props(news)
+        except (ValueError, TypeError, KeyError) as error:
+            return pulumi.dynamic.CheckResult(
+                news, [pulumi.dynamic.CheckFailure("backend", str(error))]
+            )
+        try:
+            issues = props.issues()
+        # SpecJsonError (a field Vertex does not have, a value of the wrong type) and
+        # ConversionError (a job a spec cannot express) are both ValueErrors.
+        except (ValueError, KeyError) as error:
+            return pulumi.dynamic.CheckResult(
+                news, [pulumi.dynamic.CheckFailure("spec", f"not a Vertex job spec: {error}")]
+            )
+        failures.extend(pulumi.dynamic.CheckFailure("spec", str(issue)) for issue in issues)
+        for key, value in (
+            ("wait_timeout_seconds", props.wait_timeout),
+            ("poll_interval_seconds", props.poll_interval),
+            ("delete_timeout_seconds", props.delete_timeout),
+        ):
+            if not value > 0:
+                failures.append(
+                    pulumi.dynamic.CheckFailure(
+                        key, f"must be a positive number of seconds, got {value}"
+                    )
+                )
+        news = dict(news)
+        news["backend_target"] = _backend_target(props.settings)
+        return pulumi.dynamic.CheckResult(news, failures)
+
+    def diff(
+        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
+    ) -> pulumi.dynamic.DiffResult:
+        # Local only: an unchanged `up` makes no API call.
+        replaces = [k for k in RUN_KEYS if olds.get(k) != news.get(k)]
+        changed = [k for k in SETTLE_KEYS if olds.get(k) != news.get(k)]
+        return pulumi.dynamic.DiffResult(
+            changes=bool(replaces or changed),
+            replaces=replaces,
+            # A replacement submits the new run before the old one is cancelled and
+            # deleted; the adoption label differs (it hashes the spec), so no mix-up.
+            delete_before_replace=False,
+        )
+
+    # --------------------------------------------------------------------- create
+
+    def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
+        p = self._props(props)
+        spec = p.spec()
+        issues = p.issues()
+        if issues:
+            raise ValueError("; ".join(str(i) for i in issues))
+        backend = backend_for(p.settings)
+        record = backend.find(self.job_kind, p.adoption_labels())
+        if record is not None and record.state not in _BAD_END:
+            _log.info("adopting %s (left by an earlier run), state %s", record.name, record.state)
+        else:
+            record = backend.submit(spec)
+        if p.wait:
+            record = self._wait_for_end(backend, record, p)
+        outs = {**p.inputs(), **record_outputs(record)}
+        return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
+
+    def _wait_for_end(self, backend: JobBackend, record: JobRecord, p: _Props) -> JobRecord:
+        record = wait_until_terminal(
+            backend,
+            record,
+            p.wait_timeout,
+            p.poll_interval,
+            hint="it keeps running and the next `pulumi up` adopts it. Raise "
+            "wait_timeout_seconds or set wait: false.",
+        )
+        if record.state in _BAD_END:
+            raise JobFailedError(
+                f"{record.name} ended {record.state.value}: "
+                f"{record.error_message or 'no error message'} -- {console_url(record.name)}"
+            )
+        return record
+
+    # ----------------------------------------------------------------- read / update
+
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        p = self._props(props)
+        try:
+            record = backend_for(p.settings).get(id_)
+        except JobNotFoundError:
+            # Deleted elsewhere: an empty id drops it from the state.
+            return pulumi.dynamic.ReadResult(id_="", outs={})
+        inputs = p.inputs()
+        return pulumi.dynamic.ReadResult(
+            id_=id_, outs={**inputs, **record_outputs(record)}, inputs=inputs
+        )
+
+    def update(
+        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
+    ) -> pulumi.dynamic.UpdateResult:
+        # Only settle keys changed (diff replaces otherwise): nothing to tell the service.
+        outs = {k: olds.get(k) for k in OUTPUT_KEYS}
+        return pulumi.dynamic.UpdateResult(outs={**self._props(news).inputs(), **outs})
+
+    # --------------------------------------------------------------------- delete
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        p = self._props(props)
+        backend = backend_for(p.settings)
+        try:
+            record = backend.get(id_)
+        except JobNotFoundError:
+            return
+        if not record.state.is_terminal:
+            backend.cancel(id_)
+            try:
+                wait_until_terminal(
+                    backend,
+                    record,
+                    p.delete_timeout,
+                    p.poll_interval,
+                    hint="after cancel; retry the destroy later.",
+                )
+            except JobNotFoundError:
+                return
+        backend.delete(id_)
+
+
+class _JobResource(pulumi.dynamic.Resource):
+    _kind: ClassVar[JobKind]
+
+    job_name: pulumi.Output[str]
+    """Full resource name ``projects/P/locations/L/<kind>/ID``."""
+    job_id: pulumi.Output[str]
+    state: pulumi.Output[str]
+    """``JobState`` name (without ``JOB_STATE_``) when created or last refreshed."""
+    console_url: pulumi.Output[str | None]
+    create_time: pulumi.Output[str | None]
+    start_time: pulumi.Output[str | None]
+    end_time: pulumi.Output[str | None]
+    error_message: pulumi.Output[str | None]
+    model_dir: pulumi.Output[str | None]
+    trials: pulumi.Output[list[dict[str, Any]]]
+    best_trial: pulumi.Output[dict[str, Any] | None]
+    web_access_uris: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self,
+        resource_name: str,
+        *,
+        spec: pulumi.Input[Mapping[str, Any]],
+        backend: BackendSettings,
+        wait: bool = True,
+        wait_timeout_seconds: float = 24 * 3600,
+        poll_interval_seconds: float = 30,
+        delete_timeout_seconds: float = 1800,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        """``spec``: the job in Vertex REST form (``rest.spec_to_json``), usually an
+        Output built once image digests are known."""
+        props: dict[str, Any] = {
+            "spec": spec,
+            "backend": backend.to_props(),
+            "backend_target": _backend_target(backend),
+            "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+            "wait": wait,
+            "wait_timeout_seconds": wait_timeout_seconds,
+            "poll_interval_seconds": poll_interval_seconds,
+            "delete_timeout_seconds": delete_timeout_seconds,
+            "provider_version": PROVIDER_VERSION,
+            **dict.fromkeys(OUTPUT_KEYS),
+        }
+        super().__init__(JobProvider(self._kind), resource_name, props, opts)
+
+
+class CustomJob(_JobResource, module="vertex", name="CustomJob"):
+    """A Vertex AI CustomJob: ``pulumi-python:dynamic/vertex:CustomJob``."""
+
+    _kind = JobKind.CUSTOM_JOB
+
+
+class HyperparameterTuningJob(_JobResource, module="vertex", name="HyperparameterTuningJob"):
+    """A Vertex AI HyperparameterTuningJob (trials and best trial in the outputs)."""
+
+    _kind = JobKind.HYPERPARAMETER_TUNING_JOB
+
+
+def job_resource(
+    resource_name: str,
+    spec: pulumi.Input[Mapping[str, Any]],
+    kind: JobKind,
+    backend: BackendSettings,
+    **kwargs: Any,
+) -> CustomJob | HyperparameterTuningJob:
+    if kind is JobKind.HYPERPARAMETER_TUNING_JOB:
+        return HyperparameterTuningJob(resource_name, spec=spec, backend=backend, **kwargs)
+    return CustomJob(resource_name, spec=spec, backend=backend, **kwargs)
+
+
+__all__ = [
+    "ADOPTION_LABEL",
+    "PROVIDER_VERSION",
+    "CustomJob",
+    "HyperparameterTuningJob",
+    "JobFailedError",
+    "JobProvider",
+    "JobWaitTimeoutError",
+    "adoption_value",
+    "job_resource",
+    "label_value",
+    "spec_to_json",
+]

@@ -1,0 +1,107 @@
+"""Where the runner's jobs come from: a stack's declared jobs, or one spec file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vertex_training.jobs.rest import spec_from_json
+from vertex_training.jobs.spec import JobKind, JobSpec
+
+
+class StackJobsError(ValueError):
+    """The stack's jobs cannot be loaded; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class StackJobs:
+    stack: str
+    local_root: Path
+    jobs: tuple[tuple[str, JobSpec], ...]
+
+    def select(self, names: Sequence[str]) -> list[tuple[str, JobSpec]]:
+        if not names:
+            return list(self.jobs)
+        known = [n for n, _ in self.jobs]
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise StackJobsError(
+                f"--job {', '.join(unknown)}: not declared in stack {self.stack!r}; "
+                f"declared: {', '.join(known) or '(none)'}"
+            )
+        return [(n, s) for n, s in self.jobs if n in names]
+
+
+def load_stack_jobs(
+    stack: str, stacks_dir: Path | None = None, local_root: Path | None = None
+) -> StackJobs:
+    """Validate the stack file as the Pulumi program would, then build its job specs.
+
+    ``local_root`` replaces the stack's ``localRoot`` (job state and the local bucket).
+    """
+    from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+
+    stack_file = (stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{stack}.yaml"
+    if not stack_file.is_file():
+        raise StackJobsError(f"no stack file {stack_file}; stacks are stacks/Pulumi.<stack>.yaml")
+    config = load_stack_config(stack_file)
+    if local_root is not None:
+        general = config.general.model_copy(update={"local_root": str(local_root.resolve())})
+        config = config.model_copy(update={"general": general})
+    if config.environment.is_cloud:
+        raise StackJobsError(
+            f"stack {stack!r} is a cloud stack ({config.environment.value}); the local runner "
+            "runs local stacks only"
+        )
+    return StackJobs(stack, config.local_root, tuple(_declared_jobs(config)))
+
+
+def _declared_jobs(config: Any) -> list[tuple[str, JobSpec]]:
+    """The stack's declared jobs on the same local platform the Pulumi program builds
+    (bucket directory, ``trainer:local`` image, stack labels), so both run the same specs."""
+    from vertex_training.platform.build import build_platform
+
+    declared = getattr(getattr(config, "jobs", None), "jobs", None)
+    if declared is None:
+        raise StackJobsError(
+            "this checkout's stack config has no 'jobs' section yet "
+            "(vertex_training/stack/config.py, vertex_training/jobs/declarations.py); "
+            "run one spec with --spec FILE"
+        )
+    platform = build_platform(config)  # a local stack registers nothing
+    image, bucket_url = asyncio.run(_known(platform.image_reference, platform.bucket_url))
+    return [
+        (
+            job.name,
+            # As vertex_training.jobs.program.declare_jobs builds it (there from Outputs).
+            job.to_spec(
+                image=image,
+                bucket_url=bucket_url,
+                service_account=None,
+                labels={**platform.labels, "job": job.name},
+            ),
+        )
+        for job in declared
+    ]
+
+
+async def _known(*outputs: Any) -> list[str]:
+    """Values of Outputs that a local platform makes from plain values."""
+    return [await output.future() for output in outputs]
+
+
+def load_spec_file(path: Path) -> JobSpec:
+    """A CustomJob or HyperparameterTuningJob body in the Vertex REST JSON form."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise StackJobsError(f"{path}: expected a JSON object (a CustomJob or tuning job body)")
+    kind = (
+        JobKind.HYPERPARAMETER_TUNING_JOB
+        if "trialJobSpec" in data or "studySpec" in data
+        else JobKind.CUSTOM_JOB
+    )
+    return spec_from_json(kind, data)

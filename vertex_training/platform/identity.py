@@ -1,0 +1,150 @@
+"""Service accounts for training jobs and for Workbench, each with the least roles that work.
+
+Why each role (and why nothing more):
+
+training (the identity Vertex AI jobs run as)
+- ``roles/storage.objectAdmin`` on the training bucket only: read data and staging,
+  write and overwrite checkpoints, model exports, TensorBoard logs (objectCreator
+  cannot overwrite, and resuming from a checkpoint rewrites files).
+- nothing on the registry: Vertex pulls images with its own service agent, which
+  has reader access to repositories of the same project.
+- nothing on the project: job logs are collected by Vertex from stdout/stderr, and
+  hyperparameter metrics from the file cloudml-hypertune writes.
+
+workbench (the identity of the notebook VM, used from its terminal and notebooks)
+- ``roles/aiplatform.user`` on the project: submit and watch training and tuning jobs
+  (Vertex has no finer scope for creating jobs).
+- ``roles/iam.serviceAccountUser`` on the training account only: start jobs that run
+  as the training account, and no other.
+- ``roles/storage.objectAdmin`` on the training bucket only: stage packages, read models.
+- ``roles/artifactregistry.writer`` on the trainer repository only: the codelab builds
+  and pushes trainer images from the notebook terminal.
+- ``roles/logging.logWriter`` on the project: the VM's agents ship its logs.
+
+No owner, editor or other primitive role anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp.artifactregistry as gcp_artifactregistry
+import pulumi_gcp.projects as gcp_projects
+import pulumi_gcp.serviceaccount as gcp_serviceaccount
+import pulumi_gcp.storage as gcp_storage
+
+from vertex_training.platform._options import child_options
+
+__all__ = ["FORBIDDEN_ROLES", "PlatformIdentity", "PlatformIdentityArgs"]
+
+FORBIDDEN_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
+"""Primitive roles this component never grants (tests hold it to that)."""
+
+
+@dataclass(frozen=True)
+class PlatformIdentityArgs:
+    project: str
+    bucket_name: pulumi.Input[str]
+    """The training bucket: bucket roles are granted on it, not on the project."""
+    repository_location: str
+    repository_id: pulumi.Input[str]
+    training_account_id: str
+    """6-30 characters, lowercase letters, digits and '-'."""
+    workbench_account_id: str | None
+    """None when the stack has no Workbench instance: no account, no grants."""
+
+
+class PlatformIdentity(pulumi.ComponentResource):
+    """The training and Workbench service accounts and their grants."""
+
+    training_account: gcp_serviceaccount.Account
+    training_email: pulumi.Output[str]
+    workbench_account: gcp_serviceaccount.Account | None
+    workbench_email: pulumi.Output[str] | None
+    grants: dict[str, pulumi.CustomResource]
+    """Child name -> the IAM member resource, for inspection."""
+
+    def __init__(
+        self, name: str, args: PlatformIdentityArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("vertex-training:platform:PlatformIdentity", name, None, opts)
+        child = child_options(self, opts)
+        self.grants = {}
+
+        self.training_account = gcp_serviceaccount.Account(
+            f"{name}-training",
+            project=args.project,
+            account_id=args.training_account_id,
+            display_name="Vertex AI training jobs",
+            description="Identity of the platform's training and tuning jobs",
+            opts=child,
+        )
+        self.training_email = self.training_account.email
+        training_member = self.training_account.member
+        self._grant_on_bucket(
+            f"{name}-training-bucket", args, training_member, "roles/storage.objectAdmin", child
+        )
+
+        self.workbench_account = None
+        self.workbench_email = None
+        if args.workbench_account_id is not None:
+            self.workbench_account = gcp_serviceaccount.Account(
+                f"{name}-workbench",
+                project=args.project,
+                account_id=args.workbench_account_id,
+                display_name="Vertex AI Workbench",
+                description="Identity of the platform's Workbench instance",
+                opts=child,
+            )
+            self.workbench_email = self.workbench_account.email
+            member = self.workbench_account.member
+            for role, suffix in (
+                ("roles/aiplatform.user", "aiplatform"),
+                ("roles/logging.logWriter", "logs"),
+            ):
+                self.grants[f"{name}-workbench-{suffix}"] = gcp_projects.IAMMember(
+                    f"{name}-workbench-{suffix}",
+                    project=args.project,
+                    role=role,
+                    member=member,
+                    opts=child,
+                )
+            self.grants[f"{name}-workbench-act-as-training"] = gcp_serviceaccount.IAMMember(
+                f"{name}-workbench-act-as-training",
+                service_account_id=self.training_account.name,
+                role="roles/iam.serviceAccountUser",
+                member=member,
+                opts=child,
+            )
+            self._grant_on_bucket(
+                f"{name}-workbench-bucket", args, member, "roles/storage.objectAdmin", child
+            )
+            self.grants[f"{name}-workbench-registry"] = gcp_artifactregistry.RepositoryIamMember(
+                f"{name}-workbench-registry",
+                project=args.project,
+                location=args.repository_location,
+                repository=args.repository_id,
+                role="roles/artifactregistry.writer",
+                member=member,
+                opts=child,
+            )
+        self.register_outputs(
+            {"training_email": self.training_email, "workbench_email": self.workbench_email}
+        )
+
+    def _grant_on_bucket(
+        self,
+        child_name: str,
+        args: PlatformIdentityArgs,
+        member: pulumi.Input[str],
+        role: str,
+        child: pulumi.ResourceOptions,
+    ) -> None:
+        self.grants[child_name] = gcp_storage.BucketIAMMember(
+            child_name,
+            bucket=args.bucket_name,
+            role=role,
+            member=member,
+            opts=child,
+        )

@@ -1,0 +1,58 @@
+"""The Google APIs every other resource of the platform needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp.projects as gcp_projects
+
+from vertex_training.platform._options import child_options
+
+__all__ = ["PLATFORM_SERVICES", "ProjectServices", "ProjectServicesArgs"]
+
+PLATFORM_SERVICES: tuple[str, ...] = (
+    "compute.googleapis.com",  # Workbench VMs and training machines
+    "aiplatform.googleapis.com",  # Vertex AI training and tuning jobs
+    "notebooks.googleapis.com",  # Vertex AI Workbench instances
+    "artifactregistry.googleapis.com",  # the trainer image repository
+    "storage.googleapis.com",  # the training bucket
+    "iam.googleapis.com",  # the platform's service accounts
+    "iamcredentials.googleapis.com",  # short-lived tokens: image push, act-as for jobs
+    "cloudresourcemanager.googleapis.com",  # project-level IAM grants read and write policies
+)
+"""APIs enabled by the platform (the image is built locally, so no Cloud Build)."""
+
+
+@dataclass(frozen=True)
+class ProjectServicesArgs:
+    project: str
+    """Google Cloud project id."""
+    services: tuple[str, ...] = PLATFORM_SERVICES
+    """API service names to enable."""
+
+
+class ProjectServices(pulumi.ComponentResource):
+    """Enables the platform's APIs; everything else ``depends_on`` this component."""
+
+    services: dict[str, gcp_projects.Service]
+    """API service name -> the resource that enables it."""
+
+    def __init__(
+        self, name: str, args: ProjectServicesArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("vertex-training:platform:ProjectServices", name, None, opts)
+        child = child_options(self, opts)
+        self.services = {
+            service: gcp_projects.Service(
+                f"{name}-{service.split('.', 1)[0]}",
+                project=args.project,
+                service=service,
+                # Other stacks and people may use these APIs: destroying us must not cut them off.
+                disable_on_destroy=False,
+                disable_dependent_services=False,
+                opts=child,
+            )
+            for service in args.services
+        }
+        self.register_outputs({"services": list(self.services)})

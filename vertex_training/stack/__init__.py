@@ -1,0 +1,1 @@
+"""The one config reader: a stack's YAML -> validated settings."""

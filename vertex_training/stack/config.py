@@ -1,0 +1,860 @@
+"""The one reader of stack configuration.
+
+Turns a stack's settings into frozen, validated models before any resource is
+registered. The same validation runs whether the values come from the Pulumi
+engine (``load_pulumi_config``, inside a program) or straight from a stack file
+(``load_stack_config``, for tools that run without the engine, such as the local
+job runner).
+
+Config keys are flat and camelCase (``vertex-training:workbenchMachineType``)
+because the project schema in ``Pulumi.yaml`` only types scalars and arrays.
+Inside the program they are grouped into one pydantic model per section; a
+field's alias *is* its config key. Adding a key means adding a field (or a
+section to ``StackConfig`` and ``SECTIONS``) and its entry in ``Pulumi.yaml``;
+``tests/test_config.py`` checks that the two agree.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.fields import FieldInfo
+
+from vertex_training.jobs.declarations import JobDeclaration, job_problems
+
+__all__ = [
+    "GCP_PROJECT_KEY",
+    "PROJECT_NAME",
+    "PROJECT_ROOT",
+    "SECTIONS",
+    "VERTEX_REGIONS",
+    "WORKBENCH_GPU_TYPES",
+    "ConfigError",
+    "ConfigProblem",
+    "EnvironmentKind",
+    "GeneralSettings",
+    "ImageSettings",
+    "RegistrySettings",
+    "StackConfig",
+    "StorageSettings",
+    "WorkbenchSettings",
+    "check_bucket_name",
+    "known_config_keys",
+    "load_pulumi_config",
+    "load_stack_config",
+    "parse_stack_config",
+    "stack_name_of",
+]
+
+PROJECT_NAME = "vertex-training"
+"""The Pulumi project name, and so the namespace of every project config key."""
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+"""Where ``Pulumi.yaml`` lives; relative paths in config are resolved against it."""
+
+GCP_PROJECT_KEY = "gcp:project"
+
+VERTEX_REGIONS: frozenset[str] = frozenset(
+    {
+        "africa-south1",
+        "asia-east1",
+        "asia-east2",
+        "asia-northeast1",
+        "asia-northeast2",
+        "asia-northeast3",
+        "asia-south1",
+        "asia-southeast1",
+        "asia-southeast2",
+        "australia-southeast1",
+        "australia-southeast2",
+        "europe-central2",
+        "europe-north1",
+        "europe-southwest1",
+        "europe-west1",
+        "europe-west2",
+        "europe-west3",
+        "europe-west4",
+        "europe-west6",
+        "europe-west8",
+        "europe-west9",
+        "europe-west12",
+        "me-central1",
+        "me-central2",
+        "me-west1",
+        "northamerica-northeast1",
+        "northamerica-northeast2",
+        "southamerica-east1",
+        "southamerica-west1",
+        "us-central1",
+        "us-east1",
+        "us-east4",
+        "us-east5",
+        "us-south1",
+        "us-west1",
+        "us-west2",
+        "us-west3",
+        "us-west4",
+    }
+)
+"""Google Cloud regions where Vertex AI custom training runs."""
+
+WORKBENCH_GPU_TYPES: Mapping[str, str] = {
+    # GPU type -> the machine family it attaches to (Compute Engine rules).
+    "NVIDIA_TESLA_T4": "n1-",
+    "NVIDIA_TESLA_V100": "n1-",
+    "NVIDIA_TESLA_P100": "n1-",
+    "NVIDIA_TESLA_P4": "n1-",
+    "NVIDIA_TESLA_A100": "a2-",
+    "NVIDIA_A100_80GB": "a2-",
+    "NVIDIA_L4": "g2-",
+}
+"""Accelerators a Workbench instance accepts, with the machine family each needs."""
+
+_GPU_COUNTS = (1, 2, 4, 8)
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
+_REPOSITORY_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+_IMAGE_NAME = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
+_MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
+_DIGEST_REFERENCE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+_STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
+
+
+class EnvironmentKind(enum.StrEnum):
+    """What a stack stands up; the kind decides the safety rules, config the sizes."""
+
+    LOCAL = "local"
+    """No Google Cloud account: jobs run on this machine, nothing ``gcp:`` is registered."""
+    DEV = "dev"
+    """Cheap and disposable: buckets force-destroyed, staging objects expire."""
+    PROD = "prod"
+    """Trained models survive ``pulumi destroy``: versioning, soft delete, protection."""
+
+    @property
+    def is_cloud(self) -> bool:
+        return self is not EnvironmentKind.LOCAL
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with a stack's config, phrased so that a user can fix it."""
+
+    key: str
+    """The full config key, ``namespace:name``."""
+    problem: str
+    """What was wrong with the value (or its absence)."""
+    valid: str
+    """What would be valid."""
+    fix: str
+    """The command that fixes it."""
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.problem}. Valid: {self.valid}. Fix: {self.fix}"
+
+
+class ConfigError(ValueError):
+    """The stack config is invalid; raised before any resource is registered."""
+
+    def __init__(self, stack: str, problems: list[ConfigProblem]) -> None:
+        self.stack = stack
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"invalid config for stack '{stack}':\n{lines}")
+
+
+class _FieldValueError(ValueError):
+    """Raised by field validators; ``valid`` lands in the ``ConfigProblem``."""
+
+    def __init__(self, problem: str, valid: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.valid = valid
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _key(alias: str, default: Any, description: str, valid: str, example: str) -> Any:
+    """A config field: its alias is the config key; ``valid``/``example`` feed errors."""
+    return Field(
+        default,
+        alias=alias,
+        description=description,
+        json_schema_extra={"valid": valid, "example": example},
+    )
+
+
+class _Section(BaseModel):
+    # extra="forbid" is belt and braces: unknown keys are caught (with a suggestion)
+    # before sections are built, but a section must never swallow a stray field.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
+
+
+def _empty_to_none(value: object) -> object:
+    # Pulumi.yaml cannot declare a null default, so "" means "not set" for optional strings.
+    return None if value == "" else value
+
+
+class GeneralSettings(_Section):
+    environment: EnvironmentKind = _key(
+        "environment",
+        EnvironmentKind.LOCAL,
+        "What the stack stands up: local (no cloud), dev (disposable) or prod (protected).",
+        "one of local, dev, prod",
+        "dev",
+    )
+    region: str = _key(
+        "region",
+        "us-central1",
+        "Google Cloud region of the bucket, the registry and the training jobs.",
+        "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
+        "us-central1",
+    )
+    local_root: str = _key(
+        "localRoot",
+        ".local-vertex",
+        "local stack: directory (relative to the project) that holds the local bucket and logs.",
+        "a relative or absolute directory path",
+        ".local-vertex",
+    )
+
+    @field_validator("region")
+    @classmethod
+    def _region_is_known(cls, value: str) -> str:
+        if value not in VERTEX_REGIONS:
+            close = difflib.get_close_matches(value, VERTEX_REGIONS, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise _FieldValueError(
+                f"'{value}' is not a region where Vertex AI training runs{hint}",
+                "one of " + ", ".join(sorted(VERTEX_REGIONS)),
+            )
+        return value
+
+    @field_validator("local_root")
+    @classmethod
+    def _local_root_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise _FieldValueError("the directory is empty", "a relative or absolute path")
+        return value
+
+
+class StorageSettings(_Section):
+    bucket_name: str | None = _key(
+        "bucketName",
+        None,
+        'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
+        "<gcp project>-<stack>-vertex.",
+        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
+        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address",
+        "my-project-dev-vertex",
+    )
+    staging_retention_days: int = _key(
+        "stagingRetentionDays",
+        7,
+        "Days after which objects under staging/ are deleted (job packages, temporary files).",
+        "an integer from 1 to 3650",
+        "7",
+    )
+    soft_delete_retention_days: int = _key(
+        "softDeleteRetentionDays",
+        7,
+        "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
+        "0, or an integer from 7 to 90",
+        "7",
+    )
+
+    empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
+
+    @field_validator("bucket_name")
+    @classmethod
+    def _bucket_name_is_valid(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_bucket_name(value)
+        return value
+
+    @field_validator("staging_retention_days")
+    @classmethod
+    def _staging_days(cls, value: int) -> int:
+        if not 1 <= value <= 3650:
+            raise _FieldValueError(f"{value} days is out of range", "an integer from 1 to 3650")
+        return value
+
+    @field_validator("soft_delete_retention_days")
+    @classmethod
+    def _soft_delete_days(cls, value: int) -> int:
+        if value != 0 and not 7 <= value <= 90:
+            raise _FieldValueError(
+                f"{value} days is not a soft delete duration Cloud Storage accepts",
+                "0, or an integer from 7 to 90",
+            )
+        return value
+
+
+class RegistrySettings(_Section):
+    repository_name: str = _key(
+        "repositoryName",
+        "trainers",
+        "Artifact Registry Docker repository id for the trainer images.",
+        "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+        "trainers",
+    )
+    keep_count: int = _key(
+        "imageKeepCount",
+        10,
+        "Cleanup policy: how many most recent image versions the repository keeps.",
+        "an integer from 1 to 1000",
+        "10",
+    )
+
+    @field_validator("repository_name")
+    @classmethod
+    def _repository_id(cls, value: str) -> str:
+        if not _REPOSITORY_ID.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not a valid repository id",
+                "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+            )
+        return value
+
+    @field_validator("keep_count")
+    @classmethod
+    def _keep_count(cls, value: int) -> int:
+        if not 1 <= value <= 1000:
+            raise _FieldValueError(f"{value} is out of range", "an integer from 1 to 1000")
+        return value
+
+
+class ImageSettings(_Section):
+    image_name: str = _key(
+        "imageName",
+        "trainer",
+        "Name of the trainer image inside the repository.",
+        "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+        "trainer",
+    )
+    pinned_reference: str | None = _key(
+        "trainerImage",
+        None,
+        '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
+        "by digest to use as is.",
+        '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
+        "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
+    )
+
+    empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
+
+    @field_validator("image_name")
+    @classmethod
+    def _image_name(cls, value: str) -> str:
+        if not _IMAGE_NAME.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not a valid image name",
+                "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+            )
+        return value
+
+    @field_validator("pinned_reference")
+    @classmethod
+    def _by_digest(cls, value: str | None) -> str | None:
+        # Jobs must run exactly the image that was tested: a tag can move, a digest cannot.
+        if value is not None and not _DIGEST_REFERENCE.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not an image reference by digest (tags such as :latest can move)",
+                '"" or REGISTRY/PATH@sha256:<64 hex digits>',
+            )
+        return value
+
+
+class WorkbenchSettings(_Section):
+    enabled: bool = _key(
+        "workbenchEnabled",
+        True,
+        "Whether the stack has a Vertex AI Workbench instance for interactive work.",
+        "true or false",
+        "false",
+    )
+    zone: str | None = _key(
+        "workbenchZone",
+        None,
+        'Zone of the Workbench instance; "" means <region>-a.',
+        '"" or a zone of the stack\'s region, e.g. us-central1-a',
+        "us-central1-a",
+    )
+    machine_type: str = _key(
+        "workbenchMachineType",
+        "n1-standard-4",
+        "Compute Engine machine type of the Workbench instance.",
+        "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
+        "n1-standard-4",
+    )
+    gpu_type: str | None = _key(
+        "workbenchGpuType",
+        None,
+        '"" for no GPU, or the accelerator attached to the Workbench instance.',
+        '"" or one of ' + ", ".join(sorted(WORKBENCH_GPU_TYPES)),
+        "NVIDIA_TESLA_T4",
+    )
+    gpu_count: int = _key(
+        "workbenchGpuCount",
+        0,
+        "Number of GPUs on the Workbench instance (0 without workbenchGpuType).",
+        "0 without a GPU type; 1, 2, 4 or 8 with one",
+        "1",
+    )
+    disk_size_gb: int = _key(
+        "workbenchDiskSizeGb",
+        150,
+        "Boot disk size of the Workbench instance in GB.",
+        "an integer from 150 to 64000",
+        "150",
+    )
+    container_image: str | None = _key(
+        "workbenchContainerImage",
+        None,
+        '"" for the standard Workbench image, or a custom container image to run instead.',
+        '"" or an image reference, REGISTRY/PATH[:TAG]',
+        "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
+    )
+    idle_timeout_minutes: int = _key(
+        "workbenchIdleTimeoutMinutes",
+        60,
+        "Minutes of inactivity after which the Workbench instance shuts down.",
+        "an integer from 10 to 1440",
+        "60",
+    )
+
+    empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
+        _empty_to_none
+    )
+
+    @field_validator("zone")
+    @classmethod
+    def _zone_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _ZONE.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not a zone name", "REGION-LETTER, e.g. us-central1-a"
+            )
+        return value
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine_type(cls, value: str) -> str:
+        if not _MACHINE_TYPE.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not a machine type name", "e.g. n1-standard-4, e2-standard-8"
+            )
+        return value
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _gpu_type(cls, value: str | None) -> str | None:
+        if value is not None and value not in WORKBENCH_GPU_TYPES:
+            raise _FieldValueError(
+                f"'{value}' is not a GPU type Workbench accepts",
+                '"" or one of ' + ", ".join(sorted(WORKBENCH_GPU_TYPES)),
+            )
+        return value
+
+    @field_validator("gpu_count")
+    @classmethod
+    def _gpu_count(cls, value: int) -> int:
+        if value != 0 and value not in _GPU_COUNTS:
+            raise _FieldValueError(f"{value} GPUs is not a valid count", "0, 1, 2, 4 or 8")
+        return value
+
+    @field_validator("disk_size_gb")
+    @classmethod
+    def _disk_size(cls, value: int) -> int:
+        if not 150 <= value <= 64000:
+            raise _FieldValueError(
+                f"{value} GB is not a valid boot disk size", "an integer from 150 to 64000"
+            )
+        return value
+
+    @field_validator("idle_timeout_minutes")
+    @classmethod
+    def _idle_timeout(cls, value: int) -> int:
+        if not 10 <= value <= 1440:
+            raise _FieldValueError(f"{value} minutes is out of range", "an integer from 10 to 1440")
+        return value
+
+
+class JobsSettings(_Section):
+    jobs: tuple[JobDeclaration, ...] = _key(
+        "jobs",
+        (),
+        "Training and tuning jobs of the stack (vertex_training/jobs/declarations.py: the format).",
+        valid="a list of job mappings (name, kind, workload, chief/workers, study, ...)",
+        example="[{name: my-job, workload: cassava}]",
+    )
+
+
+class StackConfig(BaseModel):
+    """Everything a stack says, validated. Built only by this module's loaders."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    gcp_project: str | None
+    """``gcp:project``; None only on local stacks."""
+    general: GeneralSettings
+    storage: StorageSettings
+    registry: RegistrySettings
+    image: ImageSettings
+    workbench: WorkbenchSettings
+    jobs: JobsSettings
+
+    @property
+    def environment(self) -> EnvironmentKind:
+        return self.general.environment
+
+    @property
+    def region(self) -> str:
+        return self.general.region
+
+    @property
+    def bucket_name(self) -> str:
+        """The configured bucket name, or the derived ``<project>-<stack>-vertex``."""
+        if self.storage.bucket_name is not None:
+            return self.storage.bucket_name
+        return f"{self.gcp_project or PROJECT_NAME}-{self.stack}-vertex"
+
+    @property
+    def workbench_zone(self) -> str:
+        return self.workbench.zone or f"{self.region}-a"
+
+    @property
+    def local_root(self) -> Path:
+        """Absolute directory of the local stack's bucket, logs and job state."""
+        root = Path(self.general.local_root)
+        return root if root.is_absolute() else PROJECT_ROOT / root
+
+
+SECTIONS: Mapping[str, type[_Section]] = {
+    "general": GeneralSettings,
+    "storage": StorageSettings,
+    "registry": RegistrySettings,
+    "image": ImageSettings,
+    "workbench": WorkbenchSettings,
+    "jobs": JobsSettings,
+}
+"""``StackConfig`` field -> section model; each section field's alias is a config key."""
+
+
+def known_config_keys() -> dict[str, FieldInfo]:
+    """Every project config key (without namespace) and the field that holds it."""
+    keys: dict[str, FieldInfo] = {}
+    for model in SECTIONS.values():
+        for name, info in model.model_fields.items():
+            keys[info.alias or name] = info
+    return keys
+
+
+def check_bucket_name(name: str) -> None:
+    """Raise ``_FieldValueError`` unless ``name`` follows the Cloud Storage naming rules."""
+    valid = (
+        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
+        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
+    )
+    max_length = 222 if "." in name else 63
+    if not 3 <= len(name) <= max_length:
+        raise _FieldValueError(f"'{name}' has {len(name)} characters", valid)
+    if not _BUCKET_NAME.match(name):
+        raise _FieldValueError(f"'{name}' is not a valid bucket name", valid)
+    if any(len(part) > 63 or not part for part in name.split(".")):
+        raise _FieldValueError(f"'{name}' has an empty or over-long dot-separated part", valid)
+    if name.startswith("goog") or "google" in name:
+        raise _FieldValueError(f"'{name}' uses a name reserved by Google", valid)
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return
+    raise _FieldValueError(f"'{name}' looks like an IP address", valid)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _fix_set(key: str, example: str, stack: str) -> str:
+    return f"pulumi config set {key} {_shell_quote(example)} --stack {stack}"
+
+
+def _shell_quote(value: str) -> str:
+    return value if re.fullmatch(r"[A-Za-z0-9_./:@<>-]+", value) else f"'{value}'"
+
+
+def _decode(value: object) -> object:
+    # The CLI hands structured values to the program as JSON text.
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
+    """Validate ``raw`` (full ``namespace:key`` -> value) into a ``StackConfig``.
+
+    Collects every problem before failing, so one run shows the whole list.
+    """
+    problems: list[ConfigProblem] = []
+    known = known_config_keys()
+    prefix = f"{PROJECT_NAME}:"
+    ours: dict[str, object] = {}
+    for full_key, value in raw.items():
+        if not full_key.startswith(prefix):
+            continue  # other namespaces (gcp:, docker-build:, ...) belong to their providers
+        short = full_key.removeprefix(prefix)
+        if short.startswith("config:"):  # the legacy "project:config:key" spelling
+            short = short.removeprefix("config:")
+        if short not in known:
+            close = difflib.get_close_matches(short, list(known), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems.append(
+                ConfigProblem(
+                    key=full_key,
+                    problem=f"unknown config key{hint}; a typo here would be silently ignored",
+                    valid="one of " + ", ".join(sorted(known)),
+                    fix=f"pulumi config rm {full_key} --stack {stack}"
+                    + (
+                        f" && pulumi config set {prefix}{close[0]} <value> --stack {stack}"
+                        if close
+                        else ""
+                    ),
+                )
+            )
+            continue
+        ours[short] = _decode(value)
+
+    sections: dict[str, _Section] = {}
+    for section_name, model in SECTIONS.items():
+        aliases = {info.alias or name for name, info in model.model_fields.items()}
+        try:
+            sections[section_name] = model.model_validate(
+                {k: v for k, v in ours.items() if k in aliases}
+            )
+        except ValidationError as error:
+            problems.extend(_problems_from(error, model, stack))
+
+    try:
+        # Read on its own so a bad region does not hide a missing gcp:project.
+        environment: EnvironmentKind | None = EnvironmentKind(
+            str(ours.get("environment", EnvironmentKind.LOCAL))
+        )
+    except ValueError:
+        environment = None  # already reported by the general section
+    gcp_project = raw.get(GCP_PROJECT_KEY)
+    if gcp_project is not None and not isinstance(gcp_project, str):
+        gcp_project = str(gcp_project)
+    if gcp_project and not _GCP_PROJECT_ID.match(gcp_project):
+        problems.append(
+            ConfigProblem(
+                key=GCP_PROJECT_KEY,
+                problem=f"'{gcp_project}' is not a Google Cloud project id",
+                valid="6-30 characters: lowercase letters, digits and '-', starting with a "
+                "letter (optionally prefixed by a domain and ':')",
+                fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
+            )
+        )
+    if environment is not None and environment.is_cloud and not gcp_project:
+        problems.append(
+            ConfigProblem(
+                key=GCP_PROJECT_KEY,
+                problem=f"missing: a {environment.value} stack needs the Google Cloud project "
+                "to create resources in",
+                valid="a Google Cloud project id (6-30 characters: lowercase letters, digits, '-')",
+                fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
+            )
+        )
+    problems.extend(_cross_field_problems(stack, sections))
+    problems.extend(_job_problems(stack, sections))
+    storage = sections.get("storage")
+    if (
+        isinstance(storage, StorageSettings)
+        and storage.bucket_name is None
+        and gcp_project
+        and _GCP_PROJECT_ID.match(gcp_project)
+    ):
+        # The derived name must follow the same rules as a configured one.
+        derived = f"{gcp_project}-{stack}-vertex"
+        try:
+            check_bucket_name(derived)
+        except _FieldValueError as error:
+            bucket_key = f"{PROJECT_NAME}:bucketName"
+            problems.append(
+                ConfigProblem(
+                    key=bucket_key,
+                    problem=f"not set, and the derived name {error.problem}",
+                    valid=error.valid,
+                    fix=_fix_set(bucket_key, "<a-valid-bucket-name>", stack),
+                )
+            )
+    if problems:
+        raise ConfigError(stack, problems)
+    # model_validate rather than the constructor: sections is keyed by field name.
+    return StackConfig.model_validate(
+        {"stack": stack, "gcp_project": gcp_project or None, **sections}
+    )
+
+
+def _problems_from(
+    error: ValidationError, model: type[_Section], stack: str
+) -> list[ConfigProblem]:
+    by_alias = {info.alias or name: info for name, info in model.model_fields.items()}
+    problems: list[ConfigProblem] = []
+    for item in error.errors():
+        alias = str(item["loc"][0]) if item["loc"] else "?"
+        info = by_alias.get(alias)
+        extra = info.json_schema_extra if info is not None else None
+        meta = extra if isinstance(extra, dict) else {}
+        cause = item.get("ctx", {}).get("error")
+        if isinstance(cause, _FieldValueError):
+            problem, valid = cause.problem, cause.valid
+        else:
+            problem = f"{item['msg']} (got {item.get('input')!r})"
+            valid = str(meta.get("valid", "see Pulumi.yaml"))
+        if len(item["loc"]) > 1:
+            # Structured values (lists of objects): say where inside the value.
+            inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"][1:])
+            problem = f"at {alias}{inner}: {problem}"
+        key = f"{PROJECT_NAME}:{alias}"
+        problems.append(
+            ConfigProblem(
+                key=key,
+                problem=problem,
+                valid=valid,
+                fix=_fix_set(key, str(meta.get("example", "<value>")), stack),
+            )
+        )
+    return problems
+
+
+def _job_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:
+    """Each declared job must make a spec Vertex accepts (GPUs checked in the region)."""
+    general = sections.get("general")
+    jobs = sections.get("jobs")
+    if not isinstance(general, GeneralSettings) or not isinstance(jobs, JobsSettings):
+        return []
+    cloud = general.environment.is_cloud
+    key = f"{PROJECT_NAME}:jobs"
+    return [
+        ConfigProblem(
+            key=key,
+            problem=problem,
+            valid="a job Vertex accepts (the problem says what would be valid)",
+            fix=f"edit {key} in stacks/Pulumi.{stack}.yaml",
+        )
+        for problem in job_problems(
+            jobs.jobs, region=general.region if cloud else None, remote=cloud
+        )
+    ]
+
+
+def _cross_field_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:
+    """Rules that tie two keys together; each problem names the key to change."""
+    problems: list[ConfigProblem] = []
+    general = sections.get("general")
+    workbench = sections.get("workbench")
+    if not isinstance(general, GeneralSettings) or not isinstance(workbench, WorkbenchSettings):
+        return problems
+    if workbench.zone is not None and not workbench.zone.startswith(f"{general.region}-"):
+        key = f"{PROJECT_NAME}:workbenchZone"
+        problems.append(
+            ConfigProblem(
+                key=key,
+                problem=f"zone '{workbench.zone}' is not in the stack's region {general.region}",
+                valid=f'"" (means {general.region}-a) or a zone {general.region}-<letter>',
+                fix=_fix_set(key, f"{general.region}-a", stack),
+            )
+        )
+    if workbench.gpu_type is None and workbench.gpu_count:
+        key = f"{PROJECT_NAME}:workbenchGpuCount"
+        problems.append(
+            ConfigProblem(
+                key=key,
+                problem=f"{workbench.gpu_count} GPUs requested but workbenchGpuType is not set",
+                valid="0 without a GPU type, or set workbenchGpuType too",
+                fix=_fix_set(key, "0", stack),
+            )
+        )
+    if workbench.gpu_type is not None:
+        if workbench.gpu_count == 0:
+            key = f"{PROJECT_NAME}:workbenchGpuCount"
+            problems.append(
+                ConfigProblem(
+                    key=key,
+                    problem=f"workbenchGpuType is {workbench.gpu_type} but the GPU count is 0",
+                    valid="1, 2, 4 or 8",
+                    fix=_fix_set(key, "1", stack),
+                )
+            )
+        family = WORKBENCH_GPU_TYPES[workbench.gpu_type]
+        if not workbench.machine_type.startswith(family):
+            key = f"{PROJECT_NAME}:workbenchMachineType"
+            problems.append(
+                ConfigProblem(
+                    key=key,
+                    problem=f"{workbench.gpu_type} cannot attach to {workbench.machine_type}",
+                    valid=f"a {family}* machine type for {workbench.gpu_type}",
+                    fix=_fix_set(key, f"{family}standard-8", stack),
+                )
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def stack_name_of(stack_file: Path) -> str:
+    match = _STACK_FILE.match(stack_file.name)
+    if match is None:
+        raise ValueError(
+            f"{stack_file}: not a stack file name; valid: Pulumi.<stack>.yaml, e.g. "
+            "stacks/Pulumi.local.yaml"
+        )
+    return match["stack"]
+
+
+def load_stack_config(stack_file: Path) -> StackConfig:
+    """Validate a stack file directly, without the Pulumi engine (same rules as a program)."""
+    stack = stack_name_of(stack_file)
+    document = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
+    if not isinstance(document, dict):
+        raise ValueError(f"{stack_file}: expected a mapping with a 'config' key")
+    raw = document.get("config") or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{stack_file}: 'config' must be a mapping of key: value")
+    return parse_stack_config(stack, {str(k): v for k, v in raw.items()})
+
+
+def load_pulumi_config() -> StackConfig:
+    """Validate the config the engine handed to this program (or the one tests set)."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    # pulumi.Config only answers for keys we ask about; finding typos needs the whole map.
+    # The engine passes it as PULUMI_CONFIG; set_all_config (tests, automation) overrides.
+    raw: dict[str, object] = dict(runtime_config.get_config_env())
+    raw.update(runtime_config.CONFIG.get())
+    project = pulumi.get_project()
+    if project != PROJECT_NAME:
+        raise ValueError(
+            f"this program belongs to Pulumi project '{PROJECT_NAME}', not '{project}'; "
+            "run it from the directory holding its Pulumi.yaml"
+        )
+    return parse_stack_config(pulumi.get_stack(), raw)
