@@ -23,7 +23,9 @@ OUTPUT_JOBS = "jobs"
 # Fails with every config problem listed before a single resource is registered.
 config = load_pulumi_config()
 platform = build_platform(config)
-jobs = declare_jobs(platform, config.jobs.jobs)
+jobs = declare_jobs(
+    platform, config.jobs.jobs, strict_hardware=config.general.strict_hardware_checks
+)
 
 pulumi.export(OUTPUT_ENVIRONMENT, platform.environment.value)
 pulumi.export(OUTPUT_PROJECT, platform.project)

@@ -36,38 +36,17 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.spec import (
-    CategoricalParameterSpec,
-    ConditionalParameterSpec,
-    ContainerSpec,
-    CustomJobSpec,
-    DiscreteParameterSpec,
-    DiskSpec,
-    DoubleParameterSpec,
-    EarlyStopping,
-    IntegerParameterSpec,
-    JobKind,
-    JobSpec,
-    MachineSpec,
-    MeasurementSelection,
-    MetricGoal,
-    MetricSpec,
-    ParameterSpec,
-    ScaleType,
-    SchedulingStrategy,
-    SearchAlgorithm,
-    SpecIssue,
-    StudySpec,
-    TuningJobSpec,
-    WorkerPoolSpec,
-    spec_issues,
-)
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules.hardware import Finding
+from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.view import read_view
 
 WORKLOADS = ("cassava", "horses_or_humans")
 """What ``python -m trainer.task --workload ...`` runs (the two codelabs)."""
@@ -94,8 +73,9 @@ class PoolDeclaration(_Model):
     accelerator_type: str | None = None
     accelerator_count: int = 0
     replica_count: int = 1
-    boot_disk_type: str = "pd-ssd"
-    boot_disk_size_gb: int = 100
+    boot_disk_type: str | None = None
+    """None: the service's default disk for the machine (it differs per family)."""
+    boot_disk_size_gb: int | None = None
     image: str | None = None
     """Default: the stack's trainer image, by digest."""
     command: tuple[str, ...] = ()
@@ -152,24 +132,32 @@ class ParameterDeclaration(_Model):
             )
         return self
 
-    def to_spec(self) -> ParameterSpec:
-        scale = ScaleType[self.scale.name]
-        children = tuple(c.to_spec() for c in self.conditional)
+    def to_body(self) -> dict[str, Any]:
+        """The ``StudySpec.ParameterSpec`` this declares, in REST JSON."""
+        body: dict[str, Any] = {"parameterId": self.parameter_id}
         if self.type == "double":
-            assert self.min is not None and self.max is not None
-            return DoubleParameterSpec(self.parameter_id, self.min, self.max, scale, children)
-        if self.type == "integer":
-            assert self.min is not None and self.max is not None
-            return IntegerParameterSpec(
-                self.parameter_id, int(self.min), int(self.max), scale, children
-            )
-        if self.type == "discrete":
-            return DiscreteParameterSpec(
-                self.parameter_id, tuple(float(v) for v in self.values), scale, children
-            )
-        return CategoricalParameterSpec(
-            self.parameter_id, tuple(str(v) for v in self.values), children
-        )
+            body["doubleValueSpec"] = {"minValue": self.min, "maxValue": self.max}
+        elif self.type == "integer":
+            body["integerValueSpec"] = {
+                "minValue": str(int(self.min or 0)),
+                "maxValue": str(int(self.max or 0)),
+            }
+        elif self.type == "discrete":
+            body["discreteValueSpec"] = {"values": [float(v) for v in self.values]}
+        else:
+            body["categoricalValueSpec"] = {"values": [str(v) for v in self.values]}
+        if self.type != "categorical":
+            body["scaleType"] = _SCALES[self.scale]
+        if self.conditional:
+            body["conditionalParameterSpecs"] = [c.to_body(self.type) for c in self.conditional]
+        return body
+
+
+_SCALES = {
+    ScaleName.LINEAR: "UNIT_LINEAR_SCALE",
+    ScaleName.LOG: "UNIT_LOG_SCALE",
+    ScaleName.REVERSE_LOG: "UNIT_REVERSE_LOG_SCALE",
+}
 
 
 class ConditionalDeclaration(_Model):
@@ -178,8 +166,23 @@ class ConditionalDeclaration(_Model):
     parent_values: tuple[float | str, ...]
     parameter: ParameterDeclaration
 
-    def to_spec(self) -> ConditionalParameterSpec:
-        return ConditionalParameterSpec(self.parameter.to_spec(), self.parent_values)
+    def to_body(self, parent_type: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"parameterSpec": self.parameter.to_body()}
+        if parent_type == "categorical":
+            body["parentCategoricalValues"] = {"values": [str(v) for v in self.parent_values]}
+        elif parent_type == "integer":
+            body["parentIntValues"] = {"values": [str(_whole(v)) for v in self.parent_values]}
+        else:
+            body["parentDiscreteValues"] = {"values": [_number(v) for v in self.parent_values]}
+        return body
+
+
+def _whole(value: float | str) -> float | int | str:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _number(value: float | str) -> float | str:
+    return float(value) if isinstance(value, int | float) else value
 
 
 class StudyDeclaration(_Model):
@@ -193,15 +196,24 @@ class StudyDeclaration(_Model):
     early_stopping: Literal["none", "median", "decay_curve", "convex"] = "none"
     early_stopping_uses_elapsed_duration: bool = False
 
-    def to_spec(self) -> StudySpec:
-        return StudySpec(
-            metrics=(MetricSpec(self.metric, MetricGoal[self.goal.upper()]),),
-            parameters=tuple(p.to_spec() for p in self.parameters),
-            algorithm=SearchAlgorithm[self.algorithm.upper()],
-            measurement_selection=MeasurementSelection[self.measurement_selection.upper()],
-            early_stopping=EarlyStopping[self.early_stopping.upper()],
-            early_stopping_uses_elapsed_duration=self.early_stopping_uses_elapsed_duration,
-        )
+    def to_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "metrics": [{"metricId": self.metric, "goal": self.goal.upper()}],
+            "parameters": [p.to_body() for p in self.parameters],
+        }
+        if self.algorithm != "bayesian":  # unset is the service's Bayesian search
+            body["algorithm"] = f"{self.algorithm.upper()}_SEARCH"
+        body["measurementSelectionType"] = f"{self.measurement_selection.upper()}_MEASUREMENT"
+        stopping = {
+            "median": "medianAutomatedStoppingSpec",
+            "decay_curve": "decayCurveStoppingSpec",
+            "convex": "convexAutomatedStoppingSpec",
+        }.get(self.early_stopping)
+        if stopping is not None:
+            body[stopping] = (
+                {"useElapsedDuration": True} if self.early_stopping_uses_elapsed_duration else {}
+            )
+        return body
 
 
 class JobDeclaration(_Model):
@@ -227,14 +239,17 @@ class JobDeclaration(_Model):
     """Default: the stack's training service account."""
     network: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
-    timeout_seconds: int | None = None
+    timeout_seconds: float | None = None
     restart_job_on_worker_restart: bool = False
     scheduling_strategy: Literal["standard", "spot", "flex_start"] = "standard"
-    max_wait_seconds: int | None = None
+    max_wait_seconds: float | None = None
     persistent_resource_id: str | None = None
     enable_web_access: bool = False
     tensorboard: str | None = None
     kms_key_name: str | None = None
+    extra_fields: dict[str, Any] = Field(default_factory=dict)
+    """Any other Vertex field, merged into the job's REST body (the API's camelCase names,
+    e.g. ``{jobSpec: {enableDashboardAccess: true}}``); checked by the real protos."""
     # Tuning jobs only.
     study: StudyDeclaration | None = None
     max_trial_count: int | None = None
@@ -282,102 +297,198 @@ class JobDeclaration(_Model):
     def trainer_args(self) -> tuple[str, ...]:
         return (("--workload", self.workload) if self.workload else ()) + self.args
 
-    def _pool(self, pool: PoolDeclaration | None, image: str) -> WorkerPoolSpec | None:
+    def _pool(self, pool: PoolDeclaration | None, image: str) -> dict[str, Any]:
         if pool is None:
-            return None
+            return {}  # a placeholder before a later pool
         env = {**self.env, **pool.env}
-        return WorkerPoolSpec(
-            machine=MachineSpec(pool.machine_type, pool.accelerator_type, pool.accelerator_count),
-            container=ContainerSpec(
-                image_uri=pool.image or image,
-                command=pool.command,
-                args=pool.args if pool.args is not None else self.trainer_args(),
-                env=tuple(sorted(env.items())),
-            ),
-            replica_count=pool.replica_count,
-            disk=DiskSpec(pool.boot_disk_type, pool.boot_disk_size_gb),
-        )
+        machine: dict[str, Any] = {"machineType": pool.machine_type}
+        if pool.accelerator_type is not None:
+            machine["acceleratorType"] = pool.accelerator_type
+            machine["acceleratorCount"] = pool.accelerator_count
+        container: dict[str, Any] = {
+            "imageUri": pool.image or image,
+            "args": list(pool.args if pool.args is not None else self.trainer_args()),
+        }
+        if pool.command:
+            container["command"] = list(pool.command)
+        if env:
+            container["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+        body: dict[str, Any] = {
+            "machineSpec": machine,
+            "replicaCount": str(pool.replica_count),
+            "containerSpec": container,
+        }
+        disk = {
+            k: v
+            for k, v in (
+                ("bootDiskType", pool.boot_disk_type),
+                ("bootDiskSizeGb", pool.boot_disk_size_gb),
+            )
+            if v is not None
+        }
+        if disk:
+            body["diskSpec"] = disk
+        return body
 
-    def to_spec(
+    def to_body(
         self,
         *,
         image: str,
         bucket_url: str,
         service_account: str | None,
         labels: dict[str, str] | None = None,
-    ) -> JobSpec:
-        """The spec this declaration means in an environment with these handles."""
+    ) -> dict[str, Any]:
+        """The Vertex REST body this declaration means in an environment with these
+        handles, with ``extraFields`` merged in."""
         pools = [
             self._pool(p, image)
             for p in (self.chief, self.workers, self.parameter_servers, self.evaluator)
         ]
-        while pools and pools[-1] is None:
+        while pools and not pools[-1]:
             pools.pop()
-        display_name = self.display_name or self.name
-        all_labels = {**(labels or {}), **self.labels}
-        custom = CustomJobSpec(
-            display_name=display_name,
-            worker_pools=tuple(pools),
-            base_output_directory=self.output_dir or f"{bucket_url.rstrip('/')}/jobs/{self.name}",
-            service_account=self.service_account or service_account,
-            network=self.network,
-            labels=tuple(all_labels.items()) if self.kind == "custom" else (),
-            timeout_seconds=self.timeout_seconds,
-            restart_job_on_worker_restart=self.restart_job_on_worker_restart,
-            scheduling_strategy=SchedulingStrategy[self.scheduling_strategy.upper()],
-            max_wait_seconds=self.max_wait_seconds,
-            persistent_resource_id=self.persistent_resource_id,
-            enable_web_access=self.enable_web_access,
-            tensorboard=self.tensorboard,
-            kms_key_name=self.kms_key_name if self.kind == "custom" else None,
-        )
+        spec: dict[str, Any] = {
+            "workerPoolSpecs": pools,
+            "baseOutputDirectory": {
+                "outputUriPrefix": self.output_dir or f"{bucket_url.rstrip('/')}/jobs/{self.name}"
+            },
+        }
+        scheduling: dict[str, Any] = {}
+        if self.timeout_seconds is not None:
+            scheduling["timeout"] = _duration(self.timeout_seconds)
+        if self.restart_job_on_worker_restart:
+            scheduling["restartJobOnWorkerRestart"] = True
+        if self.scheduling_strategy != "standard":
+            scheduling["strategy"] = self.scheduling_strategy.upper()
+        if self.max_wait_seconds is not None:
+            scheduling["maxWaitDuration"] = _duration(self.max_wait_seconds)
+        if scheduling:
+            spec["scheduling"] = scheduling
+        for key, value in (
+            ("serviceAccount", self.service_account or service_account),
+            ("network", self.network),
+            ("persistentResourceId", self.persistent_resource_id),
+            ("tensorboard", self.tensorboard),
+        ):
+            if value:
+                spec[key] = value
+        if self.enable_web_access:
+            spec["enableWebAccess"] = True
+        body: dict[str, Any] = {
+            "displayName": self.display_name or self.name,
+            "labels": {**(labels or {}), **self.labels},
+        }
+        if self.kms_key_name:
+            body["encryptionSpec"] = {"kmsKeyName": self.kms_key_name}
         if self.kind == "custom":
-            return custom
-        assert self.study and self.max_trial_count and self.parallel_trial_count
-        return TuningJobSpec(
-            display_name=display_name,
-            trial_job=custom,
-            study=self.study.to_spec(),
-            max_trial_count=self.max_trial_count,
-            parallel_trial_count=self.parallel_trial_count,
-            max_failed_trial_count=self.max_failed_trial_count,
-            labels=tuple(all_labels.items()),
-            kms_key_name=self.kms_key_name,
-        )
+            body["jobSpec"] = spec
+        else:
+            assert self.study and self.max_trial_count and self.parallel_trial_count
+            body.update(
+                studySpec=self.study.to_body(),
+                maxTrialCount=self.max_trial_count,
+                parallelTrialCount=self.parallel_trial_count,
+                trialJobSpec=spec,
+            )
+            if self.max_failed_trial_count:
+                body["maxFailedTrialCount"] = self.max_failed_trial_count
+        return merge_fields(body, self.extra_fields)
 
-    def issues(self, *, region: str | None, remote: bool) -> list[SpecIssue]:
-        """Validate with stand-ins for what the environment will provide."""
-        spec = self.to_spec(
+    def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:
+        """Validate with stand-ins for what the environment will provide; paths are the
+        body's API paths (``config_path`` maps them to this declaration's keys)."""
+        body = self.to_body(
             image=PLACEHOLDER_IMAGE,
             bucket_url=PLACEHOLDER_BUCKET if remote else "/placeholder/bucket",
             service_account=PLACEHOLDER_SERVICE_ACCOUNT if remote else None,
             labels={"stack": "placeholder"},
         )
-        return spec_issues(spec, region=region, remote=remote)
+        view, unreadable = read_view(self.job_kind, body)
+        if unreadable or view is None:
+            return unreadable
+        return job_findings(view, region=region, remote=remote, strict=strict)
+
+
+def _duration(seconds: float) -> str:
+    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
+    text = f"{seconds:.9f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+def merge_fields(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` merged into ``body``: mappings merge key by key, anything else replaces."""
+    out = dict(body)
+    for key, value in extra.items():
+        current = out.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            out[key] = merge_fields(dict(current), value)
+        else:
+            out[key] = value
+    return out
+
+
+_POOL_KEYS = ("chief", "workers", "parameterServers", "evaluator")
+_POOL_FIELD = re.compile(r"workerPoolSpecs\[(\d)\](?:\.(\w+)(?:\.(\w+))?)?")
+_POOL_KEY_OF = {
+    "machineSpec.machineType": "machineType",
+    "machineSpec.acceleratorType": "acceleratorType",
+    "machineSpec.acceleratorCount": "acceleratorCount",
+    "replicaCount": "replicaCount",
+    "containerSpec.imageUri": "image",
+    "containerSpec.env": "env",
+    "containerSpec.command": "command",
+    "containerSpec.args": "args",
+    "diskSpec.bootDiskType": "bootDiskType",
+    "diskSpec.bootDiskSizeGb": "bootDiskSizeGb",
+}
+_JOB_SPEC_KEY_OF = {
+    "scheduling.timeout": "timeoutSeconds",
+    "scheduling.maxWaitDuration": "maxWaitSeconds",
+    "scheduling.strategy": "schedulingStrategy",
+    "baseOutputDirectory.outputUriPrefix": "outputDir",
+    "baseOutputDirectory": "outputDir",
+}
+
+
+def config_path(api_path: str) -> str | None:
+    """The declaration key an API path comes from (``jobSpec.workerPoolSpecs[0]
+    .machineSpec.acceleratorCount`` -> ``chief.acceleratorCount``); None if none does."""
+    head, _, rest = api_path.partition(".")
+    if head in ("jobSpec", "trialJobSpec"):
+        pool = _POOL_FIELD.match(rest)
+        if pool is not None:
+            index, first, second = pool.groups()
+            inner = ".".join(part for part in (first, second) if part)
+            key = _POOL_KEY_OF.get(inner)
+            return f"{_POOL_KEYS[int(index)]}.{key}" if key else _POOL_KEYS[int(index)]
+        return _JOB_SPEC_KEY_OF.get(rest, rest.split(".")[0] or None)
+    if head == "studySpec":
+        return "study.metric" if rest.startswith("metrics") else f"study.{rest}".rstrip(".")
+    if head == "encryptionSpec":
+        return "kmsKeyName"
+    return head or None
 
 
 def job_problems(
-    jobs: tuple[JobDeclaration, ...], *, region: str | None, remote: bool
-) -> list[str]:
-    """Every problem of the declared jobs, each naming the job and the spec field."""
-    problems: list[str] = []
+    jobs: tuple[JobDeclaration, ...], *, region: str | None, remote: bool, strict: bool = False
+) -> list[tuple[str, Finding]]:
+    """Every finding of the declared jobs, each with the config path it comes from
+    (``jobs[1].chief.acceleratorCount``), errors and warnings alike."""
+    out: list[tuple[str, Finding]] = []
     seen: set[str] = set()
     for index, job in enumerate(jobs):
-        where = f"jobs[{index}] ({job.name})"
+        where = f"jobs[{index}]"
         if job.name in seen:
-            problems.append(f"{where}: name repeats; job names are unique in a stack")
+            out.append(
+                (
+                    f"{where}.name",
+                    Finding("name", f"{job.name!r} repeats; job names are unique", "error"),
+                )
+            )
         seen.add(job.name)
-        problems.extend(f"{where}: {issue}" for issue in job.issues(region=region, remote=remote))
-    return problems
-
-
-def parse_jobs(raw: Any) -> tuple[JobDeclaration, ...]:
-    """Validate the raw ``jobs`` config value (a list of mappings)."""
-    if raw is None or raw == "":
-        return ()
-    if not isinstance(raw, list | tuple):
-        raise ValueError(f"jobs must be a list of job mappings, got {type(raw).__name__}")
-    return tuple(JobDeclaration.model_validate(item) for item in raw)
+        for finding in job.findings(region=region, remote=remote, strict=strict):
+            key = config_path(finding.path)
+            out.append((f"{where}.{key}" if key else where, finding))
+    return out
 
 
 ParameterDeclaration.model_rebuild()
@@ -390,6 +501,7 @@ __all__ = [
     "ParameterDeclaration",
     "PoolDeclaration",
     "StudyDeclaration",
+    "config_path",
     "job_problems",
-    "parse_jobs",
+    "merge_fields",
 ]

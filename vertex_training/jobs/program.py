@@ -17,7 +17,6 @@ import pulumi
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, job_resource
-from vertex_training.jobs.rest import spec_to_json
 
 if TYPE_CHECKING:
     from vertex_training.platform.build import Platform
@@ -43,6 +42,8 @@ class TrainingJobs(pulumi.ComponentResource):
         platform: Platform,
         declarations: tuple[JobDeclaration, ...],
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        strict_hardware: bool = False,
     ) -> None:
         super().__init__("vertex-training:jobs:TrainingJobs", name, None, opts)
         backend = backend_settings(platform)
@@ -56,13 +57,12 @@ class TrainingJobs(pulumi.ComponentResource):
 
             def build(args: list[Any], job: JobDeclaration = job) -> dict[str, Any]:
                 image, bucket_url, service_account = args
-                spec = job.to_spec(
+                return job.to_body(
                     image=image,
                     bucket_url=bucket_url,
                     service_account=service_account,
                     labels={**platform.labels, "job": job.name},
                 )
-                return spec_to_json(spec)
 
             spec = pulumi.Output.all(platform.image_reference, platform.bucket_url, account).apply(
                 build
@@ -75,18 +75,25 @@ class TrainingJobs(pulumi.ComponentResource):
                 wait=job.wait,
                 wait_timeout_seconds=job.wait_timeout_seconds,
                 poll_interval_seconds=job.poll_interval_seconds,
+                strict_hardware=strict_hardware,
                 opts=child_opts,
             )
         self.register_outputs({name: job.job_name for name, job in self.jobs.items()})
 
 
 def declare_jobs(
-    platform: Platform, declarations: tuple[JobDeclaration, ...]
+    platform: Platform, declarations: tuple[JobDeclaration, ...], *, strict_hardware: bool = False
 ) -> dict[str, JobResource]:
     """Register the declared jobs (none: no component either) and return them by name."""
     if not declarations:
         return {}
-    return TrainingJobs("jobs", platform, declarations, opts=platform.resource_options()).jobs
+    return TrainingJobs(
+        "jobs",
+        platform,
+        declarations,
+        opts=platform.resource_options(),
+        strict_hardware=strict_hardware,
+    ).jobs
 
 
 def job_outputs(resources: Mapping[str, JobResource]) -> dict[str, dict[str, Any]]:
@@ -102,6 +109,7 @@ def job_outputs(resources: Mapping[str, JobResource]) -> dict[str, dict[str, Any
         }
         if isinstance(job, HyperparameterTuningJob):
             entry["bestTrial"] = job.best_trial
+            entry["trials"] = job.trials
         outputs[name] = entry
     return outputs
 

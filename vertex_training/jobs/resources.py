@@ -17,30 +17,27 @@ import hashlib
 import json
 import logging
 import re
-import time
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import pulumi
 import pulumi.dynamic
+from pulumi.runtime.rpc import UNKNOWN
 
 from vertex_training.jobs.backends import BackendSettings, backend_for
-from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
-from vertex_training.jobs.rest import console_url, spec_from_json, spec_to_json
-from vertex_training.jobs.spec import (
-    JobKind,
-    JobRecord,
-    JobSpec,
-    JobState,
-    SpecIssue,
-    TrialRecord,
-    spec_issues,
+from vertex_training.jobs.backends.base import (
+    JobBackend,
+    JobNotFoundError,
+    JobWaitTimeoutError,
+    wait_until_terminal,
 )
+from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord
+from vertex_training.jobs.rules.job import errors_of, job_findings
+from vertex_training.jobs.view import read_view
 
 _log = logging.getLogger(__name__)
 
-PROVIDER_VERSION = "1"
+PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
@@ -49,8 +46,6 @@ ADOPTION_LABEL = "pulumi-job-key"
 job with it before submitting, because the create RPC has no request id."""
 STACK_LABEL = "pulumi-stack"
 
-UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-"""``pulumi.runtime.rpc.UNKNOWN``: how a value not yet known in preview reaches us."""
 
 RUN_KEYS = ("spec", "backend_target", "identity")
 """Inputs that define what runs: a change replaces the job (a new run)."""
@@ -61,6 +56,7 @@ SETTLE_KEYS = (
     "delete_timeout_seconds",
     "provider_version",
     "backend",
+    "strict_hardware",
 )
 """Inputs that only shape how we wait or talk to the service: updated in place."""
 INPUT_KEYS = RUN_KEYS + SETTLE_KEYS
@@ -93,10 +89,10 @@ def label_value(text: str, max_length: int = 63) -> str:
     return f"{clean[: max_length - len(digest) - 1].rstrip('-')}-{digest}".lstrip("-")
 
 
-def adoption_value(identity: str, spec_json: Mapping[str, Any]) -> str:
-    """Same resource and same spec -> same value; any change -> a different one, so a
+def adoption_value(identity: str, canonical_body: str) -> str:
+    """Same resource and same body -> same value; any change -> a different one, so a
     replacement never adopts the job it replaces."""
-    canonical = json.dumps({"identity": identity, "spec": spec_json}, sort_keys=True)
+    canonical = json.dumps({"identity": identity, "spec": canonical_body}, sort_keys=True)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
     name = identity.rsplit("/", 1)[-1]
     return label_value(f"{name[:40]}-{digest}")
@@ -127,7 +123,11 @@ def trial_outputs(trial: TrialRecord) -> dict[str, Any]:
         "trial_id": trial.trial_id,
         "state": trial.state,
         "parameters": dict(trial.parameters),
-        "final_metric": trial.final_metric,
+        "final_metrics": dict(trial.final_metrics),
+        "infeasible_reason": trial.infeasible_reason,
+        "early_stopped": trial.early_stopped,
+        "start_time": trial.start_time,
+        "end_time": trial.end_time,
     }
 
 
@@ -136,10 +136,7 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
         "job_name": record.name,
         "job_id": record.job_id,
         "state": record.state.value,
-        "console_url": console_url(record.name)
-        if not record.name.startswith("projects/local/")
-        # The local backend names jobs like Vertex does, with project "local".
-        else None,
+        "console_url": record.console_url,
         "create_time": record.create_time,
         "start_time": record.start_time,
         "end_time": record.end_time,
@@ -151,28 +148,8 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def wait_until_terminal(
-    backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str
-) -> JobRecord:
-    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not record.state.is_terminal:
-        if time.monotonic() >= deadline:
-            raise JobWaitTimeoutError(
-                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint} "
-                f"{console_url(record.name)}"
-            )
-        time.sleep(interval)
-        record = backend.get(record.name)
-    return record
-
-
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
-
-
-class JobWaitTimeoutError(TimeoutError):
-    """The job did not end within the wait timeout (it keeps running)."""
 
 
 class _Props:
@@ -182,39 +159,52 @@ class _Props:
         self.kind = kind
         self.props = props
         self.settings = BackendSettings.from_props(dict(props["backend"]))
-        self.spec_json: dict[str, Any] = dict(props["spec"])
+        self.body: dict[str, Any] = dict(props["spec"])
         self.identity = str(props["identity"])
         self.wait = bool(props.get("wait", True))
         self.wait_timeout = float(props.get("wait_timeout_seconds", 24 * 3600))
         self.poll_interval = float(props.get("poll_interval_seconds", 30))
         self.delete_timeout = float(props.get("delete_timeout_seconds", 1800))
-
-    def declared_spec(self) -> JobSpec:
-        return spec_from_json(self.kind, self.spec_json)
+        self.strict_hardware = bool(props.get("strict_hardware", False))
 
     def adoption_value(self) -> str:
-        # Hash the canonical form: numbers cross the engine as floats (2 -> 2.0).
-        return adoption_value(self.identity, spec_to_json(self.declared_spec()))
+        from vertex_training.jobs.protos import canonical_json
 
-    def spec(self) -> JobSpec:
-        """The spec as submitted: the declared one plus our stack and adoption labels."""
-        spec = self.declared_spec()
-        ours = (
-            (ADOPTION_LABEL, self.adoption_value()),
-            (STACK_LABEL, label_value(self.identity.split("/")[1] if "/" in self.identity else "")),
-        )
-        user = tuple(kv for kv in spec.labels if kv[0] not in {ADOPTION_LABEL, STACK_LABEL})
-        return replace(spec, labels=user + ours)
+        # The canonical text: numbers cross the engine as floats (2 -> 2.0).
+        return adoption_value(self.identity, canonical_json(self.kind, self.body))
+
+    def labelled_body(self) -> dict[str, Any]:
+        """The body as submitted: the declared one plus our stack and adoption labels."""
+        stack = self.identity.split("/")[1] if "/" in self.identity else ""
+        labels = {
+            **dict(self.body.get("labels") or {}),
+            ADOPTION_LABEL: self.adoption_value(),
+            STACK_LABEL: label_value(stack),
+        }
+        return {**self.body, "labels": labels}
 
     def adoption_labels(self) -> dict[str, str]:
         return {ADOPTION_LABEL: self.adoption_value()}
 
-    def issues(self) -> list[SpecIssue]:
-        return spec_issues(
-            self.spec(),
+    def problems(self) -> list[str]:
+        """Every reason Vertex would refuse the body: the real protos first (unknown
+        fields, wrong types, enum names), then the rules over its view."""
+        from vertex_training.jobs.protos import BodyParseError, parse_body
+
+        try:
+            parse_body(self.kind, self.body)
+        except BodyParseError as error:
+            return [str(error)]
+        view, unreadable = read_view(self.kind, self.body)
+        if unreadable or view is None:
+            return [f"{f.path}: {f.message}" for f in unreadable]
+        findings = job_findings(
+            view,
             region=self.settings.region,
             remote=self.settings.kind.value == "vertex",
+            strict=self.strict_hardware,
         )
+        return [f"{f.path}: {f.message}" for f in errors_of(findings)]
 
     def inputs(self) -> dict[str, Any]:
         return {k: self.props[k] for k in INPUT_KEYS if k in self.props}
@@ -253,15 +243,9 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
-        try:
-            issues = props.issues()
-        # SpecJsonError (a field Vertex does not have, a value of the wrong type) and
-        # ConversionError (a job a spec cannot express) are both ValueErrors.
-        except (ValueError, KeyError) as error:
-            return pulumi.dynamic.CheckResult(
-                news, [pulumi.dynamic.CheckFailure("spec", f"not a Vertex job spec: {error}")]
-            )
-        failures.extend(pulumi.dynamic.CheckFailure("spec", str(issue)) for issue in issues)
+        failures.extend(
+            pulumi.dynamic.CheckFailure("spec", problem) for problem in props.problems()
+        )
         for key, value in (
             ("wait_timeout_seconds", props.wait_timeout),
             ("poll_interval_seconds", props.poll_interval),
@@ -295,16 +279,15 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         p = self._props(props)
-        spec = p.spec()
-        issues = p.issues()
-        if issues:
-            raise ValueError("; ".join(str(i) for i in issues))
+        problems = p.problems()
+        if problems:
+            raise ValueError("; ".join(problems))
         backend = backend_for(p.settings)
         record = backend.find(self.job_kind, p.adoption_labels())
         if record is not None and record.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", record.name, record.state)
         else:
-            record = backend.submit(spec)
+            record = backend.submit(self.job_kind, p.labelled_body())
         if p.wait:
             record = self._wait_for_end(backend, record, p)
         outs = {**p.inputs(), **record_outputs(record)}
@@ -320,9 +303,10 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             "wait_timeout_seconds or set wait: false.",
         )
         if record.state in _BAD_END:
+            where = f" -- {record.console_url}" if record.console_url else ""
             raise JobFailedError(
                 f"{record.name} ended {record.state.value}: "
-                f"{record.error_message or 'no error message'} -- {console_url(record.name)}"
+                f"{record.error_message or 'no error message'}{where}"
             )
         return record
 
@@ -399,10 +383,12 @@ class _JobResource(pulumi.dynamic.Resource):
         wait_timeout_seconds: float = 24 * 3600,
         poll_interval_seconds: float = 30,
         delete_timeout_seconds: float = 1800,
+        strict_hardware: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``spec``: the job in Vertex REST form (``rest.spec_to_json``), usually an
-        Output built once image digests are known."""
+        """``spec``: the job's Vertex REST body (a CustomJob or HyperparameterTuningJob as
+        the API reference documents it), sent unchanged; usually an Output built once image
+        digests are known."""
         props: dict[str, Any] = {
             "spec": spec,
             "backend": backend.to_props(),
@@ -412,6 +398,7 @@ class _JobResource(pulumi.dynamic.Resource):
             "wait_timeout_seconds": wait_timeout_seconds,
             "poll_interval_seconds": poll_interval_seconds,
             "delete_timeout_seconds": delete_timeout_seconds,
+            "strict_hardware": strict_hardware,
             "provider_version": PROVIDER_VERSION,
             **dict.fromkeys(OUTPUT_KEYS),
         }
@@ -453,5 +440,4 @@ __all__ = [
     "adoption_value",
     "job_resource",
     "label_value",
-    "spec_to_json",
 ]

@@ -9,8 +9,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.rest import spec_from_json
-from vertex_training.jobs.spec import JobKind, JobSpec
+from vertex_training.jobs.model import JobKind
+
+
+@dataclass(frozen=True)
+class LocalJob:
+    """One job to run: its kind and its Vertex REST body, as a job resource would send it."""
+
+    kind: JobKind
+    body: dict[str, Any]
+
+    @property
+    def display_name(self) -> str:
+        return str(self.body.get("displayName", ""))
 
 
 class StackJobsError(ValueError):
@@ -21,9 +32,9 @@ class StackJobsError(ValueError):
 class StackJobs:
     stack: str
     local_root: Path
-    jobs: tuple[tuple[str, JobSpec], ...]
+    jobs: tuple[tuple[str, LocalJob], ...]
 
-    def select(self, names: Sequence[str]) -> list[tuple[str, JobSpec]]:
+    def select(self, names: Sequence[str]) -> list[tuple[str, LocalJob]]:
         if not names:
             return list(self.jobs)
         known = [n for n, _ in self.jobs]
@@ -60,7 +71,7 @@ def load_stack_jobs(
     return StackJobs(stack, config.local_root, tuple(_declared_jobs(config)))
 
 
-def _declared_jobs(config: Any) -> list[tuple[str, JobSpec]]:
+def _declared_jobs(config: Any) -> list[tuple[str, LocalJob]]:
     """The stack's declared jobs on the same local platform the Pulumi program builds
     (bucket directory, ``trainer:local`` image, stack labels), so both run the same specs."""
     from vertex_training.platform.build import build_platform
@@ -78,11 +89,14 @@ def _declared_jobs(config: Any) -> list[tuple[str, JobSpec]]:
         (
             job.name,
             # As vertex_training.jobs.program.declare_jobs builds it (there from Outputs).
-            job.to_spec(
-                image=image,
-                bucket_url=bucket_url,
-                service_account=None,
-                labels={**platform.labels, "job": job.name},
+            LocalJob(
+                job.job_kind,
+                job.to_body(
+                    image=image,
+                    bucket_url=bucket_url,
+                    service_account=None,
+                    labels={**platform.labels, "job": job.name},
+                ),
             ),
         )
         for job in declared
@@ -94,14 +108,14 @@ async def _known(*outputs: Any) -> list[str]:
     return [await output.future() for output in outputs]
 
 
-def load_spec_file(path: Path) -> JobSpec:
+def load_spec_file(path: Path) -> LocalJob:
     """A CustomJob or HyperparameterTuningJob body in the Vertex REST JSON form."""
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict):
         raise StackJobsError(f"{path}: expected a JSON object (a CustomJob or tuning job body)")
     kind = (
         JobKind.HYPERPARAMETER_TUNING_JOB
-        if "trialJobSpec" in data or "studySpec" in data
+        if "trialLocalJob" in data or "studySpec" in data
         else JobKind.CUSTOM_JOB
     )
-    return spec_from_json(kind, data)
+    return LocalJob(kind, data)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local._store import LocalJobState
-from vertex_training.jobs.spec import JobRecord, JobSpec, JobState, TrialRecord
+from vertex_training.jobs.backends.local import LocalBackend, LocalJobState
+from vertex_training.jobs.model import JobRecord, JobState, TrialRecord
+from vertex_training.local.jobs import LocalJob
 
 POLL_SECONDS = 0.2
 
@@ -36,8 +36,9 @@ def format_value(value: float | int | str) -> str:
 
 
 def trial_row(trial: TrialRecord, metric_width: int = 10) -> str:
-    metric = "-" if trial.final_metric is None else f"{trial.final_metric:.4f}"
-    params = "  ".join(f"{k}={format_value(v)}" for k, v in trial.parameters)
+    value = next(iter(trial.final_metrics.values()), None)
+    metric = "-" if value is None else f"{value:.4f}"
+    params = "  ".join(f"{k}={format_value(v)}" for k, v in trial.parameters.items())
     return f"  trial {trial.trial_id:>3}  {trial.state:<11} {metric:>{metric_width}}  {params}"
 
 
@@ -79,9 +80,7 @@ class ProgressPrinter:
             if self._trials.get(trial.trial_id) != trial.state:
                 self._trials[trial.trial_id] = trial.state
                 if trial.state != "ACTIVE":
-                    stopped = (
-                        " (stopped early)" if trial.trial_id in details.early_stopped_trials else ""
-                    )
+                    stopped = " (stopped early)" if trial.early_stopped else ""
                     self.emit(trial_row(trial).strip() + stopped)
         if record.state is not self._state:
             self._state = record.state
@@ -103,7 +102,7 @@ class ProgressPrinter:
 
 def run_jobs(
     backend: LocalBackend,
-    jobs: Sequence[tuple[str, JobSpec]],
+    jobs: Sequence[tuple[str, LocalJob]],
     out: TextIO,
     poll_seconds: float = POLL_SECONDS,
 ) -> list[JobOutcome]:
@@ -111,7 +110,7 @@ def run_jobs(
     outcomes: list[JobOutcome] = []
     for job, spec in jobs:
         printer = ProgressPrinter(job, out)
-        record = backend.submit(spec)
+        record = backend.submit(spec.kind, spec.body)
         printer.emit(f"submitted {record.name} ({spec.display_name})")
         try:
             while True:

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_zone
 
 __all__ = [
     "GCP_PROJECT_KEY",
@@ -126,6 +127,10 @@ _REPOSITORY_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _IMAGE_NAME = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
 _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 _DIGEST_REFERENCE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+_IMAGE_REFERENCE = re.compile(
+    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})?$"
+)
 _ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 _GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
@@ -223,6 +228,14 @@ class GeneralSettings(_Section):
         "Google Cloud region of the bucket, the registry and the training jobs.",
         "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
         "us-central1",
+    )
+    strict_hardware_checks: bool = _key(
+        "strictHardwareChecks",
+        False,
+        "Refuse machines, accelerators and regions the hardware catalog does not know "
+        "(off: they pass with a warning).",
+        "true or false",
+        "true",
     )
     local_root: str = _key(
         "localRoot",
@@ -441,6 +454,17 @@ class WorkbenchSettings(_Section):
         _empty_to_none
     )
 
+    @field_validator("container_image")
+    @classmethod
+    def _container_image(cls, value: str | None) -> str | None:
+        if value is not None and not _IMAGE_REFERENCE.match(value):
+            raise _FieldValueError(
+                f"'{value}' is not a container image reference",
+                "REGISTRY/PATH[:TAG] or REGISTRY/PATH@sha256:DIGEST, e.g. "
+                "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
+            )
+        return value
+
     @field_validator("zone")
     @classmethod
     def _zone_shape(cls, value: str | None) -> str | None:
@@ -517,6 +541,8 @@ class StackConfig(BaseModel):
     image: ImageSettings
     workbench: WorkbenchSettings
     jobs: JobsSettings
+    warnings: tuple[str, ...] = ()
+    """What passed but deserves a look (hardware the catalog does not know)."""
 
     @property
     def environment(self) -> EnvironmentKind:
@@ -643,6 +669,8 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
 
     sections: dict[str, _Section] = {}
     for section_name, model in SECTIONS.items():
+        if model is JobsSettings:
+            continue
         aliases = {info.alias or name for name, info in model.model_fields.items()}
         try:
             sections[section_name] = model.model_validate(
@@ -681,8 +709,15 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
                 fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
             )
         )
-    problems.extend(_cross_field_problems(stack, sections))
-    problems.extend(_job_problems(stack, sections))
+    general = sections.get("general")
+    jobs, job_problems_found, warnings = _jobs(
+        stack, ours.get("jobs"), general if isinstance(general, GeneralSettings) else None
+    )
+    sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
+    problems.extend(job_problems_found)
+    cross_problems, cross_warnings = _cross_field_problems(stack, sections)
+    problems.extend(cross_problems)
+    warnings.extend(cross_warnings)
     storage = sections.get("storage")
     if (
         isinstance(storage, StorageSettings)
@@ -708,7 +743,12 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         raise ConfigError(stack, problems)
     # model_validate rather than the constructor: sections is keyed by field name.
     return StackConfig.model_validate(
-        {"stack": stack, "gcp_project": gcp_project or None, **sections}
+        {
+            "stack": stack,
+            "gcp_project": gcp_project or None,
+            **sections,
+            "warnings": tuple(warnings),
+        }
     )
 
 
@@ -744,42 +784,134 @@ def _problems_from(
     return problems
 
 
-def _job_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:
-    """Each declared job must make a spec Vertex accepts (GPUs checked in the region)."""
-    general = sections.get("general")
-    jobs = sections.get("jobs")
-    if not isinstance(general, GeneralSettings) or not isinstance(jobs, JobsSettings):
-        return []
-    cloud = general.environment.is_cloud
-    key = f"{PROJECT_NAME}:jobs"
-    return [
-        ConfigProblem(
-            key=key,
-            problem=problem,
-            valid="a job Vertex accepts (the problem says what would be valid)",
-            fix=f"edit {key} in stacks/Pulumi.{stack}.yaml",
-        )
-        for problem in job_problems(
-            jobs.jobs, region=general.region if cloud else None, remote=cloud
-        )
-    ]
+def _jobs_key(stack: str, path: str) -> tuple[str, str]:
+    key = f"{PROJECT_NAME}:{path}"
+    return key, (
+        f"edit {path} under {PROJECT_NAME}:jobs in stacks/Pulumi.{stack}.yaml "
+        "(pulumi config set would replace the whole job list)"
+    )
 
 
-def _cross_field_problems(stack: str, sections: Mapping[str, _Section]) -> list[ConfigProblem]:
-    """Rules that tie two keys together; each problem names the key to change."""
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The declaration model that holds the field at ``loc`` (aliases and list indexes)."""
+    model: Any = JobDeclaration
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        fields = {info.alias or name: info for name, info in model.model_fields.items()}
+        info = fields.get(str(part))
+        if info is None:
+            return None
+        candidates = [info.annotation, *getattr(info.annotation, "__args__", ())]
+        inner = [
+            a
+            for c in candidates
+            for a in (c, *getattr(c, "__args__", ()))
+            if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
+        if not inner:
+            return None
+        model = inner[0]
+    return model
+
+
+def _declaration_problems(stack: str, index: int, error: ValidationError) -> list[ConfigProblem]:
+    problems = []
+    for item in error.errors():
+        loc = tuple(item["loc"])
+        inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+        path = f"jobs[{index}]{inner}"
+        key, fix = _jobs_key(stack, path)
+        if item["type"] == "extra_forbidden":
+            parent = _model_at(loc[:-1])
+            valid_keys = (
+                sorted(info.alias or name for name, info in parent.model_fields.items())
+                if parent is not None
+                else []
+            )
+            close = difflib.get_close_matches(str(loc[-1]), valid_keys, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            problems.append(
+                ConfigProblem(key, f"unknown key{hint}", "one of " + ", ".join(valid_keys), fix)
+            )
+        else:
+            problem = f"{item['msg']} (got {item.get('input')!r})"
+            problems.append(ConfigProblem(key, problem, "see the job format", fix))
+    return problems
+
+
+def _jobs(
+    stack: str, raw: object, general: GeneralSettings | None
+) -> tuple[tuple[JobDeclaration, ...], list[ConfigProblem], list[str]]:
+    """Each job validated on its own, so one job's mistake hides no other's; then every
+    job's body checked against the rules (GPUs in the stack's region on cloud stacks)."""
+    if raw is None or raw == "":
+        return (), [], []
+    if not isinstance(raw, list | tuple):
+        key, fix = _jobs_key(stack, "jobs")
+        return (), [ConfigProblem(key, "must be a list of job mappings", "a YAML list", fix)], []
+    jobs: list[JobDeclaration] = []
     problems: list[ConfigProblem] = []
+    for index, item in enumerate(raw):
+        try:
+            jobs.append(JobDeclaration.model_validate(item))
+        except ValidationError as error:
+            problems.extend(_declaration_problems(stack, index, error))
+    if general is None:
+        return tuple(jobs), problems, []
+    cloud = general.environment.is_cloud
+    warnings: list[str] = []
+    indexes = [i for i, item in enumerate(raw) if _validates(item)]
+    found = job_problems(
+        tuple(jobs),
+        region=general.region if cloud else None,
+        remote=cloud,
+        strict=general.strict_hardware_checks,
+    )
+    for path, finding in found:
+        # job_problems numbers the valid jobs; name them by their place in the list.
+        head, _, rest = path.partition("]")
+        position = indexes[int(head.removeprefix("jobs["))]
+        config_path = f"jobs[{position}]{rest}"
+        text = f"{finding.message} (Vertex field {finding.path})"
+        if finding.severity == "warning":
+            warnings.append(f"{PROJECT_NAME}:{config_path}: {text}")
+            continue
+        key, fix = _jobs_key(stack, config_path)
+        problems.append(ConfigProblem(key, text, "see the problem", fix))
+    return tuple(jobs), problems, warnings
+
+
+def _validates(item: object) -> bool:
+    try:
+        JobDeclaration.model_validate(item)
+    except ValidationError:
+        return False
+    return True
+
+
+def _cross_field_problems(
+    stack: str, sections: Mapping[str, _Section]
+) -> tuple[list[ConfigProblem], list[str]]:
+    """Rules that tie two keys together; each problem names the key to change. The
+    Workbench machine, GPUs and zone are checked against the hardware catalog."""
+    problems: list[ConfigProblem] = []
+    warnings: list[str] = []
     general = sections.get("general")
     workbench = sections.get("workbench")
     if not isinstance(general, GeneralSettings) or not isinstance(workbench, WorkbenchSettings):
-        return problems
+        return problems, warnings
+    if not workbench.enabled:
+        return problems, warnings
+    strict = general.strict_hardware_checks
+    zone_key = f"{PROJECT_NAME}:workbenchZone"
     if workbench.zone is not None and not workbench.zone.startswith(f"{general.region}-"):
-        key = f"{PROJECT_NAME}:workbenchZone"
         problems.append(
             ConfigProblem(
-                key=key,
+                key=zone_key,
                 problem=f"zone '{workbench.zone}' is not in the stack's region {general.region}",
                 valid=f'"" (means {general.region}-a) or a zone {general.region}-<letter>',
-                fix=_fix_set(key, f"{general.region}-a", stack),
+                fix=_fix_set(zone_key, f"{general.region}-a", stack),
             )
         )
     if workbench.gpu_type is None and workbench.gpu_count:
@@ -792,29 +924,48 @@ def _cross_field_problems(stack: str, sections: Mapping[str, _Section]) -> list[
                 fix=_fix_set(key, "0", stack),
             )
         )
-    if workbench.gpu_type is not None:
-        if workbench.gpu_count == 0:
-            key = f"{PROJECT_NAME}:workbenchGpuCount"
+    if workbench.gpu_type is not None and workbench.gpu_count == 0:
+        key = f"{PROJECT_NAME}:workbenchGpuCount"
+        problems.append(
+            ConfigProblem(
+                key=key,
+                problem=f"workbenchGpuType is {workbench.gpu_type} but the GPU count is 0",
+                valid="1, 2, 4 or 8",
+                fix=_fix_set(key, "1", stack),
+            )
+        )
+    findings = check_machine_spec(
+        path="workbench",
+        machine_type=workbench.machine_type,
+        accelerator_type=workbench.gpu_type,
+        accelerator_count=workbench.gpu_count,
+        strict=strict,
+        target="workbench",
+    )
+    if general.environment.is_cloud:
+        findings += check_zone(
+            path="workbench.zone",
+            zone=workbench.zone or f"{general.region}-a",
+            accelerator_type=workbench.gpu_type,
+            strict=strict,
+        )
+    keys = {
+        "machineType": "workbenchMachineType",
+        "acceleratorType": "workbenchGpuType",
+        "acceleratorCount": "workbenchGpuCount",
+        "zone": "workbenchZone",
+    }
+    for finding in findings:
+        key = f"{PROJECT_NAME}:{keys.get(finding.path.rsplit('.', 1)[-1], 'workbenchMachineType')}"
+        if finding.severity == "warning":
+            warnings.append(f"{key}: {finding.message}")
+        else:
             problems.append(
                 ConfigProblem(
-                    key=key,
-                    problem=f"workbenchGpuType is {workbench.gpu_type} but the GPU count is 0",
-                    valid="1, 2, 4 or 8",
-                    fix=_fix_set(key, "1", stack),
+                    key, finding.message, "see the problem", _fix_set(key, "<value>", stack)
                 )
             )
-        family = WORKBENCH_GPU_TYPES[workbench.gpu_type]
-        if not workbench.machine_type.startswith(family):
-            key = f"{PROJECT_NAME}:workbenchMachineType"
-            problems.append(
-                ConfigProblem(
-                    key=key,
-                    problem=f"{workbench.gpu_type} cannot attach to {workbench.machine_type}",
-                    valid=f"a {family}* machine type for {workbench.gpu_type}",
-                    fix=_fix_set(key, f"{family}standard-8", stack),
-                )
-            )
-    return problems
+    return problems, warnings
 
 
 # --------------------------------------------------------------------------- loaders
@@ -853,8 +1004,15 @@ def load_pulumi_config() -> StackConfig:
     raw.update(runtime_config.CONFIG.get())
     project = pulumi.get_project()
     if project != PROJECT_NAME:
-        raise ValueError(
+        raise pulumi.RunError(
             f"this program belongs to Pulumi project '{PROJECT_NAME}', not '{project}'; "
             "run it from the directory holding its Pulumi.yaml"
         )
-    return parse_stack_config(pulumi.get_stack(), raw)
+    try:
+        config = parse_stack_config(pulumi.get_stack(), raw)
+    except ConfigError as error:
+        # RunError: the CLI shows the message alone, without a Python traceback.
+        raise pulumi.RunError(str(error)) from None
+    for warning in config.warnings:
+        pulumi.log.warn(warning)
+    return config

@@ -1,23 +1,31 @@
-"""The one small protocol every job backend (vertex, local) implements.
-
-CONTRACT shared by the vertex and local backends and the dynamic providers.
-"""
+"""The one small protocol every job backend (vertex, local) implements, and the one wait
+loop over it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
-from vertex_training.jobs.spec import JobKind, JobRecord, JobSpec
+from vertex_training.jobs.model import JobKind, JobRecord
 
 
 class JobNotFoundError(LookupError):
     """The named job does not exist (any more)."""
 
 
+class JobRefusedError(ValueError):
+    """The backend cannot run this body; raised before anything is created."""
+
+
+class JobWaitTimeoutError(TimeoutError):
+    """The job did not end within the wait timeout (it keeps running)."""
+
+
 class JobBackend(Protocol):
-    def submit(self, spec: JobSpec) -> JobRecord:
-        """Create the job (not retried: callers ``find`` first). Returns at once."""
+    def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
+        """Create the job from its Vertex REST body, sent as it is (not retried: callers
+        ``find`` first). Returns at once."""
         ...
 
     def get(self, name: str) -> JobRecord:
@@ -35,3 +43,28 @@ class JobBackend(Protocol):
     def delete(self, name: str) -> None:
         """Remove the job; a job already gone is fine. Callers cancel and wait first."""
         ...
+
+
+def wait_until_terminal(
+    backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str
+) -> JobRecord:
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not record.state.is_terminal:
+        if time.monotonic() >= deadline:
+            where = f" {record.console_url}" if record.console_url else ""
+            raise JobWaitTimeoutError(
+                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
+            )
+        time.sleep(interval)
+        record = backend.get(record.name)
+    return record
+
+
+__all__ = [
+    "JobBackend",
+    "JobNotFoundError",
+    "JobRefusedError",
+    "JobWaitTimeoutError",
+    "wait_until_terminal",
+]

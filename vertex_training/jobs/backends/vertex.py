@@ -15,15 +15,16 @@ import grpc
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
+from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1 import JobServiceClient
 from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
     JobServiceGrpcTransport,
 )
+from google.protobuf import timestamp_pb2
 
-from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.convert import custom_job_to_proto, record_from_proto, tuning_job_to_proto
-from vertex_training.jobs.rest import console_url
-from vertex_training.jobs.spec import JobKind, JobRecord, JobSpec, TuningJobSpec
+from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
+from vertex_training.jobs.model import JobKind, JobRecord, TrialRecord, best_trial, job_state
+from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 
 _log = logging.getLogger(__name__)
 
@@ -95,22 +96,23 @@ class VertexBackend:
 
     # The protocol -----------------------------------------------------------------
 
-    def submit(self, spec: JobSpec) -> JobRecord:
+    def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
+        try:
+            message = parse_body(kind, body)
+        except BodyParseError as error:
+            raise JobRefusedError(str(error)) from error
         # retry=None: a create whose answer was lost may still have made a job; the
         # caller looks for it by label (find) instead of submitting twice.
-        if isinstance(spec, TuningJobSpec):
-            tuning = self.client.create_hyperparameter_tuning_job(
-                parent=self.parent,
-                hyperparameter_tuning_job=tuning_job_to_proto(spec),
-                retry=None,
+        if isinstance(message, v1.HyperparameterTuningJob):
+            created: JobMessage = self.client.create_hyperparameter_tuning_job(
+                parent=self.parent, hyperparameter_tuning_job=message, retry=None
             )
-            record = record_from_proto(tuning)
         else:
-            custom = self.client.create_custom_job(
-                parent=self.parent, custom_job=custom_job_to_proto(spec), retry=None
+            created = self.client.create_custom_job(
+                parent=self.parent, custom_job=message, retry=None
             )
-            record = record_from_proto(custom)
-        _log.info("submitted %s (%s)", record.name, spec.display_name)
+        record = record_from_proto(created)
+        _log.info("submitted %s (%s)", record.name, record.display_name)
         return record
 
     def get(self, name: str) -> JobRecord:
@@ -174,6 +176,98 @@ class VertexBackend:
         operation.result(timeout=300)
 
 
+def console_url(name: str) -> str | None:
+    """The Cloud console page of a job resource name ``projects/P/locations/L/<kind>/ID``."""
+    parts = name.split("/")
+    if len(parts) != 6:
+        return None
+    _, project, _, location, collection, job_id = parts
+    page = "custom-jobs" if collection == JobKind.CUSTOM_JOB.value else "hyperparameter-tuning-jobs"
+    return (
+        f"https://console.cloud.google.com/vertex-ai/training/{page}/{job_id}"
+        f"?project={project}&region={location}"
+    )
+
+
+def _timestamp(value: Any) -> str | None:
+    """RFC 3339 text of a proto-plus timestamp (a ``DatetimeWithNanoseconds``)."""
+    if value is None:
+        return None
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromDatetime(value)
+    if stamp.seconds == 0 and stamp.nanos == 0:
+        return None
+    return stamp.ToJsonString()
+
+
+def trial_record(trial: v1.Trial) -> TrialRecord:
+    """A trial as the service reports it: every metric of the final measurement by id,
+    parameter values as given (struct numbers are doubles: 64.0 stays 64.0)."""
+    state = v1.Trial.State(trial.state).name
+    return TrialRecord(
+        trial_id=trial.id,
+        state=state,
+        parameters={p.parameter_id: p.value for p in trial.parameters},
+        final_metrics={m.metric_id: m.value for m in trial.final_measurement.metrics},
+        infeasible_reason=trial.infeasible_reason or None,
+        # Vizier ends an automatically stopped trial SUCCEEDED before its last step:
+        # the service marks it only through the STOPPING state it passes through.
+        early_stopped=state == "STOPPING",
+        start_time=_timestamp(trial.start_time),
+        end_time=_timestamp(trial.end_time),
+    )
+
+
+def record_from_proto(message: JobMessage) -> JobRecord:
+    """What the backend protocol reports of a job, from the service's own message."""
+    if isinstance(message, v1.HyperparameterTuningJob):
+        trials = tuple(trial_record(t) for t in message.trials)
+        metrics = message.study_spec.metrics
+        # The study's objective: its first metric and that metric's goal.
+        best = (
+            best_trial(
+                trials,
+                metrics[0].metric_id,
+                getattr(metrics[0].goal, "name", "") == "MAXIMIZE",
+            )
+            if metrics
+            else None
+        )
+        job_spec = message.trial_job_spec
+        kind = JobKind.HYPERPARAMETER_TUNING_JOB
+        web: dict[str, str] = {}
+    else:
+        trials, best = (), None
+        job_spec = message.job_spec
+        kind = JobKind.CUSTOM_JOB
+        web = dict(message.web_access_uris)
+    base = job_spec.base_output_directory.output_uri_prefix.rstrip("/")
+    # Vertex sets AIP_MODEL_DIR to <base>/model, and to <base>/<trial id>/model in trials:
+    # a tuning job's model is the best trial's.
+    if not base:
+        model_dir = None
+    elif kind is JobKind.CUSTOM_JOB:
+        model_dir = f"{base}/model"
+    else:
+        model_dir = f"{base}/{best.trial_id}/model" if best else None
+    return JobRecord(
+        name=message.name,
+        kind=kind,
+        display_name=message.display_name,
+        state=job_state(getattr(message.state, "name", "")),
+        labels=tuple(sorted(message.labels.items())),
+        create_time=_timestamp(message.create_time),
+        start_time=_timestamp(message.start_time),
+        end_time=_timestamp(message.end_time),
+        error_message=message.error.message or None,
+        model_dir=model_dir,
+        trials=trials,
+        best_trial=best,
+        web_access_uris=web,
+        console_url=console_url(message.name),
+    )
+
+
 def job_service_client(location: str) -> JobServiceClient:
     """A client on ``{location}-aiplatform.googleapis.com``, or on the emulator named by
     ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with anonymous credentials."""
@@ -194,5 +288,6 @@ __all__ = [
     "console_url",
     "job_service_client",
     "label_filter",
+    "record_from_proto",
     "regional_endpoint",
 ]

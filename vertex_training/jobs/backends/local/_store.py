@@ -12,7 +12,6 @@ import contextlib
 import fcntl
 import json
 import os
-import pickle
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,15 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.spec import JobKind, JobRecord, JobSpec, JobState, TrialRecord
+from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord
 
 LOCAL_PROJECT = "local"
 LOCAL_LOCATION = "local"
 _NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
 
 STATE_FILE = "state.json"
-SPEC_FILE = "spec.pickle"
-SPEC_JSON_FILE = "spec.json"
+BODY_FILE = "body.json"
+"""The job exactly as submitted (its Vertex REST body): what the supervisor runs."""
 LOCK_FILE = "state.lock"
 CANCEL_FILE = "cancel-requested"
 SUPERVISOR_LOG = "supervisor.log"
@@ -92,25 +91,23 @@ class LocalJobState:
     replicas: list[ReplicaStatus] = field(default_factory=list)
     output_dir: str | None = None
     plot: str | None = None
-    early_stopped_trials: list[str] = field(default_factory=list)
 
 
 def _trial_to_json(trial: TrialRecord) -> dict[str, Any]:
     return {
         "trial_id": trial.trial_id,
         "state": trial.state,
-        "parameters": [[k, v] for k, v in trial.parameters],
-        "final_metric": trial.final_metric,
+        "parameters": dict(trial.parameters),
+        "final_metrics": dict(trial.final_metrics),
+        "infeasible_reason": trial.infeasible_reason,
+        "early_stopped": trial.early_stopped,
+        "start_time": trial.start_time,
+        "end_time": trial.end_time,
     }
 
 
 def _trial_from_json(data: dict[str, Any]) -> TrialRecord:
-    return TrialRecord(
-        trial_id=data["trial_id"],
-        state=data["state"],
-        parameters=tuple((k, v) for k, v in data["parameters"]),
-        final_metric=data["final_metric"],
-    )
+    return TrialRecord(**data)
 
 
 def state_to_json(state: LocalJobState) -> dict[str, Any]:
@@ -129,13 +126,13 @@ def state_to_json(state: LocalJobState) -> dict[str, Any]:
             "model_dir": r.model_dir,
             "trials": [_trial_to_json(t) for t in r.trials],
             "best_trial": _trial_to_json(r.best_trial) if r.best_trial else None,
+            "web_access_uris": dict(r.web_access_uris),
         },
         "supervisor_pid": state.supervisor_pid,
         "supervisor_start": state.supervisor_start,
         "replicas": [vars(rep) for rep in state.replicas],
         "output_dir": state.output_dir,
         "plot": state.plot,
-        "early_stopped_trials": state.early_stopped_trials,
     }
 
 
@@ -154,6 +151,7 @@ def state_from_json(data: dict[str, Any]) -> LocalJobState:
         model_dir=r["model_dir"],
         trials=tuple(_trial_from_json(t) for t in r["trials"]),
         best_trial=_trial_from_json(r["best_trial"]) if r["best_trial"] else None,
+        web_access_uris=dict(r.get("web_access_uris") or {}),
     )
     return LocalJobState(
         record=record,
@@ -162,7 +160,6 @@ def state_from_json(data: dict[str, Any]) -> LocalJobState:
         replicas=[ReplicaStatus(**rep) for rep in data["replicas"]],
         output_dir=data["output_dir"],
         plot=data["plot"],
-        early_stopped_trials=list(data["early_stopped_trials"]),
     )
 
 
@@ -224,27 +221,12 @@ class JobDir:
             yield state
             self.write(state)
 
-    def write_spec(self, spec: JobSpec) -> None:
-        # pickle round-trips the frozen dataclasses exactly (unions, enums, nested
-        # tuples) between processes running the same code; spec.json is for people.
-        (self.path / SPEC_FILE).write_bytes(pickle.dumps(spec))
-        atomic_write_text(self.path / SPEC_JSON_FILE, json.dumps(_jsonable(spec), indent=1))
+    def write_body(self, body: dict[str, Any]) -> None:
+        atomic_write_text(self.path / BODY_FILE, json.dumps(body, indent=1))
 
-    def read_spec(self) -> JobSpec:
-        spec: JobSpec = pickle.loads((self.path / SPEC_FILE).read_bytes())
-        return spec
-
-
-def _jsonable(value: Any) -> Any:
-    from dataclasses import fields, is_dataclass
-
-    if is_dataclass(value) and not isinstance(value, type):
-        out = {"type": type(value).__name__}
-        out.update({f.name: _jsonable(getattr(value, f.name)) for f in fields(value)})
-        return out
-    if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
-    return value
+    def read_body(self) -> dict[str, Any]:
+        body: dict[str, Any] = json.loads((self.path / BODY_FILE).read_text(encoding="utf-8"))
+        return body
 
 
 def new_job_id() -> str:

@@ -14,8 +14,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
-from vertex_training.jobs.backends.base import JobNotFoundError
+from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
     SUPERVISOR_LOG,
     JobDir,
@@ -28,24 +29,17 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
+from vertex_training.jobs.backends.local.capabilities import check_local_support
 from vertex_training.jobs.backends.local.cluster import stop_process_groups
 from vertex_training.jobs.backends.local.environment import (
     REPO_ROOT,
     LocalSpecError,
-    active_pools,
     replica_command,
 )
 from vertex_training.jobs.backends.local.study import check_study
-from vertex_training.jobs.spec import (
-    CustomJobSpec,
-    JobKind,
-    JobRecord,
-    JobSpec,
-    JobState,
-    TuningJobSpec,
-    job_kind,
-    validate,
-)
+from vertex_training.jobs.model import JobKind, JobRecord, JobState
+from vertex_training.jobs.rules.job import errors_of, job_findings
+from vertex_training.jobs.view import JobView, TuningJobView, read_view
 
 _log = logging.getLogger(__name__)
 
@@ -91,9 +85,8 @@ class LocalBackend:
 
     # -- protocol --------------------------------------------------------------------
 
-    def submit(self, spec: JobSpec) -> JobRecord:
-        check_runnable(spec)
-        kind = job_kind(spec)
+    def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
+        spec = check_runnable(kind, body)
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_id = new_job_id()
         while True:
@@ -105,18 +98,17 @@ class LocalBackend:
             except FileExistsError:
                 job_id = str(int(job_id) + 1)
         job = JobDir(path)
-        job.write_spec(spec)
+        job.write_body(dict(body))
         if self.seed is not None:
             (path / "seed").write_text(str(self.seed))
-        trial_job = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
-        base = trial_job.base_output_directory
+        base = spec.trial_job.base_output_directory
         output_dir = self.local_path(base) if base else str(path / "output")
         record = JobRecord(
             name=job_name(kind, job_id),
             kind=kind,
             display_name=spec.display_name,
             state=JobState.QUEUED,
-            labels=tuple(spec.labels),
+            labels=tuple(sorted(spec.labels)),
             create_time=now_rfc3339(),
         )
         state = LocalJobState(record=record, output_dir=output_dir)
@@ -278,19 +270,26 @@ def _pythonpath() -> str:
     return f"{REPO_ROOT}{os.pathsep}{existing}" if existing else str(REPO_ROOT)
 
 
-def check_runnable(spec: JobSpec) -> None:
-    """Refuse, before any process starts, a spec Vertex would refuse or this machine cannot
-    run (an image that is neither ours nor given a command)."""
-    validate(spec, region=None, remote=False)
-    trial_job: CustomJobSpec = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
-    for _, pool in active_pools(trial_job):
-        replica_command(pool, pool.container.args)
-    if isinstance(spec, TuningJobSpec):
-        check_study(spec.study)
-        if spec.parallel_trial_count < 1:
-            raise LocalSpecError(
-                f"parallel_trial_count must be at least 1, got {spec.parallel_trial_count}"
-            )
+def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:
+    """Refuse, before any process starts, a body Vertex would refuse, one that needs what
+    only Vertex has, or one this machine cannot start (an image that is neither ours nor
+    given a command). Returns the body's view."""
+    view, unreadable = read_view(kind, body)
+    problems = [f"{f.path}: {f.message}" for f in unreadable]
+    if view is not None and not problems:
+        problems = [
+            f"{f.path}: {f.message}"
+            for f in errors_of(job_findings(view, region=None, remote=False))
+        ]
+    if problems or view is None:
+        raise JobRefusedError("; ".join(problems))
+    check_local_support(kind, body)
+    for pool in view.trial_job.worker_pools:
+        if pool is not None and pool.replica_count > 0:
+            replica_command(pool, pool.container.args if pool.container else ())
+    if isinstance(view, TuningJobView):
+        check_study(view.study)
+    return view
 
 
 __all__ = ["LocalBackend", "LocalSpecError", "check_runnable"]

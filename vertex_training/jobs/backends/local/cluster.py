@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vertex_training.jobs.backends.local._store import ReplicaStatus, process_start_time
 from vertex_training.jobs.backends.local.environment import (
@@ -28,7 +29,7 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.spec import CustomJobSpec, PoolRole
+from vertex_training.jobs.view import CustomJobSpec, PoolRole
 
 _log = logging.getLogger(__name__)
 
@@ -145,6 +146,8 @@ class ClusterRun:
     """The replicas of one CustomJobSpec (one job, or one trial of a tuning job)."""
 
     spec: CustomJobSpec
+    job_body: Mapping[str, Any]
+    """The same CustomJobSpec as submitted (REST JSON): TF_CONFIG's ``job``."""
     job_id: str
     run_dir: Path
     """Logs and hypertune files go here (``logs/``, ``hypertune/``)."""
@@ -165,9 +168,9 @@ class ClusterRun:
         args_by_pool = {
             i: [*pool.container.args, *self.extra_args]
             for i, pool in enumerate(self.spec.worker_pools)
-            if pool is not None
+            if pool is not None and pool.container is not None
         }
-        job = job_spec_json(self.spec, args_by_pool)
+        job = job_spec_json(self.job_body, args_by_pool)
         pools = dict(active_pools(self.spec))
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "hypertune").mkdir(parents=True, exist_ok=True)

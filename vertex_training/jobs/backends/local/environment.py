@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.spec import CustomJobSpec, PoolRole, WorkerPoolSpec
+from vertex_training.jobs.backends.base import JobRefusedError
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.view import CustomJobSpec, PoolRole, WorkerPoolSpec, snake_case
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +50,7 @@ LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
-class LocalSpecError(ValueError):
+class LocalSpecError(JobRefusedError):
     """A job spec the local backend cannot run; raised before any process starts."""
 
 
@@ -105,41 +107,31 @@ def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> li
     return slots
 
 
-def job_spec_json(spec: CustomJobSpec, args_by_pool: Mapping[int, Sequence[str]]) -> dict[str, Any]:
-    """The ``job`` entry of TF_CONFIG / CLUSTER_SPEC: the CustomJobSpec in API field names."""
-    pools: list[dict[str, Any]] = []
-    for i, pool in enumerate(spec.worker_pools):
-        if pool is None:
-            pools.append({})
-            continue
-        machine: dict[str, Any] = {"machine_type": pool.machine.machine_type}
-        if pool.machine.accelerator_type:
-            machine["accelerator_type"] = pool.machine.accelerator_type
-            machine["accelerator_count"] = pool.machine.accelerator_count
-        container: dict[str, Any] = {"image_uri": pool.container.image_uri}
-        if pool.container.command:
-            container["command"] = list(pool.container.command)
-        args = list(args_by_pool.get(i, pool.container.args))
-        if args:
-            container["args"] = args
-        if pool.container.env:
-            container["env"] = [{"name": k, "value": v} for k, v in pool.container.env]
-        pools.append(
-            {
-                "machine_spec": machine,
-                "replica_count": str(pool.replica_count),
-                "disk_spec": {
-                    "boot_disk_type": pool.disk.boot_disk_type,
-                    "boot_disk_size_gb": pool.disk.boot_disk_size_gb,
-                },
-                "container_spec": container,
-            }
-        )
-    job: dict[str, Any] = {"worker_pool_specs": pools}
-    if spec.base_output_directory:
-        job["base_output_directory"] = {"output_uri_prefix": spec.base_output_directory}
-    if spec.service_account:
-        job["service_account"] = spec.service_account
+def job_spec_body(kind: JobKind, body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body's CustomJobSpec: a CustomJob's ``jobSpec``, a study's ``trialJobSpec``."""
+    name = "jobSpec" if kind is JobKind.CUSTOM_JOB else "trialJobSpec"
+    found = body.get(name, body.get(snake_case(name)))
+    return dict(found or {})
+
+
+def _snake_keys(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {snake_case(str(k)): _snake_keys(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_snake_keys(v) for v in value]
+    return value
+
+
+def job_spec_json(
+    job_body: Mapping[str, Any], args_by_pool: Mapping[int, Sequence[str]]
+) -> dict[str, Any]:
+    """The ``job`` entry of TF_CONFIG / CLUSTER_SPEC: the CustomJobSpec as submitted, in
+    proto field names (as Vertex writes it), with each pool's args as the replica gets them."""
+    job: dict[str, Any] = _snake_keys(job_body)
+    for i, pool in enumerate(job.get("worker_pool_specs") or []):
+        container = pool.get("container_spec") if isinstance(pool, dict) else None
+        if container is not None and i in args_by_pool:
+            container["args"] = list(args_by_pool[i])
     return job
 
 
@@ -229,7 +221,8 @@ def replica_environment(
         env["CLOUD_ML_TRIAL_ID"] = trial_id
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
-    env.update(dict(pool.container.env))
+    if pool.container is not None:
+        env.update(dict(pool.container.env))
     return env
 
 
@@ -249,6 +242,8 @@ def replica_command(pool: WorkerPoolSpec, args: Sequence[str]) -> list[str]:
     the same module runs from the checkout with this interpreter.
     """
     container = pool.container
+    if container is None:
+        raise LocalSpecError(f"{pool.path}: pythonPackageSpec pools run on Vertex only")
     if container.command:
         command = list(container.command)
         # "python" inside the image is the image's interpreter; here it must be the one

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_training.jobs.backends.local.environment import LocalSpecError
-from vertex_training.jobs.spec import (
+from vertex_training.jobs.model import TrialRecord
+from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
@@ -28,7 +29,6 @@ from vertex_training.jobs.spec import (
     ScaleType,
     SearchAlgorithm,
     StudySpec,
-    TrialRecord,
 )
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ def plot_study(
     import matplotlib.pyplot as plt
 
     flat = _flat_parameters(parameters)
-    scored = [t for t in trials if t.final_metric is not None]
+    scored = [t for t in trials if metric_id in t.final_metrics]
     panels = 1 + len(flat)
     cols = min(panels, 3)
     rows = math.ceil(panels / cols)
@@ -263,7 +263,7 @@ def plot_study(
     ax = flat_axes[0]
     ax.plot(
         [int(t.trial_id) for t in scored],
-        [t.final_metric for t in scored],
+        [t.final_metrics[metric_id] for t in scored],
         "o-",
         color="tab:blue",
     )
@@ -271,22 +271,22 @@ def plot_study(
     if stopped:
         ax.plot(
             [int(t.trial_id) for t in stopped],
-            [t.final_metric for t in stopped],
+            [t.final_metrics[metric_id] for t in stopped],
             "x",
             color="tab:orange",
             label="stopped early",
         )
         ax.legend()
-    if best is not None and best.final_metric is not None:
-        ax.plot([int(best.trial_id)], [best.final_metric], "*", ms=16, color="tab:red")
+    if best is not None and metric_id in best.final_metrics:
+        ax.plot([int(best.trial_id)], [best.final_metrics[metric_id]], "*", ms=16, color="tab:red")
     ax.set_xlabel("trial")
     ax.set_ylabel(metric_id)
     ax.set_title(f"{metric_id} per trial")
     for ax, p in zip(flat_axes[1:], flat, strict=False):
         points = [
-            (dict(t.parameters)[p.parameter_id], t.final_metric)
+            (t.parameters[p.parameter_id], t.final_metrics[metric_id])
             for t in scored
-            if p.parameter_id in dict(t.parameters)
+            if p.parameter_id in t.parameters
         ]
         if isinstance(p, CategoricalParameterSpec):
             categories = list(p.values)
@@ -294,7 +294,7 @@ def plot_study(
             ax.set_xticks(range(len(categories)), categories)
         else:
             xs = [float(x) for x, _ in points]
-            if getattr(p, "scale", ScaleType.LINEAR) is ScaleType.LOG:
+            if getattr(p, "scale", None) is ScaleType.LOG:
                 ax.set_xscale("log")
         ax.scatter(xs, [y for _, y in points], color="tab:blue")
         ax.set_xlabel(p.parameter_id)

@@ -17,11 +17,15 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339
 from vertex_training.jobs.backends.local.cluster import ClusterOutcome, ClusterRun, log_tail
-from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
+from vertex_training.jobs.backends.local.environment import (
+    GpuAllocator,
+    detect_gpus,
+    job_spec_body,
+)
 from vertex_training.jobs.backends.local.study import (
     Measurement,
     create_study,
@@ -32,14 +36,13 @@ from vertex_training.jobs.backends.local.study import (
     read_measurements,
     suggest_parameters,
 )
-from vertex_training.jobs.spec import (
-    CustomJobSpec,
+from vertex_training.jobs.model import JobKind, JobState, TrialRecord, best_trial
+from vertex_training.jobs.view import (
+    CustomJobView,
     EarlyStopping,
-    JobState,
     SearchAlgorithm,
-    TrialRecord,
-    TuningJobSpec,
-    best_trial,
+    TuningJobView,
+    view_of,
 )
 
 if TYPE_CHECKING:
@@ -80,14 +83,15 @@ class Supervisor:
             current.record = replace(current.record, state=state, **changes)  # type: ignore[arg-type]
 
     def run(self) -> int:
-        spec = self.job.read_spec()
         try:
+            body = self.job.read_body()
+            view = view_of(self.job.read().record.kind, body)
             self.check_cancel()
             self.set_state(JobState.PENDING)
-            if isinstance(spec, CustomJobSpec):
-                self.run_custom_job(spec)
+            if isinstance(view, CustomJobView):
+                self.run_custom_job(view, body)
             else:
-                self.run_tuning_job(spec)
+                self.run_tuning_job(view, body)
         except _CancelledError:
             self.finish(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
         except Exception as exc:
@@ -112,9 +116,11 @@ class Supervisor:
 
     # -- CustomJob -------------------------------------------------------------------
 
-    def run_custom_job(self, spec: CustomJobSpec) -> None:
+    def run_custom_job(self, view: CustomJobView, body: dict[str, Any]) -> None:
+        spec = view.job
         run = ClusterRun(
             spec=spec,
+            job_body=job_spec_body(JobKind.CUSTOM_JOB, body),
             job_id=self.job_id,
             run_dir=self.job.path,
             base_output_dir=self.output_dir,
@@ -148,8 +154,8 @@ class Supervisor:
 
     # -- HyperparameterTuningJob -----------------------------------------------------
 
-    def run_tuning_job(self, spec: TuningJobSpec) -> None:
-        tuner = _Tuner(self, spec)
+    def run_tuning_job(self, spec: TuningJobView, body: dict[str, Any]) -> None:
+        tuner = _Tuner(self, spec, job_spec_body(JobKind.HYPERPARAMETER_TUNING_JOB, body))
         try:
             tuner.run()
         finally:
@@ -171,9 +177,10 @@ class _ActiveTrial:
 class _Tuner:
     """Runs trials ``parallel_trial_count`` at a time until ``max_trial_count``."""
 
-    def __init__(self, sup: Supervisor, spec: TuningJobSpec) -> None:
+    def __init__(self, sup: Supervisor, spec: TuningJobView, job_body: dict[str, Any]) -> None:
         self.sup = sup
         self.spec = spec
+        self.job_body = job_body
         self.metric = spec.study.metrics[0]
         self.study = create_study(spec.study, seed=_read_seed(sup.job.path))
         self.max_trials = spec.max_trial_count
@@ -217,7 +224,7 @@ class _Tuner:
                 break
             time.sleep(POLL_SECONDS)
         self.save(final=True)
-        best = best_trial(list(self.trials.values()), self.metric.goal)
+        best = best_trial(list(self.trials.values()), self.metric.metric_id, self.metric.maximize)
         if best is None:
             self.sup.finish(
                 JobState.FAILED,
@@ -241,6 +248,7 @@ class _Tuner:
         )
         run = ClusterRun(
             spec=self.spec.trial_job,
+            job_body=self.job_body,
             job_id=self.sup.job_id,
             run_dir=self.sup.job.path / "trials" / trial_id,
             base_output_dir=self.sup.output_dir,
@@ -251,11 +259,9 @@ class _Tuner:
         record = TrialRecord(
             trial_id=trial_id,
             state="ACTIVE",
-            # As the Vertex backend reads them back: whole numbers come back as ints.
-            parameters=tuple(
-                (k, int(v) if isinstance(v, float) and v.is_integer() else v) for k, v in params
-            ),
-            final_metric=None,
+            # As Vertex reports them (struct Values): every number a double.
+            parameters={k: v if isinstance(v, str) else float(v) for k, v in params},
+            start_time=now_rfc3339(),
         )
         self.trials[trial_id] = record
         active = _ActiveTrial(record=record, optuna_trial=optuna_trial, run=run)
@@ -282,7 +288,7 @@ class _Tuner:
                 active.measurements, self.metric.goal, self.spec.study.measurement_selection
             )
             _tell(self.study, active.optuna_trial, state="PRUNED")
-            self._close(active, "SUCCEEDED", value)
+            self._close(active, "SUCCEEDED", value, early_stopped=True)
             return True
         if run.outcome is None and run.timed_out():
             run.fail(f"trial {trial_id} ran longer than the timeout of {run.spec.timeout_seconds}s")
@@ -304,7 +310,7 @@ class _Tuner:
                 f"{log_tail(run.replicas[0].log_path)}"
             )
             _tell(self.study, active.optuna_trial, state="FAIL")
-            self._close(active, "INFEASIBLE", None)
+            self._close(active, "INFEASIBLE", None, reason=self.last_failure)
         return True
 
     def _read_new_measurements(self, active: _ActiveTrial) -> None:
@@ -319,29 +325,46 @@ class _Tuner:
                 active.reported_steps.add(m.step)
                 active.optuna_trial.report(m.value, m.step)
 
-    def _close(self, active: _ActiveTrial, state: str, value: float | None) -> None:
+    def _close(
+        self,
+        active: _ActiveTrial,
+        state: str,
+        value: float | None,
+        *,
+        early_stopped: bool = False,
+        reason: str | None = None,
+    ) -> None:
         trial_id = active.record.trial_id
-        self.trials[trial_id] = replace(active.record, state=state, final_metric=value)
+        self.trials[trial_id] = replace(
+            active.record,
+            state=state,
+            final_metrics={} if value is None else {self.metric.metric_id: value},
+            early_stopped=early_stopped,
+            infeasible_reason=reason,
+            end_time=now_rfc3339(),
+        )
         self.finished_runs.append(active.run)
         del self.active[trial_id]
 
     def stop_all(self) -> None:
         for active in list(self.active.values()):
             active.run.terminate()
-            self.trials[active.record.trial_id] = replace(active.record, state="STOPPING")
+            self.trials[active.record.trial_id] = replace(
+                active.record, state="STOPPING", end_time=now_rfc3339()
+            )
             self.finished_runs.append(active.run)
         self.active.clear()
 
     def save(self, final: bool = False) -> None:
         trials = tuple(sorted(self.trials.values(), key=lambda t: int(t.trial_id)))
-        best = best_trial(trials, self.metric.goal)
+        best = best_trial(trials, self.metric.metric_id, self.metric.maximize)
         model_dir = None
         if best is not None:
             # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
             model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model"
         plot = None
         self.saved_final = self.saved_final or final
-        if final and any(t.final_metric is not None for t in trials):
+        if final and any(t.final_metrics for t in trials):
             plot = str(
                 plot_study(
                     Path(self.sup.output_dir) / STUDY_PLOT,
@@ -358,7 +381,6 @@ class _Tuner:
                 current.record, trials=trials, best_trial=best, model_dir=model_dir
             )
             current.replicas = [s for run in runs for s in run.statuses()]
-            current.early_stopped_trials = list(self.early_stopped)
             if plot:
                 current.plot = plot
 

@@ -1,0 +1,564 @@
+"""The hardware catalog and its rules: known-wrong is an error, unknown is a warning."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from vertex_training.jobs.rules.hardware import (
+    CATALOG_PATH,
+    CatalogError,
+    Finding,
+    accelerator_counts_allowed,
+    catalog,
+    check_machine_spec,
+    check_region,
+    check_zone,
+    machine_vcpus,
+    parse_catalog,
+)
+
+SPEC = "jobSpec.workerPoolSpecs[1].machineSpec"
+
+# The table of seeds/004 ("Jumlah GPU yang valid untuk setiap jenis mesin"), typed in again
+# with its empty cells as '-' so that this test does not read the data it checks.
+SEED_TABLE = """
+machine          A100     K80      P4     P100   T4     V100
+n1-standard-4    -        1,2,4,8  1,2,4  1,2,4  1,2,4  1,2,4,8
+n1-standard-8    -        1,2,4,8  1,2,4  1,2,4  1,2,4  1,2,4,8
+n1-standard-16   -        2,4,8    1,2,4  1,2,4  1,2,4  2,4,8
+n1-standard-32   -        4,8      2,4    2,4    2,4    4,8
+n1-standard-64   -        -        4      -      4      8
+n1-standard-96   -        -        4      -      4      8
+n1-highmem-2     -        1,2,4,8  1,2,4  1,2,4  1,2,4  1,2,4,8
+n1-highmem-4     -        1,2,4,8  1,2,4  1,2,4  1,2,4  1,2,4,8
+n1-highmem-8     -        1,2,4,8  1,2,4  1,2,4  1,2,4  1,2,4,8
+n1-highmem-16    -        2,4,8    1,2,4  1,2,4  1,2,4  2,4,8
+n1-highmem-32    -        4,8      2,4    2,4    2,4    4,8
+n1-highmem-64    -        -        4      -      4      8
+n1-highmem-96    -        -        4      -      4      8
+n1-highcpu-16    -        2,4,8    1,2,4  1,2,4  1,2,4  2,4,8
+n1-highcpu-32    -        4,8      2,4    2,4    2,4    4,8
+n1-highcpu-64    -        8        4      4      4      8
+n1-highcpu-96    -        -        4      -      4      8
+a2-highgpu-1g    1        -        -      -      -      -
+a2-highgpu-2g    2        -        -      -      -      -
+a2-highgpu-4g    4        -        -      -      -      -
+a2-highgpu-8g    8        -        -      -      -      -
+a2-megagpu-16g   16       -        -      -      -      -
+"""
+COLUMNS = {
+    "A100": "NVIDIA_TESLA_A100",
+    "K80": "NVIDIA_TESLA_K80",
+    "P4": "NVIDIA_TESLA_P4",
+    "P100": "NVIDIA_TESLA_P100",
+    "T4": "NVIDIA_TESLA_T4",
+    "V100": "NVIDIA_TESLA_V100",
+}
+PROBE_COUNTS = (1, 2, 3, 4, 8, 16)
+
+
+def _seed_cells() -> list[tuple[str, str, frozenset[int]]]:
+    header, *rows = [line.split() for line in SEED_TABLE.strip().splitlines()]
+    cells = []
+    for machine, *counts in rows:
+        for column, cell in zip(header[1:], counts, strict=True):
+            allowed = frozenset() if cell == "-" else frozenset(int(c) for c in cell.split(","))
+            cells.append((machine, COLUMNS[column], allowed))
+    return cells
+
+
+SEED_CELLS = _seed_cells()
+
+
+def _spec(
+    machine: str | None,
+    accelerator: str | None = None,
+    count: int = 0,
+    topology: str | None = None,
+    *,
+    strict: bool = False,
+    target: str = "vertex",
+) -> list[Finding]:
+    return check_machine_spec(
+        path=SPEC,
+        machine_type=machine,
+        accelerator_type=accelerator,
+        accelerator_count=count,
+        tpu_topology=topology,
+        strict=strict,
+        target=target,  # type: ignore[arg-type]
+    )
+
+
+def _errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+def _only(findings: list[Finding]) -> Finding:
+    assert len(findings) == 1, findings
+    return findings[0]
+
+
+# --- the seed table, row by row --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("machine", "gpu", "allowed"), SEED_CELLS)
+def test_every_seed_cell_accepts_its_counts_and_refuses_others(
+    machine: str, gpu: str, allowed: frozenset[int]
+) -> None:
+    for count in PROBE_COUNTS:
+        findings = _spec(machine, gpu, count)
+        if count in allowed:
+            assert not _errors(findings), (machine, gpu, count, findings)
+            if gpu == "NVIDIA_TESLA_K80":
+                # Valid in the seed, retired since: accepted with a warning saying so.
+                (warning,) = findings
+                assert warning.severity == "warning"
+                assert "end of support" in warning.message
+            else:
+                assert findings == [], (machine, gpu, count)
+        else:
+            assert _errors(findings), (machine, gpu, count)
+
+
+@pytest.mark.parametrize("machine", sorted({m for m, _, _ in SEED_CELLS}))
+def test_every_seed_machine_runs_without_accelerator_unless_gpus_are_built_in(
+    machine: str,
+) -> None:
+    findings = _spec(machine)
+    if machine.startswith("a2-"):
+        error = _only(findings)
+        assert error.severity == "error"
+        assert error.path == f"{SPEC}.acceleratorType"
+        assert "NVIDIA_TESLA_A100" in error.message
+    else:
+        assert findings == []
+
+
+# --- must accept ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator", "count", "topology"),
+    [
+        ("a3-ultragpu-8g", "NVIDIA_H200_141GB", 8, None),
+        ("a4-highgpu-8g", "NVIDIA_B200", 8, None),
+        ("a4x-highgpu-4g", "NVIDIA_GB200", 4, None),
+        ("g4-standard-48", "NVIDIA_RTX_PRO_6000", 1, None),
+        ("g4-standard-96", "NVIDIA_RTX_PRO_6000", 2, None),
+        ("g4-standard-192", "NVIDIA_RTX_PRO_6000", 4, None),
+        ("g4-standard-384", "NVIDIA_RTX_PRO_6000", 8, None),
+        ("a3-highgpu-8g", "NVIDIA_H100_80GB", 8, None),
+        ("a3-megagpu-8g", "NVIDIA_H100_MEGA_80GB", 8, None),
+        ("a2-ultragpu-8g", "NVIDIA_A100_80GB", 8, None),
+        ("g2-standard-24", "NVIDIA_L4", 2, None),
+        ("g2-standard-96", "NVIDIA_L4", 8, None),
+        ("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x2"),
+        ("ct5lp-hightpu-1t", "TPU_V5_LITEPOD", 1, "1x1"),
+        ("ct5lp-hightpu-8t", "TPU_V5_LITEPOD", 8, "2x4"),
+        ("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "16x16"),
+        ("ct5p-hightpu-4t", None, 0, "2x2x1"),
+        ("ct6e-standard-4t", None, 0, "4x4"),
+        ("ct6e-standard-8t", None, 0, "2x4"),
+        ("cloud-tpu", "TPU_V3", 8, None),
+        ("n1-standard-4", "ACCELERATOR_TYPE_UNSPECIFIED", 0, None),
+        ("e2-standard-4", None, 0, None),
+        ("n2-highmem-80", None, 0, None),
+        ("c2-standard-60", None, 0, None),
+        ("m1-ultramem-160", None, 0, None),
+    ],
+)
+def test_accepts_current_machines(
+    machine: str, accelerator: str | None, count: int, topology: str | None
+) -> None:
+    assert _spec(machine, accelerator, count, topology) == []
+    assert _spec(machine, accelerator, count, topology, strict=True) == []
+
+
+def test_count_zero_with_a_type_set_is_a_warning_not_an_error() -> None:
+    warning = _only(_spec("n1-standard-8", "NVIDIA_TESLA_T4", 0))
+    assert warning.severity == "warning"
+    assert warning.path == f"{SPEC}.acceleratorCount"
+    assert "no NVIDIA_TESLA_T4 will be attached" in warning.message
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator"),
+    [
+        ("a2-highgpu-1g", "NVIDIA_TESLA_A100"),
+        ("a3-highgpu-8g", "NVIDIA_H100_80GB"),
+        ("a3-ultragpu-8g", "NVIDIA_H200_141GB"),
+        ("a4-highgpu-8g", "NVIDIA_B200"),
+        ("a4x-highgpu-4g", "NVIDIA_GB200"),
+        ("g2-standard-8", "NVIDIA_L4"),
+        ("g4-standard-48", "NVIDIA_RTX_PRO_6000"),
+    ],
+)
+def test_gpu_built_in_machine_without_its_accelerator_is_refused(
+    machine: str, accelerator: str
+) -> None:
+    error = _only(_spec(machine))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.acceleratorType"
+    assert accelerator in error.message
+
+
+# --- must refuse ----------------------------------------------------------------------
+
+
+def test_unknown_size_of_a_known_family_is_refused_with_the_valid_sizes() -> None:
+    error = _only(_spec("n1-standard-5"))
+    assert error == Finding(
+        f"{SPEC}.machineType",
+        "'n1-standard-5' is not a Vertex training machine type; n1 standard sizes: "
+        "4, 8, 16, 32, 64, 96",
+        "error",
+    )
+    assert _only(_spec("n1-standard-5", target="workbench")).message.endswith(
+        "n1 standard sizes: 1, 2, 4, 8, 16, 32, 64, 96"
+    )
+
+
+def test_compute_engine_size_vertex_does_not_train_on_is_refused_for_vertex_only() -> None:
+    error = _only(_spec("n1-standard-2"))
+    assert error.severity == "error"
+    assert "exists on Compute Engine but Vertex training does not offer it" in error.message
+    assert _spec("n1-standard-2", target="workbench") == []
+
+
+@pytest.mark.parametrize("target", ["vertex", "workbench"])
+def test_eight_t4_on_n1_standard_8_is_refused(target: str) -> None:
+    error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_T4", 8, target=target))
+    assert error == Finding(
+        f"{SPEC}.acceleratorCount",
+        "8 x NVIDIA_TESLA_T4 on n1-standard-8 is not valid; valid counts: 1, 2, 4",
+        "error",
+    )
+
+
+@pytest.mark.parametrize("target", ["vertex", "workbench"])
+def test_two_a100_on_a2_highgpu_1g_is_refused(target: str) -> None:
+    error = _only(_spec("a2-highgpu-1g", "NVIDIA_TESLA_A100", 2, target=target))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.acceleratorCount"
+    assert error.message.endswith("valid counts: 1")
+
+
+def test_gpu_on_a_machine_that_takes_none_names_the_machines_it_goes_with() -> None:
+    error = _only(_spec("e2-standard-8", "NVIDIA_TESLA_T4", 1))
+    assert error.severity == "error"
+    assert error.message.startswith("e2-standard-8 takes no accelerators")
+    assert "n1-standard-{4,8,16,32,64,96}" in error.message
+
+
+def test_a100_never_attaches_to_n1() -> None:
+    error = _only(_spec("n1-standard-16", "NVIDIA_TESLA_A100", 1))
+    assert error.severity == "error"
+    assert "does not take NVIDIA_TESLA_A100" in error.message
+    assert "a2-highgpu-" in error.message
+
+
+def test_wrong_gpu_on_a_gpu_built_in_machine_is_refused() -> None:
+    error = _only(_spec("a3-ultragpu-8g", "NVIDIA_H100_80GB", 8))
+    assert error.severity == "error"
+    assert "it takes NVIDIA_H200_141GB x 8" in error.message
+
+
+def test_count_without_type_is_refused() -> None:
+    error = _only(_spec("n1-standard-8", None, 2))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.acceleratorCount"
+
+
+def test_missing_machine_type_is_refused() -> None:
+    assert _only(_spec(None)).path == f"{SPEC}.machineType"
+
+
+# --- workbench: Compute Engine's attach limits -----------------------------------------
+
+
+def test_workbench_follows_compute_engine_vcpu_limits_not_the_vertex_table() -> None:
+    # Compute Engine: one T4 allows up to 48 vCPUs; Vertex's table lists 2 and 4 only.
+    assert _spec("n1-standard-32", "NVIDIA_TESLA_T4", 1, target="workbench") == []
+    assert _errors(_spec("n1-standard-32", "NVIDIA_TESLA_T4", 1))
+    # 96 vCPUs need four T4s on Compute Engine.
+    error = _only(_spec("n1-standard-96", "NVIDIA_TESLA_T4", 1, target="workbench"))
+    assert error.message.endswith("valid counts: 4")
+    # One V100 allows at most 12 vCPUs.
+    assert _errors(_spec("n1-standard-16", "NVIDIA_TESLA_V100", 1, target="workbench"))
+    assert accelerator_counts_allowed("n1-standard-16", "NVIDIA_TESLA_V100", "workbench") == {
+        2,
+        4,
+        8,
+    }
+
+
+def test_workbench_refuses_retired_k80_and_tpu_machines() -> None:
+    error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_K80", 1, target="workbench"))
+    assert error.severity == "error"
+    assert "end of support" in error.message
+    assert (
+        _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x2", target="workbench")).severity
+        == "error"
+    )
+
+
+# --- unknown versus malformed; strict --------------------------------------------------
+
+
+@pytest.mark.parametrize("machine", ["gpu-large", "x9-standard-8", "n9-superfast-4"])
+def test_unknown_family_is_a_warning_and_an_error_when_strict(machine: str) -> None:
+    warning = _only(_spec(machine))
+    assert warning.severity == "warning"
+    assert warning.path == f"{SPEC}.machineType"
+    assert re.search(r"not in the hardware catalog \(as of \d{4}-\d{2}-\d{2}\)", warning.message)
+    assert "Vertex will decide at submit" in warning.message
+    assert _only(_spec(machine, strict=True)).severity == "error"
+
+
+@pytest.mark.parametrize("machine", ["Has Spaces", "N1-STANDARD-8", "n1", "n1_standard_8", "-n1-x"])
+def test_malformed_machine_type_is_an_error(machine: str) -> None:
+    error = _only(_spec(machine))
+    assert error.severity == "error"
+    assert "not a machine type name" in error.message
+
+
+def test_unknown_accelerator_is_a_warning_and_an_error_when_strict() -> None:
+    warning = _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1))
+    assert warning.severity == "warning"
+    assert warning.path == f"{SPEC}.acceleratorType"
+    assert catalog().as_of in warning.message
+    assert _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1, strict=True)).severity == "error"
+    assert _only(_spec("n1-standard-8", "nvidia-tesla-t4", 1)).severity == "error"
+
+
+def test_family_not_known_complete_warns_on_unlisted_sizes() -> None:
+    assert _spec("c2d-standard-56") == []
+    assert _only(_spec("c2d-standard-3")).severity == "warning"
+    assert _only(_spec("c2d-standard-3", strict=True)).severity == "error"
+
+
+# --- TPU topologies --------------------------------------------------------------------
+
+
+def test_tpu_topologies() -> None:
+    error = _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "3x3"))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.tpuTopology"
+    assert "2x2, 4x4, 4x8, 8x8, 8x16, 16x16" in error.message
+    assert _only(_spec("ct5lp-hightpu-8t", "TPU_V5_LITEPOD", 8, "2x2")).severity == "error"
+    # v5p allows shapes the catalog does not list: a warning.
+    assert _only(_spec("ct5p-hightpu-4t", None, 0, "4x4x12")).severity == "warning"
+    assert _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2by2")).severity == "error"
+    assert _only(_spec("n1-standard-8", None, 0, "2x2")).severity == "error"
+    assert _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4)).severity == "warning"
+    assert _spec("ct5lp-hightpu-1t", "TPU_V5_LITEPOD", 1) == []
+    assert _only(_spec("cloud-tpu", "TPU_V2", 8, "2x2")).severity == "error"
+
+
+# --- regions and zones -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "region",
+    ["us-central1", "us-east4", "us-east5", "us-west1", "europe-west4", "asia-southeast1"],
+)
+def test_h100_regions(region: str) -> None:
+    pools = [("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_H100_80GB")]
+    assert check_region(path="region", region=region, accelerators=pools) == []
+
+
+def test_seed_example_gpus_not_sharing_a_zone_are_refused() -> None:
+    pools = [
+        ("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_TESLA_T4"),
+        ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_K80"),
+        ("jobSpec.workerPoolSpecs[2].machineSpec", "NVIDIA_TESLA_P100"),
+    ]
+    error = _only(check_region(path="region", region="us-central1", accelerators=pools))
+    assert error.severity == "error"
+    assert error.path == "region"
+    assert "no single zone offers them together" in error.message
+    # Any two of them do share a zone.
+    for pair in ([pools[0], pools[1]], [pools[0], pools[2]]):
+        assert check_region(path="region", region="us-central1", accelerators=pair) == []
+
+
+def test_gpu_not_offered_in_region_is_refused_on_the_pool() -> None:
+    pools = [
+        ("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_TESLA_T4"),
+        ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_V100"),
+    ]
+    error = _only(check_region(path="region", region="us-west2", accelerators=pools))
+    assert error.severity == "error"
+    assert error.path == "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorType"
+    assert "regions offering NVIDIA_TESLA_V100: asia-east1" in error.message
+
+
+def test_gpu_with_a_partial_region_list_only_warns_outside_it() -> None:
+    pools = [("p", "NVIDIA_B200")]
+    warning = _only(check_region(path="region", region="europe-west2", accelerators=pools))
+    assert warning.severity == "warning"
+    assert (
+        _only(
+            check_region(path="region", region="europe-west2", accelerators=pools, strict=True)
+        ).severity
+        == "error"
+    )
+
+
+def test_region_without_accelerators_and_unknown_or_malformed_regions() -> None:
+    assert check_region(path="region", region="europe-west9", accelerators=[]) == []
+    assert check_region(path="region", region="us-central1", accelerators=[("p", None)]) == []
+    unknown = _only(check_region(path="region", region="mars-north1", accelerators=[]))
+    assert unknown.severity == "warning"
+    assert catalog().as_of in unknown.message
+    strict = check_region(path="region", region="mars-north1", accelerators=[], strict=True)
+    assert _only(strict).severity == "error"
+    assert (
+        _only(check_region(path="region", region="US Central", accelerators=[])).severity == "error"
+    )
+
+
+def test_zones() -> None:
+    error = _only(check_zone(path="zone", zone="us-central1-z"))
+    assert error.severity == "error"
+    assert "us-central1-a, us-central1-b, us-central1-c, us-central1-f" in error.message
+    assert _only(check_zone(path="zone", zone="mars-north1-a")).severity == "warning"
+    assert _only(check_zone(path="zone", zone="mars-north1-a", strict=True)).severity == "error"
+    assert _only(check_zone(path="zone", zone="us-central1")).severity == "error"
+    assert check_zone(path="zone", zone="us-central1-c", accelerator_type="NVIDIA_TESLA_P100") == []
+    refused = _only(
+        check_zone(path="zone", zone="us-central1-b", accelerator_type="NVIDIA_TESLA_P100")
+    )
+    assert refused.severity == "error"
+    assert "us-central1-c, us-central1-f" in refused.message
+    assert (
+        _only(
+            check_zone(path="zone", zone="us-west2-a", accelerator_type="NVIDIA_TESLA_V100")
+        ).severity
+        == "error"
+    )
+    assert check_zone(path="zone", zone="europe-west4-b", accelerator_type="NVIDIA_L4") == []
+
+
+# --- vCPUs -----------------------------------------------------------------------------
+
+
+def test_machine_vcpus() -> None:
+    assert machine_vcpus("n1-standard-8") == 8
+    assert machine_vcpus("n1-standard-1") == 1  # a Compute Engine (Workbench) size
+    assert machine_vcpus("a3-highgpu-8g") == 208
+    assert machine_vcpus("a4x-highgpu-4g") == 140
+    assert machine_vcpus("g2-standard-24") == 24
+    assert machine_vcpus("m1-megamem-96") == 96
+    assert machine_vcpus("cloud-tpu") is None
+    assert machine_vcpus("n1-standard-5") is None
+
+
+# --- the data file ---------------------------------------------------------------------
+
+
+def _data() -> dict:
+    return json.loads(CATALOG_PATH.read_text(encoding="utf-8"))
+
+
+def _sections(data: dict) -> list[tuple[str, dict]]:
+    return [
+        ("accelerators", data["accelerators"]),
+        ("regions", data["regions"]),
+        *((f"families.{name}", fam) for name, fam in data["families"].items()),
+    ]
+
+
+def test_every_section_has_an_as_of_date_and_known_sources() -> None:
+    data = _data()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", data["as_of"])
+    assert catalog().as_of == data["as_of"]
+    for name, section in _sections(data):
+        assert section.get("as_of") == data["as_of"], name
+        assert section["sources"], name
+        assert set(section["sources"]) <= set(data["sources"]), name
+    for family in data["families"].values():
+        for table in ("vertex_gpu_counts", "workbench_gpu_limits"):
+            if table in family:
+                assert set(family[table]["sources"]) <= set(data["sources"])
+
+
+def test_sources_are_google_documentation_pages() -> None:
+    for key, source in _data()["sources"].items():
+        assert re.fullmatch(r"https://cloud\.google\.com/\S+", source["url"]), key
+        assert source["title"], key
+
+
+def test_catalog_accelerators_exist_in_the_api_enum() -> None:
+    from google.cloud.aiplatform_v1.types import AcceleratorType
+
+    enum_names = set(AcceleratorType.__members__) - {"ACCELERATOR_TYPE_UNSPECIFIED"}
+    assert set(catalog().accelerators) <= enum_names
+    # Every accelerator-type value of the API is known, so none is reported as "unknown".
+    assert enum_names <= set(catalog().accelerators)
+
+
+def test_machines_and_regions_name_only_catalog_accelerators() -> None:
+    cat = catalog()
+    for machines in (cat.vertex_machines, cat.workbench_machines):
+        for machine in machines.values():
+            assert set(machine.accelerators) <= set(cat.accelerators), machine.name
+    for region in cat.regions.values():
+        assert region.accelerators <= set(cat.accelerators), region.name
+        assert set(region.zone_accelerators) <= set(region.zones), region.name
+        assert all(z.startswith(f"{region.name}-") for z in region.zones), region.name
+
+
+def test_every_accelerator_is_offered_somewhere_and_attaches_to_something() -> None:
+    cat = catalog()
+    for name in cat.accelerators:
+        assert any(name in r.accelerators for r in cat.regions.values()), name
+        assert any(name in m.accelerators for m in cat.vertex_machines.values()), name
+
+
+def test_parse_catalog_refuses_a_file_that_contradicts_itself() -> None:
+    data = _data()
+    broken = copy.deepcopy(data)
+    broken["families"]["a3"]["machines"]["a3-highgpu-8g"]["accelerators"] = {"NVIDIA_X": [8]}
+    with pytest.raises(CatalogError, match="unknown accelerators"):
+        parse_catalog(broken)
+    broken = copy.deepcopy(data)
+    broken["families"]["g2"]["sources"] = ["nowhere"]
+    with pytest.raises(CatalogError, match="unknown source keys"):
+        parse_catalog(broken)
+    broken = copy.deepcopy(data)
+    broken["regions"]["items"]["us-west2"]["accelerators"].append("NVIDIA_X")
+    with pytest.raises(CatalogError, match="region us-west2"):
+        parse_catalog(broken)
+
+
+def test_loading_imports_no_heavy_module() -> None:
+    program = (
+        "import sys, json\n"
+        "from vertex_training.jobs.rules import hardware\n"
+        "hardware.catalog()\n"
+        "hardware.check_machine_spec(path='p', machine_type='a3-ultragpu-8g',"
+        " accelerator_type='NVIDIA_H200_141GB', accelerator_count=8)\n"
+        "hardware.check_region(path='r', region='us-central1', accelerators=[('p', 'NVIDIA_L4')])\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], check=True, capture_output=True, text=True
+    ).stdout
+    loaded = set(json.loads(out))
+    assert "vertex_training.jobs.rules.hardware" in loaded
+    heavy = (
+        "tensorflow",
+        "google.cloud.aiplatform",
+        "google.cloud.aiplatform_v1",
+        "pydantic",
+        "pulumi",
+    )
+    assert not {m for m in loaded if m.split(".")[0] in heavy or m.startswith(heavy)}

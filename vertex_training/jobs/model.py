@@ -1,0 +1,135 @@
+"""What a backend reports of a submitted job: the same shape from Vertex and from local.
+
+No Pulumi, no protos and no network here: the records are built by the backends from the
+service's own messages (Vertex) or from the local store, and read by the resources.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+
+class JobKind(enum.StrEnum):
+    """The job's collection in its resource name (``projects/P/locations/L/<kind>/ID``)."""
+
+    CUSTOM_JOB = "customJobs"
+    HYPERPARAMETER_TUNING_JOB = "hyperparameterTuningJobs"
+
+
+class JobState(enum.StrEnum):
+    """The Vertex ``JobState`` names without the ``JOB_STATE_`` prefix."""
+
+    QUEUED = "QUEUED"
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+    PAUSED = "PAUSED"
+    EXPIRED = "EXPIRED"
+    UPDATING = "UPDATING"
+    PARTIALLY_SUCCEEDED = "PARTIALLY_SUCCEEDED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL_STATES
+
+
+_TERMINAL_STATES = frozenset(
+    {
+        JobState.SUCCEEDED,
+        JobState.FAILED,
+        JobState.CANCELLED,
+        JobState.EXPIRED,
+        JobState.PARTIALLY_SUCCEEDED,
+    }
+)
+
+ParameterValue = float | str
+"""A trial's parameter value as the service reports it: numbers are doubles (a struct
+``Value``), categories strings. Whole-number doubles stay doubles (``64.0``)."""
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    trial_id: str
+    """Vertex trial ids are strings counting from "1"."""
+    state: str
+    """Vertex ``Trial.State`` name: REQUESTED, ACTIVE, STOPPING, SUCCEEDED, INFEASIBLE."""
+    parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
+    final_metrics: Mapping[str, float] = field(default_factory=dict)
+    """The final measurement's metrics by metric id."""
+    infeasible_reason: str | None = None
+    early_stopped: bool = False
+    """Stopped by the study's automated stopping before its last step."""
+    start_time: str | None = None
+    end_time: str | None = None
+
+
+def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:
+    """The SUCCEEDED trial with the best final value of the study's first metric
+    (``metric_id``) for its goal; the earlier trial wins a tie.
+
+    One rule for both backends, so a study reports the same best trial on Vertex and here.
+    """
+    scored = [
+        t for t in trials if t.state == "SUCCEEDED" and t.final_metrics.get(metric_id) is not None
+    ]
+    if not scored:
+        return None
+    sign = 1.0 if maximize else -1.0
+
+    def key(trial: TrialRecord) -> tuple[float, int]:
+        trial_number = int(trial.trial_id) if trial.trial_id.isdigit() else 0
+        return sign * trial.final_metrics[metric_id], -trial_number
+
+    return max(scored, key=key)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What a backend knows of one submitted job."""
+
+    name: str
+    """Full resource name, ``projects/P/locations/L/customJobs/ID`` (local backend:
+    the same shape with project ``local``)."""
+    kind: JobKind
+    display_name: str
+    state: JobState
+    labels: tuple[tuple[str, str], ...] = ()
+    create_time: str | None = None
+    """RFC 3339 timestamps."""
+    start_time: str | None = None
+    end_time: str | None = None
+    error_message: str | None = None
+    model_dir: str | None = None
+    trials: tuple[TrialRecord, ...] = ()
+    best_trial: TrialRecord | None = None
+    web_access_uris: Mapping[str, str] = field(default_factory=dict)
+    console_url: str | None = None
+    """Where a person looks at the job; the backend decides (None: nowhere)."""
+
+    @property
+    def job_id(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+
+def job_state(name: str) -> JobState:
+    """A ``JobState`` from a Vertex state name, with or without the ``JOB_STATE_`` prefix;
+    a state this code does not know yet reads as PENDING (not terminal: keep polling)."""
+    bare = name.removeprefix("JOB_STATE_")
+    return JobState(bare) if bare in JobState.__members__ else JobState.PENDING
+
+
+__all__ = [
+    "JobKind",
+    "JobRecord",
+    "JobState",
+    "ParameterValue",
+    "TrialRecord",
+    "best_trial",
+    "job_state",
+]

@@ -1,0 +1,846 @@
+"""Which machines, accelerators, TPU topologies, regions and zones go together.
+
+The facts live in ``hardware_catalog.json`` next to this module: every section names the
+Google pages it comes from and the date it was read. This module only applies them, by one
+rule: refuse what the catalog knows to be wrong (severity ``"error"``, saying what would be
+valid) and warn about what it does not know (severity ``"warning"``, naming the catalog's
+as-of date), so that a machine Google launched after that date is never refused here.
+``strict=True`` turns the "not known" warnings into errors.
+
+Two targets share the data: ``"vertex"`` (custom training: Vertex's own machine and GPU
+tables) and ``"workbench"`` (Workbench instances are Compute Engine VMs, so GPUs on n1
+follow Compute Engine's per-count vCPU and memory limits).
+
+Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
+``aiplatform_v1`` client.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+Target = Literal["vertex", "workbench"]
+
+CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
+"""The data file this module reads."""
+
+UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
+
+_MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+_ACCELERATOR_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
+_REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+_ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with a job body, located by its API field path."""
+
+    path: str
+    """API field path, e.g. ``jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount``."""
+    message: str
+    """What is wrong and what would be valid."""
+    severity: Severity
+    """``"error"``: the catalog knows it is wrong; ``"warning"``: it cannot tell."""
+
+
+class CatalogError(ValueError):
+    """The data file contradicts itself (an unknown source key, accelerator or field)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A page the catalog's facts come from."""
+
+    key: str
+    url: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
+
+    name: str
+    kind: Literal["gpu", "tpu"]
+    regions_complete: bool
+    """True: a region the catalog does not list for it does not offer it (error)."""
+    retired: str | None = None
+    """Why it can no longer be used, when Google retired it."""
+    replacement: str | None = None
+
+
+@dataclass(frozen=True)
+class MachineType:
+    """A machine type as one target sees it, with the accelerators it takes."""
+
+    name: str
+    family: str
+    kind: str
+    """The family's kind: ``general_purpose``, ``compute_optimized``, ``memory_optimized``,
+    ``gpu_built_in`` or ``tpu``."""
+    vcpus: int | None
+    memory_gb: float | None
+    accelerators: Mapping[str, frozenset[int]]
+    """Accelerator type -> valid counts; empty when the machine takes none."""
+    accelerator_required: bool = False
+    """The machine comes with its accelerators (a2/a3/a4/a4x/g2/g4, cloud-tpu)."""
+    counts_complete: bool = True
+    topologies: tuple[str, ...] = ()
+    topologies_complete: bool = True
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a CPU family (``n1-standard``): its sizes per target."""
+
+    name: str
+    vertex_sizes: tuple[int, ...]
+    compute_engine_sizes: tuple[int, ...]
+
+    def sizes(self, target: Target) -> tuple[int, ...]:
+        return self.vertex_sizes if target == "vertex" else self.compute_engine_sizes
+
+
+@dataclass(frozen=True)
+class Family:
+    """A machine family (``n1``, ``a3``, ``ct5lp``) and what the catalog says of it."""
+
+    name: str
+    kind: str
+    complete: bool
+    """True: a type of this family the catalog does not list does not exist (error)."""
+    sources: tuple[str, ...]
+    series: Mapping[str, Series]
+    explicit: tuple[str, ...]
+    """Machine types listed one by one (accelerator-optimized and TPU families)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """A Vertex AI region: its zones and the accelerator types offered in them."""
+
+    name: str
+    zones: tuple[str, ...]
+    zone_sets: tuple[frozenset[str], ...]
+    """Accelerator sets one zone offers together; one set when no zone split is known."""
+    zone_accelerators: Mapping[str, frozenset[str]]
+    """Per zone name, where the split is known; empty otherwise."""
+
+    @property
+    def accelerators(self) -> frozenset[str]:
+        return frozenset().union(*self.zone_sets)
+
+
+@dataclass(frozen=True)
+class HardwareCatalog:
+    """The parsed data file."""
+
+    as_of: str
+    """The date the sources were read (YYYY-MM-DD)."""
+    sources: Mapping[str, Source]
+    accelerators: Mapping[str, Accelerator]
+    families: Mapping[str, Family]
+    vertex_machines: Mapping[str, MachineType]
+    workbench_machines: Mapping[str, MachineType]
+    regions: Mapping[str, Region]
+
+    def machines(self, target: Target) -> Mapping[str, MachineType]:
+        return self.vertex_machines if target == "vertex" else self.workbench_machines
+
+    def machine(self, name: str, target: Target = "vertex") -> MachineType | None:
+        return self.machines(target).get(name)
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def _check_sources(
+    section: str, keys: Iterable[str], sources: Mapping[str, Source]
+) -> tuple[str, ...]:
+    keys = tuple(keys)
+    if not keys:
+        raise CatalogError(f"{section}: names no source")
+    unknown = [k for k in keys if k not in sources]
+    if unknown:
+        raise CatalogError(f"{section}: unknown source keys {unknown}; known: {sorted(sources)}")
+    return keys
+
+
+def _cpu_machines(
+    family: str, kind: str, series: Mapping[str, Any], target: Target
+) -> dict[str, MachineType]:
+    machines = {}
+    for series_name, spec in series.items():
+        sizes = spec["vertex_sizes"] if target == "vertex" else spec["compute_engine_sizes"]
+        for size in sizes:
+            if "memory_gb_per_vcpu" in spec:
+                memory = round(size * spec["memory_gb_per_vcpu"], 2)
+            else:
+                memory = spec["memory_gb"][str(size)]
+            name = f"{family}-{series_name}-{size}"
+            machines[name] = MachineType(name, family, kind, size, memory, {})
+    return machines
+
+
+def _n1_vertex_gpus(table: Mapping[str, Any]) -> dict[str, dict[str, frozenset[int]]]:
+    columns = table["columns"]
+    return {
+        machine: {
+            gpu: frozenset(counts) for gpu, counts in zip(columns, row, strict=True) if counts
+        }
+        for machine, row in table["rows"].items()
+    }
+
+
+def _n1_workbench_gpus(
+    machine: MachineType, limits: Mapping[str, Sequence[Mapping[str, float]]]
+) -> dict[str, frozenset[int]]:
+    if machine.vcpus is None or machine.memory_gb is None:
+        raise CatalogError(f"{machine.name}: GPU limits need its vCPUs and memory")
+    offered = {}
+    for gpu, rows in limits.items():
+        counts = frozenset(
+            int(row["count"])
+            for row in rows
+            if machine.vcpus <= row["max_vcpus"] and machine.memory_gb <= row["max_memory_gb"]
+        )
+        if counts:
+            offered[gpu] = counts
+    return offered
+
+
+def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]) -> MachineType:
+    return MachineType(
+        name=name,
+        family=family,
+        kind=kind,
+        vcpus=spec.get("vcpus"),
+        memory_gb=spec.get("memory_gb"),
+        accelerators={gpu: frozenset(c) for gpu, c in spec.get("accelerators", {}).items()},
+        accelerator_required=spec.get("accelerator_required", kind == "gpu_built_in"),
+        counts_complete=spec.get("counts_complete", True),
+        topologies=tuple(spec.get("topologies", ())),
+        topologies_complete=spec.get("topologies_complete", True),
+    )
+
+
+def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
+    """Build a ``HardwareCatalog`` from the data file's JSON, checking its cross-references."""
+    sources = {
+        key: Source(key, spec["url"], spec["title"]) for key, spec in data["sources"].items()
+    }
+    acc_section = data["accelerators"]
+    _check_sources("accelerators", acc_section["sources"], sources)
+    accelerators = {
+        name: Accelerator(
+            name=name,
+            kind=spec["kind"],
+            regions_complete=spec["regions_complete"],
+            retired=spec.get("retired"),
+            replacement=spec.get("replacement"),
+        )
+        for name, spec in acc_section["items"].items()
+    }
+
+    families: dict[str, Family] = {}
+    vertex: dict[str, MachineType] = {}
+    workbench: dict[str, MachineType] = {}
+    for fam_name, fam in data["families"].items():
+        kind = fam["kind"]
+        fam_sources = _check_sources(f"families.{fam_name}", fam["sources"], sources)
+        series = {
+            s: Series(s, tuple(spec["vertex_sizes"]), tuple(spec["compute_engine_sizes"]))
+            for s, spec in fam.get("series", {}).items()
+        }
+        explicit = {
+            name: _explicit_machine(fam_name, kind, name, spec)
+            for name, spec in fam.get("machines", {}).items()
+        }
+        families[fam_name] = Family(
+            fam_name, kind, fam["complete"], fam_sources, series, tuple(explicit)
+        )
+        fam_vertex = _cpu_machines(fam_name, kind, fam.get("series", {}), "vertex")
+        fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
+        if "vertex_gpu_counts" in fam:
+            table = fam["vertex_gpu_counts"]
+            _check_sources(f"families.{fam_name}.vertex_gpu_counts", table["sources"], sources)
+            for name, gpus in _n1_vertex_gpus(table).items():
+                if name not in fam_vertex:
+                    raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
+                fam_vertex[name] = MachineType(**{**vars(fam_vertex[name]), "accelerators": gpus})
+        if "workbench_gpu_limits" in fam:
+            limits = fam["workbench_gpu_limits"]
+            _check_sources(f"families.{fam_name}.workbench_gpu_limits", limits["sources"], sources)
+            for name, machine in fam_workbench.items():
+                gpus = _n1_workbench_gpus(machine, limits["limits"])
+                fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
+        vertex.update(fam_vertex)
+        vertex.update(explicit)
+        workbench.update(fam_workbench)
+        # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
+        workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
+
+    for machine in (*vertex.values(), *workbench.values()):
+        unknown = sorted(set(machine.accelerators) - set(accelerators))
+        if unknown:
+            raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
+
+    reg_section = data["regions"]
+    _check_sources("regions", reg_section["sources"], sources)
+    regions = {}
+    for name, spec in reg_section["items"].items():
+        split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
+        zone_sets = tuple(split.values()) if split else (frozenset(spec["accelerators"]),)
+        named = frozenset().union(*zone_sets)
+        if named - set(accelerators):
+            raise CatalogError(
+                f"region {name} names unknown accelerators {sorted(named - set(accelerators))}"
+            )
+        if set(split) - set(spec["zones"]):
+            raise CatalogError(f"region {name} splits zones it does not list")
+        regions[name] = Region(name, tuple(spec["zones"]), zone_sets, split)
+
+    return HardwareCatalog(
+        as_of=data["as_of"],
+        sources=sources,
+        accelerators=accelerators,
+        families=families,
+        vertex_machines=vertex,
+        workbench_machines=workbench,
+        regions=regions,
+    )
+
+
+@functools.cache
+def catalog() -> HardwareCatalog:
+    """The catalog from ``hardware_catalog.json``, parsed once per process."""
+    return parse_catalog(json.loads(CATALOG_PATH.read_text(encoding="utf-8")))
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def normalize_accelerator(accelerator_type: str | None) -> str | None:
+    """``None`` for "no accelerator" in either spelling the API accepts."""
+    if accelerator_type in (None, "", UNSPECIFIED):
+        return None
+    return accelerator_type
+
+
+def _fmt(values: Iterable[object]) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _counts(counts: Iterable[int]) -> str:
+    return _fmt(sorted(counts))
+
+
+def _machine_list(names: Iterable[str]) -> str:
+    """``n1-standard-{4,8,16}, a2-highgpu-1g``: machines grouped by their name's prefix."""
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        prefix, _, last = name.rpartition("-")
+        groups.setdefault(prefix, []).append(last)
+    parts = []
+    for prefix, lasts in groups.items():
+        if len(lasts) == 1:
+            parts.append(f"{prefix}-{lasts[0]}")
+        else:
+            ordered = sorted(lasts, key=lambda s: (len(s), s))
+            parts.append(f"{prefix}-{{{','.join(ordered)}}}")
+    return ", ".join(parts)
+
+
+def _offers(machine: MachineType) -> str:
+    return "; ".join(f"{t} x {_counts(c)}" for t, c in sorted(machine.accelerators.items()))
+
+
+def _unknown_severity(strict: bool) -> Severity:
+    return "error" if strict else "warning"
+
+
+def _decides(target: Target) -> str:
+    return (
+        "Vertex will decide at submit"
+        if target == "vertex"
+        else "Compute Engine will decide when the instance is created"
+    )
+
+
+def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[str]:
+    """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
+    return [
+        name
+        for name, machine in catalog().machines(target).items()
+        if accelerator_type in machine.accelerators
+    ]
+
+
+def accelerator_counts_allowed(
+    machine_type: str, accelerator_type: str, target: Target = "vertex"
+) -> frozenset[int]:
+    """Counts of ``accelerator_type`` that ``machine_type`` takes (empty: none or unknown)."""
+    machine = catalog().machine(machine_type, target)
+    if machine is None:
+        return frozenset()
+    return machine.accelerators.get(accelerator_type, frozenset())
+
+
+def regions_offering(accelerator_type: str) -> list[str]:
+    """Regions the catalog lists for ``accelerator_type``, sorted."""
+    return sorted(n for n, r in catalog().regions.items() if accelerator_type in r.accelerators)
+
+
+def machine_vcpus(machine_type: str) -> int | None:
+    """vCPUs of ``machine_type`` (either target), or ``None`` when the catalog has no figure."""
+    cat = catalog()
+    machine = cat.vertex_machines.get(machine_type) or cat.workbench_machines.get(machine_type)
+    return machine.vcpus if machine else None
+
+
+# --- machine spec ----------------------------------------------------------------------
+
+
+def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str) -> list[Finding]:
+    """Findings for a name-shaped machine type the target's table does not list."""
+    cat = catalog()
+    field = f"{path}.machineType"
+    parts = machine_type.split("-")
+    family = cat.families.get(parts[0])
+    if family is None:
+        return [
+            Finding(
+                field,
+                f"machine type {machine_type!r}: family {parts[0]!r} is not in the hardware "
+                f"catalog (as of {cat.as_of}); {_decides(target)}. Known families: "
+                f"{_fmt(sorted(cat.families))}",
+                _unknown_severity(strict),
+            )
+        ]
+    severity: Severity = "error" if family.complete else _unknown_severity(strict)
+    if target == "workbench" and family.kind == "tpu":
+        return [
+            Finding(
+                field,
+                f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
+                "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
+                "machine (a2, a3, a4, g2, g4) instead",
+                "error",
+            )
+        ]
+    if family.explicit:
+        known = [n for n in family.explicit if n in cat.machines(target)]
+        return [
+            Finding(
+                field,
+                f"{machine_type!r} is not a {family.name} machine type; {family.name} "
+                f"machine types: {_machine_list(known)}"
+                + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
+                severity,
+            )
+        ]
+    series_name = "-".join(parts[1:-1])
+    series = family.series.get(series_name)
+    if series is None:
+        return [
+            Finding(
+                field,
+                f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
+                f"{series_name or parts[-1]!r} series; {family.name} series: "
+                f"{_fmt(sorted(family.series))}",
+                severity,
+            )
+        ]
+    sizes = series.sizes(target)
+    where = "Vertex training" if target == "vertex" else "Compute Engine"
+    other = series.compute_engine_sizes if target == "vertex" else series.vertex_sizes
+    size = parts[-1]
+    note = (
+        f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
+        if size.isdigit() and int(size) in other
+        else ""
+    )
+    return [
+        Finding(
+            field,
+            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
+            f"{series.name} sizes: {_fmt(sizes)}",
+            severity,
+        )
+    ]
+
+
+def _check_accelerator_fit(
+    machine: MachineType,
+    accelerator: str | None,
+    count: int,
+    target: Target,
+    path: str,
+) -> list[Finding]:
+    cat = catalog()
+    if accelerator is None:
+        if machine.accelerator_required:
+            return [
+                Finding(
+                    f"{path}.acceleratorType",
+                    f"{machine.name} comes with its accelerators and needs them set: "
+                    f"{_offers(machine)}",
+                    "error",
+                )
+            ]
+        return []
+    info = cat.accelerators[accelerator]
+    findings = []
+    if info.retired:
+        instead = f"; use {info.replacement}" if info.replacement else ""
+        findings.append(
+            Finding(
+                f"{path}.acceleratorType",
+                f"{accelerator} {info.retired}{instead}"
+                + ("; Vertex may refuse it" if target == "vertex" else ""),
+                "warning" if target == "vertex" else "error",
+            )
+        )
+        if target == "workbench":
+            return findings
+    counts = machine.accelerators.get(accelerator)
+    if counts is None:
+        taking = machines_taking(accelerator, target)
+        if machine.accelerators:
+            message = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
+        else:
+            message = f"{machine.name} takes no accelerators"
+        message += (
+            f"; {accelerator} goes with: {_machine_list(taking)}"
+            if taking
+            else f"; no {target} machine type in the catalog takes {accelerator}"
+        )
+        findings.append(Finding(f"{path}.acceleratorType", message, "error"))
+        return findings
+    if count == 0:
+        findings.append(
+            Finding(
+                f"{path}.acceleratorCount",
+                f"acceleratorCount is 0, so no {accelerator} will be attached to "
+                f"{machine.name}; valid counts: {_counts(counts)}",
+                "warning",
+            )
+        )
+    elif count not in counts:
+        findings.append(
+            Finding(
+                f"{path}.acceleratorCount",
+                f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
+                f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
+                "error" if machine.counts_complete else "warning",
+            )
+        )
+    return findings
+
+
+def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> list[Finding]:
+    field = f"{path}.tpuTopology"
+    if not topology:
+        if machine is not None and machine.kind == "tpu" and len(machine.topologies) > 1:
+            return [
+                Finding(
+                    field,
+                    f"tpuTopology is unset; {machine.name} hosts the slices "
+                    f"{_fmt(machine.topologies)}: name the one to use",
+                    "warning",
+                )
+            ]
+        return []
+    if not _TOPOLOGY.match(topology):
+        return [
+            Finding(
+                field,
+                f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
+                "joined by 'x', e.g. '2x2' or '2x2x1'",
+                "error",
+            )
+        ]
+    if machine is None:
+        return []
+    if machine.kind != "tpu":
+        return [
+            Finding(
+                field,
+                f"tpuTopology applies only to TPU machine types and {machine.name} is not "
+                "one: unset it",
+                "error",
+            )
+        ]
+    if topology in machine.topologies:
+        return []
+    if not machine.topologies:
+        return [Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error")]
+    return [
+        Finding(
+            field,
+            f"{machine.name} does not host a {topology} slice; it hosts: "
+            f"{_fmt(machine.topologies)}"
+            + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
+            "error" if machine.topologies_complete else "warning",
+        )
+    ]
+
+
+def check_machine_spec(
+    *,
+    path: str,
+    machine_type: str | None,
+    accelerator_type: str | None,
+    accelerator_count: int,
+    tpu_topology: str | None = None,
+    strict: bool = False,
+    target: Target = "vertex",
+) -> list[Finding]:
+    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it)."""
+    cat = catalog()
+    findings: list[Finding] = []
+    accelerator = normalize_accelerator(accelerator_type)
+
+    if accelerator_count < 0:
+        findings.append(
+            Finding(
+                f"{path}.acceleratorCount",
+                f"acceleratorCount {accelerator_count} is negative",
+                "error",
+            )
+        )
+    if accelerator is None and accelerator_count > 0:
+        findings.append(
+            Finding(
+                f"{path}.acceleratorCount",
+                f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
+                "acceleratorType or use acceleratorCount 0",
+                "error",
+            )
+        )
+    known_accelerator = True
+    if accelerator is not None:
+        if not _ACCELERATOR_NAME.match(accelerator):
+            findings.append(
+                Finding(
+                    f"{path}.acceleratorType",
+                    f"acceleratorType {accelerator!r} is not an AcceleratorType name "
+                    f"(upper case, e.g. NVIDIA_TESLA_T4); known: {_fmt(cat.accelerators)}",
+                    "error",
+                )
+            )
+            known_accelerator = False
+        elif accelerator not in cat.accelerators:
+            findings.append(
+                Finding(
+                    f"{path}.acceleratorType",
+                    f"acceleratorType {accelerator} is not in the hardware catalog (as of "
+                    f"{cat.as_of}); {_decides(target)}. Known: {_fmt(cat.accelerators)}",
+                    _unknown_severity(strict),
+                )
+            )
+            known_accelerator = False
+
+    if not machine_type:
+        findings.append(
+            Finding(f"{path}.machineType", "machineType is required (e.g. n1-standard-8)", "error")
+        )
+        return findings
+    if not _MACHINE_NAME.match(machine_type):
+        findings.append(
+            Finding(
+                f"{path}.machineType",
+                f"machineType {machine_type!r} is not a machine type name (lowercase words "
+                "joined by '-', e.g. 'n1-standard-8')",
+                "error",
+            )
+        )
+        findings.extend(_check_topology(None, tpu_topology, path))
+        return findings
+
+    machine = cat.machine(machine_type, target)
+    if machine is None:
+        findings.extend(_unknown_machine(machine_type, target, strict, path))
+    elif known_accelerator and accelerator_count >= 0:
+        findings.extend(
+            _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
+        )
+    findings.extend(_check_topology(machine, tpu_topology, path))
+    return findings
+
+
+# --- regions and zones -----------------------------------------------------------------
+
+
+def _unknown_region(path: str, region: str, strict: bool) -> Finding:
+    cat = catalog()
+    return Finding(
+        path,
+        f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
+        f"decide at submit. Known regions: {_fmt(sorted(cat.regions))}",
+        _unknown_severity(strict),
+    )
+
+
+def _not_offered(
+    path: str, accelerator: str, where: str, offered: Iterable[str], strict: bool
+) -> Finding:
+    cat = catalog()
+    info = cat.accelerators[accelerator]
+    offered = sorted(offered)
+    elsewhere = regions_offering(accelerator)
+    message = (
+        f"{accelerator} is not offered in {where} (it offers "
+        f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
+        f"{accelerator}: {_fmt(elsewhere) or 'none known'}"
+    )
+    if info.regions_complete:
+        return Finding(path, message, "error")
+    return Finding(
+        path,
+        f"{message}. The catalog's region list for {accelerator} may be partial (as of "
+        f"{cat.as_of}); Vertex will decide at submit",
+        _unknown_severity(strict),
+    )
+
+
+def check_region(
+    *,
+    path: str,
+    region: str,
+    accelerators: Sequence[tuple[str, str | None]],
+    strict: bool = False,
+) -> list[Finding]:
+    """Findings for one job's region against the accelerators of all its pools.
+
+    ``accelerators`` pairs each pool's machineSpec path with its accelerator type. Each type
+    must be offered in the region, and one zone of the region must offer all of them: a
+    job's VMs run in one zone.
+    """
+    cat = catalog()
+    if not _REGION.match(region):
+        return [
+            Finding(
+                path,
+                f"region {region!r} is not a region name (e.g. 'us-central1')",
+                "error",
+            )
+        ]
+    known = cat.regions.get(region)
+    if known is None:
+        return [_unknown_region(path, region, strict)]
+    findings = []
+    wanted: set[str] = set()
+    for pool_path, accelerator_type in accelerators:
+        accelerator = normalize_accelerator(accelerator_type)
+        if accelerator is None or accelerator not in cat.accelerators:
+            continue  # check_machine_spec reports a type the catalog does not know
+        if accelerator in known.accelerators:
+            wanted.add(accelerator)
+        else:
+            findings.append(
+                _not_offered(
+                    f"{pool_path}.acceleratorType",
+                    accelerator,
+                    f"region {region}",
+                    known.accelerators,
+                    strict,
+                )
+            )
+    if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
+        findings.append(
+            Finding(
+                path,
+                f"{_fmt(sorted(wanted))} are each offered in {region} but no single zone "
+                "offers them together, and a job's VMs share one zone: use fewer "
+                "accelerator types or another region",
+                "error",
+            )
+        )
+    return findings
+
+
+def check_zone(
+    *,
+    path: str,
+    zone: str,
+    accelerator_type: str | None = None,
+    strict: bool = False,
+) -> list[Finding]:
+    """Findings for a zone (e.g. a Workbench instance's): it exists and offers the accelerator."""
+    cat = catalog()
+    shaped = _ZONE.match(zone)
+    if shaped is None:
+        return [Finding(path, f"zone {zone!r} is not a zone name (e.g. 'us-central1-a')", "error")]
+    region = cat.regions.get(shaped.group(1))
+    if region is None:
+        return [
+            Finding(
+                path,
+                f"zone {zone!r}: region {shaped.group(1)!r} is not in the hardware catalog "
+                f"(as of {cat.as_of}); Google Cloud will decide",
+                _unknown_severity(strict),
+            )
+        ]
+    if zone not in region.zones:
+        return [
+            Finding(
+                path,
+                f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}",
+                "error",
+            )
+        ]
+    accelerator = normalize_accelerator(accelerator_type)
+    if accelerator is None or accelerator not in cat.accelerators:
+        return []
+    offered = region.zone_accelerators.get(zone, region.accelerators)
+    if accelerator in offered:
+        return []
+    if accelerator in region.accelerators:
+        # The zone split is known for this region, so the zone's own list is authoritative.
+        zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
+        return [
+            Finding(
+                path,
+                f"{accelerator} is not offered in zone {zone}; {region.name} zones offering "
+                f"it: {_fmt(zones)}",
+                "error",
+            )
+        ]
+    return [_not_offered(path, accelerator, f"zone {zone}", offered, strict)]
+
+
+__all__ = [
+    "CATALOG_PATH",
+    "UNSPECIFIED",
+    "Accelerator",
+    "CatalogError",
+    "Family",
+    "Finding",
+    "HardwareCatalog",
+    "MachineType",
+    "Region",
+    "Series",
+    "Severity",
+    "Source",
+    "Target",
+    "accelerator_counts_allowed",
+    "catalog",
+    "check_machine_spec",
+    "check_region",
+    "check_zone",
+    "machine_vcpus",
+    "machines_taking",
+    "normalize_accelerator",
+    "parse_catalog",
+    "regions_offering",
+]

@@ -1,0 +1,394 @@
+"""Rules over a job's view: what Vertex would refuse, found before anything is created.
+
+Each finding names the field by its API path (``trialJobSpec.workerPoolSpecs[0]...``);
+the stack-config reader maps those paths to config keys. Hardware (machines,
+accelerators, regions) is checked against the catalog in ``hardware``; the rest are the
+API's own limits (counts, durations, label syntax, resource-name shapes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import unicodedata
+
+from vertex_training.jobs.rules.hardware import Finding, check_machine_spec, check_region
+from vertex_training.jobs.view import (
+    CategoricalParameterSpec,
+    CustomJobSpec,
+    DiscreteParameterSpec,
+    DoubleParameterSpec,
+    EarlyStopping,
+    IntegerParameterSpec,
+    JobView,
+    ParameterSpec,
+    PoolRole,
+    ScaleType,
+    SearchAlgorithm,
+    TuningJobView,
+    WorkerPoolSpec,
+)
+
+MAX_POOLS = len(PoolRole)
+MAX_DISPLAY_NAME = 128
+MAX_LABELS = 64
+MAX_LABEL_LENGTH = 63
+INT32_MAX = 2**31 - 1
+BOOT_DISK_GB_RANGE = (100, 65536)
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
+_NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
+_TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
+_KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
+_PERSISTENT_RESOURCE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+def _error(out: list[Finding], path: str, message: str) -> None:
+    out.append(Finding(path, message, "error"))
+
+
+# ------------------------------------------------------------------------------ labels
+# Google's label syntax: lowercase letters (international ones too), digits, '_' and '-';
+# keys start with a lowercase letter. "Lowercase" is Unicode's Ll, plus letters without
+# case (Lo: CJK, Arabic, ...), which are allowed as they are.
+
+
+def _label_char(char: str) -> bool:
+    return char.isdigit() or char in "_-" or unicodedata.category(char) in ("Ll", "Lo")
+
+
+def label_key_valid(key: str) -> bool:
+    return (
+        0 < len(key) <= MAX_LABEL_LENGTH
+        and unicodedata.category(key[0]) in ("Ll", "Lo")
+        and all(_label_char(c) for c in key)
+    )
+
+
+def label_value_valid(value: str) -> bool:
+    return len(value) <= MAX_LABEL_LENGTH and all(_label_char(c) for c in value)
+
+
+def _labels(labels: tuple[tuple[str, str], ...], path: str, out: list[Finding]) -> None:
+    if len(labels) > MAX_LABELS:
+        _error(out, path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
+    for key, value in labels:
+        if not label_key_valid(key):
+            _error(
+                out,
+                f"{path}.{key}",
+                "label keys are 1-63 characters: a lowercase letter, then lowercase letters "
+                "(international ones too), digits, '_' or '-'",
+            )
+        if not label_value_valid(value):
+            _error(
+                out,
+                f"{path}.{key}",
+                f"label value {value!r} invalid: up to 63 lowercase letters (international "
+                "ones too), digits, '_' or '-'",
+            )
+
+
+def _display_name(name: str, out: list[Finding]) -> None:
+    if not name.strip():
+        _error(out, "displayName", "must not be empty (1-128 characters)")
+    elif len(name) > MAX_DISPLAY_NAME:
+        _error(out, "displayName", f"is {len(name)} characters long; at most 128 are allowed")
+
+
+def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
+    if key is None:
+        return
+    path = "encryptionSpec.kmsKeyName"
+    match = _KMS_KEY.match(key)
+    if not match:
+        _error(out, path, "must be projects/P/locations/L/keyRings/R/cryptoKeys/K (a CMEK key)")
+    elif region is not None and match.group(1) != region:
+        _error(out, path, f"the key is in {match.group(1)!r}; it must be in the job's region")
+
+
+# ------------------------------------------------------------------------------- pools
+
+
+def _pool(pool: WorkerPoolSpec, index: int, strict: bool, out: list[Finding]) -> None:
+    path = pool.path
+    if index == PoolRole.CHIEF and pool.replica_count != 1:
+        _error(
+            out,
+            f"{path}.replicaCount",
+            f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
+            "put further replicas in workerPoolSpecs[1]",
+        )
+    elif pool.replica_count < 1:
+        _error(
+            out,
+            f"{path}.replicaCount",
+            f"must be at least 1, got {pool.replica_count}; use an empty pool ({{}}) instead",
+        )
+    machine = pool.machine
+    if not machine.machine_type:
+        _error(out, f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
+    elif not 0 <= machine.accelerator_count <= INT32_MAX:
+        _error(out, f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
+    else:
+        out.extend(
+            check_machine_spec(
+                path=f"{path}.machineSpec",
+                machine_type=machine.machine_type,
+                accelerator_type=machine.accelerator_type,
+                accelerator_count=machine.accelerator_count,
+                tpu_topology=machine.tpu_topology,
+                strict=strict,
+            )
+        )
+    container = pool.container
+    if container is not None:
+        if not container.image_uri.strip():
+            _error(out, f"{path}.containerSpec.imageUri", "must not be empty")
+        names = [name for name, _ in container.env]
+        for i, name in enumerate(names):
+            if not _ENV_NAME.match(name):
+                _error(
+                    out,
+                    f"{path}.containerSpec.env[{i}].name",
+                    f"{name!r}: names are letters, digits and '_', not starting with a digit",
+                )
+    if pool.disk is not None and pool.disk.boot_disk_size_gb is not None:
+        low, high = BOOT_DISK_GB_RANGE
+        if not low <= pool.disk.boot_disk_size_gb <= high:
+            _error(
+                out,
+                f"{path}.diskSpec.bootDiskSizeGb",
+                f"{pool.disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
+            )
+
+
+def _custom_job_spec(
+    spec: CustomJobSpec, region: str | None, remote: bool, strict: bool, out: list[Finding]
+) -> None:
+    path = spec.path
+    pools = spec.worker_pools
+    if not pools or pools[0] is None:
+        _error(out, f"{path}.workerPoolSpecs", "the first pool (the chief) must be present")
+    if len(pools) > MAX_POOLS:
+        _error(
+            out,
+            f"{path}.workerPoolSpecs",
+            f"has {len(pools)} pools; Vertex has 4 (chief, workers, parameter servers, evaluators)",
+        )
+    elif pools and pools[-1] is None:
+        _error(
+            out,
+            f"{path}.workerPoolSpecs[{len(pools) - 1}]",
+            "an empty pool is only a placeholder before a later pool; drop trailing empty pools",
+        )
+    accelerators = []
+    for index, pool in enumerate(pools[:MAX_POOLS]):
+        if pool is None:
+            continue
+        _pool(pool, index, strict, out)
+        if pool.machine.accelerator_type and pool.machine.accelerator_count:
+            accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
+    if region is not None and accelerators:
+        out.extend(check_region(path=path, region=region, accelerators=accelerators, strict=strict))
+    base = spec.base_output_directory
+    if base is not None:
+        base_path = f"{path}.baseOutputDirectory.outputUriPrefix"
+        if not base.strip():
+            _error(out, base_path, "must not be empty when set")
+        elif remote and not base.startswith("gs://"):
+            _error(out, base_path, f"{base!r} must be a Cloud Storage URI (gs://...)")
+    if spec.service_account is not None and not _SERVICE_ACCOUNT.match(spec.service_account):
+        _error(out, f"{path}.serviceAccount", f"{spec.service_account!r} is not an email")
+    if spec.network is not None and not _NETWORK.match(spec.network):
+        _error(
+            out,
+            f"{path}.network",
+            f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME",
+        )
+    if spec.timeout_seconds is not None and spec.timeout_seconds <= 0:
+        _error(out, f"{path}.scheduling.timeout", "must be positive when set")
+    if spec.max_wait_seconds is not None and spec.max_wait_seconds < 0:
+        _error(out, f"{path}.scheduling.maxWaitDuration", "must not be negative")
+    if spec.persistent_resource_id is not None and not _PERSISTENT_RESOURCE.match(
+        spec.persistent_resource_id
+    ):
+        _error(
+            out,
+            f"{path}.persistentResourceId",
+            "1-63 characters: a lowercase letter, then lowercase letters, digits or '-'",
+        )
+    if spec.tensorboard is not None:
+        match = _TENSORBOARD.match(spec.tensorboard)
+        if not match:
+            _error(out, f"{path}.tensorboard", "must be projects/P/locations/L/tensorboards/ID")
+        elif region is not None and match.group(1) != region:
+            _error(
+                out,
+                f"{path}.tensorboard",
+                f"lives in {match.group(1)!r}; it must be in the job's region {region!r}",
+            )
+        if base is None:
+            _error(
+                out,
+                f"{path}.baseOutputDirectory",
+                "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
+            )
+    if spec.experiment_run is not None and spec.experiment is None:
+        _error(out, f"{path}.experimentRun", "needs jobSpec.experiment (the run's experiment)")
+
+
+# ------------------------------------------------------------------------------ studies
+
+
+def _in_domain(param: ParameterSpec, value: float | int | str) -> bool:
+    if isinstance(param, CategoricalParameterSpec):
+        return isinstance(value, str) and value in param.values
+    if isinstance(value, str | bool):
+        return False
+    if isinstance(param, IntegerParameterSpec):
+        return float(value).is_integer() and param.min_value <= value <= param.max_value
+    if isinstance(param, DiscreteParameterSpec):
+        return value in param.values
+    return False
+
+
+def _parameter(
+    param: ParameterSpec, path: str, grid: bool, seen: set[str], out: list[Finding]
+) -> None:
+    pid = param.parameter_id
+    if not pid.strip():
+        _error(out, f"{path}.parameterId", "must not be empty")
+    elif pid in seen:
+        _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
+    seen.add(pid)
+    log_scale = getattr(param, "scale", ScaleType.UNSPECIFIED) in (
+        ScaleType.LOG,
+        ScaleType.REVERSE_LOG,
+    )
+    if isinstance(param, DoubleParameterSpec | IntegerParameterSpec):
+        kind = "doubleValueSpec" if isinstance(param, DoubleParameterSpec) else "integerValueSpec"
+        if not (math.isfinite(param.min_value) and math.isfinite(param.max_value)):
+            _error(out, f"{path}.{kind}", "minValue and maxValue must be finite")
+        elif param.min_value >= param.max_value:
+            _error(
+                out,
+                f"{path}.{kind}.minValue",
+                f"{param.min_value} must be less than maxValue {param.max_value}",
+            )
+        if log_scale and param.min_value <= 0:
+            _error(
+                out,
+                f"{path}.scaleType",
+                f"a log scale needs minValue > 0, got {param.min_value}; use UNIT_LINEAR_SCALE",
+            )
+    elif isinstance(param, DiscreteParameterSpec):
+        values = param.values
+        v_path = f"{path}.discreteValueSpec.values"
+        if not values:
+            _error(out, v_path, "must list at least one value")
+        elif any(not math.isfinite(v) for v in values):
+            _error(out, v_path, "values must be finite numbers")
+        elif any(b <= a for a, b in itertools.pairwise(values)):
+            _error(out, v_path, f"must be strictly increasing, got {list(values)}")
+        elif log_scale and values[0] <= 0:
+            _error(out, f"{path}.scaleType", "a log scale needs all values > 0")
+    else:
+        v_path = f"{path}.categoricalValueSpec.values"
+        if not param.values:
+            _error(out, v_path, "must list at least one category")
+        elif len(set(param.values)) != len(param.values):
+            _error(out, v_path, "categories must be unique")
+    if grid and isinstance(param, DoubleParameterSpec):
+        _error(
+            out,
+            path,
+            f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
+            "or categorical parameters, or another algorithm",
+        )
+    for index, child in enumerate(param.conditional):
+        child_path = f"{path}.conditionalParameterSpecs[{index}]"
+        if isinstance(param, DoubleParameterSpec):
+            _error(
+                out,
+                child_path,
+                "a double parameter cannot have conditional children; make the parent integer, "
+                "discrete or categorical",
+            )
+        elif not child.parent_values:
+            _error(out, child_path, "names no parent values")
+        else:
+            bad = [v for v in child.parent_values if not _in_domain(param, v)]
+            if bad:
+                _error(out, child_path, f"{bad} are not values of the parent {pid!r}")
+        _parameter(child.parameter, f"{child_path}.parameterSpec", grid, seen, out)
+
+
+def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
+    for key, value, low in (
+        ("maxTrialCount", view.max_trial_count, 1),
+        ("parallelTrialCount", view.parallel_trial_count, 1),
+        ("maxFailedTrialCount", view.max_failed_trial_count, 0),
+    ):
+        if not low <= value <= INT32_MAX:
+            _error(out, key, f"must be between {low} and {INT32_MAX}, got {value}")
+    if 1 <= view.max_trial_count < view.parallel_trial_count:
+        _error(
+            out,
+            "parallelTrialCount",
+            f"{view.parallel_trial_count} exceeds maxTrialCount {view.max_trial_count}",
+        )
+    study = view.study
+    if not study.metrics:
+        _error(out, "studySpec.metrics", "needs at least one metric")
+    ids = [m.metric_id for m in study.metrics]
+    for index, metric in enumerate(study.metrics):
+        path = f"studySpec.metrics[{index}]"
+        if not metric.metric_id.strip():
+            _error(out, f"{path}.metricId", "must not be empty: it is the tag the trainer reports")
+        elif ids.count(metric.metric_id) > 1:
+            _error(out, f"{path}.metricId", f"{metric.metric_id!r} repeats")
+        if metric.goal.value == "GOAL_TYPE_UNSPECIFIED":
+            _error(out, f"{path}.goal", "must be MAXIMIZE or MINIMIZE")
+    if not study.parameters:
+        _error(out, "studySpec.parameters", "needs at least one parameter to tune")
+    seen: set[str] = set()
+    grid = study.algorithm is SearchAlgorithm.GRID
+    for index, param in enumerate(study.parameters):
+        _parameter(param, f"studySpec.parameters[{index}]", grid, seen, out)
+    if study.early_stopping is EarlyStopping.NONE and study.early_stopping_uses_elapsed_duration:
+        _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
+
+
+def job_findings(
+    view: JobView, *, region: str | None, remote: bool, strict: bool = False
+) -> list[Finding]:
+    """Every finding on ``view``: errors Vertex would refuse, warnings for what the hardware
+    catalog does not know (errors too when ``strict``).
+
+    ``region``: the Vertex location (None: the local backend, no availability checks).
+    ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
+    """
+    out: list[Finding] = []
+    _display_name(view.display_name, out)
+    _labels(view.labels, "labels", out)
+    _kms(view.kms_key_name, region, out)
+    _custom_job_spec(view.trial_job, region, remote, strict, out)
+    if isinstance(view, TuningJobView):
+        _tuning_job(view, out)
+    return out
+
+
+def errors_of(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+__all__ = [
+    "MAX_LABEL_LENGTH",
+    "errors_of",
+    "job_findings",
+    "label_key_valid",
+    "label_value_valid",
+]
