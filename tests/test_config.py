@@ -6,6 +6,7 @@ import json
 import typing
 from pathlib import Path
 
+import pulumi
 import pytest
 import yaml
 from hypothesis import given
@@ -302,8 +303,32 @@ def test_trainer_image_must_be_a_digest() -> None:
         ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "3 GPUs is not a valid count"),
         (
             {"workbenchGpuType": "NVIDIA_L4", "workbenchGpuCount": "1"},
-            "workbenchMachineType",
-            "NVIDIA_L4 cannot attach to n1-standard-4",
+            "workbenchGpuType",
+            "n1-standard-4 does not take NVIDIA_L4",
+        ),
+        (
+            {
+                "workbenchGpuType": "NVIDIA_TESLA_T4",
+                "workbenchGpuCount": "8",
+                "workbenchMachineType": "n1-standard-8",
+            },
+            "workbenchGpuCount",
+            "valid counts: 1, 2, 4",
+        ),
+        (
+            {
+                "workbenchGpuType": "NVIDIA_TESLA_A100",
+                "workbenchGpuCount": "2",
+                "workbenchMachineType": "a2-highgpu-1g",
+            },
+            "workbenchGpuCount",
+            "valid counts: 1",
+        ),
+        ({"workbenchZone": "us-central1-z"}, "workbenchZone", "does not exist"),
+        (
+            {"workbenchContainerImage": "has spaces !!"},
+            "workbenchContainerImage",
+            "not a container image reference",
         ),
         ({"workbenchGpuType": "TPU"}, "workbenchGpuType", "'TPU' is not a GPU type"),
         ({"workbenchZone": "europe-west4-a"}, "workbenchZone", "not in the stack's region"),
@@ -350,5 +375,87 @@ def test_pulumi_loader_reads_pulumi_config_from_the_environment(
 ) -> None:
     # The language host hands config to the program as PULUMI_CONFIG (JSON).
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps({**DEV, key("regoin"): "x"}))
-    with pytest.raises(ConfigError, match="did you mean 'region'"):
+    # RunError: Pulumi's language host prints the message alone, without a traceback.
+    with pytest.raises(pulumi.RunError, match="did you mean 'region'"):
         run_pulumi(load_pulumi_config, stack="dev", config={})
+
+
+# ---------------------------------------------------------------------------- jobs
+
+
+def _jobs(*jobs: dict[str, object]) -> dict[str, object]:
+    return {**DEV, key("jobs"): json.dumps(list(jobs))}
+
+
+def _job(name: str, **fields: object) -> dict[str, object]:
+    return {"name": name, "workload": "cassava", **fields}
+
+
+def test_unknown_nested_job_key_suggests_and_lists_valid_keys() -> None:
+    raw = _jobs(_job("a"), _job("b", chief={"machineType": "n1-standard-8", "acceleratorTyp": "x"}))
+    (problem,) = problems_of("dev", raw).problems
+    assert problem.key == "vertex-training:jobs[1].chief.acceleratorTyp"
+    assert "did you mean 'acceleratorType'" in problem.problem
+    assert "acceleratorCount" in problem.valid and "replicaCount" in problem.valid
+    # The fix edits the stack file; `pulumi config set jobs` would replace every job.
+    assert "stacks/Pulumi.dev.yaml" in problem.fix
+    assert not problem.fix.startswith("pulumi config set")
+
+
+def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
+    raw = _jobs(
+        _job("a", chief={"replicaCount": "many"}),
+        _job("b", chief={"machineType": "n1-standard-5"}),
+        _job(
+            "c",
+            kind="tuning",
+            maxTrialCount=0,
+            parallelTrialCount=1,
+            study={"parameters": [{"parameterId": "lr", "type": "double", "min": 0.1, "max": 1}]},
+        ),
+    )
+    keys = [p.key for p in problems_of("dev", raw).problems]
+    assert "vertex-training:jobs[0].chief.replicaCount" in keys
+    assert "vertex-training:jobs[1].chief.machineType" in keys
+    assert "vertex-training:jobs[2].maxTrialCount" in keys
+
+
+def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
+    raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
+    (problem,) = problems_of("dev", raw).problems
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.machineType" in problem.problem
+    assert "n1 standard sizes: 4, 8" in problem.problem  # what would be valid
+
+
+def test_unknown_hardware_warns_and_strict_stacks_refuse_it() -> None:
+    raw = _jobs(_job("a", chief={"machineType": "gpu-large"}))
+    config = parse_stack_config("dev", raw)
+    assert any("jobs[0].chief.machineType" in w for w in config.warnings)
+    strict = {**raw, key("strictHardwareChecks"): "true"}
+    (problem,) = problems_of("dev", strict).problems
+    assert problem.key == "vertex-training:jobs[0].chief.machineType"
+
+
+def test_current_hardware_is_accepted() -> None:
+    config = parse_stack_config(
+        "dev",
+        _jobs(
+            _job(
+                "h200",
+                chief={
+                    "machineType": "a3-ultragpu-8g",
+                    "acceleratorType": "NVIDIA_H200_141GB",
+                    "acceleratorCount": 8,
+                },
+            ),
+            _job(
+                "b200",
+                chief={
+                    "machineType": "a4-highgpu-8g",
+                    "acceleratorType": "NVIDIA_B200",
+                    "acceleratorCount": 8,
+                },
+            ),
+        ),
+    )
+    assert [j.name for j in config.jobs.jobs] == ["h200", "b200"]

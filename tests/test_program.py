@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from tests.pulumi_mocks import (
@@ -15,7 +16,7 @@ from tests.pulumi_mocks import (
 )
 from vertex_training.platform.build import DOCKERFILE, LOCAL_IMAGE_REFERENCE
 from vertex_training.platform.trainer_image import content_tag
-from vertex_training.stack.config import PROJECT_ROOT, ConfigError
+from vertex_training.stack.config import PROJECT_ROOT
 
 STACK_FILES = {
     path.name.split(".")[1]: path
@@ -231,7 +232,8 @@ def test_bad_config_fails_before_any_resource(case: str) -> None:
         del config["gcp:project"]
     config |= change
     monitor_holder: list[RecordingMonitor] = []
-    with pytest.raises(ConfigError) as caught:
+    # RunError: the CLI shows the message alone, no Python traceback.
+    with pytest.raises(pulumi.RunError) as caught:
         run_program("dev", config, monitor_sink=monitor_holder)
     assert problem in str(caught.value)
     assert fix in str(caught.value)

@@ -382,7 +382,8 @@ class JobDeclaration(_Model):
         if self.kind == "custom":
             body["jobSpec"] = spec
         else:
-            assert self.study and self.max_trial_count and self.parallel_trial_count
+            # _kind_fields made sure these are set; 0 counts are the rules' to refuse.
+            assert self.study is not None
             body.update(
                 studySpec=self.study.to_body(),
                 maxTrialCount=self.max_trial_count,

@@ -934,14 +934,18 @@ def _cross_field_problems(
                 fix=_fix_set(key, "1", stack),
             )
         )
-    findings = check_machine_spec(
-        path="workbench",
-        machine_type=workbench.machine_type,
-        accelerator_type=workbench.gpu_type,
-        accelerator_count=workbench.gpu_count,
-        strict=strict,
-        target="workbench",
-    )
+    # The GPU type/count pairing is reported above; the catalog checks what is left.
+    paired = (workbench.gpu_type is None) == (workbench.gpu_count == 0)
+    findings = []
+    if paired:
+        findings = check_machine_spec(
+            path="workbench",
+            machine_type=workbench.machine_type,
+            accelerator_type=workbench.gpu_type,
+            accelerator_count=workbench.gpu_count,
+            strict=strict,
+            target="workbench",
+        )
     if general.environment.is_cloud:
         findings += check_zone(
             path="workbench.zone",
