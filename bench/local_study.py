@@ -18,23 +18,12 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.spec import (
-    ContainerSpec,
-    CustomJobSpec,
-    DoubleParameterSpec,
-    JobState,
-    MachineSpec,
-    MetricGoal,
-    MetricSpec,
-    SearchAlgorithm,
-    StudySpec,
-    TuningJobSpec,
-    WorkerPoolSpec,
-)
+from vertex_training.jobs.model import JobKind, JobState
 
 TRIAL_SCRIPT = """
 import sys, time, hypertune
@@ -45,33 +34,41 @@ hypertune.HyperTune().report_hyperparameter_tuning_metric(
 """
 
 
-def study_spec(script: Path, sleep: float, trials: int, parallel: int) -> TuningJobSpec:
-    pool = WorkerPoolSpec(
-        machine=MachineSpec("n1-standard-4"),
-        container=ContainerSpec("python:3.11", command=("python", str(script)), args=(str(sleep),)),
-    )
-    return TuningJobSpec(
-        display_name=f"bench-{parallel}",
-        trial_job=CustomJobSpec(display_name="trial", worker_pools=(pool,)),
-        study=StudySpec(
-            metrics=(MetricSpec("accuracy", MetricGoal.MAXIMIZE),),
-            parameters=(DoubleParameterSpec("x", 0.0, 1.0),),
-            algorithm=SearchAlgorithm.RANDOM,
-        ),
-        max_trial_count=trials,
-        parallel_trial_count=parallel,
-    )
+def study_spec(script: Path, sleep: float, trials: int, parallel: int) -> dict[str, Any]:
+    """A random-search study body whose trials sleep ``sleep`` s and report one metric."""
+    pool = {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "replicaCount": "1",
+        "containerSpec": {
+            "imageUri": "python:3.11",
+            "command": ["python", str(script)],
+            "args": [str(sleep)],
+        },
+    }
+    return {
+        "displayName": f"bench-{parallel}",
+        "trialJobSpec": {"workerPoolSpecs": [pool]},
+        "studySpec": {
+            "metrics": [{"metricId": "accuracy", "goal": "MAXIMIZE"}],
+            "parameters": [{"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}],
+            "algorithm": "RANDOM_SEARCH",
+        },
+        "maxTrialCount": trials,
+        "parallelTrialCount": parallel,
+    }
 
 
-def run_study(backend: LocalBackend, spec: TuningJobSpec) -> tuple[float, float, float]:
+def run_study(backend: LocalBackend, spec: dict[str, Any]) -> tuple[float, float, float]:
     """Wall time from submit to the end seen by the caller, the supervisor's start-up
     (create -> RUNNING) and its trial loop (RUNNING -> end)."""
     started = time.perf_counter()
-    record = backend.submit(spec)
+    record = backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, spec)
     record = backend.wait(record.name, poll_seconds=0.02)
     elapsed = time.perf_counter() - started
-    if record.state is not JobState.SUCCEEDED or len(record.trials) != spec.max_trial_count:
-        raise SystemExit(f"study {spec.display_name} ended {record.state}: {record.error_message}")
+    if record.state is not JobState.SUCCEEDED or len(record.trials) != spec["maxTrialCount"]:
+        raise SystemExit(
+            f"study {spec['displayName']} ended {record.state}: {record.error_message}"
+        )
     assert record.create_time and record.start_time and record.end_time
     created, running, ended = (
         datetime.fromisoformat(t) for t in (record.create_time, record.start_time, record.end_time)
