@@ -1,0 +1,258 @@
+"""The real Pulumi CLI and engine on a copy of this project, with a temporary file backend.
+
+Every test here runs ``pulumi`` itself: the engine serializes inputs and unknowns, calls the
+dynamic provider's ``check``/``diff``/``create``/``update``/``delete`` and starts the provider
+process the way it does for a user. The CLI is the one ``make pulumi-cli`` finds or builds
+(at the version of the pinned SDK); where none can be had the tests skip and say why.
+``VERTEX_TRAINING_PULUMI_CLI=/path/to/pulumi`` runs them with another CLI (its plugins
+beside it), e.g. to try a new release before the pin moves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
+STACK = "local"
+CLI_OVERRIDE_ENV = "VERTEX_TRAINING_PULUMI_CLI"
+# What a fresh clone's program needs: the project file, the program and what it imports.
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py")
+PROJECT_PACKAGES = ("vertex_training", "trainer")
+COMMAND_TIMEOUT_S = 900
+
+
+def pinned_sdk_version() -> str:
+    """The Python SDK version in requirements.lock: the CLI must be the same release."""
+    lock = (REPO_ROOT / "requirements.lock").read_text(encoding="utf-8")
+    match = re.search(r"^pulumi==(\S+)$", lock, re.MULTILINE)
+    assert match, "requirements.lock pins no pulumi version"
+    return match.group(1)
+
+
+def _cli_version(cli: Path | str | None) -> str | None:
+    if cli is None or not Path(cli).is_file():
+        return None
+    done = subprocess.run([str(cli), "version"], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _find_cli(version: str) -> Path | None:
+    for candidate in (TOOLS_BIN / "pulumi", shutil.which("pulumi")):
+        if candidate and _cli_version(candidate) == f"v{version}":
+            return Path(candidate)
+    return None
+
+
+@pytest.fixture(scope="session")
+def pulumi_bin_dir() -> Path:
+    """The directory of the CLI (its language host and provider launcher are beside it)."""
+    override = os.environ.get(CLI_OVERRIDE_ENV)
+    if override:
+        assert _cli_version(override), f"{CLI_OVERRIDE_ENV}={override} is not a working CLI"
+        return Path(override).resolve().parent
+    version = pinned_sdk_version()
+    cli = _find_cli(version)
+    if cli is None and shutil.which("go"):
+        # Quick when `make test` built it already; where it failed, the reason comes back.
+        build = subprocess.run(
+            ["make", "--no-print-directory", "pulumi-cli"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        cli = _find_cli(version)
+        if cli is None:
+            pytest.skip(
+                f"no Pulumi CLI {version}: building it from its Go modules failed "
+                f"(make pulumi-cli):\n{(build.stdout + build.stderr)[-2000:]}"
+            )
+    if cli is None:
+        pytest.skip(f"no Pulumi CLI {version} on PATH and no Go to build one (make pulumi-cli)")
+    return cli.resolve().parent
+
+
+class PulumiProject:
+    """A copy of this project with one stack in its own file backend."""
+
+    def __init__(self, root: Path, bin_dir: Path, stack_config: Mapping[str, Any]) -> None:
+        self.root = root
+        self.dir = root / "project"
+        self.dir.mkdir(parents=True)
+        for name in PROJECT_FILES:
+            shutil.copy2(REPO_ROOT / name, self.dir / name)
+        for package in PROJECT_PACKAGES:
+            shutil.copytree(
+                REPO_ROOT / package,
+                self.dir / package,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
+        # The project's virtualenv, as `make install` leaves it in a clone.
+        (self.dir / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
+        (self.dir / "stacks").mkdir()
+        self.write_config(stack_config)
+        state = root / "state"
+        state.mkdir()
+        self.env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PULUMI_BACKEND_URL": f"file://{state}",
+            "PULUMI_CONFIG_PASSPHRASE": "",
+            "PULUMI_HOME": str(root / "pulumi-home"),
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            "TF_USE_LEGACY_KERAS": "1",
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+        }
+        self.env.pop("PULUMI_ACCESS_TOKEN", None)
+        self.pulumi("stack", "init", STACK)
+
+    @property
+    def config_file(self) -> Path:
+        return self.dir / "stacks" / f"Pulumi.{STACK}.yaml"
+
+    @property
+    def local_root(self) -> Path:
+        """The local backend's directory: ``localRoot``'s default, inside this copy."""
+        return self.dir / ".local-vertex"
+
+    def write_config(self, stack_config: Mapping[str, Any]) -> None:
+        # Keep what `stack init` added (the passphrase salt) and replace the config.
+        existing = {}
+        if self.config_file.is_file():
+            existing = yaml.safe_load(self.config_file.read_text(encoding="utf-8")) or {}
+        existing["config"] = dict(stack_config["config"])
+        self.config_file.write_text(yaml.safe_dump(existing, sort_keys=False), encoding="utf-8")
+
+    def command(self, *args: str) -> list[str]:
+        return ["pulumi", *args, "--stack", STACK, "--non-interactive", "--color", "never"]
+
+    def pulumi(
+        self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            self.command(*args),
+            cwd=self.dir,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            pytest.fail(
+                f"pulumi {' '.join(args)} exited {done.returncode}:\n"
+                f"{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+            )
+        return done
+
+    def popen(self, *args: str) -> subprocess.Popen[str]:
+        """A command in its own process group, as a terminal would run it."""
+        return subprocess.Popen(
+            self.command(*args),
+            cwd=self.dir,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def up(self) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview")
+
+    def preview_steps(self, *extra: str) -> list[dict[str, Any]]:
+        """The dynamic resources' steps of ``pulumi preview --json``."""
+        done = self.pulumi("preview", "--json", *extra)
+        steps = json.loads(done.stdout).get("steps", [])
+        return [s for s in steps if ":dynamic/" in s["urn"]]
+
+    def output(self, name: str) -> Any:
+        return json.loads(self.pulumi("stack", "output", name, "--json").stdout)
+
+    def export(self) -> dict[str, Any]:
+        return json.loads(self.pulumi("stack", "export").stdout)
+
+    def last_update(self) -> dict[str, Any]:
+        """The newest entry of ``pulumi stack history``: its kind and resource changes."""
+        history = json.loads(self.pulumi("stack", "history", "--json").stdout)
+        return history[0]
+
+    def job_urns(self) -> dict[str, str]:
+        """Job resource URN by declared job name (the URN ends in ``jobs-<name>``)."""
+        resources = self.export()["deployment"].get("resources", [])
+        return {
+            r["urn"].rsplit("::jobs-", 1)[-1]: r["urn"]
+            for r in resources
+            if ":dynamic/" in r["type"] and "::jobs-" in r["urn"]
+        }
+
+    def processes(self) -> list[str]:
+        """Processes started for this project (the CLI, plugins, job supervisors and
+        replicas all inherit its environment, which names the temporary root)."""
+        marker = str(self.root).encode()
+        found = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                if marker in (proc / "environ").read_bytes():
+                    found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+        return found
+
+    def kill_leftovers(self) -> None:
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit() or int(proc.name) == os.getpid():
+                continue
+            try:
+                if str(self.root).encode() in (proc / "environ").read_bytes():
+                    os.kill(int(proc.name), signal.SIGKILL)
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+
+
+def repo_stack_config() -> dict[str, Any]:
+    """The repository's ``local`` stack file, as it is."""
+    path = REPO_ROOT / "stacks" / f"Pulumi.{STACK}.yaml"
+    config: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return config
+
+
+def wait_for(condition: Any, timeout_s: float, what: str, interval_s: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval_s)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def make_project(
+    tmp_path_factory: pytest.TempPathFactory, bin_dir: Path, config: Mapping[str, Any], name: str
+) -> Iterator[PulumiProject]:
+    project = PulumiProject(tmp_path_factory.mktemp(name), bin_dir, config)
+    try:
+        yield project
+    finally:
+        # Whatever a failed test left running goes, so that one failure does not hold the
+        # cores the next tests need.
+        if project.processes():
+            project.pulumi("cancel", "--yes", check=False)
+            project.pulumi("destroy", "--yes", "--skip-preview", check=False)
+            project.kill_leftovers()

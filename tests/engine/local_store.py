@@ -1,0 +1,65 @@
+"""What the local backend keeps on disk, read the way a user would look at it.
+
+The end-to-end tests count submits and read job states here, not through
+``vertex_training.jobs``: the local backend's store is one directory per submitted job,
+``<localRoot>/jobs/<numeric id>/state.json`` (see ``vertex_training/jobs/backends/local``),
+and a deleted job's directory is removed. This module is the only place that knows that
+layout, so that a change of the store means a change here only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+JOB_LABEL = "job"
+"""The label the program puts on every job: the job's name in the stack config."""
+
+
+def succeeded(state: str) -> bool:
+    """A job's or trial's state says it succeeded (Vertex names, with or without the
+    ``JOB_STATE_`` prefix the REST API puts on job states)."""
+    return state.removeprefix("JOB_STATE_") == "SUCCEEDED"
+
+
+@dataclass(frozen=True)
+class StoredJob:
+    """One job directory of the local backend."""
+
+    job_id: str
+    state: str
+    labels: dict[str, str]
+
+    @property
+    def declared_name(self) -> str:
+        return self.labels.get(JOB_LABEL, "")
+
+
+def _labels(record: dict[str, Any]) -> dict[str, str]:
+    labels = record.get("labels") or {}
+    # Pairs today; a mapping once the store keeps the Vertex body's labels as they are.
+    return dict(labels) if isinstance(labels, dict) else {k: v for k, v in labels}
+
+
+def stored_jobs(local_root: Path) -> dict[str, StoredJob]:
+    """Every job the local backend holds under ``local_root``, by job id."""
+    jobs_dir = local_root / "jobs"
+    if not jobs_dir.is_dir():
+        return {}
+    jobs = {}
+    for path in sorted(jobs_dir.iterdir()):
+        state_file = path / STATE_FILE
+        if not state_file.is_file():
+            continue
+        record = json.loads(state_file.read_text(encoding="utf-8"))["record"]
+        jobs[path.name] = StoredJob(path.name, record["state"], _labels(record))
+    return jobs
+
+
+def jobs_named(local_root: Path, declared_name: str) -> list[StoredJob]:
+    """The stored jobs of one declared job (config name), oldest first."""
+    found = [job for job in stored_jobs(local_root).values() if job.declared_name == declared_name]
+    return sorted(found, key=lambda job: int(job.job_id))

@@ -1,0 +1,161 @@
+"""Changes through the real engine on a smaller copy of the ``local`` stack (the same
+program, fewer trials and epochs): a changed job is replaced (create before delete), and
+an ``up`` killed while a job runs leaves a job the next ``up`` adopts instead of
+submitting it twice.
+
+The tests of this module share one stack and run in file order.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine.conftest import (
+    PulumiProject,
+    make_project,
+    repo_stack_config,
+    wait_for,
+)
+from tests.engine.local_store import jobs_named, stored_jobs, succeeded
+
+pytestmark = pytest.mark.slow
+
+CUSTOM_JOB = "cassava-mwms"
+TUNING_JOB = "horses-humans-tuning"
+REPLACE_OPS = {"replace", "create-replacement", "delete-replaced"}
+
+
+def _jobs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {job["name"]: job for job in config["config"]["vertex-training:jobs"]}
+
+
+def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
+    args = job["args"]
+    args[args.index(flag) + 1] = value
+
+
+def small_stack_config() -> dict[str, Any]:
+    """The repository's local stack with a 2-trial study of one epoch."""
+    config = copy.deepcopy(repo_stack_config())
+    tuning = _jobs(config)[TUNING_JOB]
+    tuning["maxTrialCount"] = 2
+    tuning["parallelTrialCount"] = 2
+    _set_arg(tuning, "--epochs", "1")
+    _set_arg(tuning, "--synthetic-examples", "32")
+    return config
+
+
+@pytest.fixture(scope="module")
+def stack_config() -> dict[str, Any]:
+    return small_stack_config()
+
+
+@pytest.fixture(scope="module")
+def project(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path, stack_config: dict[str, Any]
+) -> Iterator[PulumiProject]:
+    yield from make_project(tmp_path_factory, pulumi_bin_dir, stack_config, "changes")
+
+
+def _ops_by_job(steps: list[dict[str, Any]]) -> dict[str, set[str]]:
+    ops: dict[str, set[str]] = {}
+    for step in steps:
+        if "::jobs-" in step["urn"]:
+            ops.setdefault(step["urn"].rsplit("::jobs-", 1)[-1], set()).add(step["op"])
+    return ops
+
+
+def test_changed_args_replace_exactly_that_job(
+    project: PulumiProject, stack_config: dict[str, Any]
+) -> None:
+    project.up()
+    [old_tuning] = jobs_named(project.local_root, TUNING_JOB)
+    [custom] = jobs_named(project.local_root, CUSTOM_JOB)
+
+    _set_arg(_jobs(stack_config)[TUNING_JOB], "--synthetic-examples", "48")
+    project.write_config(stack_config)
+
+    steps = project.preview_steps("--diff")
+    ops = _ops_by_job(steps)
+    assert ops[CUSTOM_JOB] == {"same"}, ops
+    assert "create-replacement" in ops[TUNING_JOB] and ops[TUNING_JOB] <= REPLACE_OPS, ops
+    reasons = {
+        r for s in steps if s["urn"].endswith(TUNING_JOB) for r in s.get("replaceReasons") or ()
+    }
+    assert reasons == {"spec"}, reasons
+
+    project.up()
+
+    [new_tuning] = jobs_named(project.local_root, TUNING_JOB)
+    assert new_tuning.job_id != old_tuning.job_id
+    assert succeeded(new_tuning.state)
+    assert jobs_named(project.local_root, CUSTOM_JOB) == [custom]
+    assert project.output("jobs")[TUNING_JOB]["name"].endswith(f"/{new_tuning.job_id}")
+
+
+def test_interrupted_up_is_adopted_not_duplicated(
+    project: PulumiProject, stack_config: dict[str, Any]
+) -> None:
+    [old_custom] = jobs_named(project.local_root, CUSTOM_JOB)
+    _set_arg(_jobs(stack_config)[CUSTOM_JOB], "--epochs", "2")
+    project.write_config(stack_config)
+    log = project.root / "interrupted-up.log"
+
+    with log.open("w") as out:
+        up = subprocess.Popen(
+            project.command("up", "--yes", "--skip-preview"),
+            cwd=project.dir,
+            env=project.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+
+            def new_job_running() -> bool:
+                jobs = jobs_named(project.local_root, CUSTOM_JOB)
+                return len(jobs) == 2 and jobs[-1].state.removeprefix("JOB_STATE_") == "RUNNING"
+
+            wait_for(new_job_running, 300, "the replacement job to run")
+            # Ctrl-C first (the engine stops starting steps and waits for the running one),
+            # then the whole process group is killed, as a closed terminal or a crash would.
+            up.send_signal(signal.SIGINT)
+            try:
+                up.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                os.killpg(up.pid, signal.SIGKILL)
+                up.wait(timeout=30)
+        finally:
+            if up.poll() is None:
+                os.killpg(up.pid, signal.SIGKILL)
+    interrupted = jobs_named(project.local_root, CUSTOM_JOB)
+    assert len(interrupted) == 2, log.read_text()
+    submitted = interrupted[-1]
+
+    # What Pulumi documents after an interrupted update: release the stack's lock, then
+    # drop the creates the engine never heard back about.
+    project.pulumi("cancel", "--yes")
+    project.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
+    project.up()
+
+    [custom] = jobs_named(project.local_root, CUSTOM_JOB)
+    assert custom.job_id == submitted.job_id, "the job left by the interrupted up was adopted"
+    assert custom.job_id != old_custom.job_id
+    assert succeeded(custom.state)
+    assert len(stored_jobs(project.local_root)) == 2
+    assert project.output("jobs")[CUSTOM_JOB]["name"].endswith(f"/{custom.job_id}")
+
+
+def test_destroy_leaves_no_job_and_no_process(project: PulumiProject) -> None:
+    project.pulumi("destroy", "--yes", "--skip-preview")
+
+    assert stored_jobs(project.local_root) == {}
+    assert project.processes() == []
