@@ -9,6 +9,11 @@ What differs from the codelabs and why:
 - a split that fits the budget (horses_or_humans, ~70 MB at 150px) is decoded and resized
   once and cached in memory as uint8; every epoch then reshuffles the cached images (the
   shuffle buffer references cached tensors, it does not copy them);
+- a larger split (cassava) is decoded once per job into uint8 files on the replica's local
+  disk (:mod:`trainer.disk_cache`), when the disk has room: every epoch then reads ready
+  images. Shuffling is two-level, as TFDS does for its files: the cache is written in
+  shards whose order is reshuffled each epoch, then a shuffle buffer of decoded images
+  small enough for the memory target (``SHUFFLE_BUFFER_BYTES``) mixes the shards read;
 - batches are prefetched, and the auto-shard policy is DATA as in the multi-worker codelab.
 """
 
@@ -20,9 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
+from trainer.disk_cache import DiskCache, decoded_size_bytes
+
 __all__ = [
     "CACHE_BUDGET_BYTES",
     "SHUFFLE_BUFFER",
+    "SHUFFLE_BUFFER_BYTES",
     "EncodedSplit",
     "ImagePipeline",
     "decode_and_resize",
@@ -37,6 +45,10 @@ SHUFFLE_BUFFER = 1000
 """Same buffer length as the codelabs; it now holds encoded bytes."""
 CACHE_BUDGET_BYTES = 256 * 1024**2
 """Cache the decoded uint8 split in memory when it is at most this large."""
+SHUFFLE_BUFFER_BYTES = 32 * 1024**2
+"""Decoded images held by the shuffle after a disk cache (~120 cassava images at 300px)."""
+DISK_CACHE_INTERLEAVE = 4
+"""Cache shards read at a time: their elements mix before the shuffle buffer."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,9 @@ class EncodedSplit:
     num_examples: int | None
     """``None`` when unknown: then nothing is cached and the shuffle buffer is the default."""
     num_classes: int
+    identity: str = ""
+    """What the examples are (dataset, version, split, source): the disk cache's key.
+    Empty = unknown, and then nothing is cached on disk."""
 
 
 def decode_and_resize(
@@ -78,47 +93,88 @@ class ImagePipeline:
     global_batch_size: int
     cache_budget_bytes: int = CACHE_BUDGET_BYTES
     shuffle_buffer: int = SHUFFLE_BUFFER
+    disk_cache: DiskCache | None = None
+    """Where splits too large for memory are decoded once; ``None`` = decode every epoch."""
+    shuffle_buffer_bytes: int = SHUFFLE_BUFFER_BYTES
 
     def fits_cache(self, num_examples: int | None) -> bool:
         if num_examples is None:
             return False
-        return num_examples * self.image_size * self.image_size * 3 <= self.cache_budget_bytes
+        return decoded_size_bytes(num_examples, self.image_size) <= self.cache_budget_bytes
 
-    def build(
-        self, split: EncodedSplit, *, training: bool, repeat: bool = False
-    ) -> tf.data.Dataset:
-        cache = self.fits_cache(split.num_examples)
-        buffer = max(1, min(self.shuffle_buffer, split.num_examples or self.shuffle_buffer))
-        dataset = split.examples
-        if training and not cache:
-            dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
-        dataset = dataset.map(
+    def _decode(self, dataset: tf.data.Dataset) -> tf.data.Dataset:
+        return dataset.map(
             lambda encoded, label: decode_and_resize(encoded, label, self.image_size),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=False,
         )
-        if cache:
-            # Decoded once, then every later epoch reads uint8 from memory.
-            dataset = dataset.cache()
+
+    def _from_disk_cache(self, split: EncodedSplit, *, training: bool) -> tf.data.Dataset | None:
+        """The decoded split read from the disk cache (written now if need be), or ``None``."""
+        if self.disk_cache is None or split.num_examples is None or not split.identity:
+            return None
+        needed = decoded_size_bytes(split.num_examples, self.image_size)
+        if not self.disk_cache.has_room(needed):
+            return None
+        source = split.examples
+        if training:
+            # The order written decides what each shard holds: write a shuffled order.
+            buffer = max(1, min(self.shuffle_buffer, split.num_examples))
+            source = source.shuffle(buffer, reshuffle_each_iteration=True)
+        return self.disk_cache.decoded(
+            self._decode(source),
+            key=self.disk_cache.key(split.identity, self.image_size, split.num_examples),
+            shard_size=self._decoded_shuffle_buffer(),
+            interleave=DISK_CACHE_INTERLEAVE,
+        )
+
+    def _decoded_shuffle_buffer(self) -> int:
+        image_bytes = decoded_size_bytes(1, self.image_size)
+        return max(1, min(self.shuffle_buffer, self.shuffle_buffer_bytes // image_bytes))
+
+    def build(
+        self, split: EncodedSplit, *, training: bool, repeat: bool = False
+    ) -> tf.data.Dataset:
+        """The batched pipeline. A split bound for the disk cache is decoded into it here,
+        once per job, unless a complete cache for it already exists."""
+        in_memory = self.fits_cache(split.num_examples)
+        buffer = max(1, min(self.shuffle_buffer, split.num_examples or self.shuffle_buffer))
+        on_disk = None if in_memory else self._from_disk_cache(split, training=training)
+        if on_disk is not None:
+            dataset = on_disk
             if training:
+                dataset = dataset.shuffle(
+                    self._decoded_shuffle_buffer(), reshuffle_each_iteration=True
+                )
+        else:
+            dataset = split.examples
+            if training and not in_memory:
                 dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
+            dataset = self._decode(dataset)
+            if in_memory:
+                # Decoded once, then every later epoch reads uint8 from memory.
+                dataset = dataset.cache()
+                if training:
+                    dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
         if repeat:
             dataset = dataset.repeat()
         dataset = dataset.batch(self.global_batch_size).prefetch(tf.data.AUTOTUNE)
         options = tf.data.Options()
         options.deterministic = False
         # As the codelab: every worker sees the same element stream and keeps its share
-        # (TFDS splits may come in fewer files than there are workers).
+        # (TFDS splits may come in fewer files than there are workers). The shard is
+        # applied at the end of the pipeline, after the batch: every worker runs the whole
+        # pipeline, disk cache included, so each worker's cache holds the whole split.
         options.experimental_distribute.auto_shard_policy = (
             tf.data.experimental.AutoShardPolicy.DATA
         )
         logger.info(
-            "%s pipeline: %s examples, %dpx, global batch %d, cache decoded=%s",
+            "%s pipeline: %s examples, %dpx, global batch %d, decoded cache: %s",
             "training" if training else "evaluation",
             split.num_examples,
             self.image_size,
             self.global_batch_size,
-            cache,
+            "memory" if in_memory else "disk" if on_disk is not None else "none",
         )
         return dataset.with_options(options)
 
@@ -149,6 +205,7 @@ def load_tfds_split(
         examples=dataset,
         num_examples=num_examples,
         num_classes=int(info.features["label"].num_classes),
+        identity=f"tfds-{name}-{info.version}-{split}-{data_dir or 'default'}",
     )
 
 
@@ -181,4 +238,5 @@ def synthetic_split(
         pixels = np.clip(palette[label] + noise, 0, 255).astype(np.uint8)
         encoded.append(tf.io.encode_jpeg(pixels, quality=90).numpy())
     examples = tf.data.Dataset.from_tensor_slices((encoded, labels))
-    return EncodedSplit(examples, num_examples, num_classes)
+    identity = f"synthetic-{num_classes}classes-{image_size}px-seed{seed}"
+    return EncodedSplit(examples, num_examples, num_classes, identity)

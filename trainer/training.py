@@ -11,6 +11,7 @@ from trainer.callbacks import EpochLogger, EpochSummaryWriter, HypertuneReporter
 from trainer.cluster import ClusterRole
 from trainer.config import TrainConfig
 from trainer.data import EncodedSplit, ImagePipeline, load_tfds_split, synthetic_split
+from trainer.disk_cache import DiskCache
 from trainer.distribution import create_strategy, save_model
 from trainer.models import build_model
 
@@ -65,7 +66,21 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     strategy = create_strategy(role)  # first: MWMS must be set up before other TF ops
     use_xla = _configure_accelerators(role)
     global_batch = config.batch_size_per_replica * strategy.num_replicas_in_sync
-    pipeline = ImagePipeline(image_size=config.image_size, global_batch_size=global_batch)
+    disk_cache = None
+    if config.cache_dir is not None:
+        # Keyed by the replica: two workers sharing a host (or a test) never share files.
+        disk_cache = DiskCache(
+            config.cache_dir,
+            task_type=role.task_type,
+            task_index=role.task_index,
+            num_workers=role.num_workers,
+        )
+    pipeline = ImagePipeline(
+        image_size=config.image_size,
+        global_batch_size=global_batch,
+        cache_budget_bytes=config.memory_cache_mb * 1024**2,
+        disk_cache=disk_cache,
+    )
 
     workload = config.workload
     train_split = _load_split(config, workload.train_split, training=True)

@@ -64,6 +64,17 @@ def test_model_dir_alone_keeps_checkpoints_beside_the_model() -> None:
     assert paths.tensorboard_dir is None
 
 
+def test_disk_cache_defaults_to_the_system_temp_dir_and_can_be_moved_or_disabled() -> None:
+    import tempfile
+
+    base = ["--workload", "cassava", "--job-dir", "/j"]
+    default = parse_config(base, environ={})
+    assert default.cache_dir == str(Path(tempfile.gettempdir()) / "trainer-decoded-cache")
+    assert default.memory_cache_mb == 256
+    assert parse_config([*base, "--cache-dir", "/ssd/c"], environ={}).cache_dir == "/ssd/c"
+    assert parse_config([*base, "--no-disk-cache"], environ={}).cache_dir is None
+
+
 def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     with pytest.raises(SystemExit) as excinfo:
         parse_config(argv, environ={})
@@ -85,6 +96,9 @@ def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["--job-dir", "/j", "--data-dir", "/no/such/dir"], "--data-dir '/no/such/dir' does not"),
         (["--job-dir", "/j", "--weights", "imagenet"], "applies to cassava only"),
         (["--job-dir", "/j", "--data", "csv"], "invalid choice: 'csv'"),
+        (["--job-dir", "/j", "--cache-dir", "gs://b/cache"], "must be on the replica's local"),
+        (["--job-dir", "/j", "--cache-dir", "/c", "--no-disk-cache"], "contradict each other"),
+        (["--job-dir", "/j", "--memory-cache-mb", "-1"], "expected an integer >= 0, got -1"),
     ],
 )
 def test_bad_flags_exit_with_a_clear_message(

@@ -190,6 +190,9 @@ def test_two_process_multi_worker_cluster(tmp_path: Path, variant: str) -> None:
     chief, worker = (f"localhost:{port}" for port in free_ports(2))
     args = ["--workload", "horses_or_humans", *TINY, "--epochs", "2"]
     args += ["--synthetic-examples", "64", "--job-dir", str(tmp_path / "job")]
+    # No memory cache: the splits go through the disk cache, which both workers share a
+    # host (and a directory) for here.
+    args += ["--memory-cache-mb", "0", "--cache-dir", str(tmp_path / "cache")]
     processes = {}
     for task_type in ("chief", "worker"):
         env = trainer_env(**_cluster_env(variant, task_type, chief, worker))
@@ -206,6 +209,14 @@ def test_two_process_multi_worker_cluster(tmp_path: Path, variant: str) -> None:
     assert not Path(temp_dirs[0]).exists()
     assert "removed temporary dir" in logs["worker"]
     assert "saves into temporary dir" not in logs["chief"]
+    # One complete cache per replica and split (train, test), none half-written.
+    caches = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(caches) == 4, caches
+    assert sum("chief0-of2" in name for name in caches) == 2
+    assert sum("worker0-of2" in name for name in caches) == 2
+    assert not any(".partial-" in name for name in caches)
+    for log in logs.values():
+        assert "decoded cache: disk" in log
 
 
 @pytest.mark.slow

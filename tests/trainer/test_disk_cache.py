@@ -1,0 +1,190 @@
+"""The disk cache of decoded splits: written once, never half-read, keyed per replica."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import namedtuple
+from pathlib import Path
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import trainer.disk_cache as disk_cache_module
+from trainer.data import EncodedSplit, ImagePipeline
+from trainer.disk_cache import DiskCache
+
+REPO = Path(__file__).resolve().parents[2]
+SIZE = 16
+
+
+def numbered_split(num_examples: int, identity: str = "numbered") -> EncodedSplit:
+    """PNGs whose label is their index, so each image can be told apart after decoding."""
+    pixels = np.zeros((8, 8, 3), np.uint8)
+    encoded = tf.io.encode_png(pixels).numpy()
+    examples = tf.data.Dataset.from_tensor_slices(
+        ([encoded] * num_examples, np.arange(num_examples, dtype=np.int64))
+    )
+    return EncodedSplit(examples, num_examples, num_classes=num_examples, identity=identity)
+
+
+def counting(split: EncodedSplit) -> tuple[EncodedSplit, list[int]]:
+    """The split with every read of an encoded example recorded."""
+    reads: list[int] = []
+
+    def record(label: tf.Tensor) -> tf.Tensor:
+        reads.append(int(label))
+        return label
+
+    examples = split.examples.map(
+        lambda encoded, label: (encoded, tf.py_function(record, [label], tf.int64))
+    )
+    return EncodedSplit(examples, split.num_examples, split.num_classes, split.identity), reads
+
+
+def disk_pipeline(root: Path, **replica: object) -> ImagePipeline:
+    # A memory budget of 0 sends every split to the disk cache.
+    cache = DiskCache(str(root), **replica)  # type: ignore[arg-type]
+    return ImagePipeline(SIZE, 4, cache_budget_bytes=0, disk_cache=cache)
+
+
+def epoch_labels(dataset: tf.data.Dataset) -> list[int]:
+    return [int(label) for _, labels in dataset for label in labels.numpy()]
+
+
+def test_split_is_decoded_once_and_later_epochs_read_no_encoded_data(tmp_path: Path) -> None:
+    split, reads = counting(numbered_split(40))
+    dataset = disk_pipeline(tmp_path).build(split, training=True)
+    epochs = [epoch_labels(dataset) for _ in range(3)]
+    assert sorted(reads) == list(range(40))  # every example read once, at build time
+    for labels in epochs:
+        assert sorted(labels) == list(range(40))
+    # Later epochs still reshuffle the cached images.
+    assert len({tuple(labels) for labels in epochs}) == 3
+    (cache,) = [p for p in tmp_path.iterdir()]
+    assert ".partial-" not in cache.name
+
+    # A new job (a restart) with the same key reads the cache and no encoded example.
+    again, reads_again = counting(numbered_split(40))
+    assert sorted(epoch_labels(disk_pipeline(tmp_path).build(again, training=True))) == list(
+        range(40)
+    )
+    assert reads_again == []
+
+
+def test_evaluation_split_keeps_its_order(tmp_path: Path) -> None:
+    dataset = disk_pipeline(tmp_path).build(numbered_split(10), training=False)
+    assert sorted(epoch_labels(dataset)) == list(range(10))
+
+
+def test_half_written_cache_is_never_read_and_is_rebuilt(tmp_path: Path) -> None:
+    cache = DiskCache(str(tmp_path))
+    key = cache.key("numbered", SIZE, 12)
+    # What a writer killed mid-save leaves: a partial directory with some files.
+    partial = tmp_path / f"{key}.partial-12345-deadbeef"
+    tf.data.Dataset.range(3).save(str(partial))
+    split, reads = counting(numbered_split(12))
+    dataset = disk_pipeline(tmp_path).build(split, training=True)
+    assert sorted(epoch_labels(dataset)) == list(range(12))
+    assert sorted(reads) == list(range(12))  # rebuilt from the source
+    assert sorted(p.name for p in tmp_path.iterdir()) == [key]
+
+
+@pytest.mark.slow
+def test_writer_killed_mid_save_leaves_nothing_a_later_job_reads(tmp_path: Path) -> None:
+    script = f"""
+import os, sys, time
+sys.path.insert(0, {str(REPO)!r})
+import numpy as np, tensorflow as tf
+from trainer.disk_cache import DiskCache
+def slow(x):
+    time.sleep(0.05)
+    return x
+images = tf.data.Dataset.range(400).map(
+    lambda i: (tf.fill((8, 8, 3), tf.cast(i % 200, tf.uint8)),
+               tf.py_function(slow, [i], tf.int64)))
+DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=2)
+"""
+    writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not any(tmp_path.glob("k.partial-*/*")):
+        assert writer.poll() is None, "the writer ended before it was killed"
+        assert time.monotonic() < deadline, "the writer never started writing"
+        time.sleep(0.05)
+    time.sleep(1.0)  # well into the save
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+    assert not (tmp_path / "k").exists()
+    assert list(tmp_path.glob("k.partial-*"))
+
+    rebuilt = DiskCache(str(tmp_path)).decoded(
+        tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
+        key="k",
+        shard_size=2,
+        interleave=2,
+    )
+    assert sorted(int(label) for _, label in rebuilt) == list(range(5))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
+
+
+def test_not_enough_disk_skips_the_cache_with_a_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    usage = namedtuple("usage", "total used free")
+    free = disk_cache_module.DISK_HEADROOM_BYTES + 100  # less than headroom + 40 images
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**12, 0, free))
+    split, reads = counting(numbered_split(40))
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        dataset = disk_pipeline(tmp_path).build(split, training=True)
+        for _ in range(2):
+            assert sorted(epoch_labels(dataset)) == list(range(40))
+    assert "disk cache skipped" in caplog.text
+    assert "decoded cache: none" in caplog.text
+    assert len(reads) == 80  # decoded again in every epoch
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_enough_disk_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    usage = namedtuple("usage", "total used free")
+    free = disk_cache_module.DISK_HEADROOM_BYTES + 10 * 1024**2
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**12, 0, free))
+    assert DiskCache(str(tmp_path)).has_room(9 * 1024**2)
+    assert not DiskCache(str(tmp_path)).has_room(10 * 1024**2)
+
+
+def test_keys_differ_per_replica_and_per_setting(tmp_path: Path) -> None:
+    two_workers = [
+        DiskCache(str(tmp_path), task_type="chief", task_index=0, num_workers=2),
+        DiskCache(str(tmp_path), task_type="worker", task_index=0, num_workers=2),
+    ]
+    keys = {cache.key("tfds-cassava-0.1.0-train", 300, 5656) for cache in two_workers}
+    assert len(keys) == 2
+    single = DiskCache(str(tmp_path))
+    variants = {
+        single.key("tfds-cassava-0.1.0-train", 300, 5656),
+        single.key("tfds-cassava-0.1.0-train", 224, 5656),
+        single.key("tfds-cassava-0.1.0-validation", 300, 5656),
+        single.key("tfds-cassava-0.1.0-train", 300, 5000),
+        DiskCache(str(tmp_path), num_workers=2).key("tfds-cassava-0.1.0-train", 300, 5656),
+    }
+    assert len(variants) == 5
+    assert all("/" not in key for key in keys | variants)
+
+
+def test_two_workers_on_one_host_write_separate_complete_caches(tmp_path: Path) -> None:
+    for task_type in ("chief", "worker"):
+        dataset = disk_pipeline(tmp_path, task_type=task_type, num_workers=2).build(
+            numbered_split(8), training=True
+        )
+        assert sorted(epoch_labels(dataset)) == list(range(8))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert len(names) == 2
+    assert "chief0-of2" in names[0] and "worker0-of2" in names[1]
