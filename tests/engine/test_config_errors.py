@@ -22,9 +22,6 @@ def project(
     yield from make_project(tmp_path_factory, pulumi_bin_dir, config, "config-error")
 
 
-@pytest.mark.xfail(
-    strict=False, reason="config errors become pulumi.RunError in the job-model change"
-)
 def test_config_error_is_the_message_alone(project: PulumiProject) -> None:
     done = project.pulumi("preview", check=False)
 
