@@ -306,10 +306,10 @@ def _trial_value(param: v1.StudySpec.ParameterSpec, index: int) -> float | str:
     if which == "integer_value_spec":
         return float(param.integer_value_spec.min_value)
     if which == "discrete_value_spec":
-        values = param.discrete_value_spec.values
-        return values[index % len(values)]
-    values = param.categorical_value_spec.values
-    return values[index % len(values)]
+        numbers = param.discrete_value_spec.values
+        return numbers[index % len(numbers)]
+    categories = param.categorical_value_spec.values
+    return categories[index % len(categories)]
 
 
 def _add_trials(job: v1.HyperparameterTuningJob, *, succeeded: bool) -> None:

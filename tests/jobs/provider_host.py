@@ -21,8 +21,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
+from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.resources import JobProvider
-from vertex_training.jobs.spec import JobKind
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDER_KEY = "__provider"

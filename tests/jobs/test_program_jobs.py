@@ -10,18 +10,19 @@ import pytest
 
 from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
 from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
-from vertex_training.jobs.rest import spec_from_json
-from vertex_training.jobs.spec import (
-    CustomJobSpec,
+from vertex_training.jobs.view import (
+    CustomJobView,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    JobKind,
+    JobView,
     MetricGoal,
     MetricSpec,
     ScaleType,
     SearchAlgorithm,
-    TuningJobSpec,
+    TuningJobView,
+    view_of,
 )
 from vertex_training.stack.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
 
@@ -36,10 +37,10 @@ def dev() -> PulumiRun:
     return run_program("dev", stack_file_config(DEV_FILE))
 
 
-def spec_of(run: PulumiRun, name: str) -> Any:
+def spec_of(run: PulumiRun, name: str) -> JobView:
     registration = run.named(f"jobs-{name}")
     kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
-    return spec_from_json(kind, dict(registration.inputs["spec"]))
+    return view_of(kind, dict(registration.inputs["spec"]))
 
 
 def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
@@ -55,9 +56,9 @@ def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
 
 def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "cassava-mwms")
-    assert isinstance(spec, CustomJobSpec)
+    assert isinstance(spec, CustomJobView)
     assert spec.display_name == "multiworker-cassava"
-    chief, workers = spec.worker_pools
+    chief, workers = spec.job.worker_pools
     assert chief is not None and workers is not None
     for pool in (chief, workers):
         assert pool.machine.machine_type == "n1-standard-8"
@@ -66,15 +67,16 @@ def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
             1,
         )
         assert pool.replica_count == 1
+        assert pool.container is not None
         assert pool.container.args[:2] == ("--workload", "cassava")
-    cpu = spec_of(dev, "cassava-mwms-cpu")
-    assert all(p.machine.accelerator_type is None for p in cpu.worker_pools)
-    assert [p.machine.machine_type for p in cpu.worker_pools] == ["n1-standard-8"] * 2
+    cpu = spec_of(dev, "cassava-mwms-cpu").trial_job.worker_pools
+    assert all(p is not None and p.machine.accelerator_type is None for p in cpu)
+    assert [p.machine.machine_type for p in cpu if p] == ["n1-standard-8"] * 2
 
 
 def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "horses-humans-tuning")
-    assert isinstance(spec, TuningJobSpec)
+    assert isinstance(spec, TuningJobView)
     (pool,) = spec.trial_job.worker_pools
     assert pool is not None
     assert (
@@ -86,12 +88,13 @@ def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
         "NVIDIA_TESLA_V100",
         2,
     )
+    assert pool.container is not None
     assert pool.container.args == ("--workload", "horses_or_humans")
     assert spec.study.metrics == (MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),)
     assert spec.study.parameters == (
         DoubleParameterSpec("learning_rate", 0.001, 1, ScaleType.LOG),
         DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
-        DiscreteParameterSpec("num_units", (64, 128, 512)),
+        DiscreteParameterSpec("num_units", (64, 128, 512), ScaleType.LINEAR),
     )
     assert spec.study.algorithm is SearchAlgorithm.BAYESIAN
     assert (spec.max_trial_count, spec.parallel_trial_count) == (6, 2)
@@ -101,10 +104,11 @@ def test_jobs_use_the_environment(dev: PulumiRun) -> None:
     outputs = dev.outputs
     for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
         spec = spec_of(dev, name)
-        trial = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
+        trial = spec.trial_job
         assert trial.base_output_directory == f"{outputs['bucketUrl']}/jobs/{name}"
         assert trial.service_account == outputs["trainingServiceAccount"]
         for pool in trial.worker_pools:
+            assert pool is not None and pool.container is not None
             assert pool.container.image_uri == outputs["imageReference"]
             assert "@sha256:" in pool.container.image_uri
         labels = dict(spec.labels)
@@ -154,7 +158,7 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     registration = run.named("jobs-smoke")
     assert registration.inputs["backend"]["kind"] == "local"
     assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
-    spec = spec_from_json(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"]))
+    spec = view_of(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"])).trial_job
     assert spec.base_output_directory == f"{run.outputs['bucketUrl']}/jobs/smoke"
     assert spec.service_account is None
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
@@ -173,53 +177,48 @@ def test_no_jobs_no_component() -> None:
 DEV = {f"{PROJECT_NAME}:environment": "dev", "gcp:project": "my-project"}
 
 
-def problems(jobs: Any, **extra: str) -> list[str]:
+def problems(jobs: Any, **extra: str) -> dict[str, str]:
+    """Config key (without the namespace) -> problem, for every problem found."""
     with pytest.raises(ConfigError) as caught:
         parse_stack_config("dev", {**DEV, **extra, JOBS_KEY: json.dumps(jobs)})
-    assert all(p.key in (JOBS_KEY,) for p in caught.value.problems), caught.value
-    return [p.problem for p in caught.value.problems]
+    found = {p.key.removeprefix(f"{PROJECT_NAME}:"): p.problem for p in caught.value.problems}
+    assert all(key.startswith("jobs") for key in found), caught.value
+    return found
 
 
-def test_a_bad_gpu_count_names_the_job_and_field() -> None:
-    job = {
-        "name": "j",
-        "chief": {
-            "machineType": "n1-standard-8",
-            "acceleratorType": "NVIDIA_TESLA_V100",
-            "acceleratorCount": 3,
-        },
-    }
-    [problem] = problems([job])
-    assert problem.startswith("jobs[0] (j): worker_pools[0].machine: accelerator_count 3")
+V100 = {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_V100"}
+
+
+def test_a_bad_gpu_count_names_the_job_key_and_the_vertex_field() -> None:
+    job = {"name": "j", "chief": {**V100, "acceleratorCount": 3}}
+    [(key, problem)] = problems([job]).items()
+    assert key == "jobs[0].chief.acceleratorCount"
     assert "valid counts: 1, 2, 4, 8" in problem
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem
 
 
 def test_gpus_are_checked_in_the_stack_region() -> None:
-    job = {
-        "name": "j",
-        "chief": {
-            "machineType": "n1-standard-8",
-            "acceleratorType": "NVIDIA_TESLA_V100",
-            "acceleratorCount": 1,
-        },
-    }
-    [problem] = problems([job], **{f"{PROJECT_NAME}:region": "us-west2"})
-    assert "NVIDIA_TESLA_V100 not offered in region 'us-west2'" in problem
+    job = {"name": "j", "chief": {**V100, "acceleratorCount": 1}}
+    found = problems([job], **{f"{PROJECT_NAME}:region": "us-west2"})
+    assert (
+        "NVIDIA_TESLA_V100 is not offered in region us-west2"
+        in (found["jobs[0].chief.acceleratorType"])
+    )
 
 
 def test_unknown_job_keys_are_errors() -> None:
-    [problem] = problems([{"name": "j", "chief": {"machineTyp": "n1-standard-4"}}])
-    assert "jobs[0].chief.machineTyp" in problem
+    found = problems([{"name": "j", "chief": {"machineTyp": "n1-standard-4"}}])
+    assert "did you mean 'machineType'" in found["jobs[0].chief.machineTyp"]
 
 
 def test_tuning_job_needs_its_study() -> None:
-    [problem] = problems([{"name": "t", "kind": "tuning"}])
-    assert "a tuning job needs study, maxTrialCount, parallelTrialCount" in problem
+    found = problems([{"name": "t", "kind": "tuning"}])
+    assert "a tuning job needs study, maxTrialCount, parallelTrialCount" in found["jobs[0]"]
 
 
 def test_job_names_are_unique_and_well_formed() -> None:
-    assert any("name repeats" in p for p in problems([{"name": "a"}, {"name": "a"}]))
-    assert any("name 'A_b' invalid" in p for p in problems([{"name": "A_b"}]))
+    assert "repeats" in problems([{"name": "a"}, {"name": "a"}])["jobs[1].name"]
+    assert "name 'A_b' invalid" in problems([{"name": "A_b"}])["jobs[0].name"]
 
 
 def test_grid_over_a_double_is_refused() -> None:
@@ -234,8 +233,11 @@ def test_grid_over_a_double_is_refused() -> None:
         },
     }
     found = problems([job])
-    assert any("GRID search cannot enumerate the double parameter 'lr'" in p for p in found)
-    assert any("parallel_trial_count: 5 exceeds max_trial_count 4" in p for p in found)
+    assert (
+        "GRID_SEARCH cannot enumerate the double parameter 'lr'"
+        in (found["jobs[0].study.parameters[0]"])
+    )
+    assert "5 exceeds maxTrialCount 4" in found["jobs[0].parallelTrialCount"]
 
 
 def test_declared_args_follow_the_trainer_contract(dev: PulumiRun) -> None:
@@ -244,10 +246,10 @@ def test_declared_args_follow_the_trainer_contract(dev: PulumiRun) -> None:
     parser = build_parser()
     for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
         spec = spec_of(dev, name)
-        trial = spec.trial_job if isinstance(spec, TuningJobSpec) else spec
-        for pool in trial.worker_pools:
+        for pool in spec.trial_job.worker_pools:
+            assert pool is not None and pool.container is not None
             args = list(pool.container.args)
-            if isinstance(spec, TuningJobSpec):
+            if isinstance(spec, TuningJobView):
                 # Vertex appends one --<parameter_id>=<value> per tuned parameter.
                 args += ["--learning_rate=0.01", "--momentum=0.5", "--num_units=64"]
             parsed = parser.parse_args(args)

@@ -9,15 +9,18 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import json_format
 from pulumi.runtime.proto import provider_pb2
 
+from tests import bodies
+from tests.bodies import cassava, horses_or_humans
 from tests.fakes.vertex_job_service import FakeJobService
-from tests.jobs import samples
 from tests.jobs.provider_host import Engine, ProviderHost
+from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
-from vertex_training.jobs.rest import spec_to_json
-from vertex_training.jobs.spec import JobKind
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +47,7 @@ def clean(clean_fake: FakeJobService) -> None:
 
 def props(spec: Any, name: str = "cassava", **extra: Any) -> dict[str, Any]:
     return {
-        "spec": spec_to_json(spec) if not isinstance(spec, (dict, str)) else spec,
+        "spec": spec,
         "backend": BACKEND.to_props(),
         "identity": f"vertex/dev/{name}",
         "wait": True,
@@ -62,7 +65,7 @@ def calls(fake: FakeJobService) -> dict[str, int]:
 
 def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobService) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, failures = engine.check(props(samples.cassava(), wait=False))
+    inputs, failures = engine.check(props(cassava(), wait=False))
     assert failures == []
 
     job_id, outs = engine.create(inputs)
@@ -77,7 +80,7 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
 
     # An unchanged `up`: check + diff are local.
     fake.reset_calls()
-    again, failures = engine.check(props(samples.cassava(), wait=False), olds=outs)
+    again, failures = engine.check(props(cassava(), wait=False), olds=outs)
     diff = engine.diff(job_id, outs, again)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_NONE
     assert calls(fake) == {}
@@ -91,12 +94,12 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
     assert refreshed["spec"] == outs["spec"]
 
     # What runs changed -> replace; how long to wait changed -> in-place update, no call.
-    changed, _ = engine.check(props(samples.cassava(workers=3), wait=False))
+    changed, _ = engine.check(props(cassava(workers=3), wait=False))
     assert list(engine.diff(job_id, refreshed, changed).replaces) == ["spec"]
-    settle, _ = engine.check(props(samples.cassava(), wait=False, wait_timeout_seconds=99))
+    settle, _ = engine.check(props(cassava(), wait=False, wait_timeout_seconds=99))
     diff = engine.diff(job_id, refreshed, settle)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
-    bumped, _ = engine.check(props(samples.cassava(), wait=False, provider_version="99"))
+    bumped, _ = engine.check(props(cassava(), wait=False, provider_version="99"))
     diff = engine.diff(job_id, refreshed, bumped)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
     fake.reset_calls()
@@ -119,14 +122,15 @@ def test_create_waits_for_the_end_and_reports_trials(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
     engine = Engine(host, JobKind.HYPERPARAMETER_TUNING_JOB, "horses")
-    inputs, failures = engine.check(props(samples.horses_or_humans(), name="horses"))
+    inputs, failures = engine.check(props(horses_or_humans(), name="horses"))
     assert failures == []
     _, outs = engine.create(inputs)
     assert outs["state"] == "SUCCEEDED"
     assert outs["end_time"] and outs["start_time"]
     assert len(outs["trials"]) == 6
     best = outs["best_trial"]
-    assert best["final_metric"] == max(t["final_metric"] for t in outs["trials"])
+    scores = [t["final_metrics"][HYPERTUNE_METRIC_TAG] for t in outs["trials"]]
+    assert best["final_metrics"][HYPERTUNE_METRIC_TAG] == max(scores)
     assert set(best["parameters"]) == {"learning_rate", "momentum", "num_units"}
     assert outs["model_dir"] == f"gs://p-bucket/jobs/horses-humans/{best['trial_id']}/model"
     assert fake.calls["ListHyperparameterTuningJobs"] == 1
@@ -138,7 +142,7 @@ def test_failed_job_fails_create_with_error_and_console_url(
 ) -> None:
     fake.outcome = 5  # JOB_STATE_FAILED
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(samples.cassava()))
+    inputs, _ = engine.check(props(cassava()))
     with pytest.raises(grpc.RpcError) as caught:
         engine.create(inputs)
     details = caught.value.details()
@@ -149,7 +153,7 @@ def test_failed_job_fails_create_with_error_and_console_url(
 
 def test_crash_after_submit_then_retry_adopts(host: ProviderHost, fake: FakeJobService) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(samples.cassava(), wait=False))
+    inputs, _ = engine.check(props(cassava(), wait=False))
     # The job is made but the answer is lost, as when the process dies right after submit.
     fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
     with pytest.raises(grpc.RpcError):
@@ -166,16 +170,16 @@ def test_replacement_does_not_adopt_the_job_it_replaces(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    first, _ = engine.check(props(samples.cassava(), wait=False))
+    first, _ = engine.check(props(cassava(), wait=False))
     old_id, _ = engine.create(first)
-    second, _ = engine.check(props(samples.cassava(workers=2), wait=False))
+    second, _ = engine.check(props(cassava(workers=2), wait=False))
     new_id, _ = engine.create(second)
     assert new_id != old_id and len(fake.names("customJobs")) == 2
 
 
 def test_transient_faults_are_survived(host: ProviderHost, fake: FakeJobService) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(samples.cassava()))
+    inputs, _ = engine.check(props(cassava()))
     fake.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
     fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE, times=2)
     fake.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
@@ -192,7 +196,7 @@ def test_create_is_not_retried_on_a_transient_error(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(samples.cassava(), wait=False))
+    inputs, _ = engine.check(props(cassava(), wait=False))
     fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
     with pytest.raises(grpc.RpcError):
         engine.create(inputs)
@@ -201,7 +205,7 @@ def test_create_is_not_retried_on_a_transient_error(
 
 def test_wait_is_bounded(host: ProviderHost, fake: FakeJobService) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(samples.cassava(), wait_timeout_seconds=0.3))
+    inputs, _ = engine.check(props(cassava(), wait_timeout_seconds=0.3))
     fake.hold_new_in = 3  # RUNNING, forever
     try:
         with pytest.raises(grpc.RpcError) as caught:
@@ -218,18 +222,32 @@ def test_wait_is_bounded(host: ProviderHost, fake: FakeJobService) -> None:
 
 def test_check_reports_validation_failures_by_field(host: ProviderHost) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    spec = spec_to_json(samples.cassava())
+    spec = cassava()
     spec["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorCount"] = 3
     spec["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "2"
     _, failures = engine.check(props(spec))
     reasons = [reason for prop, reason in failures if prop == "spec"]
-    assert any(r.startswith("worker_pools[1].machine: accelerator_count 3") for r in reasons)
-    assert any(r.startswith("worker_pools[0].replica_count: the chief pool") for r in reasons)
+    count = "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_V100"
+    assert any(r.startswith(count) for r in reasons), reasons
+    chief = "jobSpec.workerPoolSpecs[0].replicaCount: the first pool (the chief)"
+    assert any(r.startswith(chief) for r in reasons), reasons
+
+
+def test_check_refuses_an_unknown_field_by_its_api_path(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    spec = cassava()
+    machine = spec["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
+    machine["acceleratorTyp"] = machine.pop("acceleratorType")
+    _, failures = engine.check(props(spec))
+    [(prop, reason)] = failures
+    assert prop == "spec"
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorTyp" in reason
+    assert "did you mean 'acceleratorType'?" in reason
 
 
 def test_check_refuses_non_positive_waits(host: ProviderHost) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    _, failures = engine.check(props(samples.cassava(), poll_interval_seconds=0))
+    _, failures = engine.check(props(cassava(), poll_interval_seconds=0))
     assert [prop for prop, _ in failures] == ["poll_interval_seconds"]
 
 
@@ -245,7 +263,7 @@ def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None
     assert len(pickled) < 4096  # the class by reference and one string, nothing else
     for word in (b"credential", b"token", b"Client", b"channel", b"private_key"):
         assert word not in pickled
-    inputs, _ = engine.check(props(samples.cassava()))
+    inputs, _ = engine.check(props(cassava()))
     flat = repr(inputs).lower()
     assert "credential" not in flat and "token" not in flat
 
@@ -253,7 +271,7 @@ def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None
 def test_adoption_label_is_stable_across_number_encodings() -> None:
     from vertex_training.jobs.resources import JobProvider
 
-    spec = spec_to_json(samples.cassava())
+    spec = cassava()
     as_floats = json.loads(
         json.dumps(spec).replace('"acceleratorCount": 1', '"acceleratorCount": 1.0')
     )
@@ -262,6 +280,157 @@ def test_adoption_label_is_stable_across_number_encodings() -> None:
     one = provider._props(props(spec)).adoption_labels()
     other = provider._props(props(as_floats)).adoption_labels()
     assert one == other
-    assert provider._props(props(samples.cassava(workers=2))).adoption_labels() != one
+    assert provider._props(props(cassava(workers=2))).adoption_labels() != one
     (value,) = one.values()
     assert len(value) <= 63 and value.startswith("cassava-")
+
+
+# ------------------------------------------------ fidelity: the body reaches Vertex whole
+
+OUTPUT_ONLY = ("name", "state", "createTime", "updateTime", "startTime", "endTime", "trials")
+
+
+def maximal_custom_job() -> dict[str, Any]:
+    """Every field an earlier spec-based provider dropped on the way to the service."""
+    tpu = bodies.pool(
+        "ct5lp-hightpu-4t",
+        "TPU_V5_LITEPOD",
+        4,
+        nfsMounts=[{"server": "10.0.0.2", "path": "/share", "mountPoint": "data"}],
+        lustreMounts=[
+            {
+                "instanceIp": "10.0.0.3",
+                "volumeHandle": "p/us-central1-a/lustre",
+                "filesystem": "fs",
+                "mountPoint": "lustre",
+            }
+        ],
+    )
+    tpu["machineSpec"].update(
+        tpuTopology="2x2",
+        reservationAffinity={
+            "reservationAffinityType": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": ["projects/p/zones/us-central1-a/reservations/r"],
+        },
+    )
+    partitioned = bodies.pool("a3-highgpu-1g", "NVIDIA_H100_80GB", 0, replicas=2)
+    partitioned["machineSpec"]["gpuPartitionSize"] = "1g.10gb"
+    return bodies.custom_job(
+        tpu,
+        partitioned,
+        display_name="maximal",
+        labels={"team": "ml"},
+        network="projects/1/global/networks/vpc",
+        reservedIpRanges=["vertex-range"],
+        pscInterfaceConfig={
+            "networkAttachment": "projects/p/regions/us-central1/networkAttachments/na",
+            "dnsPeeringConfigs": [
+                {"domain": "corp.example.", "targetProject": "p", "targetNetwork": "vpc"}
+            ],
+        },
+        protectedArtifactLocationId="us-central1",
+        enableDashboardAccess=True,
+        enableWebAccess=True,
+        experiment="projects/p/locations/us-central1/metadataStores/default/contexts/e",
+        experimentRun="projects/p/locations/us-central1/metadataStores/default/contexts/e-r",
+        models=["projects/p/locations/us-central1/models/m"],
+        scheduling={
+            "timeout": "1.5s",
+            "maxWaitDuration": "0s",
+            "disableRetries": True,
+            "restartJobOnWorkerRestart": True,
+            "strategy": "FLEX_START",
+        },
+    )
+
+
+def maximal_tuning_job() -> dict[str, Any]:
+    lr = bodies.double("lr", 0.001, 1, "UNIT_LOG_SCALE")
+    lr["doubleValueSpec"]["defaultValue"] = 0.1
+    study = bodies.study(
+        lr,
+        {
+            "parameterId": "layers",
+            "integerValueSpec": {"minValue": "1", "maxValue": "4", "defaultValue": "2"},
+        },
+        {"parameterId": "units", "discreteValueSpec": {"values": [64, 128], "defaultValue": 64}},
+        {
+            "parameterId": "opt",
+            "categoricalValueSpec": {"values": ["sgd", "adam"], "defaultValue": "adam"},
+        },
+        metrics=(("accuracy", "MAXIMIZE"), ("latency", "MINIMIZE")),
+        observationNoise="HIGH",
+        measurementSelectionType="LAST_MEASUREMENT",
+        convexAutomatedStoppingSpec={
+            "maxStepCount": "100",
+            "minStepCount": "10",
+            "minMeasurementCount": "3",
+            "learningRateParameterName": "lr",
+            "useElapsedDuration": True,
+            "updateAllStoppedTrials": True,
+        },
+        studyStoppingConfig={
+            "shouldStopAsap": False,
+            "minimumRuntimeConstraint": {"maxDuration": "60s"},
+            "maximumRuntimeConstraint": {"endTime": "2030-01-01T00:00:00Z"},
+            "minNumTrials": 2,
+            "maxNumTrials": 8,
+            "maxNumTrialsNoProgress": 3,
+            "maxDurationNoProgress": "3600s",
+        },
+    )
+    study["metrics"][1]["safetyConfig"] = {
+        "safetyThreshold": 0.5,
+        "desiredMinSafeTrialsFraction": 0.9,
+    }
+    trial = bodies.job_spec(
+        bodies.pool("n1-standard-4", "NVIDIA_TESLA_T4", 1, diskSpec={"bootDiskType": "pd-ssd"}),
+        scheduling={"timeout": "1.5s", "disableRetries": True},
+    )
+    return bodies.tuning_job(
+        trial,
+        study,
+        max_trials=8,
+        parallel=2,
+        maxFailedTrialCount=1,
+        encryptionSpec={"kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"},
+    )
+
+
+def as_received(message: Any) -> dict[str, Any]:
+    body: dict[str, Any] = json_format.MessageToDict(type(message).pb(message))
+    for key in OUTPUT_ONLY:
+        body.pop(key, None)
+    labels = body.pop("labels", {})
+    assert set(labels) >= {ADOPTION_LABEL, "pulumi-stack"}
+    user = {k: v for k, v in labels.items() if k not in (ADOPTION_LABEL, "pulumi-stack")}
+    return {**body, "labels": user} if user else body
+
+
+@pytest.mark.parametrize(
+    ("kind", "build"),
+    [
+        (JobKind.CUSTOM_JOB, maximal_custom_job),
+        (JobKind.HYPERPARAMETER_TUNING_JOB, maximal_tuning_job),
+    ],
+)
+def test_every_field_of_the_body_reaches_the_service(
+    host: ProviderHost, fake: FakeJobService, kind: JobKind, build: Any
+) -> None:
+    body = build()
+    engine = Engine(host, kind, "maximal")
+    inputs, failures = engine.check(props(body, name="maximal", wait=False))
+    assert failures == []
+    job_id, _ = engine.create(inputs)
+    sent = parse_body(kind, body)
+    expected = json_format.MessageToDict(type(sent).pb(sent))
+    assert as_received(fake.jobs[job_id].message) == expected
+    # What the old spec types changed on the way: a disk spec made up, a GPU with no
+    # count dropped, durations rounded to whole seconds, a zero wait dropped.
+    if kind is JobKind.CUSTOM_JOB:
+        pools = expected["jobSpec"]["workerPoolSpecs"]
+        assert all("diskSpec" not in p for p in pools)
+        assert pools[1]["machineSpec"]["acceleratorType"] == "NVIDIA_H100_80GB"
+        assert expected["jobSpec"]["scheduling"]["maxWaitDuration"] == "0s"
+        assert expected["jobSpec"]["scheduling"]["timeout"] == "1.500s"

@@ -10,17 +10,11 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
+from tests.bodies import custom_job, pool
 from tests.jobs.provider_host import Engine, ProviderHost
 from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
-from vertex_training.jobs.rest import spec_to_json
-from vertex_training.jobs.spec import (
-    ContainerSpec,
-    CustomJobSpec,
-    JobKind,
-    MachineSpec,
-    WorkerPoolSpec,
-)
 
 pytestmark = pytest.mark.slow
 
@@ -35,22 +29,28 @@ def host() -> Iterator[ProviderHost]:
     provider_host.close()
 
 
-def job(*args: str, workers: int = 1) -> CustomJobSpec:
-    pool = WorkerPoolSpec(
-        MachineSpec("n1-standard-4"),
-        ContainerSpec("python:3.11-slim", command=("python", STANDIN), args=args),
-    )
-    return CustomJobSpec(
+def job(*args: str, workers: int = 1) -> dict[str, Any]:
+    def replicas(count: int) -> dict[str, Any]:
+        return pool(
+            "n1-standard-4",
+            replicas=count,
+            image="python:3.11-slim",
+            command=("python", STANDIN),
+            args=args,
+        )
+
+    return custom_job(
+        replicas(1),
+        replicas(workers),
         display_name="local-smoke",
-        worker_pools=(pool, WorkerPoolSpec(pool.machine, pool.container, workers)),
-        base_output_directory="gs://local-bucket/jobs/smoke",
+        output="gs://local-bucket/jobs/smoke",
     )
 
 
-def props(tmp_path: Path, spec: CustomJobSpec, **extra: Any) -> dict[str, Any]:
+def props(tmp_path: Path, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
     backend = BackendSettings(BackendKind.LOCAL, local_root=str(tmp_path / "root"))
     return {
-        "spec": spec_to_json(spec),
+        "spec": spec,
         "backend": backend.to_props(),
         "identity": "vertex-training/local/jobs-smoke",
         "wait": True,

@@ -463,7 +463,9 @@ def config_path(api_path: str) -> str | None:
             return f"{_POOL_KEYS[int(index)]}.{key}" if key else _POOL_KEYS[int(index)]
         return _JOB_SPEC_KEY_OF.get(rest, rest.split(".")[0] or None)
     if head == "studySpec":
-        return "study.metric" if rest.startswith("metrics") else f"study.{rest}".rstrip(".")
+        if rest.startswith("metrics"):
+            return "study.goal" if rest.endswith(".goal") else "study.metric"
+        return f"study.{rest}".rstrip(".")
     if head == "encryptionSpec":
         return "kmsKeyName"
     return head or None

@@ -1,0 +1,221 @@
+"""The local backend's field table against the real protos, and what it refuses or ignores."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.cloud import aiplatform_v1 as v1
+
+from tests.bodies import custom_job, double, job_spec, study, tuning_job
+from tests.local.conftest import standin
+from vertex_training.jobs.backends.base import JobRefusedError
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support
+from vertex_training.jobs.model import JobKind, JobState
+
+PACKAGE = "google.cloud.aiplatform.v1."
+CAPABILITIES_LOGGER = "vertex_training.jobs.backends.local.capabilities"
+
+
+def _walk(descriptor: Any, seen: set[str], out: set[str]) -> None:
+    if descriptor.full_name in seen:
+        return
+    seen.add(descriptor.full_name)
+    for field in descriptor.fields:
+        out.add(f"{descriptor.full_name.removeprefix(PACKAGE)}.{field.name}")
+        message = field.message_type
+        if message is None or message.GetOptions().map_entry:
+            continue
+        if message.full_name.startswith(("google.protobuf.", "google.rpc.")):
+            continue
+        _walk(message, seen, out)
+
+
+def proto_fields() -> set[str]:
+    """Every ``<Message>.<field>`` reachable from the two job messages."""
+    out: set[str] = set()
+    seen: set[str] = set()
+    for message in (v1.CustomJob, v1.HyperparameterTuningJob):
+        _walk(message.pb().DESCRIPTOR, seen, out)
+    return out
+
+
+def test_the_walk_reaches_nested_messages() -> None:
+    fields = proto_fields()
+    # Deep ones: a conditional parameter's condition, an env var, a study's stopping spec.
+    assert "StudySpec.ParameterSpec.ConditionalParameterSpec.CategoricalValueCondition.values" in (
+        fields
+    )
+    assert "EnvVar.value" in fields
+    assert "CustomJob.labels" in fields
+    assert not [f for f in fields if f.startswith(("google.", "LabelsEntry"))]
+    assert len(fields) > 100
+
+
+def test_every_proto_field_is_classified() -> None:
+    missing = sorted(proto_fields() - set(LOCAL_SUPPORT))
+    assert missing == [], f"classify these in capabilities.LOCAL_SUPPORT: {missing}"
+
+
+def test_the_table_names_only_real_fields() -> None:
+    stale = sorted(set(LOCAL_SUPPORT) - proto_fields())
+    assert stale == []
+
+
+def test_refused_fields_say_why() -> None:
+    assert all(s.why for s in LOCAL_SUPPORT.values() if s.support is not Support.HONOURED)
+
+
+# -- refused ----------------------------------------------------------------------------
+
+
+def _pool(**extra: Any) -> dict[str, Any]:
+    return standin(["--sleep=0"]) | extra
+
+
+def _tpu_pool(**machine: Any) -> dict[str, Any]:
+    body = _pool()
+    body["machineSpec"] = {"machineType": "ct5lp-hightpu-4t", **machine}
+    return body
+
+
+def _python_package_pool() -> dict[str, Any]:
+    body = _pool()
+    del body["containerSpec"]
+    body["pythonPackageSpec"] = {
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-15.py310:latest",
+        "packageUris": ["gs://b/trainer-0.1.tar.gz"],
+        "pythonModule": "trainer.task",
+    }
+    return body
+
+
+REFUSED: dict[str, tuple[dict[str, Any], str]] = {
+    "tpuTopology": (
+        custom_job(
+            _tpu_pool(acceleratorType="TPU_V5_LITEPOD", acceleratorCount=4, tpuTopology="2x2")
+        ),
+        r"jobSpec\.workerPoolSpecs\[0\]\.machineSpec\.(tpuTopology|acceleratorType)",
+    ),
+    "TPU accelerator": (
+        custom_job(_tpu_pool(acceleratorType="TPU_V5_LITEPOD", acceleratorCount=4)),
+        r"jobSpec\.workerPoolSpecs\[0\]\.machineSpec\.acceleratorType",
+    ),
+    "nfsMounts": (
+        custom_job(_pool(nfsMounts=[{"server": "10.0.0.2", "path": "/s", "mountPoint": "data"}])),
+        r"jobSpec\.workerPoolSpecs\[0\]\.nfsMounts",
+    ),
+    "lustreMounts": (
+        custom_job(
+            _pool(
+                lustreMounts=[
+                    {
+                        "instanceIp": "10.0.0.3",
+                        "volumeHandle": "p/l/i",
+                        "filesystem": "fs",
+                        "mountPoint": "lustre",
+                    }
+                ]
+            )
+        ),
+        r"jobSpec\.workerPoolSpecs\[0\]\.lustreMounts",
+    ),
+    "reservationAffinity": (
+        custom_job(
+            _pool(
+                machineSpec={
+                    "machineType": "n1-standard-4",
+                    "reservationAffinity": {"reservationAffinityType": "ANY_RESERVATION"},
+                }
+            )
+        ),
+        r"jobSpec\.workerPoolSpecs\[0\]\.machineSpec\.reservationAffinity",
+    ),
+    "persistentResourceId": (
+        custom_job(_pool(), persistentResourceId="my-cluster"),
+        r"jobSpec\.persistentResourceId",
+    ),
+    "pythonPackageSpec": (
+        custom_job(_python_package_pool()),
+        r"jobSpec\.workerPoolSpecs\[0\]\.pythonPackageSpec",
+    ),
+    "pscInterfaceConfig": (
+        custom_job(
+            _pool(),
+            pscInterfaceConfig={"networkAttachment": "projects/p/regions/r/networkAttachments/a"},
+        ),
+        r"jobSpec\.pscInterfaceConfig",
+    ),
+}
+
+
+@pytest.mark.parametrize("feature", sorted(REFUSED))
+def test_vertex_only_features_are_refused_before_any_process_starts(
+    feature: str, tmp_path: Path
+) -> None:
+    body, path = REFUSED[feature]
+    backend = LocalBackend(str(tmp_path / "root"))
+    with pytest.raises(JobRefusedError, match="Vertex only") as refused:
+        backend.submit(JobKind.CUSTOM_JOB, body)
+    assert re.search(path, str(refused.value)), str(refused.value)
+    assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
+
+
+def test_refused_feature_in_a_study_names_the_trial_job_path(tmp_path: Path) -> None:
+    body = tuning_job(
+        job_spec(_pool(nfsMounts=[{"server": "10.0.0.2", "path": "/s", "mountPoint": "d"}])),
+        study(double("x", 0.0, 1.0)),
+    )
+    backend = LocalBackend(str(tmp_path / "root"))
+    with pytest.raises(
+        JobRefusedError, match=r"trialJobSpec\.workerPoolSpecs\[0\]\.nfsMounts.*Vertex only"
+    ):
+        backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, body)
+    assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
+
+
+# -- ignored ----------------------------------------------------------------------------
+
+
+IGNORED = {
+    "network": ("jobSpec.network", {"network": "projects/123/global/networks/vpc"}),
+    "serviceAccount": (
+        "jobSpec.serviceAccount",
+        {"serviceAccount": "training@p.iam.gserviceaccount.com"},
+    ),
+    "reservedIpRanges": (
+        "jobSpec.reservedIpRanges",
+        {"network": "projects/123/global/networks/vpc", "reservedIpRanges": ["range-a"]},
+    ),
+    "enableWebAccess": ("jobSpec.enableWebAccess", {"enableWebAccess": True}),
+}
+
+
+def _ignored_body(feature: str) -> dict[str, Any]:
+    if feature == "encryptionSpec":
+        body = custom_job(_pool(), output=None)
+        body["encryptionSpec"] = {
+            "kmsKeyName": "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
+        }
+        return body
+    return custom_job(_pool(), output=None, **IGNORED[feature][1])
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("feature", [*sorted(IGNORED), "encryptionSpec"])
+def test_cloud_only_fields_run_with_one_info_line(
+    feature: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    backend = LocalBackend(str(tmp_path / "root"))
+    with caplog.at_level(logging.INFO, logger=CAPABILITIES_LOGGER):
+        record = backend.submit(JobKind.CUSTOM_JOB, _ignored_body(feature))
+    lines = [r for r in caplog.records if r.name == CAPABILITIES_LOGGER]
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    assert lines[0].levelno == logging.INFO
+    path = IGNORED[feature][0] if feature in IGNORED else "encryptionSpec"
+    assert path in lines[0].getMessage()
+    assert backend.wait(record.name, timeout=30).state is JobState.SUCCEEDED

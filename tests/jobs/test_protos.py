@@ -1,0 +1,53 @@
+"""Bodies through the real ``aiplatform_v1`` protos: unknown fields refused by their API
+path with a suggestion, one canonical text per meaning."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bodies import cassava, horses_or_humans
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.protos import BodyParseError, body_of, canonical_json, parse_body
+
+CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
+
+
+def test_an_unknown_field_is_named_with_a_suggestion() -> None:
+    body = cassava()
+    body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorTyp"] = "NVIDIA_TESLA_T4"
+    with pytest.raises(BodyParseError) as caught:
+        parse_body(CUSTOM, body)
+    text = str(caught.value)
+    assert "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorTyp: MachineSpec has no" in text
+    assert "did you mean 'acceleratorType'?" in text
+
+
+def test_a_top_level_unknown_field() -> None:
+    body = horses_or_humans()
+    body["maxTrials"] = 3
+    with pytest.raises(BodyParseError, match="did you mean 'maxTrialCount'"):
+        parse_body(TUNING, body)
+
+
+def test_a_bad_enum_name_is_refused() -> None:
+    body = horses_or_humans()
+    body["studySpec"]["metrics"][0]["goal"] = "MAXIMISE"
+    with pytest.raises(BodyParseError, match="MAXIMISE"):
+        parse_body(TUNING, body)
+
+
+def test_canonical_json_is_one_text_per_meaning() -> None:
+    body = cassava()
+    floats = cassava()
+    chief = floats["jobSpec"]["workerPoolSpecs"][0]
+    chief["machineSpec"]["acceleratorCount"] = 1.0
+    chief["replica_count"] = chief.pop("replicaCount")  # the proto spelling
+    reordered = dict(reversed(list(body.items())))
+    assert canonical_json(CUSTOM, body) == canonical_json(CUSTOM, floats)
+    assert canonical_json(CUSTOM, body) == canonical_json(CUSTOM, reordered)
+    assert canonical_json(CUSTOM, body) != canonical_json(CUSTOM, cassava(workers=2))
+
+
+def test_body_of_round_trips() -> None:
+    message = parse_body(TUNING, horses_or_humans())
+    assert body_of(parse_body(TUNING, body_of(message))) == body_of(message)
