@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.bodies import pool
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.spec import ContainerSpec, MachineSpec, WorkerPoolSpec
 
 STANDIN = str(Path(__file__).with_name("standin.py"))
 
-PoolFactory = Callable[..., WorkerPoolSpec]
+PoolFactory = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture
@@ -20,33 +21,28 @@ def backend(tmp_path: Path) -> LocalBackend:
     return LocalBackend(str(tmp_path / "root"))
 
 
+def standin(
+    args: Sequence[str] = (),
+    replicas: int = 1,
+    env: Sequence[tuple[str, str]] = (),
+    accelerators: int = 0,
+) -> dict[str, Any]:
+    """A ``WorkerPoolSpec`` body whose replicas run ``standin.py`` with ``args``."""
+    return pool(
+        "n1-standard-8" if accelerators else "n1-standard-4",
+        "NVIDIA_TESLA_T4" if accelerators else None,
+        accelerators,
+        replicas=replicas,
+        image="python:3.11-slim",
+        command=("python", STANDIN),
+        args=args,
+        env=env,
+    )
+
+
 @pytest.fixture
 def standin_pool() -> PoolFactory:
-    """A worker pool whose replicas run ``standin.py`` with ``args``."""
-
-    def make(
-        args: Sequence[str] = (),
-        replicas: int = 1,
-        env: Sequence[tuple[str, str]] = (),
-        accelerators: int = 0,
-    ) -> WorkerPoolSpec:
-        machine = (
-            MachineSpec("n1-standard-8", "NVIDIA_TESLA_T4", accelerators)
-            if accelerators
-            else MachineSpec("n1-standard-4")
-        )
-        return WorkerPoolSpec(
-            machine=machine,
-            container=ContainerSpec(
-                image_uri="python:3.11-slim",
-                command=("python", STANDIN),
-                args=tuple(args),
-                env=tuple(env),
-            ),
-            replica_count=replicas,
-        )
-
-    return make
+    return standin
 
 
 def pid_gone(pid: int) -> bool:

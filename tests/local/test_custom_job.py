@@ -8,27 +8,40 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.local.conftest import PoolFactory, pid_gone
-from vertex_training.jobs.backends.base import JobNotFoundError
+from tests.bodies import custom_job, pool
+from tests.local.conftest import STANDIN, PoolFactory, pid_gone
+from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local import LocalBackend, LocalSpecError
-from vertex_training.jobs.spec import (
-    ContainerSpec,
-    CustomJobSpec,
-    JobKind,
-    JobState,
-    MachineSpec,
-    SpecValidationError,
-    WorkerPoolSpec,
-)
+from vertex_training.jobs.model import JobKind, JobRecord, JobState
 
 pytestmark = pytest.mark.timeout(120)
 
+CUSTOM = JobKind.CUSTOM_JOB
 
-def _job(pools: tuple[WorkerPoolSpec | None, ...], **kwargs: object) -> CustomJobSpec:
-    return CustomJobSpec(display_name="local-test", worker_pools=pools, **kwargs)  # type: ignore[arg-type]
+
+def _job(
+    pools: tuple[dict[str, Any], ...],
+    *,
+    base_output_directory: str | None = None,
+    labels: tuple[tuple[str, str], ...] = (),
+    **spec: Any,
+) -> dict[str, Any]:
+    """A CustomJob body; ``{}`` is an empty placeholder pool."""
+    return custom_job(
+        *pools,
+        display_name="local-test",
+        labels=dict(labels) or None,
+        output=base_output_directory,
+        **spec,
+    )
+
+
+def _submit(backend: LocalBackend, body: dict[str, Any]) -> JobRecord:
+    return backend.submit(CUSTOM, body)
 
 
 class TestEnvironmentConformance:
@@ -40,25 +53,27 @@ class TestEnvironmentConformance:
         backend = LocalBackend(str(tmp / "root"))
         dump = str(tmp / "env")
 
-        def pool(replicas: int, *extra: str) -> WorkerPoolSpec:
-            return WorkerPoolSpec(
-                machine=MachineSpec("n1-standard-4"),
-                container=ContainerSpec(
-                    image_uri="python:3.11-slim",
-                    command=("python", str(Path(__file__).with_name("standin.py"))),
-                    args=(f"--dump-env={dump}", *extra),
-                    env=(("STANDIN_EXTRA", "from-spec"),),
-                ),
-                replica_count=replicas,
+        def standin(replicas: int, *extra: str) -> dict[str, Any]:
+            return pool(
+                image="python:3.11-slim",
+                command=("python", STANDIN),
+                args=(f"--dump-env={dump}", *extra),
+                env=(("STANDIN_EXTRA", "from-spec"),),
+                replicas=replicas,
             )
 
         # The chief lingers so that the parameter server and evaluator (which never
         # exit by themselves) have written their environment before the job ends.
         spec = _job(
-            (pool(1, "--sleep=1.5"), pool(2), pool(1, "--sleep=60"), pool(1, "--sleep=60")),
+            (
+                standin(1, "--sleep=1.5"),
+                standin(2),
+                standin(1, "--sleep=60"),
+                standin(1, "--sleep=60"),
+            ),
             base_output_directory="gs://bucket/run1",
         )
-        record = backend.wait(backend.submit(spec).name, timeout=60)
+        record = backend.wait(_submit(backend, spec).name, timeout=60)
         assert record.state is JobState.SUCCEEDED, record.error_message
         envs = {p.stem: json.loads(p.read_text()) for p in Path(dump).glob("*.json")}
         return envs, record.job_id, str(backend.root)
@@ -94,6 +109,8 @@ class TestEnvironmentConformance:
             "AIP_TENSORBOARD_LOG_DIR": (env["AIP_TENSORBOARD_LOG_DIR"], f"{base}/logs/"),
             "CLOUD_ML_JOB_ID": (env["CLOUD_ML_JOB_ID"], job_id),
             "CLOUD_ML_TRIAL_ID": (env["CLOUD_ML_TRIAL_ID"], None),
+            "CLOUD_ML_PROJECT_ID": (env["CLOUD_ML_PROJECT_ID"], "local"),
+            "CLOUD_ML_REGION": (env["CLOUD_ML_REGION"], "local"),
             "pool env": (env["STANDIN_EXTRA"], "from-spec"),
             "args": (env["argv"][0].startswith("--dump-env="), True),
         }
@@ -127,7 +144,7 @@ class TestEnvironmentConformance:
 def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    record = backend.submit(_job((standin_pool(["--sleep=1"]),)))
+    record = _submit(backend, _job((standin_pool(["--sleep=1"]),)))
     # Returned before the job ran (a wall-clock bound would only measure machine load).
     assert record.state in (JobState.QUEUED, JobState.PENDING)
     assert record.name.startswith("projects/local/locations/local/customJobs/")
@@ -138,7 +155,11 @@ def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
     assert JobState.RUNNING in seen
     assert record.state is JobState.SUCCEEDED
     assert record.create_time and record.start_time and record.end_time
-    assert record.model_dir and record.model_dir.endswith("/output/model")
+    # No baseOutputDirectory: no AIP_MODEL_DIR, and no model directory reported (as Vertex).
+    assert record.model_dir is None
+    with_output = _submit(backend, _job((standin_pool(),), base_output_directory="gs://b/o"))
+    with_output = backend.wait(with_output.name, timeout=30)
+    assert with_output.model_dir == f"{backend.root}/gcs/b/o/model"
 
 
 def test_failing_replica_fails_the_job_with_its_log_tail(
@@ -150,7 +171,7 @@ def test_failing_replica_fails_the_job_with_its_log_tail(
             standin_pool(["--exit-code=3", "--fail-only=workerpool1-1"], replicas=2),
         )
     )
-    record = backend.wait(backend.submit(spec).name, timeout=60)
+    record = backend.wait(_submit(backend, spec).name, timeout=60)
     assert record.state is JobState.FAILED
     message = record.error_message or ""
     assert "workerpool1-1 exited with code 3" in message
@@ -174,7 +195,7 @@ def test_cancel_leaves_no_process_behind(
             standin_pool([f"--spawn-child={pids_dir}", "--sleep=300"], replicas=2),
         )
     )
-    record = backend.submit(spec)
+    record = _submit(backend, spec)
     deadline = time.monotonic() + 30
     while len(list(pids_dir.glob("*.pids"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -199,22 +220,16 @@ def test_bad_spec_is_refused_before_any_process_starts(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
     chief_with_two = _job((standin_pool(replicas=2),))
-    with pytest.raises(SpecValidationError, match=r"worker_pools\[0\]\.replica_count"):
-        backend.submit(chief_with_two)
-    foreign_image = _job(
-        (
-            WorkerPoolSpec(
-                machine=MachineSpec("n1-standard-4"), container=ContainerSpec("python:3.11")
-            ),
-        )
-    )
+    with pytest.raises(JobRefusedError, match=r"workerPoolSpecs\[0\]\.replicaCount"):
+        _submit(backend, chief_with_two)
+    foreign_image = _job((pool(image="python:3.11"),))
     with pytest.raises(LocalSpecError, match=r"container\.command"):
-        backend.submit(foreign_image)
+        _submit(backend, foreign_image)
     assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
 
 
 def test_timeout_fails_the_job(backend: LocalBackend, standin_pool: PoolFactory) -> None:
-    record = backend.submit(_job((standin_pool(["--sleep=60"]),), timeout_seconds=1))
+    record = _submit(backend, _job((standin_pool(["--sleep=60"]),), timeout_seconds=1))
     final = backend.wait(record.name, timeout=30)
     assert final.state is JobState.FAILED
     assert "timeout of 1s" in (final.error_message or "")
@@ -223,9 +238,9 @@ def test_timeout_fails_the_job(backend: LocalBackend, standin_pool: PoolFactory)
 def test_find_by_labels_returns_the_newest(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    first = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
-    second = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
-    other = backend.submit(_job((standin_pool(),), labels=(("stack", "local"), ("job", "b"))))
+    first = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
+    second = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
+    other = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "b"))))
     found = backend.find(JobKind.CUSTOM_JOB, {"job": "a"})
     assert found is not None and found.name == second.name != first.name
     assert backend.find(JobKind.CUSTOM_JOB, {"job": "b"}).name == other.name  # type: ignore[union-attr]
@@ -238,7 +253,7 @@ def test_find_by_labels_returns_the_newest(
 def test_delete_removes_the_job_and_unknown_names_raise(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    record = backend.wait(backend.submit(_job((standin_pool(),))).name, timeout=30)
+    record = backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30)
     backend.delete(record.name)
     with pytest.raises(JobNotFoundError):
         backend.get(record.name)
@@ -264,7 +279,7 @@ print(json.dumps({"state": backend.get(sys.argv[3]).state.value}))
 def test_get_and_cancel_from_another_process(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    record = backend.submit(_job((standin_pool(["--sleep=300"]),)))
+    record = _submit(backend, _job((standin_pool(["--sleep=300"]),)))
     backend_process_env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
 
     def other(action: str) -> str:
@@ -289,7 +304,7 @@ def test_get_and_cancel_from_another_process(
 def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    record = backend.submit(_job((standin_pool(["--sleep=300"]),)))
+    record = _submit(backend, _job((standin_pool(["--sleep=300"]),)))
     while backend.get(record.name).state is not JobState.RUNNING:
         time.sleep(0.05)
     details = backend.details(record.name)
@@ -326,11 +341,11 @@ def test_gpus_are_split_between_replicas_by_accelerator_count(
         (
             standin_pool([f"--dump-env={dump}", "--sleep=1"], accelerators=2),
             standin_pool([f"--dump-env={dump}"], replicas=2, accelerators=1),
-            None,
+            {},
             standin_pool([f"--dump-env={dump}", "--sleep=60"]),
         )
     )
-    record = backend.wait(backend.submit(spec).name, timeout=60)
+    record = backend.wait(_submit(backend, spec).name, timeout=60)
     assert record.state is JobState.SUCCEEDED, record.error_message
     visible = {
         p.stem: json.loads(p.read_text())["CUDA_VISIBLE_DEVICES"] for p in dump.glob("*.json")

@@ -4,41 +4,56 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.local.environment import (
     GpuAllocator,
     LocalSpecError,
+    expand_references,
     is_repo_trainer_image,
+    local_bucket_paths,
     output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.spec import (
-    ContainerSpec,
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.view import (
     CustomJobSpec,
-    MachineSpec,
+    CustomJobView,
     PoolRole,
     WorkerPoolSpec,
+    view_of,
 )
 
 
+def _spec(*pools: dict[str, Any], output: str | None = "/out") -> CustomJobSpec:
+    view = view_of(JobKind.CUSTOM_JOB, custom_job(*pools, display_name="full", output=output))
+    assert isinstance(view, CustomJobView)
+    return view.job
+
+
+def _pool_body(
+    replicas: int = 1,
+    image: str = "trainer:local",
+    command: tuple[str, ...] = (),
+    env: tuple[tuple[str, str], ...] = (),
+) -> dict[str, Any]:
+    return pool(image=image, command=command, args=("--a=1",), replicas=replicas, env=env)
+
+
 def _pool(replicas: int = 1, image: str = "trainer:local", command: tuple[str, ...] = ()):
-    return WorkerPoolSpec(
-        machine=MachineSpec("n1-standard-4"),
-        container=ContainerSpec(image_uri=image, command=command, args=("--a=1",)),
-        replica_count=replicas,
-    )
+    found = _spec(_pool_body(replicas, image, command)).worker_pools[0]
+    assert found is not None
+    return found
 
 
 def _full_job() -> CustomJobSpec:
-    return CustomJobSpec(
-        display_name="full",
-        worker_pools=(_pool(), _pool(2), _pool(1), _pool(1)),
-        base_output_directory="/out",
-    )
+    return _spec(_pool_body(), _pool_body(2), _pool_body(1), _pool_body(1))
 
 
 class TestClusterLayout:
@@ -55,7 +70,7 @@ class TestClusterLayout:
         assert len({s.address for s in slots}) == 5
 
     def test_placeholder_pool_is_skipped_but_keeps_pool_numbers(self) -> None:
-        job = CustomJobSpec(display_name="j", worker_pools=(_pool(), None, _pool()))
+        job = _spec(_pool_body(), {}, _pool_body())
         slots = plan_replicas(job, ports=[1, 2])
         assert [(s.workerpool, s.address) for s in slots] == [
             ("workerpool0", "localhost:1"),
@@ -114,6 +129,139 @@ class TestClusterLayout:
         assert trial["CLOUD_ML_TRIAL_ID"] == "3"
         assert json.loads(trial["TF_CONFIG"])["task"]["trial"] == "3"
         assert trial["AIP_MODEL_DIR"] == "/out/3/model/"
+
+    def test_service_project_and_region_are_set(self) -> None:
+        env = self._env(0)
+        assert (env["CLOUD_ML_PROJECT_ID"], env["CLOUD_ML_REGION"]) == ("local", "local")
+
+
+def _single_env(
+    *pools: dict[str, Any],
+    output: str | None = "/out",
+    trial: str | None = None,
+    gcs_root: str | None = None,
+) -> dict[str, str]:
+    job = _spec(*pools, output=output)
+    slots = plan_replicas(job)
+    me = slots[0]
+    found = job.worker_pools[int(me.pool)]
+    assert isinstance(found, WorkerPoolSpec)
+    return replica_environment(
+        slots=slots,
+        me=me,
+        pool=found,
+        job={},
+        job_id="9",
+        base_output_dir=output,
+        trial_id=trial,
+        metric_file="/m",
+        cuda_visible_devices=None,
+        gcs_root=gcs_root,
+    )
+
+
+class TestVertexEnvironment:
+    """What Vertex sets that a single-machine run must not get wrong."""
+
+    def test_single_replica_job_has_cluster_spec_but_no_tf_config(self) -> None:
+        env = _single_env(_pool_body())
+        assert "TF_CONFIG" not in env
+        spec = json.loads(env["CLUSTER_SPEC"])
+        assert spec["task"] == {"type": "workerpool0", "index": 0}
+        assert "TF_CONFIG" not in _single_env(_pool_body(), trial="2")
+
+    def test_two_replicas_in_all_is_distributed(self) -> None:
+        env = _single_env(_pool_body(), _pool_body(1))
+        assert json.loads(env["TF_CONFIG"])["task"] == {"type": "chief", "index": 0}
+        # A chief alone plus an evaluator is still two machines: Vertex sets TF_CONFIG.
+        env = _single_env(_pool_body(), {}, {}, _pool_body(1))
+        assert json.loads(env["TF_CONFIG"])["cluster"] == {"chief": [_chief_address(env)]}
+
+    def test_no_base_output_directory_means_no_aip_directories(self) -> None:
+        env = _single_env(_pool_body(), output=None)
+        assert not [k for k in env if k.startswith("AIP_")]
+        assert output_dirs(None, "3") == {}
+        with_base = _single_env(_pool_body(), output="/o")
+        assert with_base["AIP_MODEL_DIR"] == "/o/model/"
+
+    def test_env_values_expand_earlier_entries_and_service_variables(self) -> None:
+        env = _single_env(
+            _pool_body(
+                env=(
+                    ("FIRST", "one"),
+                    ("SECOND", "$(FIRST)-two"),
+                    ("SAVED", "$(AIP_MODEL_DIR)best"),
+                    ("JOB", "job-$(CLOUD_ML_JOB_ID)"),
+                    ("ESCAPED", "$$(FIRST)"),
+                    ("UNKNOWN", "$(NOT_SET)/x"),
+                    ("LATER", "$(THIRD)"),
+                    ("THIRD", "three"),
+                )
+            )
+        )
+        assert env["SECOND"] == "one-two"
+        assert env["SAVED"] == "/out/model/best"
+        assert env["JOB"] == "job-9"
+        assert env["ESCAPED"] == "$(FIRST)"
+        assert env["UNKNOWN"] == "$(NOT_SET)/x"
+        assert env["LATER"] == "$(THIRD)"  # only earlier entries are known
+
+    def test_pool_env_wins_over_the_service_variables(self) -> None:
+        env = _single_env(_pool_body(env=(("CLOUD_ML_REGION", "mine"),)))
+        assert env["CLOUD_ML_REGION"] == "mine"
+
+    def test_bucket_paths_in_env_values_are_local(self) -> None:
+        env = _single_env(
+            _pool_body(env=(("DATA", "gs://b/data"), ("FUSE", "/gcs/b/fuse"), ("OTHER", "/x"))),
+            gcs_root="/root/gcs",
+        )
+        assert (env["DATA"], env["FUSE"], env["OTHER"]) == (
+            "/root/gcs/b/data",
+            "/root/gcs/b/fuse",
+            "/x",
+        )
+
+
+def _chief_address(env: dict[str, str]) -> str:
+    return str(json.loads(env["CLUSTER_SPEC"])["cluster"]["workerpool0"][0])
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("$(A)", "a"),
+        ("x$(A)y$(B)z", "xaybz"),
+        ("$$(A)", "$(A)"),
+        ("$$", "$"),
+        ("$$$(A)", "$a"),
+        ("$(MISSING)", "$(MISSING)"),
+        ("$(A", "$(A"),
+        ("cost: $5", "cost: $5"),
+        ("trailing $", "trailing $"),
+        ("", ""),
+    ],
+)
+def test_expand_references_follows_kubernetes(value: str, expected: str) -> None:
+    assert expand_references(value, {"A": "a", "B": "b"}) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("gs://b/p", "/r/gcs/b/p"),
+        ("/gcs/b/p", "/r/gcs/b/p"),
+        ("--model-dir=gs://b/m", "--model-dir=/r/gcs/b/m"),
+        ("--data=/gcs/b/d", "--data=/r/gcs/b/d"),
+        ("gs://a/x,gs://b/y", "/r/gcs/a/x,/r/gcs/b/y"),
+        ("/data/gcs/b", "/data/gcs/b"),
+        ("see gs://b/p", "see /r/gcs/b/p"),
+        ("plain", "plain"),
+        ("gs://", "gs://"),
+    ],
+)
+def test_bucket_paths_map_to_the_local_bucket_directory(value: str, expected: str) -> None:
+    assert local_bucket_paths(value, Path("/r/gcs")) == expected
+    assert local_bucket_paths(value, None) == value
 
 
 def test_output_dirs_follow_vertex_layout() -> None:
@@ -181,6 +329,44 @@ class TestGpuAllocator:
         gpus = GpuAllocator(["0", "1"])
         gpus.acquire(1)
         assert gpus.acquire(2) == ("1", "0")
+
+
+@pytest.mark.timeout(120)
+def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Path) -> None:
+    """A replica given ``/gcs/...`` and ``gs://...`` paths, as on Vertex, writes under
+    ``<root>/gcs`` here; a job without baseOutputDirectory gets no AIP_* and no TF_CONFIG."""
+    from tests.local.conftest import standin
+    from vertex_training.jobs.backends.local import LocalBackend
+    from vertex_training.jobs.model import JobState
+
+    backend = LocalBackend(str(tmp_path / "root"))
+    body = custom_job(
+        standin(
+            ["--dump-env=/gcs/b/env"],
+            env=(
+                ("STANDIN_BUCKET", "gs://b/data"),
+                ("STANDIN_EXPANDED", "$(CLOUD_ML_JOB_ID)-$(STANDIN_BUCKET)"),
+                ("STANDIN_ESCAPED", "$$(CLOUD_ML_JOB_ID)"),
+                ("STANDIN_UNKNOWN", "$(NOPE)"),
+            ),
+        ),
+        output=None,
+    )
+    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, body).name, timeout=60)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    dumped = list((backend.root / "gcs" / "b" / "env").glob("*.json"))
+    assert [p.name for p in dumped] == ["workerpool0-0.json"]
+    env = json.loads(dumped[0].read_text())
+    assert env["argv"][0] == f"--dump-env={backend.root}/gcs/b/env"
+    assert env["STANDIN_BUCKET"] == f"{backend.root}/gcs/b/data"
+    assert env["STANDIN_EXPANDED"] == f"{record.job_id}-{backend.root}/gcs/b/data"
+    assert env["STANDIN_ESCAPED"] == "$(CLOUD_ML_JOB_ID)"
+    assert env["STANDIN_UNKNOWN"] == "$(NOPE)"
+    assert env["TF_CONFIG"] is None
+    assert json.loads(env["CLUSTER_SPEC"])["task"] == {"type": "workerpool0", "index": 0}
+    assert (env["CLOUD_ML_PROJECT_ID"], env["CLOUD_ML_REGION"]) == ("local", "local")
+    assert [k for k in env if k.startswith("AIP_") and env[k] is not None] == []
+    assert record.model_dir is None
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:

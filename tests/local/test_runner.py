@@ -6,47 +6,37 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.bodies import custom_job, double, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory
-from vertex_training.jobs.rest import spec_to_json
-from vertex_training.jobs.spec import (
-    CustomJobSpec,
-    DoubleParameterSpec,
-    MetricGoal,
-    MetricSpec,
-    StudySpec,
-    TuningJobSpec,
-)
+from vertex_training.jobs.model import JobKind
 from vertex_training.local.__main__ import EXIT_FAILED, EXIT_USAGE, main
-from vertex_training.local.jobs import StackJobs, StackJobsError
+from vertex_training.local.jobs import StackJobs, StackJobsError, load_spec_file
 
 pytestmark = pytest.mark.timeout(120)
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _write(tmp_path: Path, spec: CustomJobSpec | TuningJobSpec, name: str) -> Path:
+def _write(tmp_path: Path, body: dict[str, Any], name: str) -> Path:
+    """A spec file: the job's Vertex REST body as JSON."""
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(spec_to_json(spec)))
+    path.write_text(json.dumps(body))
     return path
 
 
 def test_spec_file_study_prints_trials_as_they_finish_and_the_best(
     tmp_path: Path, standin_pool: PoolFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = TuningJobSpec(
+    spec = tuning_job(
+        job_spec(standin_pool(["--steps=1", "--step-sleep=0.6"]), output=None),
+        study(double("x", 0.0, 1.0), metrics=(("accuracy", "MAXIMIZE"),)),
+        max_trials=3,
+        parallel=2,
         display_name="try-me",
-        trial_job=CustomJobSpec(
-            display_name="t", worker_pools=(standin_pool(["--steps=1", "--step-sleep=0.6"]),)
-        ),
-        study=StudySpec(
-            metrics=(MetricSpec("accuracy", MetricGoal.MAXIMIZE),),
-            parameters=(DoubleParameterSpec("x", 0.0, 1.0),),
-        ),
-        max_trial_count=3,
-        parallel_trial_count=2,
     )
     code = main(["run", "--spec", str(_write(tmp_path, spec, "study")), "--root", str(tmp_path)])
     out = capsys.readouterr().out
@@ -63,12 +53,24 @@ def test_spec_file_study_prints_trials_as_they_finish_and_the_best(
 def test_failing_job_exits_non_zero_and_shows_the_log_tail(
     tmp_path: Path, standin_pool: PoolFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = CustomJobSpec(display_name="bad", worker_pools=(standin_pool(["--exit-code=5"]),))
+    spec = custom_job(standin_pool(["--exit-code=5"]), display_name="bad", output=None)
     code = main(["run", "--spec", str(_write(tmp_path, spec, "bad")), "--root", str(tmp_path)])
     captured = capsys.readouterr()
     assert code == EXIT_FAILED
     assert "failing on purpose: boom" in captured.out
     assert "failed: bad" in captured.err
+
+
+def test_spec_file_kind_is_read_from_the_body(tmp_path: Path) -> None:
+    trial = job_spec({"machineSpec": {"machineType": "n1-standard-4"}})
+    tuning = tuning_job(trial, study(double("x", 0.0, 1.0)))
+    assert load_spec_file(_write(tmp_path, tuning, "t")).kind is JobKind.HYPERPARAMETER_TUNING_JOB
+    without_study = {"displayName": "s", "trialJobSpec": trial}
+    assert (
+        load_spec_file(_write(tmp_path, without_study, "w")).kind
+        is JobKind.HYPERPARAMETER_TUNING_JOB
+    )
+    assert load_spec_file(_write(tmp_path, custom_job(spec=trial), "c")).kind is JobKind.CUSTOM_JOB
 
 
 def test_unknown_job_name_is_refused_with_the_declared_ones() -> None:

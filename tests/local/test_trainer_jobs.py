@@ -5,40 +5,34 @@ The study with the real trainer runs in ``test_runner.py`` (the whole local stac
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.spec import (
-    ContainerSpec,
-    CustomJobSpec,
-    JobState,
-    MachineSpec,
-    WorkerPoolSpec,
-)
+from vertex_training.jobs.model import JobKind, JobState
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 TINY = ("--data=synthetic", "--synthetic-examples=16", "--epochs=1", "--batch-size-per-replica=4")
 
 
-def _trainer_pool(args: tuple[str, ...]) -> WorkerPoolSpec:
+def _trainer_pool(args: tuple[str, ...]) -> dict[str, Any]:
     # No command: the image is ours, so the backend runs `python -m trainer.task` itself.
-    return WorkerPoolSpec(
-        machine=MachineSpec("n1-standard-4"),
-        container=ContainerSpec(image_uri="trainer:local", args=args),
-    )
+    return pool("n1-standard-4", image="trainer:local", args=args)
 
 
 def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> None:
     backend = LocalBackend(str(tmp_path / "root"))
     args = ("--workload=cassava", *TINY, "--image-size=32", "--weights=none")
-    spec = CustomJobSpec(
+    spec = custom_job(
+        _trainer_pool(args),
+        _trainer_pool(args),
         display_name="mwms",
-        worker_pools=(_trainer_pool(args), _trainer_pool(args)),
-        base_output_directory=str(tmp_path / "bucket" / "mwms"),
+        output=str(tmp_path / "bucket" / "mwms"),
     )
-    record = backend.wait(backend.submit(spec).name, timeout=540)
+    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, spec).name, timeout=540)
     assert record.state is JobState.SUCCEEDED, record.error_message
     assert record.model_dir == f"{tmp_path}/bucket/mwms/model"
     models = list((tmp_path / "bucket").rglob("saved_model.pb"))
@@ -47,3 +41,20 @@ def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> No
     # Both replicas trained in one cluster of two.
     assert "group_size = 2" in logs["workerpool0-0.log"]
     assert "group_size = 2" in logs["workerpool1-0.log"]
+
+
+def test_single_replica_trainer_writes_through_gcs_paths_without_aip_variables(
+    tmp_path: Path,
+) -> None:
+    """No baseOutputDirectory (no AIP_*) and no TF_CONFIG: the trainer takes its flags, and
+    the ``/gcs/...`` path it is given, as on Vertex, lands in the local bucket."""
+    backend = LocalBackend(str(tmp_path / "root"))
+    args = ("--workload=cassava", *TINY, "--image-size=32", "--weights=none")
+    spec = custom_job(
+        _trainer_pool((*args, "--model-dir=/gcs/b/single/model")), display_name="one", output=None
+    )
+    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, spec).name, timeout=540)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    assert record.model_dir is None
+    models = list((backend.root / "gcs").rglob("saved_model.pb"))
+    assert models == [backend.root / "gcs" / "b" / "single" / "model" / "saved_model.pb"]

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.bodies import categorical, discrete, double, integer, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends.local import LocalBackend
@@ -18,63 +20,56 @@ from vertex_training.jobs.backends.local.study import (
     parameter_args,
     read_measurements,
 )
-from vertex_training.jobs.spec import (
-    CategoricalParameterSpec,
-    ConditionalParameterSpec,
-    CustomJobSpec,
-    DiscreteParameterSpec,
+from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord, best_trial
+from vertex_training.jobs.view import (
     DoubleParameterSpec,
-    EarlyStopping,
-    IntegerParameterSpec,
-    JobKind,
-    JobState,
     MeasurementSelection,
     MetricGoal,
-    MetricSpec,
-    ParameterSpec,
     ScaleType,
-    SearchAlgorithm,
-    StudySpec,
-    TrialRecord,
-    TuningJobSpec,
-    best_trial,
 )
 
 pytestmark = pytest.mark.timeout(180)
 
-X = DoubleParameterSpec("x", 0.01, 1.0, ScaleType.LINEAR)
+TUNING = JobKind.HYPERPARAMETER_TUNING_JOB
+METRIC = HYPERTUNE_METRIC_TAG
+X = double("x", 0.01, 1.0)
 
 
 def _tuning(
     standin_pool: PoolFactory,
     args: tuple[str, ...] = ("--steps=2",),
-    parameters: tuple[ParameterSpec, ...] = (X,),
+    parameters: tuple[dict[str, Any], ...] = (X,),
     trials: int = 6,
     parallel: int = 2,
-    **study: object,
-) -> TuningJobSpec:
-    return TuningJobSpec(
+    max_failed: int = 0,
+    output: str | None = "gs://bucket/hp",
+    labels: dict[str, str] | None = None,
+    pool: dict[str, Any] | None = None,
+    **study_fields: Any,
+) -> dict[str, Any]:
+    """A HyperparameterTuningJob body; ``study_fields`` go into its studySpec
+    (``algorithm="GRID_SEARCH"``, ``medianAutomatedStoppingSpec={}``, ...)."""
+    body = tuning_job(
+        job_spec(pool if pool is not None else standin_pool(args), output=output),
+        study(*parameters, **study_fields),
+        max_trials=trials,
+        parallel=parallel,
         display_name="study",
-        trial_job=CustomJobSpec(
-            display_name="trial",
-            worker_pools=(standin_pool(args),),
-            base_output_directory="gs://bucket/hp",
-        ),
-        study=StudySpec(
-            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),),
-            parameters=parameters,
-            **study,  # type: ignore[arg-type]
-        ),
-        max_trial_count=trials,
-        parallel_trial_count=parallel,
-        max_failed_trial_count=study.pop("max_failed", 0) if "max_failed" in study else 0,  # type: ignore[arg-type]
+        labels=labels,
     )
+    if max_failed:
+        body["maxFailedTrialCount"] = max_failed
+    return body
 
 
-def _run(backend: LocalBackend, spec: TuningJobSpec):
-    record = backend.submit(spec)
+def _run(backend: LocalBackend, spec: dict[str, Any]) -> JobRecord:
+    record = backend.submit(TUNING, spec)
     assert record.name.startswith("projects/local/locations/local/hyperparameterTuningJobs/")
     return backend.wait(record.name, timeout=150)
+
+
+def _metric(trial: TrialRecord) -> float | None:
+    return trial.final_metrics.get(METRIC)
 
 
 def test_six_trials_two_parallel_complete_and_report_the_best(
@@ -87,10 +82,10 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
     assert [t.trial_id for t in record.trials] == ["1", "2", "3", "4", "5", "6"]
     assert all(t.state == "SUCCEEDED" for t in record.trials)
     for trial in record.trials:
-        x = dict(trial.parameters)["x"]
-        assert 0.01 <= x <= 1.0  # type: ignore[operator]
-        assert trial.final_metric == pytest.approx(1.0 - (x - 0.7) ** 2 + 0.1)  # type: ignore[operator]
-    best = max(record.trials, key=lambda t: t.final_metric or -1)
+        x = trial.parameters["x"]
+        assert isinstance(x, float) and 0.01 <= x <= 1.0
+        assert _metric(trial) == pytest.approx(1.0 - (x - 0.7) ** 2 + 0.1)
+    best = max(record.trials, key=lambda t: _metric(t) or -1)
     assert record.best_trial == best
     base = backend.root / "gcs" / "bucket" / "hp"
     assert record.model_dir == f"{base}/{best.trial_id}/model"
@@ -101,9 +96,10 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
         env = envs[f"{trial.trial_id}workerpool0-0.json"]
         assert env["CLOUD_ML_TRIAL_ID"] == trial.trial_id
         assert env["AIP_MODEL_DIR"] == f"{base}/{trial.trial_id}/model/"
-        assert json.loads(env["TF_CONFIG"])["task"]["trial"] == trial.trial_id
+        # One replica per trial: not distributed, so no TF_CONFIG (as on Vertex).
+        assert env["TF_CONFIG"] is None
         assert json.loads(env["CLUSTER_SPEC"])["task"]["trial"] == trial.trial_id
-        assert f"--x={dict(trial.parameters)['x']}" in env["argv"]
+        assert f"--x={trial.parameters['x']}" in env["argv"]
     assert len({e["CLOUD_ML_HP_METRIC_FILE"] for e in envs.values()}) == 6
     # Never more than two trials at a time: trial 3 starts after one of 1, 2 ended.
     plot = backend.details(record.name).plot
@@ -134,63 +130,52 @@ def test_parallel_trial_count_is_respected(
 def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    params = (
-        DiscreteParameterSpec("x", (0.2, 0.7)),
-        CategoricalParameterSpec("kind", ("good", "bad")),
-    )
-    spec = _tuning(
-        standin_pool, parameters=params, trials=10, parallel=2, algorithm=SearchAlgorithm.GRID
-    )
+    params = (discrete("x", (0.2, 0.7)), categorical("kind", ("good", "bad")))
+    spec = _tuning(standin_pool, parameters=params, trials=10, parallel=2, algorithm="GRID_SEARCH")
     record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
-    combos = sorted((dict(t.parameters)["x"], dict(t.parameters)["kind"]) for t in record.trials)
+    combos = sorted((dict(t.parameters)["x"], t.parameters["kind"]) for t in record.trials)
     assert combos == [(0.2, "bad"), (0.2, "good"), (0.7, "bad"), (0.7, "good")]
     assert record.best_trial is not None
-    assert dict(record.best_trial.parameters) == {"x": 0.7, "kind": "good"}
+    assert record.best_trial.parameters == {"x": 0.7, "kind": "good"}
 
 
 def test_random_search_is_reproducible_with_the_backend_seed(
     tmp_path: Path, standin_pool: PoolFactory
 ) -> None:
     params = (
-        DoubleParameterSpec("x", 0.01, 1.0, ScaleType.LOG),
-        IntegerParameterSpec("n", 1, 100, ScaleType.REVERSE_LOG),
-        DoubleParameterSpec("r", 1.0, 10.0, ScaleType.REVERSE_LOG),
+        double("x", 0.01, 1.0, "UNIT_LOG_SCALE"),
+        integer("n", 1, 100, "UNIT_REVERSE_LOG_SCALE"),
+        double("r", 1.0, 10.0, "UNIT_REVERSE_LOG_SCALE"),
     )
     runs = []
     for i in range(2):
         backend = LocalBackend(str(tmp_path / f"root{i}"), seed=7)
         spec = _tuning(
-            standin_pool, parameters=params, trials=4, parallel=1, algorithm=SearchAlgorithm.RANDOM
+            standin_pool, parameters=params, trials=4, parallel=1, algorithm="RANDOM_SEARCH"
         )
         runs.append(_run(backend, spec))
     assert [t.parameters for t in runs[0].trials] == [t.parameters for t in runs[1].trials]
     for trial in runs[0].trials:
-        values = dict(trial.parameters)
-        assert 0.01 <= values["x"] <= 1.0  # type: ignore[operator]
-        assert isinstance(values["n"], int) and 1 <= values["n"] <= 100
-        assert 1.0 <= values["r"] <= 10.0  # type: ignore[operator]
+        x, n, r = (trial.parameters[k] for k in ("x", "n", "r"))
+        assert isinstance(x, float) and 0.01 <= x <= 1.0
+        # Integers come back as whole-number doubles, as Vertex reports them.
+        assert isinstance(n, float) and n.is_integer() and 1 <= n <= 100
+        assert isinstance(r, float) and 1.0 <= r <= 10.0
 
 
 def test_conditional_parameter_only_when_parent_matches(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    child = IntegerParameterSpec("units", 8, 16)
-    kind = CategoricalParameterSpec(
-        "kind", ("good", "bad"), conditional=(ConditionalParameterSpec(child, ("good",)),)
-    )
+    kind = categorical("kind", ("good", "bad"), good=[integer("units", 8, 16)])
     spec = _tuning(
-        standin_pool,
-        parameters=(kind,),
-        trials=6,
-        parallel=2,
-        algorithm=SearchAlgorithm.RANDOM,
+        standin_pool, parameters=(kind,), trials=6, parallel=2, algorithm="RANDOM_SEARCH"
     )
     record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
     kinds = set()
     for trial in record.trials:
-        values = dict(trial.parameters)
+        values = trial.parameters
         kinds.add(values["kind"])
         assert ("units" in values) == (values["kind"] == "good")
     assert kinds == {"good", "bad"}
@@ -199,15 +184,8 @@ def test_conditional_parameter_only_when_parent_matches(
 def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
-    spec = TuningJobSpec(
-        display_name="failing",
-        trial_job=CustomJobSpec(display_name="t", worker_pools=(standin_pool(["--exit-code=4"]),)),
-        study=StudySpec(
-            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
-        ),
-        max_trial_count=6,
-        parallel_trial_count=1,
-        max_failed_trial_count=2,
+    spec = _tuning(
+        standin_pool, args=("--exit-code=4",), trials=6, parallel=1, max_failed=2, output=None
     )
     record = _run(backend, spec)
     assert record.state is JobState.FAILED
@@ -222,16 +200,16 @@ def test_trial_without_metric_is_infeasible_but_the_study_succeeds(
     spec = _tuning(
         standin_pool,
         args=("--steps=1", "--no-metric-if=kind=bad"),
-        parameters=(CategoricalParameterSpec("kind", ("good", "bad")),),
+        parameters=(categorical("kind", ("good", "bad")),),
         trials=2,
         parallel=1,
-        algorithm=SearchAlgorithm.GRID,
+        algorithm="GRID_SEARCH",
     )
     record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
-    states = {dict(t.parameters)["kind"]: t.state for t in record.trials}
+    states = {t.parameters["kind"]: t.state for t in record.trials}
     assert states == {"good": "SUCCEEDED", "bad": "INFEASIBLE"}
-    assert record.best_trial is not None and dict(record.best_trial.parameters)["kind"] == "good"
+    assert record.best_trial is not None and record.best_trial.parameters["kind"] == "good"
 
 
 @pytest.mark.parametrize(
@@ -256,14 +234,15 @@ def test_measurement_selection(
 
 def test_best_trial_respects_goal_and_ignores_infeasible() -> None:
     trials = [
-        TrialRecord("1", "SUCCEEDED", (("x", 1.0),), 0.5),
-        TrialRecord("2", "INFEASIBLE", (("x", 2.0),), None),
-        TrialRecord("3", "SUCCEEDED", (("x", 3.0),), 0.8),
-        TrialRecord("4", "SUCCEEDED", (("x", 4.0),), 0.8),
+        TrialRecord("1", "SUCCEEDED", {"x": 1.0}, {"m": 0.5}),
+        TrialRecord("2", "INFEASIBLE", {"x": 2.0}, {}),
+        TrialRecord("3", "SUCCEEDED", {"x": 3.0}, {"m": 0.8}),
+        TrialRecord("4", "SUCCEEDED", {"x": 4.0}, {"m": 0.8}),
     ]
-    assert best_trial(trials, MetricGoal.MAXIMIZE).trial_id == "3"  # type: ignore[union-attr]
-    assert best_trial(trials, MetricGoal.MINIMIZE).trial_id == "1"  # type: ignore[union-attr]
-    assert best_trial(trials[1:2], MetricGoal.MAXIMIZE) is None
+    assert best_trial(trials, "m", maximize=True).trial_id == "3"  # type: ignore[union-attr]
+    assert best_trial(trials, "m", maximize=False).trial_id == "1"  # type: ignore[union-attr]
+    assert best_trial(trials[1:2], "m", maximize=True) is None
+    assert best_trial(trials, "other", maximize=True) is None
 
 
 def test_parameter_args_are_vertex_flags() -> None:
@@ -282,40 +261,31 @@ def test_median_stopping_stops_trials_worse_than_the_median(
     spec = _tuning(
         standin_pool,
         args=("--steps=6", "--step-sleep=0.3"),
-        parameters=(DiscreteParameterSpec("x", (0.04, 0.05, 0.06, 0.69, 0.7, 0.71)),),
+        parameters=(discrete("x", (0.04, 0.05, 0.06, 0.69, 0.7, 0.71)),),
         trials=6,
         parallel=1,
-        algorithm=SearchAlgorithm.GRID,
-        early_stopping=EarlyStopping.MEDIAN,
+        algorithm="GRID_SEARCH",
+        medianAutomatedStoppingSpec={},
     )
     record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
-    stopped = backend.details(record.name).early_stopped_trials
+    stopped = [t.trial_id for t in record.trials if t.early_stopped]
     assert stopped, "median stopping stopped nothing"
     by_id = {t.trial_id: t for t in record.trials}
     for trial_id in stopped:
-        x = dict(by_id[trial_id].parameters)["x"]
-        assert x < 0.1, f"a good trial (x={x}) was stopped"  # type: ignore[operator]
+        x = by_id[trial_id].parameters["x"]
+        assert isinstance(x, float) and x < 0.1, f"a good trial (x={x}) was stopped"
         assert by_id[trial_id].state == "SUCCEEDED"
         # Stopped before its last step: its metric is below the full-run value.
-        full = 1.0 - (x - 0.7) ** 2 + 0.1  # type: ignore[operator]
-        assert by_id[trial_id].final_metric < full  # type: ignore[operator]
+        full = 1.0 - (x - 0.7) ** 2 + 0.1
+        assert by_id[trial_id].final_metrics[METRIC] < full
     assert record.best_trial is not None
-    assert not math.isclose(dict(record.best_trial.parameters)["x"], 0.05)  # type: ignore[arg-type]
+    assert not math.isclose(float(record.best_trial.parameters["x"]), 0.05)
 
 
 def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFactory) -> None:
-    spec = TuningJobSpec(
-        display_name="labelled",
-        trial_job=CustomJobSpec(display_name="t", worker_pools=(standin_pool(["--steps=1"]),)),
-        study=StudySpec(
-            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
-        ),
-        max_trial_count=1,
-        parallel_trial_count=1,
-        labels=(("job", "hp"),),
-    )
-    record = backend.submit(spec)
+    spec = _tuning(standin_pool, args=("--steps=1",), trials=1, parallel=1, labels={"job": "hp"})
+    record = backend.submit(TUNING, spec)
     assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "hp"}).name == record.name  # type: ignore[union-attr]
     assert backend.find(JobKind.CUSTOM_JOB, {"job": "hp"}) is None
     backend.wait(record.name, timeout=60)
@@ -332,7 +302,7 @@ def test_cancel_stops_running_trials_and_leaves_no_process(
     spec = _tuning(
         standin_pool, args=(f"--spawn-child={pids_dir}", "--sleep=300"), trials=4, parallel=2
     )
-    record = backend.submit(spec)
+    record = backend.submit(TUNING, spec)
     deadline = time.monotonic() + 30
     while len(list(pids_dir.glob("*.pids"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -387,19 +357,11 @@ def test_parallel_trials_get_distinct_gpus(
     # A two-GPU machine; two trials at a time, one GPU each.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     dump = tmp_path / "env"
-    spec = TuningJobSpec(
-        display_name="gpu-study",
-        trial_job=CustomJobSpec(
-            display_name="t",
-            worker_pools=(
-                standin_pool([f"--dump-env={dump}", "--steps=1", "--sleep=0.5"], accelerators=1),
-            ),
-        ),
-        study=StudySpec(
-            metrics=(MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),), parameters=(X,)
-        ),
-        max_trial_count=2,
-        parallel_trial_count=2,
+    spec = _tuning(
+        standin_pool,
+        pool=standin_pool([f"--dump-env={dump}", "--steps=1", "--sleep=0.5"], accelerators=1),
+        trials=2,
+        parallel=2,
     )
     record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED

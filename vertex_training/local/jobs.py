@@ -115,7 +115,7 @@ def load_spec_file(path: Path) -> LocalJob:
         raise StackJobsError(f"{path}: expected a JSON object (a CustomJob or tuning job body)")
     kind = (
         JobKind.HYPERPARAMETER_TUNING_JOB
-        if "trialLocalJob" in data or "studySpec" in data
+        if any(k in data for k in ("trialJobSpec", "trial_job_spec", "studySpec", "study_spec"))
         else JobKind.CUSTOM_JOB
     )
     return LocalJob(kind, data)

@@ -93,6 +93,16 @@ class LocalJobState:
     plot: str | None = None
 
 
+def gcs_root(root: Path) -> Path:
+    """``<root>/gcs``: where the local backend keeps what a job writes to ``gs://``."""
+    return root / "gcs"
+
+
+def root_of(job_path: Path) -> Path:
+    """The backend root a job directory ``<root>/jobs/<id>`` belongs to."""
+    return job_path.parent.parent
+
+
 def _trial_to_json(trial: TrialRecord) -> dict[str, Any]:
     return {
         "trial_id": trial.trial_id,

@@ -22,6 +22,7 @@ from vertex_training.jobs.backends.local._store import (
     JobDir,
     LocalJobState,
     ReplicaStatus,
+    gcs_root,
     job_name,
     new_job_id,
     now_rfc3339,
@@ -45,6 +46,7 @@ _log = logging.getLogger(__name__)
 
 SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
 GCS_PREFIX = "gs://"
+GCS_FUSE_PREFIX = "/gcs/"
 _ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
 
 
@@ -68,10 +70,17 @@ class LocalBackend:
     def jobs_dir(self) -> Path:
         return self.root / "jobs"
 
+    @property
+    def gcs_dir(self) -> Path:
+        """``<root>/gcs``: the local stand-in for Cloud Storage, one directory per bucket."""
+        return gcs_root(self.root)
+
     def local_path(self, uri: str) -> str:
-        """A ``gs://bucket/path`` URI as a directory under ``<root>/gcs``; paths unchanged."""
-        if uri.startswith(GCS_PREFIX):
-            return str(self.root / "gcs" / uri[len(GCS_PREFIX) :])
+        """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
+        as a directory under ``<root>/gcs``; other paths unchanged."""
+        for prefix in (GCS_PREFIX, GCS_FUSE_PREFIX):
+            if uri.startswith(prefix):
+                return str(self.gcs_dir / uri[len(prefix) :])
         return str(Path(uri).expanduser().resolve())
 
     def _job_dir(self, name: str) -> JobDir:
@@ -102,7 +111,8 @@ class LocalBackend:
         if self.seed is not None:
             (path / "seed").write_text(str(self.seed))
         base = spec.trial_job.base_output_directory
-        output_dir = self.local_path(base) if base else str(path / "output")
+        # No base output directory: no AIP_* directories, as on Vertex.
+        output_dir = self.local_path(base) if base else None
         record = JobRecord(
             name=job_name(kind, job_id),
             kind=kind,

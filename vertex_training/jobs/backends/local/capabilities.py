@@ -227,6 +227,84 @@ LOCAL_SUPPORT: Mapping[str, FieldSupport] = {
         f"{_COND}.{cond}.values": H
         for cond in ("DiscreteValueCondition", "IntValueCondition", "CategoricalValueCondition")
     },
+    # Inside the refused messages: never reached (the message is refused as a whole), but
+    # classified so that the table covers every field.
+    **{
+        f"{message}.{name}": _refused(why)
+        for message, names, why in (
+            (
+                "PythonPackageSpec",
+                ("executor_image_uri", "package_uris", "python_module", "args", "env"),
+                "Python packages run in Vertex's prebuilt executor images; use a containerSpec",
+            ),
+            ("NfsMount", ("server", "path", "mount_point"), "NFS shares are mounted on Vertex VMs"),
+            (
+                "LustreMount",
+                ("instance_ip", "volume_handle", "filesystem", "mount_point"),
+                "Lustre file systems are mounted on Vertex VMs",
+            ),
+            (
+                "ReservationAffinity",
+                ("reservation_affinity_type", "key", "values"),
+                "reservations are Compute Engine capacity",
+            ),
+            (
+                "PscInterfaceConfig",
+                ("network_attachment", "dns_peering_configs"),
+                "Private Service Connect is a VPC feature",
+            ),
+            (
+                "DnsPeeringConfig",
+                ("domain", "target_project", "target_network"),
+                "Private Service Connect is a VPC feature",
+            ),
+            (
+                f"{_STUDY}.StudyStoppingConfig",
+                (
+                    "should_stop_asap",
+                    "minimum_runtime_constraint",
+                    "maximum_runtime_constraint",
+                    "min_num_trials",
+                    "max_num_trials",
+                    "max_num_trials_no_progress",
+                    "max_duration_no_progress",
+                ),
+                "study stopping rules are Vertex Vizier's",
+            ),
+            (
+                "StudyTimeConstraint",
+                ("max_duration", "end_time"),
+                "study stopping rules are Vertex Vizier's",
+            ),
+        )
+        for name in names
+    },
+    # HyperparameterTuningJob.trials: output only, written by the service (here: the
+    # supervisor), never read from a body.
+    **{
+        f"Trial.{name}": _OUTPUT
+        for name in (
+            "name",
+            "id",
+            "state",
+            "parameters",
+            "final_measurement",
+            "measurements",
+            "start_time",
+            "end_time",
+            "client_id",
+            "infeasible_reason",
+            "custom_job",
+            "web_access_uris",
+        )
+    },
+    "Trial.Parameter.parameter_id": _OUTPUT,
+    "Trial.Parameter.value": _OUTPUT,
+    "Measurement.elapsed_duration": _OUTPUT,
+    "Measurement.step_count": _OUTPUT,
+    "Measurement.metrics": _OUTPUT,
+    "Measurement.Metric.metric_id": _OUTPUT,
+    "Measurement.Metric.value": _OUTPUT,
 }
 """How the local backend treats each field (see the module docstring)."""
 
@@ -281,7 +359,9 @@ def check_local_support(kind: JobKind, body: Mapping[str, Any]) -> None:
     walk = _Walk([], [], [])
     _walk(message_class(kind).pb().DESCRIPTOR, body, "", walk)
     for path, item in _tpu_accelerators(kind, body):
-        walk.refused.append(f"{path}: {item} is a TPU; TPUs exist on Google Cloud only")
+        walk.refused.append(
+            f"{path}: {item} is a TPU; TPUs exist on Google Cloud only; it runs on Vertex only"
+        )
     if walk.refused:
         raise JobRefusedError("the local backend cannot run this job: " + "; ".join(walk.refused))
     if walk.ignored:

@@ -25,6 +25,7 @@ from vertex_training.jobs.backends.local.environment import (
     ReplicaSlot,
     active_pools,
     job_spec_json,
+    local_bucket_paths,
     plan_replicas,
     replica_command,
     replica_environment,
@@ -33,6 +34,8 @@ from vertex_training.jobs.view import CustomJobSpec, PoolRole
 
 _log = logging.getLogger(__name__)
 
+POLL_SECONDS = 0.05
+"""How often the supervisor polls its replicas (and a study its trials)."""
 WORKER_GRACE_SECONDS = 30.0
 """After the chief succeeds, how long MWMS workers get to finish their own (collective)
 save before they are stopped; parameter servers and evaluators are stopped at once."""
@@ -151,11 +154,17 @@ class ClusterRun:
     job_id: str
     run_dir: Path
     """Logs and hypertune files go here (``logs/``, ``hypertune/``)."""
-    base_output_dir: str
+    base_output_dir: str | None
+    """The job's ``baseOutputDirectory`` as a local path; None when it has none (then no
+    AIP_* directory is set, as on Vertex)."""
     gpus: GpuAllocator
     trial_id: str | None = None
     extra_args: tuple[str, ...] = ()
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
+    gcs_root: Path | None = None
+    """``<root>/gcs``: where ``gs://b/...`` and ``/gcs/b/...`` in args and env point."""
+    project: str = "local"
+    region: str = "local"
     replicas: list[_Replica] = field(default_factory=list)
     started_at: float | None = None
     chief_done_at: float | None = None
@@ -166,7 +175,10 @@ class ClusterRun:
         """Resolve every replica's command and environment; raises before any process runs."""
         slots = plan_replicas(self.spec)
         args_by_pool = {
-            i: [*pool.container.args, *self.extra_args]
+            i: [
+                local_bucket_paths(arg, self.gcs_root)
+                for arg in (*pool.container.args, *self.extra_args)
+            ]
             for i, pool in enumerate(self.spec.worker_pools)
             if pool is not None and pool.container is not None
         }
@@ -187,6 +199,9 @@ class ClusterRun:
                 trial_id=self.trial_id,
                 metric_file=str(self.metric_file_for(slot)),
                 cuda_visible_devices=",".join(gpus) if gpus is not None else None,
+                project=self.project,
+                region=self.region,
+                gcs_root=self.gcs_root,
             )
             self.replicas.append(
                 _Replica(
@@ -198,7 +213,8 @@ class ClusterRun:
                 )
             )
         for key in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"):
-            Path(self.replicas[0].env[key]).mkdir(parents=True, exist_ok=True)
+            if key in self.replicas[0].env:
+                Path(self.replicas[0].env[key]).mkdir(parents=True, exist_ok=True)
 
     def metric_file_for(self, slot: ReplicaSlot) -> Path:
         if slot.pool is PoolRole.CHIEF:
@@ -211,9 +227,12 @@ class ClusterRun:
         return self.run_dir / "hypertune" / "output.metrics"
 
     @property
-    def model_dir(self) -> str:
-        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash)."""
-        return self.replicas[0].env["AIP_MODEL_DIR"].rstrip("/") if self.replicas else ""
+    def model_dir(self) -> str | None:
+        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash); None without
+        a base output directory."""
+        if not self.replicas or "AIP_MODEL_DIR" not in self.replicas[0].env:
+            return None
+        return self.replicas[0].env["AIP_MODEL_DIR"].rstrip("/")
 
     def start(self) -> None:
         if not self.replicas:

@@ -3,15 +3,24 @@
 Pure functions (no processes started here) so the conformance of every variable can be
 unit-tested and then checked again in processes that really ran.
 
-Vertex facts honoured (SPEC.md section 4, Vertex "distributed training" docs):
-- ``TF_CONFIG`` on every replica: cluster ``chief`` (pool 0), ``worker`` (pool 1),
-  ``ps`` (pool 2); the evaluator (pool 3) gets ``task.type = evaluator`` but is not
-  part of the cluster; ``environment: cloud``; ``job`` is the CustomJobSpec.
-- ``CLUSTER_SPEC``: the same with pools named ``workerpool0..3`` (evaluator included).
+Vertex facts honoured (SPEC.md section 4, Vertex "distributed training" docs,
+https://cloud.google.com/vertex-ai/docs/training/distributed-training):
+- ``TF_CONFIG`` on every replica of a distributed job (more than one replica in all):
+  cluster ``chief`` (pool 0), ``worker`` (pool 1), ``ps`` (pool 2); the evaluator
+  (pool 3) gets ``task.type = evaluator`` but is not part of the cluster;
+  ``environment: cloud``; ``job`` is the CustomJobSpec. A single-replica job gets none.
+- ``CLUSTER_SPEC`` always: the same with pools named ``workerpool0..3`` (evaluator
+  included).
 - ``task.trial`` (string, from "1") only in hyperparameter tuning trials.
-- ``AIP_MODEL_DIR`` / ``AIP_CHECKPOINT_DIR`` / ``AIP_TENSORBOARD_LOG_DIR`` are
-  ``<base>/model/``, ``<base>/checkpoints/``, ``<base>/logs/``; in a tuning job the base
-  gets the trial id as an extra segment.
+- ``CLOUD_ML_PROJECT_ID`` / ``CLOUD_ML_REGION``: the job name's project and location
+  (``local`` / ``local`` here).
+- ``AIP_MODEL_DIR`` / ``AIP_CHECKPOINT_DIR`` / ``AIP_TENSORBOARD_LOG_DIR`` only when the
+  job has a ``baseOutputDirectory``: ``<base>/model/``, ``<base>/checkpoints/``,
+  ``<base>/logs/``; in a tuning job the base gets the trial id as an extra segment.
+- The container's ``env`` values expand ``$(VAR)`` from earlier entries and the service's
+  variables (Kubernetes ``EnvVar`` semantics, which Vertex's ``EnvVar.value`` documents).
+- ``gs://bucket/...`` and ``/gcs/bucket/...`` (Cloud Storage FUSE) in a replica's args
+  and env values name the local bucket directory ``<root>/gcs/bucket/...``.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -182,8 +192,11 @@ def cluster_spec(
     )
 
 
-def output_dirs(base: str, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories; a tuning trial's base has the trial id appended."""
+def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
+    """The AIP_* directories; a tuning trial's base has the trial id appended. None (no
+    ``baseOutputDirectory``): Vertex sets none of them."""
+    if not base:
+        return {}
     root = base.rstrip("/")
     if trial_id is not None:
         root = f"{root}/{trial_id}"
@@ -194,6 +207,53 @@ def output_dirs(base: str, trial_id: str | None) -> dict[str, str]:
     }
 
 
+def expand_references(value: str, variables: Mapping[str, str]) -> str:
+    """Kubernetes ``EnvVar.value`` expansion, which Vertex documents for ``env``:
+    ``$(VAR)`` becomes VAR's value when VAR is known and stays as written otherwise;
+    ``$$`` is an escaped ``$`` (so ``$$(VAR)`` gives the literal ``$(VAR)``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char != "$" or i + 1 >= len(value):
+            out.append(char)
+            i += 1
+            continue
+        following = value[i + 1]
+        if following == "$":
+            out.append("$")
+            i += 2
+        elif following == "(":
+            close = value.find(")", i + 2)
+            if close == -1:
+                out.append(value[i:])
+                break
+            name = value[i + 2 : close]
+            out.append(variables[name] if name in variables else value[i : close + 1])
+            i = close + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+_BUCKET_PATH = re.compile(r"(^|[=,\s])(gs://|/gcs/)(?=[^/\s])")
+
+
+def local_bucket_paths(value: str, gcs_root: Path | str | None) -> str:
+    """``gs://b/p`` and ``/gcs/b/p`` (Vertex's Cloud Storage FUSE mount) at the start of
+    ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``; None: unchanged."""
+    if gcs_root is None:
+        return value
+    root = str(gcs_root).rstrip("/")
+    return _BUCKET_PATH.sub(lambda m: f"{m.group(1)}{root}/", value)
+
+
+def is_distributed(slots: Sequence[ReplicaSlot]) -> bool:
+    """More than one replica in all: only then do Vertex's images get a TF_CONFIG."""
+    return len(slots) > 1
+
+
 def replica_environment(
     *,
     slots: Sequence[ReplicaSlot],
@@ -201,28 +261,42 @@ def replica_environment(
     pool: WorkerPoolSpec,
     job: Mapping[str, Any],
     job_id: str,
-    base_output_dir: str,
+    base_output_dir: str | None,
     trial_id: str | None,
     metric_file: str,
     cuda_visible_devices: str | None,
+    project: str = "local",
+    region: str = "local",
+    gcs_root: Path | str | None = None,
 ) -> dict[str, str]:
     """The variables Vertex sets on ``me``, plus the pool's own ``env`` (which wins, as on
-    Vertex where container env is applied on top)."""
-    env: dict[str, str] = {
-        "TF_CONFIG": json.dumps(tf_config(slots, me, job, trial_id)),
-        "CLUSTER_SPEC": json.dumps(cluster_spec(slots, me, job, trial_id)),
-        "CLOUD_ML_JOB_ID": job_id,
-        # hypertune's default path is one shared /tmp file: parallel local trials would
-        # overwrite each other, so every replica gets its own file.
-        "CLOUD_ML_HP_METRIC_FILE": metric_file,
-        **output_dirs(base_output_dir, trial_id),
-    }
+    Vertex where container env is applied on top; each value expanded as Kubernetes does
+    and its bucket paths made local)."""
+    env: dict[str, str] = {}
+    # Vertex sets TF_CONFIG for distributed training only: a single-replica job's
+    # container sees CLUSTER_SPEC but no TF_CONFIG
+    # (https://cloud.google.com/vertex-ai/docs/training/distributed-training).
+    if is_distributed(slots):
+        env["TF_CONFIG"] = json.dumps(tf_config(slots, me, job, trial_id))
+    env.update(
+        {
+            "CLUSTER_SPEC": json.dumps(cluster_spec(slots, me, job, trial_id)),
+            "CLOUD_ML_PROJECT_ID": project,
+            "CLOUD_ML_REGION": region,
+            "CLOUD_ML_JOB_ID": job_id,
+            # hypertune's default path is one shared /tmp file: parallel local trials
+            # would overwrite each other, so every replica gets its own file.
+            "CLOUD_ML_HP_METRIC_FILE": metric_file,
+            **output_dirs(base_output_dir, trial_id),
+        }
+    )
     if trial_id is not None:
         env["CLOUD_ML_TRIAL_ID"] = trial_id
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     if pool.container is not None:
-        env.update(dict(pool.container.env))
+        for name, value in pool.container.env:
+            env[name] = local_bucket_paths(expand_references(value, env), gcs_root)
     return env
 
 

@@ -4,7 +4,7 @@ Started by ``LocalBackend.submit`` in a new session, so it outlives the process 
 submitted it (a Pulumi provider process ends with its deployment). It alone moves the job
 through PENDING -> RUNNING -> SUCCEEDED / FAILED, and to CANCELLED when ``cancel`` asks
 (SIGTERM or the cancel file). Every replica runs in its own process group, which is what
-cancel, failure and success stop.
+cancel, failure and success stop. A tuning job's study loop is ``tuner.Tuner``.
 """
 
 from __future__ import annotations
@@ -14,44 +14,28 @@ import logging
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339
-from vertex_training.jobs.backends.local.cluster import ClusterOutcome, ClusterRun, log_tail
+from vertex_training.jobs.backends.local._store import (
+    JobDir,
+    gcs_root,
+    now_rfc3339,
+    root_of,
+)
+from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterOutcome, ClusterRun
 from vertex_training.jobs.backends.local.environment import (
     GpuAllocator,
     detect_gpus,
     job_spec_body,
 )
-from vertex_training.jobs.backends.local.study import (
-    Measurement,
-    create_study,
-    final_metric,
-    grid_size,
-    parameter_args,
-    plot_study,
-    read_measurements,
-    suggest_parameters,
-)
-from vertex_training.jobs.model import JobKind, JobState, TrialRecord, best_trial
-from vertex_training.jobs.view import (
-    CustomJobView,
-    EarlyStopping,
-    SearchAlgorithm,
-    TuningJobView,
-    view_of,
-)
-
-if TYPE_CHECKING:
-    import optuna
+from vertex_training.jobs.backends.local.tuner import Tuner
+from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.view import CustomJobView, TuningJobView, view_of
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
-
-POLL_SECONDS = 0.05
-STUDY_PLOT = "study.png"
 
 
 class _CancelledError(Exception):
@@ -64,7 +48,10 @@ class Supervisor:
         self.cancel_requested = False
         state = self.job.read()
         self.job_id = state.record.job_id
-        self.output_dir = state.output_dir or str(job_dir / "output")
+        self.output_dir = state.output_dir
+        """The job's base output directory as a local path; None when the body has none."""
+        self.gcs_root = gcs_root(root_of(self.job.path))
+        self.project, self.region = _project_and_region(state.record.name)
         self.gpus = GpuAllocator(detect_gpus())
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
@@ -125,6 +112,9 @@ class Supervisor:
             run_dir=self.job.path,
             base_output_dir=self.output_dir,
             gpus=self.gpus,
+            gcs_root=self.gcs_root,
+            project=self.project,
+            region=self.region,
         )
         run.prepare()
         try:
@@ -135,7 +125,7 @@ class Supervisor:
             while True:
                 self.check_cancel()
                 if run.timed_out():
-                    run.fail(f"the job ran longer than its timeout of {spec.timeout_seconds}s")
+                    run.fail(f"the job ran longer than its timeout of {spec.timeout_seconds:g}s")
                 outcome = run.poll()
                 now_states = [s.state for s in run.statuses()]
                 if now_states != seen:
@@ -155,7 +145,7 @@ class Supervisor:
     # -- HyperparameterTuningJob -----------------------------------------------------
 
     def run_tuning_job(self, spec: TuningJobView, body: dict[str, Any]) -> None:
-        tuner = _Tuner(self, spec, job_spec_body(JobKind.HYPERPARAMETER_TUNING_JOB, body))
+        tuner = Tuner(self, spec, job_spec_body(JobKind.HYPERPARAMETER_TUNING_JOB, body))
         try:
             tuner.run()
         finally:
@@ -165,251 +155,13 @@ class Supervisor:
                 tuner.save(final=True)
 
 
-@dataclass
-class _ActiveTrial:
-    record: TrialRecord
-    optuna_trial: optuna.Trial
-    run: ClusterRun
-    reported_steps: set[int] = field(default_factory=set)
-    measurements: list[Measurement] = field(default_factory=list)
-
-
-class _Tuner:
-    """Runs trials ``parallel_trial_count`` at a time until ``max_trial_count``."""
-
-    def __init__(self, sup: Supervisor, spec: TuningJobView, job_body: dict[str, Any]) -> None:
-        self.sup = sup
-        self.spec = spec
-        self.job_body = job_body
-        self.metric = spec.study.metrics[0]
-        self.study = create_study(spec.study, seed=_read_seed(sup.job.path))
-        self.max_trials = spec.max_trial_count
-        if spec.study.algorithm is SearchAlgorithm.GRID:
-            # Vertex ends a grid study when the grid is exhausted.
-            self.max_trials = min(self.max_trials, grid_size(spec.study))
-        self.trials: dict[str, TrialRecord] = {}
-        self.active: dict[str, _ActiveTrial] = {}
-        self.finished_runs: list[ClusterRun] = []
-        self.failed = 0
-        self.early_stopped: list[str] = []
-        self.saved_final = False
-        """The final trial table and plot are written (once: the plot takes a while)."""
-        self.last_failure: str | None = None
-
-    def run(self) -> None:
-        self.sup.set_state(JobState.RUNNING, start_time=now_rfc3339())
-        started = 0
-        while True:
-            self.sup.check_cancel()
-            if self._too_many_failures():
-                self.stop_all()
-                self.save(final=True)
-                self.sup.finish(
-                    JobState.FAILED,
-                    error_message=(
-                        f"{self.failed} trials failed (max_failed_trial_count "
-                        f"{self.spec.max_failed_trial_count}); last failure: {self.last_failure}"
-                    ),
-                )
-                return
-            while len(self.active) < self.spec.parallel_trial_count and started < self.max_trials:
-                started += 1
-                self._launch(str(started))
-            changed = False
-            for trial_id in list(self.active):
-                changed |= self._poll(self.active[trial_id])
-            if changed:
-                self.save()
-            if not self.active and started >= self.max_trials:
-                break
-            time.sleep(POLL_SECONDS)
-        self.save(final=True)
-        best = best_trial(list(self.trials.values()), self.metric.metric_id, self.metric.maximize)
-        if best is None:
-            self.sup.finish(
-                JobState.FAILED,
-                error_message=(
-                    f"no trial succeeded with a metric; last failure: {self.last_failure}"
-                ),
-            )
-        else:
-            self.sup.finish(JobState.SUCCEEDED)
-
-    def _too_many_failures(self) -> bool:
-        limit = self.spec.max_failed_trial_count
-        return limit > 0 and self.failed >= limit
-
-    def _launch(self, trial_id: str) -> None:
-        optuna_trial = self.study.ask()
-        params = suggest_parameters(
-            optuna_trial,
-            self.spec.study.parameters,
-            grid=self.spec.study.algorithm is SearchAlgorithm.GRID,
-        )
-        run = ClusterRun(
-            spec=self.spec.trial_job,
-            job_body=self.job_body,
-            job_id=self.sup.job_id,
-            run_dir=self.sup.job.path / "trials" / trial_id,
-            base_output_dir=self.sup.output_dir,
-            gpus=self.sup.gpus,
-            trial_id=trial_id,
-            extra_args=parameter_args(params),
-        )
-        record = TrialRecord(
-            trial_id=trial_id,
-            state="ACTIVE",
-            # As Vertex reports them (struct Values): every number a double.
-            parameters={k: v if isinstance(v, str) else float(v) for k, v in params},
-            start_time=now_rfc3339(),
-        )
-        self.trials[trial_id] = record
-        active = _ActiveTrial(record=record, optuna_trial=optuna_trial, run=run)
-        self.active[trial_id] = active
-        run.prepare()
-        run.start()
-        self.save()
-
-    def _poll(self, active: _ActiveTrial) -> bool:
-        """Advance one trial; True when its record changed."""
-        run = active.run
-        trial_id = active.record.trial_id
-        self._read_new_measurements(active)
-        if (
-            self.spec.study.early_stopping is not EarlyStopping.NONE
-            and run.outcome is None
-            and active.measurements
-            and active.optuna_trial.should_prune()
-        ):
-            _log.info("trial %s stopped early by median stopping", trial_id)
-            run.terminate()
-            self.early_stopped.append(trial_id)
-            value = final_metric(
-                active.measurements, self.metric.goal, self.spec.study.measurement_selection
-            )
-            _tell(self.study, active.optuna_trial, state="PRUNED")
-            self._close(active, "SUCCEEDED", value, early_stopped=True)
-            return True
-        if run.outcome is None and run.timed_out():
-            run.fail(f"trial {trial_id} ran longer than the timeout of {run.spec.timeout_seconds}s")
-        outcome = run.poll()
-        if outcome is None:
-            return False
-        self._read_new_measurements(active)
-        value = final_metric(
-            active.measurements, self.metric.goal, self.spec.study.measurement_selection
-        )
-        if outcome is ClusterOutcome.SUCCEEDED and value is not None:
-            _tell(self.study, active.optuna_trial, value=value)
-            self._close(active, "SUCCEEDED", value)
-        else:
-            self.failed += 1
-            self.last_failure = run.error_message or (
-                f"trial {trial_id} reported no {self.metric.metric_id!r} metric through "
-                f"hypertune (file {run.chief_metric_file}); last log lines:\n"
-                f"{log_tail(run.replicas[0].log_path)}"
-            )
-            _tell(self.study, active.optuna_trial, state="FAIL")
-            self._close(active, "INFEASIBLE", None, reason=self.last_failure)
-        return True
-
-    def _read_new_measurements(self, active: _ActiveTrial) -> None:
-        measurements = read_measurements(active.run.chief_metric_file, self.metric.metric_id)
-        if len(measurements) <= len(active.measurements):
-            return
-        active.measurements = measurements
-        if self.spec.study.early_stopping is EarlyStopping.NONE:
-            return
-        for m in measurements:
-            if m.step not in active.reported_steps:
-                active.reported_steps.add(m.step)
-                active.optuna_trial.report(m.value, m.step)
-
-    def _close(
-        self,
-        active: _ActiveTrial,
-        state: str,
-        value: float | None,
-        *,
-        early_stopped: bool = False,
-        reason: str | None = None,
-    ) -> None:
-        trial_id = active.record.trial_id
-        self.trials[trial_id] = replace(
-            active.record,
-            state=state,
-            final_metrics={} if value is None else {self.metric.metric_id: value},
-            early_stopped=early_stopped,
-            infeasible_reason=reason,
-            end_time=now_rfc3339(),
-        )
-        self.finished_runs.append(active.run)
-        del self.active[trial_id]
-
-    def stop_all(self) -> None:
-        for active in list(self.active.values()):
-            active.run.terminate()
-            self.trials[active.record.trial_id] = replace(
-                active.record, state="STOPPING", end_time=now_rfc3339()
-            )
-            self.finished_runs.append(active.run)
-        self.active.clear()
-
-    def save(self, final: bool = False) -> None:
-        trials = tuple(sorted(self.trials.values(), key=lambda t: int(t.trial_id)))
-        best = best_trial(trials, self.metric.metric_id, self.metric.maximize)
-        model_dir = None
-        if best is not None:
-            # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
-            model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model"
-        plot = None
-        self.saved_final = self.saved_final or final
-        if final and any(t.final_metrics for t in trials):
-            plot = str(
-                plot_study(
-                    Path(self.sup.output_dir) / STUDY_PLOT,
-                    trials=trials,
-                    metric_id=self.metric.metric_id,
-                    parameters=self.spec.study.parameters,
-                    best=best,
-                    early_stopped=self.early_stopped,
-                )
-            )
-        runs = [a.run for a in self.active.values()]
-        with self.sup.job.update() as current:
-            current.record = replace(
-                current.record, trials=trials, best_trial=best, model_dir=model_dir
-            )
-            current.replicas = [s for run in runs for s in run.statuses()]
-            if plot:
-                current.plot = plot
-
-
-def _tell(
-    study: optuna.Study, trial: optuna.Trial, value: float | None = None, state: str = "COMPLETE"
-) -> None:
-    import optuna
-
-    try:
-        if value is not None:
-            study.tell(trial, value)
-        else:
-            study.tell(trial, state=optuna.trial.TrialState[state])
-    except RuntimeError as exc:
-        # GridSampler calls study.stop() once the grid is exhausted, which works only
-        # inside optimize(); optuna stores the trial before that (in a finally), and we
-        # stop at the grid size ourselves, so this is safe to pass over.
-        if "Study.stop" not in str(exc):
-            raise
-        _log.debug("grid exhausted: %s", exc)
-
-
-def _read_seed(job_path: Path) -> int | None:
-    seed_file = job_path / "seed"
-    if not seed_file.exists():
-        return None
-    text = seed_file.read_text().strip()
-    return int(text) if text else None
+def _project_and_region(name: str) -> tuple[str, str]:
+    """``projects/P/locations/L/...`` -> (P, L), what Vertex puts in CLOUD_ML_PROJECT_ID
+    and CLOUD_ML_REGION."""
+    parts = name.split("/")
+    if len(parts) >= 4 and parts[0] == "projects" and parts[2] == "locations":
+        return parts[1], parts[3]
+    return "local", "local"
 
 
 def _install_handlers(sup: Supervisor) -> None:
