@@ -99,7 +99,9 @@ def discrete(pid: str, values: Sequence[float]) -> dict[str, Any]:
     return {"parameterId": pid, "discreteValueSpec": {"values": [float(v) for v in values]}}
 
 
-def categorical(pid: str, values: Sequence[str], **conditional: list[dict[str, Any]]) -> dict[str, Any]:
+def categorical(
+    pid: str, values: Sequence[str], **conditional: list[dict[str, Any]]
+) -> dict[str, Any]:
     """``conditional``: parent value -> child parameters searched when the parent has it."""
     body: dict[str, Any] = {"parameterId": pid, "categoricalValueSpec": {"values": list(values)}}
     if conditional:
