@@ -118,7 +118,7 @@ class PulumiProject:
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
         self.env.pop("PULUMI_ACCESS_TOKEN", None)
-        self.pulumi("stack", "init", STACK)
+        self.pulumi("stack", "init")
 
     @property
     def config_file(self) -> Path:
