@@ -10,6 +10,7 @@ beside it), e.g. to try a new release before the pin moves.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -118,7 +119,7 @@ class PulumiProject:
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
         self.env.pop("PULUMI_ACCESS_TOKEN", None)
-        self.pulumi("stack", "init", STACK)
+        self.pulumi("stack", "init")
 
     @property
     def config_file(self) -> Path:
@@ -158,18 +159,6 @@ class PulumiProject:
                 f"{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
             )
         return done
-
-    def popen(self, *args: str) -> subprocess.Popen[str]:
-        """A command in its own process group, as a terminal would run it."""
-        return subprocess.Popen(
-            self.command(*args),
-            cwd=self.dir,
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
 
     def up(self) -> subprocess.CompletedProcess[str]:
         return self.pulumi("up", "--yes", "--skip-preview")
@@ -215,6 +204,17 @@ class PulumiProject:
                 continue
         return found
 
+    def kill_session(self, session_id: int) -> None:
+        """SIGKILL every process of one session, as when the terminal or machine that ran
+        a command goes away. The engine starts its plugins (language host, providers) in
+        process groups of their own, so killing the CLI's group alone would leave them.
+        Local jobs run in sessions of their own and survive, as a Vertex job would."""
+        while members := _session_members(session_id):
+            for pid in members:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+
     def kill_leftovers(self) -> None:
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit() or int(proc.name) == os.getpid():
@@ -224,6 +224,22 @@ class PulumiProject:
                     os.kill(int(proc.name), signal.SIGKILL)
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
+
+
+def _session_members(session_id: int) -> list[int]:
+    members = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[3]) == session_id and fields[0] != "Z":
+            members.append(int(proc.name))
+    return members
 
 
 def repo_stack_config() -> dict[str, Any]:
