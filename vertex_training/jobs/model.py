@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class JobKind(enum.StrEnum):
@@ -67,6 +68,20 @@ class TrialRecord:
     """Stopped by the study's automated stopping before its last step."""
     start_time: str | None = None
     end_time: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON (the stack output's trial row, the local store's); ``TrialRecord(**it)``
+        reads it back."""
+        return {
+            "trial_id": self.trial_id,
+            "state": self.state,
+            "parameters": dict(self.parameters),
+            "final_metrics": dict(self.final_metrics),
+            "infeasible_reason": self.infeasible_reason,
+            "early_stopped": self.early_stopped,
+            "start_time": self.start_time,
+            "end_time": self.end_time,
+        }
 
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:

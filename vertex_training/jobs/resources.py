@@ -31,7 +31,7 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     wait_until_terminal,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord
+from vertex_training.jobs.model import JobKind, JobRecord, JobState
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 
@@ -118,19 +118,6 @@ def _backend_target(settings: BackendSettings) -> dict[str, Any]:
     return {k: props[k] for k in ("kind", "project", "location", "local_root") if k in props}
 
 
-def trial_outputs(trial: TrialRecord) -> dict[str, Any]:
-    return {
-        "trial_id": trial.trial_id,
-        "state": trial.state,
-        "parameters": dict(trial.parameters),
-        "final_metrics": dict(trial.final_metrics),
-        "infeasible_reason": trial.infeasible_reason,
-        "early_stopped": trial.early_stopped,
-        "start_time": trial.start_time,
-        "end_time": trial.end_time,
-    }
-
-
 def record_outputs(record: JobRecord) -> dict[str, Any]:
     return {
         "job_name": record.name,
@@ -142,8 +129,8 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
         "end_time": record.end_time,
         "error_message": record.error_message,
         "model_dir": record.model_dir,
-        "trials": [trial_outputs(t) for t in record.trials],
-        "best_trial": trial_outputs(record.best_trial) if record.best_trial else None,
+        "trials": [t.to_json() for t in record.trials],
+        "best_trial": record.best_trial.to_json() if record.best_trial else None,
         "web_access_uris": dict(record.web_access_uris),
     }
 

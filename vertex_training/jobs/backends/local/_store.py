@@ -103,19 +103,6 @@ def root_of(job_path: Path) -> Path:
     return job_path.parent.parent
 
 
-def _trial_to_json(trial: TrialRecord) -> dict[str, Any]:
-    return {
-        "trial_id": trial.trial_id,
-        "state": trial.state,
-        "parameters": dict(trial.parameters),
-        "final_metrics": dict(trial.final_metrics),
-        "infeasible_reason": trial.infeasible_reason,
-        "early_stopped": trial.early_stopped,
-        "start_time": trial.start_time,
-        "end_time": trial.end_time,
-    }
-
-
 def _trial_from_json(data: dict[str, Any]) -> TrialRecord:
     return TrialRecord(**data)
 
@@ -134,8 +121,8 @@ def state_to_json(state: LocalJobState) -> dict[str, Any]:
             "end_time": r.end_time,
             "error_message": r.error_message,
             "model_dir": r.model_dir,
-            "trials": [_trial_to_json(t) for t in r.trials],
-            "best_trial": _trial_to_json(r.best_trial) if r.best_trial else None,
+            "trials": [t.to_json() for t in r.trials],
+            "best_trial": r.best_trial.to_json() if r.best_trial else None,
             "web_access_uris": dict(r.web_access_uris),
         },
         "supervisor_pid": state.supervisor_pid,
