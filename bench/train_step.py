@@ -1,6 +1,6 @@
-"""Training-step bench: images/s of ``fit`` steps, our setup against the codelab's.
+"""Training-step bench: images/s per GPU of ``fit`` steps, our setup against the codelab's.
 
-    .venv/bin/python bench/train_step.py [--workload horses_or_humans] [--steps 20]
+    .venv/bin/python bench/train_step.py [--workload all] [--steps 50]
 
 Same model, same batch, same image size; only the setup differs:
 - codelab: float32 images in [0, 1] fed to the model, compiled as in the codelab;
@@ -10,6 +10,14 @@ Data is a cached in-memory batch so the input pipeline is not measured here (see
 bench/input_pipeline.py). Each variant runs in a fresh process (the precision policy is
 global); one warm-up epoch traces and compiles, then ``--steps`` steps are timed; the
 variants alternate for ``--rounds`` rounds and each keeps its best.
+
+On a GPU it also prints, for cassava, NVIDIA's published ResNet-50 training throughput for
+that GPU scaled to our image size as the ceiling (``PUBLISHED_RESNET50_TRAINING``), and how
+many vCPUs keep one GPU fed: GPU images/s x CPU-ms per image (the input pipeline's, from
+bench/input_pipeline.py, plus the host CPU the step itself used), against the vCPUs per GPU
+of the dev stack's machines and of a3-highgpu-8g. Without a GPU it says so, runs the
+horses CNN on the CPU as a check of the script, and derives the vCPUs per GPU at the
+published ceilings instead of a measured rate.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -28,8 +37,84 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-# workload: (codelab image size, codelab batch per replica); cassava is shrunk on CPU.
+# workload: (codelab image size, codelab batch per replica)
 SETTINGS = {"horses_or_humans": (150, 64), "cassava": (300, 64)}
+
+# Input pipeline CPU-ms per image, ours, from bench/input_pipeline.py on this repo's
+# 2-core bench machine: first epoch (decode + resize + disk cache write and read) and later
+# epochs (ready uint8 images from the disk cache). The training machine's vCPUs (one
+# hyperthread each) may be slower per core: re-measure there before sizing a machine.
+INPUT_CPU_MS = {"cassava": (2.0, 0.15), "horses_or_humans": (1.9, 0.09)}
+
+PUBLISHED_IMAGE_SIZE = 224  # NVIDIA's ResNet-50 training figures are at 224x224
+
+
+@dataclass(frozen=True)
+class PublishedThroughput:
+    """NVIDIA's single-GPU ResNet-50 v1.5 training throughput, mixed precision."""
+
+    images_per_s: float | None
+    """At 224x224; ``None`` where no published figure was at hand (then no ceiling)."""
+    setup: str
+    source: str
+
+
+# Matched against the device name TensorFlow reports, first match wins (A100 before A10).
+PUBLISHED_RESNET50_TRAINING: dict[str, PublishedThroughput] = {
+    "V100": PublishedThroughput(
+        1270,
+        "DGX-1 V100 16GB, TF 20.06-tf1 NGC, AMP + XLA, batch 256",
+        "NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md,"
+        " 'Training performance: NVIDIA DGX-1 (8x V100 16G)'",
+    ),
+    "A100": PublishedThroughput(
+        2375,
+        "DGX A100 40GB, TF 20.06-tf1 NGC, AMP + XLA, batch 256",
+        "NVIDIA DeepLearningExamples, TensorFlow/Classification/ConvNets/resnet50v1.5/README.md,"
+        " 'Training performance: NVIDIA DGX A100 (8x A100 40GB)'",
+    ),
+    "H100": PublishedThroughput(
+        None,
+        "not in the sources consulted",
+        "look up NVIDIA's 'Data Center Deep Learning Product Performance' training table "
+        "and pass --ceiling",
+    ),
+    "L4": PublishedThroughput(
+        None,
+        "not in the sources consulted",
+        "NVIDIA 'Data Center Deep Learning Product Performance'; pass --ceiling",
+    ),
+    "T4": PublishedThroughput(
+        None,
+        "not in the sources consulted (the resnet50v1.5 README has T4 inference only)",
+        "NVIDIA 'Data Center Deep Learning Product Performance'; pass --ceiling",
+    ),
+}
+
+
+def ceiling_at(images_per_s_224: float, image_size: int) -> float:
+    """ResNet-50's work grows with the pixel count: scale by (224 / size)^2."""
+    return images_per_s_224 * (PUBLISHED_IMAGE_SIZE / image_size) ** 2
+
+
+# Machines of stacks/Pulumi.dev.yaml, and the H100 machine for reference.
+MACHINES = {
+    "n1-standard-8 + 1 V100 (dev cassava)": 8 / 1,
+    "n1-standard-4 + 2 V100 (dev horses trials)": 4 / 2,
+    "a3-highgpu-8g (208 vCPU, 8 H100)": 208 / 8,
+}
+
+
+def vcpus_per_gpu(images_per_s: float, cpu_ms_per_image: float) -> float:
+    """CPU-seconds per second = cores busy feeding one GPU at that rate."""
+    return images_per_s * cpu_ms_per_image / 1000
+
+
+def _published_for(device_name: str) -> tuple[str, PublishedThroughput] | None:
+    for gpu, published in PUBLISHED_RESNET50_TRAINING.items():
+        if gpu in device_name:
+            return gpu, published
+    return None
 
 
 def _measure(variant: str, workload: str, image_size: int, batch: int, steps: int) -> dict:
@@ -41,7 +126,13 @@ def _measure(variant: str, workload: str, image_size: int, batch: int, steps: in
     from trainer.config import parse_config
     from trainer.models import build_model
 
-    gpu = bool(tf.config.list_physical_devices("GPU"))
+    gpus = tf.config.list_physical_devices("GPU")
+    gpu = bool(gpus)
+    device_name = (
+        str(tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU"))
+        if gpus
+        else "CPU"
+    )
     rng = np.random.default_rng(0)
     pixels = rng.integers(0, 256, size=(batch, image_size, image_size, 3), dtype=np.uint8)
     classes = 2 if workload == "horses_or_humans" else 5
@@ -73,30 +164,17 @@ def _measure(variant: str, workload: str, image_size: int, batch: int, steps: in
         "seconds": seconds,
         "cpu_ms": cpu_ms,
         "gpu": gpu,
+        "device_name": device_name,
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workload", choices=sorted(SETTINGS), default="horses_or_humans")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=2, help="best of N alternating rounds")
-    parser.add_argument("--image-size", type=int, help="default: the codelab's")
-    parser.add_argument("--batch", type=int, help="default: the codelab's per-replica batch")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    size, batch = SETTINGS[args.workload]
-    size, batch = args.image_size or size, args.batch or batch
-    if args.child:
-        print(json.dumps(_measure(args.child, args.workload, size, batch, args.steps)))
-        return
-
+def _run_variants(args: argparse.Namespace, workload: str, size: int, batch: int) -> dict:
     # Alternate the variants and keep each one's best round: on a shared machine the
     # noise only ever slows a run down.
     results: dict[str, dict] = {}
     for _ in range(args.rounds):
         for variant in ("codelab", "ours"):
-            command = [sys.executable, __file__, "--child", variant, "--workload", args.workload]
+            command = [sys.executable, __file__, "--child", variant, "--workload", workload]
             command += ["--steps", str(args.steps), "--image-size", str(size)]
             command += ["--batch", str(batch)]
             out = subprocess.run(command, check=True, capture_output=True, text=True, cwd=REPO)
@@ -104,15 +182,120 @@ def main() -> None:
             best = results.get(variant)
             if best is None or result["images_per_s"] > best["images_per_s"]:
                 results[variant] = result
-    device = "GPU (ours: mixed_float16 + XLA)" if results["ours"]["gpu"] else "CPU"
-    print(f"{args.workload}: {size}px, batch {batch}, {args.steps} timed steps on {device}")
-    for variant, result in results.items():
+    return results
+
+
+def _print_feeding(workload: str, images_per_s: float, step_cpu_ms: float, rate: str) -> None:
+    first_ms, later_ms = INPUT_CPU_MS[workload]
+    print(f"  vCPUs to keep one GPU fed at {images_per_s:.0f} images/s ({rate}):")
+    for label, input_ms in (("first epoch", first_ms), ("later epochs", later_ms)):
+        needed = vcpus_per_gpu(images_per_s, input_ms + step_cpu_ms)
         print(
-            f"  {variant:8s} {result['images_per_s']:8.1f} images/s ({result['seconds']:.1f}s, "
-            f"{result['cpu_ms']:.1f} CPU-ms/image)"
+            f"    {label:12s} {input_ms:.2f} input + {step_cpu_ms:.2f} step CPU-ms/image "
+            f"-> {needed:5.1f} vCPUs"
         )
-    ratio = results["ours"]["images_per_s"] / results["codelab"]["images_per_s"]
-    print(f"  ratio    {ratio:.2f}x images/s")
+        for machine, available in MACHINES.items():
+            verdict = "enough" if available >= needed else "GPU waits"
+            print(f"      {machine:45s} {available:5.1f} vCPU/GPU: {verdict}")
+
+
+def _print_ceiling_table(size: int) -> None:
+    print(f"  NVIDIA's published ResNet-50 v1.5 training, scaled by (224/{size})^2:")
+    for gpu, published in PUBLISHED_RESNET50_TRAINING.items():
+        if published.images_per_s is None:
+            print(f"    {gpu:5s} no figure ({published.setup}); {published.source}")
+            continue
+        print(
+            f"    {gpu:5s} {published.images_per_s:6.0f} images/s at 224 -> "
+            f"{ceiling_at(published.images_per_s, size):6.0f} at {size}px "
+            f"({published.setup}; {published.source})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--workload",
+        choices=[*sorted(SETTINGS), "all"],
+        default="all",
+        help="default: both on a GPU, horses_or_humans only on a CPU",
+    )
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=2, help="best of N alternating rounds")
+    parser.add_argument("--image-size", type=int, help="default: the codelab's")
+    parser.add_argument("--batch", type=int, help="default: the codelab's per-replica batch")
+    parser.add_argument(
+        "--ceiling", type=float, help="published ResNet-50 images/s at 224 for this GPU"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        size, batch = SETTINGS[args.workload]
+        size, batch = args.image_size or size, args.batch or batch
+        print(json.dumps(_measure(args.child, args.workload, size, batch, args.steps)))
+        return
+
+    detect = "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))"
+    probe = subprocess.run(
+        [sys.executable, "-c", detect], check=True, capture_output=True, text=True
+    )
+    has_gpu = int(probe.stdout.strip().splitlines()[-1]) > 0
+    if not has_gpu:
+        print(
+            "No GPU found: the GPU figures (ours with mixed_float16 + XLA against the codelab, "
+            "the share of NVIDIA's published ceiling, vCPUs per GPU at the measured rate) "
+            "cannot be measured here. Run this script on a GPU machine. Below: the CPU run "
+            "that checks the script, and the feeding derivation at the published ceilings."
+        )
+    workloads = [args.workload] if args.workload != "all" else ["horses_or_humans"]
+    if args.workload == "all" and has_gpu:
+        workloads = ["cassava", "horses_or_humans"]
+
+    for workload in workloads:
+        size, batch = SETTINGS[workload]
+        size, batch = args.image_size or size, args.batch or batch
+        results = _run_variants(args, workload, size, batch)
+        ours, base = results["ours"], results["codelab"]
+        device = ours["device_name"]
+        setup = "ours: mixed_float16 + XLA" if ours["gpu"] else "no GPU"
+        print(
+            f"\n{workload}: {size}px, batch {batch}, {args.steps} timed steps on {device} ({setup})"
+        )
+        for variant, result in results.items():
+            print(
+                f"  {variant:8s} {result['images_per_s']:8.1f} images/s per device "
+                f"({result['seconds']:.1f}s, {result['cpu_ms']:.2f} host CPU-ms/image)"
+            )
+        ratio = ours["images_per_s"] / base["images_per_s"]
+        print(f"  ratio    {ratio:.2f}x images/s (target on a GPU: >= 2.5x)")
+        if workload != "cassava":
+            if ours["gpu"]:
+                _print_feeding(workload, ours["images_per_s"], ours["cpu_ms"], "measured")
+            continue
+        if not ours["gpu"]:
+            continue
+        _print_ceiling_table(size)
+        match = _published_for(device)
+        published = args.ceiling or (match[1].images_per_s if match else None)
+        if published is None:
+            print(f"  ceiling  no published figure for {device!r}: pass --ceiling")
+        else:
+            ceiling = ceiling_at(published, size)
+            share = ours["images_per_s"] / ceiling
+            print(
+                f"  ceiling  {published:.0f} images/s at 224 -> {ceiling:.0f} at {size}px; "
+                f"ours reaches {share:.0%} of it (target >= 80%)"
+            )
+        _print_feeding(workload, ours["images_per_s"], ours["cpu_ms"], "measured")
+
+    if not has_gpu:
+        size = SETTINGS["cassava"][0]
+        print("\ncassava: no GPU measurement; what the published ceilings would need")
+        _print_ceiling_table(size)
+        for gpu, published in PUBLISHED_RESNET50_TRAINING.items():
+            if published.images_per_s is not None:
+                rate = ceiling_at(published.images_per_s, size)
+                _print_feeding("cassava", rate, 0.0, f"{gpu} published ceiling, step CPU not known")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,6 @@ WORKLOADS: Mapping[str, Workload] = {
 DEFAULT_MOMENTUM = 0.9
 DEFAULT_NUM_UNITS = 64
 DEFAULT_SYNTHETIC_EXAMPLES = 256
-DEFAULT_MEMORY_CACHE_MB = 256
 DISK_CACHE_DIRNAME = "trainer-decoded-cache"
 
 
@@ -114,8 +113,6 @@ class TrainConfig:
     num_units: int
     cache_dir: str | None
     """Local directory for splits decoded once per job; ``None`` = decode every epoch."""
-    memory_cache_mb: int
-    """A decoded split up to this size is cached in memory instead (0 = never)."""
 
 
 _Number = TypeVar("_Number", int, float)
@@ -139,7 +136,6 @@ def _checked(
 
 
 _positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
-_non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0")
 _positive_float = _checked(float, lambda v: 0 < v < float("inf"), "a positive finite number")
 _unit_interval = _checked(float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
 _image_size = _checked(
@@ -176,20 +172,15 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument(
         "--cache-dir",
         help=(
-            "local directory where a split too large for memory is decoded once per job "
+            "local directory where each split is decoded once per job "
             f"(default: <system temp dir>/{DISK_CACHE_DIRNAME}); skipped when the disk lacks room"
         ),
     )
     data.add_argument(
         "--no-disk-cache",
         action="store_true",
-        help="decode such a split again every epoch instead",
-    )
-    data.add_argument(
-        "--memory-cache-mb",
-        type=_non_negative_int,
-        default=DEFAULT_MEMORY_CACHE_MB,
-        help=f"cache a decoded split in memory up to this size (default {DEFAULT_MEMORY_CACHE_MB})",
+        help="no disk cache: a split of up to 256 MB decoded is cached in memory, others "
+        "decode every epoch",
     )
     train = parser.add_argument_group("training (defaults: the workload's codelab settings)")
     train.add_argument("--image-size", type=_image_size)
@@ -328,5 +319,4 @@ def parse_config(
         momentum=DEFAULT_MOMENTUM if args.momentum is None else args.momentum,
         num_units=args.num_units or DEFAULT_NUM_UNITS,
         cache_dir=cache_dir,
-        memory_cache_mb=args.memory_cache_mb,
     )

@@ -1,19 +1,24 @@
 """Input pipelines: encoded images in, uint8 batches out.
 
 What differs from the codelabs and why:
-- a split too large to cache (cassava, ~1.5 GB decoded at 300px) is shuffled while still
-  *encoded*: the 1000-element buffer holds JPEG bytes (~50-150 KB each) instead of
-  300x300 float32 tensors (~1 MB each, ~1 GB per buffer in the codelab);
+- every split is decoded and resized once per job, into uint8 files on the replica's
+  local disk (:mod:`trainer.disk_cache`), when the disk has room: every later epoch reads
+  ready images (cassava: ~0.15 CPU-ms per image instead of ~1.6-2 to decode a 500x400
+  JPEG again). Disk rather than memory even for a split that would fit: its reads go
+  through the page cache, which the kernel keeps while memory is free and drops under
+  pressure, where an in-memory cache pins every image in the process (horses_or_humans:
+  ~70 MB at 150px);
+- shuffling after the disk cache is two-level, as TFDS does for its files: the cache is
+  written in shards whose order is reshuffled every epoch, then a shuffle buffer of
+  decoded images small enough for the memory target (``SHUFFLE_BUFFER_BYTES``) mixes the
+  shards being read;
+- without a disk cache (disabled, or no room), a split that fits ``CACHE_BUDGET_BYTES`` is
+  cached decoded in memory (the shuffle buffer references cached tensors, it does not
+  copy them), and a larger one is shuffled while still *encoded*: the 1000-element buffer
+  holds JPEG bytes (~50-150 KB each) instead of 300x300 float32 tensors (~1 MB each, ~1 GB
+  per buffer in the codelab);
 - decoding and resizing run in a parallel, non-deterministic map (the HPT codelab maps
   serially), and the result stays uint8: the model rescales on the accelerator;
-- a split that fits the budget (horses_or_humans, ~70 MB at 150px) is decoded and resized
-  once and cached in memory as uint8; every epoch then reshuffles the cached images (the
-  shuffle buffer references cached tensors, it does not copy them);
-- a larger split (cassava) is decoded once per job into uint8 files on the replica's local
-  disk (:mod:`trainer.disk_cache`), when the disk has room: every epoch then reads ready
-  images. Shuffling is two-level, as TFDS does for its files: the cache is written in
-  shards whose order is reshuffled each epoch, then a shuffle buffer of decoded images
-  small enough for the memory target (``SHUFFLE_BUFFER_BYTES``) mixes the shards read;
 - batches are prefetched, and the auto-shard policy is DATA as in the multi-worker codelab.
 """
 
@@ -44,9 +49,10 @@ logger = logging.getLogger(__name__)
 SHUFFLE_BUFFER = 1000
 """Same buffer length as the codelabs; it now holds encoded bytes."""
 CACHE_BUDGET_BYTES = 256 * 1024**2
-"""Cache the decoded uint8 split in memory when it is at most this large."""
-SHUFFLE_BUFFER_BYTES = 32 * 1024**2
-"""Decoded images held by the shuffle after a disk cache (~120 cassava images at 300px)."""
+"""Without a disk cache, cache the decoded uint8 split in memory when it is at most this large."""
+SHUFFLE_BUFFER_BYTES = 16 * 1024**2
+"""Decoded images held by the shuffle after a disk cache (~60 cassava images at 300px); the
+cache is written in shards of as many images, and the shard order is reshuffled too."""
 DISK_CACHE_INTERLEAVE = 4
 """Cache shards read at a time: their elements mix before the shuffle buffer."""
 
@@ -109,20 +115,18 @@ class ImagePipeline:
             deterministic=False,
         )
 
-    def _from_disk_cache(self, split: EncodedSplit, *, training: bool) -> tf.data.Dataset | None:
+    def _from_disk_cache(self, split: EncodedSplit) -> tf.data.Dataset | None:
         """The decoded split read from the disk cache (written now if need be), or ``None``."""
         if self.disk_cache is None or split.num_examples is None or not split.identity:
             return None
         needed = decoded_size_bytes(split.num_examples, self.image_size)
         if not self.disk_cache.has_room(needed):
             return None
-        source = split.examples
-        if training:
-            # The order written decides what each shard holds: write a shuffled order.
-            buffer = max(1, min(self.shuffle_buffer, split.num_examples))
-            source = source.shuffle(buffer, reshuffle_each_iteration=True)
+        # Written in the source's order: TFDS shuffles examples when it prepares a dataset
+        # (and the files when it reads them), so each shard is already a random sample. An
+        # encoded shuffle buffer here would add ~130 MB of JPEGs (cassava) to the peak.
         return self.disk_cache.decoded(
-            self._decode(source),
+            self._decode(split.examples),
             key=self.disk_cache.key(split.identity, self.image_size, split.num_examples),
             shard_size=self._decoded_shuffle_buffer(),
             interleave=DISK_CACHE_INTERLEAVE,
@@ -137,9 +141,9 @@ class ImagePipeline:
     ) -> tf.data.Dataset:
         """The batched pipeline. A split bound for the disk cache is decoded into it here,
         once per job, unless a complete cache for it already exists."""
-        in_memory = self.fits_cache(split.num_examples)
         buffer = max(1, min(self.shuffle_buffer, split.num_examples or self.shuffle_buffer))
-        on_disk = None if in_memory else self._from_disk_cache(split, training=training)
+        on_disk = self._from_disk_cache(split)
+        in_memory = on_disk is None and self.fits_cache(split.num_examples)
         if on_disk is not None:
             dataset = on_disk
             if training:

@@ -44,6 +44,23 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
 
 
+def _writer_alive(partial_name: str) -> bool:
+    """Whether the process named in ``<key>.partial-<pid>-<random>`` still runs."""
+    try:
+        pid = int(partial_name.rsplit(_PARTIAL, 1)[1].split("-", 1)[0])
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return False  # an earlier attempt of this very process failed
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
 @dataclass(frozen=True)
 class DiskCache:
     """Where this replica keeps decoded splits, and which replica it is."""
@@ -79,8 +96,10 @@ class DiskCache:
         return True
 
     def _remove_partials(self, key: str) -> None:
+        """Remove what writers that died left behind; a live writer's files stay (two local
+        trials of the same split may write the same key at once)."""
         for name in os.listdir(self.root):
-            if name.startswith(key + _PARTIAL):
+            if name.startswith(key + _PARTIAL) and not _writer_alive(name):
                 logger.info("removing a half-written disk cache %s", name)
                 shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
 

@@ -78,7 +78,6 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     pipeline = ImagePipeline(
         image_size=config.image_size,
         global_batch_size=global_batch,
-        cache_budget_bytes=config.memory_cache_mb * 1024**2,
         disk_cache=disk_cache,
     )
 

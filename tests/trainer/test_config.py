@@ -70,7 +70,6 @@ def test_disk_cache_defaults_to_the_system_temp_dir_and_can_be_moved_or_disabled
     base = ["--workload", "cassava", "--job-dir", "/j"]
     default = parse_config(base, environ={})
     assert default.cache_dir == str(Path(tempfile.gettempdir()) / "trainer-decoded-cache")
-    assert default.memory_cache_mb == 256
     assert parse_config([*base, "--cache-dir", "/ssd/c"], environ={}).cache_dir == "/ssd/c"
     assert parse_config([*base, "--no-disk-cache"], environ={}).cache_dir is None
 
@@ -98,7 +97,6 @@ def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["--job-dir", "/j", "--data", "csv"], "invalid choice: 'csv'"),
         (["--job-dir", "/j", "--cache-dir", "gs://b/cache"], "must be on the replica's local"),
         (["--job-dir", "/j", "--cache-dir", "/c", "--no-disk-cache"], "contradict each other"),
-        (["--job-dir", "/j", "--memory-cache-mb", "-1"], "expected an integer >= 0, got -1"),
     ],
 )
 def test_bad_flags_exit_with_a_clear_message(

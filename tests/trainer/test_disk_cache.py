@@ -51,7 +51,7 @@ def counting(split: EncodedSplit) -> tuple[EncodedSplit, list[int]]:
 
 
 def disk_pipeline(root: Path, **replica: object) -> ImagePipeline:
-    # A memory budget of 0 sends every split to the disk cache.
+    # No memory budget: without the disk cache every epoch would decode again.
     cache = DiskCache(str(root), **replica)  # type: ignore[arg-type]
     return ImagePipeline(SIZE, 4, cache_budget_bytes=0, disk_cache=cache)
 
@@ -150,6 +150,49 @@ def test_not_enough_disk_skips_the_cache_with_a_log_line(
     assert "decoded cache: none" in caplog.text
     assert len(reads) == 80  # decoded again in every epoch
     assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_cache_comes_before_memory_which_serves_when_the_disk_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fits_memory = ImagePipeline(SIZE, 4, disk_cache=DiskCache(str(tmp_path)))
+    assert fits_memory.fits_cache(40)
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        split, reads = counting(numbered_split(40))
+        for _ in range(2):
+            assert sorted(epoch_labels(fits_memory.build(split, training=True))) == list(range(40))
+        assert "decoded cache: disk" in caplog.text
+        assert "decoded cache: memory" not in caplog.text
+        assert len(reads) == 40  # the second build found the cache complete
+        caplog.clear()
+        usage = namedtuple("usage", "total used free")
+        monkeypatch.setattr(shutil, "disk_usage", lambda _path: usage(10**12, 0, 0))
+        split, reads = counting(numbered_split(41))
+        dataset = fits_memory.build(split, training=True)
+        for _ in range(2):
+            assert sorted(epoch_labels(dataset)) == list(range(41))
+        assert "decoded cache: memory" in caplog.text
+        assert len(reads) == 41
+
+
+def test_a_live_writers_partial_cache_is_left_alone(tmp_path: Path) -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = tmp_path / f"k.partial-{sleeper.pid}-0000abcd"
+        dead = tmp_path / "k.partial-999999999-0000abcd"
+        live.mkdir()
+        dead.mkdir()
+        cache = DiskCache(str(tmp_path))
+        images = tf.data.Dataset.range(3).map(
+            lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)
+        )
+        loaded = cache.decoded(images, key="k", shard_size=2, interleave=1)
+        assert sorted(int(label) for _, label in loaded) == [0, 1, 2]
+        assert live.exists()
+        assert not dead.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 def test_enough_disk_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

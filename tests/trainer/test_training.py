@@ -190,9 +190,8 @@ def test_two_process_multi_worker_cluster(tmp_path: Path, variant: str) -> None:
     chief, worker = (f"localhost:{port}" for port in free_ports(2))
     args = ["--workload", "horses_or_humans", *TINY, "--epochs", "2"]
     args += ["--synthetic-examples", "64", "--job-dir", str(tmp_path / "job")]
-    # No memory cache: the splits go through the disk cache, which both workers share a
-    # host (and a directory) for here.
-    args += ["--memory-cache-mb", "0", "--cache-dir", str(tmp_path / "cache")]
+    # Both workers share a host, and a cache directory, here.
+    args += ["--cache-dir", str(tmp_path / "cache")]
     processes = {}
     for task_type in ("chief", "worker"):
         env = trainer_env(**_cluster_env(variant, task_type, chief, worker))
