@@ -1,39 +1,40 @@
-"""The Pulumi program: load the stack's config, build the platform, export its handles.
+"""The Pulumi program of this repo's stacks: a user's program like any other.
 
-Everything with logic lives in ``vertex_training/``; this file only wires it together.
+It reads the stack's YAML through the public adapter (``vt.load_stack``: every config
+problem listed before anything is registered) and declares the same public resources a
+user's program would.
 """
 
 import pulumi
 
-from vertex_training.jobs.program import declare_jobs, job_outputs
-from vertex_training.platform.build import build_platform
-from vertex_training.stack.config import load_pulumi_config
+import vertex_training as vt
 
-OUTPUT_ENVIRONMENT = "environment"
-OUTPUT_PROJECT = "project"
-OUTPUT_REGION = "region"
-OUTPUT_BUCKET_URL = "bucketUrl"
-OUTPUT_REPOSITORY_URL = "repositoryUrl"
-OUTPUT_IMAGE_REFERENCE = "imageReference"
-OUTPUT_WORKBENCH_URL = "workbenchUrl"
-OUTPUT_TRAINING_SERVICE_ACCOUNT = "trainingServiceAccount"
-OUTPUT_WORKBENCH_SERVICE_ACCOUNT = "workbenchServiceAccount"
-OUTPUT_JOBS = "jobs"
+stack = vt.load_stack()
+platform = vt.TrainingPlatform("platform", stack.platform)
+jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in stack.jobs.items()}
 
-# Fails with every config problem listed before a single resource is registered.
-config = load_pulumi_config()
-platform = build_platform(config)
-jobs = declare_jobs(
-    platform, config.jobs.jobs, strict_hardware=config.general.strict_hardware_checks
-)
 
-pulumi.export(OUTPUT_ENVIRONMENT, platform.environment.value)
-pulumi.export(OUTPUT_PROJECT, platform.project)
-pulumi.export(OUTPUT_REGION, platform.region)
-pulumi.export(OUTPUT_BUCKET_URL, platform.bucket_url)
-pulumi.export(OUTPUT_REPOSITORY_URL, platform.repository_url)
-pulumi.export(OUTPUT_IMAGE_REFERENCE, platform.image_reference)
-pulumi.export(OUTPUT_WORKBENCH_URL, platform.workbench_url)
-pulumi.export(OUTPUT_TRAINING_SERVICE_ACCOUNT, platform.training_service_account)
-pulumi.export(OUTPUT_WORKBENCH_SERVICE_ACCOUNT, platform.workbench_service_account)
-pulumi.export(OUTPUT_JOBS, job_outputs(jobs))
+def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:
+    entry: dict[str, object] = {
+        "name": job.job_name,
+        "state": job.state,
+        "consoleUrl": job.console_url,
+        "modelDir": job.model_dir,
+        "endTime": job.end_time,
+    }
+    if isinstance(job, vt.HyperparameterTuningJob):
+        entry["bestTrial"] = job.best_trial
+        entry["trials"] = job.trials
+    return entry
+
+
+pulumi.export("environment", platform.environment)
+pulumi.export("project", platform.project)
+pulumi.export("region", platform.region)
+pulumi.export("bucketUrl", platform.bucket_url)
+pulumi.export("repositoryUrl", platform.repository_url)
+pulumi.export("imageReference", platform.image("trainer"))
+pulumi.export("workbenchUrl", platform.workbench_url)
+pulumi.export("trainingServiceAccount", platform.training_service_account)
+pulumi.export("workbenchServiceAccount", platform.workbench_service_account)
+pulumi.export("jobs", {name: _job_output(job) for name, job in jobs.items()})

@@ -14,9 +14,11 @@ from tests.pulumi_mocks import (
     run_program,
     stack_file_config,
 )
-from vertex_training.platform.build import DOCKERFILE, LOCAL_IMAGE_REFERENCE
 from vertex_training.platform.trainer_image import content_tag
 from vertex_training.stack.config import PROJECT_ROOT
+from vertex_training.stack.definition import DOCKERFILE
+
+LOCAL_IMAGE_REFERENCE = "trainer:local"
 
 STACK_FILES = {
     path.name.split(".")[1]: path
@@ -25,21 +27,19 @@ STACK_FILES = {
 SERVICE = "gcp:projects/service:Service"
 
 
-def output_constants() -> dict[str, str]:
-    """The OUTPUT_* constants of __main__.py, read without running it."""
+def exported_names() -> set[str]:
+    """The names __main__.py exports (``pulumi.export("name", ...)``), read without running it."""
     import ast
 
     tree = ast.parse((PROJECT_ROOT / "__main__.py").read_text())
-    constants: dict[str, str] = {}
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id.startswith("OUTPUT_")
-            and isinstance(node.value, ast.Constant)
-        ):
-            constants[node.targets[0].id] = str(node.value.value)
-    return constants
+    return {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "export"
+        and isinstance(node.args[0], ast.Constant)
+    }
 
 
 def evaluate(stack: str) -> PulumiRun:
@@ -62,18 +62,19 @@ def test_main_stays_small() -> None:
 
 @pytest.mark.parametrize("stack", sorted(STACK_FILES))
 def test_every_stack_exports_every_named_output(stack: str, runs: dict[str, PulumiRun]) -> None:
-    constants = output_constants()
+    names = exported_names()
     assert {
-        "OUTPUT_PROJECT",
-        "OUTPUT_REGION",
-        "OUTPUT_BUCKET_URL",
-        "OUTPUT_REPOSITORY_URL",
-        "OUTPUT_IMAGE_REFERENCE",
-        "OUTPUT_WORKBENCH_URL",
-        "OUTPUT_TRAINING_SERVICE_ACCOUNT",
-        "OUTPUT_WORKBENCH_SERVICE_ACCOUNT",
-    } <= set(constants)
-    assert set(runs[stack].outputs) == set(constants.values())
+        "project",
+        "region",
+        "bucketUrl",
+        "repositoryUrl",
+        "imageReference",
+        "workbenchUrl",
+        "trainingServiceAccount",
+        "workbenchServiceAccount",
+        "jobs",
+    } <= names
+    assert set(runs[stack].outputs) == names
 
 
 def test_local_stack_registers_no_cloud_resource(runs: dict[str, PulumiRun]) -> None:
@@ -90,8 +91,8 @@ def test_local_stack_registers_no_cloud_resource(runs: dict[str, PulumiRun]) -> 
 def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, PulumiRun]) -> None:
     run = runs[stack]
     components = {r.type.rsplit(":", 1)[-1] for r in run.registrations if not r.custom}
-    # TrainingJobs exists where the stack declares jobs (tests/jobs/test_program_jobs.py).
-    assert components - {"TrainingJobs"} == {
+    assert components == {
+        "TrainingPlatform",
         "ProjectServices",
         "TrainingBucket",
         "TrainerRepository",
@@ -119,7 +120,9 @@ def test_nothing_races_the_api_enablement(stack: str, runs: dict[str, PulumiRun]
     services = {r.urn for r in run.of_type(SERVICE)}
     assert len(services) >= 6
     for registration in run.registrations:
-        if registration.type == SERVICE or registration.type.endswith(":ProjectServices"):
+        if registration.type == SERVICE or registration.type.endswith(
+            (":ProjectServices", ":TrainingPlatform")
+        ):
             continue
         assert services <= set(registration.dependencies), registration.name
 
@@ -129,7 +132,8 @@ def test_every_resource_is_parented_to_a_component(stack: str, runs: dict[str, P
     run = runs[stack]
     component_urns = {r.urn for r in run.registrations if not r.custom}
     for registration in run.registrations:
-        if registration.custom:
+        # Jobs are the program's own resources, as in any user's program.
+        if registration.custom and ":dynamic/" not in registration.type:
             assert registration.parent in component_urns, registration.name
             component = next(r for r in run.registrations if r.urn == registration.parent)
             assert registration.name.startswith(f"{component.name}-"), registration.name

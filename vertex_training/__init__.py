@@ -1,0 +1,139 @@
+"""Vertex AI training environments and jobs as Pulumi resources.
+
+Use it from any Pulumi program::
+
+    import vertex_training as vt
+
+    platform = vt.TrainingPlatform("ml", vt.TrainingPlatformArgs(
+        environment="dev", project="my-project", region="us-central1",
+        images={"trainer": vt.ImageBuild(context=".", dockerfile="docker/trainer.Dockerfile")},
+    ))
+    job = vt.CustomJob("train", vt.CustomJobArgs(
+        platform=platform,
+        chief=vt.WorkerPool(machine_type="n1-standard-8",
+                            accelerator=vt.Accelerator("NVIDIA_TESLA_V100", 1),
+                            image=platform.image("trainer"), args=["--epochs", "5"]),
+    ))
+
+Every Args class is a frozen dataclass whose fields follow the Vertex API in snake_case;
+wrong types and values Vertex would refuse raise ``InvalidArgumentsError`` (a
+``pulumi.RunError``) at construction, before anything is registered. Importing this
+package loads neither TensorFlow, Optuna, ``google.cloud.aiplatform_v1`` nor
+``pulumi_gcp``: those load where they are used (the provider, the local backend, a cloud
+platform).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vertex_training._checks import InvalidArgumentsError
+    from vertex_training.jobs.api import (
+        Accelerator,
+        CategoricalParameter,
+        ConvexStopping,
+        CustomJobArgs,
+        DecayCurveStopping,
+        DiscreteParameter,
+        DoubleParameter,
+        HyperparameterTuningJobArgs,
+        IntegerParameter,
+        JobPlatform,
+        MedianStopping,
+        Metric,
+        Parameter,
+        Scheduling,
+        Study,
+        TrialJob,
+        WorkerPool,
+    )
+    from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, declare_job
+    from vertex_training.platform.platform import (
+        ImageBuild,
+        TrainingPlatform,
+        TrainingPlatformArgs,
+        Workbench,
+    )
+    from vertex_training.stack.definition import StackDefinition, load_stack
+
+_HOMES = {
+    "InvalidArgumentsError": "vertex_training._checks",
+    **dict.fromkeys(
+        (
+            "Accelerator",
+            "CategoricalParameter",
+            "ConvexStopping",
+            "CustomJobArgs",
+            "DecayCurveStopping",
+            "DiscreteParameter",
+            "DoubleParameter",
+            "HyperparameterTuningJobArgs",
+            "IntegerParameter",
+            "JobPlatform",
+            "MedianStopping",
+            "Metric",
+            "Parameter",
+            "Scheduling",
+            "Study",
+            "TrialJob",
+            "WorkerPool",
+        ),
+        "vertex_training.jobs.api",
+    ),
+    **dict.fromkeys(
+        ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
+    ),
+    **dict.fromkeys(
+        ("ImageBuild", "TrainingPlatform", "TrainingPlatformArgs", "Workbench"),
+        "vertex_training.platform.platform",
+    ),
+    # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
+    **dict.fromkeys(("StackDefinition", "load_stack"), "vertex_training.stack.definition"),
+}
+"""Public name -> the module defining it. Names load on first use, so that importing a
+submodule (the hardware rules, the trainer-free cost tables) does not pull in Pulumi."""
+
+__all__ = [
+    "Accelerator",
+    "CategoricalParameter",
+    "ConvexStopping",
+    "CustomJob",
+    "CustomJobArgs",
+    "DecayCurveStopping",
+    "DiscreteParameter",
+    "DoubleParameter",
+    "HyperparameterTuningJob",
+    "HyperparameterTuningJobArgs",
+    "ImageBuild",
+    "IntegerParameter",
+    "InvalidArgumentsError",
+    "JobPlatform",
+    "MedianStopping",
+    "Metric",
+    "Parameter",
+    "Scheduling",
+    "StackDefinition",
+    "Study",
+    "TrainingPlatform",
+    "TrainingPlatformArgs",
+    "TrialJob",
+    "Workbench",
+    "WorkerPool",
+    "declare_job",
+    "load_stack",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'vertex_training' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

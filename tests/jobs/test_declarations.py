@@ -55,7 +55,7 @@ def test_minimal_job_defaults() -> None:
     body = body_of(job, stack="dev")
     assert body == {
         "displayName": "tiny",
-        "labels": {"stack": "dev"},
+        "labels": {"stack": "dev", "job": "tiny"},
         "jobSpec": {
             "workerPoolSpecs": [
                 {
@@ -138,7 +138,7 @@ def test_every_custom_job_option() -> None:
     )
     body = body_of(job, stack="dev")
     assert body["displayName"] == "All Options"
-    assert body["labels"] == {"stack": "dev", "team": "ml"}
+    assert body["labels"] == {"stack": "dev", "job": "all", "team": "ml"}
     assert body["encryptionSpec"] == {"kmsKeyName": job.kms_key_name}
     spec = body["jobSpec"]
     assert spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://elsewhere/out"}
@@ -191,7 +191,7 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
         },
     )
     body = body_of(job, stack="dev")
-    assert body["labels"] == {"stack": "dev", "team": "ml"}
+    assert body["labels"] == {"stack": "dev", "job": "tune", "team": "ml"}
     assert "labels" not in body["trialJobSpec"]  # trials take the tuning job's labels
     view = view_of(JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert isinstance(view, TuningJobView)
@@ -237,7 +237,7 @@ def test_extra_fields_merge_into_the_body() -> None:
     assert body["jobSpec"]["reservedIpRanges"] == ["r1"]
     # Mappings merge key by key: the declared timeout stays beside the extra field.
     assert body["jobSpec"]["scheduling"] == {"timeout": "60s", "disableRetries": True}
-    assert body["labels"] == {"stack": "dev", "cost-center": "42"}
+    assert body["labels"] == {"stack": "dev", "job": "x", "cost-center": "42"}
     assert body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == "n1-standard-4"
 
 

@@ -38,20 +38,21 @@ def dev() -> PulumiRun:
 
 
 def spec_of(run: PulumiRun, name: str) -> JobView:
-    registration = run.named(f"jobs-{name}")
+    registration = run.named(name)
     kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
     return view_of(kind, dict(registration.inputs["spec"]))
 
 
 def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
     assert sorted(r.name for r in dev.of_type(CUSTOM)) == [
-        "jobs-cassava-mwms",
-        "jobs-cassava-mwms-cpu",
+        "cassava-mwms",
+        "cassava-mwms-cpu",
     ]
-    assert [r.name for r in dev.of_type(TUNING)] == ["jobs-horses-humans-tuning"]
-    component = dev.one("vertex-training:jobs:TrainingJobs")
+    assert [r.name for r in dev.of_type(TUNING)] == ["horses-humans-tuning"]
+    platform = dev.one("vertex-training:index:TrainingPlatform")
     for registration in dev.of_type(CUSTOM) + dev.of_type(TUNING):
-        assert registration.parent == component.urn
+        # The program's own resources, waiting for the platform's parts.
+        assert registration.parent in (None, "") or registration.parent != platform.urn
 
 
 def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
@@ -155,7 +156,7 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     local = stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.local.yaml")
     job = {"name": "smoke", "workload": "cassava", "args": ["--epochs", "1", "--data", "synthetic"]}
     run = run_program("local", {**local, JOBS_KEY: json.dumps([job])})
-    registration = run.named("jobs-smoke")
+    registration = run.named("smoke")
     assert registration.inputs["backend"]["kind"] == "local"
     assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
     spec = view_of(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"])).trial_job
@@ -164,10 +165,10 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
 
 
-def test_no_jobs_no_component() -> None:
+def test_no_jobs_no_job_resources() -> None:
     prod = stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml")
     run = run_program("prod", {**prod, JOBS_KEY: "[]"})
-    assert not [r for r in run.registrations if r.type.endswith(":TrainingJobs")]
+    assert not [r for r in run.registrations if ":dynamic/" in r.type]
     assert run.outputs["jobs"] == {}
 
 

@@ -36,26 +36,24 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs import api
+from vertex_training.jobs.api import DEFAULT_METRIC as HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.api import merge_fields
 from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.placeholders import (
+    PLACEHOLDER_BUCKET,
+    PLACEHOLDER_IMAGE,
+    PLACEHOLDER_SERVICE_ACCOUNT,
+)
 from vertex_training.jobs.rules.hardware import Finding
-from vertex_training.jobs.rules.job import job_findings
-from vertex_training.jobs.view import read_view
 
 WORKLOADS = ("cassava", "horses_or_humans")
 """What ``python -m trainer.task --workload ...`` runs (the two codelabs)."""
-
-PLACEHOLDER_IMAGE = "placeholder/trainer@sha256:" + "0" * 64
-PLACEHOLDER_BUCKET = "gs://placeholder-bucket"
-PLACEHOLDER_SERVICE_ACCOUNT = "training@placeholder.iam.gserviceaccount.com"
-"""Stand-ins for what the environment provides, to validate a declaration before any
-resource exists (the real values are Outputs)."""
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -132,32 +130,45 @@ class ParameterDeclaration(_Model):
             )
         return self
 
-    def to_body(self) -> dict[str, Any]:
-        """The ``StudySpec.ParameterSpec`` this declares, in REST JSON."""
-        body: dict[str, Any] = {"parameterId": self.parameter_id}
+    def to_parameter(self) -> api.Parameter:
+        """The typed parameter this declares."""
+        conditional: dict[Any, list[api.Parameter]] = {}
+        for child in self.conditional:
+            for value in child.parent_values:
+                conditional.setdefault(_parent_value(self.type, value), []).append(
+                    child.parameter.to_parameter()
+                )
+        scale = cast(api.Scale, self.scale.value)
         if self.type == "double":
-            body["doubleValueSpec"] = {"minValue": self.min, "maxValue": self.max}
-        elif self.type == "integer":
-            body["integerValueSpec"] = {
-                "minValue": str(int(self.min or 0)),
-                "maxValue": str(int(self.max or 0)),
-            }
-        elif self.type == "discrete":
-            body["discreteValueSpec"] = {"values": [float(v) for v in self.values]}
-        else:
-            body["categoricalValueSpec"] = {"values": [str(v) for v in self.values]}
-        if self.type != "categorical":
-            body["scaleType"] = _SCALES[self.scale]
-        if self.conditional:
-            body["conditionalParameterSpecs"] = [c.to_body(self.type) for c in self.conditional]
-        return body
+            return api.DoubleParameter(
+                self.parameter_id, float(self.min or 0), float(self.max or 0), scale=scale
+            )
+        if self.type == "integer":
+            return api.IntegerParameter(
+                self.parameter_id,
+                int(self.min or 0),
+                int(self.max or 0),
+                scale=scale,
+                conditional=conditional,
+            )
+        if self.type == "discrete":
+            return api.DiscreteParameter(
+                self.parameter_id,
+                [float(v) for v in self.values],
+                scale=scale,
+                conditional=conditional,
+            )
+        return api.CategoricalParameter(
+            self.parameter_id, [str(v) for v in self.values], conditional=conditional
+        )
 
 
-_SCALES = {
-    ScaleName.LINEAR: "UNIT_LINEAR_SCALE",
-    ScaleName.LOG: "UNIT_LOG_SCALE",
-    ScaleName.REVERSE_LOG: "UNIT_REVERSE_LOG_SCALE",
-}
+def _parent_value(parent_type: str, value: float | str) -> Any:
+    if parent_type == "categorical":
+        return str(value)
+    if parent_type == "integer":
+        return int(float(value))
+    return float(value)
 
 
 class ConditionalDeclaration(_Model):
@@ -165,24 +176,6 @@ class ConditionalDeclaration(_Model):
 
     parent_values: tuple[float | str, ...]
     parameter: ParameterDeclaration
-
-    def to_body(self, parent_type: str) -> dict[str, Any]:
-        body: dict[str, Any] = {"parameterSpec": self.parameter.to_body()}
-        if parent_type == "categorical":
-            body["parentCategoricalValues"] = {"values": [str(v) for v in self.parent_values]}
-        elif parent_type == "integer":
-            body["parentIntValues"] = {"values": [str(_whole(v)) for v in self.parent_values]}
-        else:
-            body["parentDiscreteValues"] = {"values": [_number(v) for v in self.parent_values]}
-        return body
-
-
-def _whole(value: float | str) -> float | int | str:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def _number(value: float | str) -> float | str:
-    return float(value) if isinstance(value, int | float) else value
 
 
 class StudyDeclaration(_Model):
@@ -196,24 +189,22 @@ class StudyDeclaration(_Model):
     early_stopping: Literal["none", "median", "decay_curve", "convex"] = "none"
     early_stopping_uses_elapsed_duration: bool = False
 
-    def to_body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "metrics": [{"metricId": self.metric, "goal": self.goal.upper()}],
-            "parameters": [p.to_body() for p in self.parameters],
-        }
-        if self.algorithm != "bayesian":  # unset is the service's Bayesian search
-            body["algorithm"] = f"{self.algorithm.upper()}_SEARCH"
-        body["measurementSelectionType"] = f"{self.measurement_selection.upper()}_MEASUREMENT"
-        stopping = {
-            "median": "medianAutomatedStoppingSpec",
-            "decay_curve": "decayCurveStoppingSpec",
-            "convex": "convexAutomatedStoppingSpec",
-        }.get(self.early_stopping)
-        if stopping is not None:
-            body[stopping] = (
-                {"useElapsedDuration": True} if self.early_stopping_uses_elapsed_duration else {}
-            )
-        return body
+    def to_study(self) -> api.Study:
+        stopping: api.EarlyStopping | None = None
+        elapsed = self.early_stopping_uses_elapsed_duration
+        if self.early_stopping == "median":
+            stopping = api.MedianStopping(use_elapsed_duration=elapsed)
+        elif self.early_stopping == "decay_curve":
+            stopping = api.DecayCurveStopping(use_elapsed_duration=elapsed)
+        elif self.early_stopping == "convex":
+            stopping = api.ConvexStopping(use_elapsed_duration=elapsed)
+        return api.Study(
+            parameters=[p.to_parameter() for p in self.parameters],
+            metrics=[api.Metric(self.metric, self.goal)],
+            algorithm=self.algorithm,
+            measurement_selection=self.measurement_selection,
+            early_stopping=stopping,
+        )
 
 
 class JobDeclaration(_Model):
@@ -297,134 +288,125 @@ class JobDeclaration(_Model):
     def trainer_args(self) -> tuple[str, ...]:
         return (("--workload", self.workload) if self.workload else ()) + self.args
 
-    def _pool(self, pool: PoolDeclaration | None, image: str) -> dict[str, Any]:
+    def _pool(self, pool: PoolDeclaration | None) -> api.WorkerPool | None:
         if pool is None:
-            return {}  # a placeholder before a later pool
-        env = {**self.env, **pool.env}
-        machine: dict[str, Any] = {"machineType": pool.machine_type}
-        if pool.accelerator_type is not None:
-            machine["acceleratorType"] = pool.accelerator_type
-            machine["acceleratorCount"] = pool.accelerator_count
-        container: dict[str, Any] = {
-            "imageUri": pool.image or image,
-            "args": list(pool.args if pool.args is not None else self.trainer_args()),
+            return None
+        return api.WorkerPool(
+            machine_type=pool.machine_type,
+            accelerator=(
+                api.Accelerator(pool.accelerator_type, pool.accelerator_count)
+                if pool.accelerator_type is not None
+                else None
+            ),
+            replica_count=pool.replica_count,
+            image=pool.image,
+            command=list(pool.command) if pool.command else None,
+            args=list(pool.args if pool.args is not None else self.trainer_args()),
+            env=dict(sorted({**self.env, **pool.env}.items())),
+            boot_disk_type=pool.boot_disk_type,
+            boot_disk_size_gb=pool.boot_disk_size_gb,
+        )
+
+    def to_args(self) -> api.CustomJobArgs | api.HyperparameterTuningJobArgs:
+        """The public Args this declaration means (without a platform: ``.on(platform)``)."""
+        chief = self._pool(self.chief)
+        assert chief is not None
+        run: dict[str, Any] = {
+            "chief": chief,
+            "workers": self._pool(self.workers),
+            "parameter_servers": self._pool(self.parameter_servers),
+            "evaluator": self._pool(self.evaluator),
+            "service_account": self.service_account,
+            "network": self.network,
+            "base_output_directory": self.output_dir,
+            "tensorboard": self.tensorboard,
+            "enable_web_access": self.enable_web_access,
+            "persistent_resource_id": self.persistent_resource_id,
         }
-        if pool.command:
-            container["command"] = list(pool.command)
-        if env:
-            container["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
-        body: dict[str, Any] = {
-            "machineSpec": machine,
-            "replicaCount": str(pool.replica_count),
-            "containerSpec": container,
+        scheduling = api.Scheduling(
+            strategy=(
+                None if self.scheduling_strategy == "standard" else self.scheduling_strategy.upper()  # type: ignore[arg-type]
+            ),
+            timeout_seconds=self.timeout_seconds,
+            max_wait_seconds=self.max_wait_seconds,
+            restart_job_on_worker_restart=self.restart_job_on_worker_restart,
+        )
+        if scheduling != api.Scheduling():
+            run["scheduling"] = scheduling
+        job: dict[str, Any] = {
+            "display_name": self.display_name or self.name,
+            "labels": {"job": self.name, **self.labels},
+            "kms_key_name": self.kms_key_name,
+            "extra_fields": self.extra_fields,
+            "wait": self.wait,
+            "wait_timeout_seconds": self.wait_timeout_seconds,
+            "poll_interval_seconds": self.poll_interval_seconds,
         }
-        disk = {
-            k: v
-            for k, v in (
-                ("bootDiskType", pool.boot_disk_type),
-                ("bootDiskSizeGb", pool.boot_disk_size_gb),
-            )
-            if v is not None
-        }
-        if disk:
-            body["diskSpec"] = disk
-        return body
+        if self.kind == "custom":
+            return api.CustomJobArgs(**run, **job)
+        # _kind_fields made sure these are set; 0 counts are the rules' to refuse.
+        assert self.study is not None
+        assert self.max_trial_count is not None and self.parallel_trial_count is not None
+        return api.HyperparameterTuningJobArgs(
+            trial=api.TrialJob(**run),
+            study=self.study.to_study(),
+            max_trial_count=self.max_trial_count,
+            parallel_trial_count=self.parallel_trial_count,
+            max_failed_trial_count=self.max_failed_trial_count,
+            **job,
+        )
 
     def to_body(
         self,
         *,
         image: str,
-        bucket_url: str,
+        bucket_url: str | None,
         service_account: str | None,
         labels: dict[str, str] | None = None,
+        region: str = "us-central1",
+        local: bool = False,
     ) -> dict[str, Any]:
-        """The Vertex REST body this declaration means in an environment with these
-        handles, with ``extraFields`` merged in."""
-        pools = [
-            self._pool(p, image)
-            for p in (self.chief, self.workers, self.parameter_servers, self.evaluator)
-        ]
-        while pools and not pools[-1]:
-            pools.pop()
-        spec: dict[str, Any] = {
-            "workerPoolSpecs": pools,
-            "baseOutputDirectory": {
-                "outputUriPrefix": self.output_dir or f"{bucket_url.rstrip('/')}/jobs/{self.name}"
-            },
-        }
-        scheduling: dict[str, Any] = {}
-        if self.timeout_seconds is not None:
-            scheduling["timeout"] = _duration(self.timeout_seconds)
-        if self.restart_job_on_worker_restart:
-            scheduling["restartJobOnWorkerRestart"] = True
-        if self.scheduling_strategy != "standard":
-            scheduling["strategy"] = self.scheduling_strategy.upper()
-        if self.max_wait_seconds is not None:
-            scheduling["maxWaitDuration"] = _duration(self.max_wait_seconds)
-        if scheduling:
-            spec["scheduling"] = scheduling
-        for key, value in (
-            ("serviceAccount", self.service_account or service_account),
-            ("network", self.network),
-            ("persistentResourceId", self.persistent_resource_id),
-            ("tensorboard", self.tensorboard),
-        ):
-            if value:
-                spec[key] = value
-        if self.enable_web_access:
-            spec["enableWebAccess"] = True
-        body: dict[str, Any] = {
-            "displayName": self.display_name or self.name,
-            "labels": {**(labels or {}), **self.labels},
-        }
-        if self.kms_key_name:
-            body["encryptionSpec"] = {"kmsKeyName": self.kms_key_name}
-        if self.kind == "custom":
-            body["jobSpec"] = spec
-        else:
-            # _kind_fields made sure these are set; 0 counts are the rules' to refuse.
-            assert self.study is not None
-            body.update(
-                studySpec=self.study.to_body(),
-                maxTrialCount=self.max_trial_count,
-                parallelTrialCount=self.parallel_trial_count,
-                trialJobSpec=spec,
-            )
-            if self.max_failed_trial_count:
-                body["maxFailedTrialCount"] = self.max_failed_trial_count
-        return merge_fields(body, self.extra_fields)
+        """The Vertex REST body in an environment with these handles (what the public
+        API builds from ``to_args``)."""
+        return api.job_body(
+            self.to_args(),
+            self._context(
+                image=image,
+                bucket_url=bucket_url,
+                service_account=service_account,
+                labels=labels or {},
+                region=region,
+                local=local,
+            ),
+        )
+
+    def _context(self, **handles: Any) -> api.JobContext:
+        return api.JobContext(
+            kind=self.job_kind,
+            name=self.name,
+            region=handles["region"],
+            project="placeholder",
+            local=handles["local"],
+            default_image=handles["image"],
+            bucket_url=handles["bucket_url"],
+            service_account=handles["service_account"],
+            labels=handles["labels"],
+            strict=handles.get("strict", False),
+        )
 
     def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:
         """Validate with stand-ins for what the environment will provide; paths are the
         body's API paths (``config_path`` maps them to this declaration's keys)."""
-        body = self.to_body(
+        context = self._context(
             image=PLACEHOLDER_IMAGE,
             bucket_url=PLACEHOLDER_BUCKET if remote else "/placeholder/bucket",
             service_account=PLACEHOLDER_SERVICE_ACCOUNT if remote else None,
             labels={"stack": "placeholder"},
+            region=region or "us-central1",
+            local=not remote,
+            strict=strict,
         )
-        view, unreadable = read_view(self.job_kind, body)
-        if unreadable or view is None:
-            return unreadable
-        return job_findings(view, region=region, remote=remote, strict=strict)
-
-
-def _duration(seconds: float) -> str:
-    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
-    text = f"{seconds:.9f}".rstrip("0").rstrip(".")
-    return f"{text}s"
-
-
-def merge_fields(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``extra`` merged into ``body``: mappings merge key by key, anything else replaces."""
-    out = dict(body)
-    for key, value in extra.items():
-        current = out.get(key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            out[key] = merge_fields(dict(current), value)
-        else:
-            out[key] = value
-    return out
+        return api.body_findings(context, api.job_body(self.to_args(), context))
 
 
 _POOL_KEYS = ("chief", "workers", "parameterServers", "evaluator")

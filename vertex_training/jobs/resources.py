@@ -24,7 +24,16 @@ import pulumi
 import pulumi.dynamic
 from pulumi.runtime.rpc import UNKNOWN
 
-from vertex_training.jobs.backends import BackendSettings, backend_for
+from vertex_training._checks import InvalidArgumentsError
+from vertex_training.jobs.api import (
+    CustomJobArgs,
+    HyperparameterTuningJobArgs,
+    check_settings,
+    job_body,
+    job_context,
+    validate_body,
+)
+from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
@@ -32,6 +41,7 @@ from vertex_training.jobs.backends.base import (
     wait_until_terminal,
 )
 from vertex_training.jobs.model import JobKind, JobRecord, JobState
+from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 
@@ -175,23 +185,29 @@ class _Props:
 
     def problems(self) -> list[str]:
         """Every reason Vertex would refuse the body: the real protos first (unknown
-        fields, wrong types, enum names), then the rules over its view."""
+        fields, wrong types, enum names), then the rules over its view. Values not known
+        yet (preview) stand in as placeholders, and what they could change is not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
 
+        body, unknown = with_placeholders(self.body, _has_unknown)
         try:
-            parse_body(self.kind, self.body)
+            parse_body(self.kind, body)
         except BodyParseError as error:
-            return [str(error)]
-        view, unreadable = read_view(self.kind, self.body)
+            text = str(error)
+            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
+            if not any(f"{key}" in text for key in keys):
+                return [text]
+            return []
+        view, unreadable = read_view(self.kind, body)
         if unreadable or view is None:
-            return [f"{f.path}: {f.message}" for f in unreadable]
+            return [f"{f.path}: {f.message}" for f in drop_unknown(unreadable, unknown)]
         findings = job_findings(
             view,
             region=self.settings.region,
             remote=self.settings.kind.value == "vertex",
             strict=self.strict_hardware,
         )
-        return [f"{f.path}: {f.message}" for f in errors_of(findings)]
+        return [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(findings, unknown))]
 
     def inputs(self) -> dict[str, Any]:
         return {k: self.props[k] for k in INPUT_KEYS if k in self.props}
@@ -220,9 +236,10 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         missing = [k for k in ("spec", "backend", "identity") if k not in news]
         for key in missing:
             failures.append(pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing"))
-        # In preview the image digest (hence the spec) may not be known yet: the
-        # declaration was validated by the config loader already; check again at up.
-        if missing or _has_unknown(news):
+        # In preview some values of the spec (the image digest) may not be known yet: the
+        # rest of it is checked now, with placeholders for those, and all of it at up.
+        settings = {k: v for k, v in news.items() if k != "spec"}
+        if missing or _has_unknown(settings) or not isinstance(news["spec"], Mapping):
             return pulumi.dynamic.CheckResult(news, failures)
         try:
             props = self._props(news)
@@ -344,76 +361,119 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
 
 class _JobResource(pulumi.dynamic.Resource):
     _kind: ClassVar[JobKind]
+    _args_type: ClassVar[type]
 
     job_name: pulumi.Output[str]
-    """Full resource name ``projects/P/locations/L/<kind>/ID``."""
+    """Full resource name ``projects/P/locations/L/<kind>/ID`` (local: ``local/...``)."""
     job_id: pulumi.Output[str]
     state: pulumi.Output[str]
-    """``JobState`` name (without ``JOB_STATE_``) when created or last refreshed."""
+    """``JobState`` name without ``JOB_STATE_`` (``SUCCEEDED``, ``RUNNING``...) when the
+    job was created or last refreshed."""
     console_url: pulumi.Output[str | None]
+    """Where to watch the job: the Cloud console page, or the local job directory."""
     create_time: pulumi.Output[str | None]
     start_time: pulumi.Output[str | None]
     end_time: pulumi.Output[str | None]
     error_message: pulumi.Output[str | None]
+    """Why the job failed, when it did."""
     model_dir: pulumi.Output[str | None]
-    trials: pulumi.Output[list[dict[str, Any]]]
-    best_trial: pulumi.Output[dict[str, Any] | None]
+    """``AIP_MODEL_DIR``: ``<base_output_directory>/model`` (per trial for studies)."""
     web_access_uris: pulumi.Output[dict[str, str]]
+    """Interactive shell URIs by replica, with ``enable_web_access``."""
+    spec: pulumi.Output[dict[str, Any]]
+    """The job's Vertex REST body, exactly as it was sent."""
 
     def __init__(
         self,
         resource_name: str,
-        *,
-        spec: pulumi.Input[Mapping[str, Any]],
-        backend: BackendSettings,
-        wait: bool = True,
-        wait_timeout_seconds: float = 24 * 3600,
-        poll_interval_seconds: float = 30,
-        delete_timeout_seconds: float = 1800,
-        strict_hardware: bool = False,
+        args: Any,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """``spec``: the job's Vertex REST body (a CustomJob or HyperparameterTuningJob as
-        the API reference documents it), sent unchanged; usually an Output built once image
-        digests are known."""
+        """Validate ``args`` (raising ``InvalidArgumentsError`` before anything is
+        registered, naming each wrong argument) and register the job."""
+        cls = type(self).__name__
+        if not isinstance(args, self._args_type):
+            raise InvalidArgumentsError(
+                f"{cls}({resource_name!r}): args must be a {self._args_type.__name__}, got "
+                f"{type(args).__name__}"
+            )
+        assert isinstance(args, CustomJobArgs | HyperparameterTuningJobArgs)
+        context = job_context(self._kind, resource_name, args)
+        body = job_body(args, context)
+        errors, warnings = validate_body(args, context, body)
+        errors += check_settings(args)
+        if errors:
+            raise InvalidArgumentsError(
+                f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
+            )
+        if context.local:
+            assert context.local_root is not None
+            backend = BackendSettings(BackendKind.LOCAL, local_root=str(context.local_root))
+        else:
+            backend = BackendSettings(
+                BackendKind.VERTEX, project=context.project, location=context.region
+            )
         props: dict[str, Any] = {
-            "spec": spec,
+            "spec": body,
             "backend": backend.to_props(),
             "backend_target": _backend_target(backend),
             "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
-            "wait": wait,
-            "wait_timeout_seconds": wait_timeout_seconds,
-            "poll_interval_seconds": poll_interval_seconds,
-            "delete_timeout_seconds": delete_timeout_seconds,
-            "strict_hardware": strict_hardware,
+            "wait": args.wait,
+            "wait_timeout_seconds": args.wait_timeout_seconds,
+            "poll_interval_seconds": args.poll_interval_seconds,
+            "delete_timeout_seconds": args.delete_timeout_seconds,
+            "strict_hardware": context.strict,
             "provider_version": PROVIDER_VERSION,
             **dict.fromkeys(OUTPUT_KEYS),
         }
+        if args.platform is not None:
+            opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
         super().__init__(JobProvider(self._kind), resource_name, props, opts)
+        for warning in warnings:
+            pulumi.log.warn(warning, resource=self)
 
 
 class CustomJob(_JobResource, module="vertex", name="CustomJob"):
-    """A Vertex AI CustomJob: ``pulumi-python:dynamic/vertex:CustomJob``."""
+    """A Vertex AI CustomJob (``pulumi-python:dynamic/vertex:CustomJob``).
+
+    ``pulumi up`` submits it (or adopts the run a crashed ``up`` left) and, with
+    ``wait``, waits for it to end; a change to what it runs replaces it with a new run;
+    ``pulumi destroy`` cancels and deletes it. On a local platform it runs on this
+    machine, one process per replica."""
 
     _kind = JobKind.CUSTOM_JOB
+    _args_type = CustomJobArgs
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: CustomJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(resource_name, args, opts)
 
 
 class HyperparameterTuningJob(_JobResource, module="vertex", name="HyperparameterTuningJob"):
-    """A Vertex AI HyperparameterTuningJob (trials and best trial in the outputs)."""
+    """A Vertex AI HyperparameterTuningJob
+    (``pulumi-python:dynamic/vertex:HyperparameterTuningJob``): trials chosen by the
+    study, their metrics, and the best one."""
 
     _kind = JobKind.HYPERPARAMETER_TUNING_JOB
+    _args_type = HyperparameterTuningJobArgs
 
+    trials: pulumi.Output[list[dict[str, Any]]]
+    """Every trial: ``id``, ``state``, ``parameters`` (by parameter id),
+    ``final_metrics`` (by metric id), ``infeasible_reason``, ``early_stopped``, times."""
+    best_trial: pulumi.Output[dict[str, Any] | None]
+    """The trial with the best value of the study's first metric, by its goal."""
 
-def job_resource(
-    resource_name: str,
-    spec: pulumi.Input[Mapping[str, Any]],
-    kind: JobKind,
-    backend: BackendSettings,
-    **kwargs: Any,
-) -> CustomJob | HyperparameterTuningJob:
-    if kind is JobKind.HYPERPARAMETER_TUNING_JOB:
-        return HyperparameterTuningJob(resource_name, spec=spec, backend=backend, **kwargs)
-    return CustomJob(resource_name, spec=spec, backend=backend, **kwargs)
+    def __init__(
+        self,
+        resource_name: str,
+        args: HyperparameterTuningJobArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(resource_name, args, opts)
 
 
 __all__ = [
@@ -425,6 +485,17 @@ __all__ = [
     "JobProvider",
     "JobWaitTimeoutError",
     "adoption_value",
-    "job_resource",
+    "declare_job",
     "label_value",
 ]
+
+
+def declare_job(
+    resource_name: str,
+    args: CustomJobArgs | HyperparameterTuningJobArgs,
+    opts: pulumi.ResourceOptions | None = None,
+) -> CustomJob | HyperparameterTuningJob:
+    """A ``CustomJob`` or ``HyperparameterTuningJob``, whichever ``args`` declare."""
+    if isinstance(args, HyperparameterTuningJobArgs):
+        return HyperparameterTuningJob(resource_name, args, opts)
+    return CustomJob(resource_name, args, opts)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,8 +72,9 @@ def load_stack_jobs(
 
 def _declared_jobs(config: Any) -> list[tuple[str, LocalJob]]:
     """The stack's declared jobs on the same local platform the Pulumi program builds
-    (bucket directory, ``trainer:local`` image, stack labels), so both run the same specs."""
-    from vertex_training.platform.build import build_platform
+    (bucket directory, ``<image>:local`` image, platform labels), so both run the same
+    bodies."""
+    from vertex_training.platform.platform import platform_labels
 
     declared = getattr(getattr(config, "jobs", None), "jobs", None)
     if declared is None:
@@ -83,29 +83,23 @@ def _declared_jobs(config: Any) -> list[tuple[str, LocalJob]]:
             "(vertex_training/stack/config.py, vertex_training/jobs/declarations.py); "
             "run one spec with --spec FILE"
         )
-    platform = build_platform(config)  # a local stack registers nothing
-    image, bucket_url = asyncio.run(_known(platform.image_reference, platform.bucket_url))
+    labels = platform_labels(config.environment.value, config.stack, {})
     return [
         (
             job.name,
-            # As vertex_training.jobs.program.declare_jobs builds it (there from Outputs).
             LocalJob(
                 job.job_kind,
                 job.to_body(
-                    image=image,
-                    bucket_url=bucket_url,
+                    image=f"{config.image.image_name}:local",
+                    bucket_url=str(config.local_root / "bucket"),
                     service_account=None,
-                    labels={**platform.labels, "job": job.name},
+                    labels=labels,
+                    local=True,
                 ),
             ),
         )
         for job in declared
     ]
-
-
-async def _known(*outputs: Any) -> list[str]:
-    """Values of Outputs that a local platform makes from plain values."""
-    return [await output.future() for output in outputs]
 
 
 def load_spec_file(path: Path) -> LocalJob:

@@ -48,17 +48,21 @@ class PlatformIdentityArgs:
     bucket_name: pulumi.Input[str]
     """The training bucket: bucket roles are granted on it, not on the project."""
     repository_location: str
-    repository_id: pulumi.Input[str]
-    training_account_id: str
-    """6-30 characters, lowercase letters, digits and '-'."""
+    repository_id: pulumi.Input[str] | None
+    """None: no repository (every image exists already), no registry grant."""
+    training_account_id: str | None
+    """6-30 characters, lowercase letters, digits and '-'; None: bring your own
+    (``training_email``), and nothing is created or granted for it."""
     workbench_account_id: str | None
-    """None when the stack has no Workbench instance: no account, no grants."""
+    """None when the stack has no Workbench instance (or brings its own): no account."""
+    training_email: pulumi.Input[str] | None = None
+    """An existing training service account's email (with ``training_account_id`` None)."""
 
 
 class PlatformIdentity(pulumi.ComponentResource):
     """The training and Workbench service accounts and their grants."""
 
-    training_account: gcp_serviceaccount.Account
+    training_account: gcp_serviceaccount.Account | None
     training_email: pulumi.Output[str]
     workbench_account: gcp_serviceaccount.Account | None
     workbench_email: pulumi.Output[str] | None
@@ -72,19 +76,33 @@ class PlatformIdentity(pulumi.ComponentResource):
         child = child_options(self, opts)
         self.grants = {}
 
-        self.training_account = gcp_serviceaccount.Account(
-            f"{name}-training",
-            project=args.project,
-            account_id=args.training_account_id,
-            display_name="Vertex AI training jobs",
-            description="Identity of the platform's training and tuning jobs",
-            opts=child,
-        )
-        self.training_email = self.training_account.email
-        training_member = self.training_account.member
-        self._grant_on_bucket(
-            f"{name}-training-bucket", args, training_member, "roles/storage.objectAdmin", child
-        )
+        self.training_account = None
+        if args.training_account_id is None:
+            if args.training_email is None:
+                raise ValueError("PlatformIdentityArgs: training_account_id or training_email")
+            # Brought by the user, with whatever roles they gave it: nothing granted here.
+            self.training_email = pulumi.Output.from_input(args.training_email)
+            training_account_name: pulumi.Input[str] = pulumi.Output.concat(
+                "projects/", args.project, "/serviceAccounts/", self.training_email
+            )
+        else:
+            self.training_account = gcp_serviceaccount.Account(
+                f"{name}-training",
+                project=args.project,
+                account_id=args.training_account_id,
+                display_name="Vertex AI training jobs",
+                description="Identity of the platform's training and tuning jobs",
+                opts=child,
+            )
+            self.training_email = self.training_account.email
+            training_account_name = self.training_account.name
+            self._grant_on_bucket(
+                f"{name}-training-bucket",
+                args,
+                self.training_account.member,
+                "roles/storage.objectAdmin",
+                child,
+            )
 
         self.workbench_account = None
         self.workbench_email = None
@@ -112,7 +130,7 @@ class PlatformIdentity(pulumi.ComponentResource):
                 )
             self.grants[f"{name}-workbench-act-as-training"] = gcp_serviceaccount.IAMMember(
                 f"{name}-workbench-act-as-training",
-                service_account_id=self.training_account.name,
+                service_account_id=training_account_name,
                 role="roles/iam.serviceAccountUser",
                 member=member,
                 opts=child,
@@ -120,15 +138,18 @@ class PlatformIdentity(pulumi.ComponentResource):
             self._grant_on_bucket(
                 f"{name}-workbench-bucket", args, member, "roles/storage.objectAdmin", child
             )
-            self.grants[f"{name}-workbench-registry"] = gcp_artifactregistry.RepositoryIamMember(
-                f"{name}-workbench-registry",
-                project=args.project,
-                location=args.repository_location,
-                repository=args.repository_id,
-                role="roles/artifactregistry.writer",
-                member=member,
-                opts=child,
-            )
+            if args.repository_id is not None:
+                self.grants[f"{name}-workbench-registry"] = (
+                    gcp_artifactregistry.RepositoryIamMember(
+                        f"{name}-workbench-registry",
+                        project=args.project,
+                        location=args.repository_location,
+                        repository=args.repository_id,
+                        role="roles/artifactregistry.writer",
+                        member=member,
+                        opts=child,
+                    )
+                )
         self.register_outputs(
             {"training_email": self.training_email, "workbench_email": self.workbench_email}
         )

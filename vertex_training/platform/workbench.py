@@ -95,6 +95,9 @@ class TrainingWorkbenchArgs:
     idle_timeout_minutes: int = 60
     public_ip: bool = True
     """prod: False, the instance is reached through the Workbench proxy only."""
+    network: pulumi.Input[str] | None = None
+    """A VPC network (``projects/P/global/networks/N``); None: the project's default."""
+    subnet: pulumi.Input[str] | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -142,6 +145,15 @@ class TrainingWorkbench(pulumi.ComponentResource):
                     disk_size_gb=str(args.disk_size_gb), disk_type="PD_BALANCED"
                 ),
                 disable_public_ip=not args.public_ip,
+                network_interfaces=(
+                    [
+                        gcp_workbench.InstanceGceSetupNetworkInterfaceArgs(
+                            network=args.network, subnet=args.subnet
+                        )
+                    ]
+                    if args.network is not None or args.subnet is not None
+                    else None
+                ),
                 service_accounts=[
                     gcp_workbench.InstanceGceSetupServiceAccountArgs(
                         email=args.service_account_email

@@ -17,8 +17,6 @@ section to ``StackConfig`` and ``SECTIONS``) and its entry in ``Pulumi.yaml``;
 from __future__ import annotations
 
 import difflib
-import enum
-import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -32,6 +30,17 @@ from pydantic.fields import FieldInfo
 
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_zone
+from vertex_training.platform.rules import (
+    DIGEST_REFERENCE,
+    GCP_PROJECT_ID,
+    IMAGE_NAME,
+    IMAGE_REFERENCE,
+    REPOSITORY_ID,
+    ZONE,
+    EnvironmentKind,
+    InvalidValueError,
+    check_bucket_name,
+)
 
 __all__ = [
     "GCP_PROJECT_KEY",
@@ -122,33 +131,8 @@ WORKBENCH_GPU_TYPES: Mapping[str, str] = {
 """Accelerators a Workbench instance accepts, with the machine family each needs."""
 
 _GPU_COUNTS = (1, 2, 4, 8)
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
-_REPOSITORY_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
-_IMAGE_NAME = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
 _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
-_DIGEST_REFERENCE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
-_IMAGE_REFERENCE = re.compile(
-    r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
-    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})?$"
-)
-_ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
-_GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
-
-
-class EnvironmentKind(enum.StrEnum):
-    """What a stack stands up; the kind decides the safety rules, config the sizes."""
-
-    LOCAL = "local"
-    """No Google Cloud account: jobs run on this machine, nothing ``gcp:`` is registered."""
-    DEV = "dev"
-    """Cheap and disposable: buckets force-destroyed, staging objects expire."""
-    PROD = "prod"
-    """Trained models survive ``pulumi destroy``: versioning, soft delete, protection."""
-
-    @property
-    def is_cloud(self) -> bool:
-        return self is not EnvironmentKind.LOCAL
 
 
 # --------------------------------------------------------------------------- errors
@@ -179,15 +163,6 @@ class ConfigError(ValueError):
         self.problems = tuple(problems)
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"invalid config for stack '{stack}':\n{lines}")
-
-
-class _FieldValueError(ValueError):
-    """Raised by field validators; ``valid`` lands in the ``ConfigProblem``."""
-
-    def __init__(self, problem: str, valid: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.valid = valid
 
 
 # --------------------------------------------------------------------------- sections
@@ -251,7 +226,7 @@ class GeneralSettings(_Section):
         if value not in VERTEX_REGIONS:
             close = difflib.get_close_matches(value, VERTEX_REGIONS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"'{value}' is not a region where Vertex AI training runs{hint}",
                 "one of " + ", ".join(sorted(VERTEX_REGIONS)),
             )
@@ -261,7 +236,7 @@ class GeneralSettings(_Section):
     @classmethod
     def _local_root_not_empty(cls, value: str) -> str:
         if not value.strip():
-            raise _FieldValueError("the directory is empty", "a relative or absolute path")
+            raise InvalidValueError("the directory is empty", "a relative or absolute path")
         return value
 
 
@@ -303,14 +278,14 @@ class StorageSettings(_Section):
     @classmethod
     def _staging_days(cls, value: int) -> int:
         if not 1 <= value <= 3650:
-            raise _FieldValueError(f"{value} days is out of range", "an integer from 1 to 3650")
+            raise InvalidValueError(f"{value} days is out of range", "an integer from 1 to 3650")
         return value
 
     @field_validator("soft_delete_retention_days")
     @classmethod
     def _soft_delete_days(cls, value: int) -> int:
         if value != 0 and not 7 <= value <= 90:
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"{value} days is not a soft delete duration Cloud Storage accepts",
                 "0, or an integer from 7 to 90",
             )
@@ -336,8 +311,8 @@ class RegistrySettings(_Section):
     @field_validator("repository_name")
     @classmethod
     def _repository_id(cls, value: str) -> str:
-        if not _REPOSITORY_ID.match(value):
-            raise _FieldValueError(
+        if not REPOSITORY_ID.match(value):
+            raise InvalidValueError(
                 f"'{value}' is not a valid repository id",
                 "1-63 characters: lowercase letters, digits and '-', starting with a letter",
             )
@@ -347,7 +322,7 @@ class RegistrySettings(_Section):
     @classmethod
     def _keep_count(cls, value: int) -> int:
         if not 1 <= value <= 1000:
-            raise _FieldValueError(f"{value} is out of range", "an integer from 1 to 1000")
+            raise InvalidValueError(f"{value} is out of range", "an integer from 1 to 1000")
         return value
 
 
@@ -373,8 +348,8 @@ class ImageSettings(_Section):
     @field_validator("image_name")
     @classmethod
     def _image_name(cls, value: str) -> str:
-        if not _IMAGE_NAME.match(value):
-            raise _FieldValueError(
+        if not IMAGE_NAME.match(value):
+            raise InvalidValueError(
                 f"'{value}' is not a valid image name",
                 "lowercase letters, digits and single '.', '_', '-' or '/' separators",
             )
@@ -384,8 +359,8 @@ class ImageSettings(_Section):
     @classmethod
     def _by_digest(cls, value: str | None) -> str | None:
         # Jobs must run exactly the image that was tested: a tag can move, a digest cannot.
-        if value is not None and not _DIGEST_REFERENCE.match(value):
-            raise _FieldValueError(
+        if value is not None and not DIGEST_REFERENCE.match(value):
+            raise InvalidValueError(
                 f"'{value}' is not an image reference by digest (tags such as :latest can move)",
                 '"" or REGISTRY/PATH@sha256:<64 hex digits>',
             )
@@ -457,8 +432,8 @@ class WorkbenchSettings(_Section):
     @field_validator("container_image")
     @classmethod
     def _container_image(cls, value: str | None) -> str | None:
-        if value is not None and not _IMAGE_REFERENCE.match(value):
-            raise _FieldValueError(
+        if value is not None and not IMAGE_REFERENCE.match(value):
+            raise InvalidValueError(
                 f"'{value}' is not a container image reference",
                 "REGISTRY/PATH[:TAG] or REGISTRY/PATH@sha256:DIGEST, e.g. "
                 "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
@@ -468,8 +443,8 @@ class WorkbenchSettings(_Section):
     @field_validator("zone")
     @classmethod
     def _zone_shape(cls, value: str | None) -> str | None:
-        if value is not None and not _ZONE.match(value):
-            raise _FieldValueError(
+        if value is not None and not ZONE.match(value):
+            raise InvalidValueError(
                 f"'{value}' is not a zone name", "REGION-LETTER, e.g. us-central1-a"
             )
         return value
@@ -478,7 +453,7 @@ class WorkbenchSettings(_Section):
     @classmethod
     def _machine_type(cls, value: str) -> str:
         if not _MACHINE_TYPE.match(value):
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"'{value}' is not a machine type name", "e.g. n1-standard-4, e2-standard-8"
             )
         return value
@@ -487,7 +462,7 @@ class WorkbenchSettings(_Section):
     @classmethod
     def _gpu_type(cls, value: str | None) -> str | None:
         if value is not None and value not in WORKBENCH_GPU_TYPES:
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"'{value}' is not a GPU type Workbench accepts",
                 '"" or one of ' + ", ".join(sorted(WORKBENCH_GPU_TYPES)),
             )
@@ -497,14 +472,14 @@ class WorkbenchSettings(_Section):
     @classmethod
     def _gpu_count(cls, value: int) -> int:
         if value != 0 and value not in _GPU_COUNTS:
-            raise _FieldValueError(f"{value} GPUs is not a valid count", "0, 1, 2, 4 or 8")
+            raise InvalidValueError(f"{value} GPUs is not a valid count", "0, 1, 2, 4 or 8")
         return value
 
     @field_validator("disk_size_gb")
     @classmethod
     def _disk_size(cls, value: int) -> int:
         if not 150 <= value <= 64000:
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"{value} GB is not a valid boot disk size", "an integer from 150 to 64000"
             )
         return value
@@ -513,7 +488,9 @@ class WorkbenchSettings(_Section):
     @classmethod
     def _idle_timeout(cls, value: int) -> int:
         if not 10 <= value <= 1440:
-            raise _FieldValueError(f"{value} minutes is out of range", "an integer from 10 to 1440")
+            raise InvalidValueError(
+                f"{value} minutes is out of range", "an integer from 10 to 1440"
+            )
         return value
 
 
@@ -588,28 +565,6 @@ def known_config_keys() -> dict[str, FieldInfo]:
         for name, info in model.model_fields.items():
             keys[info.alias or name] = info
     return keys
-
-
-def check_bucket_name(name: str) -> None:
-    """Raise ``_FieldValueError`` unless ``name`` follows the Cloud Storage naming rules."""
-    valid = (
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
-    )
-    max_length = 222 if "." in name else 63
-    if not 3 <= len(name) <= max_length:
-        raise _FieldValueError(f"'{name}' has {len(name)} characters", valid)
-    if not _BUCKET_NAME.match(name):
-        raise _FieldValueError(f"'{name}' is not a valid bucket name", valid)
-    if any(len(part) > 63 or not part for part in name.split(".")):
-        raise _FieldValueError(f"'{name}' has an empty or over-long dot-separated part", valid)
-    if name.startswith("goog") or "google" in name:
-        raise _FieldValueError(f"'{name}' uses a name reserved by Google", valid)
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return
-    raise _FieldValueError(f"'{name}' looks like an IP address", valid)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -689,7 +644,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     gcp_project = raw.get(GCP_PROJECT_KEY)
     if gcp_project is not None and not isinstance(gcp_project, str):
         gcp_project = str(gcp_project)
-    if gcp_project and not _GCP_PROJECT_ID.match(gcp_project):
+    if gcp_project and not GCP_PROJECT_ID.match(gcp_project):
         problems.append(
             ConfigProblem(
                 key=GCP_PROJECT_KEY,
@@ -723,13 +678,13 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         isinstance(storage, StorageSettings)
         and storage.bucket_name is None
         and gcp_project
-        and _GCP_PROJECT_ID.match(gcp_project)
+        and GCP_PROJECT_ID.match(gcp_project)
     ):
         # The derived name must follow the same rules as a configured one.
         derived = f"{gcp_project}-{stack}-vertex"
         try:
             check_bucket_name(derived)
-        except _FieldValueError as error:
+        except InvalidValueError as error:
             bucket_key = f"{PROJECT_NAME}:bucketName"
             problems.append(
                 ConfigProblem(
@@ -763,7 +718,7 @@ def _problems_from(
         extra = info.json_schema_extra if info is not None else None
         meta = extra if isinstance(extra, dict) else {}
         cause = item.get("ctx", {}).get("error")
-        if isinstance(cause, _FieldValueError):
+        if isinstance(cause, InvalidValueError):
             problem, valid = cause.problem, cause.valid
         else:
             problem = f"{item['msg']} (got {item.get('input')!r})"

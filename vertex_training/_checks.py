@@ -1,0 +1,165 @@
+"""Runtime type checks for the public Args: a wrong type fails at construction, naming
+the Python argument and what it accepts, before any resource is registered.
+
+The Args are frozen dataclasses annotated with ``pulumi.Input[...]``; their annotations
+are read back here (``from __future__ import annotations`` keeps them as text) with a
+stand-in for ``pulumi`` whose ``Input[T]`` means "a T, or an Output/awaitable of one".
+A value that is not known yet (an Output) is accepted wherever an Input is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Awaitable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+__all__ = ["InvalidArgumentsError", "check_fields", "is_known"]
+
+
+class InvalidArgumentsError(pulumi.RunError, ValueError):
+    """Arguments that Vertex (or this module) would refuse, found before anything is
+    registered. ``pulumi`` shows the message without a traceback; each line names the
+    Python argument, what is wrong and what would be valid."""
+
+
+def is_known(value: object) -> bool:
+    """False for an Output or awaitable: its value comes from another resource."""
+    return not isinstance(value, pulumi.Output | Awaitable)
+
+
+class _AnyOf:
+    def __init__(self, *options: object) -> None:
+        self.options = options
+
+    def __or__(self, other: object) -> _AnyOf:
+        return _AnyOf(*self.options, other)
+
+    def __ror__(self, other: object) -> _AnyOf:
+        return _AnyOf(other, *self.options)
+
+
+class _Later:
+    """An Output or awaitable of ``inner``: checked when it resolves, not now."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+
+    def __or__(self, other: object) -> _AnyOf:
+        return _AnyOf(self, other)
+
+    def __ror__(self, other: object) -> _AnyOf:
+        return _AnyOf(other, self)
+
+
+class _Subscript:
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def __getitem__(self, item: object) -> object:
+        return self.make(item)
+
+
+class _PulumiShim:
+    Input = _Subscript(lambda inner: _AnyOf(inner, _Later(inner)))
+    Output = _Subscript(_Later)
+    Resource = pulumi.Resource
+    ResourceOptions = pulumi.ResourceOptions
+
+
+@cache
+def _field_types(cls: type) -> dict[str, object]:
+    module = sys.modules[cls.__module__]
+    namespace = {**vars(module), "pulumi": _PulumiShim}
+    out: dict[str, object] = {}
+    for f in dataclasses.fields(cls):
+        out[f.name] = eval(f.type, namespace) if isinstance(f.type, str) else f.type
+    return out
+
+
+def _matches(value: object, expected: object) -> bool:
+    if expected is Any or expected is object:
+        return True
+    if isinstance(expected, _AnyOf):
+        return any(_matches(value, option) for option in expected.options)
+    if isinstance(expected, _Later):
+        return not is_known(value)
+    if expected is None or expected is type(None):
+        return value is None
+    origin = typing.get_origin(expected)
+    args = typing.get_args(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_matches(value, option) for option in args)
+    if origin is typing.Literal:
+        return any(value == option and type(value) is type(option) for option in args)
+    if origin in (Sequence, list, tuple):
+        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
+            return False
+        inner = args[0] if args else Any
+        return all(_matches(item, inner) for item in value)
+    if origin in (Mapping, dict):
+        if not isinstance(value, Mapping):
+            return False
+        key_type, value_type = args or (Any, Any)
+        return all(_matches(k, key_type) and _matches(v, value_type) for k, v in value.items())
+    if expected is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if expected is Path:
+        return isinstance(value, str | Path)
+    if inspect.isclass(expected):
+        return isinstance(value, expected)
+    return True  # a construct this checker does not know: let the rules judge
+
+
+def _describe(expected: object) -> str:
+    if isinstance(expected, _AnyOf):
+        return " or ".join(dict.fromkeys(_describe(o) for o in expected.options))
+    if isinstance(expected, _Later):
+        return f"an Output of {_describe(expected.inner)}"
+    if expected is None or expected is type(None):
+        return "None"
+    origin = typing.get_origin(expected)
+    args = typing.get_args(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(dict.fromkeys(_describe(o) for o in args))
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (Sequence, list, tuple):
+        return f"a list of ({_describe(args[0])})" if args else "a list"
+    if origin in (Mapping, dict):
+        return (
+            f"a mapping of {_describe(args[0])} to ({_describe(args[1])})" if args else "a mapping"
+        )
+    if inspect.isclass(expected):
+        return expected.__name__
+    return str(expected)
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_fields(obj: object) -> None:
+    """Raise ``InvalidArgumentsError`` naming every field of the dataclass ``obj`` whose
+    value does not have its declared type (values not known yet pass)."""
+    cls = type(obj)
+    problems: list[str] = []
+    for name, expected in _field_types(cls).items():  # type: ignore[arg-type]
+        value = getattr(obj, name)
+        if not _matches(value, expected):
+            problems.append(
+                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}; "
+                f"valid: {_describe(expected)}"
+            )
+    if problems:
+        raise InvalidArgumentsError("\n".join(problems))

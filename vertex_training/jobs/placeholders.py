@@ -1,0 +1,88 @@
+"""Validating a body whose values are not all known yet.
+
+A job's body may hold values that come from other resources (the image digest, the
+bucket, the service account): Outputs at program time, unknowns in ``pulumi preview``.
+``with_placeholders`` stands a harmless value in for each, so that the real protos and
+the rules can read the rest of the body, and ``drop_unknown`` discards the findings that
+are about the stand-ins (or about their siblings, which a real value could change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from vertex_training.jobs.rules.hardware import Finding
+
+__all__ = [
+    "PLACEHOLDER_BUCKET",
+    "PLACEHOLDER_IMAGE",
+    "PLACEHOLDER_SERVICE_ACCOUNT",
+    "drop_unknown",
+    "with_placeholders",
+]
+
+PLACEHOLDER_IMAGE = "placeholder/trainer@sha256:" + "0" * 64
+PLACEHOLDER_BUCKET = "gs://placeholder-bucket"
+PLACEHOLDER_SERVICE_ACCOUNT = "training@placeholder.iam.gserviceaccount.com"
+
+_BY_KEY: Mapping[str, Any] = {
+    "imageUri": PLACEHOLDER_IMAGE,
+    "serviceAccount": PLACEHOLDER_SERVICE_ACCOUNT,
+    "outputUriPrefix": PLACEHOLDER_BUCKET + "/jobs/placeholder",
+    "machineType": "n1-standard-4",
+    "acceleratorCount": 1,
+    "replicaCount": "1",
+    "bootDiskSizeGb": 100,
+    "maxTrialCount": 1,
+    "parallelTrialCount": 1,
+    "maxFailedTrialCount": 0,
+    "args": [],
+    "command": [],
+    "env": [],
+    "values": [],
+    "labels": {},
+    "timeout": "3600s",
+    "maxWaitDuration": "3600s",
+}
+_DEFAULT = "placeholder"
+
+
+def with_placeholders(
+    body: Any, is_unknown: Callable[[Any], bool], path: str = ""
+) -> tuple[Any, list[str]]:
+    """``body`` with each unknown value replaced by a stand-in of the field's shape, and
+    the API paths of those values (``jobSpec.workerPoolSpecs[0].containerSpec.imageUri``)."""
+    unknown: list[str] = []
+
+    def walk(value: Any, where: str, key: str) -> Any:
+        if is_unknown(value):
+            unknown.append(where)
+            return _BY_KEY.get(key, _DEFAULT)
+        if isinstance(value, Mapping):
+            return {
+                k: walk(v, f"{where}.{k}" if where else str(k), str(k)) for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(value)]
+        return value
+
+    return walk(body, path, ""), unknown
+
+
+def _parent(path: str) -> str:
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
+
+
+def drop_unknown(findings: list[Finding], unknown: list[str]) -> list[Finding]:
+    """The findings that no unknown value could change: not at or under an unknown path,
+    and not a sibling of one (an unknown machine type leaves its accelerator unjudged)."""
+    if not unknown:
+        return findings
+    scopes = set(unknown) | {_parent(u) for u in unknown if _parent(u)}
+
+    def affected(path: str) -> bool:
+        return any(path == scope or path.startswith((f"{scope}.", f"{scope}[")) for scope in scopes)
+
+    return [f for f in findings if not affected(f.path)]

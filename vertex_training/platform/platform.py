@@ -1,0 +1,603 @@
+"""``TrainingPlatform``: the whole training environment as one component.
+
+On a cloud environment (``dev``, ``prod``) it enables the APIs, creates the bucket, the
+Artifact Registry repository, the service accounts with their least roles, the trainer
+images (pushed, consumed by digest) and optionally a Workbench instance; each of those
+can be brought instead (an existing bucket, service account, network, image by digest,
+no Workbench). On ``local`` it registers nothing in Google Cloud: jobs on it run on this
+machine, reading and writing a local directory that stands in for the bucket.
+
+Children are registered only after every argument has been checked, so a wrong argument
+leaves nothing half-registered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pulumi
+
+from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training.jobs.api import Accelerator
+from vertex_training.jobs.rules.hardware import (
+    Finding,
+    check_machine_spec,
+    check_region,
+    check_zone,
+)
+from vertex_training.platform.rules import (
+    DIGEST_REFERENCE,
+    GCP_PROJECT_ID,
+    IMAGE_NAME,
+    IMAGE_REFERENCE,
+    REPOSITORY_ID,
+    ZONE,
+    InvalidValueError,
+    check_bucket_name,
+)
+
+__all__ = [
+    "LOCAL_PROJECT",
+    "PROJECT_NAME",
+    "ImageBuild",
+    "TrainingPlatform",
+    "TrainingPlatformArgs",
+    "Workbench",
+    "platform_labels",
+]
+
+PROJECT_NAME = "vertex-training"
+"""The ``app`` label of everything a platform creates."""
+
+LOCAL_PROJECT = "local"
+"""The project id a local platform reports (job names keep the Vertex shape)."""
+
+
+class _Checked:
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageBuild(_Checked):
+    """A container image built from a Dockerfile and pushed to the platform's repository;
+    jobs run it by digest (``platform.image(name)``). Needs a Docker engine at ``up``."""
+
+    context: Path
+    """The build context directory."""
+    dockerfile: Path | None = None
+    """None: ``<context>/Dockerfile``."""
+    image_name: str | None = None
+    """Name in the repository; None: the key of ``TrainingPlatformArgs.images``."""
+    sources: Sequence[str] | None = None
+    """Paths under ``context`` whose content decides the image tag (a new tag, a new
+    build); None: the whole context."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workbench(_Checked):
+    """A Vertex AI Workbench instance for interactive work."""
+
+    machine_type: str = "n1-standard-4"
+    accelerator: Accelerator | None = None
+    zone: str | None = None
+    """None: ``<region>-a``."""
+    disk_size_gb: int = 150
+    container_image: str | None = None
+    """A custom container (``repository[:tag]``); None: the default Workbench image."""
+    idle_timeout_minutes: int = 60
+    """An idle instance shuts down after this long (10 to 1440)."""
+    public_ip: bool | None = None
+    """None: a public IP except on ``prod`` (reached through the Workbench proxy only)."""
+    service_account: pulumi.Input[str] | None = None
+    """An existing service account's email; None: one is created with least roles."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingPlatformArgs(_Checked):
+    """Everything a training environment is made of; each part can be brought instead."""
+
+    environment: Literal["local", "dev", "prod"] = "local"
+    """``local``: nothing in Google Cloud, jobs on this machine. ``dev``: disposable.
+    ``prod``: protected (versioned bucket kept through destroy, no public notebook IP,
+    hardware the catalog does not know is refused)."""
+    project: str | None = None
+    """The Google Cloud project id (cloud environments)."""
+    region: str = "us-central1"
+    images: Mapping[str, ImageBuild | str] = field(default_factory=dict)
+    """Name -> an image to build, or an existing image by digest (``...@sha256:...``)."""
+    workbench: Workbench | None = None
+    """None: no notebook."""
+    bucket_name: str | None = None
+    """The bucket to create; None: ``<project>-<stack>-vertex``."""
+    existing_bucket: pulumi.Input[str] | None = None
+    """Bring your own bucket (its name): none is created; the training account gets
+    object access on it unless it is brought too."""
+    training_service_account: pulumi.Input[str] | None = None
+    """Bring your own training service account (its email): none is created and nothing
+    is granted to it (give it object access on the bucket yourself)."""
+    network: pulumi.Input[str] | None = None
+    """A VPC network (``projects/P/global/networks/N``) for the Workbench instance and, by
+    default, the jobs (peered with Vertex)."""
+    subnet: pulumi.Input[str] | None = None
+    """The Workbench instance's subnetwork."""
+    enable_apis: bool = True
+    """False where the project's APIs are managed elsewhere."""
+    repository_name: str = "trainers"
+    image_keep_count: int = 10
+    staging_retention_days: int = 7
+    soft_delete_retention_days: int = 7
+    """prod: days a deleted or overwritten object stays recoverable."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Added to the platform's own labels on every resource and job."""
+    strict_hardware_checks: bool | None = None
+    """Refuse hardware the catalog does not know; None: on in ``prod`` only."""
+    local_root: Path = Path(".local-vertex")
+    """local: the directory holding the local bucket, logs and job state (relative to
+    the program's directory)."""
+
+
+class TrainingPlatform(pulumi.ComponentResource):
+    """A Vertex AI training environment (``vertex-training:index:TrainingPlatform``)."""
+
+    environment: str
+    """``local``, ``dev`` or ``prod``."""
+    project: str
+    """The Google Cloud project id; ``local`` on a local platform."""
+    region: str
+    bucket_url: pulumi.Output[str]
+    """``gs://<bucket>``; on a local platform an absolute directory."""
+    training_service_account: pulumi.Output[str] | None
+    """Email of the account jobs run as; None on a local platform."""
+    workbench_service_account: pulumi.Output[str] | None
+    repository_url: pulumi.Output[str] | None
+    """``<region>-docker.pkg.dev/<project>/<repository>``; None without image builds."""
+    workbench_url: pulumi.Output[str] | None
+    """The JupyterLab address; None without a Workbench instance."""
+    network: pulumi.Input[str] | None
+    tensorboard: pulumi.Output[str] | None
+    labels: Mapping[str, str]
+    """Labels every resource and job of the platform carries."""
+    local_root: Path | None
+    """local: the directory holding the local bucket, logs and job state."""
+    strict_hardware_checks: bool
+
+    def __init__(
+        self,
+        resource_name: str,
+        args: TrainingPlatformArgs,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        if not isinstance(args, TrainingPlatformArgs):
+            raise InvalidArgumentsError(
+                f"TrainingPlatform({resource_name!r}): args must be a TrainingPlatformArgs, "
+                f"got {type(args).__name__}"
+            )
+        stack = _slug(pulumi.get_stack())
+        errors, warnings = platform_problems(args)
+        if errors:
+            raise InvalidArgumentsError(
+                f"TrainingPlatform {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
+            )
+        super().__init__("vertex-training:index:TrainingPlatform", resource_name, None, opts)
+        for warning in warnings:
+            pulumi.log.warn(warning, resource=self)
+        self._args = args
+        self.environment = args.environment
+        self.region = args.region
+        self.network = args.network
+        self.tensorboard = None
+        self.labels = platform_labels(args.environment, stack, args.labels)
+        self.strict_hardware_checks = (
+            args.environment == "prod"
+            if args.strict_hardware_checks is None
+            else args.strict_hardware_checks
+        )
+        self.workbench_service_account = None
+        self.repository_url = None
+        self.workbench_url = None
+        self._images: dict[str, pulumi.Output[str]] = {}
+        self._dependencies: list[pulumi.Resource] = []
+        if args.environment == "local":
+            self._local(args)
+        else:
+            self._cloud(resource_name, args, stack)
+        self.register_outputs(
+            {
+                "bucket_url": self.bucket_url,
+                "training_service_account": self.training_service_account,
+                "images": dict(self._images),
+            }
+        )
+
+    # ------------------------------------------------------------------ handles
+
+    def image(self, name: str) -> pulumi.Output[str]:
+        """The image ``name`` by digest (``<repository>/<image>@sha256:<digest>``); on a
+        local platform ``<image>:local``, run from this checkout."""
+        if name not in self._images:
+            raise InvalidArgumentsError(
+                f"TrainingPlatform.image({name!r}): no such image; valid: "
+                + (", ".join(repr(n) for n in self._images) or "none (images={} is empty)")
+            )
+        return self._images[name]
+
+    def default_image(self) -> pulumi.Output[str] | None:
+        """The platform's image when it has exactly one (a pool without ``image`` runs it)."""
+        return next(iter(self._images.values())) if len(self._images) == 1 else None
+
+    @property
+    def image_names(self) -> tuple[str, ...]:
+        return tuple(self._images)
+
+    def resource_options(self) -> pulumi.ResourceOptions:
+        """Options for what uses the environment (jobs): wait for the APIs, the bucket
+        grants and the images. Jobs take them on their own; merge them into yours with
+        ``ResourceOptions.merge(platform.resource_options(), mine)``."""
+        return pulumi.ResourceOptions(depends_on=list(self._dependencies))
+
+    # ------------------------------------------------------------------ local
+
+    def _local(self, args: TrainingPlatformArgs) -> None:
+        root = args.local_root if args.local_root.is_absolute() else Path.cwd() / args.local_root
+        self.project = args.project or LOCAL_PROJECT
+        self.local_root = root
+        self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
+        self.training_service_account = None
+        for name, image in args.images.items():
+            if isinstance(image, str):
+                self._images[name] = pulumi.Output.from_input(image)
+            else:
+                self._images[name] = pulumi.Output.from_input(f"{image.image_name or name}:local")
+
+    # ------------------------------------------------------------------ cloud
+
+    def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str) -> None:
+        # Imported here: a local platform never loads pulumi_gcp or docker-build.
+        from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
+        from vertex_training.platform.project_services import (
+            ProjectServices,
+            ProjectServicesArgs,
+        )
+
+        assert args.project is not None  # platform_problems made sure
+        project = args.project
+        self.project = project
+        self.local_root = None
+        is_prod = args.environment == "prod"
+        parent = pulumi.ResourceOptions(parent=self)
+        waits_for: list[pulumi.Resource] = []
+        if args.enable_apis:
+            services = ProjectServices(
+                f"{name}-services", ProjectServicesArgs(project=project), opts=parent
+            )
+            waits_for.append(services)
+            self._dependencies.append(services)
+
+        def after(*more: pulumi.Resource) -> pulumi.ResourceOptions:
+            # Nothing may race the API enablement: every component waits for it.
+            return pulumi.ResourceOptions(parent=self, depends_on=[*waits_for, *more])
+
+        if args.existing_bucket is not None:
+            bucket_name: pulumi.Input[str] = args.existing_bucket
+            self.bucket_url = pulumi.Output.concat("gs://", args.existing_bucket)
+        else:
+            from vertex_training.platform.storage import TrainingBucket, TrainingBucketArgs
+
+            bucket = TrainingBucket(
+                f"{name}-storage",
+                TrainingBucketArgs(
+                    project=project,
+                    region=args.region,
+                    bucket_name=args.bucket_name or f"{project}-{stack}-vertex",
+                    labels=self.labels,
+                    staging_retention_days=args.staging_retention_days,
+                    # dev is disposable; prod keeps every trained model through a destroy.
+                    force_destroy=not is_prod,
+                    versioning=is_prod,
+                    soft_delete_retention_days=args.soft_delete_retention_days if is_prod else 0,
+                    protect=is_prod,
+                ),
+                opts=after(),
+            )
+            bucket_name = bucket.name
+            self.bucket_url = bucket.url
+            self._dependencies.append(bucket)
+
+        builds = {n: i for n, i in args.images.items() if isinstance(i, ImageBuild)}
+        repository = None
+        if builds:
+            from vertex_training.platform.registry import TrainerRepository, TrainerRepositoryArgs
+
+            repository = TrainerRepository(
+                f"{name}-registry",
+                TrainerRepositoryArgs(
+                    project=project,
+                    region=args.region,
+                    repository_id=args.repository_name,
+                    keep_count=args.image_keep_count,
+                    labels=self.labels,
+                ),
+                opts=after(),
+            )
+            self.repository_url = repository.url
+
+        workbench = args.workbench
+        creates_workbench_account = workbench is not None and workbench.service_account is None
+        brings_training = args.training_service_account is not None
+        identity = None
+        if not brings_training or creates_workbench_account:
+            identity = PlatformIdentity(
+                f"{name}-identity",
+                PlatformIdentityArgs(
+                    project=project,
+                    bucket_name=bucket_name,
+                    repository_location=args.region,
+                    repository_id=(
+                        repository.repository.repository_id if repository is not None else None
+                    ),
+                    training_account_id=None
+                    if brings_training
+                    else _account_id("vtx-train", stack),
+                    training_email=args.training_service_account,
+                    workbench_account_id=(
+                        _account_id("vtx-workbench", stack) if creates_workbench_account else None
+                    ),
+                ),
+                opts=after(),
+            )
+            self.training_service_account = identity.training_email
+            self.workbench_service_account = identity.workbench_email
+            self._dependencies.append(identity)
+        else:
+            self.training_service_account = pulumi.Output.from_input(
+                args.training_service_account  # type: ignore[arg-type]
+            )
+        if workbench is not None:
+            self._workbench(
+                name=name,
+                args=args,
+                workbench=workbench,
+                stack=stack,
+                identity=identity,
+                after=after,
+            )
+
+        for image_name, image in args.images.items():
+            if isinstance(image, str):
+                self._images[image_name] = pulumi.Output.from_input(image)
+                continue
+            assert repository is not None
+            self._images[image_name] = self._build(name, image_name, image, repository, after)
+
+    def _workbench(
+        self,
+        *,
+        name: str,
+        args: TrainingPlatformArgs,
+        workbench: Workbench,
+        stack: str,
+        identity: object,
+        after: object,
+    ) -> None:
+        from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
+
+        assert args.project is not None and callable(after)
+        email = workbench.service_account or self.workbench_service_account
+        assert email is not None
+        instance = TrainingWorkbench(
+            f"{name}-workbench",
+            TrainingWorkbenchArgs(
+                project=args.project,
+                zone=workbench.zone or f"{args.region}-a",
+                instance_name=f"vertex-workbench-{stack}"[:63].rstrip("-"),
+                service_account_email=email,
+                machine_type=workbench.machine_type,
+                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
+                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                disk_size_gb=workbench.disk_size_gb,
+                container_image=workbench.container_image,
+                idle_timeout_minutes=workbench.idle_timeout_minutes,
+                # prod notebooks are reached through the Workbench proxy only.
+                public_ip=(
+                    args.environment != "prod"
+                    if workbench.public_ip is None
+                    else workbench.public_ip
+                ),
+                network=args.network,
+                subnet=args.subnet,
+                labels=self.labels,
+            ),
+            opts=after(*([identity] if isinstance(identity, pulumi.Resource) else [])),
+        )
+        self.workbench_url = instance.url
+
+    def _build(
+        self, name: str, image_name: str, image: ImageBuild, repository: object, after: object
+    ) -> pulumi.Output[str]:
+        import pulumi_gcp.organizations as gcp_organizations
+
+        from vertex_training.platform.registry import TrainerRepository
+        from vertex_training.platform.trainer_image import (
+            TrainerImage,
+            TrainerImageArgs,
+            content_tag,
+        )
+
+        assert isinstance(repository, TrainerRepository) and callable(after)
+        context = Path(image.context).resolve()
+        client = gcp_organizations.get_client_config_output()
+        built = TrainerImage(
+            f"{name}-image-{image_name}",
+            TrainerImageArgs(
+                repository_url=repository.url,
+                registry_host=repository.host,
+                registry_token=client.access_token,
+                context_dir=context,
+                dockerfile=Path(image.dockerfile).resolve()
+                if image.dockerfile is not None
+                else context / "Dockerfile",
+                tag=content_tag(context, tuple(image.sources) if image.sources else ("",)),
+                image_name=image.image_name or image_name,
+            ),
+            opts=after(repository),
+        )
+        self._dependencies.append(built)
+        return built.reference
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
+    """The labels of everything a platform creates (its jobs too)."""
+    return {
+        "app": PROJECT_NAME,
+        "stack": _slug(stack)[:63],
+        "environment": environment,
+        "managed-by": "pulumi",
+        **extra,
+    }
+
+
+def _slug(text: str) -> str:
+    """Lowercase letters, digits and '-' only: safe in resource ids and label values."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "stack"
+
+
+def _account_id(prefix: str, stack: str) -> str:
+    # Service account ids are 6-30 characters and must end with a letter or digit.
+    return f"{prefix}-{stack}"[:30].rstrip("-")
+
+
+def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]:
+    """(errors, warnings) on ``args``, each naming the argument and what would be valid."""
+    errors: list[str] = []
+    findings: list[tuple[str, Finding]] = []
+    where = "TrainingPlatformArgs"
+    cloud = args.environment != "local"
+    strict = (
+        args.environment == "prod"
+        if args.strict_hardware_checks is None
+        else bool(args.strict_hardware_checks)
+    )
+    if cloud and args.project is None:
+        errors.append(
+            f"{where}.project: a {args.environment} platform needs a Google Cloud project; "
+            "valid: a project id, e.g. project='my-project'"
+        )
+    elif args.project is not None and cloud and not GCP_PROJECT_ID.match(args.project):
+        errors.append(
+            f"{where}.project: {args.project!r} is not a project id; valid: 6-30 lowercase "
+            "letters, digits and '-', starting with a letter"
+        )
+    findings += [
+        ("region", f)
+        for f in check_region(path="region", region=args.region, accelerators=(), strict=strict)
+    ]
+    if args.bucket_name is not None:
+        try:
+            check_bucket_name(args.bucket_name)
+        except InvalidValueError as error:
+            errors.append(f"{where}.bucket_name: {error.problem}; valid: {error.valid}")
+    if not REPOSITORY_ID.match(args.repository_name):
+        errors.append(
+            f"{where}.repository_name: {args.repository_name!r} invalid; valid: lowercase "
+            "letters, digits and '-', starting with a letter, at most 63"
+        )
+    for key, value, low, high in (
+        ("image_keep_count", args.image_keep_count, 1, 1000),
+        ("staging_retention_days", args.staging_retention_days, 1, 3650),
+        ("soft_delete_retention_days", args.soft_delete_retention_days, 0, 90),
+    ):
+        if not low <= value <= high:
+            errors.append(f"{where}.{key}: {value} out of range; valid: {low} to {high}")
+    for name, image in args.images.items():
+        errors += _image_problems(f"{where}.images[{name!r}]", name, image, cloud)
+    if args.workbench is not None:
+        errors_, found = _workbench_problems(args, args.workbench, strict)
+        errors += errors_
+        findings += found
+    warnings: list[str] = []
+    for key, finding in findings:
+        text = f"{where}.{key}: {finding.message}"
+        (errors if finding.severity == "error" else warnings).append(text)
+    return errors, warnings
+
+
+def _image_problems(where: str, name: str, image: ImageBuild | str, cloud: bool) -> list[str]:
+    if isinstance(image, str):
+        if not IMAGE_REFERENCE.match(image):
+            return [
+                f"{where}: {image!r} is not an image reference; "
+                "valid: REGISTRY/PATH@sha256:<digest>"
+            ]
+        if cloud and not DIGEST_REFERENCE.match(image):
+            return [
+                f"{where}: {image!r} is not an image by digest (a tag can move while a job "
+                "runs); valid: REGISTRY/PATH@sha256:<64 hex digits>, or an ImageBuild"
+            ]
+        return []
+    problems: list[str] = []
+    if not IMAGE_NAME.match(image.image_name or name):
+        problems.append(
+            f"{where}.image_name: {(image.image_name or name)!r} invalid; valid: lowercase "
+            "letters, digits and '.', '_', '-', '/' separators"
+        )
+    context = Path(image.context)
+    if not context.is_dir():
+        problems.append(f"{where}.context: {str(context)!r} is not a directory")
+    dockerfile = Path(image.dockerfile) if image.dockerfile is not None else context / "Dockerfile"
+    if not dockerfile.is_file():
+        problems.append(f"{where}.dockerfile: {str(dockerfile)!r} is not a file")
+    return problems
+
+
+def _workbench_problems(
+    args: TrainingPlatformArgs, workbench: Workbench, strict: bool
+) -> tuple[list[str], list[tuple[str, Finding]]]:
+    where = "TrainingPlatformArgs.workbench"
+    errors: list[str] = []
+    if workbench.zone is not None and not (
+        ZONE.match(workbench.zone) and workbench.zone.startswith(f"{args.region}-")
+    ):
+        errors.append(
+            f"{where}.zone: {workbench.zone!r} is not a zone of {args.region}; valid: None "
+            f"(means {args.region}-a) or {args.region}-<letter>"
+        )
+    if not 10 <= workbench.idle_timeout_minutes <= 1440:
+        errors.append(
+            f"{where}.idle_timeout_minutes: {workbench.idle_timeout_minutes} out of range; "
+            "valid: 10 to 1440"
+        )
+    accelerator = workbench.accelerator
+    gpu_type = accelerator.type if accelerator is not None else None
+    gpu_count = accelerator.count if accelerator is not None else 0
+    found: list[tuple[str, Finding]] = []
+    if is_known(gpu_type) and is_known(gpu_count):
+        for finding in check_machine_spec(
+            path="workbench",
+            machine_type=workbench.machine_type,
+            accelerator_type=gpu_type,  # type: ignore[arg-type]
+            accelerator_count=gpu_count,  # type: ignore[arg-type]
+            strict=strict,
+            target="workbench",
+        ):
+            last = finding.path.rsplit(".", 1)[-1]
+            key = {"acceleratorType": "accelerator.type", "acceleratorCount": "accelerator.count"}
+            found.append((f"workbench.{key.get(last, 'machine_type')}", finding))
+    if args.environment != "local" and not errors and is_known(gpu_type):
+        found += [
+            ("workbench.zone", f)
+            for f in check_zone(
+                path="workbench.zone",
+                zone=workbench.zone or f"{args.region}-a",
+                accelerator_type=gpu_type,  # type: ignore[arg-type]
+                strict=strict,
+            )
+        ]
+    return errors, found

@@ -1,0 +1,96 @@
+"""Stack YAML -> the public Args: the one place config becomes ``TrainingPlatformArgs``
+and job Args, so the stack files and a user's program declare the same resources.
+
+``load_stack()`` is what this repo's ``__main__.py`` calls::
+
+    stack = vt.load_stack()
+    platform = vt.TrainingPlatform("platform", stack.platform)
+    jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in stack.jobs.items()}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs
+from vertex_training.platform.platform import ImageBuild, TrainingPlatformArgs, Workbench
+from vertex_training.stack.config import (
+    PROJECT_ROOT,
+    StackConfig,
+    load_pulumi_config,
+    load_stack_config,
+)
+
+__all__ = ["DOCKERFILE", "IMAGE_SOURCES", "StackDefinition", "load_stack", "stack_definition"]
+
+DOCKERFILE = Path("docker") / "trainer.Dockerfile"
+"""Relative to the project root, which is also the build context."""
+
+IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock", ".dockerignore")
+"""Paths (relative to the build context) whose content decides the trainer image's tag."""
+
+JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
+
+
+@dataclass(frozen=True)
+class StackDefinition:
+    """A stack's config as public Args."""
+
+    config: StackConfig
+    platform: TrainingPlatformArgs
+    jobs: Mapping[str, JobArgs]
+    """Name -> Args without a platform: ``args.on(platform)``."""
+
+
+def stack_definition(config: StackConfig) -> StackDefinition:
+    """The Args a validated stack config declares."""
+    from vertex_training.jobs.api import Accelerator
+
+    image: ImageBuild | str
+    if config.image.pinned_reference is not None:
+        image = config.image.pinned_reference
+    else:
+        image = ImageBuild(
+            context=PROJECT_ROOT,
+            dockerfile=PROJECT_ROOT / DOCKERFILE,
+            image_name=config.image.image_name,
+            sources=IMAGE_SOURCES,
+        )
+    settings = config.workbench
+    workbench = None
+    if settings.enabled:
+        workbench = Workbench(
+            machine_type=settings.machine_type,
+            accelerator=(
+                Accelerator(settings.gpu_type, settings.gpu_count) if settings.gpu_type else None
+            ),
+            zone=settings.zone,
+            disk_size_gb=settings.disk_size_gb,
+            container_image=settings.container_image,
+            idle_timeout_minutes=settings.idle_timeout_minutes,
+        )
+    platform = TrainingPlatformArgs(
+        environment=config.environment.value,
+        project=config.gcp_project if config.environment.is_cloud else None,
+        region=config.region,
+        images={"trainer": image},
+        workbench=workbench,
+        bucket_name=config.bucket_name,
+        repository_name=config.registry.repository_name,
+        image_keep_count=config.registry.keep_count,
+        staging_retention_days=config.storage.staging_retention_days,
+        soft_delete_retention_days=config.storage.soft_delete_retention_days,
+        strict_hardware_checks=config.general.strict_hardware_checks,
+        local_root=config.local_root,
+    )
+    jobs = {job.name: job.to_args() for job in config.jobs.jobs}
+    return StackDefinition(config=config, platform=platform, jobs=jobs)
+
+
+def load_stack(stack_file: Path | None = None) -> StackDefinition:
+    """The running stack's config (or ``stack_file``'s) as Args; every config problem is a
+    ``pulumi.RunError`` listing them all, raised before anything is registered."""
+    config = load_pulumi_config() if stack_file is None else load_stack_config(stack_file)
+    return stack_definition(config)
