@@ -257,6 +257,30 @@ def test_check_tolerates_unknowns_in_preview(host: ProviderHost) -> None:
     assert failures == []
 
 
+def with_unknown_image(spec: dict[str, Any]) -> dict[str, Any]:
+    """The body as preview hands it over: the image digest not known yet."""
+    for pool in spec["jobSpec"]["workerPoolSpecs"]:
+        pool["containerSpec"]["imageUri"] = UNKNOWN
+    return spec
+
+
+def test_preview_checks_the_known_rest_of_a_body(host: ProviderHost) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    _, failures = engine.check(props(with_unknown_image(cassava())))
+    assert failures == []
+    # extra_fields with a typo: refused at preview although the image is unknown.
+    spec = with_unknown_image(cassava())
+    spec["jobSpec"]["enableDashbordAccess"] = True
+    [(prop, reason)] = engine.check(props(spec))[1]
+    assert prop == "spec"
+    assert "jobSpec.enableDashbordAccess" in reason and "enableDashboardAccess" in reason
+    # A rule on a known field too: 3 GPUs do not fit, whatever the image.
+    spec = with_unknown_image(cassava())
+    spec["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorCount"] = 3
+    [(prop, reason)] = engine.check(props(spec))[1]
+    assert "workerPoolSpecs[1].machineSpec.acceleratorCount" in reason
+
+
 def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
     pickled = base64.b64decode(engine.serialized)

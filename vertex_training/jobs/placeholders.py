@@ -70,6 +70,11 @@ def with_placeholders(
     return walk(body, path, ""), unknown
 
 
+_JUDGED_TOGETHER = frozenset({"machineType", "acceleratorType", "acceleratorCount", "tpuTopology"})
+"""Keys of a ``machineSpec``: one not known yet leaves the others unjudged (whether the
+GPUs fit depends on the machine)."""
+
+
 def _parent(path: str) -> str:
     cut = max(path.rfind("."), path.rfind("["))
     return path[:cut] if cut > 0 else ""
@@ -77,10 +82,13 @@ def _parent(path: str) -> str:
 
 def drop_unknown(findings: list[Finding], unknown: list[str]) -> list[Finding]:
     """The findings that no unknown value could change: not at or under an unknown path,
-    and not a sibling of one (an unknown machine type leaves its accelerator unjudged)."""
+    and not in a machine spec with an unknown part (an unknown machine type leaves its
+    accelerator unjudged)."""
     if not unknown:
         return findings
-    scopes = set(unknown) | {_parent(u) for u in unknown if _parent(u)}
+    scopes = set(unknown) | {
+        _parent(u) for u in unknown if u.rsplit(".", 1)[-1] in _JUDGED_TOGETHER
+    }
 
     def affected(path: str) -> bool:
         return any(path == scope or path.startswith((f"{scope}.", f"{scope}[")) for scope in scopes)

@@ -108,6 +108,11 @@ def adoption_value(identity: str, canonical_body: str) -> str:
     return label_value(f"{name[:40]}-{digest}")
 
 
+def _is_unknown(value: Any) -> bool:
+    """One value not known yet (preview), without looking inside it."""
+    return isinstance(value, pulumi.output.Unknown) or (isinstance(value, str) and value == UNKNOWN)
+
+
 def _has_unknown(value: Any) -> bool:
     # The host hands unknowns over as ``pulumi.output.Unknown`` (keep_unknowns=True);
     # older SDKs passed the sentinel string.
@@ -189,7 +194,7 @@ class _Props:
         yet (preview) stand in as placeholders, and what they could change is not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
 
-        body, unknown = with_placeholders(self.body, _has_unknown)
+        body, unknown = with_placeholders(self.body, _is_unknown)
         try:
             parse_body(self.kind, body)
         except BodyParseError as error:

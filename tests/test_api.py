@@ -1,0 +1,475 @@
+"""The public API (``import vertex_training as vt``) as a user's program uses it, under mocks."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import subprocess
+import sys
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.dynamic.dynamic import serialize_provider
+
+import vertex_training as vt
+from tests.pulumi_mocks import PulumiRun, RecordingMonitor, run_pulumi
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.resources import JobProvider
+from vertex_training.stack.config import PROJECT_ROOT
+
+CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"
+TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
+DIGEST = "us-docker.pkg.dev/team/images/trainer@sha256:" + "c" * 64
+
+
+def issue_example() -> None:
+    """The program from the issue, as a user would write it."""
+    platform = vt.TrainingPlatform(
+        "ml",
+        vt.TrainingPlatformArgs(
+            environment="dev",
+            project="my-project",
+            region="us-central1",
+            images={
+                "trainer": vt.ImageBuild(
+                    context=PROJECT_ROOT, dockerfile=PROJECT_ROOT / "docker/trainer.Dockerfile"
+                )
+            },
+            workbench=vt.Workbench(machine_type="n1-standard-4"),
+        ),
+    )
+    pool = vt.WorkerPool(
+        machine_type="a3-highgpu-8g",
+        accelerator=vt.Accelerator("NVIDIA_H100_80GB", 8),
+        image=platform.image("trainer"),
+        args=["--epochs", "5"],
+    )
+    vt.CustomJob(
+        "resnet",
+        vt.CustomJobArgs(
+            platform=platform,
+            chief=pool,
+            workers=pool.with_replicas(3),
+            scheduling=vt.Scheduling(strategy="SPOT", timeout_seconds=4 * 3600),
+            extra_fields={"jobSpec": {"enableDashboardAccess": True}},
+        ),
+    )
+    study = vt.HyperparameterTuningJob(
+        "tuning",
+        vt.HyperparameterTuningJobArgs(
+            platform=platform,
+            trial=vt.TrialJob(
+                chief=vt.WorkerPool(
+                    machine_type="n1-standard-4",
+                    accelerator=vt.Accelerator("NVIDIA_TESLA_V100", 2),
+                    image=platform.image("trainer"),
+                    args=["--workload", "horses_or_humans"],
+                )
+            ),
+            study=vt.Study(
+                metrics=[vt.Metric("accuracy", "maximize")],
+                parameters=[
+                    vt.DoubleParameter("learning_rate", 0.001, 1, scale="log"),
+                    vt.CategoricalParameter(
+                        "optimizer",
+                        ["sgd", "adam"],
+                        conditional={"sgd": [vt.DoubleParameter("momentum", 0, 1)]},
+                    ),
+                    vt.DiscreteParameter("num_units", [64, 128, 512]),
+                ],
+                algorithm="bayesian",
+                early_stopping=vt.MedianStopping(),
+            ),
+            max_trial_count=6,
+            parallel_trial_count=2,
+        ),
+    )
+    pulumi.export("best", study.best_trial)
+
+
+@pytest.fixture(scope="module")
+def example() -> PulumiRun:
+    return run_pulumi(issue_example, stack="dev")
+
+
+def spec(run: PulumiRun, name: str) -> dict[str, Any]:
+    registration = run.named(name)
+    body = dict(registration.inputs["spec"])
+    kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
+    parse_body(kind, body)  # what the provider sends: the real protos take it
+    return body
+
+
+def test_the_issue_example_declares_what_it_says(example: PulumiRun) -> None:
+    body = spec(example, "resnet")
+    image = example.outputs.get("best")  # a tuning job's output, None under mocks
+    assert image is None
+    job = body["jobSpec"]
+    chief, workers = job["workerPoolSpecs"]
+    assert chief["machineSpec"] == {
+        "machineType": "a3-highgpu-8g",
+        "acceleratorType": "NVIDIA_H100_80GB",
+        "acceleratorCount": 8,
+    }
+    assert (chief["replicaCount"], workers["replicaCount"]) == ("1", "3")
+    assert chief["containerSpec"]["args"] == ["--epochs", "5"]
+    assert chief["containerSpec"]["imageUri"].startswith(
+        "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:"
+    )
+    assert job["scheduling"] == {"strategy": "SPOT", "timeout": "14400s"}
+    assert job["enableDashboardAccess"] is True
+    assert job["baseOutputDirectory"] == {
+        "outputUriPrefix": "gs://my-project-dev-vertex/jobs/resnet"
+    }
+    assert job["serviceAccount"] == "vtx-train-dev@my-project.iam.gserviceaccount.com"
+    assert body["labels"]["environment"] == "dev"
+    tuning = spec(example, "tuning")
+    study = tuning["studySpec"]
+    assert study["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
+    assert "algorithm" not in study  # unset is Vertex's Bayesian search
+    assert study["medianAutomatedStoppingSpec"] == {}
+    optimizer = study["parameters"][1]
+    assert optimizer["conditionalParameterSpecs"] == [
+        {
+            "parentCategoricalValues": {"values": ["sgd"]},
+            "parameterSpec": {
+                "parameterId": "momentum",
+                "doubleValueSpec": {"minValue": 0, "maxValue": 1},
+                "scaleType": "UNIT_LINEAR_SCALE",
+            },
+        }
+    ]
+    assert (tuning["maxTrialCount"], tuning["parallelTrialCount"]) == (6, 2)
+
+
+def test_jobs_wait_for_the_platform(example: PulumiRun) -> None:
+    image = example.one("docker-build:index:Image")
+    for name in ("resnet", "tuning"):
+        assert image.urn in example.named(name).dependencies
+    platform = example.one("vertex-training:index:TrainingPlatform")
+    assert {r.type for r in example.children_of(platform)} >= {
+        "vertex-training:platform:TrainingBucket",
+        "vertex-training:platform:TrainerRepository",
+        "vertex-training:platform:PlatformIdentity",
+        "vertex-training:platform:TrainingWorkbench",
+        "vertex-training:platform:TrainerImage",
+    }
+
+
+def test_outputs_are_typed_attributes() -> None:
+    hints = vt.HyperparameterTuningJob.__annotations__
+    assert {"trials", "best_trial"} <= set(hints)
+    for name in ("state", "model_dir", "console_url", "job_name", "error_message"):
+        assert name in vt.CustomJob.__mro__[1].__annotations__
+    assert {"bucket_url", "training_service_account", "workbench_url"} <= set(
+        vt.TrainingPlatform.__annotations__
+    )
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def failing(program: Any) -> tuple[str, RecordingMonitor]:
+    sink: list[RecordingMonitor] = []
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        run_pulumi(program, stack="dev", monitor_sink=sink)
+    assert isinstance(caught.value, pulumi.RunError)  # shown without a traceback
+    return str(caught.value), sink[0]
+
+
+def byo_platform(**extra: Any) -> vt.TrainingPlatform:
+    return vt.TrainingPlatform(
+        "team",
+        vt.TrainingPlatformArgs(
+            environment="dev",
+            project="team-project",
+            images={"trainer": DIGEST},
+            existing_bucket="team-bucket",
+            training_service_account="trainer@team-project.iam.gserviceaccount.com",
+            enable_apis=False,
+            **extra,
+        ),
+    )
+
+
+def v100(count: int, **extra: Any) -> vt.WorkerPool:
+    return vt.WorkerPool(
+        machine_type="n1-standard-8",
+        accelerator=vt.Accelerator("NVIDIA_TESLA_V100", count),
+        **extra,
+    )
+
+
+def test_a_wrong_type_names_the_argument() -> None:
+    with pytest.raises(vt.InvalidArgumentsError, match=r"WorkerPool\.replica_count: got str '3'"):
+        vt.WorkerPool(machine_type="n1-standard-4", replica_count="3")  # type: ignore[arg-type]
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.CustomJobArgs(chief={"machineType": "n1-standard-4"})  # type: ignore[arg-type]
+    assert "CustomJobArgs.chief: got dict" in str(caught.value)
+    assert "valid: WorkerPool" in str(caught.value)
+    with pytest.raises(vt.InvalidArgumentsError, match="one of 'maximize', 'minimize'"):
+        vt.Metric("accuracy", "up")  # type: ignore[arg-type]
+
+
+def test_outputs_pass_the_type_check() -> None:
+    def program() -> None:
+        pool = vt.WorkerPool(machine_type=pulumi.Output.from_input("n1-standard-4"))
+        assert not isinstance(pool.machine_type, str)
+
+    run_pulumi(program)
+
+
+def test_gpus_that_do_not_fit_fail_before_the_job_registers() -> None:
+    def program() -> None:
+        platform = byo_platform()
+        vt.CustomJob("bad", vt.CustomJobArgs(platform=platform, chief=v100(1), workers=v100(3)))
+
+    message, monitor = failing(program)
+    assert "CustomJobArgs.workers.accelerator.count" in message
+    assert "valid counts: 1, 2, 4, 8" in message
+    assert "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount" in message
+    assert not [r for r in monitor.registrations if ":dynamic/" in r.type]
+
+
+def test_a_bad_platform_registers_nothing() -> None:
+    def program() -> None:
+        vt.TrainingPlatform(
+            "p",
+            vt.TrainingPlatformArgs(
+                environment="prod",
+                bucket_name="My_Bucket",
+                images={"trainer": "gcr.io/x/trainer:latest"},
+                workbench=vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3)),
+            ),
+        )
+
+    message, monitor = failing(program)
+    assert "TrainingPlatformArgs.project: a prod platform needs a Google Cloud project" in message
+    assert "TrainingPlatformArgs.bucket_name: 'My_Bucket' is not a valid bucket name" in message
+    assert (
+        "TrainingPlatformArgs.images['trainer']" in message and "not an image by digest" in message
+    )
+    assert "TrainingPlatformArgs.workbench.accelerator.count" in message
+    assert monitor.registrations == []
+
+
+def test_a_tuning_job_without_parameters() -> None:
+    def program() -> None:
+        vt.HyperparameterTuningJob(
+            "t",
+            vt.HyperparameterTuningJobArgs(
+                platform=byo_platform(),
+                trial=vt.TrialJob(chief=vt.WorkerPool(machine_type="n1-standard-4")),
+                study=vt.Study(parameters=[]),
+                max_trial_count=4,
+                parallel_trial_count=2,
+            ),
+        )
+
+    message, _ = failing(program)
+    assert "HyperparameterTuningJobArgs.study.parameters: needs at least one parameter" in message
+
+
+def test_a_tagged_image_is_refused_on_a_cloud_platform() -> None:
+    def program() -> None:
+        vt.CustomJob(
+            "tagged",
+            vt.CustomJobArgs(
+                platform=byo_platform(),
+                chief=vt.WorkerPool(machine_type="n1-standard-4", image="gcr.io/x/trainer:latest"),
+            ),
+        )
+
+    message, _ = failing(program)
+    assert (
+        "CustomJobArgs.chief.image: 'gcr.io/x/trainer:latest' is not an image by digest" in message
+    )
+
+
+def test_extra_fields_problems_are_named_in_extra_fields() -> None:
+    def program() -> None:
+        vt.CustomJob(
+            "extra",
+            vt.CustomJobArgs(
+                platform=byo_platform(),
+                chief=vt.WorkerPool(machine_type="n1-standard-4"),
+                extra_fields={"jobSpec": {"scheduling": {"timeout": "-5s"}}},
+            ),
+        )
+
+    message, _ = failing(program)
+    assert "CustomJobArgs.extra_fields['jobSpec']['scheduling']['timeout']" in message
+
+
+def test_values_not_known_yet_are_not_judged() -> None:
+    def program() -> None:
+        machine = pulumi.Output.from_input("a2-highgpu-1g")  # as if from another resource
+        vt.CustomJob(
+            "later",
+            vt.CustomJobArgs(
+                platform=byo_platform(),
+                chief=vt.WorkerPool(
+                    machine_type=machine, accelerator=vt.Accelerator("NVIDIA_TESLA_A100", 1)
+                ),
+            ),
+        )
+
+    run = run_pulumi(program, stack="dev")
+    assert run.named("later").inputs["spec"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] == {
+        "machineType": "a2-highgpu-1g",
+        "acceleratorType": "NVIDIA_TESLA_A100",
+        "acceleratorCount": 1,
+    }
+
+
+def test_unknown_hardware_warns_and_strict_refuses(caplog: pytest.LogCaptureFixture) -> None:
+    def job(strict: bool | None) -> None:
+        vt.CustomJob(
+            "future",
+            vt.CustomJobArgs(
+                platform=byo_platform(),
+                chief=vt.WorkerPool(machine_type="z9-megagpu-8g"),
+                strict_hardware_checks=strict,
+            ),
+        )
+
+    with caplog.at_level(logging.WARNING):
+        run_pulumi(lambda: job(None), stack="dev")
+    message, _ = failing(lambda: job(True))
+    assert "CustomJobArgs.chief.machine_type" in message and "z9-megagpu-8g" in message
+
+
+# ------------------------------------------------------------------ bring your own
+
+
+def test_bring_your_own_creates_none_of_it() -> None:
+    def program() -> None:
+        platform = byo_platform()
+        vt.CustomJob("byo", vt.CustomJobArgs(platform=platform, chief=v100(1), workers=v100(1)))
+
+    run = run_pulumi(program, stack="dev")
+    created = {r.type for r in run.registrations if r.custom}
+    assert created == {CUSTOM}  # no bucket, account, repository, API or image
+    job = spec(run, "byo")["jobSpec"]
+    assert job["baseOutputDirectory"] == {"outputUriPrefix": "gs://team-bucket/jobs/byo"}
+    assert job["serviceAccount"] == "trainer@team-project.iam.gserviceaccount.com"
+    assert job["workerPoolSpecs"][0]["containerSpec"]["imageUri"] == DIGEST
+
+
+def test_a_job_without_a_platform() -> None:
+    def program() -> None:
+        vt.CustomJob(
+            "alone",
+            vt.CustomJobArgs(
+                project="other-project",
+                region="europe-west4",
+                chief=vt.WorkerPool(machine_type="n1-standard-4", image=DIGEST),
+                base_output_directory="gs://elsewhere/out",
+            ),
+        )
+
+    run = run_pulumi(program, stack="dev")
+    registration = run.named("alone")
+    assert registration.inputs["backend"]["location"] == "europe-west4"
+    assert registration.inputs["backend"]["project"] == "other-project"
+    with pytest.raises(vt.InvalidArgumentsError, match="project and region must be set"):
+        run_pulumi(
+            lambda: vt.CustomJob(
+                "x", vt.CustomJobArgs(chief=vt.WorkerPool(machine_type="n1-standard-4"))
+            )
+        )
+
+
+def test_a_pool_without_image_needs_a_single_platform_image() -> None:
+    def two_images() -> None:
+        platform = vt.TrainingPlatform(
+            "two",
+            vt.TrainingPlatformArgs(
+                environment="dev", project="team-project", images={"a": DIGEST, "b": DIGEST}
+            ),
+        )
+        vt.CustomJob(
+            "which",
+            vt.CustomJobArgs(platform=platform, chief=vt.WorkerPool(machine_type="n1-standard-4")),
+        )
+
+    message, _ = failing(two_images)
+    assert "CustomJobArgs.chief.image: not set" in message
+
+
+def test_a_local_platform_runs_jobs_here_and_creates_nothing_in_the_cloud(tmp_path: Any) -> None:
+    def program() -> None:
+        platform = vt.TrainingPlatform(
+            "here",
+            vt.TrainingPlatformArgs(
+                environment="local",
+                images={
+                    "trainer": vt.ImageBuild(
+                        context=PROJECT_ROOT / "docker",
+                        dockerfile=PROJECT_ROOT / "docker/trainer.Dockerfile",
+                    )
+                },
+                local_root=tmp_path,
+            ),
+        )
+        vt.CustomJob("here-job", vt.CustomJobArgs(platform=platform, chief=v100(1)))
+        pulumi.export("image", platform.image("trainer"))
+
+    run = run_pulumi(program, stack="local")
+    assert not [r for r in run.registrations if r.type.startswith(("gcp:", "docker-build:"))]
+    registration = run.named("here-job")
+    assert registration.inputs["backend"] == {
+        "kind": "local",
+        "local_root": str(tmp_path),
+        "retry_initial_seconds": 1.0,
+        "retry_timeout_seconds": 120.0,
+    }
+    assert run.outputs["image"] == "trainer:local"
+    job = registration.inputs["spec"]["jobSpec"]
+    assert "serviceAccount" not in job
+    assert job["baseOutputDirectory"]["outputUriPrefix"] == f"{tmp_path}/bucket/jobs/here-job"
+
+
+def test_platform_image_names_what_exists() -> None:
+    def program() -> None:
+        byo_platform().image("trainr")
+
+    message, _ = failing(program)
+    assert "TrainingPlatform.image('trainr'): no such image; valid: 'trainer'" in message
+
+
+# ------------------------------------------------------------------ the package
+
+
+def test_the_provider_import_path_is_pinned() -> None:
+    """Every stack's state holds the provider pickled *by reference* to this path: moving
+    or renaming ``JobProvider`` breaks every deployed stack (its refresh and destroy)."""
+    assert (JobProvider.__module__, JobProvider.__qualname__) == (
+        "vertex_training.jobs.resources",
+        "JobProvider",
+    )
+    pickled = base64.b64decode(serialize_provider(JobProvider(JobKind.CUSTOM_JOB)))
+    assert b"vertex_training.jobs.resources" in pickled and b"JobProvider" in pickled
+    assert len(pickled) < 512  # by reference, not by value
+
+
+def test_importing_the_package_stays_light() -> None:
+    program = (
+        "import sys, vertex_training as vt\n"
+        "vt.TrainingPlatformArgs, vt.CustomJob, vt.HyperparameterTuningJobArgs\n"
+        "heavy = ('tensorflow', 'optuna', 'google.cloud.aiplatform_v1', 'pulumi_gcp')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], check=True, capture_output=True, text=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    for name in vt.__all__:
+        value = getattr(vt, name)
+        if isinstance(value, type) or callable(value):
+            assert (value.__doc__ or "").strip(), name
