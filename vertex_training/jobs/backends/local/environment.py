@@ -57,7 +57,16 @@ TRAINER_MODULE = "trainer.task"
 LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
 
-REPO_ROOT = Path(__file__).resolve().parents[4]
+
+
+def _repo_root() -> Path:
+    """This checkout (it holds ``trainer/``), where replicas run and import the trainer;
+    installed as a package, the working directory of the program instead."""
+    checkout = Path(__file__).resolve().parents[4]
+    return checkout if (checkout / "trainer").is_dir() else Path.cwd()
+
+
+REPO_ROOT = _repo_root()
 
 
 class LocalSpecError(JobRefusedError):

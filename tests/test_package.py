@@ -1,0 +1,87 @@
+"""The installable package: the wheel holds ``vertex_training`` (typed) and nothing else, and
+works installed into a fresh virtualenv, imported from outside this checkout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from vertex_training.stack.config import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # No build isolation: the pinned setuptools of the lock builds it, offline.
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out),
+            str(PROJECT_ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("vertex_training_iac-*.whl")
+    return built
+
+
+def test_the_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"vertex_training", wheel.name.split("-")[0] + "-0.1.0.dist-info"}
+    assert "vertex_training/py.typed" in names
+    assert "vertex_training/jobs/rules/hardware_catalog.json" in names
+    assert not [n for n in names if n.split("/")[0] in ("infra", "tests", "bench", "trainer")]
+
+
+def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+        check=True,
+    )
+    # Without dependencies (as asked): make the project's installed ones visible instead.
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "project-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    program = (
+        "import vertex_training as vt\n"
+        "print(vt.__file__)\n"
+        "for name in vt.__all__: getattr(vt, name)\n"
+        "pool = vt.WorkerPool(machine_type='n1-standard-4',\n"
+        "                     accelerator=vt.Accelerator('NVIDIA_TESLA_T4'))\n"
+        "print(pool.with_replicas(2).replica_count)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [str(python), "-c", program],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ).stdout.split()
+    assert Path(out[0]).is_relative_to(venv), out[0]
+    assert out[1] == "2"
