@@ -133,21 +133,20 @@ def run_pulumi(
     stack: str = "test",
     config: Mapping[str, str] | None = None,
     monitor_sink: list[RecordingMonitor] | None = None,
+    project: str = PROJECT_NAME,
 ) -> PulumiRun:
     """Evaluate ``fn`` under fresh mocks; ``config`` is the flat map the CLI would pass.
 
     ``monitor_sink`` receives the monitor before ``fn`` runs, so a test can still look
     at what was registered when ``fn`` raises.
     """
-    settings.reset_options(project=PROJECT_NAME, stack=stack)
+    settings.reset_options(project=project, stack=stack)
     set_all_config(dict(config or {}))
     mocks = PlatformMocks()
     monitor = RecordingMonitor(mocks)
     if monitor_sink is not None:
         monitor_sink.append(monitor)
-    pulumi.runtime.set_mocks(
-        mocks, project=PROJECT_NAME, stack=stack, preview=False, monitor=monitor
-    )
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
 

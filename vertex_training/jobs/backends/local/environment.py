@@ -58,7 +58,6 @@ LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
 
 
-
 def _repo_root() -> Path:
     """This checkout (it holds ``trainer/``), where replicas run and import the trainer;
     installed as a package, the working directory of the program instead."""
