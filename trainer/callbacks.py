@@ -82,8 +82,9 @@ class EpochSummaryWriter(tf_keras.callbacks.Callback):
     """Per-epoch scalars as TensorBoard event files, written with TensorFlow core only.
 
     The tf-keras TensorBoard callback needs the ``tensorboard`` package (absent from the
-    locked environment) for ``tf.summary.scalar``; ``tf.summary.write`` with the scalars
-    plugin metadata produces the same events. Only the chief writes: epoch summaries are
+    trainer image; only this checkout's local viewer installs it) for
+    ``tf.summary.scalar``; ``tf.summary.write`` with the scalars plugin metadata produces
+    the same events. Only the chief writes: epoch summaries are
     not collective, so other replicas need no temporary dirs.
     """
 
