@@ -8,19 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.trainer.test_config import _exit_message
 from tests.trainer.test_training import TINY, run, trainer_env
 from trainer.config import ProfileSteps, ProfileStepsError, parse_config, resolve_output_paths
 
 HORSES = ["--workload", "horses_or_humans"]
 # 64 generated examples in batches of 16: 4 steps per epoch.
 FOUR_STEPS = [*TINY, "--synthetic-examples", "64"]
-
-
-def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    with pytest.raises(SystemExit) as excinfo:
-        parse_config(argv, environ={})
-    assert excinfo.value.code == 2
-    return capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
