@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run preview destroy lock pulumi-cli stack-select bench clean
+.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -78,6 +78,11 @@ up: install
 # The jobs of $(STACK) on this machine's local backend, no Pulumi CLI and no cloud needed.
 local-run: install
 	$(BIN)/python -m vertex_training.local run --stack $(STACK)
+
+# TensorBoard on the local jobs' logs (every job and trial of $(STACK)'s localRoot), on a
+# free port; prints the URL and serves until Ctrl-C.
+tensorboard: install
+	$(BIN)/python -m vertex_training.local tensorboard --stack $(STACK)
 
 preview: stack-select
 	"$(PULUMI)" preview --stack $(STACK) --diff

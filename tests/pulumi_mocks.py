@@ -92,6 +92,14 @@ class PlatformMocks(pulumi_mocks.Mocks):
             state["name"] = state["repositoryId"]
         elif args.typ == "gcp:workbench/instance:Instance":
             state["proxyUri"] = f"{state['name']}-dot-{state['location'][:-2]}.notebooks.example"
+        elif args.typ == "gcp:vertex/aiTensorboard:AiTensorboard":
+            # The provider reports the instance id alone; its resource id is the full path.
+            state["name"] = "1234567890"
+            resource_id = (
+                f"projects/{state['project']}/locations/{state['region']}/tensorboards/1234567890"
+            )
+        elif args.typ == "gcp:projects/iAMCustomRole:IAMCustomRole":
+            state["name"] = f"projects/{state['project']}/roles/{state['roleId']}"
         elif args.typ == "docker-build:index:Image":
             digest = hashlib.sha256(repr(state.get("tags")).encode()).hexdigest()
             state["digest"] = f"sha256:{digest}"

@@ -1,4 +1,5 @@
-"""Keras callbacks: progress logging with a parseable resume line, hypertune reporting."""
+"""Keras callbacks: progress logging with a parseable resume line, hypertune reporting,
+TensorBoard scalars and a profiler trace of a few steps."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import tf_keras
 
 from trainer.metric import HYPERTUNE_METRIC_TAG
 
-__all__ = ["EpochLogger", "EpochSummaryWriter", "HypertuneReporter"]
+__all__ = ["EpochLogger", "EpochSummaryWriter", "HypertuneReporter", "StepProfiler"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +82,9 @@ class EpochSummaryWriter(tf_keras.callbacks.Callback):
     """Per-epoch scalars as TensorBoard event files, written with TensorFlow core only.
 
     The tf-keras TensorBoard callback needs the ``tensorboard`` package (absent from the
-    locked environment) for ``tf.summary.scalar``; ``tf.summary.write`` with the scalars
-    plugin metadata produces the same events. Only the chief writes: epoch summaries are
+    trainer image; only this checkout's local viewer installs it) for
+    ``tf.summary.scalar``; ``tf.summary.write`` with the scalars plugin metadata produces
+    the same events. Only the chief writes: epoch summaries are
     not collective, so other replicas need no temporary dirs.
     """
 
@@ -120,3 +122,55 @@ class EpochSummaryWriter(tf_keras.callbacks.Callback):
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         for writer in self._writers.values():
             writer.close()
+
+
+class StepProfiler(tf_keras.callbacks.Callback):
+    """Traces steps ``start..end`` (1-based, inclusive) of the first epoch this run trains
+    with the TensorFlow profiler, into ``<log_dir>/train`` (``plugins/profile/<time>/``),
+    where TensorBoard's Profile tab finds it. Chief only: one trace per job.
+
+    The profiler is TensorFlow core's (``tf.profiler.experimental``), so the image needs no
+    extra package to write a trace; viewing it needs ``tensorboard-plugin-profile``.
+    """
+
+    def __init__(self, log_dir: str, start: int, end: int) -> None:
+        super().__init__()
+        import os
+
+        self._log_dir = os.path.join(log_dir, "train")
+        self._start = start
+        self._end = end
+        self._active = False
+        self._done = False
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if not self._done and not self._active and batch + 1 == self._start:
+            import tensorflow as tf
+
+            tf.profiler.experimental.start(self._log_dir)
+            self._active = True
+            logger.info(
+                "profiler: tracing steps %d-%d into %s", self._start, self._end, self._log_dir
+            )
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self._active and batch + 1 >= self._end:
+            self._stop()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        # An epoch shorter than expected (unknown size): stop with what was traced.
+        if self._active:
+            self._stop()
+        self._done = True
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        if self._active:
+            self._stop()
+
+    def _stop(self) -> None:
+        import tensorflow as tf
+
+        tf.profiler.experimental.stop()
+        self._active = False
+        self._done = True
+        logger.info("profiler: trace written under %s/plugins/profile", self._log_dir)

@@ -17,6 +17,8 @@ from typing import TypeVar
 __all__ = [
     "WORKLOADS",
     "OutputPaths",
+    "ProfileSteps",
+    "ProfileStepsError",
     "TrainConfig",
     "Workload",
     "build_parser",
@@ -93,6 +95,28 @@ class OutputPaths:
 
 
 @dataclass(frozen=True)
+class ProfileSteps:
+    """``--profile-steps START,END``: trace steps START..END (1-based, inclusive) of the
+    first epoch this run trains, with the TensorFlow profiler, into the TensorBoard log
+    directory (``<logs>/train/plugins/profile/``, what TensorBoard's Profile tab reads)."""
+
+    start: int
+    end: int
+
+    def check_within(self, steps_per_epoch: int) -> None:
+        """Raises :class:`ProfileStepsError` when the range does not fit in an epoch."""
+        if self.end > steps_per_epoch:
+            raise ProfileStepsError(
+                f"--profile-steps {self.start},{self.end}: an epoch has {steps_per_epoch} "
+                f"steps here; valid: 1 <= START <= END <= {steps_per_epoch}"
+            )
+
+
+class ProfileStepsError(ValueError):
+    """``--profile-steps`` does not fit in the epoch; raised before training starts."""
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """Everything one training run needs, validated."""
 
@@ -113,6 +137,8 @@ class TrainConfig:
     num_units: int
     cache_dir: str | None
     """Local directory for splits decoded once per job; ``None`` = decode every epoch."""
+    profile_steps: ProfileSteps | None = None
+    """Steps to trace with the profiler; ``None`` = no trace."""
 
 
 _Number = TypeVar("_Number", int, float)
@@ -138,6 +164,26 @@ def _checked(
 _positive_int = _checked(int, lambda v: v >= 1, "a positive integer")
 _positive_float = _checked(float, lambda v: 0 < v < float("inf"), "a positive finite number")
 _unit_interval = _checked(float, lambda v: 0.0 <= v <= 1.0, "a number in [0, 1]")
+
+
+def _profile_steps(text: str) -> ProfileSteps:
+    """``START,END`` (or one step ``N``): positive integers, START <= END."""
+    parts = text.split(",")
+    try:
+        numbers = [int(p) for p in parts]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(
+            f"expected START,END (steps of an epoch, from 1), got {text!r}"
+        ) from error
+    if len(numbers) == 1:
+        numbers *= 2
+    if len(numbers) != 2 or not 1 <= numbers[0] <= numbers[1]:
+        raise argparse.ArgumentTypeError(
+            f"expected START,END with 1 <= START <= END (steps of an epoch, from 1), got {text!r}"
+        )
+    return ProfileSteps(numbers[0], numbers[1])
+
+
 _image_size = _checked(
     int,
     lambda v: v >= MIN_IMAGE_SIZE,
@@ -188,6 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size-per-replica", type=_positive_int)
     train.add_argument("--steps-per-epoch", type=_positive_int)
     train.add_argument(
+        "--profile-steps",
+        type=_profile_steps,
+        metavar="START,END",
+        help=(
+            "trace these steps (1-based, inclusive) of the first epoch with the TensorFlow "
+            "profiler into the TensorBoard logs; checked against the steps per epoch before "
+            "training starts"
+        ),
+    )
+    train.add_argument(
         "--weights",
         choices=("imagenet", "none"),
         help="cassava: ResNet50 initial weights (default imagenet, as the codelab)",
@@ -222,6 +278,10 @@ def resolve_output_paths(
 ) -> OutputPaths:
     """Vertex variables first, then explicit flags, then the ``--job-dir`` layout.
 
+    In a tuning trial (``CLOUD_ML_TRIAL_ID``) a TensorBoard directory from the flags gets
+    the trial id as a last segment, so trials that share the flags do not share a run;
+    ``AIP_TENSORBOARD_LOG_DIR`` is per trial already.
+
     Raises ValueError naming the missing inputs when no model destination is known.
     """
     aip_model = environ.get("AIP_MODEL_DIR") or None
@@ -248,11 +308,12 @@ def resolve_output_paths(
         # final save replaces the model directory.
         or resolved_model.rstrip("/") + "-checkpoints"
     )
-    resolved_tensorboard = (
-        environ.get("AIP_TENSORBOARD_LOG_DIR")
-        or tensorboard_dir
-        or (_join(job_dir, "logs") if job_dir else None)
-    )
+    resolved_tensorboard = environ.get("AIP_TENSORBOARD_LOG_DIR") or None
+    if resolved_tensorboard is None:
+        resolved_tensorboard = tensorboard_dir or (_join(job_dir, "logs") if job_dir else None)
+        trial = environ.get("CLOUD_ML_TRIAL_ID")
+        if resolved_tensorboard is not None and trial:
+            resolved_tensorboard = _join(resolved_tensorboard, f"trial-{trial}")
     return OutputPaths(resolved_model, resolved_checkpoints, resolved_tensorboard)
 
 
@@ -303,6 +364,17 @@ def parse_config(
         )
     except ValueError as error:
         parser.error(str(error))
+    if args.profile_steps is not None:
+        if paths.tensorboard_dir is None:
+            parser.error(
+                "--profile-steps writes into the TensorBoard logs: set AIP_TENSORBOARD_LOG_DIR "
+                "or pass --tensorboard-dir or --job-dir"
+            )
+        if args.steps_per_epoch is not None:
+            try:
+                args.profile_steps.check_within(args.steps_per_epoch)
+            except ProfileStepsError as error:
+                parser.error(f"{error} (--steps-per-epoch {args.steps_per_epoch})")
 
     return TrainConfig(
         workload=workload,
@@ -319,4 +391,5 @@ def parse_config(
         momentum=DEFAULT_MOMENTUM if args.momentum is None else args.momentum,
         num_units=args.num_units or DEFAULT_NUM_UNITS,
         cache_dir=cache_dir,
+        profile_steps=args.profile_steps,
     )

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from trainer.cluster import ClusterConfigError, parse_cluster_role, require_all_reduce_cluster
-from trainer.config import parse_config
+from trainer.config import ProfileStepsError, parse_config
 
 logger = logging.getLogger("trainer")
 
@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         run_training(config, role)
-    except ClusterConfigError as error:
+    except (ClusterConfigError, ProfileStepsError) as error:
         logger.error("%s", error)
         return 2
     return 0

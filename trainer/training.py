@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import tensorflow as tf
 import tf_keras
 
-from trainer.callbacks import EpochLogger, EpochSummaryWriter, HypertuneReporter
+from trainer.callbacks import EpochLogger, EpochSummaryWriter, HypertuneReporter, StepProfiler
 from trainer.cluster import ClusterRole
 from trainer.config import TrainConfig
 from trainer.data import EncodedSplit, ImagePipeline, load_tfds_split, synthetic_split
@@ -83,6 +84,17 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
 
     workload = config.workload
     train_split = _load_split(config, workload.train_split, training=True)
+    if config.profile_steps is not None:
+        # Before any model is built or step runs: a range past the epoch is a config error.
+        steps = config.steps_per_epoch or (
+            math.ceil(train_split.num_examples / global_batch) if train_split.num_examples else None
+        )
+        if steps is None:
+            logger.warning(
+                "--profile-steps: the epoch's length is unknown; the trace ends with the epoch"
+            )
+        else:
+            config.profile_steps.check_within(steps)
     train_data = pipeline.build(
         train_split, training=True, repeat=config.steps_per_epoch is not None
     )
@@ -104,6 +116,14 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     ]
     if config.paths.tensorboard_dir and role.is_chief:
         callbacks.append(EpochSummaryWriter(config.paths.tensorboard_dir))
+        if config.profile_steps is not None:
+            callbacks.append(
+                StepProfiler(
+                    config.paths.tensorboard_dir,
+                    config.profile_steps.start,
+                    config.profile_steps.end,
+                )
+            )
     if workload.reports_hypertune_metric and role.is_chief:
         callbacks.append(HypertuneReporter())
 

@@ -1,7 +1,8 @@
 """``python -m vertex_training.local run --stack local [--job NAME]``: a stack's jobs, locally.
 
 Also ``run --spec FILE`` for one job spec in the Vertex REST (camelCase JSON) form, e.g.
-a CustomJob body or a HyperparameterTuningJob body, to try it before paying for GPUs.
+a CustomJob body or a HyperparameterTuningJob body, to try it before paying for GPUs, and
+``tensorboard --stack local``: TensorBoard on the local jobs' logs, on a free port.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,11 +38,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="job state and local bucket directory (default: the stack's localRoot)",
     )
     run.add_argument("--stacks-dir", type=Path, default=None, help=argparse.SUPPRESS)
+    board = commands.add_parser(
+        "tensorboard", help="serve the local jobs' TensorBoard logs (until Ctrl-C)"
+    )
+    where = board.add_mutually_exclusive_group(required=True)
+    where.add_argument("--stack", help="stack name: its localRoot holds the jobs")
+    where.add_argument("--root", type=Path, help="a local backend root directory")
+    board.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    board.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    board.add_argument("--stacks-dir", type=Path, default=None, help=argparse.SUPPRESS)
     return parser
+
+
+def serve_tensorboard(args: argparse.Namespace) -> int:
+    from vertex_training.local.tensorboard import local_log_root, start_tensorboard
+
+    if args.root is not None:
+        root = args.root
+    else:
+        from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+
+        stack_file = (args.stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{args.stack}.yaml"
+        if not stack_file.is_file():
+            print(f"error: no stack file {stack_file}", file=sys.stderr)
+            return EXIT_USAGE
+        root = load_stack_config(stack_file).local_root
+    logdir = local_log_root(root)
+    _, url = start_tensorboard(logdir, host=args.host, port=args.port)
+    print(f"TensorBoard on {logdir}: {url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "tensorboard":
+        return serve_tensorboard(args)
     from vertex_training.jobs.backends.local import LocalBackend
 
     try:

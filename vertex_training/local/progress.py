@@ -106,12 +106,24 @@ def run_jobs(
     out: TextIO,
     poll_seconds: float = POLL_SECONDS,
 ) -> list[JobOutcome]:
-    """Submit each job, follow it to the end, then the next; a Ctrl-C cancels the job."""
+    """Submit each job, follow it to the end, then the next; a Ctrl-C cancels the job.
+
+    A job of the same body whose supervisor died (killed, machine restarted) is resumed
+    instead of submitted again: a study keeps its finished trials."""
     outcomes: list[JobOutcome] = []
     for job, spec in jobs:
         printer = ProgressPrinter(job, out)
-        record = backend.submit(spec.kind, spec.body)
-        printer.emit(f"submitted {record.name} ({spec.display_name})")
+        interrupted = backend.find_interrupted(spec.kind, spec.body)
+        if interrupted is not None:
+            record = backend.resume(interrupted.name)
+            done = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
+            printer.emit(
+                f"resuming {record.name} ({spec.display_name}): its supervisor died"
+                + (f"; {done} trials already finished" if record.trials else "")
+            )
+        else:
+            record = backend.submit(spec.kind, spec.body)
+            printer.emit(f"submitted {record.name} ({spec.display_name})")
         try:
             while True:
                 details = backend.details(record.name)

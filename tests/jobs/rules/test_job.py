@@ -180,3 +180,67 @@ def test_conditional_parents_must_be_parent_values() -> None:
 
 def test_the_codelab_study_has_no_findings() -> None:
     assert findings(horses_or_humans(), TUNING, region="us-central1") == []
+
+
+# ------------------------------------------------- TensorBoard and Vertex Experiments
+
+TB_EU = "projects/p/locations/europe-west4/tensorboards/42"
+EXPERIMENT = "projects/p/locations/europe-west4/metadataStores/default/contexts/horses"
+RUN = "projects/p/locations/europe-west4/metadataStores/default/contexts/horses-lr-sweep"
+
+
+def test_tensorboard_and_experiment_in_the_jobs_region_are_accepted() -> None:
+    body = custom_job(pool(), tensorboard=TB_EU, experiment=EXPERIMENT, experimentRun=RUN)
+    assert findings(body, region="europe-west4") == []
+
+
+def test_a_tensorboard_in_another_region_names_the_field_and_the_region() -> None:
+    [error] = errors(custom_job(pool(), tensorboard=TB_EU), region="us-central1")
+    assert error.path == "jobSpec.tensorboard"
+    assert "lives in 'europe-west4'" in error.message
+    assert "job's region 'us-central1'" in error.message
+
+
+def test_an_experiment_in_another_region_names_the_field_and_the_region() -> None:
+    body = custom_job(pool(), experiment=EXPERIMENT, experimentRun=RUN)
+    found = {f.path: f.message for f in errors(body, region="us-central1")}
+    assert set(found) == {"jobSpec.experiment", "jobSpec.experimentRun"}
+    assert "it must be in the job's region 'us-central1'" in found["jobSpec.experiment"]
+
+
+def test_tensorboard_without_base_output_directory_is_refused() -> None:
+    [error] = errors(custom_job(pool(), output=None, tensorboard=TB_EU))
+    assert error.path == "jobSpec.baseOutputDirectory"
+    assert "AIP_TENSORBOARD_LOG_DIR" in error.message
+
+
+def test_an_experiment_run_without_its_experiment_is_refused() -> None:
+    [error] = errors(custom_job(pool(), experimentRun=RUN))
+    assert error.path == "jobSpec.experimentRun"
+    assert "needs jobSpec.experiment" in error.message
+
+
+def test_an_experiment_run_of_another_experiment_is_refused() -> None:
+    other = EXPERIMENT.replace("/horses", "/cassava")
+    [error] = errors(custom_job(pool(), experiment=other, experimentRun=RUN))
+    assert error.path == "jobSpec.experimentRun"
+    assert "not a run of the experiment 'cassava'" in error.message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "shape"),
+    [
+        ("tensorboard", "tb-42", "projects/P/locations/L/tensorboards/ID"),
+        ("experiment", "horses", "metadataStores/default/contexts/NAME"),
+    ],
+)
+def test_malformed_resource_names_show_the_shape(field: str, value: str, shape: str) -> None:
+    [error] = errors(custom_job(pool(), **{field: value}), region="europe-west4")
+    assert error.path == f"jobSpec.{field}"
+    assert shape in error.message
+
+
+def test_tuning_trials_are_checked_under_trial_job_spec() -> None:
+    body = tuning_job(job_spec(pool(), tensorboard=TB_EU), study(double("x", 0, 1)))
+    [error] = errors(body, TUNING, region="us-central1")
+    assert error.path == "trialJobSpec.tensorboard"

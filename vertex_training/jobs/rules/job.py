@@ -41,6 +41,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
+_CONTEXT = re.compile(r"^projects/[^/]+/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)$")
 _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 
@@ -220,24 +221,89 @@ def _custom_job_spec(
             f"{path}.persistentResourceId",
             "1-63 characters: a lowercase letter, then lowercase letters, digits or '-'",
         )
+    _tracking(spec, region, out)
+
+
+def _in_region(
+    out: list[Finding],
+    path: str,
+    name: str,
+    *,
+    pattern: re.Pattern[str],
+    shape: str,
+    region: str | None,
+) -> re.Match[str] | None:
+    """The resource name's match, after an error if it is malformed or in another region."""
+    match = pattern.match(name)
+    if not match:
+        _error(out, path, f"{name!r} must be {shape}")
+    elif region is not None and match.group(1) != region:
+        _error(
+            out,
+            path,
+            f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
+            f"(projects/P/locations/{region}/...)",
+        )
+    return match
+
+
+def _tracking(spec: CustomJobSpec, region: str | None, out: list[Finding]) -> None:
+    """TensorBoard and Vertex Experiments: the same region as the job, and the fields
+    each needs beside it."""
+    path = spec.path
     if spec.tensorboard is not None:
-        match = _TENSORBOARD.match(spec.tensorboard)
-        if not match:
-            _error(out, f"{path}.tensorboard", "must be projects/P/locations/L/tensorboards/ID")
-        elif region is not None and match.group(1) != region:
-            _error(
-                out,
-                f"{path}.tensorboard",
-                f"lives in {match.group(1)!r}; it must be in the job's region {region!r}",
-            )
-        if base is None:
+        _in_region(
+            out,
+            f"{path}.tensorboard",
+            spec.tensorboard,
+            pattern=_TENSORBOARD,
+            shape="projects/P/locations/L/tensorboards/ID",
+            region=region,
+        )
+        if spec.base_output_directory is None:
             _error(
                 out,
                 f"{path}.baseOutputDirectory",
                 "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
             )
-    if spec.experiment_run is not None and spec.experiment is None:
-        _error(out, f"{path}.experimentRun", "needs jobSpec.experiment (the run's experiment)")
+    context_shape = "projects/P/locations/L/metadataStores/default/contexts/NAME"
+    experiment = None
+    if spec.experiment is not None:
+        experiment = _in_region(
+            out,
+            f"{path}.experiment",
+            spec.experiment,
+            pattern=_CONTEXT,
+            shape=context_shape,
+            region=region,
+        )
+    if spec.experiment_run is None:
+        return
+    if spec.experiment is None:
+        _error(
+            out,
+            f"{path}.experimentRun",
+            f"needs {path}.experiment (the run's experiment): name the experiment too",
+        )
+        return
+    run = _in_region(
+        out,
+        f"{path}.experimentRun",
+        spec.experiment_run,
+        pattern=_CONTEXT,
+        shape="projects/P/locations/L/metadataStores/default/contexts/EXPERIMENT-RUN",
+        region=region,
+    )
+    if run is not None and experiment is not None:
+        prefix = f"{experiment.group(3)}-"
+        if run.group(2) != experiment.group(2) or not run.group(3).startswith(prefix):
+            _error(
+                out,
+                f"{path}.experimentRun",
+                f"context {run.group(3)!r} is not a run of the experiment "
+                f"{experiment.group(3)!r}: a run's context id is '<experiment>-<run>' in the "
+                "experiment's metadata store",
+            )
 
 
 # ------------------------------------------------------------------------------ studies

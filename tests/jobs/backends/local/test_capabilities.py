@@ -219,3 +219,21 @@ def test_cloud_only_fields_run_with_one_info_line(
     path = IGNORED[feature][0] if feature in IGNORED else "encryptionSpec"
     assert path in lines[0].getMessage()
     assert backend.wait(record.name, timeout=30).state is JobState.SUCCEEDED
+
+
+def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCaptureFixture) -> None:
+    from vertex_training.jobs.backends.local.capabilities import check_local_support
+
+    context = "projects/p/locations/us-central1/metadataStores/default/contexts/horses"
+    body = custom_job(
+        _pool(),
+        tensorboard="projects/p/locations/us-central1/tensorboards/42",
+        experiment=context,
+        experimentRun=f"{context}-run-1",
+    )
+    with caplog.at_level(logging.INFO, logger=CAPABILITIES_LOGGER):
+        check_local_support(JobKind.CUSTOM_JOB, body)
+    ignored, approximated = (r.getMessage() for r in caplog.records)
+    assert "jobSpec.experiment" in ignored and "jobSpec.experimentRun" in ignored
+    assert "jobSpec.tensorboard" in approximated
+    assert "make tensorboard STACK=local" in approximated

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -48,6 +49,13 @@ SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
 GCS_PREFIX = "gs://"
 GCS_FUSE_PREFIX = "/gcs/"
 _ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
+SUPERVISOR_DIED = "the local supervisor died"
+"""How the error message of a job whose supervisor died starts: such a job can resume."""
+
+
+class JobNotResumableError(RuntimeError):
+    """``resume`` was asked for a job whose supervisor did not die (it finished, failed on
+    its own, was cancelled, or still runs)."""
 
 
 class LocalBackend:
@@ -227,6 +235,67 @@ class LocalBackend:
                 return record
             time.sleep(poll_seconds)
 
+    def resume(self, name: str) -> JobRecord:
+        """Start a new supervisor for a job whose supervisor died (killed, or the machine
+        went down): a tuning job resumes its study from its journal (finished trials
+        count, interrupted ones run again; see ``tuner``), a CustomJob starts its replicas
+        again (the trainer resumes from its checkpoints). A job whose supervisor is alive
+        is left as it is."""
+        job = self._job_dir(name)
+        state = self.details(name)  # settles a dead supervisor's job first
+        if state.record.state in _ACTIVE:
+            return state.record
+        if not self.died(state):
+            raise JobNotResumableError(
+                f"local job {name} is {state.record.state.value} "
+                f"({state.record.error_message or 'no error'}); only a job whose supervisor "
+                "died resumes"
+            )
+        with job.locked():
+            state = job.read()
+            state.record = replace(
+                state.record, state=JobState.QUEUED, end_time=None, error_message=None
+            )
+            job.write(state)
+            process = self._start_supervisor(job.path)
+            state.supervisor_pid = process.pid
+            state.supervisor_start = process_start_time(process.pid)
+            job.write(state)
+        _log.info("resumed %s, supervisor pid %d", name, process.pid)
+        return self.get(name)
+
+    @staticmethod
+    def died(state: LocalJobState) -> bool:
+        """The job ended because its supervisor died, not because it failed or was
+        cancelled: ``resume`` can take it up."""
+        return state.record.state is JobState.FAILED and (
+            state.record.error_message or ""
+        ).startswith(SUPERVISOR_DIED)
+
+    def find_interrupted(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord | None:
+        """The newest job of exactly this body whose supervisor died, if any."""
+        if not self.jobs_dir.is_dir():
+            return None
+        wanted = json.loads(json.dumps(body))
+        found: list[LocalJobState] = []
+        for path in self.jobs_dir.iterdir():
+            job = JobDir(path)
+            if not job.exists():
+                continue
+            try:
+                if job.read().record.kind is not kind or job.read_body() != wanted:
+                    continue
+                state = self.details(job.read().record.name)
+            except (OSError, ValueError, KeyError) as exc:
+                _log.warning("skipping unreadable local job %s: %s", path, exc)
+                continue
+            if self.died(state):
+                found.append(state)
+        if not found:
+            return None
+        newest = max(found, key=lambda s: (s.record.create_time or "", int(s.record.job_id)))
+        return newest.record
+
     def log_paths(self, name: str) -> list[str]:
         return sorted(str(p) for p in (self._job_dir(name).path).rglob("*.log"))
 
@@ -263,7 +332,8 @@ class LocalBackend:
                 error_message=(
                     "CANCELED: the job was cancelled"
                     if cancelling
-                    else f"the local supervisor died; see {job.path / SUPERVISOR_LOG}"
+                    else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
+                    "resume it with LocalBackend.resume or run it again"
                 ),
             )
         return state
@@ -302,4 +372,10 @@ def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:
     return view
 
 
-__all__ = ["LocalBackend", "LocalSpecError", "check_runnable"]
+__all__ = [
+    "SUPERVISOR_DIED",
+    "JobNotResumableError",
+    "LocalBackend",
+    "LocalSpecError",
+    "check_runnable",
+]

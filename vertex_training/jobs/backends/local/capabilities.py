@@ -109,11 +109,14 @@ LOCAL_SUPPORT: Mapping[str, FieldSupport] = {
     "CustomJobSpec.network": _CLOUD,
     "CustomJobSpec.reserved_ip_ranges": _CLOUD,
     "CustomJobSpec.protected_artifact_location_id": _CLOUD,
-    "CustomJobSpec.tensorboard": _CLOUD,
+    "CustomJobSpec.tensorboard": _approximated(
+        "no upload to a Vertex TensorBoard: the event files stay in AIP_TENSORBOARD_LOG_DIR "
+        "under the output directory, which `make tensorboard STACK=local` serves"
+    ),
     "CustomJobSpec.enable_web_access": _CLOUD,
     "CustomJobSpec.enable_dashboard_access": _CLOUD,
-    "CustomJobSpec.experiment": _CLOUD,
-    "CustomJobSpec.experiment_run": _CLOUD,
+    "CustomJobSpec.experiment": _ignored("Vertex Experiments live in Vertex ML Metadata"),
+    "CustomJobSpec.experiment_run": _ignored("Vertex Experiments live in Vertex ML Metadata"),
     "CustomJobSpec.models": _CLOUD,
     # Worker pools
     "WorkerPoolSpec.container_spec": H,

@@ -41,6 +41,11 @@ ParamValue = float | int | str
 MEDIAN_STARTUP_TRIALS = 2
 """Completed trials needed before median stopping may stop another one."""
 
+STUDY_JOURNAL = "optuna-journal.log"
+"""A tuning job's Optuna study, in the job directory: an append-only journal that outlives
+the supervisor, so a restarted supervisor resumes the study instead of starting over, and
+``optuna-dashboard <job dir>/optuna-journal.log`` can open it."""
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -161,7 +166,24 @@ def make_pruner(study: StudySpec) -> optuna.pruners.BasePruner:
     return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
 
 
-def create_study(study: StudySpec, seed: int | None) -> optuna.Study:
+def journal_storage(path: Path) -> optuna.storages.JournalStorage:
+    """The Optuna storage kept in the journal file ``path`` (created when absent)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+
+
+def create_study(
+    study: StudySpec,
+    seed: int | None,
+    *,
+    storage: Path | None = None,
+    study_name: str | None = None,
+) -> optuna.Study:
+    """An Optuna study for ``study``: in memory, or loaded from (else created in) the
+    journal file ``storage`` under ``study_name``, with its trials so far."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -175,7 +197,12 @@ def create_study(study: StudySpec, seed: int | None) -> optuna.Study:
             "the local backend optimises the first metric (%s) only", study.metrics[0].metric_id
         )
     return optuna.create_study(
-        direction=direction, sampler=make_sampler(study, seed), pruner=make_pruner(study)
+        direction=direction,
+        sampler=make_sampler(study, seed),
+        pruner=make_pruner(study),
+        storage=journal_storage(storage) if storage is not None else None,
+        study_name=study_name,
+        load_if_exists=storage is not None,
     )
 
 

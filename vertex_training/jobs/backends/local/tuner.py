@@ -5,11 +5,27 @@ grid is exhausted, or ``maxFailedTrialCount`` trials failed), reads each trial's
 hypertune reports, stops trials early when the study asks for automated stopping, and
 keeps the job's trial table, best trial and plot up to date. The supervisor owns the
 process and its signals and hands the tuner itself (state updates, cancellation).
+
+The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``), so a
+supervisor started again for a job whose supervisor died resumes it:
+
+- trials the job's state records as finished keep their results and count towards
+  ``maxTrialCount``; a trial finished and recorded but not yet told to Optuna is told now;
+- trials that were running are re-run under the same trial id with the same parameters
+  (their Optuna trial is marked FAIL, a new one is enqueued with those parameters): their
+  processes were stopped with the supervisor, and the trainer resumes them from their
+  checkpoints. The interrupted attempt's files move to ``trials/<id>.interrupted``;
+- a trial Optuna handed out but the job never recorded (the supervisor died between the
+  two) is marked FAIL and its trial id is given to the next new trial.
+
+A trial's result is written to the job's state before it is told to Optuna, which is
+what makes the job's state the record of what finished.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,6 +39,7 @@ from vertex_training.jobs.backends.local.cluster import (
     log_tail,
 )
 from vertex_training.jobs.backends.local.study import (
+    STUDY_JOURNAL,
     Measurement,
     create_study,
     final_metric,
@@ -43,6 +60,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 STUDY_PLOT = "study.png"
+VERTEX_TRIAL_ID = "vertex_trial_id"
+"""Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
+_FINISHED = ("SUCCEEDED", "INFEASIBLE")
 
 
 @dataclass
@@ -62,7 +82,12 @@ class Tuner:
         self.spec = spec
         self.job_body = job_body
         self.metric = spec.study.metrics[0]
-        self.study = create_study(spec.study, seed=_read_seed(sup.job.path))
+        self.study = create_study(
+            spec.study,
+            seed=_read_seed(sup.job.path),
+            storage=sup.job.path / STUDY_JOURNAL,
+            study_name=spec.display_name or sup.job_id,
+        )
         self.max_trials = spec.max_trial_count
         if spec.study.algorithm is SearchAlgorithm.GRID:
             # Vertex ends a grid study when the grid is exhausted.
@@ -77,8 +102,10 @@ class Tuner:
         self.last_failure: str | None = None
 
     def run(self) -> None:
-        self.sup.set_state(JobState.RUNNING, start_time=now_rfc3339())
-        started = 0
+        started, reruns = self._resume()
+        self.sup.set_state(
+            JobState.RUNNING, start_time=self.sup.job.read().record.start_time or now_rfc3339()
+        )
         while True:
             self.sup.check_cancel()
             if self._too_many_failures():
@@ -92,6 +119,8 @@ class Tuner:
                     ),
                 )
                 return
+            while len(self.active) < self.spec.parallel_trial_count and reruns:
+                self._launch(*reruns.pop(0))
             while len(self.active) < self.spec.parallel_trial_count and started < self.max_trials:
                 started += 1
                 self._launch(str(started))
@@ -100,7 +129,7 @@ class Tuner:
                 changed |= self._poll(self.active[trial_id])
             if changed:
                 self.save()
-            if not self.active and started >= self.max_trials:
+            if not self.active and not reruns and started >= self.max_trials:
                 break
             time.sleep(POLL_SECONDS)
         self.save(final=True)
@@ -119,8 +148,53 @@ class Tuner:
         limit = self.spec.max_failed_trial_count
         return limit > 0 and self.failed >= limit
 
-    def _launch(self, trial_id: str) -> None:
+    def _resume(self) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+        """Settle what a previous supervisor of this job left in the study (see the module
+        docstring); returns the highest trial id handed out and the trials to run again."""
+        import optuna
+
+        prior = {t.trial_id: t for t in self.sup.job.read().record.trials}
+        reruns: list[tuple[str, dict[str, Any]]] = []
+        unsettled = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        for frozen in unsettled:
+            trial_id = frozen.user_attrs.get(VERTEX_TRIAL_ID)
+            record = prior.get(trial_id) if isinstance(trial_id, str) else None
+            if record is not None and record.state in _FINISHED:
+                value = record.final_metrics.get(self.metric.metric_id)
+                if record.early_stopped:
+                    _tell(self.study, frozen.number, state="PRUNED")
+                elif record.state == "SUCCEEDED" and value is not None:
+                    _tell(self.study, frozen.number, value=value)
+                else:
+                    _tell(self.study, frozen.number, state="FAIL")
+                continue
+            _tell(self.study, frozen.number, state="FAIL")
+            if record is not None:
+                reruns.append((record.trial_id, dict(frozen.params)))
+        self.trials = {k: t for k, t in prior.items() if t.state in _FINISHED}
+        self.failed = sum(t.state == "INFEASIBLE" for t in self.trials.values())
+        self.early_stopped = [k for k, t in self.trials.items() if t.early_stopped]
+        if unsettled or self.trials:
+            _log.info(
+                "resuming the study: %d trials finished, %d to run again (%s)",
+                len(self.trials),
+                len(reruns),
+                ", ".join(k for k, _ in reruns) or "none",
+            )
+        reruns.sort(key=lambda item: int(item[0]))
+        return max((int(k) for k in prior), default=0), reruns
+
+    def _launch(self, trial_id: str, fixed_params: dict[str, Any] | None = None) -> None:
+        if fixed_params is not None:
+            # The interrupted attempt's parameters; its files are kept beside for a look.
+            self.study.enqueue_trial(fixed_params, skip_if_exists=False)
+            attempt = self.sup.job.path / "trials" / trial_id
+            if attempt.exists():
+                kept = attempt.with_name(f"{trial_id}.interrupted")
+                shutil.rmtree(kept, ignore_errors=True)
+                attempt.rename(kept)
         optuna_trial = self.study.ask()
+        optuna_trial.set_user_attr(VERTEX_TRIAL_ID, trial_id)
         params = suggest_parameters(
             optuna_trial,
             self.spec.study.parameters,
@@ -170,8 +244,8 @@ class Tuner:
             value = final_metric(
                 active.measurements, self.metric.goal, self.spec.study.measurement_selection
             )
-            _tell(self.study, active.optuna_trial, state="PRUNED")
             self._close(active, "SUCCEEDED", value, early_stopped=True)
+            _tell(self.study, active.optuna_trial, state="PRUNED")
             return True
         if run.outcome is None and run.timed_out():
             run.fail(
@@ -185,8 +259,8 @@ class Tuner:
             active.measurements, self.metric.goal, self.spec.study.measurement_selection
         )
         if outcome is ClusterOutcome.SUCCEEDED and value is not None:
-            _tell(self.study, active.optuna_trial, value=value)
             self._close(active, "SUCCEEDED", value)
+            _tell(self.study, active.optuna_trial, value=value)
         else:
             self.failed += 1
             self.last_failure = run.error_message or (
@@ -194,8 +268,8 @@ class Tuner:
                 f"hypertune (file {run.chief_metric_file}); last log lines:\n"
                 f"{log_tail(run.replicas[0].log_path)}"
             )
-            _tell(self.study, active.optuna_trial, state="FAIL")
             self._close(active, "INFEASIBLE", None, reason=self.last_failure)
+            _tell(self.study, active.optuna_trial, state="FAIL")
         return True
 
     def _read_new_measurements(self, active: _ActiveTrial) -> None:
@@ -230,6 +304,9 @@ class Tuner:
         )
         self.finished_runs.append(active.run)
         del self.active[trial_id]
+        # Recorded before Optuna hears of it: a supervisor that dies in between leaves a
+        # result that the next one tells Optuna, never a result that is lost.
+        self.save()
 
     def stop_all(self) -> None:
         for active in list(self.active.values()):
@@ -271,7 +348,10 @@ class Tuner:
 
 
 def _tell(
-    study: optuna.Study, trial: optuna.Trial, value: float | None = None, state: str = "COMPLETE"
+    study: optuna.Study,
+    trial: optuna.Trial | int,
+    value: float | None = None,
+    state: str = "COMPLETE",
 ) -> None:
     import optuna
 
@@ -297,4 +377,4 @@ def _read_seed(job_path: Path) -> int | None:
     return int(text) if text else None
 
 
-__all__ = ["STUDY_PLOT", "Tuner"]
+__all__ = ["STUDY_PLOT", "VERTEX_TRIAL_ID", "Tuner"]

@@ -1,0 +1,125 @@
+"""A local study survives its supervisor: the Optuna study is a journal in the job
+directory, and running the job again resumes it (finished trials count, interrupted ones
+run again with their parameters) instead of starting over."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.bodies import double, job_spec, study, tuning_job
+from tests.local.conftest import PoolFactory, pid_gone
+from trainer.metric import HYPERTUNE_METRIC_TAG
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED, JobNotResumableError
+from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
+from vertex_training.jobs.backends.local.tuner import VERTEX_TRIAL_ID
+from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.local.jobs import LocalJob
+from vertex_training.local.progress import run_jobs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+TUNING = JobKind.HYPERPARAMETER_TUNING_JOB
+TRIALS = 6
+
+
+def _wait_for(condition: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    import optuna
+
+    body = tuning_job(
+        job_spec(standin_pool(["--steps=3", "--step-sleep=0.3"]), output="gs://bucket/hp"),
+        study(double("x", 0.01, 1.0)),
+        max_trials=TRIALS,
+        parallel=2,
+        display_name="resumable-study",
+    )
+    record = backend.submit(TUNING, body)
+
+    def mid_study() -> bool:
+        states = [t.state for t in backend.get(record.name).trials]
+        return states.count("SUCCEEDED") >= 2 and "ACTIVE" in states
+
+    _wait_for(mid_study)
+    details = backend.details(record.name)
+    running = [t for t in details.record.trials if t.state == "ACTIVE"]
+    assert running
+    supervisor = details.supervisor_pid
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    _wait_for(lambda: pid_gone(supervisor))
+    died = backend.details(record.name)
+    assert died.record.state is JobState.FAILED
+    assert (died.record.error_message or "").startswith(SUPERVISOR_DIED)
+    before = {t.trial_id: t for t in died.record.trials if t.state == "SUCCEEDED"}
+    assert 2 <= len(before) < TRIALS
+    # The dead supervisor's trial processes were stopped with it.
+    assert all(pid_gone(r.pid) for r in died.replicas if r.pid is not None)
+
+    # Running the same job again finds it and resumes it.
+    out = io.StringIO()
+    [outcome] = run_jobs(backend, [("study", LocalJob(TUNING, body))], out, poll_seconds=0.05)
+    assert f"resuming {record.name}" in out.getvalue()
+    assert outcome.record.name == record.name
+    assert outcome.record.state is JobState.SUCCEEDED, outcome.record.error_message
+    trials = outcome.record.trials
+    assert [t.trial_id for t in trials] == [str(i) for i in range(1, TRIALS + 1)]
+    assert all(t.state == "SUCCEEDED" and HYPERTUNE_METRIC_TAG in t.final_metrics for t in trials)
+    # What had finished kept its parameters and result: it was not run again.
+    for trial_id, trial in before.items():
+        assert trials[int(trial_id) - 1] == trial
+    # Interrupted trials ran again with their parameters; their first attempt is kept.
+    by_id = {t.trial_id: t for t in trials}
+    rerun = [t for t in running if t.trial_id not in before]
+    assert rerun
+    for trial in rerun:
+        assert by_id[trial.trial_id].parameters == trial.parameters
+        attempt = backend.jobs_dir / record.job_id / "trials" / f"{trial.trial_id}.interrupted"
+        assert attempt.is_dir()
+
+    # The study loads from its journal, as optuna-dashboard opens it: every trial id
+    # completed once; the interrupted attempts are there as FAIL.
+    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
+    loaded = optuna.load_study(study_name="resumable-study", storage=journal_storage(journal))
+    complete = [t for t in loaded.trials if t.state is optuna.trial.TrialState.COMPLETE]
+    assert sorted(t.user_attrs[VERTEX_TRIAL_ID] for t in complete) == sorted(by_id)
+    assert {t.value for t in complete} == {t.final_metrics[HYPERTUNE_METRIC_TAG] for t in trials}
+    failed = [t for t in loaded.trials if t.state is optuna.trial.TrialState.FAIL]
+    assert len(failed) == len(loaded.trials) - TRIALS >= len(rerun)
+    assert not [t for t in loaded.trials if t.state is optuna.trial.TrialState.RUNNING]
+
+
+def test_only_a_job_whose_supervisor_died_resumes(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    body = tuning_job(
+        job_spec(standin_pool(["--steps=1"]), output="gs://bucket/hp"),
+        study(double("x", 0.01, 1.0)),
+        max_trials=1,
+        parallel=1,
+    )
+    record = backend.submit(TUNING, body)
+    assert backend.wait(record.name, timeout=60).state is JobState.SUCCEEDED
+    with pytest.raises(JobNotResumableError, match=r"is SUCCEEDED.*only a job whose supervisor"):
+        backend.resume(record.name)
+    assert backend.find_interrupted(TUNING, body) is None
+    # A finished study's journal holds its one trial.
+    journal = Path(backend.jobs_dir / record.job_id / STUDY_JOURNAL)
+    import optuna
+
+    [trial] = optuna.load_study(study_name=None, storage=journal_storage(journal)).trials
+    assert trial.state is optuna.trial.TrialState.COMPLETE

@@ -1,0 +1,243 @@
+"""A Vertex AI TensorBoard instance for the platform's jobs, and what the training account
+needs to write to it.
+
+How the integration works: a CustomJob (or every trial of a tuning job) whose
+``jobSpec.tensorboard`` names this instance and whose ``jobSpec.baseOutputDirectory`` is set
+gets ``AIP_TENSORBOARD_LOG_DIR`` (``<base>/logs/``, per trial ``<base>/<trial>/logs/``);
+Vertex runs an uploader beside the replicas **as the job's service account**, which reads
+the event files from that bucket path and writes them into the instance (one TensorBoard
+experiment per job, one run per log directory). The instance, the bucket and the job must
+be in the same region.
+
+Roles, and why (the least that works):
+
+- training account: a project-level custom role holding only
+  ``TENSORBOARD_WRITER_PERMISSIONS`` (get the instance; create, read, update and write its
+  experiments, runs and time series: what the uploader calls). Vertex's documentation
+  grants ``roles/aiplatform.user`` for this, which would also let a training replica
+  submit jobs, deploy endpoints and read every dataset of the project. TensorBoards have
+  no resource-level IAM, so the project is the narrowest scope there is.
+- with ``experiments=True`` the role also holds ``EXPERIMENT_PERMISSIONS`` (the metadata
+  store's contexts, executions and artifacts): what ``jobSpec.experimentRun`` and
+  ``aiplatform.log_metrics`` from inside a replica write. Off by default: a job that only
+  streams TensorBoard logs needs none of it.
+- bucket access is not granted here: the training account already holds
+  ``roles/storage.objectAdmin`` on the training bucket (``identity.py``), which covers
+  writing the event files and the uploader reading them back.
+
+Vertex Experiments: pulumi-gcp (10.2.0) has no resource for a metadata store context (an
+experiment is a context of schema ``system.Experiment`` in the ``default`` metadata store),
+only ``vertex.AiMetadataStore`` and TensorBoard experiments. Create the experiment once,
+backed by this instance, with the Vertex SDK::
+
+    from google.cloud import aiplatform
+    aiplatform.init(project=PROJECT, location=REGION,
+                    experiment=NAME, experiment_tensorboard=TENSORBOARD_RESOURCE_NAME)
+
+after which jobs name it as ``jobSpec.experiment =
+projects/P/locations/REGION/metadataStores/default/contexts/NAME`` (and optionally
+``jobSpec.experimentRun = .../contexts/NAME-RUN``); ``experiment_resource_name`` builds
+that path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_gcp.projects as gcp_projects
+import pulumi_gcp.vertex as gcp_vertex
+
+from vertex_training.platform._options import child_options
+
+__all__ = [
+    "EXPERIMENT_PERMISSIONS",
+    "TENSORBOARD_WRITER_PERMISSIONS",
+    "ExperimentTracking",
+    "ExperimentTrackingArgs",
+    "experiment_resource_name",
+    "tensorboard_console_url",
+]
+
+TENSORBOARD_WRITER_PERMISSIONS: tuple[str, ...] = (
+    "aiplatform.tensorboards.get",
+    "aiplatform.tensorboardExperiments.create",
+    "aiplatform.tensorboardExperiments.get",
+    "aiplatform.tensorboardExperiments.list",
+    "aiplatform.tensorboardExperiments.update",
+    "aiplatform.tensorboardExperiments.write",
+    "aiplatform.tensorboardRuns.create",
+    "aiplatform.tensorboardRuns.get",
+    "aiplatform.tensorboardRuns.list",
+    "aiplatform.tensorboardRuns.update",
+    "aiplatform.tensorboardRuns.write",
+    "aiplatform.tensorboardTimeSeries.create",
+    "aiplatform.tensorboardTimeSeries.get",
+    "aiplatform.tensorboardTimeSeries.list",
+    "aiplatform.tensorboardTimeSeries.update",
+)
+"""What the TensorBoard uploader of a training job calls (REST reference: experiments /
+runs / timeSeries ``create``, ``batchCreate`` (needs ``create``), ``write``)."""
+
+EXPERIMENT_PERMISSIONS: tuple[str, ...] = (
+    "aiplatform.metadataStores.get",
+    "aiplatform.contexts.create",
+    "aiplatform.contexts.get",
+    "aiplatform.contexts.list",
+    "aiplatform.contexts.update",
+    "aiplatform.executions.create",
+    "aiplatform.executions.get",
+    "aiplatform.executions.list",
+    "aiplatform.executions.update",
+    "aiplatform.artifacts.create",
+    "aiplatform.artifacts.get",
+    "aiplatform.artifacts.list",
+    "aiplatform.artifacts.update",
+)
+"""What logging parameters and metrics to a Vertex Experiment run writes."""
+
+
+def experiment_resource_name(project: str, region: str, experiment: str) -> str:
+    """``jobSpec.experiment`` for an experiment in the region's default metadata store."""
+    return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{experiment}"
+
+
+def tensorboard_console_url(project: str) -> str:
+    """The console's TensorBoard instances page (Vertex AI > Experiments) of the project.
+
+    It lists every instance with a link to open its TensorBoard; a per-instance address is
+    not a documented URL, so this does not guess one.
+    """
+    return (
+        "https://console.cloud.google.com/vertex-ai/experiments/tensorboard-instances"
+        f"?project={project}"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExperimentTrackingArgs:
+    project: str
+    region: str
+    """The jobs' region: Vertex refuses a job whose TensorBoard lives elsewhere."""
+    display_name: str
+    training_member: pulumi.Input[str]
+    """``serviceAccount:<email>`` of the account the jobs run as (the uploader's identity)."""
+    role_id: str
+    """Custom role id, unique in the project (letters, digits, '_' and '.'; 3-64
+    characters), e.g. ``vertexTensorboardWriter_dev``. A deleted custom role keeps its id
+    for 7 days (Pulumi undeletes it when it is declared again)."""
+    kms_key_name: pulumi.Input[str] | None = None
+    """CMEK for the instance and everything under it; the key must be in ``region`` and
+    Vertex's service agent needs ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it."""
+    experiments: bool = False
+    """Also grant what logging to Vertex Experiments needs (``EXPERIMENT_PERMISSIONS``)."""
+    description: str = "TensorBoard logs of the platform's training jobs"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    existing_tensorboard: str | None = None
+    """Bring your own: ``projects/P/locations/REGION/tensorboards/ID`` of an instance made
+    elsewhere. Nothing is created for it (``kms_key_name``, ``labels`` and ``description``
+    are then unused); the writer role is still granted."""
+
+    def __post_init__(self) -> None:
+        # Refused here, before any resource is registered: Vertex would only refuse the
+        # first job that names the instance.
+        if self.existing_tensorboard is not None:
+            match = _TENSORBOARD_NAME.match(self.existing_tensorboard)
+            if match is None:
+                raise ValueError(
+                    f"existing_tensorboard {self.existing_tensorboard!r} must be "
+                    "projects/P/locations/REGION/tensorboards/ID"
+                )
+            if match.group(1) != self.region:
+                raise ValueError(
+                    f"existing_tensorboard is in {match.group(1)!r}, the jobs run in "
+                    f"{self.region!r}: Vertex needs the TensorBoard in the jobs' region"
+                )
+        if isinstance(self.kms_key_name, str):
+            match = _KMS_KEY_NAME.match(self.kms_key_name)
+            if match is None or match.group(1) != self.region:
+                raise ValueError(
+                    f"kms_key_name {self.kms_key_name!r} must be a key in the jobs' region: "
+                    f"projects/P/locations/{self.region}/keyRings/R/cryptoKeys/K"
+                )
+
+
+_TENSORBOARD_NAME = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
+_KMS_KEY_NAME = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
+
+
+class ExperimentTracking(pulumi.ComponentResource):
+    """A Vertex AI TensorBoard instance, and a least-privilege writer role for the jobs."""
+
+    tensorboard: gcp_vertex.AiTensorboard | None
+    """None when ``existing_tensorboard`` was given."""
+    role: gcp_projects.IAMCustomRole
+    grant: gcp_projects.IAMMember
+    permissions: Sequence[str]
+    """The custom role's permissions, for inspection."""
+    tensorboard_name: pulumi.Output[str]
+    """``projects/P/locations/REGION/tensorboards/ID``: the value of ``jobSpec.tensorboard``."""
+    console_url: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: ExperimentTrackingArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("vertex-training:platform:ExperimentTracking", name, None, opts)
+        child = child_options(self, opts)
+        self.tensorboard = None
+        if args.existing_tensorboard is not None:
+            self.tensorboard_name = pulumi.Output.from_input(args.existing_tensorboard)
+        else:
+            encryption = (
+                gcp_vertex.AiTensorboardEncryptionSpecArgs(kms_key_name=args.kms_key_name)
+                if args.kms_key_name is not None
+                else None
+            )
+            self.tensorboard = gcp_vertex.AiTensorboard(
+                f"{name}-tensorboard",
+                project=args.project,
+                region=args.region,
+                display_name=args.display_name,
+                description=args.description,
+                encryption_spec=encryption,
+                labels=dict(args.labels),
+                opts=child,
+            )
+            self.tensorboard_name = self.tensorboard.name.apply(
+                lambda short: _full_name(args.project, args.region, short)
+            )
+        self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
+            EXPERIMENT_PERMISSIONS if args.experiments else ()
+        )
+        self.role = gcp_projects.IAMCustomRole(
+            f"{name}-writer-role",
+            project=args.project,
+            role_id=args.role_id,
+            title="Vertex AI TensorBoard writer (training jobs)",
+            description="Upload a training job's TensorBoard logs; nothing else in Vertex AI",
+            permissions=list(self.permissions),
+            opts=child,
+        )
+        self.grant = gcp_projects.IAMMember(
+            f"{name}-training-writer",
+            project=args.project,
+            role=self.role.name,
+            member=args.training_member,
+            opts=child,
+        )
+        # Waits for the instance: the page shows nothing before it exists.
+        self.console_url = self.tensorboard_name.apply(
+            lambda _: tensorboard_console_url(args.project)
+        )
+        self.register_outputs(
+            {"tensorboard_name": self.tensorboard_name, "console_url": self.console_url}
+        )
+
+
+def _full_name(project: str, region: str, name: str) -> str:
+    # The provider reports the id alone (its resource id is the full path); accept both.
+    if name.startswith("projects/"):
+        return name
+    return f"projects/{project}/locations/{region}/tensorboards/{name}"
