@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, declare_job
     from vertex_training.platform.platform import (
         ImageBuild,
+        TensorBoard,
         TrainingPlatform,
         TrainingPlatformArgs,
         Workbench,
@@ -86,7 +87,7 @@ _HOMES = {
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),
     **dict.fromkeys(
-        ("ImageBuild", "TrainingPlatform", "TrainingPlatformArgs", "Workbench"),
+        ("ImageBuild", "TensorBoard", "TrainingPlatform", "TrainingPlatformArgs", "Workbench"),
         "vertex_training.platform.platform",
     ),
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
@@ -116,6 +117,7 @@ __all__ = [
     "Scheduling",
     "StackDefinition",
     "Study",
+    "TensorBoard",
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "TrialJob",

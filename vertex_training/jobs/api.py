@@ -83,6 +83,11 @@ class JobPlatform(Protocol):
     def tensorboard(self) -> pulumi.Output[str] | None: ...
 
     @property
+    def kms_key_name(self) -> pulumi.Input[str] | None:
+        """CMEK the platform's jobs are encrypted with by default."""
+        ...
+
+    @property
     def labels(self) -> Mapping[str, str]: ...
 
     @property
@@ -285,7 +290,13 @@ class _RunFields(_Checked):
     """None: ``<platform bucket>/jobs/<resource name>`` (``AIP_MODEL_DIR`` is its
     ``model/``)."""
     tensorboard: pulumi.Input[str] | None = None
-    """A Vertex AI TensorBoard resource name; None: the platform's, if it has one."""
+    """A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the
+    job streams ``AIP_TENSORBOARD_LOG_DIR`` to it; it needs ``base_output_directory``)."""
+    experiment: pulumi.Input[str] | None = None
+    """A Vertex Experiment (``projects/P/locations/R/metadataStores/default/contexts/N``)
+    the job's run is recorded in."""
+    experiment_run: pulumi.Input[str] | None = None
+    """The experiment run (a context of ``experiment``); needs ``experiment``."""
     enable_web_access: bool = False
     persistent_resource_id: pulumi.Input[str] | None = None
     """Run on this persistent resource's machines instead of new ones."""
@@ -301,7 +312,8 @@ class _JobFields(_Checked):
     labels: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     """Added to the platform's labels."""
     kms_key_name: pulumi.Input[str] | None = None
-    """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region."""
+    """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region; None: the
+    platform's."""
     project: str | None = None
     """Without a platform: the Google Cloud project the job runs in."""
     region: str | None = None
@@ -397,6 +409,7 @@ class JobContext:
     service_account: pulumi.Input[str] | None = None
     network: pulumi.Input[str] | None = None
     tensorboard: pulumi.Input[str] | None = None
+    kms_key_name: pulumi.Input[str] | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     local_root: Path | None = None
     strict: bool = False
@@ -479,6 +492,8 @@ def _run_body(run: _RunFields, context: JobContext, where: str) -> dict[str, Any
         ("network", run.network or context.network),
         ("tensorboard", run.tensorboard or context.tensorboard),
         ("persistentResourceId", run.persistent_resource_id),
+        ("experiment", run.experiment),
+        ("experimentRun", run.experiment_run),
     ):
         if value is not None:
             spec[key] = value
@@ -570,8 +585,9 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
         "displayName": args.display_name if args.display_name is not None else context.name,
         "labels": {**context.labels, **args.labels},
     }
-    if args.kms_key_name is not None:
-        body["encryptionSpec"] = {"kmsKeyName": args.kms_key_name}
+    kms_key_name = args.kms_key_name if args.kms_key_name is not None else context.kms_key_name
+    if kms_key_name is not None:
+        body["encryptionSpec"] = {"kmsKeyName": kms_key_name}
     if isinstance(args, CustomJobArgs):
         body["jobSpec"] = _run_body(args, context, where)
     else:
@@ -754,6 +770,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
         service_account=platform.training_service_account,
         network=platform.network,
         tensorboard=platform.tensorboard,
+        kms_key_name=platform.kms_key_name,
         labels=platform.labels,
         local_root=platform.local_root,
         strict=strict,

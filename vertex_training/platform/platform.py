@@ -44,6 +44,7 @@ __all__ = [
     "LOCAL_PROJECT",
     "PROJECT_NAME",
     "ImageBuild",
+    "TensorBoard",
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
@@ -98,6 +99,21 @@ class Workbench(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TensorBoard(_Checked):
+    """A Vertex AI TensorBoard the platform's jobs stream their logs to: jobs get
+    ``tensorboard`` set to it by default, and the training account a custom role with
+    only what the uploader writes (``vertex_training.platform.tensorboard``)."""
+
+    display_name: str | None = None
+    """None: ``<stack> training``."""
+    existing: str | None = None
+    """Bring your own instance (``projects/P/locations/R/tensorboards/ID``, in the
+    platform's region): none is created; the training account still gets the role."""
+    experiments: bool = False
+    """Also grant what Vertex Experiments runs write (``experiment``/``experiment_run``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainingPlatformArgs(_Checked):
     """Everything a training environment is made of; each part can be brought instead."""
 
@@ -132,6 +148,12 @@ class TrainingPlatformArgs(_Checked):
     staging_retention_days: int = 7
     soft_delete_retention_days: int = 7
     """prod: days a deleted or overwritten object stays recoverable."""
+    tensorboard: TensorBoard | None = None
+    """A Vertex AI TensorBoard for the jobs (cloud environments; locally, ``make
+    tensorboard`` serves the logs)."""
+    kms_key_name: str | None = None
+    """CMEK (``projects/P/locations/R/keyRings/K/cryptoKeys/C``, in the platform's region)
+    for the bucket, the TensorBoard and, by default, every job."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Added to the platform's own labels on every resource and job."""
     strict_hardware_checks: bool | None = None
@@ -160,6 +182,10 @@ class TrainingPlatform(pulumi.ComponentResource):
     """The JupyterLab address; None without a Workbench instance."""
     network: pulumi.Input[str] | None
     tensorboard: pulumi.Output[str] | None
+    """The Vertex AI TensorBoard's resource name; None without one."""
+    tensorboard_url: pulumi.Output[str] | None
+    """Where to look at the jobs' curves (the console's TensorBoard page)."""
+    kms_key_name: str | None
     labels: Mapping[str, str]
     """Labels every resource and job of the platform carries."""
     local_root: Path | None
@@ -191,6 +217,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.region = args.region
         self.network = args.network
         self.tensorboard = None
+        self.tensorboard_url = None
+        self.kms_key_name = args.kms_key_name
         self.labels = platform_labels(args.environment, stack, args.labels)
         self.strict_hardware_checks = (
             args.environment == "prod"
@@ -210,6 +238,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             {
                 "bucket_url": self.bucket_url,
                 "training_service_account": self.training_service_account,
+                "tensorboard": self.tensorboard,
                 "images": dict(self._images),
             }
         )
@@ -300,6 +329,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     force_destroy=not is_prod,
                     versioning=is_prod,
                     soft_delete_retention_days=args.soft_delete_retention_days if is_prod else 0,
+                    kms_key_name=args.kms_key_name,
                     protect=is_prod,
                 ),
                 opts=after(),
@@ -357,6 +387,15 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.training_service_account = pulumi.Output.from_input(
                 args.training_service_account  # type: ignore[arg-type]
             )
+        if args.tensorboard is not None:
+            self._tensorboard(
+                name=name,
+                args=args,
+                tensorboard=args.tensorboard,
+                stack=stack,
+                identity=identity,
+                after=after,
+            )
         if workbench is not None:
             self._workbench(
                 name=name,
@@ -373,6 +412,50 @@ class TrainingPlatform(pulumi.ComponentResource):
                 continue
             assert repository is not None
             self._images[image_name] = self._build(name, image_name, image, repository, after)
+
+    def _tensorboard(
+        self,
+        *,
+        name: str,
+        args: TrainingPlatformArgs,
+        tensorboard: TensorBoard,
+        stack: str,
+        identity: object,
+        after: object,
+    ) -> None:
+        from vertex_training.platform.identity import PlatformIdentity
+        from vertex_training.platform.tensorboard import (
+            ExperimentTracking,
+            ExperimentTrackingArgs,
+        )
+
+        assert args.project is not None and callable(after)
+        account = identity.training_account if isinstance(identity, PlatformIdentity) else None
+        member: pulumi.Input[str] = (
+            account.member
+            if account is not None
+            else pulumi.Output.concat(
+                "serviceAccount:", pulumi.Output.from_input(self.training_service_account or "")
+            )
+        )
+        tracking = ExperimentTracking(
+            f"{name}-tracking",
+            ExperimentTrackingArgs(
+                project=args.project,
+                region=args.region,
+                display_name=tensorboard.display_name or f"{stack} training",
+                training_member=member,
+                role_id=f"vertexTensorboardWriter_{stack.replace('-', '_')}"[:64],
+                kms_key_name=args.kms_key_name,
+                experiments=tensorboard.experiments,
+                labels=self.labels,
+                existing_tensorboard=tensorboard.existing,
+            ),
+            opts=after(*([identity] if isinstance(identity, pulumi.Resource) else [])),
+        )
+        self.tensorboard = tracking.tensorboard_name
+        self.tensorboard_url = tracking.console_url
+        self._dependencies.append(tracking)
 
     def _workbench(
         self,
@@ -523,6 +606,25 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
         errors += errors_
         findings += found
     warnings: list[str] = []
+    if args.kms_key_name is not None and f"/locations/{args.region}/" not in args.kms_key_name:
+        errors.append(
+            f"{where}.kms_key_name: {args.kms_key_name!r} is not a key in {args.region}; "
+            f"valid: projects/P/locations/{args.region}/keyRings/K/cryptoKeys/C (CMEK keys "
+            "must be in the region of what they encrypt)"
+        )
+    if args.tensorboard is not None:
+        existing = args.tensorboard.existing
+        if existing is not None and f"/locations/{args.region}/tensorboards/" not in existing:
+            errors.append(
+                f"{where}.tensorboard.existing: {existing!r} is not a TensorBoard in "
+                f"{args.region}; valid: projects/P/locations/{args.region}/tensorboards/ID "
+                "(jobs stream only to a TensorBoard in their own region)"
+            )
+    if args.tensorboard is not None and not cloud:
+        warnings.append(
+            f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
+            "`make tensorboard STACK=local` serves the local jobs' logs"
+        )
     for key, finding in findings:
         text = f"{where}.{key}: {finding.message}"
         (errors if finding.severity == "error" else warnings).append(text)

@@ -35,6 +35,9 @@ class TrainingBucketArgs:
     """With versioning: how many older versions of one object are kept."""
     soft_delete_retention_days: int = 0
     """Days deleted objects stay restorable; 0 turns soft delete (and its cost) off."""
+    kms_key_name: pulumi.Input[str] | None = None
+    """CMEK: the bucket's default key (Cloud Storage's service agent needs
+    ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it)."""
     protect: bool = False
     """prod: the engine refuses to delete the bucket, and would leave it in place anyway."""
 
@@ -85,6 +88,11 @@ class TrainingBucket(pulumi.ComponentResource):
                 retention_duration_seconds=args.soft_delete_retention_days * _SECONDS_PER_DAY
             ),
             lifecycle_rules=lifecycle_rules,
+            encryption=(
+                gcp_storage.BucketEncryptionArgs(default_kms_key_name=args.kms_key_name)
+                if args.kms_key_name is not None
+                else None
+            ),
             opts=child_options(self, opts, protect=args.protect, retain_on_delete=args.protect),
         )
         self.name = self.bucket.name
