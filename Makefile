@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run preview destroy lock pulumi-cli stack-select bench clean
+.PHONY: install lint test test-fast up local-run preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -81,6 +81,17 @@ local-run: install
 
 preview: stack-select
 	"$(PULUMI)" preview --stack $(STACK) --diff
+
+# What $(STACK) costs before it runs: one row per job and the Workbench instance, then
+# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).
+estimate: install
+	$(BIN)/python -m vertex_training.cost --stack $(STACK)
+
+# The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6);
+# `pulumi preview --policy-pack policy` creates the same one itself.
+policy-venv: policy/requirements.txt
+	test -x policy/venv/bin/python || $(PY) -m venv policy/venv
+	policy/venv/bin/pip install -q -r policy/requirements.txt
 
 # Protected resources (the prod bucket and its models) stay; everything else goes.
 destroy: stack-select

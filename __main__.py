@@ -5,6 +5,7 @@ Everything with logic lives in ``vertex_training/``; this file only wires it tog
 
 import pulumi
 
+from vertex_training.cost.stack import log_stack_estimates
 from vertex_training.jobs.program import declare_jobs, job_outputs
 from vertex_training.platform.build import build_platform
 from vertex_training.stack.config import load_pulumi_config
@@ -22,6 +23,8 @@ OUTPUT_JOBS = "jobs"
 
 # Fails with every config problem listed before a single resource is registered.
 config = load_pulumi_config()
+# What the jobs will cost, before anything runs (a diagnostic in `pulumi preview`).
+log_stack_estimates(config)
 platform = build_platform(config)
 jobs = declare_jobs(
     platform, config.jobs.jobs, strict_hardware=config.general.strict_hardware_checks
