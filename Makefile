@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv
+.PHONY: install lint test test-fast up local-run preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv policy-preview
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -92,6 +92,12 @@ estimate: install
 policy-venv: policy/requirements.txt
 	test -x policy/venv/bin/python || $(PY) -m venv policy/venv
 	policy/venv/bin/pip install -q -r policy/requirements.txt
+
+# `pulumi preview` judged by the policy pack (policy/), with the stack's policy config
+# (policy/config/$(STACK).json) where there is one.
+policy-preview: stack-select
+	"$(PULUMI)" preview --stack $(STACK) --diff --policy-pack policy \
+	  $(if $(wildcard policy/config/$(STACK).json),--policy-pack-config policy/config/$(STACK).json)
 
 # Protected resources (the prod bucket and its models) stay; everything else goes.
 destroy: stack-select

@@ -130,3 +130,13 @@ def test_prod_budget_is_the_mandatory_policy(pack: dict[str, Any]) -> None:
     (message,) = found["budget-prod"]
     assert "over the budget of $0.50" in message
     assert "budget" not in found
+
+
+@pytest.mark.parametrize(
+    "config_file", sorted((PROJECT_ROOT / "policy" / "config").glob("*.json")), ids=lambda p: p.name
+)
+def test_stack_policy_configs_name_real_policies(pack: dict[str, Any], config_file: Path) -> None:
+    config = json.loads(config_file.read_text())
+    assert set(config) <= set(pack["policies"]), config_file
+    for name, settings in config.items():
+        assert set(settings) - {"enforcementLevel"} <= set(pack["policies"][name]["config"])
