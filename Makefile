@@ -32,7 +32,7 @@ lint: install
 
 # tests/engine drives the real CLI through the local stack's lifecycle: build it first
 # where Go exists (the tests skip, saying why, where no CLI can be had).
-test: install lint
+test: install lint policy-venv
 	$(MAKE) --no-print-directory pulumi-cli || echo "No Pulumi CLI: tests/engine will skip."
 	$(BIN)/pytest -q -p no:cacheprovider
 
@@ -89,9 +89,12 @@ estimate: install
 
 # The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6);
 # `pulumi preview --policy-pack policy` creates the same one itself.
-policy-venv: policy/requirements.txt
+policy-venv: policy/venv/.installed
+
+policy/venv/.installed: policy/requirements.txt
 	test -x policy/venv/bin/python || $(PY) -m venv policy/venv
 	policy/venv/bin/pip install -q -r policy/requirements.txt
+	touch $@
 
 # `pulumi preview` judged by the policy pack (policy/), with the stack's policy config
 # (policy/config/$(STACK).json) where there is one.
