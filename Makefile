@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean
+.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv policy-preview
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -32,7 +32,7 @@ lint: install
 
 # tests/engine drives the real CLI through the local stack's lifecycle: build it first
 # where Go exists (the tests skip, saying why, where no CLI can be had).
-test: install lint
+test: install lint policy-venv
 	$(MAKE) --no-print-directory pulumi-cli || echo "No Pulumi CLI: tests/engine will skip."
 	$(BIN)/pytest -q -p no:cacheprovider
 
@@ -86,6 +86,26 @@ tensorboard: install
 
 preview: stack-select
 	"$(PULUMI)" preview --stack $(STACK) --diff
+
+# What $(STACK) costs before it runs: one row per job and the Workbench instance, then
+# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).
+estimate: install
+	$(BIN)/python -m vertex_training.cost --stack $(STACK)
+
+# The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6);
+# `pulumi preview --policy-pack policy` creates the same one itself.
+policy-venv: policy/venv/.installed
+
+policy/venv/.installed: policy/requirements.txt
+	test -x policy/venv/bin/python || $(PY) -m venv policy/venv
+	policy/venv/bin/pip install -q -r policy/requirements.txt
+	touch $@
+
+# `pulumi preview` judged by the policy pack (policy/), with the stack's policy config
+# (policy/config/$(STACK).json) where there is one.
+policy-preview: stack-select
+	"$(PULUMI)" preview --stack $(STACK) --diff --policy-pack policy \
+	  $(if $(wildcard policy/config/$(STACK).json),--policy-pack-config policy/config/$(STACK).json)
 
 # Protected resources (the prod bucket and its models) stay; everything else goes.
 destroy: stack-select

@@ -246,6 +246,9 @@ class JobDeclaration(_Model):
     max_trial_count: int | None = None
     parallel_trial_count: int | None = None
     max_failed_trial_count: int = 0
+    expected_duration_seconds: Annotated[float, Field(gt=0)] | None = None
+    """How long one run (a study: one trial) is expected to take: cost estimates use it,
+    else the timeout (an upper bound)."""
     # How `pulumi up` waits (changing these never starts a new run).
     wait: bool = True
     """Wait for the job to end, like the codelab's ``run()``."""
@@ -341,6 +344,7 @@ class JobDeclaration(_Model):
             "wait": self.wait,
             "wait_timeout_seconds": self.wait_timeout_seconds,
             "poll_interval_seconds": self.poll_interval_seconds,
+            "expected_duration_seconds": self.expected_duration_seconds,
         }
         if self.kind == "custom":
             return api.CustomJobArgs(**run, **job)

@@ -212,6 +212,14 @@ class GeneralSettings(_Section):
         "true or false",
         "true",
     )
+    budget: int = _key(
+        "budget",
+        0,
+        "USD one run of every job of the stack plus an hour of Workbench may cost (0: no "
+        "budget); the policy pack refuses an estimate over it in prod, warns elsewhere.",
+        "0 (no budget) or a whole number of US dollars > 0",
+        "50",
+    )
     local_root: str = _key(
         "localRoot",
         ".local-vertex",
@@ -229,6 +237,25 @@ class GeneralSettings(_Section):
             raise InvalidValueError(
                 f"'{value}' is not a region where Vertex AI training runs{hint}",
                 "one of " + ", ".join(sorted(VERTEX_REGIONS)),
+            )
+        return value
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_not_a_flag(cls, value: object) -> object:
+        # Lax integers would take true as $1.
+        if isinstance(value, bool) or value in ("true", "false"):
+            raise _FieldValueError(
+                f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
+            )
+        return value
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise _FieldValueError(
+                f"{value} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
         return value
 
@@ -528,6 +555,11 @@ class StackConfig(BaseModel):
     @property
     def region(self) -> str:
         return self.general.region
+
+    @property
+    def budget(self) -> float | None:
+        """``budget`` in USD, None when the stack sets none (0)."""
+        return float(self.general.budget) if self.general.budget else None
 
     @property
     def bucket_name(self) -> str:

@@ -1,0 +1,280 @@
+"""The CrossGuard policies: each wraps one check of ``policy/rules.py`` with its
+enforcement level and config schema.
+
+Relax a policy per stack with a policy config file (``policy/config/<stack>.json``):
+``{"required-labels": {"enforcementLevel": "disabled"}}`` or change its config, e.g.
+``{"gpus-per-job": {"maxGpus": {"dev": 8}}}``. Every policy also takes ``environment``
+to override the environment a resource is judged in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError
+
+from policy import rules
+from policy.rules import Resource
+
+POLICY_PACK_NAME = "vertex-training"
+
+_ENVIRONMENT = {
+    "environment": {
+        "type": "string",
+        "enum": ["local", "dev", "prod"],
+        "description": "Judge resources as this environment (default: their environment label).",
+    }
+}
+_ENVIRONMENTS = {
+    "type": "array",
+    "items": {"type": "string", "enum": ["local", "dev", "prod"]},
+    "description": "Environments the policy applies in.",
+}
+_PER_ENVIRONMENT_INT = {
+    "type": "object",
+    "additionalProperties": {"type": "integer", "minimum": 0},
+}
+
+
+def _config(args: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
+    config = {k: v for k, v in dict(args.get_config() or {}).items() if k != "enforcementLevel"}
+    merged = {**defaults, **config}
+    for key, value in defaults.items():
+        # Per-environment maps merge key by key, so {"dev": 8} keeps prod's default.
+        if isinstance(value, Mapping) and isinstance(config.get(key), Mapping):
+            merged[key] = {**value, **config[key]}
+    return merged
+
+
+def _resource(args: ResourceValidationArgs) -> Resource:
+    return Resource(args.resource_type, args.props, args.urn, args.name)
+
+
+def _resources(args: StackValidationArgs) -> list[Resource]:
+    return [Resource(r.resource_type, r.props, r.urn, r.name) for r in args.resources]
+
+
+def _report(report: ReportViolation, messages: Sequence[str], urn: str | None = None) -> None:
+    for message in messages:
+        if urn is None:
+            report(message)
+        else:
+            report(message, urn)
+
+
+def _resource_policy(
+    name: str,
+    *,
+    description: str,
+    level: EnforcementLevel,
+    check: Callable[[Resource, Mapping[str, Any]], list[str]],
+    defaults: Mapping[str, Any],
+    properties: Mapping[str, Any],
+) -> ResourceValidationPolicy:
+    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
+        _report(report, check(_resource(args), _config(args, defaults)))
+
+    return ResourceValidationPolicy(
+        name=name,
+        description=description,
+        validate=validate,
+        enforcement_level=level,
+        config_schema=PolicyConfigSchema(properties={**_ENVIRONMENT, **properties}),
+    )
+
+
+def _only_in(
+    default_environments: Sequence[str], check: Callable[[Resource], list[str]]
+) -> Callable[[Resource, Mapping[str, Any]], list[str]]:
+    def scoped(resource: Resource, config: Mapping[str, Any]) -> list[str]:
+        return check(resource) if rules.applies(resource, config, default_environments) else []
+
+    return scoped
+
+
+def _stack_environment(resources: Sequence[Resource], config: Mapping[str, Any]) -> str | None:
+    for resource in resources:
+        environment = rules.environment_of(resource, config)
+        if environment is not None:
+            return environment
+    return None
+
+
+def _stack_name(resources: Sequence[Resource]) -> str | None:
+    return next((s for r in resources if (s := rules.stack_of(r))), None)
+
+
+def budget_violations(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[str]:
+    """The budget check of a whole stack; in a preview where a job's spec is not known
+    yet, the stack config gives the same estimate as ``make estimate``."""
+    hours = float(config.get("workbenchHours", rules.DEFAULT_WORKBENCH_HOURS))
+    stack = _stack_name(resources)
+    budget, problems = rules.budget_of(config, stack)
+    if problems or budget is None:
+        return problems
+    try:
+        problems = rules.estimate_errors(resources)
+        total = rules.estimate_from_resources(resources, hours)
+    except UnknownValueError:
+        if stack is None:
+            raise
+        total = rules.estimate_from_stack_config(stack, hours)
+    return problems + rules.stack_budget(total, budget)
+
+
+def _budget_policy(
+    name: str, level: EnforcementLevel, environments: Sequence[str]
+) -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        resources = _resources(args)
+        config = _config(args, {"environments": list(environments)})
+        if _stack_environment(resources, config) in set(config["environments"]):
+            _report(report, budget_violations(resources, config))
+
+    where = "prod" if level is EnforcementLevel.MANDATORY else "every environment but prod"
+    return StackValidationPolicy(
+        name=name,
+        description=(
+            f"The stack's estimated cost stays within its budget ({level.value} in {where})."
+        ),
+        validate=validate,
+        enforcement_level=level,
+        config_schema=PolicyConfigSchema(
+            properties={
+                **_ENVIRONMENT,
+                "environments": _ENVIRONMENTS,
+                "budget": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "USD; default: the stack's vertex-training:budget.",
+                },
+                "workbenchHours": {"type": "number", "minimum": 0, "default": 1},
+            }
+        ),
+    )
+
+
+def _gpus_per_stack() -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        resources = _resources(args)
+        config = _config(args, {"maxGpus": dict(rules.DEFAULT_MAX_GPUS_PER_STACK)})
+        environment = _stack_environment(resources, config)
+        _report(report, rules.stack_gpu_limit(resources, environment, config["maxGpus"]))
+
+    return StackValidationPolicy(
+        name="gpus-per-stack",
+        description="The stack's jobs together hold at most maxGpus[environment] accelerators.",
+        validate=validate,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={**_ENVIRONMENT, "maxGpus": _PER_ENVIRONMENT_INT}
+        ),
+    )
+
+
+def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
+    mandatory, advisory = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
+    environments = {"environments": _ENVIRONMENTS}
+    return [
+        _resource_policy(
+            "required-labels",
+            description="Buckets, notebooks and jobs carry the required labels "
+            "(team, cost-center).",
+            level=advisory,
+            check=lambda r, c: rules.required_labels(r, c["keys"]),
+            defaults={"keys": list(rules.DEFAULT_REQUIRED_LABELS)},
+            properties={"keys": {"type": "array", "items": {"type": "string"}}},
+        ),
+        _resource_policy(
+            "gpus-per-job",
+            description="A job holds at most maxGpus[environment] accelerators at once.",
+            level=mandatory,
+            check=lambda r, c: rules.job_gpu_limit(r, rules.environment_of(r, c), c["maxGpus"]),
+            defaults={"maxGpus": dict(rules.DEFAULT_MAX_GPUS_PER_JOB)},
+            properties={"maxGpus": _PER_ENVIRONMENT_INT},
+        ),
+        _gpus_per_stack(),
+        _resource_policy(
+            "allowed-accelerators",
+            description="Jobs and notebooks use only the accelerator types allowed in their "
+            "environment.",
+            level=mandatory,
+            check=lambda r, c: rules.allowed_accelerators(
+                r, rules.environment_of(r, c), c["allowed"]
+            ),
+            defaults={
+                "allowed": {k: list(v) for k, v in rules.DEFAULT_ALLOWED_ACCELERATORS.items()}
+            },
+            properties={
+                "allowed": {
+                    "type": "object",
+                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                }
+            },
+        ),
+        _resource_policy(
+            "job-timeout",
+            description="Every job (every trial of a study) has a scheduling.timeout.",
+            level=mandatory,
+            check=lambda r, c: rules.job_timeout(r),
+            defaults={},
+            properties={},
+        ),
+        _resource_policy(
+            "image-by-digest",
+            description="Jobs run container images by digest, never by a tag that can move.",
+            level=mandatory,
+            check=_only_in(("dev", "prod"), rules.image_by_digest),
+            defaults={},
+            properties=environments,
+        ),
+        _resource_policy(
+            "no-default-service-account",
+            description="No job or notebook runs as the default compute service account.",
+            level=mandatory,
+            check=_only_in(("dev", "prod"), rules.no_default_service_account),
+            defaults={},
+            properties=environments,
+        ),
+        _resource_policy(
+            "notebook-no-public-ip",
+            description="Notebooks in prod have no public IP.",
+            level=mandatory,
+            check=_only_in(("prod",), rules.notebook_no_public_ip),
+            defaults={},
+            properties=environments,
+        ),
+        _resource_policy(
+            "bucket-access",
+            description="Buckets have uniform bucket-level access and enforced public access "
+            "prevention.",
+            level=mandatory,
+            check=lambda r, c: rules.bucket_access(r),
+            defaults={},
+            properties={},
+        ),
+        _resource_policy(
+            "cmek",
+            description="Buckets and jobs use a customer-managed key where the stack asks for "
+            "it (config environments; none by default).",
+            level=mandatory,
+            check=_only_in((), rules.cmek),
+            defaults={},
+            properties=environments,
+        ),
+        _budget_policy("budget", advisory, ("local", "dev")),
+        _budget_policy("budget-prod", mandatory, ("prod",)),
+    ]
+
+
+__all__ = ["POLICY_PACK_NAME", "budget_violations", "policies"]

@@ -1,0 +1,451 @@
+"""The policies' logic as plain functions over resource properties (no pulumi_policy here).
+
+Each check takes a ``Resource`` (the type token and the input properties the program
+registered, as the engine hands them to a policy pack) or a list of them, plus the
+policy's config, and returns the violations as messages; an empty list passes. Tests call
+these with what the stack programs register under mocks; ``policy/pack.py`` wires them
+to CrossGuard.
+
+The environment (``local``, ``dev``, ``prod``) of a resource comes from the policy config
+(``environment``), else the resource's ``environment`` label (every resource of this
+project carries it), else the stack named in its URN, read through the stack config reader.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import (
+    DEFAULT_WORKBENCH_HOURS,
+    EstimateError,
+    JobEstimate,
+    StackEstimate,
+    WorkbenchEstimate,
+    budget_problem,
+    estimate_job,
+    estimate_workbench,
+    stack_estimate,
+)
+from vertex_training.cost.stack import estimate_stack
+from vertex_training.jobs.model import JobKind
+from vertex_training.stack.config import PROJECT_ROOT, StackConfig, load_stack_config
+
+CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
+TUNING_JOB_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
+JOB_TYPES: Mapping[str, JobKind] = {
+    CUSTOM_JOB_TYPE: JobKind.CUSTOM_JOB,
+    TUNING_JOB_TYPE: JobKind.HYPERPARAMETER_TUNING_JOB,
+}
+BUCKET_TYPE = "gcp:storage/bucket:Bucket"
+WORKBENCH_TYPE = "gcp:workbench/instance:Instance"
+LEGACY_NOTEBOOK_TYPE = "gcp:notebooks/instance:Instance"
+NOTEBOOK_TYPES = (WORKBENCH_TYPE, LEGACY_NOTEBOOK_TYPE)
+
+EXPECTED_DURATION_PROP = "expected_duration_seconds"
+"""The job resource input that declares one run's (one trial's) expected duration."""
+
+_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
+_DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
+_URN_STACK = re.compile(r"^urn:pulumi:(?P<stack>[^:]+)::")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """What a policy sees of one resource."""
+
+    type: str
+    props: Mapping[str, Any]
+    urn: str = ""
+    name: str = ""
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _labels(resource: Resource) -> Mapping[str, Any]:
+    if resource.type in JOB_TYPES:
+        labels = _get(resource.props, "spec", "labels")
+    else:
+        labels = resource.props.get("labels")
+    return labels if isinstance(labels, Mapping) else {}
+
+
+def _trial_spec(resource: Resource) -> Mapping[str, Any]:
+    spec = resource.props.get("spec")
+    key = "jobSpec" if JOB_TYPES[resource.type] is JobKind.CUSTOM_JOB else "trialJobSpec"
+    inner = _get(spec, key)
+    return inner if isinstance(inner, Mapping) else {}
+
+
+def _pools(resource: Resource) -> list[tuple[int, Mapping[str, Any]]]:
+    pools = _trial_spec(resource).get("workerPoolSpecs")
+    if not isinstance(pools, Sequence):
+        return []
+    return [(i, p) for i, p in enumerate(pools) if isinstance(p, Mapping) and p]
+
+
+def _is_vertex_job(resource: Resource) -> bool:
+    return resource.type in JOB_TYPES and _get(resource.props, "backend", "kind") != "local"
+
+
+def stack_of(resource: Resource) -> str | None:
+    match = _URN_STACK.match(resource.urn)
+    return match["stack"] if match else None
+
+
+@functools.cache
+def stack_config(stack: str) -> StackConfig:
+    """The stack's validated config (``stacks/Pulumi.<stack>.yaml``); ConfigError if bad."""
+    return load_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+
+
+def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:
+    override = config.get("environment")
+    if isinstance(override, str) and override:
+        return override
+    label = _labels(resource).get("environment")
+    if isinstance(label, str) and label:
+        return label
+    stack = stack_of(resource)
+    if stack is None:
+        return None
+    try:
+        return stack_config(stack).environment.value
+    except (ValueError, OSError):
+        return None
+
+
+def applies(resource: Resource, config: Mapping[str, Any], default: Iterable[str]) -> bool:
+    """Whether a policy limited to some environments (config ``environments``) applies."""
+    wanted = config.get("environments", list(default))
+    return environment_of(resource, config) in set(wanted)
+
+
+# ----------------------------------------------------------------------- labels
+
+
+DEFAULT_REQUIRED_LABELS = ("team", "cost-center")
+LABELLED_TYPES = (BUCKET_TYPE, *NOTEBOOK_TYPES, *JOB_TYPES)
+
+
+def required_labels(resource: Resource, keys: Sequence[str] = DEFAULT_REQUIRED_LABELS) -> list[str]:
+    if resource.type not in LABELLED_TYPES:
+        return []
+    labels = _labels(resource)
+    missing = [key for key in keys if not labels.get(key)]
+    if not missing:
+        return []
+    return [
+        f"missing label(s) {', '.join(missing)} (required: {', '.join(keys)}; has: "
+        f"{', '.join(sorted(labels)) or 'none'})"
+    ]
+
+
+# ----------------------------------------------------------------------- GPUs
+
+
+DEFAULT_MAX_GPUS_PER_JOB: Mapping[str, int] = {"local": 0, "dev": 4, "prod": 16}
+DEFAULT_MAX_GPUS_PER_STACK: Mapping[str, int] = {"local": 0, "dev": 8, "prod": 64}
+
+
+def _job_estimate(resource: Resource, catalog: PriceCatalog | None = None) -> JobEstimate:
+    region = _get(resource.props, "backend", "location") or "unknown-region"
+    duration = resource.props.get(EXPECTED_DURATION_PROP)
+    return estimate_job(
+        JOB_TYPES[resource.type],
+        resource.props["spec"],
+        str(region),
+        name=resource.name or None,
+        expected_duration_seconds=float(duration) if duration else None,
+        catalog=catalog,
+    )
+
+
+def job_gpus(resource: Resource) -> int:
+    """GPUs (and TPU chips) a job holds at once: every replica, every parallel trial."""
+    return _job_estimate(resource).gpus_at_once
+
+
+def job_gpu_limit(
+    resource: Resource, environment: str | None, limits: Mapping[str, int]
+) -> list[str]:
+    if resource.type not in JOB_TYPES or environment is None or environment not in limits:
+        return []
+    gpus, cap = job_gpus(resource), limits[environment]
+    if gpus <= cap:
+        return []
+    return [f"the job holds {gpus} accelerators at once; {environment} allows {cap} per job"]
+
+
+def stack_gpu_limit(
+    resources: Sequence[Resource], environment: str | None, limits: Mapping[str, int]
+) -> list[str]:
+    if environment is None or environment not in limits:
+        return []
+    jobs = [r for r in resources if r.type in JOB_TYPES]
+    gpus, cap = sum(job_gpus(r) for r in jobs), limits[environment]
+    if gpus <= cap:
+        return []
+    each = ", ".join(f"{r.name or r.urn}: {job_gpus(r)}" for r in jobs if job_gpus(r))
+    return [
+        f"the stack's jobs hold {gpus} accelerators if they run at once ({each}); "
+        f"{environment} allows {cap} per stack"
+    ]
+
+
+# ----------------------------------------------------------------------- accelerator types
+
+
+DEFAULT_ALLOWED_ACCELERATORS: Mapping[str, Sequence[str]] = {
+    "local": (),
+    "dev": ("NVIDIA_TESLA_T4", "NVIDIA_L4", "NVIDIA_TESLA_V100", "NVIDIA_TESLA_P100"),
+    "prod": (
+        "NVIDIA_TESLA_T4",
+        "NVIDIA_L4",
+        "NVIDIA_TESLA_V100",
+        "NVIDIA_TESLA_A100",
+        "NVIDIA_A100_80GB",
+        "NVIDIA_H100_80GB",
+    ),
+}
+
+
+def accelerators_of(resource: Resource) -> list[tuple[str, str]]:
+    """(where, accelerator type) of a job's pools or a notebook's GPUs."""
+    if resource.type in JOB_TYPES:
+        out = []
+        for index, pool in _pools(resource):
+            kind = _get(pool, "machineSpec", "acceleratorType")
+            if isinstance(kind, str) and kind not in ("", "ACCELERATOR_TYPE_UNSPECIFIED"):
+                out.append((f"workerPoolSpecs[{index}]", kind))
+        return out
+    if resource.type == WORKBENCH_TYPE:
+        configs = _get(resource.props, "gceSetup", "acceleratorConfigs") or []
+        return [("gceSetup.acceleratorConfigs", str(c.get("type"))) for c in configs if c]
+    if resource.type == LEGACY_NOTEBOOK_TYPE:
+        kind = _get(resource.props, "acceleratorConfig", "type")
+        return [("acceleratorConfig", str(kind))] if kind else []
+    return []
+
+
+def allowed_accelerators(
+    resource: Resource, environment: str | None, allowed: Mapping[str, Sequence[str]]
+) -> list[str]:
+    if environment is None or environment not in allowed:
+        return []
+    permitted = set(allowed[environment])
+    return [
+        f"{where}: {kind} is not allowed in {environment} (allowed: "
+        f"{', '.join(sorted(permitted)) or 'none'})"
+        for where, kind in accelerators_of(resource)
+        if kind not in permitted
+    ]
+
+
+# ----------------------------------------------------------------------- jobs
+
+
+def job_timeout(resource: Resource) -> list[str]:
+    if resource.type not in JOB_TYPES:
+        return []
+    if _get(_trial_spec(resource), "scheduling", "timeout"):
+        return []
+    field = "jobSpec" if JOB_TYPES[resource.type] is JobKind.CUSTOM_JOB else "trialJobSpec"
+    return [
+        f"{field}.scheduling.timeout is not set: a stuck job would run (and bill) for Vertex's "
+        "default 7 days; set timeoutSeconds"
+    ]
+
+
+def image_by_digest(resource: Resource) -> list[str]:
+    if resource.type not in JOB_TYPES:
+        return []
+    out = []
+    for index, pool in _pools(resource):
+        image = _get(pool, "containerSpec", "imageUri")
+        if isinstance(image, str) and not _DIGEST.search(image):
+            out.append(
+                f"workerPoolSpecs[{index}].containerSpec.imageUri {image!r} is not by digest "
+                "(REGISTRY/PATH@sha256:<64 hex>): a tag can move under a running study"
+            )
+    return out
+
+
+def _account_problem(where: str, account: Any) -> list[str]:
+    if not isinstance(account, str) or not account:
+        return [f"{where} is not set: the job or notebook would run as the default compute account"]
+    if _DEFAULT_COMPUTE_ACCOUNT.match(account):
+        return [f"{where} is the default compute service account {account} (project-wide Editor)"]
+    return []
+
+
+def no_default_service_account(resource: Resource) -> list[str]:
+    if resource.type in JOB_TYPES:
+        return _account_problem("serviceAccount", _trial_spec(resource).get("serviceAccount"))
+    if resource.type == WORKBENCH_TYPE:
+        accounts = _get(resource.props, "gceSetup", "serviceAccounts") or [{}]
+        return _account_problem("gceSetup.serviceAccounts[0].email", accounts[0].get("email"))
+    if resource.type == LEGACY_NOTEBOOK_TYPE:
+        return _account_problem("serviceAccount", resource.props.get("serviceAccount"))
+    return []
+
+
+def notebook_no_public_ip(resource: Resource) -> list[str]:
+    if resource.type == WORKBENCH_TYPE:
+        if _get(resource.props, "gceSetup", "disablePublicIp") is True:
+            return []
+        return ["gceSetup.disablePublicIp is not true: the notebook VM gets a public IP"]
+    if resource.type == LEGACY_NOTEBOOK_TYPE and resource.props.get("noPublicIp") is not True:
+        return ["noPublicIp is not true: the notebook VM gets a public IP"]
+    return []
+
+
+# ----------------------------------------------------------------------- buckets, CMEK
+
+
+def bucket_access(resource: Resource) -> list[str]:
+    if resource.type != BUCKET_TYPE:
+        return []
+    out = []
+    if resource.props.get("uniformBucketLevelAccess") is not True:
+        out.append("uniformBucketLevelAccess is not true: object ACLs could grant access")
+    if resource.props.get("publicAccessPrevention") != "enforced":
+        out.append(
+            f"publicAccessPrevention is {resource.props.get('publicAccessPrevention')!r}, "
+            "not 'enforced'"
+        )
+    return out
+
+
+def cmek(resource: Resource) -> list[str]:
+    if resource.type == BUCKET_TYPE:
+        if _get(resource.props, "encryption", "defaultKmsKeyName"):
+            return []
+        return ["encryption.defaultKmsKeyName is not set: the bucket is not encrypted with CMEK"]
+    if resource.type in JOB_TYPES:
+        if _get(resource.props, "spec", "encryptionSpec", "kmsKeyName"):
+            return []
+        return ["encryptionSpec.kmsKeyName is not set: the job is not encrypted with CMEK"]
+    return []
+
+
+# ----------------------------------------------------------------------- cost
+
+
+def _workbench_estimate(resource: Resource, hours: float) -> WorkbenchEstimate:
+    setup = resource.props.get("gceSetup") or {}
+    configs = setup.get("acceleratorConfigs") or []
+    first = configs[0] if configs else {}
+    zone = str(resource.props.get("location") or "")
+    return estimate_workbench(
+        machine_type=str(setup.get("machineType") or "<no machineType>"),
+        gpu_type=first.get("type") or None,
+        gpu_count=int(first.get("coreCount") or 0),
+        region=zone.rsplit("-", 1)[0] if zone.count("-") >= 2 else zone,
+        hours=hours,
+    )
+
+
+def estimate_from_resources(
+    resources: Sequence[Resource], workbench_hours: float = DEFAULT_WORKBENCH_HOURS
+) -> StackEstimate:
+    """The stack's estimate from what it registers: every Vertex job once, Workbench for
+    ``workbench_hours``. Jobs on the local backend cost nothing."""
+    jobs = [_job_estimate(r) for r in resources if _is_vertex_job(r)]
+    notebooks = [r for r in resources if r.type == WORKBENCH_TYPE]
+    workbench = _workbench_estimate(notebooks[0], workbench_hours) if notebooks else None
+    return stack_estimate(jobs, workbench)
+
+
+def estimate_from_stack_config(
+    stack: str, workbench_hours: float = DEFAULT_WORKBENCH_HOURS
+) -> StackEstimate:
+    """The same estimate from the stack's config (``make estimate``), for a preview where
+    job specs are not known yet (the image digest is computed during ``up``)."""
+    config = stack_config(stack)
+    if not config.environment.is_cloud:
+        return stack_estimate([])
+    return estimate_stack(config, workbench_hours=workbench_hours)
+
+
+def budget_of(config: Mapping[str, Any], stack: str | None) -> tuple[float | None, list[str]]:
+    """The budget in USD: policy config ``budget``, else the stack's ``budget`` key."""
+    value = config.get("budget")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            return None, [f"policy config budget must be a number of USD > 0, got {value!r}"]
+        return float(value), []
+    if stack is None:
+        return None, []
+    try:
+        return stack_config(stack).budget, []
+    except (ValueError, OSError) as error:
+        # A malformed stack budget is reported like any other config error.
+        return None, [str(error)]
+
+
+def stack_budget(total: StackEstimate, budget: float | None) -> list[str]:
+    if budget is None:
+        return []
+    problem = budget_problem(total, budget)
+    return [problem] if problem else []
+
+
+def estimate_errors(resources: Sequence[Resource]) -> list[str]:
+    """Job bodies that cannot be estimated, named (a policy must not pass them silently)."""
+    out = []
+    for resource in resources:
+        if _is_vertex_job(resource):
+            try:
+                _job_estimate(resource)
+            except EstimateError as error:
+                out.append(f"{resource.name or resource.urn}: {error}")
+    return out
+
+
+__all__ = [
+    "BUCKET_TYPE",
+    "CUSTOM_JOB_TYPE",
+    "DEFAULT_ALLOWED_ACCELERATORS",
+    "DEFAULT_MAX_GPUS_PER_JOB",
+    "DEFAULT_MAX_GPUS_PER_STACK",
+    "DEFAULT_REQUIRED_LABELS",
+    "EXPECTED_DURATION_PROP",
+    "JOB_TYPES",
+    "TUNING_JOB_TYPE",
+    "WORKBENCH_TYPE",
+    "Resource",
+    "accelerators_of",
+    "allowed_accelerators",
+    "applies",
+    "bucket_access",
+    "budget_of",
+    "cmek",
+    "environment_of",
+    "estimate_errors",
+    "estimate_from_resources",
+    "estimate_from_stack_config",
+    "image_by_digest",
+    "job_gpu_limit",
+    "job_gpus",
+    "job_timeout",
+    "no_default_service_account",
+    "notebook_no_public_ip",
+    "required_labels",
+    "stack_budget",
+    "stack_gpu_limit",
+    "stack_of",
+]

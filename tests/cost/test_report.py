@@ -1,0 +1,159 @@
+"""The text of estimates: preview lines, the stack total and the `make estimate` table."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cost.bodies import custom_job, pool, tuning_job
+from vertex_training.cost.__main__ import main
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import estimate_job, estimate_workbench, stack_estimate
+from vertex_training.cost.report import (
+    estimate_table,
+    job_estimate_message,
+    stack_total_message,
+    usd_range,
+)
+from vertex_training.jobs.model import JobKind
+from vertex_training.stack.config import PROJECT_ROOT
+
+V100 = "NVIDIA_TESLA_V100"
+
+
+def test_usd_range_is_one_number_when_exact() -> None:
+    assert usd_range(4.1, 4.1) == "$4.10"
+    assert usd_range(0, 1234.5) == "$0.00 - $1,234.50"
+
+
+def test_job_message_says_upper_bound_and_unknowns(prices: PriceCatalog) -> None:
+    body = custom_job(pool("n1-standard-8", 2, V100, 1), pool("g2-standard-8"), timeout="7200s")
+    estimate = estimate_job(JobKind.CUSTOM_JOB, body, "us-central1", name="train", catalog=prices)
+    message = job_estimate_message(estimate)
+    assert message.startswith("estimated cost of train: at most $14.00 (scheduling.timeout: ")
+    assert "2 x n1-standard-8, 1 x g2-standard-8 + 2 x NVIDIA_TESLA_V100" in message
+    assert "unknown price: g2-standard-8 in us-central1 (on-demand), not counted" in message
+
+
+def test_study_message_shows_trials_and_wall_time(prices: PriceCatalog) -> None:
+    body = tuning_job(pool("n1-standard-4", 1, V100, 2), trials=6, parallel=2)
+    estimate = estimate_job(
+        JobKind.HYPERPARAMETER_TUNING_JOB,
+        body,
+        "us-central1",
+        name="study",
+        expected_duration_seconds=600,
+        catalog=prices,
+    )
+    message = job_estimate_message(estimate)
+    assert "estimated cost of study: $6.25 (expected duration)" in message
+    assert "6 trials x 0.17 h, 2 at a time (wall 0.50 h)" in message
+
+
+def test_table_ends_in_the_total(prices: PriceCatalog) -> None:
+    exact = estimate_job(
+        JobKind.CUSTOM_JOB,
+        custom_job(pool("n1-standard-4")),
+        "us-central1",
+        name="a",
+        expected_duration_seconds=3600,
+        catalog=prices,
+    )
+    bounded = estimate_job(
+        JobKind.CUSTOM_JOB,
+        custom_job(pool("n1-standard-8", 2), timeout="3600s"),
+        "us-central1",
+        name="b",
+        catalog=prices,
+    )
+    workbench = estimate_workbench(
+        machine_type="n1-standard-8",
+        gpu_type=None,
+        gpu_count=0,
+        region="us-central1",
+        catalog=prices,
+    )
+    table = estimate_table(stack_estimate([exact, bounded], workbench)).splitlines()
+    assert table[0].split() == ["job", "machines", "accelerators", "hours", "USD"]
+    assert table[-1] == "total: $0.65 - $1.65"
+    assert re.match(r"b\s+2 x n1-standard-8\s+-\s+<= 1.00\s+\$0.00 - \$1.00$", table[3])
+    exact_only = estimate_table(stack_estimate([exact]))
+    assert exact_only.splitlines()[-1] == "total: $0.25"
+    total = stack_estimate([exact, bounded])
+    assert stack_total_message(total, 1.0).endswith("budget $1.00 (over)")
+
+
+def test_unknown_prices_are_listed_under_the_table(prices: PriceCatalog) -> None:
+    job = estimate_job(
+        JobKind.CUSTOM_JOB,
+        custom_job(pool("n1-standard-4", 1, "NVIDIA_L4", 1)),
+        "us-central1",
+        name="l4",
+        expected_duration_seconds=3600,
+        catalog=prices,
+    )
+    lines = estimate_table(stack_estimate([job])).splitlines()
+    assert (
+        "l4: unknown price: NVIDIA_L4 in us-central1 (on-demand) (not counted in the total)"
+        in lines
+    )
+    assert lines[-1] == "total: $0.25 + unknown"
+
+
+def test_cli_prints_the_dev_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--stack", "dev", "--duration", "cassava-mwms=1800"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "stack dev (us-central1), list prices in USD"
+    names = [line.split()[0] for line in out[3:7]]
+    assert names == ["cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning", "workbench"]
+    assert re.fullmatch(r"total: \$\d+\.\d\d - \$\d+\.\d\d", out[-1])
+
+
+def test_cli_refuses_a_malformed_duration(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--stack", "dev", "--duration", "cassava-mwms=soon"])
+    assert "expected JOB=SECONDS" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_duration_for_an_unknown_job(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--stack", "dev", "--duration", "nope=60"]) == 2
+    assert "jobs the stack does not declare: ['nope']" in capsys.readouterr().err
+
+
+def test_malformed_budget_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stack_file = tmp_path / "Pulumi.scratch.yaml"
+    stack_file.write_text("config:\n  vertex-training:budget: lots\n")
+    assert main(["--stack-file", str(stack_file)]) == 2
+    err = capsys.readouterr().err
+    assert "vertex-training:budget: Input should be a valid integer" in err
+    assert "Fix: pulumi config set vertex-training:budget 50 --stack scratch" in err
+
+
+def test_make_estimate_runs_the_module() -> None:
+    dry_run = subprocess.run(
+        ["make", "-n", "estimate", "STACK=dev"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "-m vertex_training.cost --stack dev" in dry_run
+
+
+def test_estimating_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, vertex_training.cost.stack, vertex_training.cost.report;"
+        "heavy = [m for m in ('tensorflow', 'google.cloud.aiplatform_v1', 'pulumi_gcp',"
+        " 'vertex_training.platform', 'pulumi') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

@@ -1,0 +1,76 @@
+"""Runs in the policy pack's own environment (policy/venv): every policy of the real pack
+on resources from a JSON file, printing {stack: {policy: [violations]}} as JSON.
+
+argv: resources.json config.json. resources.json: {stack: [{type, props, urn, name}]};
+config.json: {stack: {policy name: policy config}}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from pulumi_policy import (
+    PolicyResource,
+    PolicyResourceOptions,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+)
+
+from policy.pack import policies
+
+
+def options() -> PolicyResourceOptions:
+    return PolicyResourceOptions(False, [], None, [], None, [], None)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    stacks = json.loads(Path(sys.argv[1]).read_text())
+    configs = json.loads(Path(sys.argv[2]).read_text())
+    out: dict[str, dict[str, list[str]]] = {}
+    meta = {
+        p.name: {
+            "level": p.enforcement_level.value if p.enforcement_level else None,
+            "config": sorted(p.config_schema.properties) if p.config_schema else None,
+            "stack": not isinstance(p, ResourceValidationPolicy),
+        }
+        for p in policies()
+    }
+    for run, spec in configs.items():
+        resources = stacks[spec["stack"]]
+        found: dict[str, list[str]] = {}
+        for policy in policies():
+            config = spec["config"].get(policy.name, {})
+            messages: list[str] = []
+
+            def report(
+                message: str, urn: str | None = None, messages: list[str] = messages
+            ) -> None:
+                messages.append(message)
+
+            if isinstance(policy, ResourceValidationPolicy):
+                for r in resources:
+                    args = ResourceValidationArgs(
+                        r["type"], r["props"], r["urn"], r["name"], options(), None, config
+                    )
+                    policy.validate(args, report)
+            else:
+                items = [
+                    PolicyResource(
+                        r["type"], r["props"], r["urn"], r["name"], options(), None, None, [], {}
+                    )
+                    for r in resources
+                ]
+                policy.validate(StackValidationArgs(items, config), report)
+            if messages:
+                found[policy.name] = messages
+        out[run] = found
+    print(json.dumps({"policies": meta, "runs": out}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""The real CrossGuard pack (policy/pack.py) in its own environment, on the real stacks.
+
+pulumi-policy pins protobuf 5 and the project's lock holds 6, so the pack runs in
+policy/venv (``make policy-venv``; ``pulumi preview --policy-pack policy`` builds the same
+one). These tests drive the pack's policies through pulumi_policy's own argument types in
+that interpreter; they skip, saying so, where it has not been made.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.policy.conftest import STACKS
+from vertex_training.stack.config import PROJECT_ROOT
+
+POLICY_PYTHON = PROJECT_ROOT / "policy" / "venv" / "bin" / "python"
+RUNNER = Path(__file__).with_name("pack_runner.py")
+
+RUNS: dict[str, dict[str, Any]] = {
+    "local": {"stack": "local", "config": {}},
+    "dev": {"stack": "dev", "config": {}},
+    "prod": {"stack": "prod", "config": {}},
+    "dev-labels-relaxed": {
+        "stack": "dev",
+        "config": {"required-labels": {"keys": ["app", "environment", "stack"]}},
+    },
+    "dev-strict": {
+        "stack": "dev",
+        "config": {
+            "gpus-per-job": {"maxGpus": {"dev": 2}},
+            "gpus-per-stack": {"maxGpus": {"dev": 4}},
+            "allowed-accelerators": {"allowed": {"dev": ["NVIDIA_TESLA_T4"]}},
+            "notebook-no-public-ip": {"environment": "prod"},
+            "cmek": {"environments": ["dev"]},
+            "budget": {"budget": 1},
+        },
+    },
+    "prod-small-budget": {
+        "stack": "prod",
+        "config": {"budget": {"budget": 0.5}, "budget-prod": {"budget": 0.5}},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def pack(stacks: dict[str, list[Any]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if not POLICY_PYTHON.is_file():
+        pytest.skip(
+            "no policy/venv: the pack's pins (pulumi-policy 1.21.0, protobuf 5.29) clash with "
+            "requirements.lock, so it runs in its own environment; make policy-venv makes it"
+        )
+    work = tmp_path_factory.mktemp("pack")
+    resources = work / "resources.json"
+    resources.write_text(
+        json.dumps({s: [dataclasses.asdict(r) for r in stacks[s]] for s in STACKS}, default=str)
+    )
+    configs = work / "configs.json"
+    configs.write_text(json.dumps(RUNS))
+    done = subprocess.run(
+        [str(POLICY_PYTHON), str(RUNNER), str(resources), str(configs)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_every_policy_has_an_enforcement_level_and_a_config_schema(pack: dict[str, Any]) -> None:
+    policies = pack["policies"]
+    assert set(policies) == {
+        "required-labels",
+        "gpus-per-job",
+        "gpus-per-stack",
+        "allowed-accelerators",
+        "job-timeout",
+        "image-by-digest",
+        "no-default-service-account",
+        "notebook-no-public-ip",
+        "bucket-access",
+        "cmek",
+        "budget",
+        "budget-prod",
+    }
+    for name, meta in policies.items():
+        assert meta["level"] in ("advisory", "mandatory"), name
+        assert "environment" in meta["config"], name
+    assert policies["budget"]["level"] == "advisory"
+    assert policies["budget-prod"]["level"] == "mandatory"
+    assert {"budget", "workbenchHours"} <= set(policies["budget-prod"]["config"])
+
+
+@pytest.mark.parametrize("run", ["local", "dev", "prod"])
+def test_real_stacks_pass_all_but_the_labels_they_do_not_set(
+    pack: dict[str, Any], run: str
+) -> None:
+    found = pack["runs"][run]
+    assert set(found) == {"required-labels"}, found
+    assert all(m.startswith("missing label(s) team, cost-center") for m in found["required-labels"])
+
+
+def test_relaxed_labels_leave_nothing(pack: dict[str, Any]) -> None:
+    assert pack["runs"]["dev-labels-relaxed"] == {}
+
+
+def test_strict_config_turns_the_dev_stack_into_violations(pack: dict[str, Any]) -> None:
+    found = pack["runs"]["dev-strict"]
+    assert found["gpus-per-job"] == ["the job holds 4 accelerators at once; dev allows 2 per job"]
+    assert found["gpus-per-stack"][0].startswith("the stack's jobs hold 6 accelerators")
+    assert len(found["allowed-accelerators"]) == 3  # two cassava pools, one trial pool
+    assert found["notebook-no-public-ip"] == [
+        "gceSetup.disablePublicIp is not true: the notebook VM gets a public IP"
+    ]
+    assert len(found["cmek"]) == 4  # the bucket and three jobs
+    (budget,) = found["budget"]
+    assert "is over the budget of $1.00" in budget
+    assert "budget-prod" not in found  # dev is judged by the advisory policy only
+
+
+def test_prod_budget_is_the_mandatory_policy(pack: dict[str, Any]) -> None:
+    found = pack["runs"]["prod-small-budget"]
+    (message,) = found["budget-prod"]
+    assert "over the budget of $0.50" in message
+    assert "budget" not in found
+
+
+@pytest.mark.parametrize(
+    "config_file", sorted((PROJECT_ROOT / "policy" / "config").glob("*.json")), ids=lambda p: p.name
+)
+def test_stack_policy_configs_name_real_policies(pack: dict[str, Any], config_file: Path) -> None:
+    config = json.loads(config_file.read_text())
+    assert set(config) <= set(pack["policies"]), config_file
+    for name, settings in config.items():
+        assert set(settings) - {"enforcementLevel"} <= set(pack["policies"][name]["config"])

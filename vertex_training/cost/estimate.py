@@ -1,0 +1,422 @@
+"""What a job, a Workbench instance and a stack will cost, before anything runs.
+
+Pure functions over a job's Vertex REST body (the same body the job resource sends):
+
+- a CustomJob costs the sum over its worker pools of
+  ``replicas x (machine + accelerator_count x accelerator)`` per hour, times its hours;
+- a HyperparameterTuningJob costs ``maxTrialCount x`` one trial's cost; its wall time is
+  ``ceil(maxTrialCount / parallelTrialCount)`` trials one after another;
+- hours are the job's expected duration when the caller knows it (``expected_duration_seconds``:
+  one run of a CustomJob, one *trial* of a tuning job), else ``scheduling.timeout``, else
+  Vertex's default timeout of 7 days; the last two are upper bounds and say so;
+- ``scheduling.strategy: SPOT`` is priced at Spot prices;
+- a Workbench instance costs its machine and GPUs per hour while it is up (the boot disk,
+  a few dollars a month, is left out and the estimate says so).
+
+A machine, accelerator or region without a price in the catalog is never counted as zero:
+the estimate names it (``unknown price: NVIDIA_H200_141GB in us-central1 (on-demand)``)
+and is incomplete. Stdlib and the jobs' read-only body view only: no TensorFlow, no
+``aiplatform_v1``, no ``pulumi_gcp``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_training.cost.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
+
+VERTEX_DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
+"""``Scheduling.timeout`` when a body sets none (the API reference: 7 days)."""
+
+DEFAULT_WORKBENCH_HOURS = 1.0
+"""Hours of Workbench a stack estimate counts unless told: one session, which the idle
+shutdown ends an hour after the last use (the codelab setting)."""
+
+
+class EstimateError(ValueError):
+    """The input cannot be estimated (an unreadable body, a duration that is not > 0)."""
+
+
+@dataclass(frozen=True)
+class UnknownPrice:
+    """A priced item the catalog has no price for: named, never counted as zero."""
+
+    item: str
+    region: str
+    pricing: Pricing
+
+    def __str__(self) -> str:
+        kind = "Spot" if self.pricing is Pricing.SPOT else "on-demand"
+        return f"unknown price: {self.item} in {self.region} ({kind})"
+
+
+@dataclass(frozen=True)
+class PoolCost:
+    """One worker pool: ``replicas x (machine + accelerators)`` per hour."""
+
+    path: str
+    """API path of the pool, e.g. ``jobSpec.workerPoolSpecs[1]``."""
+    role: str
+    replicas: int
+    machine_type: str
+    accelerator_type: str | None
+    accelerator_count: int
+    usd_per_hour: float
+    """All replicas of the pool, known prices only (see ``unknown``)."""
+    unknown: tuple[UnknownPrice, ...] = ()
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.accelerator_count if self.accelerator_type else 0
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """The cost of one job; ``usd`` is exact when hours are the expected duration, an
+    upper bound when they come from a timeout."""
+
+    name: str
+    kind: JobKind
+    region: str
+    pricing: Pricing
+    pools: tuple[PoolCost, ...]
+    hours: float
+    """Hours of one run (a CustomJob) or of one trial (a tuning job)."""
+    hours_basis: str
+    """``expected duration``, ``scheduling.timeout`` or ``Vertex's default timeout``."""
+    upper_bound: bool
+    trials: int = 1
+    parallel_trials: int = 1
+    notes: tuple[str, ...] = ()
+
+    @property
+    def usd_per_hour(self) -> float:
+        """One run (or one trial) of every pool, per hour."""
+        return sum(pool.usd_per_hour for pool in self.pools)
+
+    @property
+    def usd(self) -> float:
+        return self.trials * self.usd_per_hour * self.hours
+
+    @property
+    def usd_low(self) -> float:
+        # A job bounded only by its timeout may end at any time before it.
+        return 0.0 if self.upper_bound else self.usd
+
+    @property
+    def usd_high(self) -> float:
+        return self.usd
+
+    @property
+    def wall_hours(self) -> float:
+        return math.ceil(self.trials / max(self.parallel_trials, 1)) * self.hours
+
+    @property
+    def unknown(self) -> tuple[UnknownPrice, ...]:
+        return _unique(u for pool in self.pools for u in pool.unknown)
+
+    @property
+    def gpus_at_once(self) -> int:
+        """GPUs the job holds at the same time (parallel trials of a study)."""
+        per_run = sum(pool.gpus for pool in self.pools)
+        return per_run * min(max(self.parallel_trials, 1), self.trials)
+
+
+@dataclass(frozen=True)
+class WorkbenchEstimate:
+    """A Workbench instance for ``hours`` hours of uptime."""
+
+    machine_type: str
+    gpu_type: str | None
+    gpu_count: int
+    region: str
+    hours: float
+    usd_per_hour: float
+    unknown: tuple[UnknownPrice, ...] = ()
+    notes: tuple[str, ...] = ()
+    name: str = "workbench"
+
+    @property
+    def usd(self) -> float:
+        return self.usd_per_hour * self.hours
+
+    @property
+    def usd_low(self) -> float:
+        return self.usd
+
+    @property
+    def usd_high(self) -> float:
+        return self.usd
+
+
+CostLine = JobEstimate | WorkbenchEstimate
+
+
+@dataclass(frozen=True)
+class StackEstimate:
+    """Every line of a stack: its jobs (one run each) and its Workbench uptime."""
+
+    lines: tuple[CostLine, ...]
+
+    @property
+    def usd_low(self) -> float:
+        return sum(line.usd_low for line in self.lines)
+
+    @property
+    def usd_high(self) -> float:
+        return sum(line.usd_high for line in self.lines)
+
+    @property
+    def exact(self) -> bool:
+        return math.isclose(self.usd_low, self.usd_high) and not self.unknown
+
+    @property
+    def unknown(self) -> tuple[UnknownPrice, ...]:
+        return _unique(u for line in self.lines for u in line.unknown)
+
+    @property
+    def jobs(self) -> tuple[JobEstimate, ...]:
+        return tuple(line for line in self.lines if isinstance(line, JobEstimate))
+
+    @property
+    def gpus_at_once(self) -> int:
+        """GPUs of every job at once: the stack's peak if all its jobs overlap."""
+        return sum(job.gpus_at_once for job in self.jobs)
+
+
+def _unique(items: Any) -> tuple[UnknownPrice, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+def _item_price(
+    catalog: PriceCatalog,
+    target: Target,
+    kind: ItemKind,
+    *,
+    region: str,
+    item: str,
+    pricing: Pricing,
+) -> tuple[float, UnknownPrice | None]:
+    row = catalog.row(target, kind, region, item)
+    price = row.price(pricing) if row is not None else None
+    if price is None:
+        return 0.0, UnknownPrice(item, region, pricing)
+    return price, None
+
+
+def _pool_cost(
+    catalog: PriceCatalog,
+    target: Target,
+    region: str,
+    pricing: Pricing,
+    *,
+    path: str,
+    role: str,
+    replicas: int,
+    machine_type: str,
+    accelerator_type: str | None,
+    accelerator_count: int,
+) -> PoolCost:
+    unknown: list[UnknownPrice] = []
+    machine, missing = _item_price(
+        catalog, target, "machines", region=region, item=machine_type, pricing=pricing
+    )
+    if missing:
+        unknown.append(missing)
+    accelerators = 0.0
+    if accelerator_type and accelerator_count:
+        each, missing = _item_price(
+            catalog, target, "accelerators", region=region, item=accelerator_type, pricing=pricing
+        )
+        if missing:
+            unknown.append(missing)
+        accelerators = each * accelerator_count
+    return PoolCost(
+        path=path,
+        role=role,
+        replicas=replicas,
+        machine_type=machine_type,
+        accelerator_type=accelerator_type if accelerator_count else None,
+        accelerator_count=accelerator_count if accelerator_type else 0,
+        usd_per_hour=replicas * (machine + accelerators),
+        unknown=tuple(unknown),
+    )
+
+
+def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
+    strategy = (spec.scheduling_strategy or "STANDARD").upper()
+    if strategy == "SPOT":
+        return Pricing.SPOT, ()
+    if strategy in ("STANDARD", "ON_DEMAND", "STRATEGY_UNSPECIFIED"):
+        return Pricing.ON_DEMAND, ()
+    # FLEX_START / LOW_COST are billed at a discount the catalog does not hold.
+    return Pricing.ON_DEMAND, (f"strategy {strategy} priced on-demand (an upper bound)",)
+
+
+def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tuple[float, str, bool]:
+    if expected_duration_seconds is not None:
+        if not (
+            isinstance(expected_duration_seconds, int | float)
+            and math.isfinite(expected_duration_seconds)
+            and expected_duration_seconds > 0
+        ):
+            raise EstimateError(
+                f"expected duration must be a number of seconds > 0, got "
+                f"{expected_duration_seconds!r}"
+            )
+        return expected_duration_seconds / 3600, "expected duration", False
+    if spec.timeout_seconds is not None and spec.timeout_seconds > 0:
+        return spec.timeout_seconds / 3600, "scheduling.timeout", True
+    return VERTEX_DEFAULT_TIMEOUT_SECONDS / 3600, "Vertex's default timeout (7 days)", True
+
+
+def estimate_job(
+    kind: JobKind | str,
+    body: Mapping[str, Any],
+    region: str,
+    *,
+    name: str | None = None,
+    expected_duration_seconds: float | None = None,
+    catalog: PriceCatalog | None = None,
+) -> JobEstimate:
+    """The cost of one job from its REST body, priced in ``region``.
+
+    ``kind``: ``JobKind`` or its value (``customJobs`` / ``hyperparameterTuningJobs``).
+    ``expected_duration_seconds``: how long one run (a CustomJob) or one trial (a tuning
+    job) is expected to take; without it the job's timeout gives an upper bound.
+    Raises ``EstimateError`` for a body the view cannot read or a bad duration.
+    """
+    job_kind = JobKind(kind)
+    view, problems = read_view(job_kind, body)
+    if problems or view is None:
+        listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
+        raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
+    catalog = catalog or price_catalog()
+    spec = view.trial_job
+    pricing, notes = _pricing_of(spec)
+    hours, basis, upper = _hours(spec, expected_duration_seconds)
+    pools = []
+    for index, pool in enumerate(spec.worker_pools):
+        if pool is None:
+            continue
+        role = PoolRole(index).name.lower() if index < len(PoolRole) else f"pool{index}"
+        pools.append(
+            _pool_cost(
+                catalog,
+                "training",
+                region,
+                pricing,
+                path=pool.path,
+                role=role,
+                replicas=max(pool.replica_count, 0),
+                machine_type=pool.machine.machine_type or "<no machineType>",
+                accelerator_type=pool.machine.accelerator_type,
+                accelerator_count=pool.machine.accelerator_count,
+            )
+        )
+    trials, parallel = 1, 1
+    if isinstance(view, TuningJobView):
+        trials = max(view.max_trial_count, 0)
+        parallel = max(view.parallel_trial_count, 1)
+        if view.study.early_stopping.value != "none":
+            notes += ("early stopping may end trials sooner",)
+    return JobEstimate(
+        name=name or view.display_name,
+        kind=job_kind,
+        region=region,
+        pricing=pricing,
+        pools=tuple(pools),
+        hours=hours,
+        hours_basis=basis,
+        upper_bound=upper,
+        trials=trials,
+        parallel_trials=parallel,
+        notes=notes,
+    )
+
+
+def estimate_workbench(
+    *,
+    machine_type: str,
+    gpu_type: str | None,
+    gpu_count: int,
+    region: str,
+    hours: float = DEFAULT_WORKBENCH_HOURS,
+    catalog: PriceCatalog | None = None,
+) -> WorkbenchEstimate:
+    """A Workbench instance up for ``hours``: its VM's machine and GPUs."""
+    if not (math.isfinite(hours) and hours >= 0):
+        raise EstimateError(f"Workbench hours must be a number >= 0, got {hours!r}")
+    pool = _pool_cost(
+        catalog or price_catalog(),
+        "workbench",
+        region,
+        Pricing.ON_DEMAND,
+        path="workbench",
+        role="workbench",
+        replicas=1,
+        machine_type=machine_type,
+        accelerator_type=gpu_type,
+        accelerator_count=gpu_count,
+    )
+    return WorkbenchEstimate(
+        machine_type=machine_type,
+        gpu_type=pool.accelerator_type,
+        gpu_count=pool.accelerator_count,
+        region=region,
+        hours=hours,
+        usd_per_hour=pool.usd_per_hour,
+        unknown=pool.unknown,
+        notes=("boot disk not counted (small: ~$0.10 per GB-month)",),
+    )
+
+
+def stack_estimate(
+    jobs: Sequence[JobEstimate], workbench: WorkbenchEstimate | None = None
+) -> StackEstimate:
+    """The stack's lines: every job once, then the Workbench instance."""
+    return StackEstimate((*jobs, *((workbench,) if workbench is not None else ())))
+
+
+def budget_problem(total: StackEstimate, budget: float) -> str | None:
+    """Why ``total`` does not fit ``budget`` (USD), or None when it does.
+
+    The high end counts: a job bounded by its timeout may cost that much, and a budget
+    is a cap. An incomplete estimate (unknown prices) cannot be shown to fit.
+    """
+    if total.unknown:
+        named = ", ".join(str(u) for u in total.unknown)
+        return (
+            f"the estimate cannot be checked against the budget of ${budget:,.2f}: {named} "
+            f"(known part ${total.usd_high:,.2f})"
+        )
+    if total.usd_high > budget:
+        bound = "" if total.exact else " at most"
+        return (
+            f"estimated cost{bound} ${total.usd_high:,.2f} is over the budget of "
+            f"${budget:,.2f} (jobs bounded by their timeouts count at the timeout; declare "
+            "an expected duration to narrow it)"
+        )
+    return None
+
+
+__all__ = [
+    "DEFAULT_WORKBENCH_HOURS",
+    "VERTEX_DEFAULT_TIMEOUT_SECONDS",
+    "CostLine",
+    "EstimateError",
+    "JobEstimate",
+    "PoolCost",
+    "StackEstimate",
+    "UnknownPrice",
+    "WorkbenchEstimate",
+    "budget_problem",
+    "estimate_job",
+    "estimate_workbench",
+    "stack_estimate",
+]

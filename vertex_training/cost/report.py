@@ -1,0 +1,159 @@
+"""Estimates as text: one line per job for ``pulumi preview``, a stack total, the table of
+``make estimate``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from vertex_training.cost.catalog import Pricing
+from vertex_training.cost.estimate import (
+    CostLine,
+    JobEstimate,
+    PoolCost,
+    StackEstimate,
+    WorkbenchEstimate,
+)
+
+TABLE_HEADER = ("job", "machines", "accelerators", "hours", "USD")
+
+
+def usd(amount: float) -> str:
+    return f"${amount:,.2f}"
+
+
+def usd_range(low: float, high: float) -> str:
+    """``$4.10`` when both ends agree (to the cent), else ``$0.00 - $26.96``."""
+    return usd(high) if f"{low:.2f}" == f"{high:.2f}" else f"{usd(low)} - {usd(high)}"
+
+
+def _counted(items: list[tuple[str, int]]) -> str:
+    """``2 x n1-standard-8, 1 x n1-highmem-2``: the same item in several pools added up."""
+    counts: dict[str, int] = {}
+    for item, count in items:
+        counts[item] = counts.get(item, 0) + count
+    return ", ".join(f"{count} x {item}" for item, count in counts.items() if count)
+
+
+def _pool_machines(pools: tuple[PoolCost, ...]) -> str:
+    return _counted([(p.machine_type, p.replicas) for p in pools])
+
+
+def _pool_accelerators(pools: tuple[PoolCost, ...]) -> str:
+    return _counted(
+        [
+            (p.accelerator_type, p.replicas * p.accelerator_count)
+            for p in pools
+            if p.accelerator_type
+        ]
+    )
+
+
+def machines_text(line: CostLine) -> str:
+    if isinstance(line, WorkbenchEstimate):
+        return f"1 x {line.machine_type}"
+    text = _pool_machines(line.pools) or "(no pools)"
+    return f"{text} per trial" if line.trials > 1 else text
+
+
+def accelerators_text(line: CostLine) -> str:
+    if isinstance(line, WorkbenchEstimate):
+        return f"{line.gpu_count} x {line.gpu_type}" if line.gpu_type else "-"
+    return _pool_accelerators(line.pools) or "-"
+
+
+def hours_text(line: CostLine) -> str:
+    if isinstance(line, WorkbenchEstimate):
+        return f"{line.hours:g} up"
+    text = f"{line.hours:.2f}"
+    if line.trials > 1:
+        text = f"{line.trials} x {text} (wall {line.wall_hours:.2f})"
+    return f"<= {text}" if line.upper_bound else text
+
+
+def usd_text(line: CostLine) -> str:
+    text = usd_range(line.usd_low, line.usd_high)
+    if line.unknown:
+        text += " + unknown"
+    return text
+
+
+def job_estimate_message(estimate: JobEstimate) -> str:
+    """One line for ``pulumi.log.info`` on a job resource in ``pulumi preview``."""
+    pricing = "Spot" if estimate.pricing is Pricing.SPOT else "on-demand"
+    per_run = f"{usd(estimate.usd_per_hour)}/h ({machines_text(estimate)}"
+    accelerators = accelerators_text(estimate)
+    per_run += f" + {accelerators})" if accelerators != "-" else ")"
+    if estimate.trials > 1:
+        hours = (
+            f"{estimate.trials} trials x {estimate.hours:.2f} h, "
+            f"{estimate.parallel_trials} at a time (wall {estimate.wall_hours:.2f} h)"
+        )
+    else:
+        hours = f"{estimate.hours:.2f} h"
+    if estimate.upper_bound:
+        cost = f"at most {usd(estimate.usd_high)} ({estimate.hours_basis}: an upper bound)"
+    else:
+        cost = f"{usd(estimate.usd)} ({estimate.hours_basis})"
+    text = f"estimated cost of {estimate.name}: {cost}; {per_run} x {hours}, {pricing}"
+    text += f", {estimate.region}"
+    for unknown in estimate.unknown:
+        text += f"; {unknown}, not counted"
+    for note in estimate.notes:
+        text += f"; {note}"
+    return text
+
+
+def stack_total_message(total: StackEstimate, budget: float | None = None) -> str:
+    """One line for the program's ``pulumi.log.info``: the range, unknowns, the budget."""
+    text = f"estimated cost of this stack: {usd_range(total.usd_low, total.usd_high)}"
+    parts = [f"{len(total.jobs)} job(s) once each"]
+    if any(isinstance(line, WorkbenchEstimate) for line in total.lines):
+        parts.append("Workbench uptime")
+    text += f" ({', '.join(parts)})"
+    if total.unknown:
+        text += "; " + ", ".join(str(u) for u in total.unknown) + ", not counted"
+    if budget is not None:
+        over = total.usd_high > budget
+        text += f"; budget {usd(budget)}" + (" (over)" if over else " (within)")
+    return text
+
+
+def estimate_table(total: StackEstimate) -> str:
+    """The ``make estimate`` table, ending in ``total: $LOW - $HIGH`` (one number when exact)."""
+    rows: list[Sequence[str]] = [TABLE_HEADER]
+    for line in total.lines:
+        rows.append(
+            (
+                line.name,
+                machines_text(line),
+                accelerators_text(line),
+                hours_text(line),
+                usd_text(line),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
+    out = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    out.insert(1, "  ".join("-" * width for width in widths))
+    for line in total.lines:
+        for unknown in line.unknown:
+            out.append(f"{line.name}: {unknown} (not counted in the total)")
+    if any(line.upper_bound for line in total.jobs):
+        out.append("<= : no expected duration, hours are the job's timeout (an upper bound)")
+    total_text = usd_range(total.usd_low, total.usd_high)
+    if total.unknown:
+        total_text += " + unknown"
+    out.append(f"total: {total_text}")
+    return "\n".join(out)
+
+
+__all__ = [
+    "TABLE_HEADER",
+    "estimate_table",
+    "job_estimate_message",
+    "stack_total_message",
+    "usd",
+    "usd_range",
+]

@@ -1,0 +1,117 @@
+"""A stack's jobs and Workbench, estimated from its validated config.
+
+``stack_job_bodies`` is the one place that turns the stack's job declarations into REST
+bodies for estimating; the image, bucket and service account do not change a price, so
+stand-ins fill them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import (
+    DEFAULT_WORKBENCH_HOURS,
+    StackEstimate,
+    estimate_job,
+    estimate_workbench,
+    stack_estimate,
+)
+from vertex_training.jobs.declarations import (
+    PLACEHOLDER_BUCKET,
+    PLACEHOLDER_IMAGE,
+    PLACEHOLDER_SERVICE_ACCOUNT,
+)
+from vertex_training.jobs.model import JobKind
+from vertex_training.stack.config import StackConfig
+
+
+@dataclass(frozen=True)
+class StackJob:
+    """One declared job as its REST body."""
+
+    name: str
+    kind: JobKind
+    body: Mapping[str, Any]
+    expected_duration_seconds: float | None = None
+    """One run (or one trial) as the job declares it; None: its timeout bounds the estimate."""
+
+
+def stack_job_bodies(config: StackConfig) -> list[StackJob]:
+    """Every job of the stack, in declaration order, as the body it would send."""
+    return [
+        StackJob(
+            name=job.name,
+            kind=job.job_kind,
+            body=job.to_body(
+                image=PLACEHOLDER_IMAGE,
+                bucket_url=PLACEHOLDER_BUCKET,
+                service_account=PLACEHOLDER_SERVICE_ACCOUNT,
+                region=config.region,
+            ),
+            expected_duration_seconds=job.expected_duration_seconds,
+        )
+        for job in config.jobs.jobs
+    ]
+
+
+def estimate_stack(
+    config: StackConfig,
+    *,
+    expected_durations: Mapping[str, float] | None = None,
+    workbench_hours: float = DEFAULT_WORKBENCH_HOURS,
+    catalog: PriceCatalog | None = None,
+) -> StackEstimate:
+    """Every job once (``expected_durations`` by job name override what the jobs declare)
+    and the Workbench instance, if the stack has one, for ``workbench_hours``."""
+    durations = dict(expected_durations or {})
+    unknown_names = set(durations) - {job.name for job in config.jobs.jobs}
+    if unknown_names:
+        raise ValueError(
+            f"expected durations for jobs the stack does not declare: {sorted(unknown_names)}; "
+            f"its jobs: {[job.name for job in config.jobs.jobs]}"
+        )
+    jobs = [
+        estimate_job(
+            job.kind,
+            job.body,
+            config.region,
+            name=job.name,
+            expected_duration_seconds=durations.get(job.name, job.expected_duration_seconds),
+            catalog=catalog,
+        )
+        for job in stack_job_bodies(config)
+    ]
+    workbench = None
+    if config.workbench.enabled and config.environment.is_cloud:
+        workbench = estimate_workbench(
+            machine_type=config.workbench.machine_type,
+            gpu_type=config.workbench.gpu_type,
+            gpu_count=config.workbench.gpu_count,
+            region=config.workbench_zone.rsplit("-", 1)[0],
+            hours=workbench_hours,
+            catalog=catalog,
+        )
+    return stack_estimate(jobs, workbench)
+
+
+def log_stack_estimates(config: StackConfig) -> StackEstimate:
+    """``pulumi preview`` diagnostics: one info line per job and the stack total (cloud
+    stacks only: the local stack's jobs run on this machine, for free)."""
+    import pulumi
+
+    from vertex_training.cost.report import job_estimate_message, stack_total_message
+
+    total = estimate_stack(config)
+    if not config.environment.is_cloud:
+        return total
+    for job in total.jobs:
+        pulumi.log.info(job_estimate_message(job))
+    if total.lines:
+        pulumi.log.info(stack_total_message(total, config.budget))
+    return total
+
+
+__all__ = ["StackJob", "estimate_stack", "log_stack_estimates", "stack_job_bodies"]
