@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         TrainingPlatform,
         TrainingPlatformArgs,
         Workbench,
+        log_stack_cost,
     )
     from vertex_training.stack.definition import StackDefinition, load_stack
 
@@ -87,7 +88,14 @@ _HOMES = {
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),
     **dict.fromkeys(
-        ("ImageBuild", "TensorBoard", "TrainingPlatform", "TrainingPlatformArgs", "Workbench"),
+        (
+            "ImageBuild",
+            "TensorBoard",
+            "TrainingPlatform",
+            "TrainingPlatformArgs",
+            "Workbench",
+            "log_stack_cost",
+        ),
         "vertex_training.platform.platform",
     ),
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
@@ -125,6 +133,7 @@ __all__ = [
     "WorkerPool",
     "declare_job",
     "load_stack",
+    "log_stack_cost",
 ]
 
 

@@ -181,12 +181,12 @@ class PulumiProject:
         return history[0]
 
     def job_urns(self) -> dict[str, str]:
-        """Job resource URN by declared job name (the URN ends in ``jobs-<name>``)."""
+        """Job resource URN by declared job name (the URN ends in ``::<name>``)."""
         resources = self.export()["deployment"].get("resources", [])
         return {
-            r["urn"].rsplit("::jobs-", 1)[-1]: r["urn"]
+            r["urn"].rsplit("::", 1)[-1]: r["urn"]
             for r in resources
-            if ":dynamic/" in r["type"] and "::jobs-" in r["urn"]
+            if ":dynamic/vertex:" in r["type"]
         }
 
     def processes(self) -> list[str]:

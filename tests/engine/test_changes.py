@@ -70,8 +70,8 @@ def project(
 def _ops_by_job(steps: list[dict[str, Any]]) -> dict[str, set[str]]:
     ops: dict[str, set[str]] = {}
     for step in steps:
-        if "::jobs-" in step["urn"]:
-            ops.setdefault(step["urn"].rsplit("::jobs-", 1)[-1], set()).add(step["op"])
+        if ":dynamic/vertex:" in step["urn"]:
+            ops.setdefault(step["urn"].rsplit("::", 1)[-1], set()).add(step["op"])
     return ops
 
 

@@ -47,7 +47,7 @@ def project(
 def test_preview_lists_both_jobs_as_creates_and_starts_nothing(project: PulumiProject) -> None:
     steps = project.preview_steps()
 
-    jobs = {s["urn"].rsplit("::jobs-", 1)[-1]: s for s in steps if "::jobs-" in s["urn"]}
+    jobs = {s["urn"].rsplit("::", 1)[-1]: s for s in steps if ":dynamic/vertex:" in s["urn"]}
     assert set(jobs) == JOBS
     assert {s["op"] for s in jobs.values()} == {"create"}
     assert {s["newState"]["type"] for s in jobs.values()} == JOB_TYPES

@@ -67,9 +67,9 @@ class TestGpus:
         gpus = {r.name: rules.job_gpus(r) for r in jobs(stacks["dev"])}
         # cassava: 2 replicas x 1 V100; the study: 2 parallel trials x 2 V100.
         assert gpus == {
-            "jobs-cassava-mwms": 2,
-            "jobs-cassava-mwms-cpu": 0,
-            "jobs-horses-humans-tuning": 4,
+            "cassava-mwms": 2,
+            "cassava-mwms-cpu": 0,
+            "horses-humans-tuning": 4,
         }
         for job in jobs(stacks["dev"]):
             assert rules.job_gpu_limit(job, "dev", rules.DEFAULT_MAX_GPUS_PER_JOB) == []
@@ -101,7 +101,7 @@ class TestAllowedAccelerators:
         assert rules.allowed_accelerators(notebook, "prod", allowed) == []
 
     def test_a_type_outside_the_list_is_refused(self, stacks: Stacks) -> None:
-        cassava = one(stacks["dev"], CUSTOM_JOB_TYPE, "jobs-cassava-mwms")
+        cassava = one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms")
         problems = rules.allowed_accelerators(cassava, "dev", {"dev": ["NVIDIA_TESLA_T4"]})
         assert problems == [
             f"workerPoolSpecs[{i}]: NVIDIA_TESLA_V100 is not allowed in dev "
@@ -136,7 +136,7 @@ class TestImageByDigest:
                 image.split("@")[0] + ":latest"
             )
 
-        job = with_spec(one(stacks["dev"], CUSTOM_JOB_TYPE, "jobs-cassava-mwms"), retag)
+        job = with_spec(one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms"), retag)
         (message,) = rules.image_by_digest(job)
         assert message.startswith("workerPoolSpecs[1].containerSpec.imageUri")
         assert ":latest' is not by digest" in message
@@ -155,7 +155,7 @@ class TestServiceAccounts:
     def test_the_default_compute_account_is_refused(self, stacks: Stacks) -> None:
         default = "123456789012-compute@developer.gserviceaccount.com"
         job = with_spec(
-            one(stacks["dev"], CUSTOM_JOB_TYPE, "jobs-cassava-mwms"),
+            one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms"),
             lambda spec: spec["jobSpec"].update(serviceAccount=default),
         )
         assert rules.no_default_service_account(job) == [
@@ -254,7 +254,7 @@ class TestBudget:
         )
 
     def test_declared_expected_duration_narrows_the_estimate(self, stacks: Stacks) -> None:
-        cassava = one(stacks["dev"], CUSTOM_JOB_TYPE, "jobs-cassava-mwms")
+        cassava = one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms")
         bounded = rules.estimate_from_resources([cassava])
         timed = rules.estimate_from_resources(
             [changed(cassava, **{rules.EXPECTED_DURATION_PROP: 1800.0})]

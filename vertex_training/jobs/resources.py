@@ -24,7 +24,7 @@ import pulumi
 import pulumi.dynamic
 from pulumi.runtime.rpc import UNKNOWN
 
-from vertex_training._checks import InvalidArgumentsError
+from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
@@ -67,6 +67,7 @@ SETTLE_KEYS = (
     "provider_version",
     "backend",
     "strict_hardware",
+    "expected_duration_seconds",
 )
 """Inputs that only shape how we wait or talk to the service: updated in place."""
 INPUT_KEYS = RUN_KEYS + SETTLE_KEYS
@@ -387,6 +388,9 @@ class _JobResource(pulumi.dynamic.Resource):
     """Interactive shell URIs by replica, with ``enable_web_access``."""
     spec: pulumi.Output[dict[str, Any]]
     """The job's Vertex REST body, exactly as it was sent."""
+    cost_estimate: Any
+    """What one run costs (``vertex_training.cost.estimate.JobEstimate``), priced at
+    construction; None on a local platform."""
 
     def __init__(
         self,
@@ -428,6 +432,7 @@ class _JobResource(pulumi.dynamic.Resource):
             "poll_interval_seconds": args.poll_interval_seconds,
             "delete_timeout_seconds": args.delete_timeout_seconds,
             "strict_hardware": context.strict,
+            "expected_duration_seconds": args.expected_duration_seconds,
             "provider_version": PROVIDER_VERSION,
             **dict.fromkeys(OUTPUT_KEYS),
         }
@@ -436,6 +441,28 @@ class _JobResource(pulumi.dynamic.Resource):
         super().__init__(JobProvider(self._kind), resource_name, props, opts)
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
+        self.cost_estimate = None if context.local else self._estimate(context, body, args)
+
+    def _estimate(self, context: Any, body: dict[str, Any], args: Any) -> Any:
+        """What one run costs, as a diagnostic where decisions are made (``pulumi
+        preview``); values not known yet do not change a price."""
+        from vertex_training.cost.estimate import EstimateError, estimate_job
+        from vertex_training.cost.report import job_estimate_message
+
+        known, _ = with_placeholders(body, lambda v: not is_known(v))
+        try:
+            estimate = estimate_job(
+                self._kind,
+                known,
+                context.region,
+                name=context.name,
+                expected_duration_seconds=args.expected_duration_seconds,
+            )
+        except EstimateError as error:
+            pulumi.log.warn(f"no cost estimate: {error}", resource=self)
+            return None
+        pulumi.log.info(job_estimate_message(estimate), resource=self)
+        return estimate
 
 
 class CustomJob(_JobResource, module="vertex", name="CustomJob"):

@@ -14,10 +14,10 @@ leaves nothing half-registered.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pulumi
 
@@ -48,6 +48,7 @@ __all__ = [
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
+    "log_stack_cost",
     "platform_labels",
 ]
 
@@ -191,6 +192,9 @@ class TrainingPlatform(pulumi.ComponentResource):
     local_root: Path | None
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
+    cost_estimate: Any
+    """The Workbench instance per hour while it is up
+    (``vertex_training.cost.estimate.WorkbenchEstimate``); None without one."""
 
     def __init__(
         self,
@@ -229,6 +233,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.repository_url = None
         self.workbench_url = None
         self._images: dict[str, pulumi.Output[str]] = {}
+        self.cost_estimate = None
         self._dependencies: list[pulumi.Resource] = []
         if args.environment == "local":
             self._local(args)
@@ -498,6 +503,17 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=after(*([identity] if isinstance(identity, pulumi.Resource) else [])),
         )
         self.workbench_url = instance.url
+        from vertex_training.cost.estimate import EstimateError, estimate_workbench
+
+        try:
+            self.cost_estimate = estimate_workbench(
+                machine_type=workbench.machine_type,
+                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
+                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                region=args.region,
+            )
+        except EstimateError as error:
+            pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
         self, name: str, image_name: str, image: ImageBuild, repository: object, after: object
@@ -534,6 +550,23 @@ class TrainingPlatform(pulumi.ComponentResource):
 
 
 # --------------------------------------------------------------------------- checks
+
+
+def log_stack_cost(
+    platform: TrainingPlatform, jobs: Iterable[Any], *, budget: float | None = None
+) -> Any:
+    """Log the stack's estimated cost (every job once, the Workbench instance for an
+    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
+    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
+    from vertex_training.cost.estimate import stack_estimate
+    from vertex_training.cost.report import stack_total_message
+
+    if platform.environment == "local":
+        return None
+    estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
+    total = stack_estimate(estimates, platform.cost_estimate)
+    pulumi.log.info(stack_total_message(total, budget), resource=platform)
+    return total
 
 
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:

@@ -245,7 +245,7 @@ class GeneralSettings(_Section):
     def _budget_not_a_flag(cls, value: object) -> object:
         # Lax integers would take true as $1.
         if isinstance(value, bool) or value in ("true", "false"):
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
         return value
@@ -254,7 +254,7 @@ class GeneralSettings(_Section):
     @classmethod
     def _budget_not_negative(cls, value: int) -> int:
         if value < 0:
-            raise _FieldValueError(
+            raise InvalidValueError(
                 f"{value} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
         return value
