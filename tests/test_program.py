@@ -99,6 +99,7 @@ def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, Pu
         "PlatformIdentity",
         "TrainingWorkbench",
         "TrainerImage",
+        "ExperimentTracking",
     }
     outputs = run.outputs
     project = outputs["project"]
@@ -112,6 +113,16 @@ def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, Pu
     )
     assert outputs["workbenchServiceAccount"].startswith(f"vtx-workbench-{stack}@")
     assert outputs["workbenchUrl"].startswith("https://")
+    # Jobs stream their logs to the stack's TensorBoard, and the outputs say where it is.
+    tensorboard = outputs["tensorboard"]
+    assert "/locations/us-central1/tensorboards/" in tensorboard
+    assert outputs["tensorboardUrl"].startswith("https://console.cloud.google.com/")
+    for job in run.registrations:
+        if ":dynamic/vertex:" in job.type:
+            spec = job.inputs["spec"]
+            run_spec = spec.get("jobSpec") or spec["trialJobSpec"]
+            assert run_spec["tensorboard"] == tensorboard
+            assert run_spec["baseOutputDirectory"]["outputUriPrefix"]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -244,6 +255,26 @@ def test_bad_config_fails_before_any_resource(case: str) -> None:
     (monitor,) = monitor_holder
     assert monitor.registrations == []
     assert monitor.mocks.calls == []  # type: ignore[attr-defined]
+
+
+def test_cmek_reaches_the_bucket_the_tensorboard_and_every_job() -> None:
+    key = "projects/kms-project/locations/us-central1/keyRings/ml/cryptoKeys/training"
+    run = run_program(
+        "dev", stack_file_config(STACK_FILES["dev"]) | {"vertex-training:kmsKeyName": key}
+    )
+    assert run.one("gcp:storage/bucket:Bucket").inputs["encryption"] == {"defaultKmsKeyName": key}
+    assert run.one("gcp:vertex/aiTensorboard:AiTensorboard").inputs["encryptionSpec"] == {
+        "kmsKeyName": key
+    }
+    jobs = [r for r in run.registrations if ":dynamic/vertex:" in r.type]
+    assert jobs and all(j.inputs["spec"]["encryptionSpec"] == {"kmsKeyName": key} for j in jobs)
+
+
+def test_a_key_in_another_region_is_a_config_error() -> None:
+    key = "projects/p/locations/europe-west4/keyRings/ml/cryptoKeys/training"
+    config = stack_file_config(STACK_FILES["dev"]) | {"vertex-training:kmsKeyName": key}
+    with pytest.raises(pulumi.RunError, match="vertex-training:kmsKeyName: the key is not in"):
+        run_program("dev", config)
 
 
 def test_stack_file_config_passes_values_as_text() -> None:

@@ -14,6 +14,7 @@ __all__ = [
     "GCP_PROJECT_ID",
     "IMAGE_NAME",
     "IMAGE_REFERENCE",
+    "KMS_KEY",
     "REPOSITORY_ID",
     "ZONE",
     "EnvironmentKind",
@@ -31,6 +32,11 @@ IMAGE_REFERENCE = re.compile(
 )
 ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
+
+
+KMS_KEY = re.compile(
+    r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
+)
 
 
 class EnvironmentKind(enum.StrEnum):

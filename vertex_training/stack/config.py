@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
@@ -35,6 +41,7 @@ from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,
+    KMS_KEY,
     REPOSITORY_ID,
     ZONE,
     EnvironmentKind,
@@ -220,6 +227,21 @@ class GeneralSettings(_Section):
         "0 (no budget) or a whole number of US dollars > 0",
         "50",
     )
+    tensorboard_enabled: bool = _key(
+        "tensorboardEnabled",
+        False,
+        "Cloud stacks: a Vertex AI TensorBoard the jobs stream their logs to "
+        "(local: make tensorboard).",
+        "true or false",
+        "true",
+    )
+    kms_key_name: str | None = _key(
+        "kmsKeyName",
+        None,
+        'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
+        "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
+        "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
+    )
     local_root: str = _key(
         "localRoot",
         ".local-vertex",
@@ -237,6 +259,18 @@ class GeneralSettings(_Section):
             raise InvalidValueError(
                 f"'{value}' is not a region where Vertex AI training runs{hint}",
                 "one of " + ", ".join(sorted(VERTEX_REGIONS)),
+            )
+        return value
+
+    kms_empty_means_unset = field_validator("kms_key_name", mode="before")(_empty_to_none)
+
+    @field_validator("kms_key_name")
+    @classmethod
+    def _kms_shape(cls, value: str | None) -> str | None:
+        if value is not None and not KMS_KEY.match(value):
+            raise InvalidValueError(
+                f"'{value}' is not a Cloud KMS key name",
+                "projects/P/locations/<region>/keyRings/K/cryptoKeys/C",
             )
         return value
 
@@ -888,6 +922,20 @@ def _cross_field_problems(
     workbench = sections.get("workbench")
     if not isinstance(general, GeneralSettings) or not isinstance(workbench, WorkbenchSettings):
         return problems, warnings
+    kms = general.kms_key_name
+    if kms is not None and f"/locations/{general.region}/" not in kms:
+        key = f"{PROJECT_NAME}:kmsKeyName"
+        problems.append(
+            ConfigProblem(
+                key=key,
+                problem=f"the key is not in the stack's region {general.region} (CMEK keys "
+                "must be in the region of what they encrypt)",
+                valid=f"projects/P/locations/{general.region}/keyRings/K/cryptoKeys/C",
+                fix=_fix_set(
+                    key, f"projects/P/locations/{general.region}/keyRings/K/cryptoKeys/C", stack
+                ),
+            )
+        )
     if not workbench.enabled:
         return problems, warnings
     strict = general.strict_hardware_checks

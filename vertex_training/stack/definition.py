@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs
-from vertex_training.platform.platform import ImageBuild, TrainingPlatformArgs, Workbench
+from vertex_training.platform.platform import (
+    ImageBuild,
+    TensorBoard,
+    TrainingPlatformArgs,
+    Workbench,
+)
 from vertex_training.stack.config import (
     PROJECT_ROOT,
     StackConfig,
@@ -83,6 +88,12 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         staging_retention_days=config.storage.staging_retention_days,
         soft_delete_retention_days=config.storage.soft_delete_retention_days,
         strict_hardware_checks=config.general.strict_hardware_checks,
+        tensorboard=(
+            TensorBoard()
+            if config.general.tensorboard_enabled and config.environment.is_cloud
+            else None
+        ),
+        kms_key_name=config.general.kms_key_name,
         local_root=config.local_root,
     )
     jobs = {job.name: job.to_args() for job in config.jobs.jobs}
