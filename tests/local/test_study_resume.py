@@ -123,3 +123,44 @@ def test_only_a_job_whose_supervisor_died_resumes(
 
     [trial] = optuna.load_study(study_name=None, storage=journal_storage(journal)).trials
     assert trial.state is optuna.trial.TrialState.COMPLETE
+
+
+def test_an_interrupted_up_resumes_the_study_through_the_provider(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    """`pulumi up` killed mid-study leaves no state for the job; the next `up` creates it
+    again, and the provider finds the job by its adoption label and resumes it."""
+    from vertex_training.jobs.backends import BackendKind, BackendSettings
+    from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
+
+    body = tuning_job(
+        job_spec(standin_pool(["--steps=3", "--step-sleep=0.3"]), output="gs://bucket/up"),
+        study(double("x", 0.01, 1.0)),
+        max_trials=4,
+        parallel=2,
+        display_name="up-study",
+    )
+    props = {
+        "spec": body,
+        "backend": BackendSettings(BackendKind.LOCAL, local_root=str(backend.root)).to_props(),
+        "identity": "vertex-training/local/up-study",
+        "wait": False,
+        "provider_version": PROVIDER_VERSION,
+    }
+    provider = JobProvider(TUNING)
+    first = provider.create(props)
+    _wait_for(lambda: any(t.state == "SUCCEEDED" for t in backend.get(first.id).trials))
+    supervisor = backend.details(first.id).supervisor_pid
+    assert supervisor is not None
+    os.kill(supervisor, signal.SIGKILL)
+    _wait_for(lambda: pid_gone(supervisor))
+    done_before = [t for t in backend.details(first.id).record.trials if t.state == "SUCCEEDED"]
+
+    again = provider.create({**props, "wait": True, "poll_interval_seconds": 0.1})
+    assert again.id == first.id  # the same job, resumed: not a new study
+    assert again.outs["state"] == "SUCCEEDED"
+    trials = again.outs["trials"]
+    assert [t["trial_id"] for t in trials] == ["1", "2", "3", "4"]
+    finished = {t["trial_id"]: t for t in trials}
+    for trial in done_before:
+        assert finished[trial.trial_id]["parameters"] == trial.parameters

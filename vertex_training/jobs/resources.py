@@ -151,6 +151,13 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
     }
 
 
+def _resumable(backend: JobBackend, record: JobRecord) -> bool:
+    """A local job that ended only because its supervisor died."""
+    died = getattr(backend, "died", None)
+    details = getattr(backend, "details", None)
+    return callable(died) and callable(details) and bool(died(details(record.name)))
+
+
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
@@ -296,6 +303,11 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         record = backend.find(self.job_kind, p.adoption_labels())
         if record is not None and record.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", record.name, record.state)
+        elif record is not None and _resumable(backend, record):
+            # A local job whose supervisor died with an interrupted `up`: a study goes on
+            # from its journal (finished trials count) instead of starting over.
+            _log.info("resuming %s (its local supervisor died)", record.name)
+            record = backend.resume(record.name)  # type: ignore[attr-defined]
         else:
             record = backend.submit(self.job_kind, p.labelled_body())
         if p.wait:
@@ -494,7 +506,7 @@ class HyperparameterTuningJob(_JobResource, module="vertex", name="Hyperparamete
     _args_type = HyperparameterTuningJobArgs
 
     trials: pulumi.Output[list[dict[str, Any]]]
-    """Every trial: ``id``, ``state``, ``parameters`` (by parameter id),
+    """Every trial: ``trial_id``, ``state``, ``parameters`` (by parameter id),
     ``final_metrics`` (by metric id), ``infeasible_reason``, ``early_stopped``, times."""
     best_trial: pulumi.Output[dict[str, Any] | None]
     """The trial with the best value of the study's first metric, by its goal."""
