@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv policy-preview
+.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv policy-preview docs
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -86,6 +86,12 @@ tensorboard: install
 
 preview: stack-select
 	"$(PULUMI)" preview --stack $(STACK) --diff
+
+# The public API's reference: docs/reference.md (committed; a test keeps it current) and
+# browsable HTML in docs/html, both from the docstrings.
+docs: install
+	$(BIN)/python tools/reference.py
+	$(BIN)/pdoc vertex_training -o docs/html
 
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
 # `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).

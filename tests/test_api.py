@@ -473,3 +473,14 @@ def test_every_public_name_has_a_docstring() -> None:
         value = getattr(vt, name)
         if isinstance(value, type) or callable(value):
             assert (value.__doc__ or "").strip(), name
+
+
+def test_the_example_study_runs_the_trainer_with_flags_it_reads(example: PulumiRun) -> None:
+    from trainer.config import build_parser
+
+    body = spec(example, "tuning")
+    (pool,) = body["trialJobSpec"]["workerPoolSpecs"]
+    # Vertex appends one --<parameter_id>=<value> per parameter of the trial.
+    trial = ["--learning_rate=0.01", "--optimizer=sgd", "--momentum=0.5", "--num_units=128"]
+    parsed = build_parser().parse_args([*pool["containerSpec"]["args"], *trial])
+    assert (parsed.optimizer, parsed.momentum, parsed.num_units) == ("sgd", 0.5, 128)

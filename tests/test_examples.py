@@ -71,7 +71,8 @@ def test_the_tuning_example_has_spot_trials_and_a_conditional_parameter() -> Non
     body = run.named("horses").inputs["spec"]
     assert body["trialJobSpec"]["scheduling"]["strategy"] == "SPOT"
     (conditional,) = body["studySpec"]["parameters"][1]["conditionalParameterSpecs"]
-    assert conditional["parentDiscreteValues"] == {"values": [128.0, 512.0]}
+    assert conditional["parentCategoricalValues"] == {"values": ["sgd"]}
+    assert conditional["parameterSpec"]["parameterId"] == "momentum"
     assert "medianAutomatedStoppingSpec" in body["studySpec"]
 
 

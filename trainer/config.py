@@ -136,6 +136,8 @@ class TrainConfig:
     momentum: float
     num_units: int
     cache_dir: str | None
+    optimizer: str = "sgd"
+    """horses_or_humans: ``sgd`` (the codelab, with ``momentum``) or ``adam``."""
     """Local directory for splits decoded once per job; ``None`` = decode every epoch."""
     profile_steps: ProfileSteps | None = None
     """Steps to trace with the profiler; ``None`` = no trace."""
@@ -256,6 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--momentum", type=_unit_interval, help=f"horses_or_humans SGD (default {DEFAULT_MOMENTUM})"
     )
     hparams.add_argument(
+        "--optimizer",
+        choices=("sgd", "adam"),
+        help="horses_or_humans optimizer (default sgd, the codelab's; --momentum is SGD's)",
+    )
+    hparams.add_argument(
         "--num_units",
         type=_positive_int,
         help=f"horses_or_humans last hidden layer (default {DEFAULT_NUM_UNITS})",
@@ -335,7 +342,11 @@ def parse_config(
     workload = WORKLOADS[args.workload]
 
     if workload.name == "cassava":
-        for flag, value in (("--momentum", args.momentum), ("--num_units", args.num_units)):
+        for flag, value in (
+            ("--momentum", args.momentum),
+            ("--num_units", args.num_units),
+            ("--optimizer", args.optimizer),
+        ):
             if value is not None:
                 parser.error(f"{flag} applies to horses_or_humans only (cassava uses Adam)")
     if workload.name == "horses_or_humans" and args.weights == "imagenet":
@@ -391,5 +402,6 @@ def parse_config(
         momentum=DEFAULT_MOMENTUM if args.momentum is None else args.momentum,
         num_units=args.num_units or DEFAULT_NUM_UNITS,
         cache_dir=cache_dir,
+        optimizer=args.optimizer or "sgd",
         profile_steps=args.profile_steps,
     )

@@ -48,7 +48,8 @@ def build_cassava_model(config: TrainConfig, *, jit_compile: bool = False) -> tf
 def build_horses_or_humans_model(
     config: TrainConfig, *, jit_compile: bool = False
 ) -> tf_keras.Model:
-    """Conv16-Pool-Conv32-Pool-Conv64-Pool-Flatten-Dense(num_units)-Dense(1, sigmoid); SGD."""
+    """Conv16-Pool-Conv32-Pool-Conv64-Pool-Flatten-Dense(num_units)-Dense(1, sigmoid); SGD
+    with momentum (the codelab), or Adam with ``--optimizer adam``."""
     inputs, x = _image_input(config.image_size)
     for filters in (16, 32, 64):
         x = tf_keras.layers.Conv2D(filters, (3, 3), activation="relu")(x)
@@ -59,8 +60,12 @@ def build_horses_or_humans_model(
     model = tf_keras.Model(inputs, outputs, name="horses_or_humans_cnn")
     model.compile(
         loss="binary_crossentropy",
-        optimizer=tf_keras.optimizers.SGD(
-            learning_rate=config.learning_rate, momentum=config.momentum
+        optimizer=(
+            tf_keras.optimizers.Adam(learning_rate=config.learning_rate)
+            if config.optimizer == "adam"
+            else tf_keras.optimizers.SGD(
+                learning_rate=config.learning_rate, momentum=config.momentum
+            )
         ),
         metrics=["accuracy"],
         jit_compile=jit_compile,

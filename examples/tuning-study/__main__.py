@@ -1,5 +1,5 @@
 """A tuning study on a platform this program creates: a conditional parameter (momentum
-only for the wider layers), median early stopping, and trials on Spot capacity."""
+only for SGD), median early stopping, and trials on Spot capacity."""
 
 from pathlib import Path
 
@@ -25,7 +25,6 @@ platform = vt.TrainingPlatform(
     ),
 )
 
-momentum = vt.DoubleParameter("momentum", 0, 1)
 study = vt.HyperparameterTuningJob(
     "horses",
     vt.HyperparameterTuningJobArgs(
@@ -44,12 +43,13 @@ study = vt.HyperparameterTuningJob(
             metrics=[vt.Metric("accuracy", "maximize")],
             parameters=[
                 vt.DoubleParameter("learning_rate", 0.001, 1, scale="log"),
-                # Trials with 64 units keep the trainer's default momentum.
-                vt.DiscreteParameter(
-                    "num_units",
-                    [64, 128, 512],
-                    conditional={128: [momentum], 512: [momentum]},
+                # Momentum is SGD's: Adam trials do not search it.
+                vt.CategoricalParameter(
+                    "optimizer",
+                    ["sgd", "adam"],
+                    conditional={"sgd": [vt.DoubleParameter("momentum", 0, 1)]},
                 ),
+                vt.DiscreteParameter("num_units", [64, 128, 512]),
             ],
             early_stopping=vt.MedianStopping(),
         ),

@@ -33,6 +33,23 @@ def test_horses_or_humans_defaults_and_codelab_flag_names() -> None:
     argv += ["--learning_rate", "0.05", "--momentum", "0.5", "--num_units", "512"]
     tuned = parse_config(argv, environ={})
     assert (tuned.learning_rate, tuned.momentum, tuned.num_units) == (0.05, 0.5, 512)
+    assert tuned.optimizer == "sgd"
+
+
+def test_the_optimizer_is_a_tunable_choice() -> None:
+    from trainer.models import build_horses_or_humans_model
+
+    argv = ["--workload", "horses_or_humans", "--model-dir", "/m", "--image-size", "32"]
+    adam = parse_config([*argv, "--optimizer=adam"], environ={})
+    model = build_horses_or_humans_model(adam)
+    assert type(model.optimizer).__name__ == "Adam"
+    sgd = build_horses_or_humans_model(parse_config(argv, environ={}))
+    assert type(sgd.optimizer).__name__ == "SGD"
+
+
+def test_optimizer_is_for_horses_only(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _exit_message(["--workload", "cassava", "--job-dir", "/j", "--optimizer", "adam"], capsys)
+    assert "--optimizer applies to horses_or_humans only" in err
 
 
 def test_vertex_variables_win_over_flags() -> None:
