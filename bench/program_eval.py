@@ -5,7 +5,7 @@ every resource registered against the mock monitor), the way ``pulumi up`` pays 
 it. Printed against the 1.5 s target and against a baseline measured in the same run:
 a fresh process that imports pulumi and evaluates an empty program under mocks.
 
-    python bench/program_eval.py                 # dev stack
+    python bench/program_eval.py                 # dev stack and the example programs
     python bench/program_eval.py --jobs 10 100   # plus 10 and 100 declared jobs
 """
 
@@ -32,6 +32,17 @@ imported = time.perf_counter()
 mode, stack_file, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 if mode == "empty":
     run = run_pulumi(lambda: None, stack="dev", config={})
+elif mode == "example":
+    import runpy, yaml
+    directory = Path(stack_file)
+    project = yaml.safe_load((directory / "Pulumi.yaml").read_text())["name"]
+    stacks = sorted(directory.glob("Pulumi.*.yaml"))
+    run = run_pulumi(
+        lambda: runpy.run_path(str(directory / "__main__.py"), run_name="__main__"),
+        stack=stacks[0].name.split(".")[1] if stacks else "local",
+        config=stack_file_config(stacks[0]) if stacks else {},
+        project=project,
+    )
 else:
     config = stack_file_config(Path(stack_file)) | extra
     run = run_program(Path(stack_file).name.split(".")[1], config)
@@ -115,6 +126,15 @@ def main() -> None:
         wall, parts = median_of(options.repeat, "program", stack_file, extra)
         print(
             f"{options.stack} stack, {label}: {wall:.3f} s wall "
+            f"(imports {parts['imports']:.3f} s, evaluate {parts['evaluate']:.3f} s, "
+            f"{int(parts['resources'])} resources) | "
+            f"{wall / TARGET_SECONDS:.2f}x the {TARGET_SECONDS} s target | "
+            f"{wall / baseline:.2f}x baseline"
+        )
+    for example in sorted((ROOT / "examples").glob("*/Pulumi.yaml")):
+        wall, parts = median_of(options.repeat, "example", example.parent, {})
+        print(
+            f"examples/{example.parent.name}: {wall:.3f} s wall "
             f"(imports {parts['imports']:.3f} s, evaluate {parts['evaluate']:.3f} s, "
             f"{int(parts['resources'])} resources) | "
             f"{wall / TARGET_SECONDS:.2f}x the {TARGET_SECONDS} s target | "
