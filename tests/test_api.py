@@ -484,3 +484,55 @@ def test_the_example_study_runs_the_trainer_with_flags_it_reads(example: PulumiR
     trial = ["--learning_rate=0.01", "--optimizer=sgd", "--momentum=0.5", "--num_units=128"]
     parsed = build_parser().parse_args([*pool["containerSpec"]["args"], *trial])
     assert (parsed.optimizer, parsed.momentum, parsed.num_units) == ("sgd", 0.5, 128)
+
+
+def test_a_tensorboard_in_another_region_is_refused_before_anything_exists() -> None:
+    def program() -> None:
+        byo_platform(
+            tensorboard=vt.TensorBoard(
+                existing="projects/team-project/locations/europe-west4/tensorboards/123"
+            )
+        )
+
+    message, monitor = failing(program)
+    assert "TrainingPlatformArgs.tensorboard.existing" in message
+    assert "not a TensorBoard in us-central1" in message
+    assert monitor.registrations == []
+
+
+def test_an_experiment_run_needs_its_experiment() -> None:
+    run_name = (
+        "projects/team-project/locations/us-central1/metadataStores/default/contexts/exp-run1"
+    )
+
+    def program() -> None:
+        vt.CustomJob(
+            "tracked",
+            vt.CustomJobArgs(
+                platform=byo_platform(),
+                chief=vt.WorkerPool(machine_type="n1-standard-4"),
+                experiment_run=run_name,
+            ),
+        )
+
+    message, _ = failing(program)
+    assert "CustomJobArgs.experiment_run" in message and "jobSpec.experimentRun" in message
+
+
+def test_platform_tensorboard_reaches_every_job() -> None:
+    def program() -> None:
+        platform = byo_platform(tensorboard=vt.TensorBoard())
+        vt.CustomJob(
+            "curves",
+            vt.CustomJobArgs(platform=platform, chief=vt.WorkerPool(machine_type="n1-standard-4")),
+        )
+
+    run = run_pulumi(program, stack="dev")
+    board = run.one("gcp:vertex/aiTensorboard:AiTensorboard")
+    job = run.named("curves").inputs["spec"]["jobSpec"]
+    assert "/tensorboards/" in job["tensorboard"]
+    assert job["baseOutputDirectory"]["outputUriPrefix"] == "gs://team-bucket/jobs/curves"
+    assert board.inputs["region"] == "us-central1"
+    # The brought training account gets the uploader's role, nothing broader.
+    member = run.one("gcp:projects/iAMMember:IAMMember").inputs["member"]
+    assert member == "serviceAccount:trainer@team-project.iam.gserviceaccount.com"
