@@ -32,7 +32,13 @@ release=$(go list -mod=mod -m -f '{{with .Origin}}{{.Hash}}{{end}} {{.Time.UTC.F
   "$sdk@v$version" 2>&1) || problems+=("go list -m $sdk@v$version: $release")
 read -r commit commit_time <<<"$release" || true
 if [ ${#problems[@]} -eq 0 ] && [ ${#commit} -ne 40 ]; then
-  problems+=("go list -m -json $sdk@v$version reports no origin commit for the release tag")
+  # Some proxies keep no origin for the sdk tag; the same release's pkg tag names it.
+  release=$(go list -mod=mod -m -f '{{with .Origin}}{{.Hash}}{{end}} {{.Time.UTC.Format "20060102150405"}}' \
+    "$pkg@v$version" 2>&1) || problems+=("go list -m $pkg@v$version: $release")
+  read -r commit commit_time <<<"$release" || true
+fi
+if [ ${#problems[@]} -eq 0 ] && [ ${#commit} -ne 40 ]; then
+  problems+=("go list -m -json $sdk@v$version and $pkg@v$version report no origin commit for the release tag")
 fi
 if ! out=$(go mod download "$pkg@v$version" 2>&1); then
   problems+=("go mod download $pkg@v$version: $out")
