@@ -1,0 +1,77 @@
+"""The shipped price catalog prices Spot jobs, A3/H100 jobs and the regions the hardware
+catalog offers, and prices nothing the hardware catalog does not offer there."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cost.bodies import custom_job, pool
+from vertex_training.cost.catalog import TARGETS, Pricing, price_catalog
+from vertex_training.cost.estimate import estimate_job
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+
+CUSTOM = JobKind.CUSTOM_JOB
+T4 = "NVIDIA_TESLA_T4"
+H100 = "NVIDIA_H100_80GB"
+
+
+@pytest.mark.parametrize("region", ["us-central1", "europe-west4", "asia-southeast1", "us-east4"])
+def test_a_spot_job_is_priced_at_spot_prices_below_on_demand(region: str) -> None:
+    machines = pool("n1-standard-8", 2, T4, 1)
+    on_demand = estimate_job(CUSTOM, custom_job(machines), region)
+    spot = estimate_job(CUSTOM, custom_job(machines, strategy="SPOT"), region)
+    assert spot.pricing is Pricing.SPOT
+    assert on_demand.unknown == () and spot.unknown == ()
+    assert 0 < spot.usd < on_demand.usd
+    catalog = price_catalog()
+    machine = catalog.row("training", "machines", region, "n1-standard-8")
+    gpu = catalog.row("training", "accelerators", region, T4)
+    assert machine is not None and gpu is not None
+    assert machine.spot is not None and gpu.spot is not None
+    assert spot.usd_per_hour == pytest.approx(2 * (machine.spot + gpu.spot))
+
+
+def test_an_a3_highgpu_8g_with_8_h100_is_priced_in_us_central1() -> None:
+    body = custom_job(pool("a3-highgpu-8g", 1, H100, 8), timeout="3600s")
+    estimate = estimate_job(CUSTOM, body, "us-central1")
+    assert estimate.unknown == ()
+    catalog = price_catalog()
+    machine = catalog.row("training", "machines", "us-central1", "a3-highgpu-8g")
+    gpu = catalog.row("training", "accelerators", "us-central1", H100)
+    assert machine is not None and gpu is not None and gpu.on_demand is not None
+    # The H100 price read from the Vertex AI pricing page.
+    assert gpu.on_demand == pytest.approx(9.79655057)
+    assert estimate.usd_per_hour == pytest.approx(machine.on_demand + 8 * gpu.on_demand)
+    assert estimate.usd == pytest.approx(estimate.usd_per_hour)
+    spot = estimate_job(
+        CUSTOM, custom_job(pool("a3-highgpu-8g", 1, H100, 8), strategy="SPOT"), "us-central1"
+    )
+    assert spot.unknown == () and spot.usd_per_hour < estimate.usd_per_hour
+
+
+def test_every_priced_accelerator_is_offered_by_the_hardware_catalog_in_its_region() -> None:
+    hardware = hardware_catalog()
+    rows = price_catalog().rows
+    assert rows
+    for target, kind, region, item in rows:
+        assert region in hardware.regions, (target, region)
+        if kind == "accelerators":
+            assert item in hardware.accelerators, (target, item)
+            assert item in hardware.regions[region].accelerators, (target, item, region)
+
+
+def test_every_priced_machine_is_one_the_hardware_catalog_knows() -> None:
+    hardware = hardware_catalog()
+    catalog = price_catalog()
+    assert catalog.items("training", "machines") <= set(hardware.machines("vertex"))
+    assert catalog.items("workbench", "machines") <= set(hardware.machines("workbench"))
+
+
+def test_the_gpu_regions_of_the_issue_are_priced_on_demand_and_spot() -> None:
+    catalog = price_catalog()
+    for target in TARGETS:
+        for region in ("europe-west4", "us-east4", "asia-southeast1"):
+            row = catalog.row(target, "accelerators", region, T4)
+            assert row is not None and row.on_demand and row.spot, (target, region)
+            assert row.spot < row.on_demand
