@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from trainer.disk_cache import DiskCache, decoded_size_bytes
+from trainer.disk_cache import CachedRecords, DiskCache, decoded_size_bytes
 
 __all__ = [
     "CACHE_BUDGET_BYTES",
@@ -115,8 +115,8 @@ class ImagePipeline:
             deterministic=False,
         )
 
-    def _from_disk_cache(self, split: EncodedSplit) -> tf.data.Dataset | None:
-        """The decoded split read from the disk cache (written now if need be), or ``None``."""
+    def _from_disk_cache(self, split: EncodedSplit) -> CachedRecords | None:
+        """The decoded split's records in the disk cache (written now if need be), or ``None``."""
         if self.disk_cache is None or split.num_examples is None or not split.identity:
             return None
         needed = decoded_size_bytes(split.num_examples, self.image_size)
@@ -125,7 +125,7 @@ class ImagePipeline:
         # Written in the source's order: TFDS shuffles examples when it prepares a dataset
         # (and the files when it reads them), so each shard is already a random sample. An
         # encoded shuffle buffer here would add ~130 MB of JPEGs (cassava) to the peak.
-        return self.disk_cache.decoded(
+        return self.disk_cache.records(
             self._decode(split.examples),
             key=self.disk_cache.key(split.identity, self.image_size, split.num_examples),
             shard_size=self._decoded_shuffle_buffer(),
@@ -145,7 +145,8 @@ class ImagePipeline:
         on_disk = self._from_disk_cache(split)
         in_memory = on_disk is None and self.fits_cache(split.num_examples)
         if on_disk is not None:
-            dataset = on_disk
+            # Raw records until the batch is formed: then one decode_raw per batch.
+            dataset = on_disk.records
             if training:
                 dataset = dataset.shuffle(
                     self._decoded_shuffle_buffer(), reshuffle_each_iteration=True
@@ -162,7 +163,12 @@ class ImagePipeline:
                     dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
         if repeat:
             dataset = dataset.repeat()
-        dataset = dataset.batch(self.global_batch_size).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.batch(self.global_batch_size)
+        if on_disk is not None:
+            dataset = dataset.map(
+                on_disk.parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False
+            )
+        dataset = dataset.prefetch(tf.data.AUTOTUNE)
         options = tf.data.Options()
         options.deterministic = False
         # As the codelab: every worker sees the same element stream and keeps its share

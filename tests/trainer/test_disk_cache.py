@@ -80,6 +80,22 @@ def test_split_is_decoded_once_and_later_epochs_read_no_encoded_data(tmp_path: P
     assert reads_again == []
 
 
+def test_each_image_comes_back_whole_with_its_own_label(tmp_path: Path) -> None:
+    # Solid colours: image i is filled with i, so a pixel tells which label it belongs with.
+    encoded = [tf.io.encode_png(np.full((8, 8, 3), i, np.uint8)).numpy() for i in range(30)]
+    examples = tf.data.Dataset.from_tensor_slices((encoded, np.arange(30, dtype=np.int64)))
+    split = EncodedSplit(examples, 30, num_classes=30, identity="solid")
+    for _ in range(2):  # written, then read from the complete cache
+        dataset = disk_pipeline(tmp_path).build(split, training=True)
+        pairs = [
+            (int(label), np.unique(image).tolist())
+            for images, labels in dataset
+            for image, label in zip(images.numpy(), labels.numpy(), strict=True)
+        ]
+        assert sorted(pairs) == [(i, [i]) for i in range(30)]
+        assert all(images.shape[1:] == (SIZE, SIZE, 3) for images, _ in dataset)
+
+
 def test_evaluation_split_keeps_its_order(tmp_path: Path) -> None:
     dataset = disk_pipeline(tmp_path).build(numbered_split(10), training=False)
     assert sorted(epoch_labels(dataset)) == list(range(10))
@@ -111,7 +127,7 @@ def slow(x):
 images = tf.data.Dataset.range(400).map(
     lambda i: (tf.fill((8, 8, 3), tf.cast(i % 200, tf.uint8)),
                tf.py_function(slow, [i], tf.int64)))
-DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=2)
+DiskCache({str(tmp_path)!r}).records(images, key="k", shard_size=10, interleave=2)
 """
     writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     deadline = time.monotonic() + 120
@@ -125,13 +141,15 @@ DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=
     assert not (tmp_path / "k").exists()
     assert list(tmp_path.glob("k.partial-*"))
 
-    rebuilt = DiskCache(str(tmp_path)).decoded(
+    rebuilt = DiskCache(str(tmp_path)).records(
         tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
         key="k",
         shard_size=2,
         interleave=2,
     )
-    assert sorted(int(label) for _, label in rebuilt) == list(range(5))
+    assert sorted((int(label), int(image[0, 0, 0])) for image, label in rebuilt.elements()) == [
+        (i, i) for i in range(5)
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
 
 
@@ -186,7 +204,7 @@ def test_a_live_writers_partial_cache_is_left_alone(tmp_path: Path) -> None:
         images = tf.data.Dataset.range(3).map(
             lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)
         )
-        loaded = cache.decoded(images, key="k", shard_size=2, interleave=1)
+        loaded = cache.records(images, key="k", shard_size=2, interleave=1).elements()
         assert sorted(int(label) for _, label in loaded) == [0, 1, 2]
         assert live.exists()
         assert not dead.exists()
