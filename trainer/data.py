@@ -3,11 +3,11 @@
 What differs from the codelabs and why:
 - every split is decoded and resized once per job, into uint8 files on the replica's
   local disk (:mod:`trainer.disk_cache`), when the disk has room: every later epoch reads
-  ready images (cassava: ~0.15 CPU-ms per image instead of ~1.6-2 to decode a 500x400
-  JPEG again). Disk rather than memory even for a split that would fit: its reads go
-  through the page cache, which the kernel keeps while memory is free and drops under
-  pressure, where an in-memory cache pins every image in the process (horses_or_humans:
-  ~70 MB at 150px);
+  ready images as raw fixed-length records (cassava: ~0.13 CPU-ms per image instead of
+  ~1.6-2 to decode a 500x400 JPEG again). Disk rather than memory even for a split that
+  would fit: its reads go through the page cache, which the kernel keeps while memory is
+  free and drops under pressure, where an in-memory cache pins every image in the process
+  (horses_or_humans: ~70 MB at 150px);
 - shuffling after the disk cache is two-level, as TFDS does for its files: the cache is
   written in shards whose order is reshuffled every epoch, then a shuffle buffer of
   decoded images small enough for the memory target (``SHUFFLE_BUFFER_BYTES``) mixes the
@@ -19,7 +19,9 @@ What differs from the codelabs and why:
   per buffer in the codelab);
 - decoding and resizing run in a parallel, non-deterministic map (the HPT codelab maps
   serially), and the result stays uint8: the model rescales on the accelerator;
-- batches are prefetched, and the auto-shard policy is DATA as in the multi-worker codelab.
+- batches are prefetched (one ahead from the disk cache, which serves ~10k images/s: a
+  deeper buffer would only hold more memory), and the auto-shard policy is DATA as in the
+  multi-worker codelab.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from trainer.disk_cache import CachedRecords, DiskCache, decoded_size_bytes
+from trainer.disk_cache import DiskCache, decoded_size_bytes
 
 __all__ = [
     "CACHE_BUDGET_BYTES",
@@ -115,8 +117,8 @@ class ImagePipeline:
             deterministic=False,
         )
 
-    def _from_disk_cache(self, split: EncodedSplit) -> CachedRecords | None:
-        """The decoded split's records in the disk cache (written now if need be), or ``None``."""
+    def _from_disk_cache(self, split: EncodedSplit) -> tf.data.Dataset | None:
+        """The decoded split read from the disk cache (written now if need be), or ``None``."""
         if self.disk_cache is None or split.num_examples is None or not split.identity:
             return None
         needed = decoded_size_bytes(split.num_examples, self.image_size)
@@ -125,7 +127,7 @@ class ImagePipeline:
         # Written in the source's order: TFDS shuffles examples when it prepares a dataset
         # (and the files when it reads them), so each shard is already a random sample. An
         # encoded shuffle buffer here would add ~130 MB of JPEGs (cassava) to the peak.
-        return self.disk_cache.records(
+        return self.disk_cache.decoded(
             self._decode(split.examples),
             key=self.disk_cache.key(split.identity, self.image_size, split.num_examples),
             shard_size=self._decoded_shuffle_buffer(),
@@ -145,8 +147,7 @@ class ImagePipeline:
         on_disk = self._from_disk_cache(split)
         in_memory = on_disk is None and self.fits_cache(split.num_examples)
         if on_disk is not None:
-            # Raw records until the batch is formed: then one decode_raw per batch.
-            dataset = on_disk.records
+            dataset = on_disk
             if training:
                 dataset = dataset.shuffle(
                     self._decoded_shuffle_buffer(), reshuffle_each_iteration=True
@@ -163,12 +164,10 @@ class ImagePipeline:
                     dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
         if repeat:
             dataset = dataset.repeat()
-        dataset = dataset.batch(self.global_batch_size)
-        if on_disk is not None:
-            dataset = dataset.map(
-                on_disk.parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False
-            )
-        dataset = dataset.prefetch(tf.data.AUTOTUNE)
+        # From the disk cache a batch takes a few milliseconds: one ahead keeps any
+        # accelerator fed, where autotuning may hold several 17 MB batches (cassava).
+        prefetch = 1 if on_disk is not None else tf.data.AUTOTUNE
+        dataset = dataset.batch(self.global_batch_size).prefetch(prefetch)
         options = tf.data.Options()
         options.deterministic = False
         # As the codelab: every worker sees the same element stream and keeps its share
