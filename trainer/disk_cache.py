@@ -171,9 +171,10 @@ class _RecordLayout:
     """Raw fixed-length records: each shard is an images file (the uint8 pixels of one image
     after another) and a labels file beside it.
 
-    Not ``Dataset.save``: its records are serialized tensors with framing and checksums, and
-    reading them back cost ~0.14 CPU-ms per 300px image against ~0.09 for raw records, which
-    ``FixedLengthRecordDataset`` reads with one copy out of the page cache.
+    Not ``Dataset.save``: its records are serialized tensors with framing and checksums;
+    reading them back cost ~0.14 CPU-ms per 300px image through the whole pipeline (shuffle
+    and batch included) against ~0.12 for raw records, and its writer ~0.1 CPU-ms more per
+    image than this one.
     """
 
     image_shape: tuple[int, ...]
@@ -216,13 +217,14 @@ class _RecordLayout:
             shard, images_file, labels = shard + 1, None, []
 
         # A Python loop over small chunks: tf.data decodes on its threads meanwhile, and
-        # each write is one copy into the page cache (the GIL is released during it).
+        # each write (larger than the file buffer, so unbuffered) is one copy into the page
+        # cache, with the GIL released.
         for images, chunk_labels in decoded.batch(_WRITE_CHUNK).prefetch(1):
             pixels = images.numpy()
             for image, label in zip(pixels, chunk_labels.numpy(), strict=True):
                 if images_file is None:
                     images_file = open(  # noqa: SIM115  (closed by close_shard)
-                        os.path.join(path, f"{_IMAGES}{shard:05d}"), "wb", buffering=0
+                        os.path.join(path, f"{_IMAGES}{shard:05d}"), "wb"
                     )
                 images_file.write(image.data)
                 labels.append(label)
