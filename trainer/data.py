@@ -206,7 +206,7 @@ def load_tfds_split(
             # We decide about caching ourselves (decoded, when it fits).
             try_autocache=False,
             # TFDS's defaults (16 files at a time in blocks of 16, then an autotuned
-            # prefetch) buffer hundreds of encoded images: ~50 MiB more peak (cassava). The
+            # prefetch) buffer hundreds of encoded images: 20-60 MiB more peak (cassava). The
             # decode map that follows keeps enough examples in flight.
             interleave_cycle_length=4,
             interleave_block_length=1,
