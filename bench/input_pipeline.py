@@ -1,6 +1,7 @@
 """Input pipeline bench: the codelabs' pipelines against ours, on the same generated data.
 
     .venv/bin/python bench/input_pipeline.py [--cassava-examples 2000] [--horses-examples 1027]
+        [--data-dir DIR]  # keep the generated data there and reuse it in later runs
 
 Writes a real TFDS dataset per workload into a temporary data dir (cassava-like: JPEGs of
 500x400, 5 classes; horses-like: PNGs of 300x300, 2 classes, as the real sets), then runs
@@ -16,8 +17,10 @@ not counted: the kernel gives it back under pressure).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,7 +149,8 @@ def _measure(variant: str, workload: str, data_dir: str) -> dict[str, float]:
     else:
         split = load_tfds_split(name, "train", data_dir=data_dir, shuffle_files=True)
         # A new job: an empty cache dir on the same disk as the data.
-        cache = DiskCache(tempfile.mkdtemp(prefix="cache-", dir=data_dir))
+        cache_dir = tempfile.mkdtemp(prefix="cache-", dir=data_dir)
+        cache = DiskCache(cache_dir)
         dataset = ImagePipeline(image_size=size, global_batch_size=BATCH, disk_cache=cache).build(
             split, training=True
         )
@@ -161,6 +165,8 @@ def _measure(variant: str, workload: str, data_dir: str) -> dict[str, float]:
         per_epoch.append((images, now - start, cpu_now - cpu_start))
         start, cpu_start = now, cpu_now
     peak = _peak_rss_bytes()
+    if variant != "codelab":
+        shutil.rmtree(cache_dir)
 
     def figures(epochs: list[tuple[int, float, float]]) -> tuple[float, float]:
         images = sum(e[0] for e in epochs)
@@ -200,13 +206,22 @@ def main() -> None:
     parser.add_argument("--cassava-examples", type=int, default=2000)
     parser.add_argument("--horses-examples", type=int, default=1027)  # the real train split
     parser.add_argument("--workloads", default="cassava,horses_or_humans")
+    parser.add_argument(
+        "--data-dir",
+        help="where to generate the data, or find it from an earlier run with the same "
+        "example counts (default: a temporary directory, removed at the end)",
+    )
     parser.add_argument("--child", nargs=3, metavar=("VARIANT", "WORKLOAD", "DATA_DIR"))
     args = parser.parse_args()
     if args.child:
         print(json.dumps(_measure(*args.child)))
         return
 
-    with tempfile.TemporaryDirectory(prefix="bench-input-") as data_dir:
+    with (
+        contextlib.nullcontext(args.data_dir)
+        if args.data_dir
+        else tempfile.TemporaryDirectory(prefix="bench-input-")
+    ) as data_dir:
         started = time.perf_counter()
         _prepare(data_dir, args.cassava_examples, args.horses_examples)
         print(f"generated TFDS data in {time.perf_counter() - started:.1f}s under {data_dir}")

@@ -1,7 +1,8 @@
 """Decode once per job: a split too large for memory is decoded into uint8 files on local disk.
 
-The first pass decodes and resizes every image once and writes them with
-``tf.data.Dataset.save`` into ``<key>.partial-<pid>-<random>``, then renames that directory to
+The first pass decodes and resizes every image once and writes their raw pixels (fixed-length
+records, read back with ``FixedLengthRecordDataset``) and labels into
+``<key>.partial-<pid>-<random>``, then renames that directory to
 ``<key>``: a rename is atomic on a local file system, so a complete cache is the only thing
 that can carry the final name. A writer killed half-way leaves a ``.partial-*`` directory
 that is never read and is removed by the next build for the same key.
@@ -22,9 +23,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import tensorflow as tf
 
-__all__ = ["DISK_HEADROOM_BYTES", "DiskCache", "decoded_size_bytes"]
+__all__ = [
+    "CACHE_FORMAT",
+    "DISK_HEADROOM_BYTES",
+    "DiskCache",
+    "decoded_size_bytes",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +40,9 @@ DISK_HEADROOM_BYTES = 1024**3
 _FORMAT_OVERHEAD = 1.05
 """Record framing and the label and index stored next to each image, generously."""
 _PARTIAL = ".partial-"
+CACHE_FORMAT = "raw1"
+"""In every key: a cache written by an earlier release, in another layout, is never read
+(cache directories outlive jobs on a machine that runs several)."""
 
 
 def decoded_size_bytes(num_examples: int, image_size: int) -> int:
@@ -75,9 +85,9 @@ class DiskCache:
         """A readable, collision-free directory name for one split on one replica."""
         replica = f"{self.task_type}{self.task_index}-of{self.num_workers}"
         digest = hashlib.sha256(
-            f"{identity}|{image_size}|{num_examples}|{replica}".encode()
+            f"{identity}|{image_size}|{num_examples}|{replica}|{CACHE_FORMAT}".encode()
         ).hexdigest()[:12]
-        return f"{_slug(identity)}-{image_size}px-{num_examples}-{replica}-{digest}"
+        return f"{_slug(identity)}-{image_size}px-{num_examples}-{replica}-{CACHE_FORMAT}-{digest}"
 
     def has_room(self, needed_bytes: int) -> bool:
         os.makedirs(self.root, exist_ok=True)
@@ -142,21 +152,121 @@ class DiskCache:
         shard_size: int,
         interleave: int,
     ) -> tf.data.Dataset:
-        """``decoded`` saved once under ``key`` in shards of ``shard_size`` elements, read back
-        with the shard order shuffled every epoch and ``interleave`` shards read at a time."""
+        """``decoded`` (``(uint8 image, label)`` pairs of one static shape) saved once under
+        ``key`` in shards of ``shard_size`` elements, read back with the shard order shuffled
+        every epoch and ``interleave`` shards read at a time."""
+        layout = _RecordLayout.of(decoded.element_spec)
+        path = self.directory(key, lambda partial: layout.write(decoded, partial, shard_size))
+        return layout.read(path, interleave)
 
-        def write(path: str) -> None:
-            indexed = decoded.enumerate()
-            indexed.save(path, shard_func=lambda index, _element: index // shard_size)
 
-        def reader(shards: tf.data.Dataset) -> tf.data.Dataset:
-            return shards.shuffle(1 << 16, reshuffle_each_iteration=True).interleave(
-                lambda shard: shard,
+_IMAGES = "images-"
+_LABELS = "labels-"
+_WRITE_CHUNK = 8
+"""Images handed from tf.data to the writer at a time: few enough to add nothing to the peak."""
+
+
+@dataclass(frozen=True)
+class _RecordLayout:
+    """Raw fixed-length records: each shard is an images file (the uint8 pixels of one image
+    after another) and a labels file beside it.
+
+    Not ``Dataset.save``: its records are serialized tensors with framing and checksums;
+    reading them back cost ~0.14 CPU-ms per 300px image through the whole pipeline (shuffle
+    and batch included) against ~0.12 for raw records, and its writer ~0.1 CPU-ms more per
+    image than this one.
+    """
+
+    image_shape: tuple[int, ...]
+    label_dtype: tf.DType
+
+    @classmethod
+    def of(cls, element_spec: object) -> _RecordLayout:
+        match element_spec:
+            case (tf.TensorSpec() as image, tf.TensorSpec() as label) if (
+                image.dtype == tf.uint8
+                and image.shape.is_fully_defined()
+                and label.shape.rank in (0, None)  # None: from a py_function, say
+                and label.dtype.is_integer
+            ):
+                return cls(tuple(image.shape.as_list()), label.dtype)
+        raise ValueError(
+            "the disk cache stores (image, label) pairs: a uint8 image of a static shape and "
+            f"an integer scalar label; got {element_spec}"
+        )
+
+    @property
+    def image_bytes(self) -> int:
+        return int(np.prod(self.image_shape))
+
+    def write(self, decoded: tf.data.Dataset, path: str, shard_size: int) -> None:
+        os.makedirs(path)
+        label_type = self.label_dtype.as_numpy_dtype
+        shard, images_file, labels = 0, None, []
+
+        def close_shard() -> None:
+            nonlocal shard, images_file, labels
+            assert images_file is not None
+            images_file.close()
+            values = np.asarray(labels, label_type)
+            if values.shape != (len(labels),):
+                raise ValueError(
+                    f"the disk cache stores scalar labels; got shape {values.shape[1:]}"
+                )
+            values.tofile(os.path.join(path, f"{_LABELS}{shard:05d}"))
+            shard, images_file, labels = shard + 1, None, []
+
+        # A Python loop over small chunks: tf.data decodes on its threads meanwhile, and
+        # each write (larger than the file buffer, so unbuffered) is one copy into the page
+        # cache, with the GIL released.
+        for images, chunk_labels in decoded.batch(_WRITE_CHUNK).prefetch(1):
+            pixels = images.numpy()
+            for image, label in zip(pixels, chunk_labels.numpy(), strict=True):
+                if images_file is None:
+                    images_file = open(  # noqa: SIM115  (closed by close_shard)
+                        os.path.join(path, f"{_IMAGES}{shard:05d}"), "wb"
+                    )
+                images_file.write(image.data)
+                labels.append(label)
+                if len(labels) == shard_size:
+                    close_shard()
+        if images_file is not None:
+            close_shard()
+
+    def read(self, path: str, interleave: int) -> tf.data.Dataset:
+        shards = sorted(
+            name[len(_IMAGES) :] for name in os.listdir(path) if name.startswith(_IMAGES)
+        )
+        if not shards:
+            raise ValueError(
+                f"the disk cache {path} holds no {_IMAGES}* shard: not written by this "
+                f"release ({CACHE_FORMAT}); remove it"
+            )
+        images = [os.path.join(path, _IMAGES + shard) for shard in shards]
+        labels = [os.path.join(path, _LABELS + shard) for shard in shards]
+
+        def parse(image: tf.Tensor, label: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+            return (
+                tf.reshape(tf.io.decode_raw(image, tf.uint8), self.image_shape),
+                tf.reshape(tf.io.decode_raw(label, self.label_dtype), ()),
+            )
+
+        def shard_records(images_path: tf.Tensor, labels_path: tf.Tensor) -> tf.data.Dataset:
+            # Parsed per image here, on the interleave's threads: parsing whole batches after
+            # ``batch`` costs ~0.03 CPU-ms/image less but holds batch-sized string buffers
+            # too, and the peak (glibc's default allocator) rose by ~40 MiB.
+            return tf.data.Dataset.zip(
+                tf.data.FixedLengthRecordDataset(images_path, self.image_bytes),
+                tf.data.FixedLengthRecordDataset(labels_path, self.label_dtype.size),
+            ).map(parse)
+
+        return (
+            tf.data.Dataset.from_tensor_slices((images, labels))
+            .shuffle(max(1, len(shards)), reshuffle_each_iteration=True)
+            .interleave(
+                shard_records,
                 cycle_length=interleave,
                 num_parallel_calls=interleave,
                 deterministic=False,
             )
-
-        path = self.directory(key, write)
-        loaded = tf.data.Dataset.load(path, reader_func=reader)
-        return loaded.map(lambda _index, element: element)
+        )

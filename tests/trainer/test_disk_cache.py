@@ -80,6 +80,22 @@ def test_split_is_decoded_once_and_later_epochs_read_no_encoded_data(tmp_path: P
     assert reads_again == []
 
 
+def test_each_image_comes_back_whole_with_its_own_label(tmp_path: Path) -> None:
+    # Solid colours: image i is filled with i, so a pixel tells which label it belongs with.
+    encoded = [tf.io.encode_png(np.full((8, 8, 3), i, np.uint8)).numpy() for i in range(30)]
+    examples = tf.data.Dataset.from_tensor_slices((encoded, np.arange(30, dtype=np.int64)))
+    split = EncodedSplit(examples, 30, num_classes=30, identity="solid")
+    for _ in range(2):  # written, then read from the complete cache
+        dataset = disk_pipeline(tmp_path).build(split, training=True)
+        pairs = [
+            (int(label), np.unique(image).tolist())
+            for images, labels in dataset
+            for image, label in zip(images.numpy(), labels.numpy(), strict=True)
+        ]
+        assert sorted(pairs) == [(i, [i]) for i in range(30)]
+        assert all(images.shape[1:] == (SIZE, SIZE, 3) for images, _ in dataset)
+
+
 def test_evaluation_split_keeps_its_order(tmp_path: Path) -> None:
     dataset = disk_pipeline(tmp_path).build(numbered_split(10), training=False)
     assert sorted(epoch_labels(dataset)) == list(range(10))
@@ -131,7 +147,9 @@ DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=
         shard_size=2,
         interleave=2,
     )
-    assert sorted(int(label) for _, label in rebuilt) == list(range(5))
+    assert sorted((int(label), int(image[0, 0, 0])) for image, label in rebuilt) == [
+        (i, i) for i in range(5)
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k"]
 
 
