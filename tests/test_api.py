@@ -536,3 +536,32 @@ def test_platform_tensorboard_reaches_every_job() -> None:
     # The brought training account gets the uploader's role, nothing broader.
     member = run.one("gcp:projects/iAMMember:IAMMember").inputs["member"]
     assert member == "serviceAccount:trainer@team-project.iam.gserviceaccount.com"
+
+
+def test_the_project_can_come_from_another_resource() -> None:
+    """A platform team creates the project in the same program and hands its id over."""
+
+    def program() -> None:
+        import pulumi_gcp.organizations as gcp_organizations
+
+        project = gcp_organizations.Project("ml-project", name="ML", project_id="team-ml-42")
+        platform = vt.TrainingPlatform(
+            "ml",
+            vt.TrainingPlatformArgs(
+                environment="dev", project=project.project_id, images={"trainer": DIGEST}
+            ),
+        )
+        vt.CustomJob(
+            "later",
+            vt.CustomJobArgs(platform=platform, chief=vt.WorkerPool(machine_type="n1-standard-4")),
+        )
+        pulumi.export("bucket", platform.bucket_url)
+
+    run = run_pulumi(program, stack="dev")
+    assert run.outputs["bucket"] == "gs://team-ml-42-dev-vertex"
+    job = run.named("later")
+    assert job.inputs["backend"]["project"] == "team-ml-42"
+    assert job.inputs["backend_target"]["project"] == "team-ml-42"
+    assert job.inputs["spec"]["jobSpec"]["serviceAccount"].endswith(
+        "@team-ml-42.iam.gserviceaccount.com"
+    )

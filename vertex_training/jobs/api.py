@@ -65,7 +65,7 @@ class JobPlatform(Protocol):
         ...
 
     @property
-    def project(self) -> str: ...
+    def project(self) -> pulumi.Input[str]: ...
 
     @property
     def region(self) -> str: ...
@@ -402,7 +402,7 @@ class JobContext:
     kind: JobKind
     name: str
     region: str
-    project: str
+    project: pulumi.Input[str]
     local: bool
     default_image: pulumi.Input[str] | None = None
     bucket_url: pulumi.Input[str] | None = None

@@ -431,13 +431,17 @@ class _JobResource(pulumi.dynamic.Resource):
             assert context.local_root is not None
             backend = BackendSettings(BackendKind.LOCAL, local_root=str(context.local_root))
         else:
-            backend = BackendSettings(
-                BackendKind.VERTEX, project=context.project, location=context.region
-            )
+            known = context.project if isinstance(context.project, str) else "(not known yet)"
+            backend = BackendSettings(BackendKind.VERTEX, project=known, location=context.region)
+        backend_props = backend.to_props()
+        target = _backend_target(backend)
+        if not context.local:
+            # The project may come from another resource: the engine resolves it in place.
+            backend_props["project"] = target["project"] = context.project
         props: dict[str, Any] = {
             "spec": body,
-            "backend": backend.to_props(),
-            "backend_target": _backend_target(backend),
+            "backend": backend_props,
+            "backend_target": target,
             "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
             "wait": args.wait,
             "wait_timeout_seconds": args.wait_timeout_seconds,

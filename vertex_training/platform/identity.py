@@ -44,7 +44,7 @@ FORBIDDEN_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
 
 @dataclass(frozen=True)
 class PlatformIdentityArgs:
-    project: str
+    project: pulumi.Input[str]
     bucket_name: pulumi.Input[str]
     """The training bucket: bucket roles are granted on it, not on the project."""
     repository_location: str

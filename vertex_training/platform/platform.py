@@ -122,11 +122,14 @@ class TrainingPlatformArgs(_Checked):
     """``local``: nothing in Google Cloud, jobs on this machine. ``dev``: disposable.
     ``prod``: protected (versioned bucket kept through destroy, no public notebook IP,
     hardware the catalog does not know is refused)."""
-    project: str | None = None
-    """The Google Cloud project id (cloud environments)."""
+    project: pulumi.Input[str] | None = None
+    """The Google Cloud project id (cloud environments); may come from another resource
+    (a ``gcp.organizations.Project`` of the same program)."""
     region: str = "us-central1"
-    images: Mapping[str, ImageBuild | str] = field(default_factory=dict)
-    """Name -> an image to build, or an existing image by digest (``...@sha256:...``)."""
+    """A plain value, not an Input: jobs' hardware is checked against it at construction."""
+    images: Mapping[str, ImageBuild | pulumi.Input[str]] = field(default_factory=dict)
+    """Name -> an image to build, or an existing image by digest (``...@sha256:...``),
+    possibly the output of another resource."""
     workbench: Workbench | None = None
     """None: no notebook."""
     bucket_name: str | None = None
@@ -152,7 +155,7 @@ class TrainingPlatformArgs(_Checked):
     tensorboard: TensorBoard | None = None
     """A Vertex AI TensorBoard for the jobs (cloud environments; locally, ``make
     tensorboard`` serves the logs)."""
-    kms_key_name: str | None = None
+    kms_key_name: pulumi.Input[str] | None = None
     """CMEK (``projects/P/locations/R/keyRings/K/cryptoKeys/C``, in the platform's region)
     for the bucket, the TensorBoard and, by default, every job."""
     labels: Mapping[str, str] = field(default_factory=dict)
@@ -169,7 +172,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     environment: str
     """``local``, ``dev`` or ``prod``."""
-    project: str
+    project: pulumi.Input[str]
     """The Google Cloud project id; ``local`` on a local platform."""
     region: str
     bucket_url: pulumi.Output[str]
@@ -186,7 +189,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """The Vertex AI TensorBoard's resource name; None without one."""
     tensorboard_url: pulumi.Output[str] | None
     """Where to look at the jobs' curves (the console's TensorBoard page)."""
-    kms_key_name: str | None
+    kms_key_name: pulumi.Input[str] | None
     labels: Mapping[str, str]
     """Labels every resource and job of the platform carries."""
     local_root: Path | None
@@ -283,10 +286,10 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
         self.training_service_account = None
         for name, image in args.images.items():
-            if isinstance(image, str):
-                self._images[name] = pulumi.Output.from_input(image)
-            else:
+            if isinstance(image, ImageBuild):
                 self._images[name] = pulumi.Output.from_input(f"{image.image_name or name}:local")
+            else:
+                self._images[name] = pulumi.Output.from_input(image)
 
     # ------------------------------------------------------------------ cloud
 
@@ -327,7 +330,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 TrainingBucketArgs(
                     project=project,
                     region=args.region,
-                    bucket_name=args.bucket_name or f"{project}-{stack}-vertex",
+                    bucket_name=args.bucket_name
+                    or pulumi.Output.concat(project, f"-{stack}-vertex"),
                     labels=self.labels,
                     staging_retention_days=args.staging_retention_days,
                     # dev is disposable; prod keeps every trained model through a destroy.
@@ -412,7 +416,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
 
         for image_name, image in args.images.items():
-            if isinstance(image, str):
+            if not isinstance(image, ImageBuild):
                 self._images[image_name] = pulumi.Output.from_input(image)
                 continue
             assert repository is not None
@@ -606,7 +610,7 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
             f"{where}.project: a {args.environment} platform needs a Google Cloud project; "
             "valid: a project id, e.g. project='my-project'"
         )
-    elif args.project is not None and cloud and not GCP_PROJECT_ID.match(args.project):
+    elif isinstance(args.project, str) and cloud and not GCP_PROJECT_ID.match(args.project):
         errors.append(
             f"{where}.project: {args.project!r} is not a project id; valid: 6-30 lowercase "
             "letters, digits and '-', starting with a letter"
@@ -639,9 +643,10 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
         errors += errors_
         findings += found
     warnings: list[str] = []
-    if args.kms_key_name is not None and f"/locations/{args.region}/" not in args.kms_key_name:
+    kms = args.kms_key_name
+    if isinstance(kms, str) and f"/locations/{args.region}/" not in kms:
         errors.append(
-            f"{where}.kms_key_name: {args.kms_key_name!r} is not a key in {args.region}; "
+            f"{where}.kms_key_name: {kms!r} is not a key in {args.region}; "
             f"valid: projects/P/locations/{args.region}/keyRings/K/cryptoKeys/C (CMEK keys "
             "must be in the region of what they encrypt)"
         )
@@ -664,8 +669,10 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
     return errors, warnings
 
 
-def _image_problems(where: str, name: str, image: ImageBuild | str, cloud: bool) -> list[str]:
-    if isinstance(image, str):
+def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[str]:
+    if not isinstance(image, ImageBuild):
+        if not isinstance(image, str):
+            return []  # from another resource: judged when known, by the job rules
         if not IMAGE_REFERENCE.match(image):
             return [
                 f"{where}: {image!r} is not an image reference; "

@@ -26,7 +26,7 @@ PLATFORM_SERVICES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class ProjectServicesArgs:
-    project: str
+    project: pulumi.Input[str]
     """Google Cloud project id."""
     services: tuple[str, ...] = PLATFORM_SERVICES
     """API service names to enable."""

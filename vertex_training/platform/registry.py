@@ -15,7 +15,7 @@ __all__ = ["TrainerRepository", "TrainerRepositoryArgs"]
 
 @dataclass(frozen=True)
 class TrainerRepositoryArgs:
-    project: str
+    project: pulumi.Input[str]
     region: str
     """Same region as the jobs, so pulls stay in-region."""
     repository_id: str
@@ -69,7 +69,7 @@ class TrainerRepository(pulumi.ComponentResource):
             opts=child_options(self, opts),
         )
         self.host = f"{args.region}-docker.pkg.dev"
-        self.url = self.repository.repository_id.apply(
-            lambda repository_id: f"{self.host}/{args.project}/{repository_id}"
+        self.url = pulumi.Output.concat(
+            self.host, "/", args.project, "/", self.repository.repository_id
         )
         self.register_outputs({"url": self.url})

@@ -20,10 +20,10 @@ _SECONDS_PER_DAY = 86_400
 
 @dataclass(frozen=True)
 class TrainingBucketArgs:
-    project: str
+    project: pulumi.Input[str]
     region: str
     """Same region as the jobs: training reads and writes here, cross-region costs egress."""
-    bucket_name: str
+    bucket_name: pulumi.Input[str]
     labels: Mapping[str, str] = field(default_factory=dict)
     staging_retention_days: int = 7
     """Objects under ``staging/`` are deleted after this many days."""

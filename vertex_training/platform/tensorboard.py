@@ -118,7 +118,7 @@ def tensorboard_console_url(project: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ExperimentTrackingArgs:
-    project: str
+    project: pulumi.Input[str]
     region: str
     """The jobs' region: Vertex refuses a job whose TensorBoard lives elsewhere."""
     display_name: str
@@ -205,8 +205,8 @@ class ExperimentTracking(pulumi.ComponentResource):
                 labels=dict(args.labels),
                 opts=child,
             )
-            self.tensorboard_name = self.tensorboard.name.apply(
-                lambda short: _full_name(args.project, args.region, short)
+            self.tensorboard_name = pulumi.Output.all(args.project, self.tensorboard.name).apply(
+                lambda values: _full_name(values[0], args.region, values[1])
             )
         self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
             EXPERIMENT_PERMISSIONS if args.experiments else ()
@@ -228,8 +228,8 @@ class ExperimentTracking(pulumi.ComponentResource):
             opts=child,
         )
         # Waits for the instance: the page shows nothing before it exists.
-        self.console_url = self.tensorboard_name.apply(
-            lambda _: tensorboard_console_url(args.project)
+        self.console_url = pulumi.Output.all(args.project, self.tensorboard_name).apply(
+            lambda values: tensorboard_console_url(values[0])
         )
         self.register_outputs(
             {"tensorboard_name": self.tensorboard_name, "console_url": self.console_url}

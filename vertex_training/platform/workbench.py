@@ -82,7 +82,7 @@ GPU_DRIVER_KEY = "install-nvidia-driver"
 
 @dataclass(frozen=True)
 class TrainingWorkbenchArgs:
-    project: str
+    project: pulumi.Input[str]
     zone: str
     instance_name: str
     service_account_email: pulumi.Input[str]
