@@ -384,18 +384,29 @@ class JobDeclaration(_Model):
             ),
         )
 
-    def _context(self, **handles: Any) -> api.JobContext:
+    def _context(
+        self,
+        *,
+        image: str,
+        bucket_url: str | None,
+        service_account: str | None,
+        labels: dict[str, str],
+        region: str,
+        local: bool,
+        strict: bool = False,
+    ) -> api.JobContext:
+        """The environment's handles as a job context (the project never shows in a body)."""
         return api.JobContext(
             kind=self.job_kind,
             name=self.name,
-            region=handles["region"],
+            region=region,
             project="placeholder",
-            local=handles["local"],
-            default_image=handles["image"],
-            bucket_url=handles["bucket_url"],
-            service_account=handles["service_account"],
-            labels=handles["labels"],
-            strict=handles.get("strict", False),
+            local=local,
+            default_image=image,
+            bucket_url=bucket_url,
+            service_account=service_account,
+            labels=labels,
+            strict=strict,
         )
 
     def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:

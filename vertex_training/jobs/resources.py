@@ -151,13 +151,6 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
     }
 
 
-def _resumable(backend: JobBackend, record: JobRecord) -> bool:
-    """A local job that ended only because its supervisor died."""
-    died = getattr(backend, "died", None)
-    details = getattr(backend, "details", None)
-    return callable(died) and callable(details) and bool(died(details(record.name)))
-
-
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
@@ -300,14 +293,20 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         if problems:
             raise ValueError("; ".join(problems))
         backend = backend_for(p.settings)
-        record = backend.find(self.job_kind, p.adoption_labels())
-        if record is not None and record.state not in _BAD_END:
-            _log.info("adopting %s (left by an earlier run), state %s", record.name, record.state)
-        elif record is not None and _resumable(backend, record):
-            # A local job whose supervisor died with an interrupted `up`: a study goes on
-            # from its journal (finished trials count) instead of starting over.
-            _log.info("resuming %s (its local supervisor died)", record.name)
-            record = backend.resume(record.name)  # type: ignore[attr-defined]
+        found = backend.find(self.job_kind, p.adoption_labels())
+        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
+        # on from its journal (finished trials count) instead of starting over.
+        resumed = (
+            backend.resume_interrupted(found.name)
+            if found is not None and found.state in _BAD_END
+            else None
+        )
+        if found is not None and found.state not in _BAD_END:
+            _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
+            record = found
+        elif resumed is not None:
+            _log.info("resumed %s (its local supervisor had died)", resumed.name)
+            record = resumed
         else:
             record = backend.submit(self.job_kind, p.labelled_body())
         if p.wait:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
 
@@ -39,6 +39,10 @@ from vertex_training.platform.rules import (
     InvalidValueError,
     check_bucket_name,
 )
+
+if TYPE_CHECKING:
+    from vertex_training.platform.identity import PlatformIdentity
+    from vertex_training.platform.registry import TrainerRepository
 
 __all__ = [
     "LOCAL_PROJECT",
@@ -238,6 +242,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         self._images: dict[str, pulumi.Output[str]] = {}
         self.cost_estimate = None
         self._dependencies: list[pulumi.Resource] = []
+        self._services: list[pulumi.Resource] = []
         if args.environment == "local":
             self._local(args)
         else:
@@ -267,9 +272,10 @@ class TrainingPlatform(pulumi.ComponentResource):
         """The platform's image when it has exactly one (a pool without ``image`` runs it)."""
         return next(iter(self._images.values())) if len(self._images) == 1 else None
 
-    @property
-    def image_names(self) -> tuple[str, ...]:
-        return tuple(self._images)
+    def _after(self, *more: pulumi.Resource) -> pulumi.ResourceOptions:
+        """A child's options: nothing may race the API enablement, so every child waits
+        for it (and for ``more``)."""
+        return pulumi.ResourceOptions(parent=self, depends_on=[*self._services, *more])
 
     def resource_options(self) -> pulumi.ResourceOptions:
         """Options for what uses the environment (jobs): wait for the APIs, the bucket
@@ -307,17 +313,12 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.local_root = None
         is_prod = args.environment == "prod"
         parent = pulumi.ResourceOptions(parent=self)
-        waits_for: list[pulumi.Resource] = []
         if args.enable_apis:
             services = ProjectServices(
                 f"{name}-services", ProjectServicesArgs(project=project), opts=parent
             )
-            waits_for.append(services)
+            self._services = [services]
             self._dependencies.append(services)
-
-        def after(*more: pulumi.Resource) -> pulumi.ResourceOptions:
-            # Nothing may race the API enablement: every component waits for it.
-            return pulumi.ResourceOptions(parent=self, depends_on=[*waits_for, *more])
 
         if args.existing_bucket is not None:
             bucket_name: pulumi.Input[str] = args.existing_bucket
@@ -341,7 +342,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     kms_key_name=args.kms_key_name,
                     protect=is_prod,
                 ),
-                opts=after(),
+                opts=self._after(),
             )
             bucket_name = bucket.name
             self.bucket_url = bucket.url
@@ -361,7 +362,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     keep_count=args.image_keep_count,
                     labels=self.labels,
                 ),
-                opts=after(),
+                opts=self._after(),
             )
             self.repository_url = repository.url
 
@@ -387,7 +388,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                         _account_id("vtx-workbench", stack) if creates_workbench_account else None
                     ),
                 ),
-                opts=after(),
+                opts=self._after(),
             )
             self.training_service_account = identity.training_email
             self.workbench_service_account = identity.workbench_email
@@ -403,7 +404,6 @@ class TrainingPlatform(pulumi.ComponentResource):
                 tensorboard=args.tensorboard,
                 stack=stack,
                 identity=identity,
-                after=after,
             )
         if workbench is not None:
             self._workbench(
@@ -412,7 +412,6 @@ class TrainingPlatform(pulumi.ComponentResource):
                 workbench=workbench,
                 stack=stack,
                 identity=identity,
-                after=after,
             )
 
         for image_name, image in args.images.items():
@@ -420,7 +419,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 self._images[image_name] = pulumi.Output.from_input(image)
                 continue
             assert repository is not None
-            self._images[image_name] = self._build(name, image_name, image, repository, after)
+            self._images[image_name] = self._build(name, image_name, image, repository)
 
     def _tensorboard(
         self,
@@ -429,17 +428,15 @@ class TrainingPlatform(pulumi.ComponentResource):
         args: TrainingPlatformArgs,
         tensorboard: TensorBoard,
         stack: str,
-        identity: object,
-        after: object,
+        identity: PlatformIdentity | None,
     ) -> None:
-        from vertex_training.platform.identity import PlatformIdentity
         from vertex_training.platform.tensorboard import (
             ExperimentTracking,
             ExperimentTrackingArgs,
         )
 
-        assert args.project is not None and callable(after)
-        account = identity.training_account if isinstance(identity, PlatformIdentity) else None
+        assert args.project is not None
+        account = identity.training_account if identity is not None else None
         member: pulumi.Input[str] = (
             account.member
             if account is not None
@@ -460,7 +457,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 labels=self.labels,
                 existing_tensorboard=tensorboard.existing,
             ),
-            opts=after(*([identity] if isinstance(identity, pulumi.Resource) else [])),
+            opts=self._after(*([identity] if identity is not None else [])),
         )
         self.tensorboard = tracking.tensorboard_name
         self.tensorboard_url = tracking.console_url
@@ -473,12 +470,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         args: TrainingPlatformArgs,
         workbench: Workbench,
         stack: str,
-        identity: object,
-        after: object,
+        identity: PlatformIdentity | None,
     ) -> None:
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
 
-        assert args.project is not None and callable(after)
+        assert args.project is not None
         email = workbench.service_account or self.workbench_service_account
         assert email is not None
         instance = TrainingWorkbench(
@@ -504,7 +500,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 subnet=args.subnet,
                 labels=self.labels,
             ),
-            opts=after(*([identity] if isinstance(identity, pulumi.Resource) else [])),
+            opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
         from vertex_training.cost.estimate import EstimateError, estimate_workbench
@@ -520,18 +516,16 @@ class TrainingPlatform(pulumi.ComponentResource):
             pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
-        self, name: str, image_name: str, image: ImageBuild, repository: object, after: object
+        self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository
     ) -> pulumi.Output[str]:
         import pulumi_gcp.organizations as gcp_organizations
 
-        from vertex_training.platform.registry import TrainerRepository
         from vertex_training.platform.trainer_image import (
             TrainerImage,
             TrainerImageArgs,
             content_tag,
         )
 
-        assert isinstance(repository, TrainerRepository) and callable(after)
         context = Path(image.context).resolve()
         client = gcp_organizations.get_client_config_output()
         built = TrainerImage(
@@ -547,7 +541,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 tag=content_tag(context, tuple(image.sources) if image.sources else ("",)),
                 image_name=image.image_name or image_name,
             ),
-            opts=after(repository),
+            opts=self._after(repository),
         )
         self._dependencies.append(built)
         return built.reference

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs
+from vertex_training.jobs.api import JobArgs
 from vertex_training.platform.platform import (
     ImageBuild,
     TensorBoard,
@@ -35,8 +35,6 @@ DOCKERFILE = Path("docker") / "trainer.Dockerfile"
 
 IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock", ".dockerignore")
 """Paths (relative to the build context) whose content decides the trainer image's tag."""
-
-JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,11 @@ class JobBackend(Protocol):
         """Remove the job; a job already gone is fine. Callers cancel and wait first."""
         ...
 
+    def resume_interrupted(self, name: str) -> JobRecord | None:
+        """Take up a job that ended only because what ran it on our side died (the local
+        supervisor), from where it stopped; None when there is nothing to resume."""
+        ...
+
 
 def wait_until_terminal(
     backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str

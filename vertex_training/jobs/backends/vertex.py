@@ -161,6 +161,10 @@ class VertexBackend:
             # Vertex answers FAILED_PRECONDITION for a job that already finished.
             _log.info("cancel: %s not cancellable (%s)", name, error.message)
 
+    def resume_interrupted(self, name: str) -> JobRecord | None:
+        """Vertex runs the job itself: nothing of ours can die under it."""
+        return None
+
     def delete(self, name: str) -> None:
         kind = _kind_of(name)
         deleter: Callable[..., Any] = (

@@ -264,6 +264,10 @@ class LocalBackend:
         _log.info("resumed %s, supervisor pid %d", name, process.pid)
         return self.get(name)
 
+    def resume_interrupted(self, name: str) -> JobRecord | None:
+        """``resume`` when the job's supervisor died; None when the job ended otherwise."""
+        return self.resume(name) if self.died(self.details(name)) else None
+
     @staticmethod
     def died(state: LocalJobState) -> bool:
         """The job ended because its supervisor died, not because it failed or was
