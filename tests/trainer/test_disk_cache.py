@@ -127,7 +127,9 @@ def slow(x):
 images = tf.data.Dataset.range(400).map(
     lambda i: (tf.fill((8, 8, 3), tf.cast(i % 200, tf.uint8)),
                tf.py_function(slow, [i], tf.int64)))
-DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=2)
+DiskCache({str(tmp_path)!r}).decoded(
+    images, key="k", num_examples=400, block_size=10, shuffle=True
+)
 """
     writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     deadline = time.monotonic() + 120
@@ -141,11 +143,16 @@ DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=
     assert not (tmp_path / "k").exists()
     assert list(tmp_path.glob("k.partial-*"))
 
-    rebuilt = DiskCache(str(tmp_path)).decoded(
-        tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
-        key="k",
-        shard_size=2,
-        interleave=2,
+    rebuilt = (
+        DiskCache(str(tmp_path))
+        .decoded(
+            tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
+            key="k",
+            num_examples=5,
+            block_size=2,
+            shuffle=True,
+        )
+        .unbatch()
     )
     assert sorted((int(label), int(image[0, 0, 0])) for image, label in rebuilt) == [
         (i, i) for i in range(5)
@@ -204,7 +211,9 @@ def test_a_live_writers_partial_cache_is_left_alone(tmp_path: Path) -> None:
         images = tf.data.Dataset.range(3).map(
             lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)
         )
-        loaded = cache.decoded(images, key="k", shard_size=2, interleave=1)
+        loaded = cache.decoded(
+            images, key="k", num_examples=3, block_size=2, shuffle=False
+        ).unbatch()
         assert sorted(int(label) for _, label in loaded) == [0, 1, 2]
         assert live.exists()
         assert not dead.exists()
