@@ -2,9 +2,7 @@
 
 What differs from the codelabs and why:
 - every split is decoded and resized once per job, into uint8 files on the replica's
-  local disk (:mod:`trainer.disk_cache`), when the disk has room. The first epoch is
-  served from the images being decoded while they are written (not written first, then
-  read back: ~0.1 CPU-ms per image less), and every later epoch reads
+  local disk (:mod:`trainer.disk_cache`), when the disk has room: every later epoch reads
   ready images in blocks of a few (cassava: ~0.07 CPU-ms per image instead of ~1.6-2 to
   decode a 500x400 JPEG again). Disk rather than memory even for a split that would fit:
   its reads go through the page cache, which the kernel keeps while memory is free and
@@ -16,10 +14,8 @@ What differs from the codelabs and why:
   made of the next ~``MIN_BLOCKS_PER_BATCH`` blocks. So a batch is a random draw of blocks
   from the whole split (the earlier shard-and-buffer shuffle drew from ~4 shards of ~60
   images at a time), and the images of one block (neighbours in the source's order, which
-  TFDS shuffles when it prepares a dataset) always share a batch. The first epoch, written
-  while it is served, comes in the source's order (TFDS: files shuffled, records shuffled
-  when the dataset was prepared) with its blocks mixed in a buffer of
-  ``FIRST_PASS_SHUFFLE_BYTES``; later epochs hold no decoded shuffle buffer;
+  TFDS shuffles when it prepares a dataset) always share a batch. No shuffle buffer holds
+  decoded images;
 - without a disk cache (disabled, or no room), a split that fits ``CACHE_BUDGET_BYTES`` is
   cached decoded in memory (the shuffle buffer references cached tensors, it does not
   copy them), and a larger one is shuffled while still *encoded*: the 1000-element buffer
@@ -68,9 +64,6 @@ MIN_BLOCKS_PER_BATCH = 8
 """A batch from the disk cache mixes at least this many blocks (if the images allow)."""
 DISK_CACHE_READS = 2
 """Disk cache blocks read at a time."""
-FIRST_PASS_SHUFFLE_BYTES = 16 * 1024**2
-"""Decoded images mixed by the first epoch's shuffle, served while the disk cache is written
-(~60 cassava images at 300px)."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +125,8 @@ class ImagePipeline:
         )
 
     def _from_disk_cache(self, split: EncodedSplit, *, training: bool) -> tf.data.Dataset | None:
-        """The decoded split in blocks from the disk cache (written during the first epoch
-        if need be), or ``None``."""
+        """The decoded split in blocks from the disk cache (written now if need be), or
+        ``None``."""
         if self.disk_cache is None or split.num_examples is None or not split.identity:
             return None
         needed = decoded_size_bytes(split.num_examples, self.image_size)
@@ -148,8 +141,6 @@ class ImagePipeline:
             num_examples=split.num_examples,
             block_size=self.disk_cache_block_size(),
             shuffle=training,
-            first_pass_shuffle_blocks=FIRST_PASS_SHUFFLE_BYTES
-            // decoded_size_bytes(self.disk_cache_block_size(), self.image_size),
             parallel_reads=DISK_CACHE_READS,
         )
 
@@ -167,8 +158,8 @@ class ImagePipeline:
     def build(
         self, split: EncodedSplit, *, training: bool, repeat: bool = False
     ) -> tf.data.Dataset:
-        """The batched pipeline. A split bound for the disk cache is decoded into it during
-        the first epoch, once per job, unless a complete cache for it already exists."""
+        """The batched pipeline. A split bound for the disk cache is decoded into it here,
+        once per job, unless a complete cache for it already exists."""
         buffer = max(1, min(self.shuffle_buffer, split.num_examples or self.shuffle_buffer))
         on_disk = self._from_disk_cache(split, training=training)
         in_memory = on_disk is None and self.fits_cache(split.num_examples)

@@ -1,33 +1,26 @@
 """Decode once per job: a split too large for memory is decoded into uint8 files on local disk.
 
-The first epoch is served from the images as they are decoded, and they are written
-meanwhile (a tee), in blocks of a few images (one file each, read back whole), into
-``<key>.partial-<pid>-<random>``; once a pass has written every image, that directory is
-renamed to ``<key>``. A rename is atomic on a local file system, so a complete cache is
-the only thing that can carry the final name, and only a complete cache is ever read: every
-epoch (every new iterator) checks for it when it starts, and decodes (and writes) again
-while there is none. A writer killed half-way leaves a ``.partial-*`` directory that is
-never read and is removed by the next pass for the same key; a pass abandoned half-way
-(an iterator dropped mid-epoch) is removed by the next pass in the same process, or when
-the process exits.
+The first pass decodes and resizes every image once and writes their raw pixels and labels,
+in blocks of a few images (one file each, read back whole), into
+``<key>.partial-<pid>-<random>``, then renames that directory to
+``<key>``: a rename is atomic on a local file system, so a complete cache is the only thing
+that can carry the final name. A writer killed half-way leaves a ``.partial-*`` directory
+that is never read and is removed by the next build for the same key.
 
 The key holds the split's identity, the image size, the example count and the replica's
 place in the cluster: two workers on one host, a different image size or another dataset
-version never share files. Under MultiWorkerMirroredStrategy (auto-shard policy DATA, the
-shard applied after the batch) every worker runs the whole pipeline, so each writes the
-whole split into its own cache.
+version never share files.
 """
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import logging
 import os
 import re
 import shutil
-import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,6 +113,37 @@ class DiskCache:
                 logger.info("removing a half-written disk cache %s", name)
                 shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
 
+    def directory(
+        self,
+        key: str,
+        write: Callable[[str], None],
+    ) -> str:
+        """The complete cache directory for ``key``, calling ``write(path)`` if there is none.
+
+        ``write`` must fill ``path`` completely (e.g. ``Dataset.save``); only then is it
+        renamed to its final name.
+        """
+        final = os.path.join(self.root, key)
+        if os.path.isdir(final):
+            logger.info("disk cache %s is complete: no decoding in this job", final)
+            return final
+        os.makedirs(self.root, exist_ok=True)
+        self._remove_partials(key)
+        partial = f"{final}{_PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        logger.info("decoding the split once into %s", partial)
+        try:
+            write(partial)
+            os.rename(partial, final)
+        except OSError:
+            if not os.path.isdir(final):
+                raise
+            # Another process with the same key finished first: its copy is as good.
+            logger.info("disk cache %s appeared meanwhile; using it", final)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
+        logger.info("disk cache %s written", final)
+        return final
+
     def decoded(
         self,
         decoded: tf.data.Dataset,
@@ -128,152 +152,15 @@ class DiskCache:
         num_examples: int,
         block_size: int,
         shuffle: bool,
-        first_pass_shuffle_blocks: int = 1,
         parallel_reads: int = 2,
     ) -> tf.data.Dataset:
-        """``decoded`` (``(uint8 image, label)`` pairs of one static shape, ``num_examples``
-        of them) as blocks: ``(images, labels)`` with a leading dimension of ``block_size``
-        (less for the last block).
-
-        An epoch that starts with the cache under ``key`` complete reads it, in a block order
-        drawn anew every epoch if ``shuffle``. Otherwise it is served from ``decoded`` while
-        it writes the cache: the blocks in the source's order, mixed in a buffer of
-        ``first_pass_shuffle_blocks`` if ``shuffle``.
-        """
+        """``decoded`` (``(uint8 image, label)`` pairs of one static shape) saved once under
+        ``key`` in blocks of ``block_size`` images, read back as blocks: ``(images, labels)``
+        with a leading dimension of ``block_size`` (less for the last block), in an order
+        shuffled anew every epoch if ``shuffle``. ``num_examples`` is what ``decoded`` holds."""
         layout = _BlockLayout.of(decoded.element_spec, num_examples, block_size)
-        final = os.path.join(self.root, key)
-        cached = layout.read(final, shuffle=shuffle, parallel_reads=parallel_reads)
-        if os.path.isdir(final):
-            layout.check(final)
-            logger.info("disk cache %s is complete: no decoding in this job", final)
-            return cached
-        os.makedirs(self.root, exist_ok=True)
-        writer = _FirstPass(self, key, layout)
-
-        def epoch(_: tf.Tensor) -> tf.data.Dataset:
-            # Runs when an iterator (an epoch) starts: -1 if the cache is complete.
-            pass_id = tf.reshape(tf.py_function(writer.begin, [], tf.int64), ())
-            complete = pass_id < 0
-
-            def write(images: tf.Tensor, labels: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-                done = tf.py_function(writer.write, [pass_id, images, labels], tf.bool)
-                with tf.control_dependencies([done]):
-                    return tf.identity(images), tf.identity(labels)
-
-            def finish(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-                done = tf.py_function(writer.finish, [pass_id], tf.bool)
-                return tf.logical_and(tf.reshape(done, ()), False)
-
-            # The finish element is a 0-image block, dropped, that comes after every write:
-            # the map that writes is sequential, and the concatenation reaches it only once
-            # the source is exhausted.
-            empty = tf.data.Dataset.from_tensors(
-                (
-                    tf.zeros((0, *layout.image_shape), tf.uint8),
-                    tf.zeros((0,), layout.label_dtype),
-                )
-            )
-            first = layout.blocks(decoded).map(write).concatenate(empty.filter(finish))
-            if shuffle:
-                first = first.shuffle(max(1, first_pass_shuffle_blocks))
-            # ``take(0)`` never starts its input: one of the two runs.
-            first_count = tf.where(complete, tf.constant(0, tf.int64), -1)
-            return first.take(first_count).concatenate(cached.take(-1 - first_count))
-
-        return tf.data.Dataset.range(1).flat_map(epoch)
-
-
-_PASSES_LOCK = threading.Lock()
-_PASSES: dict[str, tuple[int, str]] = {}
-"""The pass writing each cache (by final path) in this process: its id and directory."""
-_pass_ids = iter(range(1, 2**62))
-
-
-@atexit.register
-def _remove_unfinished_passes() -> None:
-    """Iterators dropped mid-epoch leave a partial cache behind: remove it on exit."""
-    with _PASSES_LOCK:
-        for _, partial in _PASSES.values():
-            shutil.rmtree(partial, ignore_errors=True)
-        _PASSES.clear()
-
-
-class _FirstPass:
-    """Writes the cache during an epoch: called by the pipeline's ``py_function`` ops.
-
-    One pass per cache at a time in a process: a new epoch (a new iterator) before a pass
-    finished supersedes it (its iterator was dropped, or still runs and serves its images
-    without writing them), and removes its files.
-    """
-
-    def __init__(self, cache: DiskCache, key: str, layout: _BlockLayout) -> None:
-        self.cache, self.key, self.layout = cache, key, layout
-        self.final = os.path.join(cache.root, key)
-        self.written = 0
-        self.blocks = 0
-
-    def begin(self) -> tf.Tensor:
-        with _PASSES_LOCK:
-            if os.path.isdir(self.final):
-                return tf.constant(-1, tf.int64)
-            if self.final in _PASSES:
-                shutil.rmtree(_PASSES.pop(self.final)[1], ignore_errors=True)
-            self.cache._remove_partials(self.key)
-            partial = f"{self.final}{_PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}"
-            os.makedirs(partial)
-            pass_id = next(_pass_ids)
-            _PASSES[self.final] = (pass_id, partial)
-            self.written = self.blocks = 0
-        logger.info("decoding the split once, during this epoch, into %s", partial)
-        return tf.constant(pass_id, tf.int64)
-
-    def _current(self, pass_id: tf.Tensor) -> str | None:
-        """The pass's directory if it is still the one writing (call with the lock held)."""
-        current = _PASSES.get(self.final)
-        return current[1] if current is not None and current[0] == int(pass_id) else None
-
-    def _abandon(self, partial: str, reason: str) -> None:
-        logger.warning("disk cache %s not written: %s", self.final, reason)
-        del _PASSES[self.final]
-        shutil.rmtree(partial, ignore_errors=True)
-
-    def write(self, pass_id: tf.Tensor, images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        with _PASSES_LOCK:
-            partial = self._current(pass_id)
-            if partial is not None:
-                try:
-                    self.layout.write_block(partial, self.blocks, images.numpy(), labels.numpy())
-                except OSError as error:  # disk full, say: the epoch goes on, from memory
-                    self._abandon(partial, str(error))
-                else:
-                    self.blocks += 1
-                    self.written += len(labels)
-        return tf.constant(True)
-
-    def finish(self, pass_id: tf.Tensor) -> tf.Tensor:
-        with _PASSES_LOCK:
-            partial = self._current(pass_id)
-            if partial is None:
-                return tf.constant(True)
-            if self.written != self.layout.num_examples:
-                self._abandon(
-                    partial,
-                    f"the split holds {self.written} examples, not the "
-                    f"{self.layout.num_examples} it declares",
-                )
-                return tf.constant(True)
-            del _PASSES[self.final]
-            try:
-                os.rename(partial, self.final)
-            except OSError:
-                if not os.path.isdir(self.final):
-                    raise
-                # Another process with the same key finished first: its copy is as good.
-                logger.info("disk cache %s appeared meanwhile; using it", self.final)
-            finally:
-                shutil.rmtree(partial, ignore_errors=True)
-        logger.info("disk cache %s written: later epochs read it", self.final)
-        return tf.constant(True)
+        path = self.directory(key, lambda partial: layout.write(decoded, partial))
+        return layout.read(path, shuffle=shuffle, parallel_reads=parallel_reads)
 
 
 _BLOCK = "block-"
@@ -332,17 +219,30 @@ class _BlockLayout:
             images_file.write(np.ascontiguousarray(images).data)
         values.tofile(name + _LABELS)
 
-    def check(self, path: str) -> None:
-        """Raise unless ``path`` holds this layout's first and last blocks."""
-        for index in (0, self.num_blocks - 1):
-            if not os.path.isfile(os.path.join(path, f"{_BLOCK}{index:06d}{_LABELS}")):
-                raise ValueError(
-                    f"the disk cache {path} lacks block {index}: not written by this release "
-                    f"({CACHE_FORMAT}) for this split; remove it"
-                )
+    def write(self, decoded: tf.data.Dataset, path: str) -> None:
+        os.makedirs(path)
+        written = 0
+        # tf.data decodes on its threads meanwhile; each write (larger than the file buffer,
+        # so unbuffered) is one copy into the page cache, with the GIL released.
+        for index, (images, labels) in enumerate(self.blocks(decoded).prefetch(1)):
+            self.write_block(path, index, images.numpy(), labels.numpy())
+            written += len(labels)
+        if written != self.num_examples:
+            raise ValueError(
+                f"the split holds {written} examples, not the {self.num_examples} it declares"
+            )
 
     def read(self, path: str, *, shuffle: bool, parallel_reads: int) -> tf.data.Dataset:
-        """The blocks under ``path``, which need not exist until an iterator reads them."""
+        missing = [
+            i
+            for i in (0, self.num_blocks - 1)
+            if not os.path.isfile(os.path.join(path, f"{_BLOCK}{i:06d}{_LABELS}"))
+        ]
+        if missing:
+            raise ValueError(
+                f"the disk cache {path} lacks block {missing[0]}: not written by this release "
+                f"({CACHE_FORMAT}); remove it"
+            )
         prefix = os.path.join(path, _BLOCK)
 
         def load(index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
