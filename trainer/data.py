@@ -62,8 +62,9 @@ DISK_CACHE_BLOCK_BYTES = 2 * 1024**2
 per-image overhead; the smaller, the finer the shuffle)."""
 MIN_BLOCKS_PER_BATCH = 8
 """A batch from the disk cache mixes at least this many blocks (if the images allow)."""
-DISK_CACHE_READS = 2
-"""Disk cache blocks read at a time."""
+DISK_CACHE_READS = 1
+"""Disk cache blocks read at a time, ahead of ``rebatch`` (~15k images/s at 300px on one
+core; two at a time read no faster on 2 cores and raised the peak by ~15 MiB)."""
 
 
 @dataclass(frozen=True)

@@ -153,7 +153,7 @@ class DiskCache:
         num_examples: int,
         block_size: int,
         shuffle: bool,
-        parallel_reads: int = 2,
+        parallel_reads: int = 1,
     ) -> tf.data.Dataset:
         """``decoded`` (``(uint8 image, label)`` pairs of one static shape) saved once under
         ``key`` in blocks of ``block_size`` images, read back as blocks: ``(images, labels)``
