@@ -3,7 +3,7 @@
 What differs from the codelabs and why:
 - every split is decoded and resized once per job, into uint8 files on the replica's
   local disk (:mod:`trainer.disk_cache`), when the disk has room: every later epoch reads
-  ready images in blocks of a few (cassava: ~0.06 CPU-ms per image instead of ~1.6-2 to
+  ready images in blocks of a few (cassava: ~0.07 CPU-ms per image instead of ~1.6-2 to
   decode a 500x400 JPEG again). Disk rather than memory even for a split that would fit:
   its reads go through the page cache, which the kernel keeps while memory is free and
   drops under pressure, where an in-memory cache pins every image in the process

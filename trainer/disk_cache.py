@@ -180,7 +180,7 @@ class _BlockLayout:
 
     Each block file is read whole (``read_file`` + ``decode_raw``), so tf.data's
     per-element work (read, parse, pass along) is paid once per block rather than once per
-    image: ~0.06 CPU-ms per 300px image through to batches, against ~0.11 for one
+    image: ~0.06-0.07 CPU-ms per 300px image through to batches, against ~0.11 for one
     fixed-length record per image followed by a shuffle buffer and ``batch``. The copies
     of the pixels are most of what remains (read, ``decode_raw``, ``rebatch``).
     """
