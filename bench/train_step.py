@@ -56,9 +56,9 @@ SETTINGS = {"horses_or_humans": (150, 64), "cassava": (300, 64)}
 
 # Input pipeline CPU-ms per image, ours, from bench/input_pipeline.py on this repo's
 # 2-core bench machine: first epoch (decode + resize + disk cache write and read) and later
-# epochs (raw uint8 records from the disk cache). The training machine's vCPUs (one
+# epochs (raw uint8 blocks from the disk cache). The training machine's vCPUs (one
 # hyperthread each) may be slower per core: re-measure there before sizing a machine.
-INPUT_CPU_MS = {"cassava": (1.9, 0.13), "horses_or_humans": (1.8, 0.08)}
+INPUT_CPU_MS = {"cassava": (1.85, 0.07), "horses_or_humans": (1.8, 0.03)}
 
 PUBLISHED_IMAGE_SIZE = 224  # NVIDIA's ResNet-50 training figures are at 224x224
 

@@ -127,7 +127,9 @@ def slow(x):
 images = tf.data.Dataset.range(400).map(
     lambda i: (tf.fill((8, 8, 3), tf.cast(i % 200, tf.uint8)),
                tf.py_function(slow, [i], tf.int64)))
-DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=2)
+DiskCache({str(tmp_path)!r}).decoded(
+    images, key="k", num_examples=400, block_size=10, shuffle=True
+)
 """
     writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     deadline = time.monotonic() + 120
@@ -141,11 +143,16 @@ DiskCache({str(tmp_path)!r}).decoded(images, key="k", shard_size=10, interleave=
     assert not (tmp_path / "k").exists()
     assert list(tmp_path.glob("k.partial-*"))
 
-    rebuilt = DiskCache(str(tmp_path)).decoded(
-        tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
-        key="k",
-        shard_size=2,
-        interleave=2,
+    rebuilt = (
+        DiskCache(str(tmp_path))
+        .decoded(
+            tf.data.Dataset.range(5).map(lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)),
+            key="k",
+            num_examples=5,
+            block_size=2,
+            shuffle=True,
+        )
+        .unbatch()
     )
     assert sorted((int(label), int(image[0, 0, 0])) for image, label in rebuilt) == [
         (i, i) for i in range(5)
@@ -204,7 +211,9 @@ def test_a_live_writers_partial_cache_is_left_alone(tmp_path: Path) -> None:
         images = tf.data.Dataset.range(3).map(
             lambda i: (tf.fill((8, 8, 3), tf.cast(i, tf.uint8)), i)
         )
-        loaded = cache.decoded(images, key="k", shard_size=2, interleave=1)
+        loaded = cache.decoded(
+            images, key="k", num_examples=3, block_size=2, shuffle=False
+        ).unbatch()
         assert sorted(int(label) for _, label in loaded) == [0, 1, 2]
         assert live.exists()
         assert not dead.exists()
@@ -249,3 +258,98 @@ def test_two_workers_on_one_host_write_separate_complete_caches(tmp_path: Path) 
     names = sorted(p.name for p in tmp_path.iterdir())
     assert len(names) == 2
     assert "chief0-of2" in names[0] and "worker0-of2" in names[1]
+
+
+def solid_split(num_examples: int, identity: str = "solid") -> EncodedSplit:
+    """Image i is filled with i % 256: a pixel tells which label it belongs with."""
+    encoded = [
+        tf.io.encode_png(np.full((8, 8, 3), i % 256, np.uint8)).numpy() for i in range(num_examples)
+    ]
+    examples = tf.data.Dataset.from_tensor_slices(
+        (encoded, np.arange(num_examples, dtype=np.int64))
+    )
+    return EncodedSplit(examples, num_examples, num_classes=num_examples, identity=identity)
+
+
+def epoch_pairs(dataset: tf.data.Dataset) -> tuple[list[tuple[int, int]], list[int]]:
+    """(label, pixel value) per image in the order served, and the batch sizes."""
+    pairs, sizes = [], []
+    for images, labels in dataset:
+        sizes.append(int(labels.shape[0]))
+        for image, label in zip(images.numpy(), labels.numpy(), strict=True):
+            values = np.unique(image)
+            assert len(values) == 1, "an image came back mixed with another"
+            pairs.append((int(label), int(values[0])))
+    return pairs, sizes
+
+
+def test_blocks_round_trip_every_image_and_label_once_per_epoch(tmp_path: Path) -> None:
+    # Batch 24: blocks of 3 images (24 // MIN_BLOCKS_PER_BATCH); 40 = 13 blocks of 3 + 1.
+    pipeline = ImagePipeline(SIZE, 24, cache_budget_bytes=0, disk_cache=DiskCache(str(tmp_path)))
+    assert pipeline.disk_cache_block_size() == 3
+    split, reads = counting(solid_split(40))
+    for build in range(2):  # written, then a new job reads the complete cache
+        dataset = pipeline.build(split, training=True)
+        orders = []
+        for _ in range(3):
+            pairs, sizes = epoch_pairs(dataset)
+            assert sorted(pairs) == [(i, i) for i in range(40)]
+            assert sizes == [24, 16]  # full batches across block boundaries, then the rest
+            orders.append([label for label, _ in pairs])
+        assert len({tuple(order) for order in orders}) == 3  # a new block order every epoch
+        for order in orders:
+            # Blocks stay whole: images 3k, 3k+1, 3k+2 are served one after another.
+            starts = [i for i, label in enumerate(order) if label % 3 == 0]
+            for start in starts:
+                block = list(range(order[start], min(order[start] + 3, 40)))
+                assert order[start : start + len(block)] == block
+        assert sorted(reads) == list(range(40)), f"build {build}"  # decoded once, in all
+    (cache,) = tmp_path.iterdir()
+    assert disk_cache_module.CACHE_FORMAT in cache.name
+
+
+def test_a_job_with_another_batch_size_reads_the_same_cache(tmp_path: Path) -> None:
+    def pipeline(batch: int) -> ImagePipeline:
+        cache = DiskCache(str(tmp_path))
+        return ImagePipeline(SIZE, batch, cache_budget_bytes=0, disk_cache=cache)
+
+    split, reads = counting(solid_split(30))
+    assert pipeline(40).disk_cache_block_size() == 5
+    assert pipeline(16).disk_cache_block_size() == 2
+    for batch, sizes in ((40, [30]), (16, [16, 14])):
+        pairs, served = epoch_pairs(pipeline(batch).build(split, training=True))
+        assert sorted(pairs) == [(i, i) for i in range(30)]
+        assert served == sizes
+    assert sorted(reads) == list(range(30))  # written once, in blocks of 5, read in both
+
+
+def test_evaluation_reads_the_blocks_in_order(tmp_path: Path) -> None:
+    pipeline = ImagePipeline(SIZE, 16, cache_budget_bytes=0, disk_cache=DiskCache(str(tmp_path)))
+    for _ in range(2):
+        pairs, sizes = epoch_pairs(pipeline.build(solid_split(21), training=False))
+        assert pairs == [(i, i) for i in range(21)]
+        assert sizes == [16, 5]
+
+
+def test_an_incomplete_cache_under_the_final_name_is_refused(tmp_path: Path) -> None:
+    pipeline = ImagePipeline(SIZE, 24, cache_budget_bytes=0, disk_cache=DiskCache(str(tmp_path)))
+    pipeline.build(solid_split(10), training=True)
+    (cache,) = tmp_path.iterdir()
+    (cache / "labels").write_bytes((cache / "labels").read_bytes()[:-8])  # one label short
+    with pytest.raises(ValueError, match="not a complete"):
+        pipeline.build(solid_split(10), training=True)
+
+
+def test_batches_from_blocks_split_per_replica_under_a_distribution_strategy(
+    tmp_path: Path,
+) -> None:
+    from tensorflow.python.data.experimental.ops import distribute
+
+    dataset = disk_pipeline(tmp_path).build(numbered_split(10), training=True)
+    # ``rebatch`` hides the batch size from tf.distribute, which then splits every global
+    # batch into one sub-batch per replica (its fallback): the same as for ``batch``.
+    assert int(distribute.compute_batch_size(dataset)) == -1
+    per_replica = distribute._LegacyRebatchDataset(dataset, num_replicas=2)
+    sizes = [int(labels.shape[0]) for _, labels in per_replica]
+    assert sizes == [2, 2, 2, 2, 1, 1]  # global batches of 4, 4, 2
+    assert sorted(int(label) for _, labels in per_replica for label in labels) == list(range(10))
