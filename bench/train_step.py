@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,15 +226,34 @@ def _measure(
             argv += ["--weights", "none"]
         model = build_model(parse_config(argv, environ={}), jit_compile=gpu)
 
-    model.fit(data, epochs=1, steps_per_epoch=3, verbose=0)  # trace / compile
+    return _timed(
+        lambda count: model.fit(data, epochs=1, steps_per_epoch=count, verbose=0),
+        warmup=3,  # trace / compile
+        steps=steps,
+        batch=batch,
+        gpu=gpu,
+        device_name=device_name,
+    )
+
+
+def _timed(
+    run: Callable[[int], object],
+    *,
+    warmup: int,
+    steps: int,
+    batch: int,
+    gpu: bool,
+    device_name: str,
+) -> dict:
+    """``run(n)`` trains ``n`` steps and returns once they are done on the device."""
+    run(warmup)
     start, cpu_start = time.perf_counter(), time.process_time()
-    model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0)
+    run(steps)
     seconds = time.perf_counter() - start
-    cpu_ms = 1000 * (time.process_time() - cpu_start) / (steps * batch)
     return {
         "images_per_s": steps * batch / seconds,
         "seconds": seconds,
-        "cpu_ms": cpu_ms,
+        "cpu_ms": 1000 * (time.process_time() - cpu_start) / (steps * batch),
         "gpu": gpu,
         "device_name": device_name,
     }
@@ -270,22 +289,20 @@ def _measure_reference(image_size: int, batch: int, steps: int, dtype: str) -> d
         scaler.step(optimizer)
         scaler.update()
 
+    def run(count: int) -> None:
+        for _ in range(count):
+            step()
+        torch.cuda.synchronize()
+
     torch.backends.cudnn.benchmark = True
-    for _ in range(10):
-        step()
-    torch.cuda.synchronize()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for _ in range(steps):
-        step()
-    torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    return {
-        "images_per_s": steps * batch / seconds,
-        "seconds": seconds,
-        "cpu_ms": 1000 * (time.process_time() - cpu_start) / (steps * batch),
-        "gpu": True,
-        "device_name": torch.cuda.get_device_name(0),
-    }
+    return _timed(
+        run,
+        warmup=10,
+        steps=steps,
+        batch=batch,
+        gpu=True,
+        device_name=torch.cuda.get_device_name(0),
+    )
 
 
 def _run_variants(
@@ -322,7 +339,7 @@ def _print_feeding(workload: str, images_per_s: float, step_cpu_ms: float, rate:
 
 
 def _print_reference(args: argparse.Namespace, ours: float, size: int) -> None:
-    runs = argparse.Namespace(**{**vars(args), "rounds": 1, "batch": REFERENCE_BATCH})
+    runs = argparse.Namespace(**{**vars(args), "rounds": 1})
     results = _run_variants(
         runs, "cassava", size, REFERENCE_BATCH, ("reference-bf16", "reference-fp16")
     )
@@ -394,13 +411,11 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    env = {**os.environ, "KERAS_BACKEND": "jax"} if args.backend == "jax" else None
     probe = subprocess.run(
         [sys.executable, "-c", GPU_PROBES[args.backend]],
         check=True,
         capture_output=True,
         text=True,
-        env=env,
     )
     has_gpu = int(probe.stdout.strip().splitlines()[-1]) > 0
     variants = ("codelab", "ours", "ours-bf16") if has_gpu else ("codelab", "ours")

@@ -62,9 +62,6 @@ DISK_CACHE_BLOCK_BYTES = 2 * 1024**2
 per-image overhead; the smaller, the finer the shuffle)."""
 MIN_BLOCKS_PER_BATCH = 8
 """A batch from the disk cache mixes at least this many blocks (if the images allow)."""
-DISK_CACHE_READS = 1
-"""Disk cache blocks read at a time, ahead of ``rebatch`` (~15k images/s at 300px on one
-core; two at a time read no faster on 2 cores and raised the peak by ~15 MiB)."""
 
 
 @dataclass(frozen=True)
@@ -142,7 +139,6 @@ class ImagePipeline:
             num_examples=split.num_examples,
             block_size=self.disk_cache_block_size(),
             shuffle=training,
-            parallel_reads=DISK_CACHE_READS,
         )
 
     def disk_cache_block_size(self) -> int:
@@ -165,11 +161,7 @@ class ImagePipeline:
         on_disk = self._from_disk_cache(split, training=training)
         in_memory = on_disk is None and self.fits_cache(split.num_examples)
         if on_disk is not None:
-            # Blocks, shuffled already; ``rebatch`` copies their images into batches, once.
-            dataset = on_disk
-            if repeat:
-                dataset = dataset.repeat()
-            dataset = dataset.rebatch(self.global_batch_size)
+            dataset = on_disk  # blocks, shuffled already
         else:
             dataset = split.examples
             if training and not in_memory:
@@ -180,9 +172,14 @@ class ImagePipeline:
                 dataset = dataset.cache()
                 if training:
                     dataset = dataset.shuffle(buffer, reshuffle_each_iteration=True)
-            if repeat:
-                dataset = dataset.repeat()
-            dataset = dataset.batch(self.global_batch_size)
+        if repeat:
+            dataset = dataset.repeat()
+        # ``rebatch`` copies the blocks' images into batches, once.
+        dataset = (
+            dataset.rebatch(self.global_batch_size)
+            if on_disk is not None
+            else dataset.batch(self.global_batch_size)
+        )
         # From the disk cache a batch takes a few milliseconds: one ahead keeps any
         # accelerator fed, where autotuning may hold several 17 MB batches (cassava).
         prefetch = 1 if on_disk is not None else tf.data.AUTOTUNE

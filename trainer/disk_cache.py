@@ -153,7 +153,6 @@ class DiskCache:
         num_examples: int,
         block_size: int,
         shuffle: bool,
-        parallel_reads: int = 1,
     ) -> tf.data.Dataset:
         """``decoded`` (``(uint8 image, label)`` pairs of one static shape) saved once under
         ``key`` in blocks of ``block_size`` images, read back as blocks: ``(images, labels)``
@@ -161,7 +160,7 @@ class DiskCache:
         shuffled anew every epoch if ``shuffle``. ``num_examples`` is what ``decoded`` holds."""
         layout = _BlockLayout.of(decoded.element_spec, num_examples, block_size)
         path = self.directory(key, lambda partial: layout.write(decoded, partial))
-        return layout.read(path, shuffle=shuffle, parallel_reads=parallel_reads)
+        return layout.read(path, shuffle=shuffle)
 
 
 _BLOCK = "block-"
@@ -241,7 +240,7 @@ class _BlockLayout:
         with open(os.path.join(path, _BLOCK_SIZE), "w") as block_size_file:
             block_size_file.write(f"{self.block_size}\n")
 
-    def read(self, path: str, *, shuffle: bool, parallel_reads: int) -> tf.data.Dataset:
+    def read(self, path: str, *, shuffle: bool) -> tf.data.Dataset:
         """The blocks under ``path``, in the block size they were written in (a job with
         another batch size reads the same cache)."""
         try:
@@ -256,23 +255,24 @@ class _BlockLayout:
                 f"the disk cache {path} is not a complete {CACHE_FORMAT} cache of "
                 f"{self.num_examples} examples; remove it"
             )
-        if written != self:
-            return written.read(path, shuffle=shuffle, parallel_reads=parallel_reads)
         all_labels = tf.constant(labels)
         prefix = os.path.join(path, _BLOCK)
+        block_size = written.block_size
 
         def load(index: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
             name = tf.strings.join([prefix, tf.strings.as_string(index, width=6, fill="0")])
             images = tf.io.decode_raw(tf.io.read_file(name), tf.uint8)
-            start = index * self.block_size
-            count = tf.minimum(tf.constant(self.block_size, tf.int64), self.num_examples - start)
+            start = index * block_size
+            count = tf.minimum(tf.constant(block_size, tf.int64), self.num_examples - start)
             return (
                 tf.reshape(images, (-1, *self.image_shape)),
                 tf.slice(all_labels, [start], [count]),
             )
 
-        indices = tf.data.Dataset.range(self.num_blocks)
+        indices = tf.data.Dataset.range(written.num_blocks)
         if shuffle:
             # The whole split's block order, drawn anew every epoch (a few bytes per block).
-            indices = indices.shuffle(self.num_blocks, reshuffle_each_iteration=True)
-        return indices.map(load, num_parallel_calls=parallel_reads, deterministic=not shuffle)
+            indices = indices.shuffle(written.num_blocks, reshuffle_each_iteration=True)
+        # One block read at a time: ~15k images/s at 300px on one core; two at a time read
+        # no faster on 2 cores and raised the peak by ~15 MiB.
+        return indices.map(load, num_parallel_calls=1, deterministic=not shuffle)
