@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run tensorboard preview destroy lock pulumi-cli stack-select bench clean estimate policy-venv policy-preview docs
+.PHONY: install lint test test-fast up local-run tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,8 +30,8 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/hadolint docker/*Dockerfile*
 
-# tests/engine drives the real CLI through the local stack's lifecycle: build it first
-# where Go exists (the tests skip, saying why, where no CLI can be had).
+# tests/engine drives the real CLI through the local stack's lifecycle: make builds it
+# first (where it cannot be had the engine tests skip, saying why, except under CI=true).
 test: install lint policy-venv
 	$(MAKE) --no-print-directory pulumi-cli || echo "No Pulumi CLI: tests/engine will skip."
 	$(BIN)/pytest -q -p no:cacheprovider
@@ -39,43 +39,62 @@ test: install lint policy-venv
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"
 
-# The CLI matching the pinned SDK: `pulumi` on PATH if it is that version, else the one
-# built into .tools/bin (first on PATH, with the plugins the CLI looks for beside it), else
-# built there from its Go modules (tools/pulumi/build.sh) where `go` exists: the official
-# installer downloads from the internet, which air-gapped machines and CI cannot reach.
-PULUMI_VERSION := 3.272.0
+# The Pulumi CLI at the release pinned in tools/pulumi/go.mod (go.sum committed), built from
+# its Go modules into .tools/bin with the release's Python helper scripts beside it:
+# Pulumi's installer downloads from the internet, which air-gapped machines and CI cannot
+# reach. Quick when .tools/bin already holds that release; where there is no Go, a
+# `pulumi` on PATH is used as it is.
 TOOLS_BIN := $(CURDIR)/.tools/bin
+PULUMI_CLI_VERSION := $(shell sed -n 's|^\s*github.com/pulumi/pulumi/pkg/v3 \(v[0-9.]*\).*|\1|p' tools/pulumi/go.mod)
 export PATH := $(TOOLS_BIN):$(PATH)
-PULUMI := pulumi
 
 pulumi-cli:
-	@if [ "$$(pulumi version 2>/dev/null)" = "v$(PULUMI_VERSION)" ]; then :; \
+	@if [ "$$($(TOOLS_BIN)/pulumi version 2>/dev/null)" = "$(PULUMI_CLI_VERSION)" ] \
+	    && [ -x $(TOOLS_BIN)/pulumi-resource-pulumi-python ]; then :; \
 	elif command -v go >/dev/null; then \
-	  echo "Building the Pulumi CLI $(PULUMI_VERSION) from its Go modules into .tools/bin" \
+	  echo "Building the Pulumi CLI $(PULUMI_CLI_VERSION) from its Go modules into .tools/bin" \
 	       "(a first build takes several minutes)."; \
 	  mkdir -p .tools && set -o pipefail && \
-	  tools/pulumi/build.sh $(PULUMI_VERSION) $(TOOLS_BIN) 2>&1 | tee .tools/pulumi-build.log; \
+	  tools/pulumi/build.sh $(TOOLS_BIN) 2>&1 | tee .tools/pulumi-build.log; \
+	elif command -v pulumi >/dev/null; then \
+	  echo "No Go to build the pinned CLI: using $$(command -v pulumi) $$(pulumi version)."; \
 	else \
-	  echo "No Pulumi CLI $(PULUMI_VERSION) on PATH and no Go to build one: install it" \
-	       "(https://www.pulumi.com/docs/install/) and re-run make."; exit 1; fi
+	  echo "No Pulumi CLI and no Go to build one: install Go (then make pulumi-cli) or" \
+	       "Pulumi (https://www.pulumi.com/docs/install/); make local-run runs the local" \
+	       "stack's jobs without the engine."; exit 1; fi
 	@echo "Pulumi CLI: $$(command -v pulumi) $$(pulumi version)"
 
-# Selects (or creates) $(STACK) in the local file backend; its config is stacks/Pulumi.$(STACK).yaml.
-stack-select: install pulumi-cli
-	mkdir -p .pulumi-state
-	"$(PULUMI)" stack select $(STACK) --create
+# Every stack command runs through the real engine with the program served inline
+# (python -m vertex_training.stack: no Python language host needed), in this directory,
+# with the stack's settings from stacks/. POLICY=1 runs the policy pack with preview/up
+# (policy/config/$(STACK).json is its config where there is one).
+STACK_COMMAND = $(BIN)/python -m vertex_training.stack
+POLICY ?=
+POLICY_ARGS = $(if $(POLICY),--policy-pack policy/run-pack \
+  $(if $(wildcard policy/config/$(STACK).json),--policy-pack-config policy/config/$(STACK).json))
 
-# Where the Pulumi CLI cannot be installed (no network, air-gapped CI), the local stack
-# still runs for real: the same jobs on the same local backend, without the engine.
-up: install
+preview: install pulumi-cli $(if $(POLICY),policy-venv)
+	$(STACK_COMMAND) preview --stack $(STACK) --diff $(POLICY_ARGS)
+
+# Where no CLI can be had (no Go, no pulumi), the local stack's jobs still run for real on
+# the same local backend, without the engine (make local-run).
+up: install $(if $(POLICY),policy-venv)
 	@if $(MAKE) --no-print-directory pulumi-cli; then \
-	  $(MAKE) --no-print-directory stack-select && "$(PULUMI)" up --stack $(STACK) --yes; \
+	  $(STACK_COMMAND) up --stack $(STACK) $(POLICY_ARGS); \
 	elif [ "$(STACK)" = local ]; then \
 	  echo "Running the local stack's jobs without the Pulumi engine instead (make local-run)."; \
 	  $(BIN)/python -m vertex_training.local run --stack local; \
 	else exit 1; fi
 
-# The jobs of $(STACK) on this machine's local backend, no Pulumi CLI and no cloud needed.
+refresh: install pulumi-cli
+	$(STACK_COMMAND) refresh --stack $(STACK)
+
+# Protected resources (the prod bucket and its models) stay; everything else goes.
+destroy: install pulumi-cli
+	$(STACK_COMMAND) destroy --stack $(STACK) --exclude-protected
+
+# The jobs of $(STACK) on this machine's local backend, without the Pulumi engine: for
+# machines with neither Go nor a Pulumi CLI. Same jobs, same backend; no stack state.
 local-run: install
 	$(BIN)/python -m vertex_training.local run --stack $(STACK)
 
@@ -83,9 +102,6 @@ local-run: install
 # free port; prints the URL and serves until Ctrl-C.
 tensorboard: install
 	$(BIN)/python -m vertex_training.local tensorboard --stack $(STACK)
-
-preview: stack-select
-	"$(PULUMI)" preview --stack $(STACK) --diff
 
 # The public API's reference: docs/reference.md (committed; a test keeps it current) and
 # browsable HTML in docs/html, both from the docstrings.
@@ -98,24 +114,14 @@ docs: install
 estimate: install
 	$(BIN)/python -m vertex_training.cost --stack $(STACK)
 
-# The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6);
-# `pulumi preview --policy-pack policy` creates the same one itself.
+# The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6), run
+# by the engine through the executable launcher policy/run-pack (no language host needed).
 policy-venv: policy/venv/.installed
 
 policy/venv/.installed: policy/requirements.txt
 	test -x policy/venv/bin/python || $(PY) -m venv policy/venv
 	policy/venv/bin/pip install -q -r policy/requirements.txt
 	touch $@
-
-# `pulumi preview` judged by the policy pack (policy/), with the stack's policy config
-# (policy/config/$(STACK).json) where there is one.
-policy-preview: stack-select
-	"$(PULUMI)" preview --stack $(STACK) --diff --policy-pack policy \
-	  $(if $(wildcard policy/config/$(STACK).json),--policy-pack-config policy/config/$(STACK).json)
-
-# Protected resources (the prod bucket and its models) stay; everything else goes.
-destroy: stack-select
-	"$(PULUMI)" destroy --stack $(STACK) --exclude-protected
 
 # Each script prints its ratio against a baseline measured in the same run.
 bench: install

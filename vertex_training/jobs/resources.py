@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -46,6 +47,12 @@ from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 
 _log = logging.getLogger(__name__)
+
+
+def _report_progress(line: str) -> None:
+    # The engine shows a dynamic provider's stderr as it comes, so a waiting `pulumi up`
+    # says what its jobs are doing instead of sitting silent for minutes.
+    print(line, file=sys.stderr, flush=True)
 
 PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
@@ -322,6 +329,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             p.poll_interval,
             hint="it keeps running and the next `pulumi up` adopts it. Raise "
             "wait_timeout_seconds or set wait: false.",
+            report=_report_progress,
         )
         if record.state in _BAD_END:
             where = f" -- {record.console_url}" if record.console_url else ""

@@ -4,7 +4,7 @@ loop over it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from vertex_training.jobs.model import JobKind, JobRecord
@@ -50,12 +50,39 @@ class JobBackend(Protocol):
         ...
 
 
+def progress_line(record: JobRecord) -> str:
+    """One line of a job's progress: its state and, for a study, its trials so far."""
+    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
+    if record.trials:
+        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
+        line += f"; trials: {len(record.trials)} started, {ended} ended"
+    best = record.best_trial
+    if best is not None and best.final_metrics:
+        metric, value = next(iter(best.final_metrics.items()))
+        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
+    return line
+
+
 def wait_until_terminal(
-    backend: JobBackend, record: JobRecord, timeout: float, interval: float, *, hint: str
+    backend: JobBackend,
+    record: JobRecord,
+    timeout: float,
+    interval: float,
+    *,
+    hint: str,
+    report: Callable[[str], None] | None = None,
 ) -> JobRecord:
-    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``."""
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
+    ``report`` gets the job's :func:`progress_line` whenever it changes."""
     deadline = time.monotonic() + timeout
-    while not record.state.is_terminal:
+    last_line = ""
+    while True:
+        line = progress_line(record)
+        if report is not None and line != last_line:
+            report(line)
+            last_line = line
+        if record.state.is_terminal:
+            return record
         if time.monotonic() >= deadline:
             where = f" {record.console_url}" if record.console_url else ""
             raise JobWaitTimeoutError(
@@ -63,7 +90,6 @@ def wait_until_terminal(
             )
         time.sleep(interval)
         record = backend.get(record.name)
-    return record
 
 
 __all__ = [
@@ -71,5 +97,6 @@ __all__ = [
     "JobNotFoundError",
     "JobRefusedError",
     "JobWaitTimeoutError",
+    "progress_line",
     "wait_until_terminal",
 ]

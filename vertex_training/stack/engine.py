@@ -1,0 +1,357 @@
+"""One runner for every stack command: the real Pulumi engine, the program served inline.
+
+``preview``, ``up``, ``refresh`` and ``destroy`` go through the Automation API
+(``pulumi.automation``): this process serves the project's program (its ``__main__.py``,
+run the way Pulumi's Python language host runs it) and hands the CLI its address, so no
+``pulumi-language-python`` is needed. Everything else is what ``pulumi <command>`` would do
+in the project directory: the same Pulumi.yaml, the stack settings from its
+``stackConfigDir``, the backend from ``PULUMI_BACKEND_URL`` (or the CLI's login), the same
+state, the dynamic providers started by the CLI with this environment's Python.
+
+The engine's output is streamed as it comes (the local jobs' progress lines included) and
+its exit status is returned. Ctrl-C asks the engine to cancel (it finishes the steps already
+running and records them, as ``pulumi`` does); a second Ctrl-C stops it at once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import yaml
+
+COMMANDS = ("preview", "up", "refresh", "destroy")
+CLI_ENV = "VERTEX_TRAINING_PULUMI_CLI"
+"""A ``pulumi`` binary to use instead of the project's ``.tools/bin`` or PATH."""
+TOOLS_CLI = Path(".tools") / "bin" / "pulumi"
+"""Where ``make pulumi-cli`` builds the CLI, relative to the project directory."""
+STATE_DIR = ".pulumi-state"
+"""The file backend used when none is configured and the CLI is not logged in."""
+LOCAL_ENVIRONMENT = "local"
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_PLUGIN_MISSING = re.compile(
+    r"no resource plugin '(?:pulumi-resource-)?(?P<name>[\w-]+)'(?: found)?.*?"
+    r"(?:at version|version) (?P<version>v?[\d.]+[\w.-]*)",
+    re.IGNORECASE,
+)
+
+
+class StackCommandError(Exception):
+    """The command cannot start: the message says what is missing and how to get it."""
+
+
+@dataclass(frozen=True)
+class StackRun:
+    """What one stack command runs on."""
+
+    project_dir: Path
+    """The directory holding Pulumi.yaml (the workspace)."""
+    project_name: str
+    """``name`` in Pulumi.yaml."""
+    program_file: Path
+    """The program served inline (``main`` in Pulumi.yaml, else ``__main__.py``)."""
+    cli: Path
+    """The ``pulumi`` binary."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment of the CLI and of everything it starts (providers, local jobs)."""
+
+
+def find_project_dir(start: Path) -> Path:
+    """The nearest directory at or above ``start`` holding a Pulumi.yaml, as ``pulumi``
+    itself looks for the project."""
+    for directory in (start.resolve(), *start.resolve().parents):
+        if (directory / "Pulumi.yaml").is_file() or (directory / "Pulumi.yml").is_file():
+            return directory
+    raise StackCommandError(
+        f"no Pulumi.yaml in {start.resolve()} or above it: run this in a Pulumi project"
+    )
+
+
+def _project_settings(project_dir: Path) -> dict[str, Any]:
+    for name in ("Pulumi.yaml", "Pulumi.yml"):
+        path = project_dir / name
+        if path.is_file():
+            settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if not isinstance(settings, dict) or not settings.get("name"):
+                raise StackCommandError(f"{path}: a project file needs a `name`")
+            return settings
+    raise StackCommandError(f"no Pulumi.yaml in {project_dir}")
+
+
+def _program_file(project_dir: Path, settings: dict[str, Any]) -> Path:
+    main = project_dir / str(settings.get("main") or ".")
+    program = main / "__main__.py" if main.is_dir() else main
+    if not program.is_file():
+        raise StackCommandError(f"the project's program {program} does not exist")
+    return program
+
+
+def find_cli(project_dir: Path) -> Path:
+    """The ``pulumi`` to run: ``$VERTEX_TRAINING_PULUMI_CLI``, else the one ``make
+    pulumi-cli`` built into the project's ``.tools/bin``, else the one on PATH."""
+    override = os.environ.get(CLI_ENV)
+    if override:
+        if not Path(override).is_file():
+            raise StackCommandError(f"{CLI_ENV}={override} does not exist")
+        return Path(override).resolve()
+    built = project_dir / TOOLS_CLI
+    if built.is_file():
+        return built.resolve()
+    on_path = shutil.which("pulumi")
+    if on_path:
+        return Path(on_path).resolve()
+    raise StackCommandError(
+        "no Pulumi CLI: `make pulumi-cli` builds the pinned one into .tools/bin from its Go "
+        "modules (needs `go`), or install Pulumi (https://www.pulumi.com/docs/install/); "
+        "`make local-run` runs the local stack's jobs without the engine"
+    )
+
+
+def _stack_environment(project_dir: Path, settings: dict[str, Any], stack: str) -> str:
+    """The stack file's ``environment`` (``local`` by the project's default)."""
+    config_dir = project_dir / str(settings.get("stackConfigDir") or ".")
+    path = config_dir / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        return ""
+    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}
+    key = f"{settings['name']}:environment"
+    default = ((settings.get("config") or {}).get("environment") or {}).get("default", "")
+    return str(config.get(key, default))
+
+
+def _logged_in(cli: Path, env: dict[str, str]) -> bool:
+    done = subprocess.run(
+        [str(cli), "whoami", "--non-interactive"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    return done.returncode == 0
+
+
+def prepare(stack: str, start: Path | None = None) -> StackRun:
+    """Find the project, its program and the CLI, and the environment they run in."""
+    project_dir = find_project_dir(start or Path.cwd())
+    settings = _project_settings(project_dir)
+    cli = find_cli(project_dir)
+    env = dict(os.environ)
+    # The CLI starts dynamic providers through `pulumi-resource-pulumi-python` (beside it),
+    # which runs the `python` on PATH: it must be this environment's, which has the package.
+    python_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([str(cli.parent), python_bin, env.get("PATH", "")])
+    if sys.prefix != sys.base_prefix:
+        env["PULUMI_RUNTIME_VIRTUALENV"] = sys.prefix
+    env.setdefault("PULUMI_SKIP_UPDATE_CHECK", "true")
+    if not env.get("PULUMI_BACKEND_URL") and not _logged_in(cli, env):
+        env["PULUMI_BACKEND_URL"] = f"file://{project_dir / STATE_DIR}"
+        (project_dir / STATE_DIR).mkdir(exist_ok=True)
+    environment = _stack_environment(project_dir, settings, stack)
+    has_passphrase = "PULUMI_CONFIG_PASSPHRASE" in env or "PULUMI_CONFIG_PASSPHRASE_FILE" in env
+    if environment == LOCAL_ENVIRONMENT and not has_passphrase:
+        env["PULUMI_CONFIG_PASSPHRASE"] = ""  # a local stack holds no secret
+    return StackRun(
+        project_dir=project_dir,
+        project_name=str(settings["name"]),
+        program_file=_program_file(project_dir, settings),
+        cli=cli,
+        env=env,
+    )
+
+
+def inline_program(program_file: Path) -> Callable[[], None]:
+    """The project's program as the Automation API serves it: run as ``__main__`` with its
+    directory first on ``sys.path``, as the language host runs it."""
+
+    def program() -> None:
+        directory = str(program_file.parent)
+        sys.path.insert(0, directory)
+        try:
+            runpy.run_path(str(program_file), run_name="__main__")
+        finally:
+            if directory in sys.path:
+                sys.path.remove(directory)
+
+    return program
+
+
+def _cli_children() -> list[int]:
+    """The ``pulumi`` processes this process started (Linux's /proc; empty elsewhere)."""
+    pids: list[int] = []
+    for children in Path("/proc/self/task").glob("*/children"):
+        try:
+            pids += [int(pid) for pid in children.read_text().split()]
+        except OSError:
+            continue
+    found = []
+    for pid in pids:
+        try:
+            argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0]
+        except OSError:
+            continue
+        if Path(argv0.decode(errors="replace")).name == "pulumi":
+            found.append(pid)
+    return found
+
+
+def _terminal_sent_it() -> bool:
+    """A Ctrl-C typed in the terminal reaches the whole foreground process group, the
+    CLI included; a SIGINT sent to this process alone does not."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+@contextmanager
+def _cancel_on_interrupt(say: Callable[[str], None]) -> Iterator[list[int]]:
+    """SIGINT asks the engine to cancel instead of unwinding this process: the Automation
+    API would otherwise stop serving the program while the CLI still needs it."""
+    interrupts: list[int] = []
+
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
+        interrupts.append(signum)
+        if len(interrupts) == 1:
+            say("Cancelling: the engine finishes the steps already running (Ctrl-C again stops it now).")
+        if not _terminal_sent_it():
+            for pid in _cli_children():
+                try:
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    continue
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield interrupts
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _exit_code(error: Exception) -> int:
+    match = re.search(r"^\s*code: (-?\d+)", str(error), re.MULTILINE)
+    code = int(match.group(1)) if match else 1
+    return code if 0 < code < 256 else 1
+
+
+def missing_plugin_message(output: str) -> str | None:
+    """One clear line for a provider plugin the engine could neither find nor download."""
+    match = _PLUGIN_MISSING.search(output)
+    if not match:
+        return None
+    name, version = match.group("name"), match.group("version").removeprefix("v")
+    return (
+        f"the stack needs the Pulumi provider plugin `{name}` {version}, which is not "
+        f"installed and could not be downloaded. Install it with `pulumi plugin install "
+        f"resource {name} {version}` (offline: add `--file <the plugin's release archive>`), "
+        "then run the command again. The local stack needs no provider plugin."
+    )
+
+
+@dataclass
+class Options:
+    """What a user can ask of one command."""
+
+    command: str
+    stack: str
+    diff: bool = False
+    json: bool = False
+    policy_packs: Sequence[str] = ()
+    policy_pack_configs: Sequence[str] = ()
+    exclude_protected: bool = False
+    clear_pending_creates: bool = False
+    expect_no_changes: bool = False
+
+
+def run(options: Options, start: Path | None = None) -> int:
+    """Run one stack command through the engine; the CLI's exit status."""
+    from pulumi import automation as auto
+
+    def say(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    setup = prepare(options.stack, start)
+    os.environ.clear()
+    os.environ.update(setup.env)
+    os.chdir(setup.project_dir)
+    stdout_lines: list[str] = []
+    stderr_lines: list[str] = []
+
+    def on_output(line: str) -> None:
+        stdout_lines.append(line)
+        print(line, flush=True)
+
+    def on_error(line: str) -> None:
+        stderr_lines.append(line)
+        print(line, file=sys.stderr, flush=True)
+
+    command = auto.PulumiCommand(root=None)
+    command.command = str(setup.cli)
+    workspace = auto.LocalWorkspaceOptions(
+        work_dir=str(setup.project_dir), pulumi_command=command, env_vars=setup.env
+    )
+    program = inline_program(setup.program_file)
+    try:
+        stack = auto.create_or_select_stack(
+            stack_name=options.stack,
+            project_name=setup.project_name,
+            program=program,
+            opts=workspace,
+        )
+    except auto.errors.CommandError as error:
+        say(f"error: cannot select stack {options.stack!r}:{error}")
+        return _exit_code(error)
+    common: dict[str, Any] = {"on_output": on_output, "on_error": on_error, "color": "auto"}
+    packs = {
+        "policy_packs": list(options.policy_packs) or None,
+        "policy_pack_configs": list(options.policy_pack_configs) or None,
+    }
+    operations: dict[str, Callable[[], object]] = {
+        "preview": lambda: stack.preview(
+            diff=options.diff or None,
+            json=options.json or None,
+            expect_no_changes=options.expect_no_changes or None,
+            **packs,
+            **common,
+        ),
+        "up": lambda: stack.up(
+            diff=options.diff or None,
+            expect_no_changes=options.expect_no_changes or None,
+            **packs,
+            **common,
+        ),
+        "refresh": lambda: stack.refresh(
+            clear_pending_creates=options.clear_pending_creates or None,
+            expect_no_changes=options.expect_no_changes or None,
+            **common,
+        ),
+        "destroy": lambda: stack.destroy(
+            exclude_protected=options.exclude_protected or None, **common
+        ),
+    }
+    with _cancel_on_interrupt(say) as interrupts:
+        try:
+            operations[options.command]()
+        except auto.errors.CommandError as error:
+            code = _exit_code(error)
+            hint = missing_plugin_message("\n".join(stdout_lines + stderr_lines))
+            if hint:
+                say(f"error: {hint}")
+            elif interrupts:
+                say(f"{options.command} cancelled.")
+            return EXIT_INTERRUPTED if interrupts and code == 1 else code
+    return 0
