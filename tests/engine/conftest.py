@@ -1,9 +1,12 @@
 """The real Pulumi CLI and engine on a copy of this project, with a temporary file backend.
 
-Every test here runs ``pulumi`` itself: the engine serializes inputs and unknowns, calls the
-dynamic provider's ``check``/``diff``/``create``/``update``/``delete`` and starts the provider
-process the way it does for a user. The CLI is the one ``make pulumi-cli`` finds or builds
-(at the version of the pinned SDK); where none can be had the tests skip and say why.
+Every stack command here goes through ``python -m vertex_training.stack`` (what ``make
+up`` runs): the real engine, the program served inline through the Automation API. The
+engine serializes inputs and unknowns, calls the dynamic provider's
+``check``/``diff``/``create``/``update``/``delete`` and starts the provider process the way it
+does for a user; ``pulumi stack ...`` subcommands run the CLI directly. The CLI is the one
+``make pulumi-cli`` builds (the release pinned in tools/pulumi/go.mod); where none can be
+had the tests skip and say why, except under ``CI=true``, where they fail.
 ``VERTEX_TRAINING_PULUMI_CLI=/path/to/pulumi`` runs them with another CLI (its plugins
 beside it), e.g. to try a new release before the pin moves.
 """
@@ -17,6 +20,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -30,16 +34,16 @@ TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
 STACK = "local"
 CLI_OVERRIDE_ENV = "VERTEX_TRAINING_PULUMI_CLI"
 # What a fresh clone's program needs: the project file, the program and what it imports.
-PROJECT_FILES = ("Pulumi.yaml", "__main__.py")
-PROJECT_PACKAGES = ("vertex_training", "trainer")
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "requirements.lock", ".dockerignore")
+PROJECT_PACKAGES = ("vertex_training", "trainer", "docker")
 COMMAND_TIMEOUT_S = 900
 
 
-def pinned_sdk_version() -> str:
-    """The Python SDK version in requirements.lock: the CLI must be the same release."""
-    lock = (REPO_ROOT / "requirements.lock").read_text(encoding="utf-8")
-    match = re.search(r"^pulumi==(\S+)$", lock, re.MULTILINE)
-    assert match, "requirements.lock pins no pulumi version"
+def pinned_cli_version() -> str:
+    """The CLI release pinned in tools/pulumi/go.mod (``v3.x.y``)."""
+    go_mod = (REPO_ROOT / "tools" / "pulumi" / "go.mod").read_text(encoding="utf-8")
+    match = re.search(r"^\s*github\.com/pulumi/pulumi/pkg/v3 (v\S+)", go_mod, re.MULTILINE)
+    assert match, "tools/pulumi/go.mod pins no pkg/v3 version"
     return match.group(1)
 
 
@@ -52,19 +56,26 @@ def _cli_version(cli: Path | str | None) -> str | None:
 
 def _find_cli(version: str) -> Path | None:
     for candidate in (TOOLS_BIN / "pulumi", shutil.which("pulumi")):
-        if candidate and _cli_version(candidate) == f"v{version}":
+        if candidate and _cli_version(candidate) == version:
             return Path(candidate)
     return None
 
 
+def _no_cli(reason: str) -> None:
+    # CI promises the engine tests: a CI run without them is a failure, not a skip.
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def pulumi_bin_dir() -> Path:
-    """The directory of the CLI (its language host and provider launcher are beside it)."""
+    """The directory of the CLI (the dynamic provider launcher is beside it)."""
     override = os.environ.get(CLI_OVERRIDE_ENV)
     if override:
         assert _cli_version(override), f"{CLI_OVERRIDE_ENV}={override} is not a working CLI"
         return Path(override).resolve().parent
-    version = pinned_sdk_version()
+    version = pinned_cli_version()
     cli = _find_cli(version)
     if cli is None and shutil.which("go"):
         # Quick when `make test` built it already; where it failed, the reason comes back.
@@ -77,12 +88,13 @@ def pulumi_bin_dir() -> Path:
         )
         cli = _find_cli(version)
         if cli is None:
-            pytest.skip(
+            _no_cli(
                 f"no Pulumi CLI {version}: building it from its Go modules failed "
                 f"(make pulumi-cli):\n{(build.stdout + build.stderr)[-2000:]}"
             )
     if cli is None:
-        pytest.skip(f"no Pulumi CLI {version} on PATH and no Go to build one (make pulumi-cli)")
+        _no_cli(f"no Pulumi CLI {version} on PATH and no Go to build one (make pulumi-cli)")
+    assert cli is not None
     return cli.resolve().parent
 
 
@@ -110,6 +122,7 @@ class PulumiProject:
         self.env = {
             **os.environ,
             "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            CLI_OVERRIDE_ENV: str(bin_dir / "pulumi"),
             "PULUMI_BACKEND_URL": f"file://{state}",
             "PULUMI_CONFIG_PASSPHRASE": "",
             "PULUMI_HOME": str(root / "pulumi-home"),
@@ -139,13 +152,18 @@ class PulumiProject:
         self.config_file.write_text(yaml.safe_dump(existing, sort_keys=False), encoding="utf-8")
 
     def command(self, *args: str) -> list[str]:
+        """A ``pulumi`` subcommand that runs no program (stack output, export, cancel...)."""
         return ["pulumi", *args, "--stack", STACK, "--non-interactive", "--color", "never"]
 
-    def pulumi(
-        self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S
+    def stack_command(self, *args: str) -> list[str]:
+        """A stack command through the engine, as ``make preview|up|refresh|destroy``."""
+        return [sys.executable, "-m", "vertex_training.stack", *args, "--stack", STACK]
+
+    def _run(
+        self, command: list[str], check: bool, timeout: float
     ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            self.command(*args),
+            command,
             cwd=self.dir,
             env=self.env,
             capture_output=True,
@@ -155,17 +173,27 @@ class PulumiProject:
         )
         if check and done.returncode != 0:
             pytest.fail(
-                f"pulumi {' '.join(args)} exited {done.returncode}:\n"
+                f"{' '.join(command[1:4])} exited {done.returncode}:\n"
                 f"{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
             )
         return done
 
+    def pulumi(
+        self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        return self._run(self.command(*args), check, timeout)
+
+    def stack(
+        self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        return self._run(self.stack_command(*args), check, timeout)
+
     def up(self) -> subprocess.CompletedProcess[str]:
-        return self.pulumi("up", "--yes", "--skip-preview")
+        return self.stack("up")
 
     def preview_steps(self, *extra: str) -> list[dict[str, Any]]:
-        """The dynamic resources' steps of ``pulumi preview --json``."""
-        done = self.pulumi("preview", "--json", *extra)
+        """The dynamic resources' steps of ``preview --json``."""
+        done = self.stack("preview", "--json", *extra)
         steps = json.loads(done.stdout).get("steps", [])
         return [s for s in steps if ":dynamic/" in s["urn"]]
 
@@ -270,5 +298,5 @@ def make_project(
         # cores the next tests need.
         if project.processes():
             project.pulumi("cancel", "--yes", check=False)
-            project.pulumi("destroy", "--yes", "--skip-preview", check=False)
+            project.stack("destroy", check=False)
             project.kill_leftovers()

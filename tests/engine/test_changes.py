@@ -85,7 +85,7 @@ def test_changed_args_replace_exactly_that_job(
     _set_arg(_jobs(stack_config)[TUNING_JOB], "--synthetic-examples", "48")
     project.write_config(stack_config)
 
-    steps = project.preview_steps("--diff", "--show-sames")
+    steps = project.preview_steps("--diff")
     ops = _ops_by_job(steps)
     assert ops[CUSTOM_JOB] == {"same"}, ops
     assert ops[TUNING_JOB] <= REPLACE_OPS, ops
@@ -113,7 +113,7 @@ def test_interrupted_up_is_adopted_not_duplicated(
 
     with log.open("w") as out:
         up = subprocess.Popen(
-            project.command("up", "--yes", "--skip-preview"),
+            project.stack_command("up"),
             cwd=project.dir,
             env=project.env,
             stdout=out,
@@ -127,9 +127,9 @@ def test_interrupted_up_is_adopted_not_duplicated(
                 return len(jobs) == 2 and jobs[-1].state.removeprefix("JOB_STATE_") == "RUNNING"
 
             wait_for(new_job_running, 300, "the replacement job to run")
-            # Ctrl-C first (the engine stops starting steps and waits for the running one),
-            # then everything the command started is killed, as a closed terminal or a
-            # crash would; the job itself runs on, detached.
+            # Ctrl-C first (the runner asks the engine to cancel: it stops starting steps
+            # and waits for the running one), then everything the command started is
+            # killed, as a closed terminal or a crash would; the job runs on, detached.
             up.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 up.wait(timeout=3)
@@ -143,7 +143,7 @@ def test_interrupted_up_is_adopted_not_duplicated(
     # What Pulumi documents after an interrupted update: release the stack's lock, then
     # drop the creates the engine never heard back about.
     project.pulumi("cancel", "--yes")
-    project.pulumi("refresh", "--yes", "--skip-preview", "--clear-pending-creates")
+    project.stack("refresh", "--clear-pending-creates")
     project.up()
 
     [custom] = jobs_named(project.local_root, CUSTOM_JOB)
@@ -154,8 +154,53 @@ def test_interrupted_up_is_adopted_not_duplicated(
     assert project.output("jobs")[CUSTOM_JOB]["name"].endswith(f"/{custom.job_id}")
 
 
+def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
+    project: PulumiProject, stack_config: dict[str, Any]
+) -> None:
+    [before] = jobs_named(project.local_root, CUSTOM_JOB)
+    _set_arg(_jobs(stack_config)[CUSTOM_JOB], "--epochs", "1")
+    project.write_config(stack_config)
+
+    up = subprocess.Popen(
+        project.stack_command("up"),
+        cwd=project.dir,
+        env=project.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(
+            lambda: len(jobs_named(project.local_root, CUSTOM_JOB)) == 2,
+            300,
+            "the replacement job to be submitted",
+        )
+        # SIGINT to the runner alone (no terminal): it passes the request on to the CLI.
+        up.send_signal(signal.SIGINT)
+        output, _ = up.communicate(timeout=600)
+    finally:
+        project.kill_session(up.pid)
+
+    # The engine finished the step it was running (the replacement's create) and started
+    # nothing after it: the old job is still there; no CLI or provider process is left.
+    assert up.returncode != 0, output
+    assert "Cancelling" in output, output
+    assert "Traceback" not in output, output
+    assert [p for p in project.processes() if "pulumi" in p] == []
+    jobs = jobs_named(project.local_root, CUSTOM_JOB)
+    assert [j.job_id for j in jobs][:1] == [before.job_id], jobs
+    submitted = jobs[-1]
+
+    project.up()
+
+    [after] = jobs_named(project.local_root, CUSTOM_JOB)
+    assert after.job_id == submitted.job_id, "the next up finished the change, no new submit"
+    assert succeeded(after.state)
+
+
 def test_destroy_leaves_no_job_and_no_process(project: PulumiProject) -> None:
-    project.pulumi("destroy", "--yes", "--skip-preview")
+    project.stack("destroy")
 
     assert stored_jobs(project.local_root) == {}
     assert project.processes() == []

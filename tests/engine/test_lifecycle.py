@@ -81,7 +81,7 @@ def test_second_up_changes_and_submits_nothing(project: PulumiProject) -> None:
 
 
 def test_refresh_finds_no_drift(project: PulumiProject) -> None:
-    project.pulumi("refresh", "--yes", "--skip-preview")
+    project.stack("refresh")
 
     refresh = project.last_update()
     assert refresh["kind"] == "refresh"
@@ -113,7 +113,7 @@ def test_destroy_deletes_every_job_and_keeps_the_bucket(project: PulumiProject) 
     outputs_before = sorted(p.relative_to(bucket_jobs) for p in bucket_jobs.rglob("*"))
     assert outputs_before
 
-    project.pulumi("destroy", "--yes", "--skip-preview")
+    project.stack("destroy")
 
     assert stored_jobs(project.local_root) == {}
     assert project.export()["deployment"].get("resources") in (None, [])

@@ -1,12 +1,15 @@
-"""``pulumi preview --policy-pack policy`` on the local stack: it passes, and a violating
-variant (the advisory label policy made mandatory for the run) fails. Needs the real CLI
-(skips, saying why, without one) and the pack's environment (``make policy-venv``)."""
+"""The policy pack under the real engine, started through its executable launcher
+(``policy/run-pack``, what ``make preview POLICY=1`` passes): the local stack passes, a
+violating variant fails with the policy's own message, and the budget policy judges a real
+Vertex job body as the engine hands it over (read-only proxies of lists and mappings, which
+no mock produces). Needs the pack's environment (``make policy-venv``)."""
 
 from __future__ import annotations
 
 import copy
 import json
 import shutil
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +20,17 @@ from tests.engine.conftest import REPO_ROOT, PulumiProject, make_project, repo_s
 pytestmark = pytest.mark.slow
 
 POLICY_VENV = REPO_ROOT / "policy" / "venv"
+LAUNCHER = "policy/run-pack"
+
+
+def _with_pack(project: PulumiProject) -> PulumiProject:
+    shutil.copytree(
+        REPO_ROOT / "policy",
+        project.dir / "policy",
+        ignore=shutil.ignore_patterns("__pycache__", "venv"),
+    )
+    (project.dir / "policy" / "venv").symlink_to(POLICY_VENV.resolve())
+    return project
 
 
 @pytest.fixture
@@ -24,30 +38,90 @@ def project(
     tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
 ) -> Iterator[PulumiProject]:
     if not (POLICY_VENV / "bin" / "python").is_file():
-        pytest.skip("no policy/venv for the pack (its pins clash with the lock): make policy-venv")
+        pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
     for project in make_project(
         tmp_path_factory, pulumi_bin_dir, copy.deepcopy(repo_stack_config()), "policy"
     ):
-        shutil.copytree(
-            REPO_ROOT / "policy",
-            project.dir / "policy",
-            ignore=shutil.ignore_patterns("__pycache__", "venv"),
-        )
-        (project.dir / "policy" / "venv").symlink_to(POLICY_VENV.resolve())
-        yield project
+        yield _with_pack(project)
+
+
+def _preview(project: PulumiProject, config: dict[str, object] | None = None) -> tuple[int, str]:
+    args = ["preview", "--policy-pack", LAUNCHER]
+    if config is not None:
+        path = project.root / "policy-config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        args += ["--policy-pack-config", str(path)]
+    done = project.stack(*args, check=False)
+    return done.returncode, done.stdout + done.stderr
 
 
 def test_local_stack_passes_the_pack(project: PulumiProject) -> None:
-    done = project.pulumi("preview", "--policy-pack", "policy", check=False)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "vertex-training" in done.stdout  # the pack ran and reported
+    code, output = _preview(project)
+
+    assert code == 0, output[-4000:]
+    assert "vertex-training@" in output  # the pack ran and reported
+    # Before the fix, every job body the engine handed the pack was "unreadable".
+    assert "failed to run policy" not in output, output[-4000:]
+    assert "unreadable" not in output, output[-4000:]
 
 
 def test_a_violating_variant_fails(project: PulumiProject) -> None:
-    config = project.dir / "policy-config.json"
-    config.write_text(json.dumps({"required-labels": {"enforcementLevel": "mandatory"}}))
-    done = project.pulumi(
-        "preview", "--policy-pack", "policy", "--policy-pack-config", str(config), check=False
+    code, output = _preview(project, {"required-labels": {"enforcementLevel": "mandatory"}})
+
+    assert code != 0
+    assert "missing label(s) team, cost-center" in output
+
+
+# A job with no platform, on the Vertex backend: the engine previews it (check and diff
+# need no cloud), so the pack sees a Vertex body exactly as a dev or prod stack's.
+VERTEX_JOB_PROGRAM = textwrap.dedent(
+    """
+    import vertex_training as vt
+
+    vt.CustomJob(
+        "t4-train",
+        vt.CustomJobArgs(
+            project="my-project",
+            region="us-central1",
+            base_output_directory="gs://my-bucket/jobs/t4-train",
+            service_account="trainer@my-project.iam.gserviceaccount.com",
+            chief=vt.WorkerPool(
+                machine_type="n1-standard-8",
+                accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 1),
+                image="us-docker.pkg.dev/my-project/trainers/trainer@sha256:" + "a" * 64,
+                args=["--epochs", "5"],
+            ),
+            labels={"team": "ml", "cost-center": "research", "environment": "dev"},
+            scheduling=vt.Scheduling(timeout_seconds=4 * 3600),
+        ),
     )
-    assert done.returncode != 0
-    assert "missing label(s) team, cost-center" in done.stdout + done.stderr
+    """
+)
+
+
+@pytest.fixture
+def vertex_job_project(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
+) -> Iterator[PulumiProject]:
+    if not (POLICY_VENV / "bin" / "python").is_file():
+        pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
+    config = {"config": {"vertex-training:environment": "dev"}}
+    for project in make_project(tmp_path_factory, pulumi_bin_dir, config, "policy-vertex"):
+        (project.dir / "__main__.py").write_text(VERTEX_JOB_PROGRAM, encoding="utf-8")
+        yield _with_pack(project)
+
+
+def test_budget_policy_judges_a_real_vertex_job_body(vertex_job_project: PulumiProject) -> None:
+    within, output = _preview(vertex_job_project, {"budget": {"budget": 10_000}})
+    assert within == 0, output[-4000:]
+    assert "unreadable" not in output, output[-4000:]
+
+    code, output = _preview(
+        vertex_job_project,
+        {"budget": {"enforcementLevel": "mandatory", "budget": 1, "environment": "dev"}},
+    )
+
+    assert code != 0, output[-4000:]
+    assert "is over the budget of $1.00" in output, output[-4000:]
+    assert "unreadable" not in output
+    assert "Traceback" not in output

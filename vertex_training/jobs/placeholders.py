@@ -9,7 +9,7 @@ are about the stand-ins (or about their siblings, which a real value could chang
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vertex_training.jobs.rules.hardware import Finding
@@ -63,7 +63,7 @@ def with_placeholders(
             return {
                 k: walk(v, f"{where}.{k}" if where else str(k), str(k)) for k, v in value.items()
             }
-        if isinstance(value, list | tuple):
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes):
             return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(value)]
         return value
 

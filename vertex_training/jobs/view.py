@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,7 +280,8 @@ class _Reader:
         if value is None:
             return []
         full = _join(path, name)
-        if not isinstance(value, list | tuple):
+        # Any sequence: the policy pack hands bodies over as read-only proxies of lists.
+        if not isinstance(value, Sequence) or isinstance(value, str | bytes):
             self.fail(full, f"must be a list, got {type(value).__name__}")
             return []
         return [(f"{full}[{i}]", item) for i, item in enumerate(value)]

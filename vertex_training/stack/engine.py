@@ -44,9 +44,11 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 _PLUGIN_MISSING = re.compile(
-    r"no resource plugin '(?:pulumi-resource-)?(?P<name>[\w-]+)'(?: found)?.*?"
-    r"(?:at version|version) (?P<version>v?[\d.]+[\w.-]*)",
-    re.IGNORECASE,
+    # "no resource plugin 'pulumi-resource-gcp' found in the workspace at version v10.2.0"
+    # and "Could not automatically download and install resource plugin
+    # 'pulumi-resource-gcp' at version v10.2.0".
+    r"resource plugin '(?:pulumi-resource-)?(?P<name>[\w-]+)'(?: found in the workspace)?"
+    r" at version v?(?P<version>\d[\w.+-]*)"
 )
 
 
@@ -253,7 +255,7 @@ def missing_plugin_message(output: str) -> str | None:
     match = _PLUGIN_MISSING.search(output)
     if not match:
         return None
-    name, version = match.group("name"), match.group("version").removeprefix("v")
+    name, version = match.group("name"), match.group("version")
     return (
         f"the stack needs the Pulumi provider plugin `{name}` {version}, which is not "
         f"installed and could not be downloaded. Install it with `pulumi plugin install "
