@@ -99,24 +99,39 @@ def pulumi_bin_dir() -> Path:
 
 
 class PulumiProject:
-    """A copy of this project with one stack in its own file backend."""
+    """A copy of this project (or of another project directory, ``source``, e.g. an
+    example) with one stack in its own file backend."""
 
-    def __init__(self, root: Path, bin_dir: Path, stack_config: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        bin_dir: Path,
+        stack_config: Mapping[str, Any],
+        source: Path | None = None,
+    ) -> None:
         self.root = root
         self.dir = root / "project"
-        self.dir.mkdir(parents=True)
-        for name in PROJECT_FILES:
-            shutil.copy2(REPO_ROOT / name, self.dir / name)
-        for package in PROJECT_PACKAGES:
+        if source is None:
+            self.dir.mkdir(parents=True)
+            for name in PROJECT_FILES:
+                shutil.copy2(REPO_ROOT / name, self.dir / name)
+            for package in PROJECT_PACKAGES:
+                shutil.copytree(
+                    REPO_ROOT / package,
+                    self.dir / package,
+                    ignore=shutil.ignore_patterns("__pycache__"),
+                )
+            # The project's virtualenv, as `make install` leaves it in a clone.
+            (self.dir / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
+        else:
             shutil.copytree(
-                REPO_ROOT / package,
-                self.dir / package,
-                ignore=shutil.ignore_patterns("__pycache__"),
+                source, self.dir, ignore=shutil.ignore_patterns("__pycache__", "venv", ".local-*")
             )
-        # The project's virtualenv, as `make install` leaves it in a clone.
-        (self.dir / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
-        (self.dir / "stacks").mkdir()
-        self.write_config(stack_config)
+        settings = yaml.safe_load((self.dir / "Pulumi.yaml").read_text(encoding="utf-8"))
+        self.stack_config_dir = self.dir / str(settings.get("stackConfigDir") or ".")
+        self.stack_config_dir.mkdir(exist_ok=True)
+        if stack_config:
+            self.write_config(stack_config)
         state = root / "state"
         state.mkdir()
         self.env = {
@@ -131,12 +146,15 @@ class PulumiProject:
             "TF_USE_LEGACY_KERAS": "1",
             "TF_CPP_MIN_LOG_LEVEL": "2",
         }
+        if source is not None:
+            # An example depends on this package by path (its requirements.txt: ../..).
+            self.env["PYTHONPATH"] = str(REPO_ROOT)
         self.env.pop("PULUMI_ACCESS_TOKEN", None)
         self.pulumi("stack", "init")
 
     @property
     def config_file(self) -> Path:
-        return self.dir / "stacks" / f"Pulumi.{STACK}.yaml"
+        return self.stack_config_dir / f"Pulumi.{STACK}.yaml"
 
     @property
     def local_root(self) -> Path:
@@ -288,9 +306,13 @@ def wait_for(condition: Any, timeout_s: float, what: str, interval_s: float = 0.
 
 
 def make_project(
-    tmp_path_factory: pytest.TempPathFactory, bin_dir: Path, config: Mapping[str, Any], name: str
+    tmp_path_factory: pytest.TempPathFactory,
+    bin_dir: Path,
+    config: Mapping[str, Any],
+    name: str,
+    source: Path | None = None,
 ) -> Iterator[PulumiProject]:
-    project = PulumiProject(tmp_path_factory.mktemp(name), bin_dir, config)
+    project = PulumiProject(tmp_path_factory.mktemp(name), bin_dir, config, source)
     try:
         yield project
     finally:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import sys
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -53,6 +53,7 @@ def _report_progress(line: str) -> None:
     # The engine shows a dynamic provider's stderr as it comes, so a waiting `pulumi up`
     # says what its jobs are doing instead of sitting silent for minutes.
     print(line, file=sys.stderr, flush=True)
+
 
 PROVIDER_VERSION = "2"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,

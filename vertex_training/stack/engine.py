@@ -229,7 +229,10 @@ def _cancel_on_interrupt(say: Callable[[str], None]) -> Iterator[list[int]]:
     def on_interrupt(signum: int, frame: FrameType | None) -> None:
         interrupts.append(signum)
         if len(interrupts) == 1:
-            say("Cancelling: the engine finishes the steps already running (Ctrl-C again stops it now).")
+            say(
+                "Cancelling: the engine finishes the steps already running "
+                "(Ctrl-C again stops it now)."
+            )
         if not _terminal_sent_it():
             for pid in _cli_children():
                 try:
@@ -318,7 +321,7 @@ def run(options: Options, start: Path | None = None) -> int:
         say(f"error: cannot select stack {options.stack!r}:{error}")
         return _exit_code(error)
     common: dict[str, Any] = {"on_output": on_output, "on_error": on_error, "color": "auto"}
-    packs = {
+    packs: dict[str, Any] = {
         "policy_packs": list(options.policy_packs) or None,
         "policy_pack_configs": list(options.policy_pack_configs) or None,
     }

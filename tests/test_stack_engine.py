@@ -1,0 +1,131 @@
+"""The stack runner's own logic, without the CLI (tests/engine runs it with the real one)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from vertex_training.stack import engine
+from vertex_training.stack.__main__ import main
+
+PROJECT = "name: demo\nruntime: python\nstackConfigDir: stacks\n"
+
+
+def _project(tmp_path: Path, environment: str | None = "local") -> Path:
+    (tmp_path / "Pulumi.yaml").write_text(PROJECT, encoding="utf-8")
+    (tmp_path / "__main__.py").write_text("import helper\nhelper.ran.append(1)\n")
+    (tmp_path / "helper.py").write_text("ran = []\n")
+    (tmp_path / "stacks").mkdir()
+    if environment is not None:
+        (tmp_path / "stacks" / "Pulumi.s.yaml").write_text(
+            f"config:\n  demo:environment: {environment}\n", encoding="utf-8"
+        )
+    return tmp_path
+
+
+def test_the_project_is_found_from_below_it(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / "sub" / "deeper").mkdir(parents=True)
+
+    assert engine.find_project_dir(root / "sub" / "deeper") == root.resolve()
+
+
+def test_no_project_is_a_usage_error_naming_where_it_looked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["preview", "--stack", "local"]) == engine.EXIT_USAGE
+    assert f"no Pulumi.yaml in {tmp_path.resolve()} or above it" in capsys.readouterr().err
+
+
+def test_a_missing_cli_names_both_ways_to_get_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path)
+    monkeypatch.delenv(engine.CLI_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+
+    with pytest.raises(engine.StackCommandError, match="make pulumi-cli") as raised:
+        engine.find_cli(root)
+    assert "make local-run" in str(raised.value)
+
+
+def test_the_built_cli_comes_before_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    built = root / ".tools" / "bin" / "pulumi"
+    built.parent.mkdir(parents=True)
+    built.write_text("#!/bin/sh\n")
+    monkeypatch.delenv(engine.CLI_ENV, raising=False)
+
+    assert engine.find_cli(root) == built.resolve()
+
+
+def test_the_program_runs_as_main_with_its_directory_importable(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    sys.modules.pop("helper", None)
+
+    engine.inline_program(root / "__main__.py")()
+
+    assert sys.modules["helper"].ran == [1]
+    assert str(root) not in sys.path
+    sys.modules.pop("helper", None)
+
+
+@pytest.mark.parametrize(("environment", "expected"), [("local", ""), ("dev", None)])
+def test_only_a_local_stack_gets_the_empty_passphrase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environment: str, expected: str | None
+) -> None:
+    root = _project(tmp_path, environment)
+    cli = root / "pulumi"
+    cli.write_text("#!/bin/sh\nexit 0\n")  # `pulumi whoami` succeeds: logged in
+    cli.chmod(0o755)
+    monkeypatch.setenv(engine.CLI_ENV, str(cli))
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+
+    run = engine.prepare("s", root)
+
+    assert run.env.get("PULUMI_CONFIG_PASSPHRASE") == expected
+    assert run.env["PATH"].split(os.pathsep)[:2] == [str(root), str(Path(sys.executable).parent)]
+    assert "PULUMI_BACKEND_URL" not in run.env  # the CLI's own login stays in charge
+
+
+def test_no_backend_and_no_login_is_the_project_file_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path)
+    cli = root / "pulumi"
+    cli.write_text("#!/bin/sh\nexit 1\n")  # `pulumi whoami` fails: not logged in
+    cli.chmod(0o755)
+    monkeypatch.setenv(engine.CLI_ENV, str(cli))
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
+
+    run = engine.prepare("s", root)
+
+    assert run.env["PULUMI_BACKEND_URL"] == f"file://{root.resolve() / '.pulumi-state'}"
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "error: Could not automatically download and install resource plugin "
+        "'pulumi-resource-gcp' at version v10.2.0, install the plugin using ...",
+        "error: no resource plugin 'pulumi-resource-gcp' found in the workspace at version "
+        "v10.2.0 or on your $PATH, install the plugin using ...",
+    ],
+)
+def test_a_missing_plugin_is_one_line_with_the_install_command(output: str) -> None:
+    message = engine.missing_plugin_message(f"Previewing update (dev):\n{output}\n")
+
+    assert message is not None
+    assert message.startswith("the stack needs the Pulumi provider plugin `gcp` 10.2.0")
+    assert "`pulumi plugin install resource gcp 10.2.0`" in message
+
+
+def test_other_failures_get_no_plugin_hint() -> None:
+    assert engine.missing_plugin_message("error: preview failed\n") is None
