@@ -557,14 +557,31 @@ def log_stack_cost(
     hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
     the ``StackEstimate`` (None on a local platform: nothing there costs)."""
     from vertex_training.cost.estimate import stack_estimate
-    from vertex_training.cost.report import stack_total_message
 
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     total = stack_estimate(estimates, platform.cost_estimate)
-    pulumi.log.info(stack_total_message(total, budget), resource=platform)
+    log_stack_total(total, budget, platform.environment, resource=platform)
     return total
+
+
+def log_stack_total(
+    total: Any, budget: float | None, environment: str, *, resource: Any = None
+) -> None:
+    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
+    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
+    from vertex_training.cost.budget import budget_verdict
+    from vertex_training.cost.report import stack_total_message
+
+    message = stack_total_message(total, budget)
+    verdict = budget_verdict(total, budget)
+    action = verdict.action(environment) if verdict is not None else None
+    if action is None:
+        pulumi.log.info(message, resource=resource)
+    else:
+        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
+        pulumi.log.warn(f"{message} ({where})", resource=resource)
 
 
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
