@@ -7,8 +7,8 @@ import math
 import pytest
 
 from tests.cost.bodies import custom_job, pool, tuning_job
-from vertex_training.cost.catalog import PriceCatalog, Pricing
 from vertex_training.cost.budget import BudgetStatus, budget_verdict
+from vertex_training.cost.catalog import PriceCatalog, Pricing
 from vertex_training.cost.estimate import (
     VERTEX_DEFAULT_TIMEOUT_SECONDS,
     EstimateError,

@@ -2,8 +2,9 @@
 
 Prints one row per job (and the Workbench instance) and ends in ``total: $LOW - $HIGH``
 (one number when exact), then the budget verdict when the stack has a budget: exit status 1
-when the policy pack would refuse it (over or unknown, in prod). ``--duration NAME=SECONDS`` gives a job's expected duration
-(one trial for a tuning job); without one its timeout bounds the estimate.
+when the policy pack would refuse it (over or unknown, in prod). ``--duration NAME=SECONDS``
+gives a job's expected duration (one trial for a tuning job); without one its timeout
+bounds the estimate.
 """
 
 from __future__ import annotations

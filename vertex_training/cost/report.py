@@ -190,7 +190,7 @@ __all__ = [
     "estimate_table",
     "job_estimate_message",
     "stack_total_message",
-    "usd_text",
     "usd",
     "usd_range",
+    "usd_text",
 ]

@@ -175,3 +175,36 @@ def test_every_finding_names_its_check_and_an_acknowledged_one_only_warns() -> N
     assert "acknowledged" in kept.message
     # Another check id leaves it an error.
     assert acknowledge([error], ["accelerator-region:NVIDIA_B200@us-east4"]) == [error]
+
+
+def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from vertex_training.stack.config import ConfigError, load_stack_config
+
+    stack_file = Path(str(tmp_path)) / "Pulumi.scratch.yaml"
+    base = (
+        "config:\n"
+        "  gcp:project: scratch-project\n"
+        "  vertex-training:environment: dev\n"
+        "  vertex-training:region: europe-west4\n"
+        "  vertex-training:workbenchEnabled: false\n"
+        "  vertex-training:jobs:\n"
+        "    - name: b200\n"
+        "      workload: cassava\n"
+        "      chief: {machineType: a4-highgpu-8g, acceleratorType: NVIDIA_B200,"
+        " acceleratorCount: 8}\n"
+        "      timeoutSeconds: 3600\n"
+    )
+    stack_file.write_text(base)
+    with pytest.raises(ConfigError, match=r"check accelerator-region:NVIDIA_B200@europe-west4"):
+        load_stack_config(stack_file)
+    stack_file.write_text(
+        base.replace(
+            "config:\n",
+            "config:\n  vertex-training:acknowledgedHardwareChecks:\n"
+            "    - accelerator-region:NVIDIA_B200@europe-west4\n",
+        )
+    )
+    config = load_stack_config(stack_file)
+    assert any("acknowledged" in warning for warning in config.warnings)

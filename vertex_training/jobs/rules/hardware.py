@@ -665,7 +665,7 @@ def _check_attach_family(
         return []
     taking = machines_taking(accelerator, target)
     families = sorted({cat.machines(target)[name].family for name in taking})
-    if not families or machine_type.split("-")[0] in families:
+    if not families or machine_type.split("-", maxsplit=1)[0] in families:
         return []
     return [
         Finding(
@@ -699,12 +699,15 @@ def _check_provisioning(
             )
         ]
     spec_path = path.split(".workerPoolSpecs", 1)[0]
+    machines = catalog().machines(target)
+    family = catalog().families[machine.family].explicit
+    unrestricted = [n for n in family if n in machines and not machines[n].provisioning]
     return [
         Finding(
             f"{spec_path}.scheduling.strategy",
             f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
-            f"{wanted}; set strategy: SPOT or FLEX_START, or use a larger machine "
-            f"({_machine_list(n for n in catalog().families[machine.family].explicit if n != machine.name)})",
+            f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
+            f"({_machine_list(unrestricted)})",
             "error",
             f"provisioning:{machine.name}@{wanted}",
         )
@@ -824,10 +827,11 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
     for finding in findings:
         if finding.severity == "error" and finding.check in ids:
             note = " [acknowledged by the stack's acknowledgedHardwareChecks: not refused]"
-            finding = dataclasses.replace(
-                finding, message=finding.message + note, severity="warning"
+            out.append(
+                dataclasses.replace(finding, message=finding.message + note, severity="warning")
             )
-        out.append(finding)
+        else:
+            out.append(finding)
     return out
 
 
@@ -846,7 +850,7 @@ def _unknown_region(path: str, region: str, strict: bool) -> Finding:
 
 
 def _not_offered(
-    path: str, accelerator: str, region: str, where: str, offered: Iterable[str], check: str
+    path: str, accelerator: str, region: str, where: str, *, offered: Iterable[str], check: str
 ) -> Finding:
     """An accelerator the catalog does not list in ``region``: an error when its region list
     is complete or the region is known not to offer it, else a warning (strict or not: a
@@ -912,8 +916,8 @@ def check_region(
                     accelerator,
                     region,
                     f"region {region}",
-                    known.accelerators,
-                    f"accelerator-region:{accelerator}@{region}",
+                    offered=known.accelerators,
+                    check=f"accelerator-region:{accelerator}@{region}",
                 )
             )
     if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
@@ -993,8 +997,8 @@ def check_zone(
             accelerator,
             region.name,
             f"zone {zone}",
-            offered,
-            f"accelerator-zone:{accelerator}@{zone}",
+            offered=offered,
+            check=f"accelerator-zone:{accelerator}@{zone}",
         )
     ]
 
