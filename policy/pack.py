@@ -25,6 +25,7 @@ from pulumi_policy.proxy import UnknownValueError
 
 from policy import rules
 from policy.rules import Resource
+from vertex_training.cost.budget import REFUSING_ENVIRONMENTS
 
 POLICY_PACK_NAME = "vertex-training"
 
@@ -272,8 +273,9 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={},
             properties=environments,
         ),
+        # One verdict, one rule for its action: refused where REFUSING_ENVIRONMENTS says.
         _budget_policy("budget", advisory, ("local", "dev")),
-        _budget_policy("budget-prod", mandatory, ("prod",)),
+        _budget_policy("budget-prod", mandatory, tuple(sorted(REFUSING_ENVIRONMENTS))),
     ]
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
     DEFAULT_WORKBENCH_HOURS,
@@ -26,7 +27,6 @@ from vertex_training.cost.estimate import (
     JobEstimate,
     StackEstimate,
     WorkbenchEstimate,
-    budget_problem,
     estimate_job,
     estimate_workbench,
     stack_estimate,
@@ -400,8 +400,8 @@ def budget_of(config: Mapping[str, Any], stack: str | None) -> tuple[float | Non
 def stack_budget(total: StackEstimate, budget: float | None) -> list[str]:
     if budget is None:
         return []
-    problem = budget_problem(total, budget)
-    return [problem] if problem else []
+    verdict = budget_verdict(total, budget)
+    return [verdict.message] if verdict is not None and verdict.action(None) else []
 
 
 def estimate_errors(resources: Sequence[Resource]) -> list[str]:

@@ -7,12 +7,12 @@ import math
 import pytest
 
 from tests.cost.bodies import custom_job, pool, tuning_job
+from vertex_training.cost.budget import BudgetStatus, budget_verdict
 from vertex_training.cost.catalog import PriceCatalog, Pricing
 from vertex_training.cost.estimate import (
     VERTEX_DEFAULT_TIMEOUT_SECONDS,
     EstimateError,
     UnknownPrice,
-    budget_problem,
     estimate_job,
     estimate_workbench,
     stack_estimate,
@@ -202,13 +202,13 @@ class TestStack:
         assert total.usd_high == pytest.approx(7.0 + 1.0 + 0.4)
         assert not total.exact
         assert total.gpus_at_once == 2
-        assert budget_problem(total, 10) is None
-        problem = budget_problem(total, 8)
-        assert problem is not None
-        assert "at most $8.40 is over the budget of $8.00" in problem
+        assert budget_verdict(total, 10).status is BudgetStatus.WITHIN  # type: ignore[union-attr]
+        verdict = budget_verdict(total, 8)
+        assert verdict is not None and verdict.status is BudgetStatus.OVER
+        assert "at most $8.40 is over the budget of $8.00" in verdict.message
 
     def test_unknown_price_fails_the_budget_check_by_name(self, prices: PriceCatalog) -> None:
         job = estimate_job(CUSTOM, custom_job(pool("n1-highmem-2")), "us-central1", catalog=prices)
-        problem = budget_problem(stack_estimate([job]), 1000)
-        assert problem is not None
-        assert "unknown price: n1-highmem-2 in us-central1 (on-demand)" in problem
+        verdict = budget_verdict(stack_estimate([job]), 1000)
+        assert verdict is not None and verdict.status is BudgetStatus.UNKNOWN
+        assert "unknown price: n1-highmem-2 in us-central1 (on-demand)" in verdict.message

@@ -34,7 +34,9 @@ def test_job_message_says_upper_bound_and_unknowns(prices: PriceCatalog) -> None
     body = custom_job(pool("n1-standard-8", 2, V100, 1), pool("g2-standard-8"), timeout="7200s")
     estimate = estimate_job(JobKind.CUSTOM_JOB, body, "us-central1", name="train", catalog=prices)
     message = job_estimate_message(estimate)
-    assert message.startswith("estimated cost of train: at most $14.00 (scheduling.timeout: ")
+    assert message.startswith(
+        "estimated cost of train: at most $14.00 + unknown (scheduling.timeout: "
+    )
     assert "2 x n1-standard-8, 1 x g2-standard-8 + 2 x NVIDIA_TESLA_V100" in message
     assert "unknown price: g2-standard-8 in us-central1 (on-demand), not counted" in message
 
@@ -84,7 +86,9 @@ def test_table_ends_in_the_total(prices: PriceCatalog) -> None:
     exact_only = estimate_table(stack_estimate([exact]))
     assert exact_only.splitlines()[-1] == "total: $0.25"
     total = stack_estimate([exact, bounded])
-    assert stack_total_message(total, 1.0).endswith("budget $1.00 (over)")
+    assert "; budget $1.00 (over): estimated cost at most $1.25 is over" in stack_total_message(
+        total, 1.0
+    )
 
 
 def test_unknown_prices_are_listed_under_the_table(prices: PriceCatalog) -> None:

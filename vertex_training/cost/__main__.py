@@ -1,8 +1,10 @@
 """``python -m vertex_training.cost --stack dev``: the stack's estimate as a table.
 
 Prints one row per job (and the Workbench instance) and ends in ``total: $LOW - $HIGH``
-(one number when exact). ``--duration NAME=SECONDS`` gives a job's expected duration
-(one trial for a tuning job); without one its timeout bounds the estimate.
+(one number when exact), then the budget verdict when the stack has a budget: exit status 1
+when the policy pack would refuse it (over or unknown, in prod). ``--duration NAME=SECONDS``
+gives a job's expected duration (one trial for a tuning job); without one its timeout
+bounds the estimate.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
-from vertex_training.cost.report import estimate_table
+from vertex_training.cost.report import budget_line, estimate_table
 from vertex_training.cost.stack import estimate_stack
 from vertex_training.stack.config import PROJECT_ROOT, ConfigError, load_stack_config
 
@@ -57,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
         print("local stack: its jobs run on this machine for free; these are the prices of")
         print("the same jobs on Vertex AI.")
     print(estimate_table(total))
-    return 0
+    verdict = budget_verdict(total, config.budget)
+    if verdict is None:
+        return 0
+    environment = config.environment.value
+    print(budget_line(verdict, environment))
+    # The same verdict the policy pack enforces: what it refuses fails here too.
+    return 1 if verdict.action(environment) == "refuse" else 0
 
 
 if __name__ == "__main__":

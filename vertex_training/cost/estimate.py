@@ -93,6 +93,9 @@ class JobEstimate:
     trials: int = 1
     parallel_trials: int = 1
     notes: tuple[str, ...] = ()
+    persistent_resource: str | None = None
+    """``persistentResourceId``: the job runs on that resource's machines, which are billed
+    by the hour while the resource exists, whether or not a job runs; the job adds nothing."""
 
     @property
     def usd_per_hour(self) -> float:
@@ -101,7 +104,23 @@ class JobEstimate:
 
     @property
     def usd(self) -> float:
+        if self.persistent_resource:
+            return 0.0
         return self.trials * self.usd_per_hour * self.hours
+
+    @property
+    def persistent_resource_note(self) -> str:
+        """What a job on a persistent resource costs, in words ("" when it has none)."""
+        if not self.persistent_resource:
+            return ""
+        rate = f"${self.usd_per_hour:,.2f}/h"
+        if self.unknown:
+            rate += " + unknown"
+        return (
+            f"runs on persistent resource {self.persistent_resource}: its machines are billed "
+            "by the hour while the resource exists, whether or not this job runs, so the job "
+            f"adds $0; the machines it uses cost at least {rate} of that resource"
+        )
 
     @property
     def usd_low(self) -> float:
@@ -118,6 +137,13 @@ class JobEstimate:
 
     @property
     def unknown(self) -> tuple[UnknownPrice, ...]:
+        if self.persistent_resource:
+            return ()  # the resource is billed, not the job: nothing of the job is unknown
+        return _unique(u for pool in self.pools for u in pool.unknown)
+
+    @property
+    def unknown_rates(self) -> tuple[UnknownPrice, ...]:
+        """Unknown prices of the pools' hourly rate, counted or not."""
         return _unique(u for pool in self.pools for u in pool.unknown)
 
     @property
@@ -337,6 +363,7 @@ def estimate_job(
         trials=trials,
         parallel_trials=parallel,
         notes=notes,
+        persistent_resource=spec.persistent_resource_id,
     )
 
 
@@ -383,28 +410,6 @@ def stack_estimate(
     return StackEstimate((*jobs, *((workbench,) if workbench is not None else ())))
 
 
-def budget_problem(total: StackEstimate, budget: float) -> str | None:
-    """Why ``total`` does not fit ``budget`` (USD), or None when it does.
-
-    The high end counts: a job bounded by its timeout may cost that much, and a budget
-    is a cap. An incomplete estimate (unknown prices) cannot be shown to fit.
-    """
-    if total.unknown:
-        named = ", ".join(str(u) for u in total.unknown)
-        return (
-            f"the estimate cannot be checked against the budget of ${budget:,.2f}: {named} "
-            f"(known part ${total.usd_high:,.2f})"
-        )
-    if total.usd_high > budget:
-        bound = "" if total.exact else " at most"
-        return (
-            f"estimated cost{bound} ${total.usd_high:,.2f} is over the budget of "
-            f"${budget:,.2f} (jobs bounded by their timeouts count at the timeout; declare "
-            "an expected duration to narrow it)"
-        )
-    return None
-
-
 __all__ = [
     "DEFAULT_WORKBENCH_HOURS",
     "VERTEX_DEFAULT_TIMEOUT_SECONDS",
@@ -415,7 +420,6 @@ __all__ = [
     "StackEstimate",
     "UnknownPrice",
     "WorkbenchEstimate",
-    "budget_problem",
     "estimate_job",
     "estimate_workbench",
     "stack_estimate",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
     CostLine,
@@ -70,11 +71,20 @@ def hours_text(line: CostLine) -> str:
     return f"<= {text}" if line.upper_bound else text
 
 
+def cost_text(low: float, high: float, unknown: bool) -> str:
+    """``$4.10``, ``$0.00 - $26.96``, ``$3.00 + unknown`` or ``unknown``: an unknown price
+    is never shown as $0."""
+    if not unknown:
+        return usd_range(low, high)
+    if high <= 0:
+        return "unknown"
+    return f"{usd_range(low, high)} + unknown"
+
+
 def usd_text(line: CostLine) -> str:
-    text = usd_range(line.usd_low, line.usd_high)
-    if line.unknown:
-        text += " + unknown"
-    return text
+    if isinstance(line, JobEstimate) and line.persistent_resource:
+        return f"{usd(0)} (on {line.persistent_resource})"
+    return cost_text(line.usd_low, line.usd_high, bool(line.unknown))
 
 
 def job_estimate_message(estimate: JobEstimate) -> str:
@@ -90,14 +100,22 @@ def job_estimate_message(estimate: JobEstimate) -> str:
         )
     else:
         hours = f"{estimate.hours:.2f} h"
-    if estimate.upper_bound:
-        cost = f"at most {usd(estimate.usd_high)} ({estimate.hours_basis}: an upper bound)"
+    if estimate.persistent_resource:
+        cost = f"{usd(0)} (runs on persistent resource {estimate.persistent_resource})"
+    elif estimate.unknown and estimate.usd_high <= 0:
+        cost = f"unknown ({estimate.hours_basis})"
+    elif estimate.upper_bound:
+        more = " + unknown" if estimate.unknown else ""
+        cost = f"at most {usd(estimate.usd_high)}{more} ({estimate.hours_basis}: an upper bound)"
     else:
-        cost = f"{usd(estimate.usd)} ({estimate.hours_basis})"
+        more = " + unknown" if estimate.unknown else ""
+        cost = f"{usd(estimate.usd)}{more} ({estimate.hours_basis})"
     text = f"estimated cost of {estimate.name}: {cost}; {per_run} x {hours}, {pricing}"
     text += f", {estimate.region}"
     for unknown in estimate.unknown:
         text += f"; {unknown}, not counted"
+    if estimate.persistent_resource:
+        text += f"; {estimate.persistent_resource_note}"
     for note in estimate.notes:
         text += f"; {note}"
     return text
@@ -105,16 +123,32 @@ def job_estimate_message(estimate: JobEstimate) -> str:
 
 def stack_total_message(total: StackEstimate, budget: float | None = None) -> str:
     """One line for the program's ``pulumi.log.info``: the range, unknowns, the budget."""
-    text = f"estimated cost of this stack: {usd_range(total.usd_low, total.usd_high)}"
+    text = "estimated cost of this stack: " + cost_text(
+        total.usd_low, total.usd_high, bool(total.unknown)
+    )
     parts = [f"{len(total.jobs)} job(s) once each"]
     if any(isinstance(line, WorkbenchEstimate) for line in total.lines):
         parts.append("Workbench uptime")
     text += f" ({', '.join(parts)})"
     if total.unknown:
         text += "; " + ", ".join(str(u) for u in total.unknown) + ", not counted"
-    if budget is not None:
-        over = total.usd_high > budget
-        text += f"; budget {usd(budget)}" + (" (over)" if over else " (within)")
+    verdict = budget_verdict(total, budget)
+    if verdict is not None:
+        text += f"; budget {usd(verdict.budget)} ({verdict.status})"
+        if verdict.status is not BudgetStatus.WITHIN:
+            text += f": {verdict.message}"
+    return text
+
+
+def budget_line(verdict: BudgetVerdict, environment: str | None) -> str:
+    """The verdict as ``make estimate`` prints it, with what the policy pack does with it."""
+    text = f"budget {usd(verdict.budget)}: {verdict.status}"
+    action = verdict.action(environment)
+    if action == "refuse":
+        text += f" (refused in {environment}): {verdict.message}"
+    elif action == "warn":
+        text += f" (a warning in {environment or 'this stack'}; refused in prod): "
+        text += verdict.message
     return text
 
 
@@ -142,18 +176,21 @@ def estimate_table(total: StackEstimate) -> str:
             out.append(f"{line.name}: {unknown} (not counted in the total)")
     if any(line.upper_bound for line in total.jobs):
         out.append("<= : no expected duration, hours are the job's timeout (an upper bound)")
-    total_text = usd_range(total.usd_low, total.usd_high)
-    if total.unknown:
-        total_text += " + unknown"
-    out.append(f"total: {total_text}")
+    for job in total.jobs:
+        if job.persistent_resource:
+            out.append(f"{job.name}: {job.persistent_resource_note}")
+    out.append(f"total: {cost_text(total.usd_low, total.usd_high, bool(total.unknown))}")
     return "\n".join(out)
 
 
 __all__ = [
     "TABLE_HEADER",
+    "budget_line",
+    "cost_text",
     "estimate_table",
     "job_estimate_message",
     "stack_total_message",
     "usd",
     "usd_range",
+    "usd_text",
 ]

@@ -97,21 +97,4 @@ def estimate_stack(
     return stack_estimate(jobs, workbench)
 
 
-def log_stack_estimates(config: StackConfig) -> StackEstimate:
-    """``pulumi preview`` diagnostics: one info line per job and the stack total (cloud
-    stacks only: the local stack's jobs run on this machine, for free)."""
-    import pulumi
-
-    from vertex_training.cost.report import job_estimate_message, stack_total_message
-
-    total = estimate_stack(config)
-    if not config.environment.is_cloud:
-        return total
-    for job in total.jobs:
-        pulumi.log.info(job_estimate_message(job))
-    if total.lines:
-        pulumi.log.info(stack_total_message(total, config.budget))
-    return total
-
-
-__all__ = ["StackJob", "estimate_stack", "log_stack_estimates", "stack_job_bodies"]
+__all__ = ["StackJob", "estimate_stack", "stack_job_bodies"]

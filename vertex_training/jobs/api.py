@@ -24,7 +24,7 @@ import pulumi
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
-from vertex_training.jobs.rules.hardware import Finding
+from vertex_training.jobs.rules.hardware import Finding, acknowledge
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import read_view, snake_case
 
@@ -95,6 +95,9 @@ class JobPlatform(Protocol):
 
     @property
     def strict_hardware_checks(self) -> bool: ...
+
+    @property
+    def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
 
     def default_image(self) -> pulumi.Output[str] | None:
         """The platform's only image, or None when it has none or several."""
@@ -326,6 +329,9 @@ class _JobFields(_Checked):
     """How long one run is expected to take; cost estimates use it (else the timeout)."""
     strict_hardware_checks: bool | None = None
     """Refuse hardware the catalog does not know; None: the platform's setting."""
+    acknowledged_hardware_checks: Sequence[str] = ()
+    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing;
+    added to the platform's."""
     wait: bool = True
     """``pulumi up`` waits for the job to end (like the SDK's ``run()``)."""
     wait_timeout_seconds: float = 24 * 3600
@@ -413,6 +419,8 @@ class JobContext:
     labels: Mapping[str, str] = field(default_factory=dict)
     local_root: Path | None = None
     strict: bool = False
+    acknowledged: tuple[str, ...] = ()
+    """Hardware check ids whose errors only warn (``acknowledge``)."""
 
 
 _POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
@@ -686,7 +694,7 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
         )
         if not context.local:
             findings += _image_findings(known)
-    return drop_unknown(findings, unknown)
+    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
 
 
 def validate_body(
@@ -745,6 +753,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
             project=args.project,
             local=False,
             strict=bool(args.strict_hardware_checks),
+            acknowledged=tuple(args.acknowledged_hardware_checks),
         )
     for key in ("project", "region"):
         value = getattr(args, key)
@@ -774,6 +783,10 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
         labels=platform.labels,
         local_root=platform.local_root,
         strict=strict,
+        acknowledged=(
+            *platform.acknowledged_hardware_checks,
+            *args.acknowledged_hardware_checks,
+        ),
     )
 
 

@@ -43,6 +43,7 @@ from vertex_training.jobs.backends.base import (
 )
 from vertex_training.jobs.model import JobKind, JobRecord, JobState
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 
@@ -75,6 +76,7 @@ SETTLE_KEYS = (
     "provider_version",
     "backend",
     "strict_hardware",
+    "acknowledged_hardware",
     "expected_duration_seconds",
 )
 """Inputs that only shape how we wait or talk to the service: updated in place."""
@@ -177,6 +179,7 @@ class _Props:
         self.poll_interval = float(props.get("poll_interval_seconds", 30))
         self.delete_timeout = float(props.get("delete_timeout_seconds", 1800))
         self.strict_hardware = bool(props.get("strict_hardware", False))
+        self.acknowledged_hardware = tuple(props.get("acknowledged_hardware") or ())
 
     def adoption_value(self) -> str:
         from vertex_training.jobs.protos import canonical_json
@@ -221,6 +224,7 @@ class _Props:
             remote=self.settings.kind.value == "vertex",
             strict=self.strict_hardware,
         )
+        findings = acknowledge(findings, self.acknowledged_hardware)
         return [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(findings, unknown))]
 
     def inputs(self) -> dict[str, Any]:
@@ -456,6 +460,7 @@ class _JobResource(pulumi.dynamic.Resource):
             "poll_interval_seconds": args.poll_interval_seconds,
             "delete_timeout_seconds": args.delete_timeout_seconds,
             "strict_hardware": context.strict,
+            "acknowledged_hardware": list(context.acknowledged),
             "expected_duration_seconds": args.expected_duration_seconds,
             "provider_version": PROVIDER_VERSION,
             **dict.fromkeys(OUTPUT_KEYS),

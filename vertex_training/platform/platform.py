@@ -25,6 +25,7 @@ from vertex_training._checks import InvalidArgumentsError, check_fields, is_know
 from vertex_training.jobs.api import Accelerator
 from vertex_training.jobs.rules.hardware import (
     Finding,
+    acknowledge,
     check_machine_spec,
     check_region,
     check_zone,
@@ -166,6 +167,9 @@ class TrainingPlatformArgs(_Checked):
     """Added to the platform's own labels on every resource and job."""
     strict_hardware_checks: bool | None = None
     """Refuse hardware the catalog does not know; None: on in ``prod`` only."""
+    acknowledged_hardware_checks: Sequence[str] = ()
+    """Hardware check ids (from an error's "(check ...)") that only warn on this platform
+    and its jobs: the override for a catalog row that is out of date."""
     local_root: Path = Path(".local-vertex")
     """local: the directory holding the local bucket, logs and job state (relative to
     the program's directory)."""
@@ -199,6 +203,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     local_root: Path | None
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
+    acknowledged_hardware_checks: tuple[str, ...]
     cost_estimate: Any
     """The Workbench instance per hour while it is up
     (``vertex_training.cost.estimate.WorkbenchEstimate``); None without one."""
@@ -236,6 +241,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             if args.strict_hardware_checks is None
             else args.strict_hardware_checks
         )
+        self.acknowledged_hardware_checks = tuple(args.acknowledged_hardware_checks)
         self.workbench_service_account = None
         self.repository_url = None
         self.workbench_url = None
@@ -557,14 +563,31 @@ def log_stack_cost(
     hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
     the ``StackEstimate`` (None on a local platform: nothing there costs)."""
     from vertex_training.cost.estimate import stack_estimate
-    from vertex_training.cost.report import stack_total_message
 
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     total = stack_estimate(estimates, platform.cost_estimate)
-    pulumi.log.info(stack_total_message(total, budget), resource=platform)
+    log_stack_total(total, budget, platform.environment, resource=platform)
     return total
+
+
+def log_stack_total(
+    total: Any, budget: float | None, environment: str, *, resource: Any = None
+) -> None:
+    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
+    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
+    from vertex_training.cost.budget import budget_verdict
+    from vertex_training.cost.report import stack_total_message
+
+    message = stack_total_message(total, budget)
+    verdict = budget_verdict(total, budget)
+    action = verdict.action(environment) if verdict is not None else None
+    if action is None:
+        pulumi.log.info(message, resource=resource)
+    else:
+        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
+        pulumi.log.warn(f"{message} ({where})", resource=resource)
 
 
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
@@ -657,7 +680,8 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
             f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
             "`make tensorboard STACK=local` serves the local jobs' logs"
         )
-    for key, finding in findings:
+    acknowledged = acknowledge((f for _, f in findings), args.acknowledged_hardware_checks)
+    for (key, _), finding in zip(findings, acknowledged, strict=True):
         text = f"{where}.{key}: {finding.message}"
         (errors if finding.severity == "error" else warnings).append(text)
     return errors, warnings

@@ -35,7 +35,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
-from vertex_training.jobs.rules.hardware import check_machine_spec, check_zone
+from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
 from vertex_training.platform.rules import (
     DIGEST_REFERENCE,
     GCP_PROJECT_ID,
@@ -218,6 +218,15 @@ class GeneralSettings(_Section):
         "(off: they pass with a warning).",
         "true or false",
         "true",
+    )
+    acknowledged_hardware_checks: tuple[str, ...] = _key(
+        "acknowledgedHardwareChecks",
+        (),
+        "Hardware check ids (each error names its own: '(check accelerator-region:"
+        "NVIDIA_B200@europe-west4)') to warn about instead of refusing: the override for one "
+        "catalog row that is out of date.",
+        "a list of check ids",
+        '["accelerator-region:NVIDIA_B200@europe-west4"]',
     )
     budget: int = _key(
         "budget",
@@ -889,7 +898,8 @@ def _jobs(
         remote=cloud,
         strict=general.strict_hardware_checks,
     )
-    for path, finding in found:
+    checked = acknowledge((f for _, f in found), general.acknowledged_hardware_checks)
+    for (path, _), finding in zip(found, checked, strict=True):
         # job_problems numbers the valid jobs; name them by their place in the list.
         head, _, rest = path.partition("]")
         position = indexes[int(head.removeprefix("jobs["))]
@@ -994,7 +1004,7 @@ def _cross_field_problems(
         "acceleratorCount": "workbenchGpuCount",
         "zone": "workbenchZone",
     }
-    for finding in findings:
+    for finding in acknowledge(findings, general.acknowledged_hardware_checks):
         key = f"{PROJECT_NAME}:{keys.get(finding.path.rsplit('.', 1)[-1], 'workbenchMachineType')}"
         if finding.severity == "warning":
             warnings.append(f"{key}: {finding.message}")

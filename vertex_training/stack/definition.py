@@ -86,6 +86,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         staging_retention_days=config.storage.staging_retention_days,
         soft_delete_retention_days=config.storage.soft_delete_retention_days,
         strict_hardware_checks=config.general.strict_hardware_checks,
+        acknowledged_hardware_checks=config.general.acknowledged_hardware_checks,
         tensorboard=(
             TensorBoard()
             if config.general.tensorboard_enabled and config.environment.is_cloud

@@ -17,6 +17,7 @@ Stdlib only, and loaded lazily: validating a job must not import TensorFlow or t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -50,6 +51,16 @@ class Finding:
     """What is wrong and what would be valid."""
     severity: Severity
     """``"error"``: the catalog knows it is wrong; ``"warning"``: it cannot tell."""
+    check: str = ""
+    """The check and its subject, e.g. ``accelerator-region:NVIDIA_B200@europe-west4``: a
+    stack lists it under ``acknowledgedHardwareChecks`` to turn this one error into a
+    warning. An error's message ends in it so that a user can copy it."""
+
+    def __post_init__(self) -> None:
+        suffix = f" (check {self.check})"
+        if self.check and self.severity == "error" and suffix not in self.message:
+            # Frozen: the message is completed once, here, for every way a Finding is made.
+            object.__setattr__(self, "message", self.message + suffix)
 
 
 class CatalogError(ValueError):
@@ -76,6 +87,8 @@ class Accelerator:
     retired: str | None = None
     """Why it can no longer be used, when Google retired it."""
     replacement: str | None = None
+    absent_regions: frozenset[str] = frozenset()
+    """Regions known not to offer it, so refused even when ``regions_complete`` is false."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +109,9 @@ class MachineType:
     counts_complete: bool = True
     topologies: tuple[str, ...] = ()
     topologies_complete: bool = True
+    provisioning: tuple[str, ...] = ()
+    """``scheduling.strategy`` values it is sold under, when not every one (e.g. SPOT,
+    FLEX_START); empty: any."""
 
 
 @dataclass(frozen=True)
@@ -152,6 +168,10 @@ class HardwareCatalog:
     vertex_machines: Mapping[str, MachineType]
     workbench_machines: Mapping[str, MachineType]
     regions: Mapping[str, Region]
+    attach_families_complete: bool = False
+    """True: an accelerator attaches only to the families of the machines listed for it."""
+    refreshed: Mapping[str, Any] | None = None
+    """When and from what the availability rows were last rebuilt (``refresh``)."""
 
     def machines(self, target: Target) -> Mapping[str, MachineType]:
         return self.vertex_machines if target == "vertex" else self.workbench_machines
@@ -230,6 +250,7 @@ def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]
         counts_complete=spec.get("counts_complete", True),
         topologies=tuple(spec.get("topologies", ())),
         topologies_complete=spec.get("topologies_complete", True),
+        provisioning=tuple(spec.get("provisioning", ())),
     )
 
 
@@ -247,6 +268,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             regions_complete=spec["regions_complete"],
             retired=spec.get("retired"),
             replacement=spec.get("replacement"),
+            absent_regions=frozenset(spec.get("absent_regions", ())),
         )
         for name, spec in acc_section["items"].items()
     }
@@ -309,6 +331,16 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             raise CatalogError(f"region {name} splits zones it does not list")
         regions[name] = Region(name, tuple(spec["zones"]), zone_sets, split)
 
+    for accelerator in accelerators.values():
+        unknown_regions = sorted(accelerator.absent_regions - set(regions))
+        if unknown_regions:
+            raise CatalogError(f"{accelerator.name}: absent_regions {unknown_regions} unknown")
+        offered = sorted(
+            r for r in accelerator.absent_regions if accelerator.name in regions[r].accelerators
+        )
+        if offered:
+            raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
+
     return HardwareCatalog(
         as_of=data["as_of"],
         sources=sources,
@@ -317,6 +349,8 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         vertex_machines=vertex,
         workbench_machines=workbench,
         regions=regions,
+        attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
+        refreshed=data.get("refreshed"),
     )
 
 
@@ -424,9 +458,13 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
                 f"catalog (as of {cat.as_of}); {_decides(target)}. Known families: "
                 f"{_fmt(sorted(cat.families))}",
                 _unknown_severity(strict),
+                f"unknown-family:{parts[0]}",
             )
         ]
-    severity: Severity = "error" if family.complete else _unknown_severity(strict)
+    # A size missing from a family the catalog marks partial cannot be called wrong, so it
+    # stays a warning in strict mode too: strict refuses only unheard-of names.
+    severity: Severity = "error" if family.complete else "warning"
+    check = f"machine-type:{machine_type}"
     if target == "workbench" and family.kind == "tpu":
         return [
             Finding(
@@ -435,6 +473,7 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
                 "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
                 "machine (a2, a3, a4, g2, g4) instead",
                 "error",
+                f"workbench-tpu:{machine_type}",
             )
         ]
     if family.explicit:
@@ -446,6 +485,7 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
                 f"machine types: {_machine_list(known)}"
                 + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
                 severity,
+                check,
             )
         ]
     series_name = "-".join(parts[1:-1])
@@ -458,6 +498,7 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
                 f"{series_name or parts[-1]!r} series; {family.name} series: "
                 f"{_fmt(sorted(family.series))}",
                 severity,
+                check,
             )
         ]
     sizes = series.sizes(target)
@@ -475,6 +516,7 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
             f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
             f"{series.name} sizes: {_fmt(sizes)}",
             severity,
+            check,
         )
     ]
 
@@ -495,23 +537,23 @@ def _check_accelerator_fit(
                     f"{machine.name} comes with its accelerators and needs them set: "
                     f"{_offers(machine)}",
                     "error",
+                    f"accelerator-required:{machine.name}",
                 )
             ]
         return []
     info = cat.accelerators[accelerator]
     findings = []
     if info.retired:
+        # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""
-        findings.append(
+        return [
             Finding(
                 f"{path}.acceleratorType",
-                f"{accelerator} {info.retired}{instead}"
-                + ("; Vertex may refuse it" if target == "vertex" else ""),
-                "warning" if target == "vertex" else "error",
+                f"{accelerator} {info.retired}{instead}",
+                "error",
+                f"retired:{accelerator}",
             )
-        )
-        if target == "workbench":
-            return findings
+        ]
     counts = machine.accelerators.get(accelerator)
     if counts is None:
         taking = machines_taking(accelerator, target)
@@ -524,7 +566,11 @@ def _check_accelerator_fit(
             if taking
             else f"; no {target} machine type in the catalog takes {accelerator}"
         )
-        findings.append(Finding(f"{path}.acceleratorType", message, "error"))
+        findings.append(
+            Finding(
+                f"{path}.acceleratorType", message, "error", f"attach:{accelerator}@{machine.name}"
+            )
+        )
         return findings
     if count == 0:
         findings.append(
@@ -533,6 +579,7 @@ def _check_accelerator_fit(
                 f"acceleratorCount is 0, so no {accelerator} will be attached to "
                 f"{machine.name}; valid counts: {_counts(counts)}",
                 "warning",
+                f"accelerator-count:{accelerator}x0@{machine.name}",
             )
         )
     elif count not in counts:
@@ -542,6 +589,7 @@ def _check_accelerator_fit(
                 f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
                 f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
                 "error" if machine.counts_complete else "warning",
+                f"accelerator-count:{accelerator}x{count}@{machine.name}",
             )
         )
     return findings
@@ -557,6 +605,7 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
                     f"tpuTopology is unset; {machine.name} hosts the slices "
                     f"{_fmt(machine.topologies)}: name the one to use",
                     "warning",
+                    f"topology-unset:{machine.name}",
                 )
             ]
         return []
@@ -567,6 +616,7 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
                 f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
                 "joined by 'x', e.g. '2x2' or '2x2x1'",
                 "error",
+                "topology-name",
             )
         ]
     if machine is None:
@@ -578,12 +628,20 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
                 f"tpuTopology applies only to TPU machine types and {machine.name} is not "
                 "one: unset it",
                 "error",
+                f"topology:{machine.name}@{topology}",
             )
         ]
     if topology in machine.topologies:
         return []
     if not machine.topologies:
-        return [Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error")]
+        return [
+            Finding(
+                field,
+                f"{machine.name} takes no tpuTopology: unset it",
+                "error",
+                f"topology:{machine.name}@{topology}",
+            )
+        ]
     return [
         Finding(
             field,
@@ -591,6 +649,67 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
             f"{_fmt(machine.topologies)}"
             + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
             "error" if machine.topologies_complete else "warning",
+            f"topology:{machine.name}@{topology}",
+        )
+    ]
+
+
+def _check_attach_family(
+    machine_type: str, accelerator: str, target: Target, path: str
+) -> list[Finding]:
+    """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
+    only to the families the catalog lists for them (the accelerators section marks that
+    list complete), so another family is known wrong even when its size is unknown."""
+    cat = catalog()
+    if not cat.attach_families_complete:
+        return []
+    taking = machines_taking(accelerator, target)
+    families = sorted({cat.machines(target)[name].family for name in taking})
+    if not families or machine_type.split("-", maxsplit=1)[0] in families:
+        return []
+    return [
+        Finding(
+            f"{path}.acceleratorType",
+            f"{accelerator} attaches only to {', '.join(families)} machine types, not to "
+            f"{machine_type}; {accelerator} goes with: {_machine_list(taking)}",
+            "error",
+            f"attach:{accelerator}@{machine_type}",
+        )
+    ]
+
+
+def _check_provisioning(
+    machine: MachineType, strategy: str | None, target: Target, path: str
+) -> list[Finding]:
+    """Machines Google sells only as Spot or Flex-start (a3-highgpu-1g/2g/4g)."""
+    if not machine.provisioning:
+        return []
+    wanted = (strategy or "STANDARD").upper()
+    if wanted in machine.provisioning:
+        return []
+    allowed = " or ".join(machine.provisioning)
+    if target == "workbench":
+        return [
+            Finding(
+                f"{path}.machineType",
+                f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
+                "instance is not; pick another machine type",
+                "error",
+                f"provisioning:{machine.name}@WORKBENCH",
+            )
+        ]
+    spec_path = path.split(".workerPoolSpecs", 1)[0]
+    machines = catalog().machines(target)
+    family = catalog().families[machine.family].explicit
+    unrestricted = [n for n in family if n in machines and not machines[n].provisioning]
+    return [
+        Finding(
+            f"{spec_path}.scheduling.strategy",
+            f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
+            f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
+            f"({_machine_list(unrestricted)})",
+            "error",
+            f"provisioning:{machine.name}@{wanted}",
         )
     ]
 
@@ -604,8 +723,13 @@ def check_machine_spec(
     tpu_topology: str | None = None,
     strict: bool = False,
     target: Target = "vertex",
+    scheduling_strategy: str | None = None,
 ) -> list[Finding]:
-    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it)."""
+    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it).
+
+    ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
+    machines sold only as Spot or Flex-start.
+    """
     cat = catalog()
     findings: list[Finding] = []
     accelerator = normalize_accelerator(accelerator_type)
@@ -616,6 +740,7 @@ def check_machine_spec(
                 f"{path}.acceleratorCount",
                 f"acceleratorCount {accelerator_count} is negative",
                 "error",
+                "accelerator-count-negative",
             )
         )
     if accelerator is None and accelerator_count > 0:
@@ -625,6 +750,7 @@ def check_machine_spec(
                 f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
                 "acceleratorType or use acceleratorCount 0",
                 "error",
+                "accelerator-count-without-type",
             )
         )
     known_accelerator = True
@@ -636,6 +762,7 @@ def check_machine_spec(
                     f"acceleratorType {accelerator!r} is not an AcceleratorType name "
                     f"(upper case, e.g. NVIDIA_TESLA_T4); known: {_fmt(cat.accelerators)}",
                     "error",
+                    "accelerator-name",
                 )
             )
             known_accelerator = False
@@ -646,13 +773,19 @@ def check_machine_spec(
                     f"acceleratorType {accelerator} is not in the hardware catalog (as of "
                     f"{cat.as_of}); {_decides(target)}. Known: {_fmt(cat.accelerators)}",
                     _unknown_severity(strict),
+                    f"unknown-accelerator:{accelerator}",
                 )
             )
             known_accelerator = False
 
     if not machine_type:
         findings.append(
-            Finding(f"{path}.machineType", "machineType is required (e.g. n1-standard-8)", "error")
+            Finding(
+                f"{path}.machineType",
+                "machineType is required (e.g. n1-standard-8)",
+                "error",
+                "machine-type-required",
+            )
         )
         return findings
     if not _MACHINE_NAME.match(machine_type):
@@ -662,6 +795,7 @@ def check_machine_spec(
                 f"machineType {machine_type!r} is not a machine type name (lowercase words "
                 "joined by '-', e.g. 'n1-standard-8')",
                 "error",
+                "machine-type-name",
             )
         )
         findings.extend(_check_topology(None, tpu_topology, path))
@@ -670,12 +804,35 @@ def check_machine_spec(
     machine = cat.machine(machine_type, target)
     if machine is None:
         findings.extend(_unknown_machine(machine_type, target, strict, path))
-    elif known_accelerator and accelerator_count >= 0:
-        findings.extend(
-            _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
-        )
+        if known_accelerator and accelerator is not None:
+            findings.extend(_check_attach_family(machine_type, accelerator, target, path))
+    else:
+        if known_accelerator and accelerator_count >= 0:
+            findings.extend(
+                _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
+            )
+        findings.extend(_check_provisioning(machine, scheduling_strategy, target, path))
     findings.extend(_check_topology(machine, tpu_topology, path))
     return findings
+
+
+def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
+    """``findings`` with every error whose check the stack acknowledges made a warning.
+
+    The override for one check: a stack that knows better than the catalog (a GPU Google
+    added to a region after the catalog's as-of date) names the check id from the error.
+    """
+    ids = frozenset(acknowledged)
+    out = []
+    for finding in findings:
+        if finding.severity == "error" and finding.check in ids:
+            note = " [acknowledged by the stack's acknowledgedHardwareChecks: not refused]"
+            out.append(
+                dataclasses.replace(finding, message=finding.message + note, severity="warning")
+            )
+        else:
+            out.append(finding)
+    return out
 
 
 # --- regions and zones -----------------------------------------------------------------
@@ -688,12 +845,16 @@ def _unknown_region(path: str, region: str, strict: bool) -> Finding:
         f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
         f"decide at submit. Known regions: {_fmt(sorted(cat.regions))}",
         _unknown_severity(strict),
+        f"unknown-region:{region}",
     )
 
 
 def _not_offered(
-    path: str, accelerator: str, where: str, offered: Iterable[str], strict: bool
+    path: str, accelerator: str, region: str, where: str, *, offered: Iterable[str], check: str
 ) -> Finding:
+    """An accelerator the catalog does not list in ``region``: an error when its region list
+    is complete or the region is known not to offer it, else a warning (strict or not: a
+    partial list cannot show that a pair is wrong)."""
     cat = catalog()
     info = cat.accelerators[accelerator]
     offered = sorted(offered)
@@ -703,13 +864,14 @@ def _not_offered(
         f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
         f"{accelerator}: {_fmt(elsewhere) or 'none known'}"
     )
-    if info.regions_complete:
-        return Finding(path, message, "error")
+    if info.regions_complete or region in info.absent_regions:
+        return Finding(path, message, "error", check)
     return Finding(
         path,
         f"{message}. The catalog's region list for {accelerator} may be partial (as of "
         f"{cat.as_of}); Vertex will decide at submit",
-        _unknown_severity(strict),
+        "warning",
+        check,
     )
 
 
@@ -733,6 +895,7 @@ def check_region(
                 path,
                 f"region {region!r} is not a region name (e.g. 'us-central1')",
                 "error",
+                "region-name",
             )
         ]
     known = cat.regions.get(region)
@@ -751,9 +914,10 @@ def check_region(
                 _not_offered(
                     f"{pool_path}.acceleratorType",
                     accelerator,
+                    region,
                     f"region {region}",
-                    known.accelerators,
-                    strict,
+                    offered=known.accelerators,
+                    check=f"accelerator-region:{accelerator}@{region}",
                 )
             )
     if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
@@ -764,6 +928,7 @@ def check_region(
                 "offers them together, and a job's VMs share one zone: use fewer "
                 "accelerator types or another region",
                 "error",
+                f"one-zone:{'+'.join(sorted(wanted))}@{region}",
             )
         )
     return findings
@@ -780,7 +945,14 @@ def check_zone(
     cat = catalog()
     shaped = _ZONE.match(zone)
     if shaped is None:
-        return [Finding(path, f"zone {zone!r} is not a zone name (e.g. 'us-central1-a')", "error")]
+        return [
+            Finding(
+                path,
+                f"zone {zone!r} is not a zone name (e.g. 'us-central1-a')",
+                "error",
+                "zone-name",
+            )
+        ]
     region = cat.regions.get(shaped.group(1))
     if region is None:
         return [
@@ -789,6 +961,7 @@ def check_zone(
                 f"zone {zone!r}: region {shaped.group(1)!r} is not in the hardware catalog "
                 f"(as of {cat.as_of}); Google Cloud will decide",
                 _unknown_severity(strict),
+                f"unknown-region:{shaped.group(1)}",
             )
         ]
     if zone not in region.zones:
@@ -797,6 +970,7 @@ def check_zone(
                 path,
                 f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}",
                 "error",
+                f"zone:{zone}",
             )
         ]
     accelerator = normalize_accelerator(accelerator_type)
@@ -814,9 +988,19 @@ def check_zone(
                 f"{accelerator} is not offered in zone {zone}; {region.name} zones offering "
                 f"it: {_fmt(zones)}",
                 "error",
+                f"accelerator-zone:{accelerator}@{zone}",
             )
         ]
-    return [_not_offered(path, accelerator, f"zone {zone}", offered, strict)]
+    return [
+        _not_offered(
+            path,
+            accelerator,
+            region.name,
+            f"zone {zone}",
+            offered=offered,
+            check=f"accelerator-zone:{accelerator}@{zone}",
+        )
+    ]
 
 
 __all__ = [
@@ -834,6 +1018,7 @@ __all__ = [
     "Source",
     "Target",
     "accelerator_counts_allowed",
+    "acknowledge",
     "catalog",
     "check_machine_spec",
     "check_region",

@@ -113,7 +113,9 @@ def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
 # ------------------------------------------------------------------------------- pools
 
 
-def _pool(pool: WorkerPoolSpec, index: int, strict: bool, out: list[Finding]) -> None:
+def _pool(
+    pool: WorkerPoolSpec, index: int, strict: bool, strategy: str | None, out: list[Finding]
+) -> None:
     path = pool.path
     if index == PoolRole.CHIEF and pool.replica_count != 1:
         _error(
@@ -142,6 +144,7 @@ def _pool(pool: WorkerPoolSpec, index: int, strict: bool, out: list[Finding]) ->
                 accelerator_count=machine.accelerator_count,
                 tpu_topology=machine.tpu_topology,
                 strict=strict,
+                scheduling_strategy=strategy,
             )
         )
     container = pool.container
@@ -189,7 +192,7 @@ def _custom_job_spec(
     for index, pool in enumerate(pools[:MAX_POOLS]):
         if pool is None:
             continue
-        _pool(pool, index, strict, out)
+        _pool(pool, index, strict, spec.scheduling_strategy, out)
         if pool.machine.accelerator_type and pool.machine.accelerator_count:
             accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
     if region is not None and accelerators:

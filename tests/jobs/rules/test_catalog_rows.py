@@ -1,0 +1,210 @@
+"""Catalog rows checked against Google's published tables (issue 22, items 11-13): what was
+wrongly refused, what was wrongly accepted, and what strict mode refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from vertex_training.jobs.rules.hardware import (
+    Finding,
+    acknowledge,
+    catalog,
+    check_machine_spec,
+    check_region,
+    check_zone,
+)
+
+SPEC = "jobSpec.workerPoolSpecs[0].machineSpec"
+POOL = [(SPEC, "NVIDIA_TESLA_T4")]
+
+
+def _spec(
+    machine: str,
+    accelerator: str | None = None,
+    count: int = 0,
+    topology: str | None = None,
+    *,
+    strict: bool = False,
+    target: str = "vertex",
+    strategy: str | None = None,
+) -> list[Finding]:
+    return check_machine_spec(
+        path=SPEC,
+        machine_type=machine,
+        accelerator_type=accelerator,
+        accelerator_count=count,
+        tpu_topology=topology,
+        strict=strict,
+        target=target,  # type: ignore[arg-type]
+        scheduling_strategy=strategy,
+    )
+
+
+def _region(region: str, accelerator: str, *, strict: bool = False) -> list[Finding]:
+    return check_region(
+        path="region", region=region, accelerators=[(SPEC, accelerator)], strict=strict
+    )
+
+
+def _errors(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]
+
+
+# --- item 11: wrongly refused ----------------------------------------------------------
+
+
+def test_v5e_2x4_is_a_multi_host_slice_of_4_chip_hosts() -> None:
+    # tpu/docs/v5e: 2x4 is 8 chips; GKE's plan-tpus: ct5lp-hightpu-4t hosts it as 2 VMs.
+    assert _spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x4", strict=True) == []
+    assert _spec("ct5lp-hightpu-8t", "TPU_V5_LITEPOD", 8, "2x4", strict=True) == []
+
+
+def test_a3_mega_in_us_central1_b_for_workbench() -> None:
+    assert (
+        check_zone(
+            path="zone", zone="us-central1-b", accelerator_type="NVIDIA_H100_MEGA_80GB", strict=True
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize("region", ["europe-west4", "australia-southeast1"])
+def test_p100_regions(region: str) -> None:
+    assert _region(region, "NVIDIA_TESLA_P100", strict=True) == []
+
+
+def test_strict_does_not_refuse_a_pair_missing_from_a_partial_list() -> None:
+    # T4's region list is partial: a known GPU in a known region it does not list is
+    # "cannot tell", and strict mode refuses only what is known wrong.
+    assert not catalog().accelerators["NVIDIA_TESLA_T4"].regions_complete
+    (warning,) = _region("europe-west6", "NVIDIA_TESLA_T4", strict=True)
+    assert warning.severity == "warning"
+    (warning,) = _region("europe-west2", "NVIDIA_B200", strict=True)
+    assert warning.severity == "warning"
+
+
+# --- item 12: wrongly accepted ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["vertex", "workbench"])
+def test_k80_is_retired_and_refused(target: str) -> None:
+    (error,) = _spec("n1-standard-8", "NVIDIA_TESLA_K80", 1, target=target)
+    assert error.severity == "error"
+    assert "end of support" in error.message and "NVIDIA_TESLA_T4" in error.message
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "region"),
+    [
+        ("NVIDIA_B200", "europe-west4"),
+        ("NVIDIA_H100_80GB", "us-south1"),
+        ("NVIDIA_H200_141GB", "asia-southeast1"),
+    ],
+)
+def test_known_absent_pairs_are_refused_even_from_partial_lists(
+    accelerator: str, region: str
+) -> None:
+    (error,) = _region(region, accelerator)
+    assert error.severity == "error"
+    assert f"{accelerator} is not offered in region {region}" in error.message
+
+
+@pytest.mark.parametrize("accelerator", ["NVIDIA_L4", "NVIDIA_TESLA_P4"])
+def test_l4_and_p4_are_not_in_us_central1_f(accelerator: str) -> None:
+    (error,) = check_zone(path="zone", zone="us-central1-f", accelerator_type=accelerator)
+    assert error.severity == "error"
+
+
+@pytest.mark.parametrize(
+    "machine", ["n2d-standard-6", "c2d-highcpu-3", "c3-standard-8", "n4-standard-8"]
+)
+def test_a_gpu_on_a_family_it_does_not_attach_to_is_refused(machine: str) -> None:
+    findings = _spec(machine, "NVIDIA_TESLA_T4", 1)
+    (error,) = _errors(findings)
+    assert error.path == f"{SPEC}.acceleratorType"
+    assert "NVIDIA_TESLA_T4 attaches only to n1" in error.message
+
+
+@pytest.mark.parametrize("machine", ["a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g"])
+def test_small_a3_high_is_spot_or_flex_start_only(machine: str) -> None:
+    count = int(machine[-2])
+    for strategy in (None, "STANDARD", "ON_DEMAND"):
+        (error,) = _spec(machine, "NVIDIA_H100_80GB", count, strategy=strategy)
+        assert error.severity == "error"
+        assert error.path == "jobSpec.scheduling.strategy"
+        assert "SPOT or FLEX_START" in error.message
+    for strategy in ("SPOT", "FLEX_START"):
+        assert _spec(machine, "NVIDIA_H100_80GB", count, strategy=strategy) == []
+    assert _spec("a3-highgpu-8g", "NVIDIA_H100_80GB", 8, strategy="STANDARD") == []
+
+
+# --- item 13: what strict refuses; lists marked explicitly; one check overridden -----
+
+
+def test_every_list_says_whether_it_is_complete() -> None:
+    import json
+
+    from vertex_training.jobs.rules.hardware import CATALOG_PATH
+
+    data = json.loads(CATALOG_PATH.read_text())
+    for name, item in data["accelerators"]["items"].items():
+        assert isinstance(item.get("regions_complete"), bool), name
+    for section in ("accelerators", "families", "regions"):
+        assert isinstance(data[f"{section}_complete"], bool), section
+    for name, family in data["families"].items():
+        assert isinstance(family["complete"], bool), name
+        for machine, spec in family.get("machines", {}).items():
+            if spec.get("topologies"):
+                assert isinstance(spec.get("topologies_complete"), bool), machine
+
+
+def test_strict_refuses_names_the_catalog_has_never_heard_of_and_nothing_more() -> None:
+    assert _spec("c3-standard-8", strict=True)[0].severity == "error"
+    assert _region("mars-north1", "NVIDIA_TESLA_T4", strict=True)[0].severity == "error"
+    # A size missing from a family the catalog marks partial: a warning, strict or not.
+    (warning,) = _spec("c2d-standard-3", strict=True)
+    assert warning.severity == "warning"
+
+
+def test_every_finding_names_its_check_and_an_acknowledged_one_only_warns() -> None:
+    (error,) = _region("europe-west4", "NVIDIA_B200")
+    assert error.check == "accelerator-region:NVIDIA_B200@europe-west4"
+    assert f"check {error.check}" in error.message
+    (kept,) = acknowledge([error], ["accelerator-region:NVIDIA_B200@europe-west4"])
+    assert kept.severity == "warning"
+    assert "acknowledged" in kept.message
+    # Another check id leaves it an error.
+    assert acknowledge([error], ["accelerator-region:NVIDIA_B200@us-east4"]) == [error]
+
+
+def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from vertex_training.stack.config import ConfigError, load_stack_config
+
+    stack_file = Path(str(tmp_path)) / "Pulumi.scratch.yaml"
+    base = (
+        "config:\n"
+        "  gcp:project: scratch-project\n"
+        "  vertex-training:environment: dev\n"
+        "  vertex-training:region: europe-west4\n"
+        "  vertex-training:workbenchEnabled: false\n"
+        "  vertex-training:jobs:\n"
+        "    - name: b200\n"
+        "      workload: cassava\n"
+        "      chief: {machineType: a4-highgpu-8g, acceleratorType: NVIDIA_B200,"
+        " acceleratorCount: 8}\n"
+        "      timeoutSeconds: 3600\n"
+    )
+    stack_file.write_text(base)
+    with pytest.raises(ConfigError, match=r"check accelerator-region:NVIDIA_B200@europe-west4"):
+        load_stack_config(stack_file)
+    stack_file.write_text(
+        base.replace(
+            "config:\n",
+            "config:\n  vertex-training:acknowledgedHardwareChecks:\n"
+            "    - accelerator-region:NVIDIA_B200@europe-west4\n",
+        )
+    )
+    config = load_stack_config(stack_file)
+    assert any("acknowledged" in warning for warning in config.warnings)
