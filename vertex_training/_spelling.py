@@ -37,7 +37,7 @@ def closest(value: str, options: Iterable[str], *, cutoff: float = 0.6) -> str |
     for option in options:
         by_normal.setdefault(_normal(option), option)
     normal = _normal(value)
-    if not normal or normal in by_normal and by_normal[normal] == value:
+    if not normal or (normal in by_normal and by_normal[normal] == value):
         return None
     if normal in by_normal:
         return by_normal[normal]

@@ -663,6 +663,7 @@ def json_name(proto_name: str) -> str:
 
 __all__ = [
     "MAX_DURATION_SECONDS",
+    "PROTO_NUMBERS",
     "BodyError",
     "CategoricalParameterSpec",
     "ConditionalParameterSpec",
@@ -680,7 +681,6 @@ __all__ = [
     "MetricGoal",
     "MetricSpec",
     "ParameterSpec",
-    "PROTO_NUMBERS",
     "PoolRole",
     "ScaleType",
     "SchedulingStrategy",

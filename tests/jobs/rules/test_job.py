@@ -3,9 +3,8 @@ check and the stack-config reader apply them: regressions of the spec-based rule
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
+from typing import Any
 
 import pytest
 
