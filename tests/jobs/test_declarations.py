@@ -347,8 +347,15 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
 
 
 def test_unknown_custom_machine_warns_and_strict_refuses() -> None:
-    jobs = (declare(name="g", chief={"machineType": "gpu-large"}),)
+    # An unlisted size of a family the catalog lists partially: unknown, so a warning.
+    jobs = (declare(name="g", chief={"machineType": "c2d-standard-3"}),)
     [(key, warning)] = job_problems(jobs, region="us-central1", remote=True)
     assert key == "jobs[0].chief.machineType" and warning.severity == "warning"
     [(_, error)] = job_problems(jobs, region="us-central1", remote=True, strict=True)
     assert error.severity == "error"
+
+
+def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
+    jobs = (declare(name="g", chief={"machineType": "gpu-large"}),)
+    [(key, error)] = job_problems(jobs, region="us-central1", remote=True)
+    assert key == "jobs[0].chief.machineType" and error.severity == "error"

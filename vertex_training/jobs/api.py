@@ -655,8 +655,9 @@ def argument_path(kind: JobKind, api_path: str) -> str:
     return snake_case(head) if head else ""
 
 
-def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
-    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
+def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
+    """The keys (list indexes as digits) under ``extra_fields`` that set the API path, or
+    None when ``extra_fields`` does not set it: each route spells them its own way."""
     node: Any = extra
     keys: list[str] = []
     for part in re.findall(r"[^.\[\]]+", api_path):
@@ -668,6 +669,14 @@ def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
             keys.append(part)
         else:
             return None
+    return keys
+
+
+def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
+    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
+    keys = extra_keys(extra, api_path)
+    if keys is None:
+        return None
     return "extra_fields" + "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
 
 
