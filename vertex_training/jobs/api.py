@@ -680,6 +680,19 @@ def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
     return "extra_fields" + "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
 
 
+def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
+    """``chief.extra_fields[...]`` when a pool's ``extra_fields`` set the API path."""
+    pool = _POOL_FIELD.search(api_path)
+    if pool is None or int(pool[1]) >= len(_POOL_NAMES):
+        return None
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    name = _POOL_NAMES[int(pool[1])]
+    spec = getattr(run, name)
+    where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
+    inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
+    return f"{where}.{inner}" if inner else None
+
+
 def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
     """Every finding on ``body`` by the rules (API paths); values not known yet (Outputs)
     stand in as placeholders and what they could change is left unjudged."""
@@ -707,9 +720,13 @@ def validate_body(
     errors: list[str] = []
     warnings: list[str] = []
     for finding in body_findings(context, body):
-        argument = _in_extra(args.extra_fields, finding.path) or argument_path(
-            context.kind, finding.path
+        argument = (
+            _in_extra(args.extra_fields, finding.path)
+            or _in_pool_extra(args, finding.path)
+            or argument_path(context.kind, finding.path)
         )
+        if finding.path == "region" and args.region is None:
+            argument = "platform.region"  # the job runs where its platform is
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
         (warnings if finding.severity == "warning" else errors).append(text)
     return errors, warnings
