@@ -669,3 +669,12 @@ def test_a_psc_interface_with_a_network_names_extra_fields() -> None:
         "CustomJobArgs.extra_fields['jobSpec']['pscInterfaceConfig']: cannot be set with network"
         in message
     )
+
+
+def test_a_workbench_zone_outside_the_platform_region_is_refused() -> None:
+    message, monitor = failing(lambda: byo_platform(workbench=vt.Workbench(zone="europe-west4-a")))
+    assert (
+        "TrainingPlatformArgs.workbench.zone: 'europe-west4-a' is not a zone of us-central1; "
+        "valid: None (means us-central1-a) or us-central1-<letter>"
+    ) in message
+    assert monitor.registrations == []

@@ -486,19 +486,6 @@ def _tuning(name: str, study: dict[str, object], **fields: object) -> dict[str, 
         (_job("a", schedulingStrategy="SPOT"), "schedulingStrategy", "(did you mean 'spot'?)"),
         (_tuning("a", {"goal": "maximise"}), "study.goal", "(did you mean 'maximize'?)"),
         (_tuning("a", {"algorithm": "GRID_SEARH"}), "study.algorithm", "(did you mean 'grid'?)"),
-    ],
-)
-def test_enum_typos_are_refused_with_a_did_you_mean(
-    job: dict[str, object], path: str, text: str
-) -> None:
-    (problem,) = problems_of("dev", _jobs(job)).problems
-    assert problem.key == f"vertex-training:jobs[0].{path}"
-    assert text in problem.problem
-
-
-@pytest.mark.parametrize(
-    ("job", "path", "text"),
-    [
         (
             _job("a", chief={"acceleratorType": "V100", "acceleratorCount": 1}),
             "chief.acceleratorType",

@@ -243,20 +243,9 @@ def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCapture
 
 
 def _check_props(tmp_path: Path, body: dict[str, Any]) -> dict[str, Any]:
-    from vertex_training.jobs.backends import BackendKind, BackendSettings
-    from vertex_training.jobs.resources import PROVIDER_VERSION
+    from tests.jobs.test_provider_local import props
 
-    backend = BackendSettings(BackendKind.LOCAL, local_root=str(tmp_path / "root"))
-    return {
-        "spec": body,
-        "backend": backend.to_props(),
-        "identity": "vertex-training/local/refused",
-        "wait": True,
-        "wait_timeout_seconds": 60,
-        "poll_interval_seconds": 1,
-        "delete_timeout_seconds": 60,
-        "provider_version": PROVIDER_VERSION,
-    }
+    return props(tmp_path, body)
 
 
 @pytest.mark.parametrize("feature", sorted(REFUSED))
