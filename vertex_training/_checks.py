@@ -21,6 +21,8 @@ from typing import Any
 
 import pulumi
 
+from vertex_training._spelling import did_you_mean
+
 __all__ = ["InvalidArgumentsError", "check_fields", "is_known"]
 
 
@@ -144,6 +146,18 @@ def _describe(expected: object) -> str:
     return str(expected)
 
 
+def _literals(expected: object) -> list[str]:
+    """The string options of every ``Literal`` in ``expected``."""
+    if isinstance(expected, _AnyOf):
+        return [o for option in expected.options for o in _literals(option)]
+    origin = typing.get_origin(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return [o for option in typing.get_args(expected) for o in _literals(option)]
+    if origin is typing.Literal:
+        return [a for a in typing.get_args(expected) if isinstance(a, str)]
+    return []
+
+
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -157,8 +171,9 @@ def check_fields(obj: object) -> None:
     for name, expected in _field_types(cls).items():  # type: ignore[arg-type]
         value = getattr(obj, name)
         if not _matches(value, expected):
+            hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
             problems.append(
-                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}; "
+                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
                 f"valid: {_describe(expected)}"
             )
     if problems:

@@ -346,9 +346,16 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
     )
 
 
-def test_unknown_custom_machine_warns_and_strict_refuses() -> None:
+def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:
+    # An unlisted size of a family the catalog lists partially: unknown, not known wrong,
+    # so strict mode (which refuses only names the catalog never heard of) warns too.
+    jobs = (declare(name="g", chief={"machineType": "c2d-standard-3"}),)
+    for strict in (False, True):
+        [(key, warning)] = job_problems(jobs, region="us-central1", remote=True, strict=strict)
+        assert key == "jobs[0].chief.machineType" and warning.severity == "warning"
+
+
+def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
     jobs = (declare(name="g", chief={"machineType": "gpu-large"}),)
-    [(key, warning)] = job_problems(jobs, region="us-central1", remote=True)
-    assert key == "jobs[0].chief.machineType" and warning.severity == "warning"
-    [(_, error)] = job_problems(jobs, region="us-central1", remote=True, strict=True)
-    assert error.severity == "error"
+    [(key, error)] = job_problems(jobs, region="us-central1", remote=True)
+    assert key == "jobs[0].chief.machineType" and error.severity == "error"

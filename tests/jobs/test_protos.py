@@ -51,3 +51,44 @@ def test_canonical_json_is_one_text_per_meaning() -> None:
 def test_body_of_round_trips() -> None:
     message = parse_body(TUNING, horses_or_humans())
     assert body_of(parse_body(TUNING, body_of(message))) == body_of(message)
+
+
+# ----------------------------------------------- enum names the rules take from the protos
+
+
+def test_the_catalog_names_every_accelerator_type_of_the_api() -> None:
+    # The rules refuse an accelerator the catalog does not name: it must name them all.
+    from google.cloud.aiplatform_v1 import types as v1
+
+    from vertex_training.jobs.rules.hardware import catalog
+
+    api = {e.name for e in v1.AcceleratorType} - {"ACCELERATOR_TYPE_UNSPECIFIED"}
+    assert set(catalog().accelerators) == api
+
+
+def test_the_view_enums_are_the_api_enums() -> None:
+    from google.cloud.aiplatform_v1 import types as v1
+
+    from vertex_training.jobs import view
+
+    pairs = {
+        view.SchedulingStrategy: v1.Scheduling.Strategy,
+        view.SearchAlgorithm: v1.StudySpec.Algorithm,
+        view.ScaleType: v1.StudySpec.ParameterSpec.ScaleType,
+        view.MetricGoal: v1.StudySpec.MetricSpec.GoalType,
+        view.MeasurementSelection: v1.StudySpec.MeasurementSelectionType,
+    }
+    assert set(pairs) == set(view.PROTO_NUMBERS)
+    for ours, theirs in pairs.items():
+        mine = list(zip((m.value for m in ours), view.PROTO_NUMBERS[ours], strict=True))
+        assert mine == [(e.name, e.value) for e in theirs], ours.__name__
+
+
+def test_an_enum_given_by_number_reads_as_its_name() -> None:
+    from tests.bodies import double, job_spec, pool, study, tuning_job
+    from vertex_training.jobs.view import SearchAlgorithm, view_of
+
+    body = tuning_job(job_spec(pool()), study(double("x", 0, 1), algorithm=2))
+    view = view_of(TUNING, body)
+    assert view.study.algorithm is SearchAlgorithm.GRID  # GRID_SEARCH is 2, not 1
+    assert parse_body(TUNING, body).study_spec.algorithm.name == "GRID_SEARCH"

@@ -338,7 +338,7 @@ def maximal_custom_job() -> dict[str, Any]:
             "values": ["projects/p/zones/us-central1-a/reservations/r"],
         },
     )
-    partitioned = bodies.pool("a3-highgpu-1g", "NVIDIA_H100_80GB", 0, replicas=2)
+    partitioned = bodies.pool("a3-highgpu-1g", "NVIDIA_H100_80GB", 1, replicas=2)
     partitioned["machineSpec"]["gpuPartitionSize"] = "1g.10gb"
     return bodies.custom_job(
         tpu,
@@ -347,12 +347,6 @@ def maximal_custom_job() -> dict[str, Any]:
         labels={"team": "ml"},
         network="projects/1/global/networks/vpc",
         reservedIpRanges=["vertex-range"],
-        pscInterfaceConfig={
-            "networkAttachment": "projects/p/regions/us-central1/networkAttachments/na",
-            "dnsPeeringConfigs": [
-                {"domain": "corp.example.", "targetProject": "p", "targetNetwork": "vpc"}
-            ],
-        },
         protectedArtifactLocationId="us-central1",
         enableDashboardAccess=True,
         enableWebAccess=True,
@@ -411,6 +405,13 @@ def maximal_tuning_job() -> dict[str, Any]:
     trial = bodies.job_spec(
         bodies.pool("n1-standard-4", "NVIDIA_TESLA_T4", 1, diskSpec={"bootDiskType": "pd-ssd"}),
         scheduling={"timeout": "1.5s", "disableRetries": True},
+        # A PSC interface and a peered network exclude each other: the trials take this one.
+        pscInterfaceConfig={
+            "networkAttachment": "projects/p/regions/us-central1/networkAttachments/na",
+            "dnsPeeringConfigs": [
+                {"domain": "corp.example.", "targetProject": "p", "targetNetwork": "vpc"}
+            ],
+        },
     )
     return bodies.tuning_job(
         trial,
@@ -450,8 +451,8 @@ def test_every_field_of_the_body_reaches_the_service(
     sent = parse_body(kind, body)
     expected = json_format.MessageToDict(type(sent).pb(sent))
     assert as_received(fake.jobs[job_id].message) == expected
-    # What the old spec types changed on the way: a disk spec made up, a GPU with no
-    # count dropped, durations rounded to whole seconds, a zero wait dropped.
+    # What the old spec types changed on the way: a disk spec made up, a partitioned GPU
+    # dropped, durations rounded to whole seconds, a zero wait dropped.
     if kind is JobKind.CUSTOM_JOB:
         pools = expected["jobSpec"]["workerPoolSpecs"]
         assert all("diskSpec" not in p for p in pools)

@@ -663,8 +663,9 @@ def argument_path(kind: JobKind, api_path: str) -> str:
     return snake_case(head) if head else ""
 
 
-def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
-    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
+def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
+    """The keys (list indexes as digits) under ``extra_fields`` that set the API path, or
+    None when ``extra_fields`` does not set it: each route spells them its own way."""
     node: Any = extra
     keys: list[str] = []
     for part in re.findall(r"[^.\[\]]+", api_path):
@@ -676,7 +677,28 @@ def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
             keys.append(part)
         else:
             return None
+    return keys
+
+
+def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
+    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
+    keys = extra_keys(extra, api_path)
+    if keys is None:
+        return None
     return "extra_fields" + "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
+
+
+def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
+    """``chief.extra_fields[...]`` when a pool's ``extra_fields`` set the API path."""
+    pool = _POOL_FIELD.search(api_path)
+    if pool is None or int(pool[1]) >= len(_POOL_NAMES):
+        return None
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    name = _POOL_NAMES[int(pool[1])]
+    spec = getattr(run, name)
+    where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
+    inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
+    return f"{where}.{inner}" if inner else None
 
 
 def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
@@ -706,9 +728,13 @@ def validate_body(
     errors: list[str] = []
     warnings: list[str] = []
     for finding in body_findings(context, body):
-        argument = _in_extra(args.extra_fields, finding.path) or argument_path(
-            context.kind, finding.path
+        argument = (
+            _in_extra(args.extra_fields, finding.path)
+            or _in_pool_extra(args, finding.path)
+            or argument_path(context.kind, finding.path)
         )
+        if finding.path == "region" and args.region is None:
+            argument = "platform.region"  # the job runs where its platform is
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
         (warnings if finding.severity == "warning" else errors).append(text)
     return errors, warnings

@@ -294,6 +294,12 @@ class JobDeclaration(_Model):
     def _pool(self, pool: PoolDeclaration | None) -> api.WorkerPool | None:
         if pool is None:
             return None
+        # A count without a type stays in the body, for the rules to refuse by its key.
+        loose_count = (
+            {"machineSpec": {"acceleratorCount": pool.accelerator_count}}
+            if pool.accelerator_type is None and pool.accelerator_count
+            else {}
+        )
         return api.WorkerPool(
             machine_type=pool.machine_type,
             accelerator=(
@@ -308,6 +314,7 @@ class JobDeclaration(_Model):
             env=dict(sorted({**self.env, **pool.env}.items())),
             boot_disk_type=pool.boot_disk_type,
             boot_disk_size_gb=pool.boot_disk_size_gb,
+            extra_fields=loose_count,
         )
 
     def to_args(self) -> api.CustomJobArgs | api.HyperparameterTuningJobArgs:
@@ -465,7 +472,7 @@ def config_path(api_path: str) -> str | None:
         return f"study.{rest}".rstrip(".")
     if head == "encryptionSpec":
         return "kmsKeyName"
-    return head or None
+    return api_path or None
 
 
 def job_problems(
@@ -486,7 +493,8 @@ def job_problems(
             )
         seen.add(job.name)
         for finding in job.findings(region=region, remote=remote, strict=strict):
-            key = config_path(finding.path)
+            extra = api.extra_keys(job.extra_fields, finding.path)
+            key = "extraFields." + ".".join(extra) if extra else config_path(finding.path)
             out.append((f"{where}.{key}" if key else where, finding))
     return out
 

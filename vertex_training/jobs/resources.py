@@ -225,7 +225,13 @@ class _Props:
             strict=self.strict_hardware,
         )
         findings = acknowledge(findings, self.acknowledged_hardware)
-        return [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(findings, unknown))]
+        problems = [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(findings, unknown))]
+        if self.settings.kind is BackendKind.LOCAL:
+            # What only Vertex has fails preview here, as it would fail `up` at create.
+            from vertex_training.jobs.backends.local.capabilities import local_refusals
+
+            problems += local_refusals(self.kind, body)
+        return problems
 
     def inputs(self) -> dict[str, Any]:
         return {k: self.props[k] for k in INPUT_KEYS if k in self.props}

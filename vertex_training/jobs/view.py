@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.rules.hardware import Finding
 
@@ -32,6 +33,17 @@ class PoolRole(enum.IntEnum):
     WORKER = 1
     PARAMETER_SERVER = 2
     EVALUATOR = 3
+
+
+class SchedulingStrategy(enum.StrEnum):
+    """``Scheduling.strategy``; unset is STANDARD (ON_DEMAND and LOW_COST are deprecated)."""
+
+    UNSPECIFIED = "STRATEGY_UNSPECIFIED"
+    ON_DEMAND = "ON_DEMAND"
+    LOW_COST = "LOW_COST"
+    STANDARD = "STANDARD"
+    SPOT = "SPOT"
+    FLEX_START = "FLEX_START"
 
 
 class SearchAlgorithm(enum.StrEnum):
@@ -70,6 +82,16 @@ class EarlyStopping(enum.StrEnum):
     CONVEX = "convexAutomatedStoppingSpec"
 
 
+PROTO_NUMBERS: Mapping[type[enum.StrEnum], tuple[int, ...]] = {
+    SchedulingStrategy: (0, 1, 2, 3, 4, 6),
+    SearchAlgorithm: (0, 2, 3),
+    ScaleType: (0, 1, 2, 3),
+    MetricGoal: (0, 1, 2),
+    MeasurementSelection: (0, 1, 2),
+}
+"""Each proto enum's numbers, in member order (the JSON may give a number for a name);
+``tests/jobs/test_protos.py`` holds names and numbers to the real ``aiplatform_v1`` enums."""
+
 UNSPECIFIED_ACCELERATOR = "ACCELERATOR_TYPE_UNSPECIFIED"
 
 
@@ -107,6 +129,8 @@ class WorkerPoolSpec:
     replica_count: int = 1
     disk: DiskSpec | None = None
     """As declared; None: the service's default disk for the machine."""
+    nfs_mount_count: int = 0
+    """How many NFS shares the pool mounts (``nfsMounts``)."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +145,12 @@ class CustomJobSpec:
     network: str | None = None
     timeout_seconds: float | None = None
     """``scheduling.timeout``; fractional seconds stay fractional."""
-    scheduling_strategy: str | None = None
+    scheduling_strategy: SchedulingStrategy = SchedulingStrategy.UNSPECIFIED
     max_wait_seconds: float | None = None
     """``scheduling.maxWaitDuration``; 0 means "wait indefinitely", None unset."""
     persistent_resource_id: str | None = None
+    psc_interface: bool = False
+    """``pscInterfaceConfig`` is set (a Private Service Connect interface)."""
     tensorboard: str | None = None
     experiment: str | None = None
     experiment_run: str | None = None
@@ -369,14 +395,17 @@ class _Reader:
         if value is None:
             return members[0]
         if isinstance(value, int) and not isinstance(value, bool):
-            # The enum's number (json_format accepts it): ours list them in proto order.
-            return members[value] if 0 <= value < len(members) else members[0]
+            # The enum's number (json_format accepts it).
+            numbers = PROTO_NUMBERS.get(kind, tuple(range(len(members))))
+            if value in numbers:
+                return members[numbers.index(value)]
         for member in members:
             if value == member.value:
                 return member
+        names = [m.value for m in members]
         self.fail(
             _join(path, name),
-            f"{value!r} is not valid; valid: {', '.join(m.value for m in members)}",
+            f"{value!r} is not valid{did_you_mean(str(value), names)}; valid: {', '.join(names)}",
         )
         return members[0]
 
@@ -451,6 +480,7 @@ def _pool(reader: _Reader, data: Any, path: str) -> WorkerPoolSpec | None:
         container=container,
         replica_count=reader.integer(pool, "replicaCount", path, default=0),
         disk=disk,
+        nfs_mount_count=len(reader.items(pool, "nfsMounts", path)),
     )
 
 
@@ -468,9 +498,10 @@ def _custom_job_spec(reader: _Reader, data: Mapping[str, Any], path: str) -> Cus
         service_account=reader.string(data, "serviceAccount", path),
         network=reader.string(data, "network", path),
         timeout_seconds=reader.duration(scheduling, "timeout", s_path),
-        scheduling_strategy=reader.string(scheduling, "strategy", s_path),
+        scheduling_strategy=reader.enum(scheduling, "strategy", s_path, SchedulingStrategy),
         max_wait_seconds=reader.duration(scheduling, "maxWaitDuration", s_path),
         persistent_resource_id=reader.string(data, "persistentResourceId", path),
+        psc_interface=reader.get(data, "pscInterfaceConfig") is not None,
         tensorboard=reader.string(data, "tensorboard", path),
         experiment=reader.string(data, "experiment", path),
         experiment_run=reader.string(data, "experimentRun", path),
@@ -633,6 +664,7 @@ def json_name(proto_name: str) -> str:
 
 __all__ = [
     "MAX_DURATION_SECONDS",
+    "PROTO_NUMBERS",
     "BodyError",
     "CategoricalParameterSpec",
     "ConditionalParameterSpec",
@@ -652,6 +684,7 @@ __all__ = [
     "ParameterSpec",
     "PoolRole",
     "ScaleType",
+    "SchedulingStrategy",
     "SearchAlgorithm",
     "StudySpec",
     "TuningJobView",

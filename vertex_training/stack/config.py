@@ -34,6 +34,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
 from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
 from vertex_training.platform.rules import (
@@ -674,7 +675,12 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     ours: dict[str, object] = {}
     for full_key, value in raw.items():
         if not full_key.startswith(prefix):
-            continue  # other namespaces (gcp:, docker-build:, ...) belong to their providers
+            # Other namespaces (gcp:, pulumi:, docker-build:, ...) belong to their providers;
+            # one that is only a misspelling of ours would be silently ignored.
+            problem = _misspelt_namespace(full_key, stack)
+            if problem is not None:
+                problems.append(problem)
+            continue
         short = full_key.removeprefix(prefix)
         if short.startswith("config:"):  # the legacy "project:config:key" spelling
             short = short.removeprefix("config:")
@@ -782,6 +788,32 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     )
 
 
+def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
+    """A problem when ``full_key``'s namespace is a misspelling of the project's name
+    (``vertex-trainng:jobs``, ``vertex_training:region``); None for any other namespace."""
+    namespace, colon, short = full_key.partition(":")
+    if not colon:
+        return None
+    # A close spelling only: "vertex:" or "gcp:" may well be someone else's namespace.
+    near = difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() >= 0.85
+    if not near and _squeezed(namespace) != _squeezed(PROJECT_NAME):
+        return None
+    meant = f"{PROJECT_NAME}:{short}"
+    return ConfigProblem(
+        key=full_key,
+        problem=f"unknown namespace '{namespace}' (did you mean '{meant}'?); a misspelt "
+        "namespace would be silently ignored",
+        valid=f"{PROJECT_NAME}:<key> for this project's keys (the name in Pulumi.yaml); "
+        "other namespaces (gcp:, pulumi:, ...) are their providers'",
+        fix=f"pulumi config rm {full_key} --stack {stack} && pulumi config set {meant} <value> "
+        f"--stack {stack}",
+    )
+
+
+def _squeezed(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def _problems_from(
     error: ValidationError, model: type[_Section], stack: str
 ) -> list[ConfigProblem]:
@@ -864,6 +896,16 @@ def _declaration_problems(stack: str, index: int, error: ValidationError) -> lis
             problems.append(
                 ConfigProblem(key, f"unknown key{hint}", "one of " + ", ".join(valid_keys), fix)
             )
+        elif item["type"] in ("literal_error", "enum"):
+            # One spelling per route: say which one was meant ('SPTO' -> 'spot').
+            options = re.findall(r"'([^']*)'", str(item.get("ctx", {}).get("expected", "")))
+            got = item.get("input")
+            hint = did_you_mean(got, options) if isinstance(got, str) else ""
+            problems.append(
+                ConfigProblem(
+                    key, f"{got!r} is not valid{hint}", "one of " + ", ".join(options), fix
+                )
+            )
         else:
             problem = f"{item['msg']} (got {item.get('input')!r})"
             problems.append(ConfigProblem(key, problem, "see the job format", fix))
@@ -905,6 +947,19 @@ def _jobs(
         position = indexes[int(head.removeprefix("jobs["))]
         config_path = f"jobs[{position}]{rest}"
         text = f"{finding.message} (Vertex field {finding.path})"
+        if finding.path == "region":
+            # The job runs in the stack's region: that is the key to change.
+            text = f"jobs[{position}]: {finding.message}"
+            if finding.severity == "warning":
+                warnings.append(f"{PROJECT_NAME}:region: {text}")
+            else:
+                region_key = f"{PROJECT_NAME}:region"
+                problems.append(
+                    ConfigProblem(
+                        region_key, text, "see the problem", _fix_set(region_key, "<region>", stack)
+                    )
+                )
+            continue
         if finding.severity == "warning":
             warnings.append(f"{PROJECT_NAME}:{config_path}: {text}")
             continue

@@ -179,11 +179,12 @@ def test_accepts_current_machines(
     assert _spec(machine, accelerator, count, topology, strict=True) == []
 
 
-def test_count_zero_with_a_type_set_is_a_warning_not_an_error() -> None:
-    warning = _only(_spec("n1-standard-8", "NVIDIA_TESLA_T4", 0))
-    assert warning.severity == "warning"
-    assert warning.path == f"{SPEC}.acceleratorCount"
-    assert "no NVIDIA_TESLA_T4 will be attached" in warning.message
+def test_count_zero_with_a_type_set_is_refused() -> None:
+    # Vertex refuses acceleratorCount 0 with an acceleratorType.
+    error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_T4", 0))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.acceleratorCount"
+    assert "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4" in error.message
 
 
 @pytest.mark.parametrize(
@@ -314,12 +315,15 @@ def test_workbench_refuses_retired_k80_and_tpu_machines() -> None:
 
 
 @pytest.mark.parametrize("machine", ["gpu-large", "x9-standard-8", "n9-superfast-4"])
-def test_unknown_family_is_a_warning_and_an_error_when_strict(machine: str) -> None:
-    warning = _only(_spec(machine))
-    assert warning.severity == "warning"
-    assert warning.path == f"{SPEC}.machineType"
-    assert re.search(r"not in the hardware catalog \(as of \d{4}-\d{2}-\d{2}\)", warning.message)
-    assert "Vertex will decide at submit" in warning.message
+def test_a_machine_of_no_family_is_refused_strict_or_not(machine: str) -> None:
+    # The catalog's machine types name every family Vertex has: no family, no machine.
+    error = _only(_spec(machine))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.machineType"
+    assert re.search(
+        r"hardware catalog of \d{4}-\d{2}-\d{2}\) \(check unknown-family:\w+\)$", error.message
+    )
+    assert f"{machine!r} matches no Vertex machine family" in error.message
     assert _only(_spec(machine, strict=True)).severity == "error"
 
 
@@ -330,13 +334,16 @@ def test_malformed_machine_type_is_an_error(machine: str) -> None:
     assert "not a machine type name" in error.message
 
 
-def test_unknown_accelerator_is_a_warning_and_an_error_when_strict() -> None:
-    warning = _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1))
-    assert warning.severity == "warning"
-    assert warning.path == f"{SPEC}.acceleratorType"
-    assert catalog().as_of in warning.message
+def test_an_accelerator_that_is_no_accelerator_type_is_refused_strict_or_not() -> None:
+    # The catalog holds every AcceleratorType the API has (tests/jobs/test_protos.py).
+    error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1))
+    assert error.severity == "error"
+    assert error.path == f"{SPEC}.acceleratorType"
+    assert error.message.startswith("'NVIDIA_TESLA_Z9' is not an AcceleratorType")
     assert _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1, strict=True)).severity == "error"
-    assert _only(_spec("n1-standard-8", "nvidia-tesla-t4", 1)).severity == "error"
+    spelt = _only(_spec("n1-standard-8", "nvidia-tesla-t4", 1))
+    assert spelt.severity == "error"
+    assert "(did you mean 'NVIDIA_TESLA_T4'?)" in spelt.message
 
 
 def test_family_not_known_complete_warns_on_unlisted_sizes() -> None:

@@ -3,6 +3,7 @@ check and the stack-config reader apply them: regressions of the spec-based rule
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tests.bodies import (
     categorical,
     custom_job,
+    discrete,
     double,
     horses_or_humans,
     integer,
@@ -92,13 +94,12 @@ def test_an_unknown_machine_type_names_its_api_path() -> None:
     assert "n1-standard-5" in error.message
 
 
-def test_a_machine_the_catalog_does_not_know_warns_or_strictly_fails() -> None:
+def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
     body = custom_job(pool("gpu-large"))
-    [warning] = findings(body)
-    assert warning.severity == "warning"
-    assert warning.path == "jobSpec.workerPoolSpecs[0].machineSpec.machineType"
-    [error] = findings(body, strict=True)
-    assert error.severity == "error" and error.path == warning.path
+    for strict in (False, True):
+        [error] = findings(body, strict=strict)
+        assert error.severity == "error"
+        assert error.path == "jobSpec.workerPoolSpecs[0].machineSpec.machineType"
 
 
 def test_a_timeout_beyond_the_api_range_is_refused_by_the_view() -> None:
@@ -244,3 +245,253 @@ def test_tuning_trials_are_checked_under_trial_job_spec() -> None:
     body = tuning_job(job_spec(pool(), tensorboard=TB_EU), study(double("x", 0, 1)))
     [error] = errors(body, TUNING, region="us-central1")
     assert error.path == "trialJobSpec.tensorboard"
+
+
+# ------------------------------------------- day one: typos refused with a did-you-mean
+
+
+def only_error(body: dict[str, Any], kind: JobKind = CUSTOM, **kwargs: Any) -> Finding:
+    [error] = errors(body, kind, **kwargs)
+    return error
+
+
+MACHINE = "jobSpec.workerPoolSpecs[0].machineSpec"
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [("V100", "NVIDIA_TESLA_V100"), ("NVIDIA_TESLA_V10O", "NVIDIA_TESLA_V100")],
+)
+def test_an_accelerator_typo_is_refused_with_a_did_you_mean(typo: str, meant: str) -> None:
+    error = only_error(custom_job(pool("n1-standard-8", typo, 1)))
+    assert error.path == f"{MACHINE}.acceleratorType"
+    assert error.message.startswith(
+        f"{typo!r} is not an AcceleratorType (did you mean {meant!r}?); valid: "
+    )
+    assert "NVIDIA_L4" in error.message
+
+
+def test_an_accelerator_no_one_makes_is_refused_and_lists_the_valid_ones() -> None:
+    error = only_error(custom_job(pool("n1-standard-8", "NVIDIA_TESLA_X100", 1)))
+    assert error.path == f"{MACHINE}.acceleratorType"
+    assert "'NVIDIA_TESLA_X100' is not an AcceleratorType" in error.message
+    assert "valid: NVIDIA_TESLA_K80, " in error.message
+
+
+def test_accelerator_count_zero_with_a_type_is_refused() -> None:
+    error = only_error(custom_job(pool("n1-standard-8", "NVIDIA_TESLA_T4", 0)))
+    assert error.path == f"{MACHINE}.acceleratorCount"
+    assert error.message == (
+        "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4: Vertex refuses it; valid "
+        "counts on n1-standard-8: 1, 2, 4, or unset acceleratorType for no accelerator"
+    )
+
+
+def test_accelerator_count_without_a_type_is_refused() -> None:
+    body = custom_job(pool())
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = 2
+    error = only_error(body)
+    assert error.path == f"{MACHINE}.acceleratorCount"
+    assert "acceleratorType is unset" in error.message
+
+
+@pytest.mark.parametrize("machine", ["gpu-large", "x9-mega-1", "z9-megagpu-8g"])
+def test_a_machine_type_of_no_machine_family_is_refused(machine: str) -> None:
+    error = only_error(custom_job(pool(machine)))
+    assert error.path == f"{MACHINE}.machineType"
+    assert re.match(
+        rf"'{machine}' matches no Vertex machine family( \(did you mean '[a-z0-9-]+'\?\))?; "
+        r"families: a2, a3, ",
+        error.message,
+    ), error.message
+
+
+def test_a_close_machine_family_typo_says_what_was_meant() -> None:
+    error = only_error(custom_job(pool("n11-standard-8")))
+    assert "(did you mean 'n1-standard-8'?)" in error.message
+
+
+def test_a_series_without_its_size_is_refused_with_the_sizes() -> None:
+    error = only_error(custom_job(pool("n1-standard")))
+    assert error.path == f"{MACHINE}.machineType"
+    assert error.message.startswith("'n1-standard' names a series without its size; valid: ")
+    assert error.message.endswith("valid: n1-standard-{4,8,16,32,64,96}")
+
+
+@pytest.mark.parametrize("name", ["bad\x07name", "tab\tname", "line\nbreak", "del\x7f"])
+def test_control_characters_in_the_display_name_are_refused(name: str) -> None:
+    error = only_error(custom_job(pool(), display_name=name))
+    assert error.path == "displayName"
+    assert error.message.startswith("has a control character")
+
+
+def test_a_region_typo_is_refused_with_a_did_you_mean_even_without_accelerators() -> None:
+    error = only_error(custom_job(pool()), region="us-centrl1")
+    assert error.path == "region"
+    assert error.message.startswith(
+        "'us-centrl1' is not a Vertex AI region (did you mean 'us-central1'?); valid: "
+    )
+
+
+def test_a_scheduling_strategy_typo_in_a_body_is_refused() -> None:
+    body = custom_job(pool(), scheduling={"strategy": "SPTO"})
+    _, unreadable = read_view(CUSTOM, body)
+    [finding] = unreadable
+    assert finding.path == "jobSpec.scheduling.strategy"
+    assert finding.message.startswith("'SPTO' is not valid (did you mean 'SPOT'?); valid: ")
+
+
+@pytest.mark.parametrize(
+    ("field", "typo", "meant"),
+    [
+        ("algorithm", "GRID_SEARH", "GRID_SEARCH"),
+        ("measurementSelectionType", "BEST", "BEST_MEASUREMENT"),
+    ],
+)
+def test_study_enum_typos_in_a_body_say_what_was_meant(field: str, typo: str, meant: str) -> None:
+    body = tuning_job(job_spec(pool()), study(double("x", 0, 1), **{field: typo}))
+    _, unreadable = read_view(TUNING, body)
+    [finding] = unreadable
+    assert finding.path == f"studySpec.{field}"
+    assert (f"(did you mean {meant!r}?)" in finding.message) == bool(meant)
+
+
+def test_a_goal_typo_in_a_body_says_what_was_meant() -> None:
+    body = tuning_job(job_spec(pool()), study(double("x", 0, 1), metrics=[("acc", "MAXIMISE")]))
+    _, unreadable = read_view(TUNING, body)
+    [finding] = unreadable
+    assert finding.path == "studySpec.metrics[0].goal"
+    assert "(did you mean 'MAXIMIZE'?)" in finding.message
+
+
+# ------------------------------------------------------- day one: the API's own limits
+
+
+def test_max_wait_duration_needs_flex_start() -> None:
+    error = only_error(custom_job(pool(), scheduling={"maxWaitDuration": "600s"}))
+    assert error.path == "jobSpec.scheduling.maxWaitDuration"
+    assert error.message == (
+        "applies only to the FLEX_START strategy (the strategy is unset); valid: set "
+        "scheduling.strategy to FLEX_START, or drop maxWaitDuration"
+    )
+    spot = custom_job(pool(), scheduling={"maxWaitDuration": "600s", "strategy": "SPOT"})
+    assert "(the strategy is SPOT)" in only_error(spot).message
+    flex = custom_job(pool(), scheduling={"maxWaitDuration": "600s", "strategy": "FLEX_START"})
+    assert errors(flex) == []
+
+
+@pytest.mark.parametrize("pid", ["learning rate", " lr", "lr\t"])
+def test_a_parameter_id_with_whitespace_is_refused(pid: str) -> None:
+    body = tuning_job(job_spec(pool()), study(double(pid, 0, 1)))
+    error = only_error(body, TUNING)
+    assert error.path == "studySpec.parameters[0].parameterId"
+    assert error.message == (
+        f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
+        "trainer gets it as --<parameterId>)"
+    )
+
+
+def test_more_than_100_env_vars_in_a_container_are_refused() -> None:
+    many = {f"V{i}": "x" for i in range(101)}
+    error = only_error(custom_job(pool(env=many)))
+    assert error.path == "jobSpec.workerPoolSpecs[0].containerSpec.env"
+    assert error.message == "has 101 variables; a container takes at most 100"
+    assert errors(custom_job(pool(env=dict(list(many.items())[:100])))) == []
+
+
+def test_discrete_values_at_most_1000_and_1e_10_apart() -> None:
+    path = "studySpec.parameters[0].discreteValueSpec.values"
+    too_many = tuning_job(job_spec(pool()), study(discrete("x", range(1001))))
+    error = only_error(too_many, TUNING)
+    assert error.path == path
+    assert error.message == "has 1001 values; at most 1000 are allowed"
+    close = tuning_job(job_spec(pool()), study(discrete("x", [1.0, 1.0 + 1e-11, 2.0])))
+    error = only_error(close, TUNING)
+    assert error.path == path
+    assert error.message.startswith("values must be at least 1e-10 apart: 1.0 and 1.00000000001")
+    assert errors(tuning_job(job_spec(pool()), study(discrete("x", range(1000)))), TUNING) == []
+
+
+@pytest.mark.parametrize("rid", ["my-cluster-", "-cluster", "Cluster", "c" * 64, "a_b"])
+def test_a_malformed_persistent_resource_id_is_refused(rid: str) -> None:
+    error = only_error(custom_job(pool(), persistentResourceId=rid))
+    assert error.path == "jobSpec.persistentResourceId"
+    assert error.message == (
+        f"{rid!r} is not a persistent resource id; valid: 1-63 characters: a lowercase "
+        "letter, then lowercase letters, digits or '-', not ending with '-'"
+    )
+
+
+@pytest.mark.parametrize("rid", ["c", "my-cluster", "c" * 63, "a1"])
+def test_well_formed_persistent_resource_ids_pass(rid: str) -> None:
+    assert errors(custom_job(pool(), persistentResourceId=rid)) == []
+
+
+@pytest.mark.parametrize(
+    ("labels", "path"),
+    [
+        ({"Team": "x"}, "labels.Team"),
+        ({"1team": "x"}, "labels.1team"),
+        ({"k" * 64: "x"}, f"labels.{'k' * 64}"),
+        ({"team": "x" * 64}, "labels.team"),
+        ({"team": "a.b"}, "labels.team"),
+        ({f"k{i}": "" for i in range(65)}, "labels"),
+    ],
+)
+def test_label_limits(labels: dict[str, str], path: str) -> None:
+    assert only_error(custom_job(pool(), labels=labels)).path == path
+
+
+@pytest.mark.parametrize(
+    "labels", [{"team": ""}, {"équipe": "données"}, {"k" * 63: "v" * 63}, {"a-b_c": "1-2_3"}]
+)
+def test_labels_within_the_limits_pass(labels: dict[str, str]) -> None:
+    assert errors(custom_job(pool(), labels=labels)) == []
+
+
+# ------------------------------------------------------------- day one: network settings
+
+NETWORK = "projects/123/global/networks/vpc"
+PSC = {"networkAttachment": "projects/p/regions/us-central1/networkAttachments/a"}
+NFS = [{"server": "10.0.0.2", "path": "/share", "mountPoint": "data"}]
+
+
+def test_psc_interface_and_network_together_are_refused() -> None:
+    error = only_error(custom_job(pool(), network=NETWORK, pscInterfaceConfig=PSC))
+    assert error.path == "jobSpec.pscInterfaceConfig"
+    assert error.message == (
+        "cannot be set with network (Vertex refuses both); valid: a Private Service Connect "
+        "interface or a peered VPC network, not both"
+    )
+    assert errors(custom_job(pool(), pscInterfaceConfig=PSC)) == []
+
+
+def test_nfs_mounts_without_a_network_are_refused() -> None:
+    body = tuning_job(job_spec(pool(), pool(nfsMounts=NFS)), study(double("x", 0, 1)))
+    error = only_error(body, TUNING)
+    assert error.path == "trialJobSpec.workerPoolSpecs[1].nfsMounts"
+    assert error.message == (
+        "NFS shares are reached over a VPC, and the job has no network; valid: set network "
+        "(projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, or drop nfsMounts"
+    )
+    assert errors(custom_job(pool(nfsMounts=NFS), network=NETWORK)) == []
+    assert errors(custom_job(pool(nfsMounts=NFS), pscInterfaceConfig=PSC)) == []
+
+
+def test_every_problem_of_a_body_is_reported_in_one_run() -> None:
+    body = custom_job(
+        pool("gpu-large", "V100", 1, env={f"V{i}": "x" for i in range(101)}),
+        display_name="bad\x07",
+        persistentResourceId="x-",
+        scheduling={"maxWaitDuration": "60s"},
+    )
+    paths = {f.path for f in errors(body, region="us-centrl1")}
+    assert paths == {
+        "displayName",
+        "region",
+        f"{MACHINE}.machineType",
+        f"{MACHINE}.acceleratorType",
+        "jobSpec.workerPoolSpecs[0].containerSpec.env",
+        "jobSpec.persistentResourceId",
+        "jobSpec.scheduling.maxWaitDuration",
+    }

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from vertex_training._spelling import closest, did_you_mean
+
 Severity = Literal["error", "warning"]
 Target = Literal["vertex", "workbench"]
 
@@ -35,7 +37,6 @@ CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
 UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
 
 _MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
-_ACCELERATOR_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 _REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 _ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
@@ -450,15 +451,32 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
     field = f"{path}.machineType"
     parts = machine_type.split("-")
     family = cat.families.get(parts[0])
+    machines = cat.machines(target)
     if family is None:
+        # Vertex (and Compute Engine) take only the families they list; the catalog's
+        # machine types name them all (a family launched later means a catalog update).
+        families = sorted({m.family for m in machines.values()})
+        guess = closest(machine_type, machines) or closest(parts[0], families)
+        hint = f" (did you mean {guess!r}?)" if guess else ""
+        where = "Vertex" if target == "vertex" else "Compute Engine"
         return [
             Finding(
                 field,
-                f"machine type {machine_type!r}: family {parts[0]!r} is not in the hardware "
-                f"catalog (as of {cat.as_of}); {_decides(target)}. Known families: "
-                f"{_fmt(sorted(cat.families))}",
-                _unknown_severity(strict),
+                f"{machine_type!r} matches no {where} machine family{hint}; families: "
+                f"{_fmt(families)} (hardware catalog of {cat.as_of})",
+                "error",
                 f"unknown-family:{parts[0]}",
+            )
+        ]
+    sizeless = "-".join(parts[1:])
+    if sizeless in family.series:
+        sizes = family.series[sizeless].sizes(target)
+        return [
+            Finding(
+                field,
+                f"{machine_type!r} names a series without its size; valid: "
+                f"{_machine_list(f'{machine_type}-{size}' for size in sizes)}",
+                "error",
             )
         ]
     # A size missing from a family the catalog marks partial cannot be called wrong, so it
@@ -576,10 +594,10 @@ def _check_accelerator_fit(
         findings.append(
             Finding(
                 f"{path}.acceleratorCount",
-                f"acceleratorCount is 0, so no {accelerator} will be attached to "
-                f"{machine.name}; valid counts: {_counts(counts)}",
-                "warning",
-                f"accelerator-count:{accelerator}x0@{machine.name}",
+                f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
+                f"valid counts on {machine.name}: {_counts(counts)}, or unset acceleratorType "
+                "for no accelerator",
+                "error",
             )
         )
     elif count not in counts:
@@ -753,30 +771,20 @@ def check_machine_spec(
                 "accelerator-count-without-type",
             )
         )
-    known_accelerator = True
-    if accelerator is not None:
-        if not _ACCELERATOR_NAME.match(accelerator):
-            findings.append(
-                Finding(
-                    f"{path}.acceleratorType",
-                    f"acceleratorType {accelerator!r} is not an AcceleratorType name "
-                    f"(upper case, e.g. NVIDIA_TESLA_T4); known: {_fmt(cat.accelerators)}",
-                    "error",
-                    "accelerator-name",
-                )
+    known_accelerator = accelerator is None or accelerator in cat.accelerators
+    if not known_accelerator:
+        # The catalog names every value of the API's AcceleratorType enum (a test holds it
+        # to the real protos): any other name is refused by Vertex, whatever the date.
+        assert accelerator is not None
+        findings.append(
+            Finding(
+                f"{path}.acceleratorType",
+                f"{accelerator!r} is not an AcceleratorType"
+                f"{did_you_mean(accelerator, cat.accelerators)}; valid: {_fmt(cat.accelerators)}",
+                "error",
+                f"accelerator-name:{accelerator}",
             )
-            known_accelerator = False
-        elif accelerator not in cat.accelerators:
-            findings.append(
-                Finding(
-                    f"{path}.acceleratorType",
-                    f"acceleratorType {accelerator} is not in the hardware catalog (as of "
-                    f"{cat.as_of}); {_decides(target)}. Known: {_fmt(cat.accelerators)}",
-                    _unknown_severity(strict),
-                    f"unknown-accelerator:{accelerator}",
-                )
-            )
-            known_accelerator = False
+        )
 
     if not machine_type:
         findings.append(
@@ -840,10 +848,19 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
 
 def _unknown_region(path: str, region: str, strict: bool) -> Finding:
     cat = catalog()
+    known = sorted(cat.regions)
+    guess = closest(region, known, cutoff=0.8)
+    if guess is not None:
+        # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
+        return Finding(
+            path,
+            f"{region!r} is not a Vertex AI region (did you mean {guess!r}?); valid: {_fmt(known)}",
+            "error",
+        )
     return Finding(
         path,
         f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
-        f"decide at submit. Known regions: {_fmt(sorted(cat.regions))}",
+        f"decide at submit. Known regions: {_fmt(known)}",
         _unknown_severity(strict),
         f"unknown-region:{region}",
     )

@@ -25,6 +25,7 @@ from vertex_training.jobs.view import (
     ParameterSpec,
     PoolRole,
     ScaleType,
+    SchedulingStrategy,
     SearchAlgorithm,
     TuningJobView,
     WorkerPoolSpec,
@@ -32,10 +33,21 @@ from vertex_training.jobs.view import (
 
 MAX_POOLS = len(PoolRole)
 MAX_DISPLAY_NAME = 128
+# Google's label requirements (Resource Manager, "Requirements for labels"): at most 64
+# labels; keys 1-63 characters, values 0-63; lowercase letters (international ones too),
+# digits, '_' and '-'; keys start with a lowercase letter; keys and values under 128 bytes.
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 63
+MAX_LABEL_BYTES = 127
 INT32_MAX = 2**31 - 1
 BOOT_DISK_GB_RANGE = (100, 65536)
+# ContainerSpec.env: "Environment variables to be passed to the container. Maximum limit
+# is 100." (Vertex AI API reference, ContainerSpec).
+MAX_ENV_VARS = 100
+# StudySpec.ParameterSpec.DiscreteValueSpec.values: "in increasing order and at least
+# 1e-10 apart ... should not contain more than 1,000 values" (Vertex AI API reference).
+MAX_DISCRETE_VALUES = 1000
+MIN_DISCRETE_GAP = 1e-10
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
@@ -43,7 +55,9 @@ _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
 _CONTEXT = re.compile(r"^projects/[^/]+/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)$")
 _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
-_PERSISTENT_RESOURCE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
+# characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
+_PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
 def _error(out: list[Finding], path: str, message: str) -> None:
@@ -57,19 +71,25 @@ def _error(out: list[Finding], path: str, message: str) -> None:
 
 
 def _label_char(char: str) -> bool:
-    return char.isdigit() or char in "_-" or unicodedata.category(char) in ("Ll", "Lo")
+    # [\p{Ll}\p{Lo}\p{N}_-]: the documented character class of label keys and values.
+    category = unicodedata.category(char)
+    return char in "_-" or category in ("Ll", "Lo") or category.startswith("N")
 
 
-def label_key_valid(key: str) -> bool:
+def _label_text_valid(text: str) -> bool:
     return (
-        0 < len(key) <= MAX_LABEL_LENGTH
-        and unicodedata.category(key[0]) in ("Ll", "Lo")
-        and all(_label_char(c) for c in key)
+        len(text) <= MAX_LABEL_LENGTH
+        and len(text.encode("utf-8")) <= MAX_LABEL_BYTES
+        and all(_label_char(c) for c in text)
     )
 
 
+def label_key_valid(key: str) -> bool:
+    return bool(key) and unicodedata.category(key[0]) in ("Ll", "Lo") and _label_text_valid(key)
+
+
 def label_value_valid(value: str) -> bool:
-    return len(value) <= MAX_LABEL_LENGTH and all(_label_char(c) for c in value)
+    return _label_text_valid(value)
 
 
 def _labels(labels: tuple[tuple[str, str], ...], path: str, out: list[Finding]) -> None:
@@ -80,15 +100,15 @@ def _labels(labels: tuple[tuple[str, str], ...], path: str, out: list[Finding]) 
             _error(
                 out,
                 f"{path}.{key}",
-                "label keys are 1-63 characters: a lowercase letter, then lowercase letters "
-                "(international ones too), digits, '_' or '-'",
+                "label keys are 1-63 characters (under 128 bytes): a lowercase letter, then "
+                "lowercase letters (international ones too), digits, '_' or '-'",
             )
         if not label_value_valid(value):
             _error(
                 out,
                 f"{path}.{key}",
-                f"label value {value!r} invalid: up to 63 lowercase letters (international "
-                "ones too), digits, '_' or '-'",
+                f"label value {value!r} invalid: up to 63 (under 128 bytes) lowercase letters "
+                "(international ones too), digits, '_' or '-'",
             )
 
 
@@ -97,6 +117,14 @@ def _display_name(name: str, out: list[Finding]) -> None:
         _error(out, "displayName", "must not be empty (1-128 characters)")
     elif len(name) > MAX_DISPLAY_NAME:
         _error(out, "displayName", f"is {len(name)} characters long; at most 128 are allowed")
+    control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        _error(
+            out,
+            "displayName",
+            f"has a control character ({control!r}) in {name!r}; valid: 1-128 printable "
+            "characters (no tabs or line breaks)",
+        )
 
 
 def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
@@ -152,6 +180,12 @@ def _pool(
         if not container.image_uri.strip():
             _error(out, f"{path}.containerSpec.imageUri", "must not be empty")
         names = [name for name, _ in container.env]
+        if len(names) > MAX_ENV_VARS:
+            _error(
+                out,
+                f"{path}.containerSpec.env",
+                f"has {len(names)} variables; a container takes at most {MAX_ENV_VARS}",
+            )
         for i, name in enumerate(names):
             if not _ENV_NAME.match(name):
                 _error(
@@ -195,8 +229,21 @@ def _custom_job_spec(
         _pool(pool, index, strict, spec.scheduling_strategy, out)
         if pool.machine.accelerator_type and pool.machine.accelerator_count:
             accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
-    if region is not None and accelerators:
-        out.extend(check_region(path=path, region=region, accelerators=accelerators, strict=strict))
+        if pool.nfs_mount_count and spec.network is None and not spec.psc_interface:
+            # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
+            # Private Service Connect interface ("Mount a Network File System share").
+            _error(
+                out,
+                f"{pool.path}.nfsMounts",
+                "NFS shares are reached over a VPC, and the job has no network; valid: set "
+                "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
+                "or drop nfsMounts",
+            )
+    if region is not None:
+        # The job's location: named "region" (the caller's argument or config key).
+        out.extend(
+            check_region(path="region", region=region, accelerators=accelerators, strict=strict)
+        )
     base = spec.base_output_directory
     if base is not None:
         base_path = f"{path}.baseOutputDirectory.outputUriPrefix"
@@ -212,17 +259,44 @@ def _custom_job_spec(
             f"{path}.network",
             f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME",
         )
+    if spec.psc_interface and spec.network is not None:
+        # Two ways into a VPC, and Vertex takes one per job.
+        _error(
+            out,
+            f"{path}.pscInterfaceConfig",
+            "cannot be set with network (Vertex refuses both); valid: a Private Service "
+            "Connect interface or a peered VPC network, not both",
+        )
     if spec.timeout_seconds is not None and spec.timeout_seconds <= 0:
         _error(out, f"{path}.scheduling.timeout", "must be positive when set")
     if spec.max_wait_seconds is not None and spec.max_wait_seconds < 0:
         _error(out, f"{path}.scheduling.maxWaitDuration", "must not be negative")
+    elif (
+        spec.max_wait_seconds is not None
+        and spec.scheduling_strategy is not SchedulingStrategy.FLEX_START
+    ):
+        # Scheduling.max_wait_duration: how long a job waits for resources "if the
+        # scheduling strategy is set to [Strategy.DWS_FLEX_START]" (Vertex AI API reference).
+        strategy = (
+            "unset"
+            if spec.scheduling_strategy is SchedulingStrategy.UNSPECIFIED
+            else spec.scheduling_strategy.value
+        )
+        _error(
+            out,
+            f"{path}.scheduling.maxWaitDuration",
+            f"applies only to the FLEX_START strategy (the strategy is {strategy}); valid: set "
+            "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
+        )
     if spec.persistent_resource_id is not None and not _PERSISTENT_RESOURCE.match(
         spec.persistent_resource_id
     ):
         _error(
             out,
             f"{path}.persistentResourceId",
-            "1-63 characters: a lowercase letter, then lowercase letters, digits or '-'",
+            f"{spec.persistent_resource_id!r} is not a persistent resource id; valid: 1-63 "
+            "characters: a lowercase letter, then lowercase letters, digits or '-', not "
+            "ending with '-'",
         )
     _tracking(spec, region, out)
 
@@ -330,6 +404,13 @@ def _parameter(
     pid = param.parameter_id
     if not pid.strip():
         _error(out, f"{path}.parameterId", "must not be empty")
+    elif any(c.isspace() for c in pid):
+        _error(
+            out,
+            f"{path}.parameterId",
+            f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
+            "trainer gets it as --<parameterId>)",
+        )
     elif pid in seen:
         _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
     seen.add(pid)
@@ -356,12 +437,28 @@ def _parameter(
     elif isinstance(param, DiscreteParameterSpec):
         values = param.values
         v_path = f"{path}.discreteValueSpec.values"
+        close = next(
+            ((a, b) for a, b in itertools.pairwise(values) if 0 < b - a < MIN_DISCRETE_GAP), None
+        )
         if not values:
             _error(out, v_path, "must list at least one value")
+        elif len(values) > MAX_DISCRETE_VALUES:
+            _error(
+                out,
+                v_path,
+                f"has {len(values)} values; at most {MAX_DISCRETE_VALUES} are allowed",
+            )
         elif any(not math.isfinite(v) for v in values):
             _error(out, v_path, "values must be finite numbers")
         elif any(b <= a for a, b in itertools.pairwise(values)):
             _error(out, v_path, f"must be strictly increasing, got {list(values)}")
+        elif close is not None:
+            _error(
+                out,
+                v_path,
+                f"values must be at least {MIN_DISCRETE_GAP:g} apart: {close[0]!r} and "
+                f"{close[1]!r} are not",
+            )
         elif log_scale and values[0] <= 0:
             _error(out, f"{path}.scaleType", "a log scale needs all values > 0")
     else:

@@ -237,3 +237,40 @@ def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCapture
     assert "jobSpec.experiment" in ignored and "jobSpec.experimentRun" in ignored
     assert "jobSpec.tensorboard" in approximated
     assert "make tensorboard STACK=local" in approximated
+
+
+# -- refused at check (preview), not only at create --------------------------------------
+
+
+def _check_props(tmp_path: Path, body: dict[str, Any]) -> dict[str, Any]:
+    from tests.jobs.test_provider_local import props
+
+    return props(tmp_path, body)
+
+
+@pytest.mark.parametrize("feature", sorted(REFUSED))
+def test_the_providers_check_refuses_what_only_vertex_has(feature: str, tmp_path: Path) -> None:
+    from vertex_training.jobs.resources import JobProvider
+
+    body, path = REFUSED[feature]
+    result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, body))
+    messages = [f.reason for f in result.failures if f.property == "spec"]
+    assert any(re.search(path, m) and "it runs on Vertex only" in m for m in messages), messages
+    assert not (tmp_path / "root").exists()  # nothing was started or stored
+
+
+def test_the_providers_check_passes_what_the_local_backend_runs(tmp_path: Path) -> None:
+    from vertex_training.jobs.resources import JobProvider
+
+    body = custom_job(_pool(), network="projects/1/global/networks/vpc")
+    result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, body))
+    assert result.failures == []
+
+
+def test_nfs_mounts_without_a_network_are_refused_for_both_reasons(tmp_path: Path) -> None:
+    body = custom_job(_pool(nfsMounts=[{"server": "10.0.0.2", "path": "/s", "mountPoint": "d"}]))
+    backend = LocalBackend(str(tmp_path / "root"))
+    with pytest.raises(JobRefusedError) as refused:
+        backend.submit(JobKind.CUSTOM_JOB, body)
+    assert "NFS shares are reached over a VPC" in str(refused.value)
+    assert "NFS shares are mounted on Vertex VMs; it runs on Vertex only" in str(refused.value)

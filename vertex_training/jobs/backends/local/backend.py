@@ -31,7 +31,7 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
-from vertex_training.jobs.backends.local.capabilities import check_local_support
+from vertex_training.jobs.backends.local.capabilities import check_local_support, local_refusals
 from vertex_training.jobs.backends.local.cluster import stop_process_groups
 from vertex_training.jobs.backends.local.environment import (
     REPO_ROOT,
@@ -365,6 +365,10 @@ def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:
             f"{f.path}: {f.message}"
             for f in errors_of(job_findings(view, region=None, remote=False))
         ]
+        # Every reason at once: what Vertex would refuse, and what only Vertex has.
+        refused = local_refusals(kind, body)
+        if refused:
+            problems.append("the local backend cannot run this job: " + "; ".join(refused))
     if problems or view is None:
         raise JobRefusedError("; ".join(problems))
     check_local_support(kind, body)

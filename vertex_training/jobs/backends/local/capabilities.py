@@ -355,8 +355,7 @@ def _walk(descriptor: Any, data: Any, path: str, walk: _Walk) -> None:
             _walk(message, item, item_path, walk)
 
 
-def check_local_support(kind: JobKind, body: Mapping[str, Any]) -> None:
-    """Refuse a body that needs what only Vertex has; log what is ignored or approximated."""
+def _walk_body(kind: JobKind, body: Mapping[str, Any]) -> _Walk:
     from vertex_training.jobs.protos import message_class
 
     walk = _Walk([], [], [])
@@ -365,6 +364,18 @@ def check_local_support(kind: JobKind, body: Mapping[str, Any]) -> None:
         walk.refused.append(
             f"{path}: {item} is a TPU; TPUs exist on Google Cloud only; it runs on Vertex only"
         )
+    return walk
+
+
+def local_refusals(kind: JobKind, body: Mapping[str, Any]) -> list[str]:
+    """What in a readable body only Vertex has, each naming its API path (empty: this
+    machine can run it). The provider's ``check`` reports these at preview."""
+    return _walk_body(kind, body).refused
+
+
+def check_local_support(kind: JobKind, body: Mapping[str, Any]) -> None:
+    """Refuse a body that needs what only Vertex has; log what is ignored or approximated."""
+    walk = _walk_body(kind, body)
     if walk.refused:
         raise JobRefusedError("the local backend cannot run this job: " + "; ".join(walk.refused))
     if walk.ignored:
@@ -388,4 +399,4 @@ def _tpu_accelerators(kind: JobKind, body: Mapping[str, Any]) -> list[tuple[str,
     ]
 
 
-__all__ = ["LOCAL_SUPPORT", "FieldSupport", "Support", "check_local_support"]
+__all__ = ["LOCAL_SUPPORT", "FieldSupport", "Support", "check_local_support", "local_refusals"]
