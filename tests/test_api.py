@@ -680,3 +680,191 @@ def test_a_workbench_zone_outside_the_platform_region_is_refused() -> None:
         "valid: None (means us-central1-a) or us-central1-<letter>"
     ) in message
     assert monitor.registrations == []
+
+
+def test_typed_nfs_mounts_without_a_network_name_the_typed_field() -> None:
+    mount = vt.NfsMount(server="10.0.0.2", path="/share", mount_point="data")
+    message, _ = failing(lambda: vt.CustomJob("nfs", alone(nfs_mounts=[mount])))
+    assert "CustomJobArgs.chief.nfs_mounts: NFS shares are reached over a VPC" in message
+    assert "(Vertex field jobSpec.workerPoolSpecs[0].nfsMounts)" in message
+
+
+def test_a_typed_psc_interface_with_a_network_names_the_typed_field() -> None:
+    args = dataclasses.replace(
+        alone(),
+        network="projects/1/global/networks/vpc",
+        psc_interface_config=vt.PscInterfaceConfig(network_attachment="a"),
+    )
+    message, _ = failing(lambda: vt.CustomJob("psc", args))
+    assert "CustomJobArgs.psc_interface_config: cannot be set with network" in message
+
+
+def _context(**extra: Any) -> Any:
+    from vertex_training.jobs.api import JobContext
+
+    return JobContext(
+        kind=JobKind.CUSTOM_JOB,
+        name="j",
+        region="us-central1",
+        project="p",
+        local=False,
+        default_image=DIGEST,
+        **extra,
+    )
+
+
+def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
+    from vertex_training.jobs.api import job_body
+
+    pool = vt.WorkerPool(
+        machine_type="ct5lp-hightpu-4t",
+        accelerator=vt.Accelerator("TPU_V5_LITEPOD", 4, tpu_topology="2x2"),
+        reservation_affinity=vt.ReservationAffinity(
+            type="SPECIFIC_RESERVATION",
+            key="compute.googleapis.com/reservation-name",
+            values=["projects/p/zones/us-central1-a/reservations/r"],
+        ),
+        nfs_mounts=[vt.NfsMount(server="10.0.0.2", path="/share", mount_point="data")],
+    )
+    args = vt.CustomJobArgs(
+        project="p",
+        region="us-central1",
+        chief=pool,
+        enable_dashboard_access=True,
+        enable_web_access=True,
+        psc_interface_config=vt.PscInterfaceConfig(
+            network_attachment="projects/p/regions/us-central1/networkAttachments/a",
+            dns_peering_configs=[
+                vt.DnsPeeringConfig(domain="corp.", target_project="p", target_network="vpc")
+            ],
+        ),
+    )
+    body = job_body(args, _context())
+    parse_body(JobKind.CUSTOM_JOB, body)  # the real protos take every typed field
+    spec = body["jobSpec"]
+    chief = spec["workerPoolSpecs"][0]
+    assert chief["machineSpec"] == {
+        "machineType": "ct5lp-hightpu-4t",
+        "acceleratorType": "TPU_V5_LITEPOD",
+        "acceleratorCount": 4,
+        "tpuTopology": "2x2",
+        "reservationAffinity": {
+            "reservationAffinityType": "SPECIFIC_RESERVATION",
+            "key": "compute.googleapis.com/reservation-name",
+            "values": ["projects/p/zones/us-central1-a/reservations/r"],
+        },
+    }
+    assert chief["nfsMounts"] == [{"server": "10.0.0.2", "path": "/share", "mountPoint": "data"}]
+    assert spec["enableDashboardAccess"] is True and spec["enableWebAccess"] is True
+    assert spec["pscInterfaceConfig"] == {
+        "networkAttachment": "projects/p/regions/us-central1/networkAttachments/a",
+        "dnsPeeringConfigs": [{"domain": "corp.", "targetProject": "p", "targetNetwork": "vpc"}],
+    }
+
+
+def test_network_false_leaves_the_platform_network_off_the_job() -> None:
+    from vertex_training.jobs.api import job_body
+
+    vpc = "projects/1/global/networks/vpc"
+    chief = vt.WorkerPool(machine_type="n1-standard-4")
+    joined = vt.CustomJobArgs(project="p", region="us-central1", chief=chief)
+    alone_ = vt.CustomJobArgs(project="p", region="us-central1", chief=chief, network=False)
+    assert job_body(joined, _context(network=vpc))["jobSpec"]["network"] == vpc
+    assert "network" not in job_body(alone_, _context(network=vpc))["jobSpec"]
+
+
+@pytest.mark.parametrize(
+    ("cls", "api_path", "python", "yaml"),
+    [
+        (
+            vt.CustomJobArgs,
+            "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount",
+            "workers.accelerator.count",
+            "workers.accelerator.count",
+        ),
+        (
+            vt.CustomJobArgs,
+            "jobSpec.workerPoolSpecs[0].machineSpec.machineType",
+            "chief.machine_type",
+            "chief.machineType",
+        ),
+        (
+            vt.CustomJobArgs,
+            "jobSpec.workerPoolSpecs[0].machineSpec.tpuTopology",
+            "chief.accelerator.tpu_topology",
+            "chief.accelerator.tpuTopology",
+        ),
+        (
+            vt.CustomJobArgs,
+            "jobSpec.scheduling.maxWaitDuration",
+            "scheduling.max_wait_seconds",
+            "scheduling.maxWaitSeconds",
+        ),
+        (
+            vt.CustomJobArgs,
+            "jobSpec.baseOutputDirectory.outputUriPrefix",
+            "base_output_directory",
+            "baseOutputDirectory",
+        ),
+        (vt.CustomJobArgs, "encryptionSpec.kmsKeyName", "kms_key_name", "kmsKeyName"),
+        (vt.CustomJobArgs, "jobSpec.workerPoolSpecs[2]", "parameter_servers", "parameterServers"),
+        (
+            vt.HyperparameterTuningJobArgs,
+            "trialJobSpec.workerPoolSpecs[0].replicaCount",
+            "trial.chief.replica_count",
+            "trial.chief.replicaCount",
+        ),
+        (
+            vt.HyperparameterTuningJobArgs,
+            "studySpec.parameters[2].doubleValueSpec.minValue",
+            "study.parameters[2].min_value",
+            "study.parameters[2].minValue",
+        ),
+        (
+            vt.HyperparameterTuningJobArgs,
+            "studySpec.parameters[0].scaleType",
+            "study.parameters[0].scale",
+            "study.parameters[0].scale",
+        ),
+        (
+            vt.HyperparameterTuningJobArgs,
+            "studySpec.metrics[0].goal",
+            "study.metrics[0].goal",
+            "study.metrics[0].goal",
+        ),
+        (
+            vt.HyperparameterTuningJobArgs,
+            "studySpec.convexAutomatedStoppingSpec.maxStepCount",
+            "study.early_stopping.max_step_count",
+            "study.earlyStopping.maxStepCount",
+        ),
+        (vt.HyperparameterTuningJobArgs, "maxTrialCount", "max_trial_count", "maxTrialCount"),
+        (vt.CustomJobArgs, "jobSpec.models", "", ""),
+    ],
+)
+def test_api_paths_map_to_the_callers_own_path(
+    cls: type, api_path: str, python: str, yaml: str
+) -> None:
+    from vertex_training.jobs.fields import caller_path
+
+    assert caller_path(cls, api_path) == python
+    assert caller_path(cls, api_path, "yaml") == yaml
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: vt.WorkerPool("n1-standard-4"),
+        lambda: vt.Scheduling("SPOT"),
+        lambda: vt.CustomJobArgs(vt.WorkerPool(machine_type="n1-standard-4")),
+    ],
+)
+def test_a_positional_call_says_to_use_keywords(build: Any) -> None:
+    with pytest.raises(vt.InvalidArgumentsError, match=r"takes keyword arguments only.*valid: "):
+        build()
+
+
+def test_every_parameter_has_the_parameter_base() -> None:
+    for cls in (vt.DoubleParameter, vt.IntegerParameter, vt.DiscreteParameter):
+        assert issubclass(cls, vt.ParameterBase)
+    assert issubclass(vt.CategoricalParameter, vt.ParameterBase)

@@ -12,21 +12,24 @@ provider's ``check``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import Finding, acknowledge
 from vertex_training.jobs.rules.job import job_findings
-from vertex_training.jobs.view import read_view, snake_case
+from vertex_training.jobs.view import read_view
 
 __all__ = [
     "Accelerator",
@@ -35,13 +38,18 @@ __all__ = [
     "CustomJobArgs",
     "DecayCurveStopping",
     "DiscreteParameter",
+    "DnsPeeringConfig",
     "DoubleParameter",
     "HyperparameterTuningJobArgs",
     "IntegerParameter",
     "JobPlatform",
     "MedianStopping",
     "Metric",
+    "NfsMount",
     "Parameter",
+    "ParameterBase",
+    "PscInterfaceConfig",
+    "ReservationAffinity",
     "Scheduling",
     "Study",
     "TrialJob",
@@ -107,271 +115,31 @@ class JobPlatform(Protocol):
 
 
 class _Checked:
-    """Types checked at construction (``check_fields``)."""
+    """Types checked at construction (``check_fields``); a positional call to a
+    keyword-only class gets a message that says so (not a bare TypeError)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
 
 
-# --------------------------------------------------------------------------- pools
-
-
-@dataclass(frozen=True)
-class Accelerator(_Checked):
-    """GPUs (or TPU chips) attached to each replica: ``MachineSpec.acceleratorType``/``Count``."""
-
-    type: pulumi.Input[str]
-    """The API's enum name, e.g. ``NVIDIA_TESLA_V100``, ``NVIDIA_H100_80GB``, ``TPU_V5_LITEPOD``."""
-    count: pulumi.Input[int] = 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerPool(_Checked):
-    """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
-
-    machine_type: pulumi.Input[str]
-    accelerator: Accelerator | None = None
-    replica_count: pulumi.Input[int] = 1
-    image: pulumi.Input[str] | None = None
-    """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a
-    cloud platform, an image by digest (``platform.image("trainer")``)."""
-    command: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
-    args: pulumi.Input[Sequence[pulumi.Input[str]]] = ()
-    env: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    boot_disk_type: pulumi.Input[str] | None = None
-    """None: the service's default for the machine family."""
-    boot_disk_size_gb: pulumi.Input[int] | None = None
-    extra_fields: Mapping[str, Any] = field(default_factory=dict)
-    """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
-    e.g. ``{"machineSpec": {"tpuTopology": "2x2"}}``."""
-
-    def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
-        """This pool with another replica count (e.g. the workers of a chief's pool)."""
-        return dataclasses.replace(self, replica_count=replica_count)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scheduling(_Checked):
-    """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
-
-    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = None
-    """None: the service's default (on-demand). ``SPOT`` is cheaper and may be preempted."""
-    timeout_seconds: pulumi.Input[float] | None = None
-    """The job is cancelled after this long (the service default is 7 days)."""
-    max_wait_seconds: pulumi.Input[float] | None = None
-    """FLEX_START: how long to wait for capacity."""
-    restart_job_on_worker_restart: bool = False
-    disable_retries: bool = False
-
-
-# --------------------------------------------------------------------------- studies
-
-
-Scale = Literal["linear", "log", "reverse_log"]
-_SCALES = {
-    "linear": "UNIT_LINEAR_SCALE",
-    "log": "UNIT_LOG_SCALE",
-    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
-}
-
-
-@dataclass(frozen=True)
-class Metric(_Checked):
-    """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
-
-    metric_id: str = DEFAULT_METRIC
-    goal: Literal["maximize", "minimize"] = "maximize"
-
-
-@dataclass(frozen=True)
-class DoubleParameter(_Checked):
-    """A real-valued hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str
-    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
-    min_value: float
-    max_value: float
-    scale: Scale = "linear"
-
-
-@dataclass(frozen=True)
-class IntegerParameter(_Checked):
-    """A whole-number hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str
-    min_value: int
-    max_value: int
-    scale: Scale = "linear"
-    conditional: Mapping[int, Sequence[Parameter]] = field(default_factory=dict)
-    """Child parameters searched only when this one takes the key's value."""
-
-
-@dataclass(frozen=True)
-class DiscreteParameter(_Checked):
-    """A hyperparameter taking one of the listed numbers."""
-
-    parameter_id: str
-    values: Sequence[float]
-    scale: Scale = "linear"
-    conditional: Mapping[float, Sequence[Parameter]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class CategoricalParameter(_Checked):
-    """A hyperparameter taking one of the listed strings."""
-
-    parameter_id: str
-    values: Sequence[str]
-    conditional: Mapping[str, Sequence[Parameter]] = field(default_factory=dict)
-    """e.g. ``{"sgd": [DoubleParameter("momentum", 0, 1)]}``: momentum is searched only
-    in trials whose optimizer is sgd."""
-
-
-Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
-
-
-@dataclass(frozen=True, kw_only=True)
-class MedianStopping(_Checked):
-    """Stop a trial whose objective falls below the running trials' median."""
-
-    use_elapsed_duration: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecayCurveStopping(_Checked):
-    """Stop a trial whose extrapolated curve will not beat the best one."""
-
-    use_elapsed_duration: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConvexStopping(_Checked):
-    """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
-
-    max_step_count: int | None = None
-    min_step_count: int | None = None
-    min_measurement_count: int | None = None
-    learning_rate_parameter_name: str | None = None
-    use_elapsed_duration: bool = False
-    update_all_stopped_trials: bool | None = None
-
-
-EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
-
-
-@dataclass(frozen=True, kw_only=True)
-class Study(_Checked):
-    """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
-
-    parameters: Sequence[Parameter]
-    metrics: Sequence[Metric] = (Metric(),)
-    """The first metric chooses the best trial."""
-    algorithm: Literal["bayesian", "grid", "random"] = "bayesian"
-    """``bayesian`` is the service's default search."""
-    measurement_selection: Literal["best", "last"] = "best"
-    early_stopping: EarlyStopping | None = None
-
-
-# --------------------------------------------------------------------------- jobs
-
-
-@dataclass(frozen=True, kw_only=True)
-class _RunFields(_Checked):
-    """The fields of a ``CustomJobSpec``: a job's run, or each trial of a study."""
-
-    chief: WorkerPool
-    """Worker pool 0: exactly one replica (the chief)."""
-    workers: WorkerPool | None = None
-    parameter_servers: WorkerPool | None = None
-    evaluator: WorkerPool | None = None
-    scheduling: Scheduling | None = None
-    service_account: pulumi.Input[str] | None = None
-    """None: the platform's training service account."""
-    network: pulumi.Input[str] | None = None
-    """VPC network peered with Vertex; None: the platform's, if it has one."""
-    base_output_directory: pulumi.Input[str] | None = None
-    """None: ``<platform bucket>/jobs/<resource name>`` (``AIP_MODEL_DIR`` is its
-    ``model/``)."""
-    tensorboard: pulumi.Input[str] | None = None
-    """A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the
-    job streams ``AIP_TENSORBOARD_LOG_DIR`` to it; it needs ``base_output_directory``)."""
-    experiment: pulumi.Input[str] | None = None
-    """A Vertex Experiment (``projects/P/locations/R/metadataStores/default/contexts/N``)
-    the job's run is recorded in."""
-    experiment_run: pulumi.Input[str] | None = None
-    """The experiment run (a context of ``experiment``); needs ``experiment``."""
-    enable_web_access: bool = False
-    persistent_resource_id: pulumi.Input[str] | None = None
-    """Run on this persistent resource's machines instead of new ones."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class _JobFields(_Checked):
-    platform: JobPlatform | None = None
-    """Where the job runs and what it uses by default (image, bucket, service account,
-    labels). None: give ``project``, ``region`` and each pool's ``image``."""
-    display_name: pulumi.Input[str] | None = None
-    """None: the resource name."""
-    labels: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    """Added to the platform's labels."""
-    kms_key_name: pulumi.Input[str] | None = None
-    """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region; None: the
-    platform's."""
-    project: str | None = None
-    """Without a platform: the Google Cloud project the job runs in."""
-    region: str | None = None
-    """Without a platform: the Vertex region (``us-central1``)."""
-    extra_fields: Mapping[str, Any] = field(default_factory=dict)
-    """Any other field of the job's body, in the API's camelCase, merged in last:
-    ``{"jobSpec": {"enableDashboardAccess": True}}``. The provider parses the whole body
-    with the real protos, so an unknown field fails ``pulumi preview``."""
-    expected_duration_seconds: float | None = None
-    """How long one run is expected to take; cost estimates use it (else the timeout)."""
-    strict_hardware_checks: bool | None = None
-    """Refuse hardware the catalog does not know; None: the platform's setting."""
-    acknowledged_hardware_checks: Sequence[str] = ()
-    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing;
-    added to the platform's."""
-    wait: bool = True
-    """``pulumi up`` waits for the job to end (like the SDK's ``run()``)."""
-    wait_timeout_seconds: float = 24 * 3600
-    poll_interval_seconds: float = 30
-    delete_timeout_seconds: float = 1800
-
-
-@dataclass(frozen=True, kw_only=True)
-class CustomJobArgs(_RunFields, _JobFields):
-    """A Vertex AI CustomJob: one run of a chief and, optionally, more pools."""
-
-    def on(self, platform: JobPlatform) -> CustomJobArgs:
-        """These Args on ``platform``."""
-        return dataclasses.replace(self, platform=platform)
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrialJob(_RunFields):
-    """What each trial of a study runs (``trialJobSpec``)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class HyperparameterTuningJobArgs(_JobFields):
-    """A Vertex AI HyperparameterTuningJob: trials of ``trial`` chosen by ``study``."""
-
-    trial: TrialJob
-    study: Study
-    max_trial_count: pulumi.Input[int]
-    parallel_trial_count: pulumi.Input[int]
-    max_failed_trial_count: pulumi.Input[int] = 0
-    """0: the service's default."""
-
-    def on(self, platform: JobPlatform) -> HyperparameterTuningJobArgs:
-        return dataclasses.replace(self, platform=platform)
-
-
-JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
-
-
-# --------------------------------------------------------------------------- bodies
+def _keywords_only(cls: type[Any]) -> type[Any]:
+    """``WorkerPool("n1-standard-4")`` raises an ``InvalidArgumentsError`` naming the
+    keywords to use, instead of Python's bare ``TypeError``."""
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def keyword_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        if args:
+            names = [f.name for f in dataclasses.fields(cls) if f.init]
+            raise InvalidArgumentsError(
+                f"{cls.__name__}: takes keyword arguments only, got {len(args)} positional "
+                f"({', '.join(repr(a) for a in args)[:80]}); valid: "
+                f"{cls.__name__}({names[0]}=..., ...), keywords: {', '.join(names)}"
+            )
+        init(self, **kwargs)
+
+    cls.__init__ = keyword_init  # type: ignore[method-assign]
+    return cls
 
 
 def _map(value: Any, fn: Any) -> Any:
@@ -389,16 +157,457 @@ def duration(seconds: float) -> str:
     return f"{text}s"
 
 
-def merge_fields(body: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``extra`` merged into ``body``: mappings merge key by key, anything else replaces."""
-    out = dict(body)
-    for key, value in extra.items():
-        current = out.get(key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            out[key] = merge_fields(current, value)
-        else:
-            out[key] = value
-    return out
+def _int64(value: Any) -> Any:
+    """An int64 field's JSON: a string (``"3"``)."""
+    return _map(value, lambda n: str(int(n)))
+
+
+def _seconds(value: Any) -> Any:
+    return _map(value, duration)
+
+
+# --------------------------------------------------------------------------- pools
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class ReservationAffinity(_Checked):
+    """``MachineSpec.reservationAffinity``: which Compute Engine reservations a pool's VMs
+    may consume."""
+
+    type: Literal["NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"] = field(
+        metadata=vertex("reservationAffinityType")
+    )
+    key: str | None = field(default=None, metadata=vertex("key"))
+    """SPECIFIC_RESERVATION: the label key, ``compute.googleapis.com/reservation-name``."""
+    values: Sequence[str] = field(default=(), metadata=vertex("values"))
+    """SPECIFIC_RESERVATION: the reservations, ``projects/P/zones/Z/reservations/R``."""
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class NfsMount(_Checked):
+    """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
+
+    server: str = field(metadata=vertex("server"))
+    """IP address of the NFS server."""
+    path: str = field(metadata=vertex("path"))
+    """Source path exported by the server (starts with ``/``)."""
+    mount_point: str = field(metadata=vertex("mountPoint"))
+    """Mounted at ``/mnt/nfs/<mount_point>`` in the container."""
+
+
+@dataclass(frozen=True)
+class Accelerator(_Checked):
+    """GPUs (or TPU chips) attached to each replica: ``MachineSpec.acceleratorType``/``Count``."""
+
+    type: pulumi.Input[str] = field(metadata=vertex("acceleratorType"))
+    """The API's enum name, e.g. ``NVIDIA_TESLA_V100``, ``NVIDIA_H100_80GB``, ``TPU_V5_LITEPOD``."""
+    count: pulumi.Input[int] = field(default=1, metadata=vertex("acceleratorCount"))
+    tpu_topology: pulumi.Input[str] | None = field(
+        default=None, kw_only=True, metadata=vertex("tpuTopology")
+    )
+    """TPUs: the slice's topology (``MachineSpec.tpuTopology``), e.g. ``2x2``."""
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class WorkerPool(_Checked):
+    """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
+
+    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
+    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
+    replica_count: pulumi.Input[int] = field(
+        default=1, metadata=vertex("replicaCount", encode=_int64)
+    )
+    image: pulumi.Input[str] | None = field(default=None, metadata=vertex("containerSpec.imageUri"))
+    """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a
+    cloud platform, an image by digest (``platform.image("trainer")``)."""
+    command: pulumi.Input[Sequence[pulumi.Input[str]]] | None = field(
+        default=None, metadata=vertex("containerSpec.command")
+    )
+    args: pulumi.Input[Sequence[pulumi.Input[str]]] = field(
+        default=(), metadata=vertex("containerSpec.args")
+    )
+    env: Mapping[str, pulumi.Input[str]] = field(
+        default_factory=dict,
+        metadata=vertex(
+            "containerSpec.env",
+            encode=lambda env: [{"name": k, "value": v} for k, v in env.items()],
+        ),
+    )
+    boot_disk_type: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("diskSpec.bootDiskType")
+    )
+    """None: the service's default for the machine family."""
+    boot_disk_size_gb: pulumi.Input[int] | None = field(
+        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
+    )
+    reservation_affinity: ReservationAffinity | None = field(
+        default=None, metadata=vertex("machineSpec.reservationAffinity")
+    )
+    """None: the service's default (consume any matching reservation)."""
+    nfs_mounts: Sequence[NfsMount] = field(default=(), metadata=vertex("nfsMounts"))
+    extra_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
+    e.g. ``{"lustreMounts": [...]}``."""
+
+    def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
+        """This pool with another replica count (e.g. the workers of a chief's pool)."""
+        return dataclasses.replace(self, replica_count=replica_count)
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class Scheduling(_Checked):
+    """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
+
+    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = field(
+        default=None, metadata=vertex("strategy")
+    )
+    """None: the service's default (on-demand). ``SPOT`` is cheaper and may be preempted."""
+    timeout_seconds: pulumi.Input[float] | None = field(
+        default=None, metadata=vertex("timeout", encode=_seconds)
+    )
+    """The job is cancelled after this long (the service default is 7 days)."""
+    max_wait_seconds: pulumi.Input[float] | None = field(
+        default=None, metadata=vertex("maxWaitDuration", encode=_seconds)
+    )
+    """FLEX_START: how long to wait for capacity."""
+    restart_job_on_worker_restart: bool = field(
+        default=False, metadata=vertex("restartJobOnWorkerRestart")
+    )
+    disable_retries: bool = field(default=False, metadata=vertex("disableRetries"))
+
+
+# --------------------------------------------------------------------------- studies
+
+
+Scale = Literal["linear", "log", "reverse_log"]
+_SCALES = {
+    "linear": "UNIT_LINEAR_SCALE",
+    "log": "UNIT_LOG_SCALE",
+    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
+}
+
+
+def _scale(scale: Scale) -> str:
+    return _SCALES[scale]
+
+
+@dataclass(frozen=True)
+class Metric(_Checked):
+    """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
+
+    metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
+    goal: Literal["maximize", "minimize"] = field(
+        default="maximize", metadata=vertex("goal", encode=str.upper)
+    )
+
+
+class ParameterBase(_Checked):
+    """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
+    with ``--<parameter_id>=<value>``)."""
+
+    parameter_id: str
+
+
+def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``conditional`` as ``conditionalParameterSpecs``: one entry per child parameter,
+    with every parent value it is searched under."""
+
+    def encode(conditional: Mapping[Any, Sequence[ParameterBase]]) -> list[dict[str, Any]]:
+        grouped: list[tuple[ParameterBase, list[Any]]] = []
+        for value, params in conditional.items():
+            for child in params:
+                entry = next((g for g in grouped if g[0] == child), None)
+                if entry is None:
+                    grouped.append((child, [value]))
+                else:
+                    entry[1].append(value)
+        return [
+            {parent_key: {"values": [cast(v) for v in values]}, "parameterSpec": to_body(child)}
+            for child, values in grouped
+        ]
+
+    return encode
+
+
+@dataclass(frozen=True)
+class DoubleParameter(ParameterBase):
+    """A real-valued hyperparameter in ``[min_value, max_value]``."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
+    min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
+    max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
+    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+
+
+@dataclass(frozen=True)
+class IntegerParameter(ParameterBase):
+    """A whole-number hyperparameter in ``[min_value, max_value]``."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
+    max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
+    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+    conditional: Mapping[int, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex("conditionalParameterSpecs", encode=_conditional("parentIntValues", str)),
+    )
+    """Child parameters searched only when this one takes the key's value."""
+
+
+@dataclass(frozen=True)
+class DiscreteParameter(ParameterBase):
+    """A hyperparameter taking one of the listed numbers."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    values: Sequence[float] = field(
+        metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
+    )
+    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+    conditional: Mapping[float, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex(
+            "conditionalParameterSpecs", encode=_conditional("parentDiscreteValues", float)
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class CategoricalParameter(ParameterBase):
+    """A hyperparameter taking one of the listed strings."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
+    conditional: Mapping[str, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex(
+            "conditionalParameterSpecs", encode=_conditional("parentCategoricalValues", str)
+        ),
+    )
+    """e.g. ``{"sgd": [DoubleParameter("momentum", 0, 1)]}``: momentum is searched only
+    in trials whose optimizer is sgd."""
+
+
+Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class MedianStopping(_Checked):
+    """Stop a trial whose objective falls below the running trials' median."""
+
+    VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class DecayCurveStopping(_Checked):
+    """Stop a trial whose extrapolated curve will not beat the best one."""
+
+    VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class ConvexStopping(_Checked):
+    """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
+
+    VERTEX_KEY: ClassVar[str] = "convexAutomatedStoppingSpec"
+    max_step_count: int | None = field(default=None, metadata=vertex("maxStepCount", encode=str))
+    min_step_count: int | None = field(default=None, metadata=vertex("minStepCount", encode=str))
+    min_measurement_count: int | None = field(
+        default=None, metadata=vertex("minMeasurementCount", encode=str)
+    )
+    learning_rate_parameter_name: str | None = field(
+        default=None, metadata=vertex("learningRateParameterName")
+    )
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+    update_all_stopped_trials: bool | None = field(
+        default=None, metadata=vertex("updateAllStoppedTrials")
+    )
+
+
+EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class Study(_Checked):
+    """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
+
+    parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
+    metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
+    """The first metric chooses the best trial."""
+    algorithm: Literal["bayesian", "grid", "random"] = field(
+        default="bayesian",
+        metadata=vertex("algorithm", encode=lambda a: f"{a.upper()}_SEARCH", omit=("bayesian",)),
+    )
+    """``bayesian`` is the service's default search."""
+    measurement_selection: Literal["best", "last"] = field(
+        default="best",
+        metadata=vertex("measurementSelectionType", encode=lambda m: f"{m.upper()}_MEASUREMENT"),
+    )
+    early_stopping: EarlyStopping | None = field(default=None, metadata=vertex(""))
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class DnsPeeringConfig(_Checked):
+    """``PscInterfaceConfig.dnsPeeringConfigs[]``: a DNS zone resolved in another network."""
+
+    domain: str = field(metadata=vertex("domain"))
+    target_project: str = field(metadata=vertex("targetProject"))
+    target_network: str = field(metadata=vertex("targetNetwork"))
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class PscInterfaceConfig(_Checked):
+    """``CustomJobSpec.pscInterfaceConfig``: reach a VPC through a Private Service Connect
+    interface instead of VPC peering (``network``)."""
+
+    network_attachment: pulumi.Input[str] = field(metadata=vertex("networkAttachment"))
+    """``projects/P/regions/R/networkAttachments/N`` (or its name in the job's project)."""
+    dns_peering_configs: Sequence[DnsPeeringConfig] = field(
+        default=(), metadata=vertex("dnsPeeringConfigs")
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RunFields(_Checked):
+    """The fields of a ``CustomJobSpec``: a job's run, or each trial of a study."""
+
+    chief: WorkerPool = field(metadata=vertex("workerPoolSpecs[0]"))
+    """Worker pool 0: exactly one replica (the chief)."""
+    workers: WorkerPool | None = field(default=None, metadata=vertex("workerPoolSpecs[1]"))
+    parameter_servers: WorkerPool | None = field(
+        default=None, metadata=vertex("workerPoolSpecs[2]")
+    )
+    evaluator: WorkerPool | None = field(default=None, metadata=vertex("workerPoolSpecs[3]"))
+    scheduling: Scheduling | None = field(default=None, metadata=vertex("scheduling"))
+    service_account: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("serviceAccount")
+    )
+    """None: the platform's training service account."""
+    network: pulumi.Input[str] | Literal[False] | None = field(
+        default=None, metadata=vertex("network")
+    )
+    """VPC network peered with Vertex; None: the platform's, if it has one; False: none
+    (the job does not join the platform's network)."""
+    base_output_directory: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("baseOutputDirectory.outputUriPrefix")
+    )
+    """None: ``<platform bucket>/jobs/<resource name>`` (``AIP_MODEL_DIR`` is its
+    ``model/``)."""
+    tensorboard: pulumi.Input[str] | None = field(default=None, metadata=vertex("tensorboard"))
+    """A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the
+    job streams ``AIP_TENSORBOARD_LOG_DIR`` to it; it needs ``base_output_directory``)."""
+    experiment: pulumi.Input[str] | None = field(default=None, metadata=vertex("experiment"))
+    """A Vertex Experiment (``projects/P/locations/R/metadataStores/default/contexts/N``)
+    the job's run is recorded in."""
+    experiment_run: pulumi.Input[str] | None = field(default=None, metadata=vertex("experimentRun"))
+    """The experiment run (a context of ``experiment``); needs ``experiment``."""
+    enable_web_access: bool = field(default=False, metadata=vertex("enableWebAccess"))
+    """An interactive shell into each replica (``webAccessUris``)."""
+    enable_dashboard_access: bool = field(default=False, metadata=vertex("enableDashboardAccess"))
+    """The training container's dashboard over HTTPS (``webAccessUris``)."""
+    persistent_resource_id: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("persistentResourceId")
+    )
+    """Run on this persistent resource's machines instead of new ones."""
+    psc_interface_config: PscInterfaceConfig | None = field(
+        default=None, metadata=vertex("pscInterfaceConfig")
+    )
+    """Reach a VPC through a Private Service Connect interface."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class _JobFields(_Checked):
+    platform: JobPlatform | None = None
+    """Where the job runs and what it uses by default (image, bucket, service account,
+    labels). None: give ``project``, ``region`` and each pool's ``image``."""
+    display_name: pulumi.Input[str] | None = field(default=None, metadata=vertex("displayName"))
+    """None: the resource name."""
+    labels: Mapping[str, pulumi.Input[str]] = field(
+        default_factory=dict, metadata=vertex("labels", keep_empty=True)
+    )
+    """Added to the platform's labels."""
+    kms_key_name: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("encryptionSpec.kmsKeyName")
+    )
+    """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region; None: the
+    platform's."""
+    project: str | None = None
+    """Without a platform: the Google Cloud project the job runs in."""
+    region: str | None = None
+    """Without a platform: the Vertex region (``us-central1``)."""
+    extra_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Any other field of the job's body, in the API's camelCase, merged in last:
+    ``{"jobSpec": {"models": [...]}}``. The provider parses the whole body with the real
+    protos, so an unknown field fails ``pulumi preview``."""
+    expected_duration_seconds: float | None = None
+    """How long one run is expected to take; cost estimates use it (else the timeout)."""
+    strict_hardware_checks: bool | None = None
+    """Refuse hardware the catalog does not know; None: the platform's setting."""
+    acknowledged_hardware_checks: Sequence[str] = ()
+    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing;
+    added to the platform's."""
+    wait: bool = True
+    """``pulumi up`` waits for the job to end (like the SDK's ``run()``)."""
+    wait_timeout_seconds: float = 24 * 3600
+    poll_interval_seconds: float = 30
+    delete_timeout_seconds: float = 1800
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class CustomJobArgs(_RunFields, _JobFields):
+    """A Vertex AI CustomJob: one run of a chief and, optionally, more pools."""
+
+    VERTEX_NESTED: ClassVar[dict[type, str]] = {_RunFields: "jobSpec"}
+
+    def on(self, platform: JobPlatform) -> CustomJobArgs:
+        """These Args on ``platform``."""
+        return dataclasses.replace(self, platform=platform)
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class TrialJob(_RunFields):
+    """What each trial of a study runs (``trialJobSpec``)."""
+
+
+@_keywords_only
+@dataclass(frozen=True, kw_only=True)
+class HyperparameterTuningJobArgs(_JobFields):
+    """A Vertex AI HyperparameterTuningJob: trials of ``trial`` chosen by ``study``."""
+
+    trial: TrialJob = field(metadata=vertex("trialJobSpec"))
+    study: Study = field(metadata=vertex("studySpec"))
+    max_trial_count: pulumi.Input[int] = field(metadata=vertex("maxTrialCount"))
+    parallel_trial_count: pulumi.Input[int] = field(metadata=vertex("parallelTrialCount"))
+    max_failed_trial_count: pulumi.Input[int] = field(
+        default=0, metadata=vertex("maxFailedTrialCount", omit=(0,))
+    )
+    """0: the service's default."""
+
+    def on(self, platform: JobPlatform) -> HyperparameterTuningJobArgs:
+        return dataclasses.replace(self, platform=platform)
+
+
+JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
+
+
+# --------------------------------------------------------------------------- bodies
 
 
 @dataclass(frozen=True)
@@ -426,161 +635,35 @@ class JobContext:
 _POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
 
 
-def _listed(value: Any) -> Any:
-    return list(value) if is_known(value) else value
+def _with(obj: Any, **changes: Any) -> Any:
+    """``obj`` with ``changes``, not checked again (the defaults come from the platform)."""
+    out = copy.copy(obj)
+    for key, value in changes.items():
+        object.__setattr__(out, key, value)
+    return out
 
 
-def _pool_body(pool: WorkerPool, image: pulumi.Input[str] | None, where: str) -> dict[str, Any]:
-    machine: dict[str, Any] = {"machineType": pool.machine_type}
-    if pool.accelerator is not None:
-        machine["acceleratorType"] = pool.accelerator.type
-        machine["acceleratorCount"] = pool.accelerator.count
-    chosen = pool.image if pool.image is not None else image
-    if chosen is None:
-        raise InvalidArgumentsError(
-            f"{where}.image: not set, and the platform has no single image to default to; "
-            'valid: an image by digest, e.g. image=platform.image("trainer")'
+def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
+    """``run`` with what the environment provides filled in where the caller left it unset."""
+    changes: dict[str, Any] = {}
+    for name in _POOL_NAMES:
+        pool = getattr(run, name)
+        if pool is None or pool.image is not None:
+            continue
+        if context.default_image is None:
+            raise InvalidArgumentsError(
+                f"{where}.{name}.image: not set, and the platform has no single image to "
+                'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
+            )
+        changes[name] = _with(pool, image=context.default_image)
+    if run.base_output_directory is None and context.bucket_url is not None:
+        changes["base_output_directory"] = _map(
+            context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
-    container: dict[str, Any] = {"imageUri": chosen}
-    if pool.command is not None:
-        container["command"] = _listed(pool.command)
-    if not is_known(pool.args) or pool.args:
-        container["args"] = _listed(pool.args)
-    if pool.env:
-        container["env"] = [{"name": k, "value": v} for k, v in pool.env.items()]
-    body: dict[str, Any] = {
-        "machineSpec": machine,
-        "replicaCount": _map(pool.replica_count, lambda n: str(int(n))),
-        "containerSpec": container,
-    }
-    disk = {
-        k: v
-        for k, v in (
-            ("bootDiskType", pool.boot_disk_type),
-            ("bootDiskSizeGb", pool.boot_disk_size_gb),
-        )
-        if v is not None
-    }
-    if disk:
-        body["diskSpec"] = disk
-    return merge_fields(body, pool.extra_fields)
-
-
-def _run_body(run: _RunFields, context: JobContext, where: str) -> dict[str, Any]:
-    pools = [run.chief, run.workers, run.parameter_servers, run.evaluator]
-    bodies: list[dict[str, Any]] = [
-        _pool_body(pool, context.default_image, f"{where}.{name}") if pool is not None else {}
-        for pool, name in zip(pools, _POOL_NAMES, strict=True)
-    ]
-    while bodies and not bodies[-1]:
-        bodies.pop()  # an empty pool keeps a later one in its place
-    spec: dict[str, Any] = {"workerPoolSpecs": bodies}
-    output = run.base_output_directory
-    if output is None and context.bucket_url is not None:
-        output = _map(context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}")
-    if output is not None:
-        spec["baseOutputDirectory"] = {"outputUriPrefix": output}
-    if run.scheduling is not None:
-        scheduling: dict[str, Any] = {}
-        s = run.scheduling
-        if s.timeout_seconds is not None:
-            scheduling["timeout"] = _map(s.timeout_seconds, duration)
-        if s.max_wait_seconds is not None:
-            scheduling["maxWaitDuration"] = _map(s.max_wait_seconds, duration)
-        if s.strategy is not None:
-            scheduling["strategy"] = s.strategy
-        if s.restart_job_on_worker_restart:
-            scheduling["restartJobOnWorkerRestart"] = True
-        if s.disable_retries:
-            scheduling["disableRetries"] = True
-        if scheduling:
-            spec["scheduling"] = scheduling
-    for key, value in (
-        ("serviceAccount", run.service_account or context.service_account),
-        ("network", run.network or context.network),
-        ("tensorboard", run.tensorboard or context.tensorboard),
-        ("persistentResourceId", run.persistent_resource_id),
-        ("experiment", run.experiment),
-        ("experimentRun", run.experiment_run),
-    ):
-        if value is not None:
-            spec[key] = value
-    if run.enable_web_access:
-        spec["enableWebAccess"] = True
-    return spec
-
-
-def _parameter_body(param: Parameter) -> dict[str, Any]:
-    body: dict[str, Any] = {"parameterId": param.parameter_id}
-    if isinstance(param, DoubleParameter):
-        body["doubleValueSpec"] = {"minValue": param.min_value, "maxValue": param.max_value}
-    elif isinstance(param, IntegerParameter):
-        body["integerValueSpec"] = {
-            "minValue": str(param.min_value),
-            "maxValue": str(param.max_value),
-        }
-    elif isinstance(param, DiscreteParameter):
-        body["discreteValueSpec"] = {"values": [float(v) for v in param.values]}
-    else:
-        body["categoricalValueSpec"] = {"values": list(param.values)}
-    if not isinstance(param, CategoricalParameter):
-        body["scaleType"] = _SCALES[param.scale]
-    if not isinstance(param, DoubleParameter) and param.conditional:
-        # One entry per child parameter, with every parent value it is searched under.
-        grouped: list[tuple[Parameter, list[Any]]] = []
-        for value, params in param.conditional.items():
-            for child in params:
-                entry = next((g for g in grouped if g[0] == child), None)
-                if entry is None:
-                    grouped.append((child, [value]))
-                else:
-                    entry[1].append(value)
-        children: list[dict[str, Any]] = []
-        for child, values in grouped:
-            parent: dict[str, Any]
-            if isinstance(param, CategoricalParameter):
-                parent = {"parentCategoricalValues": {"values": [str(v) for v in values]}}
-            elif isinstance(param, IntegerParameter):
-                parent = {"parentIntValues": {"values": [str(v) for v in values]}}
-            else:
-                parent = {"parentDiscreteValues": {"values": [float(v) for v in values]}}
-            children.append({**parent, "parameterSpec": _parameter_body(child)})
-        body["conditionalParameterSpecs"] = children
-    return body
-
-
-def _study_body(study: Study) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "metrics": [{"metricId": m.metric_id, "goal": m.goal.upper()} for m in study.metrics],
-        "parameters": [_parameter_body(p) for p in study.parameters],
-    }
-    if study.algorithm != "bayesian":  # unset is the service's Bayesian search
-        body["algorithm"] = f"{study.algorithm.upper()}_SEARCH"
-    body["measurementSelectionType"] = f"{study.measurement_selection.upper()}_MEASUREMENT"
-    stopping = study.early_stopping
-    if isinstance(stopping, ConvexStopping):
-        convex = {
-            snake_to_camel(f.name): getattr(stopping, f.name)
-            for f in dataclasses.fields(stopping)
-            if getattr(stopping, f.name) not in (None, False)
-        }
-        for key in ("maxStepCount", "minStepCount", "minMeasurementCount"):
-            if key in convex:
-                convex[key] = str(convex[key])
-        body["convexAutomatedStoppingSpec"] = convex
-    elif stopping is not None:
-        key = (
-            "medianAutomatedStoppingSpec"
-            if isinstance(stopping, MedianStopping)
-            else "decayCurveStoppingSpec"
-        )
-        body[key] = {"useElapsedDuration": True} if stopping.use_elapsed_duration else {}
-    return body
-
-
-def snake_to_camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
+    for key in ("service_account", "network", "tensorboard"):
+        if getattr(run, key) is None and getattr(context, key) is not None:
+            changes[key] = getattr(context, key)
+    return _with(run, **changes) if changes else run
 
 
 def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
@@ -589,78 +672,24 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
     Values not known yet (Outputs) stay in place: the engine resolves them, each where it
     is, so that ``check`` sees the rest of the body even in preview."""
     where = type(args).__name__
-    body: dict[str, Any] = {
-        "displayName": args.display_name if args.display_name is not None else context.name,
+    changes: dict[str, Any] = {
+        "display_name": args.display_name if args.display_name is not None else context.name,
         "labels": {**context.labels, **args.labels},
+        "kms_key_name": args.kms_key_name
+        if args.kms_key_name is not None
+        else context.kms_key_name,
     }
-    kms_key_name = args.kms_key_name if args.kms_key_name is not None else context.kms_key_name
-    if kms_key_name is not None:
-        body["encryptionSpec"] = {"kmsKeyName": kms_key_name}
     if isinstance(args, CustomJobArgs):
-        body["jobSpec"] = _run_body(args, context, where)
+        resolved = _resolved_run(_with(args, **changes), context, where)
     else:
-        body.update(
-            studySpec=_study_body(args.study),
-            maxTrialCount=args.max_trial_count,
-            parallelTrialCount=args.parallel_trial_count,
-            trialJobSpec=_run_body(args.trial, context, f"{where}.trial"),
-        )
-        if not is_known(args.max_failed_trial_count) or args.max_failed_trial_count:
-            body["maxFailedTrialCount"] = args.max_failed_trial_count
-    return merge_fields(body, args.extra_fields)
+        changes["trial"] = _resolved_run(args.trial, context, f"{where}.trial")
+        resolved = _with(args, **changes)
+    return to_body(resolved)
 
 
 # --------------------------------------------------------------------------- validation
 
 _POOL_FIELD = re.compile(r"workerPoolSpecs\[(\d+)\](?:\.(.*))?$")
-_POOL_ARGUMENT = {
-    "machineSpec.machineType": "machine_type",
-    "machineSpec.acceleratorType": "accelerator.type",
-    "machineSpec.acceleratorCount": "accelerator.count",
-    "replicaCount": "replica_count",
-    "containerSpec.imageUri": "image",
-    "containerSpec.command": "command",
-    "containerSpec.args": "args",
-    "containerSpec.env": "env",
-    "diskSpec.bootDiskType": "boot_disk_type",
-    "diskSpec.bootDiskSizeGb": "boot_disk_size_gb",
-}
-_RUN_ARGUMENT = {
-    "scheduling.timeout": "scheduling.timeout_seconds",
-    "scheduling.maxWaitDuration": "scheduling.max_wait_seconds",
-    "baseOutputDirectory.outputUriPrefix": "base_output_directory",
-    "baseOutputDirectory": "base_output_directory",
-}
-
-
-def _snake_path(path: str) -> str:
-    return ".".join(snake_case(part) for part in path.split(".")) if path else ""
-
-
-def _run_argument(rest: str) -> str:
-    pool = _POOL_FIELD.match(rest)
-    if pool is not None:
-        index, inner = int(pool[1]), pool[2] or ""
-        name = _POOL_NAMES[index] if index < len(_POOL_NAMES) else f"pool[{index}]"
-        key = _POOL_ARGUMENT.get(re.sub(r"\[\d+\]$", "", inner), _snake_path(inner))
-        return f"{name}.{key}" if key else name
-    return _RUN_ARGUMENT.get(rest, _snake_path(rest))
-
-
-def argument_path(kind: JobKind, api_path: str) -> str:
-    """The Python argument an API path comes from (``jobSpec.workerPoolSpecs[1]
-    .machineSpec.acceleratorCount`` -> ``workers.accelerator.count``)."""
-    head, _, rest = api_path.partition(".")
-    if head == "jobSpec":
-        return _run_argument(rest)
-    if head == "trialJobSpec":
-        return f"trial.{_run_argument(rest)}".rstrip(".")
-    if head == "studySpec":
-        rest = re.sub(r"\.(double|integer|discrete|categorical)ValueSpec", "", rest)
-        return f"study.{_snake_path(rest)}".rstrip(".")
-    if head == "encryptionSpec":
-        return "kms_key_name"
-    return snake_case(head) if head else ""
 
 
 def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
@@ -731,7 +760,8 @@ def validate_body(
         argument = (
             _in_extra(args.extra_fields, finding.path)
             or _in_pool_extra(args, finding.path)
-            or argument_path(context.kind, finding.path)
+            or caller_path(type(args), finding.path)
+            or finding.path
         )
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is

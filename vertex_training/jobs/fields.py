@@ -1,0 +1,246 @@
+"""The one model of a job: each Args field names the Vertex field it sets, and everything
+else is derived from that.
+
+A field declares its place in the REST body with ``vertex("machineSpec.machineType")``
+(relative to the body of the class that holds it). From those declarations alone:
+
+- ``to_body`` builds the request body of any Args value (both routes: Python Args and
+  stack YAML, which is read into the same Args);
+- ``caller_path`` turns an API path (``jobSpec.workerPoolSpecs[1].machineSpec
+  .acceleratorCount``) back into the caller's own path, in Python spelling
+  (``workers.accelerator.count``) or YAML spelling (``workers.accelerator.count``
+  camelCased: ``workers.accelerator.count``, ``chief.machineType``);
+- ``from_config`` reads a YAML mapping (the same names, camelCased) into the Args.
+
+Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, one test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vertex_training._checks import _AnyOf, _field_types, _Later, is_known
+
+__all__ = [
+    "VertexField",
+    "caller_path",
+    "camel",
+    "dataclass_members",
+    "merge_fields",
+    "to_body",
+    "vertex",
+]
+
+VERTEX = "vertex"
+
+
+@dataclass(frozen=True)
+class VertexField:
+    """Where a field goes in the body and how its value is written there."""
+
+    path: str
+    """Relative to the holder's body; ``""`` merges the value's body into the holder's."""
+    encode: Callable[[Any], Any] | None = None
+    omit: tuple[Any, ...] = ()
+    """Known values left out of the body (besides None, False and empty collections)."""
+    keep_empty: bool = False
+    """Write an empty collection too (``labels: {}``)."""
+
+
+def vertex(
+    path: str,
+    *,
+    encode: Callable[[Any], Any] | None = None,
+    omit: tuple[Any, ...] = (),
+    keep_empty: bool = False,
+) -> dict[str, VertexField]:
+    """Field metadata: this field sets the Vertex field at ``path``."""
+    return {VERTEX: VertexField(path, encode, omit, keep_empty)}
+
+
+def camel(name: str) -> str:
+    """``machine_type`` -> ``machineType``: the YAML (and REST) spelling of a field."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def merge_fields(body: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``extra`` merged into ``body``: mappings merge key by key, anything else replaces."""
+    out = dict(body)
+    for key, value in extra.items():
+        current = out.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            out[key] = merge_fields(current, value)
+        else:
+            out[key] = value
+    return out
+
+
+_TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+def _tokens(path: str) -> list[str]:
+    return _TOKEN.findall(path)
+
+
+def _prefix(cls: type, name: str) -> str:
+    """Where the fields a class inherits from a nested spec go (``CustomJobArgs``'s run
+    fields live under ``jobSpec``)."""
+    for base, where in getattr(cls, "VERTEX_NESTED", {}).items():
+        if name in base.__dataclass_fields__:
+            return f"{where}."
+    return ""
+
+
+def _omitted(value: Any, spec: VertexField) -> bool:
+    if value is None or value is False:
+        return True
+    if not is_known(value):
+        return False
+    if isinstance(value, Mapping | list | tuple) and not value and not spec.keep_empty:
+        return True
+    return any(value == o and type(value) is type(o) for o in spec.omit)
+
+
+def _value(value: Any, spec: VertexField | None) -> Any:
+    if spec is not None and spec.encode is not None:
+        return spec.encode(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        body = to_body(value)
+        key = getattr(type(value), "VERTEX_KEY", None)
+        return {key: body} if key else body
+    if is_known(value) and isinstance(value, list | tuple):
+        return [_value(item, None) for item in value]
+    return value
+
+
+def _put(body: dict[str, Any], path: str, value: Any) -> None:
+    tokens = _tokens(path)
+    if not tokens:
+        body.update(merge_fields(body, value))
+        return
+    node: Any = body
+    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
+        empty: Any = [] if following is not None and following.startswith("[") else {}
+        if token.startswith("["):
+            index = int(token[1:-1])
+            while len(node) <= index:
+                node.append({})
+            if following is None:
+                node[index] = merge_fields(node[index], value) if node[index] else value
+                return
+            if not node[index]:
+                node[index] = empty
+            node = node[index]
+        else:
+            if following is None:
+                current = node.get(token)
+                node[token] = (
+                    merge_fields(current, value)
+                    if isinstance(current, Mapping) and isinstance(value, Mapping)
+                    else value
+                )
+                return
+            node = node.setdefault(token, empty)
+
+
+def to_body(obj: Any) -> dict[str, Any]:
+    """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
+    last. Values not known yet (Outputs) stay in place."""
+    body: dict[str, Any] = {}
+    cls = type(obj)
+    for f in dataclasses.fields(obj):
+        spec = f.metadata.get(VERTEX)
+        if spec is None:
+            continue
+        value = getattr(obj, f.name)
+        if _omitted(value, spec):
+            continue
+        out = _value(value, spec)
+        if out == {}:
+            continue  # a nested spec with nothing set (``Scheduling()``)
+        _put(body, _prefix(cls, f.name) + spec.path, out)
+    extra = getattr(obj, "extra_fields", None)
+    return merge_fields(body, extra) if extra else body
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _flatten(expected: object) -> list[object]:
+    """The options of a union/Input annotation, ``_Later`` dropped."""
+    if isinstance(expected, _AnyOf):
+        return [o for option in expected.options for o in _flatten(option)]
+    if isinstance(expected, _Later):
+        return []
+    origin = typing.get_origin(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return [o for option in typing.get_args(expected) for o in _flatten(option)]
+    return [expected]
+
+
+def dataclass_members(expected: object) -> list[type]:
+    """The dataclasses an annotation may hold, directly or as items of a sequence or the
+    values of a mapping (``Sequence[Parameter]`` -> the four parameter classes)."""
+    out: list[type] = []
+    for option in _flatten(expected):
+        origin = typing.get_origin(option)
+        if origin in (Sequence, list, tuple):
+            out += dataclass_members(typing.get_args(option)[0])
+        elif origin in (Mapping, dict):
+            out += dataclass_members(typing.get_args(option)[1])
+        elif isinstance(option, type) and dataclasses.is_dataclass(option):
+            out.append(option)
+    return list(dict.fromkeys(out))
+
+
+def _is_sequence(expected: object) -> bool:
+    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in _flatten(expected))
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int, str]:
+    """(tokens consumed, caller path) of the deepest field of ``cls`` that sets a prefix
+    of ``tokens``."""
+    best = (0, "")
+    types_of = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        spec = f.metadata.get(VERTEX)
+        if spec is None:
+            continue
+        own = _tokens(_prefix(cls, f.name) + spec.path)
+        if tokens[: len(own)] != own:
+            continue
+        used, here, rest = len(own), name(f.name), tokens[len(own) :]
+        if rest and rest[0].startswith("[") and _is_sequence(types_of[f.name]):
+            used, here, rest = used + 1, here + rest[0], rest[1:]
+        if used > best[0]:
+            best = (used, here)
+        for member in dataclass_members(types_of[f.name]):
+            key = getattr(member, "VERTEX_KEY", None)
+            inner = rest
+            if key:
+                if not rest or rest[0] != key:
+                    continue
+                inner = rest[1:]
+            depth, path = _walk(member, inner, name)
+            total = used + depth + (1 if key else 0)
+            if depth and total > best[0]:
+                best = (total, f"{here}.{path}")
+    return best
+
+
+def caller_path(cls: type, api_path: str, spelling: str = "python") -> str:
+    """The caller's path to what sets ``api_path`` in a body of ``cls``: the deepest field
+    whose Vertex path is a prefix of it, in Python (snake_case) or YAML (camelCase)
+    spelling; ``""`` when no field sets it (a field only ``extra_fields`` can give)."""
+    name: Callable[[str], str] = camel if spelling == "yaml" else (lambda n: n)
+    return _walk(cls, _tokens(api_path), name)[1]
