@@ -388,15 +388,20 @@ def _jobs(*jobs: dict[str, object]) -> dict[str, object]:
 
 
 def _job(name: str, **fields: object) -> dict[str, object]:
-    return {"name": name, "workload": "cassava", **fields}
+    chief = {"machineType": "n1-standard-4", "args": ["--workload", "cassava"]}
+    return {"name": name, "chief": chief, **fields}
+
+
+def _pool(**fields: object) -> dict[str, object]:
+    return {"machineType": "n1-standard-4", **fields}
 
 
 def test_unknown_nested_job_key_suggests_and_lists_valid_keys() -> None:
-    raw = _jobs(_job("a"), _job("b", chief={"machineType": "n1-standard-8", "acceleratorTyp": "x"}))
+    raw = _jobs(_job("a"), _job("b", chief={"machineType": "n1-standard-8", "acelerator": "x"}))
     (problem,) = problems_of("dev", raw).problems
-    assert problem.key == "vertex-training:jobs[1].chief.acceleratorTyp"
-    assert "did you mean 'acceleratorType'" in problem.problem
-    assert "acceleratorCount" in problem.valid and "replicaCount" in problem.valid
+    assert problem.key == "vertex-training:jobs[1].chief.acelerator"
+    assert "did you mean 'accelerator'" in problem.problem
+    assert "accelerator" in problem.valid and "replicaCount" in problem.valid
     # The fix edits the stack file; `pulumi config set jobs` would replace every job.
     assert "stacks/Pulumi.dev.yaml" in problem.fix
     assert not problem.fix.startswith("pulumi config set")
@@ -404,15 +409,15 @@ def test_unknown_nested_job_key_suggests_and_lists_valid_keys() -> None:
 
 def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
     raw = _jobs(
-        _job("a", chief={"replicaCount": "many"}),
+        _job("a", chief=_pool(replicaCount="many")),
         _job("b", chief={"machineType": "n1-standard-5"}),
-        _job(
-            "c",
-            kind="tuning",
-            maxTrialCount=0,
-            parallelTrialCount=1,
-            study={"parameters": [{"parameterId": "lr", "type": "double", "min": 0.1, "max": 1}]},
-        ),
+        {
+            "name": "c",
+            "trial": {"chief": _pool()},
+            "maxTrialCount": 0,
+            "parallelTrialCount": 1,
+            "study": {"parameters": [_double("lr", 0.1, 1)]},
+        },
     )
     keys = [p.key for p in problems_of("dev", raw).problems]
     assert "vertex-training:jobs[0].chief.replicaCount" in keys
@@ -444,16 +449,14 @@ def test_current_hardware_is_accepted() -> None:
                 "h200",
                 chief={
                     "machineType": "a3-ultragpu-8g",
-                    "acceleratorType": "NVIDIA_H200_141GB",
-                    "acceleratorCount": 8,
+                    "accelerator": {"type": "NVIDIA_H200_141GB", "count": 8},
                 },
             ),
             _job(
                 "b200",
                 chief={
                     "machineType": "a4-highgpu-8g",
-                    "acceleratorType": "NVIDIA_B200",
-                    "acceleratorCount": 8,
+                    "accelerator": {"type": "NVIDIA_B200", "count": 8},
                 },
             ),
         ),
@@ -465,44 +468,62 @@ def test_current_hardware_is_accepted() -> None:
 
 
 def _tuning(name: str, study: dict[str, object], **fields: object) -> dict[str, object]:
-    return _job(
-        name,
-        kind="tuning",
-        maxTrialCount=2,
-        parallelTrialCount=1,
-        study={
-            "parameters": [{"parameterId": "lr", "type": "double", "min": 0.1, "max": 1}],
-            **study,
-        },
+    return {
+        "name": name,
+        "trial": {"chief": _pool()},
+        "maxTrialCount": 2,
+        "parallelTrialCount": 1,
+        "study": {"parameters": [_double("lr", 0.1, 1)], **study},
         **fields,
-    )
+    }
+
+
+def _double(parameter_id: str, low: float, high: float) -> dict[str, object]:
+    return {
+        "type": "DoubleParameter",
+        "parameterId": parameter_id,
+        "minValue": low,
+        "maxValue": high,
+    }
 
 
 @pytest.mark.parametrize(
     ("job", "path", "text"),
     [
-        (_job("a", schedulingStrategy="SPTO"), "schedulingStrategy", "(did you mean 'spot'?)"),
-        (_job("a", schedulingStrategy="SPOT"), "schedulingStrategy", "(did you mean 'spot'?)"),
-        (_tuning("a", {"goal": "maximise"}), "study.goal", "(did you mean 'maximize'?)"),
+        (
+            _job("a", scheduling={"strategy": "SPTO"}),
+            "scheduling.strategy",
+            "(did you mean 'SPOT'?)",
+        ),
+        (
+            _job("a", scheduling={"strategy": "spot"}),
+            "scheduling.strategy",
+            "(did you mean 'SPOT'?)",
+        ),
+        (
+            _tuning("a", {"metrics": [{"metricId": "accuracy", "goal": "maximise"}]}),
+            "study.metrics[0].goal",
+            "(did you mean 'maximize'?)",
+        ),
         (_tuning("a", {"algorithm": "GRID_SEARH"}), "study.algorithm", "(did you mean 'grid'?)"),
         (
-            _job("a", chief={"acceleratorType": "V100", "acceleratorCount": 1}),
-            "chief.acceleratorType",
+            _job("a", chief=_pool(accelerator={"type": "V100", "count": 1})),
+            "chief.accelerator.type",
             "'V100' is not an AcceleratorType (did you mean 'NVIDIA_TESLA_V100'?)",
         ),
         (
-            _job("a", chief={"acceleratorType": "NVIDIA_TESLA_X100", "acceleratorCount": 1}),
-            "chief.acceleratorType",
+            _job("a", chief=_pool(accelerator={"type": "NVIDIA_TESLA_X100", "count": 1})),
+            "chief.accelerator.type",
             "'NVIDIA_TESLA_X100' is not an AcceleratorType",
         ),
         (
-            _job("a", chief={"acceleratorCount": 2}),
-            "chief.acceleratorCount",
+            _job("a", chief=_pool(extraFields={"machineSpec": {"acceleratorCount": 2}})),
+            "chief.extraFields.machineSpec.acceleratorCount",
             "acceleratorCount is 2 but acceleratorType is unset",
         ),
         (
-            _job("a", chief={"acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 0}),
-            "chief.acceleratorCount",
+            _job("a", chief=_pool(accelerator={"type": "NVIDIA_TESLA_T4", "count": 0})),
+            "chief.accelerator.count",
             "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4",
         ),
         (
@@ -517,14 +538,14 @@ def _tuning(name: str, study: dict[str, object], **fields: object) -> dict[str, 
         ),
         (_job("a", displayName="two\nlines"), "displayName", "has a control character"),
         (
-            _job("a", maxWaitSeconds=600),
-            "maxWaitSeconds",
+            _job("a", scheduling={"maxWaitSeconds": 600}),
+            "scheduling.maxWaitSeconds",
             "applies only to the FLEX_START strategy (the strategy is unset)",
         ),
         (
             _tuning(
                 "a",
-                {"parameters": [{"parameterId": "l r", "type": "double", "min": 0.1, "max": 1}]},
+                {"parameters": [_double("l r", 0.1, 1)]},
             ),
             "study.parameters[0].parameterId",
             "'l r' has whitespace",
@@ -599,8 +620,8 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
         **_jobs(
             _job(
                 "a",
-                schedulingStrategy="SPTO",
-                chief={"acceleratorType": "V100", "acceleratorCount": 1},
+                scheduling={"strategy": "SPTO"},
+                chief=_pool(accelerator={"type": "V100", "count": 1}),
             ),
             _job("b", displayName="x\ty", persistentResourceId="-"),
         ),
@@ -609,7 +630,7 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
     keys = sorted(p.key for p in problems_of("dev", raw).problems)
     # A job whose keys do not parse (jobs[0]) is not checked further until they do.
     assert keys == [
-        "vertex-training:jobs[0].schedulingStrategy",
+        "vertex-training:jobs[0].scheduling.strategy",
         "vertex-training:jobs[1].displayName",
         "vertex-training:jobs[1].persistentResourceId",
         "vertex-trainng:region",

@@ -35,6 +35,7 @@ def render() -> str:
     import pdoc.doc
 
     import vertex_training as vt
+    from vertex_training.jobs.fields import camel
 
     lines = [
         "# `vertex_training` reference",
@@ -57,7 +58,7 @@ def render() -> str:
         if doc is not None and doc.docstring:
             lines += [doc.docstring.strip(), ""]
         if isinstance(value, type) and dataclasses.is_dataclass(value):
-            lines += ["| field | type | default | |", "|---|---|---|---|"]
+            lines += ["| field | YAML key | type | default | |", "|---|---|---|---|---|"]
             for field in dataclasses.fields(value):
                 member = doc.get(field.name) if isinstance(doc, pdoc.doc.Class) else None
                 text = member.docstring if member is not None else ""
@@ -67,7 +68,8 @@ def render() -> str:
                     else getattr(field.type, "__name__", "")
                 )
                 lines.append(
-                    f"| `{field.name}` | `{_cell(str(kind))}` | {_default(field)} | {_cell(text)} |"
+                    f"| `{field.name}` | `{camel(field.name)}` | `{_cell(str(kind))}` | "
+                    f"{_default(field)} | {_cell(text)} |"
                 )
             lines.append("")
         elif isinstance(doc, pdoc.doc.Class):

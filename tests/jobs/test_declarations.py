@@ -1,344 +1,294 @@
-"""Job declarations (stack config) -> Vertex REST bodies: defaults, overrides, every
-declared feature, ``extraFields``, and config keys for the rules' API paths."""
+"""Stack YAML jobs are the typed Args in camelCase: every Args field can be given from
+YAML (walked from the types, not listed), the YAML and Python routes build the same body,
+messages name YAML paths, and a stack file in the old shape is refused with what to write."""
 
 from __future__ import annotations
 
+import dataclasses
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+import yaml
 
-from vertex_training.jobs.declarations import (
-    JobDeclaration,
-    config_path,
-    job_problems,
-    merge_fields,
-)
+import vertex_training as vt
+from vertex_training._checks import _field_types
+from vertex_training.jobs import api
+from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
+from vertex_training.jobs.fields import _flatten, camel
 from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.protos import canonical_json, parse_body
-from vertex_training.jobs.rules.job import job_findings
-from vertex_training.jobs.view import (
-    CategoricalParameterSpec,
-    ConditionalParameterSpec,
-    CustomJobView,
-    EarlyStopping,
-    IntegerParameterSpec,
-    MeasurementSelection,
-    MetricGoal,
-    ScaleType,
-    SearchAlgorithm,
-    TuningJobView,
-    view_of,
-)
+from vertex_training.jobs.protos import parse_body
+from vertex_training.stack.config import PROJECT_ROOT
 
 IMAGE = "r/trainer@sha256:" + "1" * 64
 ENV = {"image": IMAGE, "bucket_url": "gs://b", "service_account": "sa@p.iam.gserviceaccount.com"}
 
 
-def declare(**fields: Any) -> JobDeclaration:
-    return JobDeclaration.model_validate(fields)
+def _sample(expected: object, name: str, depth: int) -> Any:
+    """A YAML value of type ``expected`` (every field of a dataclass set)."""
+    options = [o for o in _flatten(expected) if o is not type(None)]
+    classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
+    if classes:
+        chosen = max(classes, key=lambda c: len(dataclasses.fields(c)))
+        body = _sample_of(chosen, depth)
+        return {"type": chosen.__name__, **body} if len(classes) > 1 else body
+    option = options[0]
+    origin = typing.get_origin(option)
+    if origin is typing.Literal:
+        return typing.get_args(option)[0]
+    if origin in (Sequence, list, tuple):
+        (inner,) = typing.get_args(option)
+        members = [o for o in _flatten(inner) if dataclasses.is_dataclass(o)]
+        if len(members) > 1:  # one of each kind: every parameter class is readable
+            return [{"type": m.__name__, **_sample_of(m, depth)} for m in members]  # type: ignore[arg-type]
+        return [_sample(inner, name, depth)]
+    if origin in (Mapping, dict):
+        key_type, value_type = typing.get_args(option)
+        if depth > 0 and name == "conditional":
+            return {}
+        key = {int: 1, float: 1.0}.get(key_type, "k")  # type: ignore[call-overload]
+        return {key: _sample(value_type, name, depth + 1)}
+    return {str: f"v-{name}", int: 2, float: 1.5, bool: True}.get(option, "any")  # type: ignore[call-overload]
 
 
-def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
-    body = job.to_body(**ENV, labels=labels or None)
-    parse_body(job.job_kind, body)  # every body is one the real protos take
-    return body
-
-
-def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
-    view = view_of(job.job_kind, body)
-    assert job_findings(view, region="us-central1", remote=True) == []
-
-
-def test_minimal_job_defaults() -> None:
-    job = declare(name="tiny", workload="cassava")
-    body = body_of(job, stack="dev")
-    assert body == {
-        "displayName": "tiny",
-        "labels": {"stack": "dev", "job": "tiny"},
-        "jobSpec": {
-            "workerPoolSpecs": [
-                {
-                    "machineSpec": {"machineType": "n1-standard-4"},
-                    "replicaCount": "1",
-                    "containerSpec": {"imageUri": IMAGE, "args": ["--workload", "cassava"]},
-                }
-            ],
-            "baseOutputDirectory": {"outputUriPrefix": "gs://b/jobs/tiny"},
-            "serviceAccount": ENV["service_account"],
-        },
+def _sample_of(cls: type, depth: int = 0) -> dict[str, Any]:
+    types_of = _field_types(cls)
+    return {
+        camel(f.name): _sample(types_of[f.name], f.name, depth)
+        for f in dataclasses.fields(cls)
+        if f.init and f.name != "platform"
     }
-    no_findings(job, body)
 
 
-def test_the_disk_spec_is_absent_unless_declared() -> None:
-    # The service's default disk differs per machine family: never make one up.
-    plain = body_of(declare(name="d"))
-    assert "diskSpec" not in plain["jobSpec"]["workerPoolSpecs"][0]
-    sized = body_of(declare(name="d", chief={"bootDiskSizeGb": 200}))
-    assert sized["jobSpec"]["workerPoolSpecs"][0]["diskSpec"] == {"bootDiskSizeGb": 200}
-    typed = body_of(declare(name="d", chief={"bootDiskType": "pd-ssd"}))
-    assert typed["jobSpec"]["workerPoolSpecs"][0]["diskSpec"] == {"bootDiskType": "pd-ssd"}
+def _same(value: Any, given: Any, path: str) -> None:
+    """``value`` (read into the Args) holds everything ``given`` (YAML) said."""
+    if isinstance(given, Mapping) and dataclasses.is_dataclass(value):
+        names = {camel(f.name): f.name for f in dataclasses.fields(value)}
+        if "type" not in names:  # a union member, chosen by its class name
+            assert given.get("type", type(value).__name__) == type(value).__name__, path
+        for key, item in given.items():
+            if key in names:
+                _same(getattr(value, names[key]), item, f"{path}.{key}")
+    elif isinstance(given, list):
+        assert len(value) == len(given), path
+        for index, (a, b) in enumerate(zip(value, given, strict=True)):
+            _same(a, b, f"{path}[{index}]")
+    elif isinstance(given, Mapping):
+        assert set(value) == set(given), path
+        for key, item in given.items():
+            _same(value[key], item, f"{path}.{key}")
+    else:
+        assert value == given, path
 
 
-@pytest.mark.parametrize(
-    ("seconds", "duration"), [(1.5, "1.5s"), (3600, "3600s"), (0.000000001, "0.000000001s")]
-)
-def test_durations_keep_their_fractions(seconds: float, duration: str) -> None:
-    body = body_of(declare(name="t", timeoutSeconds=seconds, maxWaitSeconds=seconds))
-    assert body["jobSpec"]["scheduling"] == {"timeout": duration, "maxWaitDuration": duration}
+@pytest.mark.parametrize("cls", [vt.CustomJobArgs, vt.HyperparameterTuningJobArgs])
+def test_every_field_of_the_python_args_can_be_given_from_yaml(cls: type) -> None:
+    entry = _sample_of(cls)
+    assert len(entry) >= 15  # the walk reached the fields (not an empty mapping)
+    job, problems = read_job({"name": "every-field", **entry}, "jobs[0]")
+    assert problems == [] and job is not None
+    assert type(job.args) is cls
+    labels = dict(entry["labels"])
+    _same(job.args, {**entry, "labels": {"job": "every-field", **labels}}, "jobs[0]")
 
 
-def test_a_zero_wait_is_kept() -> None:
-    body = body_of(declare(name="t", maxWaitSeconds=0))
-    assert body["jobSpec"]["scheduling"] == {"maxWaitDuration": "0s"}
+def test_union_members_are_chosen_by_their_class_name() -> None:
+    for stopping in ("MedianStopping", "DecayCurveStopping", "ConvexStopping"):
+        entry = _tuning({"earlyStopping": {"type": stopping, "useElapsedDuration": True}})
+        job, problems = read_job(entry, "jobs[0]")
+        assert problems == [] and job is not None
+        assert type(job.args.study.early_stopping).__name__ == stopping  # type: ignore[union-attr]
+    _, problems = read_job(_tuning({"earlyStopping": {"type": "Median"}}), "jobs[0]")
+    [problem] = problems
+    assert problem.path == "jobs[0].study.earlyStopping.type"
+    assert problem.valid == "one of MedianStopping, DecayCurveStopping, ConvexStopping"
 
 
-def test_pools_in_vertex_order_with_placeholders() -> None:
-    job = declare(
-        name="ps",
-        args=["--x"],
-        env={"A": "1"},
-        chief={"machineType": "n1-highmem-8"},
-        parameterServers={"replicaCount": 2, "env": {"B": "2"}, "args": ["--ps"]},
-        evaluator={"image": "other@sha256:" + "2" * 64, "command": ["python", "-m", "x"]},
-    )
-    body = body_of(job)
-    view = view_of(JobKind.CUSTOM_JOB, body)
-    assert isinstance(view, CustomJobView)
-    chief, workers, servers, evaluator = view.trial_job.worker_pools
-    assert body["jobSpec"]["workerPoolSpecs"][1] == {}
-    assert workers is None and chief is not None and servers is not None and evaluator is not None
-    assert chief.container is not None and servers.container is not None
-    assert evaluator.container is not None
-    assert chief.container.args == ("--x",) and chief.container.env == (("A", "1"),)
-    assert servers.replica_count == 2 and servers.container.args == ("--ps",)
-    assert servers.container.env == (("A", "1"), ("B", "2"))
-    assert evaluator.container.image_uri.startswith("other@")
-    assert evaluator.container.command == ("python", "-m", "x")
-    no_findings(job, body)
-
-
-def test_every_custom_job_option() -> None:
-    job = declare(
-        name="all",
-        displayName="All Options",
-        outputDir="gs://elsewhere/out",
-        serviceAccount="other@p.iam.gserviceaccount.com",
-        network="projects/1/global/networks/vpc",
-        labels={"team": "ml"},
-        timeoutSeconds=3600,
-        restartJobOnWorkerRestart=True,
-        schedulingStrategy="flex_start",
-        maxWaitSeconds=600,
-        enableWebAccess=True,
-        persistentResourceId="pool-1",
-        tensorboard="projects/p/locations/us-central1/tensorboards/1",
-        kmsKeyName="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
-    )
-    body = body_of(job, stack="dev")
-    assert body["displayName"] == "All Options"
-    assert body["labels"] == {"stack": "dev", "job": "all", "team": "ml"}
-    assert body["encryptionSpec"] == {"kmsKeyName": job.kms_key_name}
-    spec = body["jobSpec"]
-    assert spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://elsewhere/out"}
-    assert spec["serviceAccount"] == "other@p.iam.gserviceaccount.com"
-    assert spec["scheduling"] == {
-        "timeout": "3600s",
-        "restartJobOnWorkerRestart": True,
-        "strategy": "FLEX_START",
-        "maxWaitDuration": "600s",
-    }
-    assert spec["enableWebAccess"] is True
-    assert spec["network"] == job.network and spec["tensorboard"] == job.tensorboard
-    assert spec["persistentResourceId"] == "pool-1"
-    no_findings(job, body)
-
-
-def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
-    job = declare(
-        name="tune",
-        kind="tuning",
-        workload="horses_or_humans",
-        labels={"team": "ml"},
-        maxTrialCount=8,
-        parallelTrialCount=2,
-        maxFailedTrialCount=1,
-        study={
-            "metric": "loss",
-            "goal": "minimize",
-            "algorithm": "random",
-            "measurementSelection": "last",
-            "earlyStopping": "convex",
+def _tuning(study: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "t",
+        "trial": {"chief": {"machineType": "n1-standard-4"}},
+        "maxTrialCount": 2,
+        "parallelTrialCount": 1,
+        "study": {
             "parameters": [
-                {
-                    "parameterId": "optimizer",
-                    "type": "categorical",
-                    "values": ["sgd", "adam"],
-                    "conditional": [
-                        {
-                            "parentValues": ["sgd"],
-                            "parameter": {
-                                "parameterId": "layers",
-                                "type": "integer",
-                                "min": 1,
-                                "max": 4,
-                            },
-                        }
-                    ],
-                }
+                {"type": "DoubleParameter", "parameterId": "lr", "minValue": 0.1, "maxValue": 1}
             ],
+            **study,
         },
-    )
-    body = body_of(job, stack="dev")
-    assert body["labels"] == {"stack": "dev", "job": "tune", "team": "ml"}
-    assert "labels" not in body["trialJobSpec"]  # trials take the tuning job's labels
-    view = view_of(JobKind.HYPERPARAMETER_TUNING_JOB, body)
-    assert isinstance(view, TuningJobView)
-    assert view.study.metrics[0].goal is MetricGoal.MINIMIZE
-    assert view.study.algorithm is SearchAlgorithm.RANDOM
-    assert view.study.measurement_selection is MeasurementSelection.LAST
-    assert view.study.early_stopping is EarlyStopping.CONVEX
-    assert view.study.parameters == (
-        CategoricalParameterSpec(
-            "optimizer",
-            ("sgd", "adam"),
-            (
-                ConditionalParameterSpec(
-                    IntegerParameterSpec("layers", 1, 4, ScaleType.LINEAR),
-                    ("sgd",),
-                ),
+    }
+
+
+def test_the_yaml_and_python_routes_build_the_same_body() -> None:
+    text = """
+    name: tuned
+    trial:
+      chief: {machineType: n1-standard-4, accelerator: {type: NVIDIA_TESLA_T4, count: 1},
+              args: [--workload, horses_or_humans], env: {A: b}}
+      scheduling: {strategy: SPOT, timeoutSeconds: 3600}
+      network: false
+    maxTrialCount: 6
+    parallelTrialCount: 2
+    study:
+      metrics: [{metricId: accuracy, goal: maximize}]
+      algorithm: random
+      parameters:
+        - {type: DoubleParameter, parameterId: lr, minValue: 0.001, maxValue: 1, scale: log}
+        - {type: CategoricalParameter, parameterId: opt, values: [sgd, adam],
+           conditional: {sgd: [{type: DoubleParameter, parameterId: m, minValue: 0, maxValue: 1}]}}
+      earlyStopping: {type: MedianStopping}
+    """
+    declared, problems = read_job(yaml.safe_load(text), "jobs[0]")
+    assert problems == [] and declared is not None
+    python = vt.HyperparameterTuningJobArgs(
+        trial=vt.TrialJob(
+            chief=vt.WorkerPool(
+                machine_type="n1-standard-4",
+                accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 1),
+                args=["--workload", "horses_or_humans"],
+                env={"A": "b"},
             ),
+            scheduling=vt.Scheduling(strategy="SPOT", timeout_seconds=3600),
+            network=False,
         ),
+        max_trial_count=6,
+        parallel_trial_count=2,
+        study=vt.Study(
+            metrics=[vt.Metric("accuracy", "maximize")],
+            algorithm="random",
+            parameters=[
+                vt.DoubleParameter("lr", 0.001, 1, scale="log"),
+                vt.CategoricalParameter(
+                    "opt", ["sgd", "adam"], conditional={"sgd": [vt.DoubleParameter("m", 0, 1)]}
+                ),
+            ],
+            early_stopping=vt.MedianStopping(),
+        ),
+        labels={"job": "tuned"},
     )
-    assert (view.max_trial_count, view.parallel_trial_count, view.max_failed_trial_count) == (
-        8,
-        2,
-        1,
+    body = declared.to_body(**ENV)
+    context = declared._context(
+        image=IMAGE,
+        bucket_url=ENV["bucket_url"],
+        service_account=ENV["service_account"],
+        labels={},
+        region="us-central1",
+        local=False,
     )
-    no_findings(job, body)
+    assert body == api.job_body(python, context)
+    parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)
+    assert "network" not in body["trialJobSpec"]
 
 
-def test_extra_fields_merge_into_the_body() -> None:
-    job = declare(
-        name="x",
-        timeoutSeconds=60,
-        extraFields={
-            "jobSpec": {
-                "enableDashboardAccess": True,
-                "scheduling": {"disableRetries": True},
-                "reservedIpRanges": ["r1"],
-            },
-            "labels": {"cost-center": "42"},
+def test_a_stack_file_in_the_old_shape_is_refused_with_what_to_write() -> None:
+    old = {
+        "name": "horses",
+        "kind": "tuning",
+        "workload": "horses_or_humans",
+        "timeoutSeconds": 3600,
+        "chief": {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_TESLA_V100"},
+        "maxTrialCount": 6,
+        "parallelTrialCount": 2,
+        "study": {
+            "metric": "accuracy",
+            "parameters": [{"parameterId": "lr", "type": "double", "min": 0.001, "max": 1}],
         },
+    }
+    _, problems = read_job(old, "jobs[0]")
+    found = {p.path: p.valid for p in problems}
+    assert found == {
+        "jobs[0].kind": "tuning jobs are the entries with trial: and study: (drop kind)",
+        "jobs[0].workload": "put --workload <name> in each pool's args "
+        "(chief: {args: [--workload, ...]})",
+        "jobs[0].timeoutSeconds": "scheduling: {timeoutSeconds: ...}",
+        "jobs[0].chief": "trial: {chief: ...}",
+        "jobs[0].chief.acceleratorType": "accelerator: {type: NVIDIA_TESLA_V100, count: 1}",
+        "jobs[0].study.metric": "metrics: [{metricId: accuracy, goal: maximize}]",
+        "jobs[0].study.parameters[0].min": "minValue (with type: DoubleParameter or "
+        "IntegerParameter)",
+        "jobs[0].study.parameters[0].max": "maxValue (with type: DoubleParameter or "
+        "IntegerParameter)",
+        "jobs[0].study.parameters[0].type": "type: DoubleParameter",
+    }
+    assert all(p.problem == "the old job shape" for p in problems)
+
+
+def test_the_repo_stack_files_are_in_the_new_shape() -> None:
+    for stack in ("local", "dev"):
+        raw = yaml.safe_load((PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text())
+        jobs = raw["config"]["vertex-training:jobs"]
+        assert jobs
+        for index, item in enumerate(jobs):
+            job, problems = read_job(item, f"jobs[{index}]")
+            assert problems == [] and job is not None, (stack, problems)
+
+
+@pytest.mark.parametrize(
+    ("kind", "api_path", "key"),
+    [
+        (
+            JobKind.CUSTOM_JOB,
+            "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
+            "chief.accelerator.count",
+        ),
+        (
+            JobKind.HYPERPARAMETER_TUNING_JOB,
+            "trialJobSpec.workerPoolSpecs[1].machineSpec.machineType",
+            "trial.workers.machineType",
+        ),
+        (
+            JobKind.CUSTOM_JOB,
+            "jobSpec.workerPoolSpecs[2].containerSpec.env[1].name",
+            "parameterServers.env",
+        ),
+        (
+            JobKind.CUSTOM_JOB,
+            "jobSpec.workerPoolSpecs[3].diskSpec.bootDiskSizeGb",
+            "evaluator.bootDiskSizeGb",
+        ),
+        (JobKind.CUSTOM_JOB, "jobSpec.workerPoolSpecs[3]", "evaluator"),
+        (JobKind.CUSTOM_JOB, "jobSpec.workerPoolSpecs[0].containerSpec.imageUri", "chief.image"),
+        (JobKind.CUSTOM_JOB, "jobSpec.scheduling.timeout", "scheduling.timeoutSeconds"),
+        (JobKind.CUSTOM_JOB, "jobSpec.baseOutputDirectory.outputUriPrefix", "baseOutputDirectory"),
+        (JobKind.CUSTOM_JOB, "jobSpec.serviceAccount", "serviceAccount"),
+        (
+            JobKind.HYPERPARAMETER_TUNING_JOB,
+            "studySpec.metrics[0].metricId",
+            "study.metrics[0].metricId",
+        ),
+        (JobKind.HYPERPARAMETER_TUNING_JOB, "studySpec.parameters[1]", "study.parameters[1]"),
+        (JobKind.CUSTOM_JOB, "encryptionSpec.kmsKeyName", "kmsKeyName"),
+        (JobKind.HYPERPARAMETER_TUNING_JOB, "maxTrialCount", "maxTrialCount"),
+        (JobKind.CUSTOM_JOB, "displayName", "displayName"),
+        (JobKind.CUSTOM_JOB, "labels.Team", "labels.Team"),
+        (JobKind.CUSTOM_JOB, "", ""),
+    ],
+)
+def test_config_path(kind: JobKind, api_path: str, key: str) -> None:
+    assert config_path(kind, api_path) == key
+
+
+def _declare(**fields: Any) -> JobDeclaration:
+    job, problems = read_job(
+        {"name": "x", "chief": {"machineType": "n1-standard-4"}, **fields}, "jobs[0]"
     )
-    body = body_of(job, stack="dev")
-    assert body["jobSpec"]["enableDashboardAccess"] is True
-    assert body["jobSpec"]["reservedIpRanges"] == ["r1"]
-    # Mappings merge key by key: the declared timeout stays beside the extra field.
-    assert body["jobSpec"]["scheduling"] == {"timeout": "60s", "disableRetries": True}
-    assert body["labels"] == {"stack": "dev", "job": "x", "cost-center": "42"}
-    assert body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == "n1-standard-4"
-
-
-def test_extra_fields_reach_the_protos_unchanged() -> None:
-    job = declare(name="x", extraFields={"jobSpec": {"experiment": "e", "experimentRun": "r"}})
-    text = canonical_json(JobKind.CUSTOM_JOB, body_of(job))
-    assert '"experiment": "e"' in text and '"experimentRun": "r"' in text
-
-
-def test_merge_fields_replaces_non_mappings() -> None:
-    merged = merge_fields({"a": {"b": [1], "c": 1}, "d": 1}, {"a": {"b": [2]}, "d": {"e": 1}})
-    assert merged == {"a": {"b": [2], "c": 1}, "d": {"e": 1}}
-
-
-@pytest.mark.parametrize(
-    ("api_path", "key"),
-    [
-        ("jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount", "chief.acceleratorCount"),
-        ("trialJobSpec.workerPoolSpecs[1].machineSpec.machineType", "workers.machineType"),
-        ("jobSpec.workerPoolSpecs[2].containerSpec.env[1].name", "parameterServers.env"),
-        ("jobSpec.workerPoolSpecs[3].diskSpec.bootDiskSizeGb", "evaluator.bootDiskSizeGb"),
-        ("jobSpec.workerPoolSpecs[3]", "evaluator"),
-        ("jobSpec.workerPoolSpecs[0].containerSpec.imageUri", "chief.image"),
-        ("jobSpec.scheduling.timeout", "timeoutSeconds"),
-        ("trialJobSpec.scheduling.maxWaitDuration", "maxWaitSeconds"),
-        ("jobSpec.baseOutputDirectory.outputUriPrefix", "outputDir"),
-        ("jobSpec.serviceAccount", "serviceAccount"),
-        ("studySpec.metrics[0].metricId", "study.metric"),
-        ("studySpec.parameters[1]", "study.parameters[1]"),
-        ("encryptionSpec.kmsKeyName", "kmsKeyName"),
-        ("maxTrialCount", "maxTrialCount"),
-        ("displayName", "displayName"),
-        ("", None),
-    ],
-)
-def test_config_path(api_path: str, key: str | None) -> None:
-    assert config_path(api_path) == key
-
-
-@pytest.mark.parametrize(
-    ("declaration", "message"),
-    [
-        ({"name": "x", "kind": "custom", "maxTrialCount": 2}, "only apply to kind: tuning"),
-        ({"name": "x", "workload": "mnist"}, "Input should be 'cassava' or 'horses_or_humans'"),
-        ({"name": "x", "chief": {"gpus": 1}}, "Extra inputs are not permitted"),
-        ({"name": "x", "waitTimeoutSeconds": 0}, "greater than 0"),
-        (
-            {
-                "name": "x",
-                "kind": "tuning",
-                "maxTrialCount": 1,
-                "parallelTrialCount": 1,
-                "study": {"parameters": [{"parameterId": "p", "type": "double", "min": 0}]},
-            },
-            "type double needs min and max",
-        ),
-        (
-            {
-                "name": "x",
-                "kind": "tuning",
-                "maxTrialCount": 1,
-                "parallelTrialCount": 1,
-                "study": {
-                    "parameters": [{"parameterId": "p", "type": "discrete", "values": ["a"]}]
-                },
-            },
-            "use type categorical for strings",
-        ),
-        (
-            {
-                "name": "x",
-                "kind": "tuning",
-                "maxTrialCount": 1,
-                "parallelTrialCount": 1,
-                "study": {
-                    "parameters": [{"parameterId": "p", "type": "integer", "min": 0.5, "max": 2}]
-                },
-            },
-            "whole numbers",
-        ),
-    ],
-)
-def test_malformed_declarations(declaration: dict[str, object], message: str) -> None:
-    with pytest.raises(ValidationError, match=message):
-        JobDeclaration.model_validate(declaration)
+    assert problems == [] and job is not None
+    return job
 
 
 def test_job_problems_are_local_aware_and_name_config_keys() -> None:
-    jobs = (declare(name="x", outputDir="/tmp/out"),)
+    jobs = (_declare(baseOutputDirectory="/tmp/out"),)
     assert job_problems(jobs, region=None, remote=False) == []
     [(key, finding)] = job_problems(jobs, region="us-central1", remote=True)
-    assert key == "jobs[0].outputDir"
+    assert key == "jobs[0].baseOutputDirectory"
     assert finding.path == "jobSpec.baseOutputDirectory.outputUriPrefix"
     assert "gs://" in finding.message and finding.severity == "error"
 
 
 def test_job_problems_map_hardware_to_the_pool_key() -> None:
-    jobs = (
-        declare(name="a"),
-        declare(name="a", workers={"machineType": "n1-standard-5"}),
-    )
+    jobs = (_declare(), _declare(workers={"machineType": "n1-standard-5"}))
     found = {key: f for key, f in job_problems(jobs, region="us-central1", remote=True)}
     assert "repeats" in found["jobs[1].name"].message
     assert found["jobs[1].workers.machineType"].path == (
@@ -347,15 +297,30 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
 
 
 def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:
-    # An unlisted size of a family the catalog lists partially: unknown, not known wrong,
-    # so strict mode (which refuses only names the catalog never heard of) warns too.
-    jobs = (declare(name="g", chief={"machineType": "c2d-standard-3"}),)
+    jobs = (_declare(chief={"machineType": "c2d-standard-3"}),)
     for strict in (False, True):
         [(key, warning)] = job_problems(jobs, region="us-central1", remote=True, strict=strict)
         assert key == "jobs[0].chief.machineType" and warning.severity == "warning"
 
 
 def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
-    jobs = (declare(name="g", chief={"machineType": "gpu-large"}),)
+    jobs = (_declare(chief={"machineType": "gpu-large"}),)
     [(key, error)] = job_problems(jobs, region="us-central1", remote=True)
     assert key == "jobs[0].chief.machineType" and error.severity == "error"
+
+
+def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
+    _, problems = read_job(
+        {"name": "x", "chief": {"machineType": 4, "replicaCnt": 2}, "waitTimeoutSecond": 1},
+        "jobs[0]",
+    )
+    found = {p.path: p for p in problems}
+    assert "did you mean 'replicaCount'" in found["jobs[0].chief.replicaCnt"].problem
+    assert "did you mean 'waitTimeoutSeconds'" in found["jobs[0].waitTimeoutSecond"].problem
+    assert found["jobs[0].chief.machineType"].problem == "got int 4"
+
+
+def test_the_reference_lists_the_yaml_keys() -> None:
+    text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
+    assert "| `machine_type` | `machineType` |" in text
+    assert Path(PROJECT_ROOT / "docs" / "reference.md").exists()

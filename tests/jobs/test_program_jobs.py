@@ -154,7 +154,8 @@ def test_every_job_is_a_stack_output(dev: PulumiRun) -> None:
 
 def test_local_stack_jobs_run_on_the_local_backend() -> None:
     local = stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.local.yaml")
-    job = {"name": "smoke", "workload": "cassava", "args": ["--epochs", "1", "--data", "synthetic"]}
+    args = ["--workload", "cassava", "--epochs", "1", "--data", "synthetic"]
+    job = {"name": "smoke", "chief": {"machineType": "n1-standard-4", "args": args}}
     run = run_program("local", {**local, JOBS_KEY: json.dumps([job])})
     registration = run.named("smoke")
     assert registration.inputs["backend"]["kind"] == "local"
@@ -187,23 +188,24 @@ def problems(jobs: Any, **extra: str) -> dict[str, str]:
     return found
 
 
-V100 = {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_V100"}
+V100 = {"machineType": "n1-standard-8"}
+TUNING_BASE = {"trial": {"chief": {"machineType": "n1-standard-4"}}}
 
 
 def test_a_bad_gpu_count_names_the_job_key_and_the_vertex_field() -> None:
-    job = {"name": "j", "chief": {**V100, "acceleratorCount": 3}}
+    job = {"name": "j", "chief": {**V100, "accelerator": {"type": "NVIDIA_TESLA_V100", "count": 3}}}
     [(key, problem)] = problems([job]).items()
-    assert key == "jobs[0].chief.acceleratorCount"
+    assert key == "jobs[0].chief.accelerator.count"
     assert "valid counts: 1, 2, 4, 8" in problem
     assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem
 
 
 def test_gpus_are_checked_in_the_stack_region() -> None:
-    job = {"name": "j", "chief": {**V100, "acceleratorCount": 1}}
+    job = {"name": "j", "chief": {**V100, "accelerator": {"type": "NVIDIA_TESLA_V100"}}}
     found = problems([job], **{f"{PROJECT_NAME}:region": "us-west2"})
     assert (
         "NVIDIA_TESLA_V100 is not offered in region us-west2"
-        in (found["jobs[0].chief.acceleratorType"])
+        in (found["jobs[0].chief.accelerator.type"])
     )
 
 
@@ -213,24 +215,30 @@ def test_unknown_job_keys_are_errors() -> None:
 
 
 def test_tuning_job_needs_its_study() -> None:
-    found = problems([{"name": "t", "kind": "tuning"}])
-    assert "a tuning job needs study, maxTrialCount, parallelTrialCount" in found["jobs[0]"]
+    found = problems([{"name": "t", **TUNING_BASE}])
+    for key in ("study", "maxTrialCount", "parallelTrialCount"):
+        assert found[f"jobs[0].{key}"] == "missing"
+    old = problems([{"name": "t", "kind": "tuning", "workload": "cassava"}])
+    assert old == {"jobs[0].kind": "the old job shape", "jobs[0].workload": "the old job shape"}
 
 
 def test_job_names_are_unique_and_well_formed() -> None:
-    assert "repeats" in problems([{"name": "a"}, {"name": "a"}])["jobs[1].name"]
-    assert "name 'A_b' invalid" in problems([{"name": "A_b"}])["jobs[0].name"]
+    chief = {"chief": {"machineType": "n1-standard-4"}}
+    assert "repeats" in problems([{"name": "a", **chief}, {"name": "a", **chief}])["jobs[1].name"]
+    assert "'A_b' is not a job name" in problems([{"name": "A_b", **chief}])["jobs[0].name"]
 
 
 def test_grid_over_a_double_is_refused() -> None:
     job = {
         "name": "t",
-        "kind": "tuning",
+        **TUNING_BASE,
         "maxTrialCount": 4,
         "parallelTrialCount": 5,
         "study": {
             "algorithm": "grid",
-            "parameters": [{"parameterId": "lr", "type": "double", "min": 0, "max": 1}],
+            "parameters": [
+                {"type": "DoubleParameter", "parameterId": "lr", "minValue": 0, "maxValue": 1}
+            ],
         },
     }
     found = problems([job])

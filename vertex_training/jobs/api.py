@@ -632,7 +632,8 @@ class JobContext:
     """Hardware check ids whose errors only warn (``acknowledge``)."""
 
 
-_POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
+POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
+_POOL_NAMES = POOL_NAMES
 
 
 def _with(obj: Any, **changes: Any) -> Any:

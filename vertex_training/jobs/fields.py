@@ -163,7 +163,7 @@ def to_body(obj: Any) -> dict[str, Any]:
         if _omitted(value, spec):
             continue
         out = _value(value, spec)
-        if out == {}:
+        if out == {} and dataclasses.is_dataclass(value):
             continue  # a nested spec with nothing set (``Scheduling()``)
         _put(body, _prefix(cls, f.name) + spec.path, out)
     extra = getattr(obj, "extra_fields", None)
@@ -200,6 +200,10 @@ def dataclass_members(expected: object) -> list[type]:
     return list(dict.fromkeys(out))
 
 
+def _is_mapping(expected: object) -> bool:
+    return any(typing.get_origin(o) in (Mapping, dict) for o in _flatten(expected))
+
+
 def _is_sequence(expected: object) -> bool:
     return any(typing.get_origin(o) in (Sequence, list, tuple) for o in _flatten(expected))
 
@@ -222,6 +226,9 @@ def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int
         used, here, rest = len(own), name(f.name), tokens[len(own) :]
         if rest and rest[0].startswith("[") and _is_sequence(types_of[f.name]):
             used, here, rest = used + 1, here + rest[0], rest[1:]
+        if rest and spec.encode is None and _is_mapping(types_of[f.name]):
+            # A key of a plain mapping (``labels.team``) is the caller's own key.
+            used, here, rest = used + len(rest), ".".join([here, *rest]), []
         if used > best[0]:
             best = (used, here)
         for member in dataclass_members(types_of[f.name]):
@@ -244,3 +251,128 @@ def caller_path(cls: type, api_path: str, spelling: str = "python") -> str:
     spelling; ``""`` when no field sets it (a field only ``extra_fields`` can give)."""
     name: Callable[[str], str] = camel if spelling == "yaml" else (lambda n: n)
     return _walk(cls, _tokens(api_path), name)[1]
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One problem in a YAML entry: the caller's path, what is wrong, what is valid."""
+
+    path: str
+    problem: str
+    valid: str
+
+
+UNION_KEY = "type"
+"""Which class a YAML mapping means where several fit (a parameter, an early-stopping
+rule): the Python class name, ``type: DoubleParameter``."""
+
+
+def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, dataclasses.Field[Any]]:
+    """The YAML keys of ``cls``: its init fields, camelCased."""
+    return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
+
+
+def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
+    from vertex_training._checks import _describe, _literals, _matches, _show
+    from vertex_training._spelling import did_you_mean
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        options = _flatten(expected)
+        if float in options and int not in options:
+            value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
+    if not _matches(value, expected):
+        hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
+        out.append(
+            ConfigProblem(
+                path, f"got {type(value).__name__} {_show(value)}{hint}", _describe(expected)
+            )
+        )
+    return value
+
+
+def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
+    options = _flatten(expected)
+    classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
+    if isinstance(value, Mapping) and classes:
+        if len(classes) == 1:
+            return from_config(classes[0], value, path, out)
+        by_name = {c.__name__: c for c in classes}
+        chosen = by_name.get(str(value.get(UNION_KEY)))
+        if chosen is None:
+            out.append(
+                ConfigProblem(
+                    f"{path}.{UNION_KEY}",
+                    f"{'missing' if UNION_KEY not in value else repr(value[UNION_KEY])}: "
+                    "says which kind this is",
+                    "one of " + ", ".join(by_name),
+                )
+            )
+            return None
+        rest = {k: v for k, v in value.items() if k != UNION_KEY}
+        return from_config(chosen, rest, path, out)
+    for option in options:
+        origin = typing.get_origin(option)
+        if origin in (Sequence, list, tuple) and isinstance(value, list | tuple):
+            inner = typing.get_args(option)[0]
+            return [_convert(inner, item, f"{path}[{i}]", out) for i, item in enumerate(value)]
+        if origin in (Mapping, dict) and isinstance(value, Mapping):
+            key_type, value_type = typing.get_args(option)
+            return {
+                _scalar(key_type, k, f"{path}.{k}", out): _convert(
+                    value_type, v, f"{path}.{k}", out
+                )
+                for k, v in value.items()
+            }
+    return _scalar(expected, value, path, out)
+
+
+def from_config(
+    cls: type,
+    data: Any,
+    path: str,
+    out: list[ConfigProblem],
+    skip: frozenset[str] = frozenset(),
+) -> Any:
+    """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
+    or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
+    with its YAML path; None when there was one."""
+    from vertex_training._checks import InvalidArgumentsError
+    from vertex_training._spelling import did_you_mean
+
+    if not isinstance(data, Mapping):
+        out.append(ConfigProblem(path, f"got {type(data).__name__} {data!r}", "a mapping"))
+        return None
+    keys = yaml_keys(cls, skip)
+    types_of = _field_types(cls)
+    before = len(out)
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        f = keys.get(str(key))
+        if f is None:
+            hint = did_you_mean(str(key), list(keys))
+            out.append(
+                ConfigProblem(f"{path}.{key}", f"unknown key{hint}", "one of " + ", ".join(keys))
+            )
+            continue
+        kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out)
+    for key, f in keys.items():
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if required and f.name not in kwargs:
+            out.append(ConfigProblem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
+    if len(out) > before:
+        return None
+    try:
+        return cls(**kwargs)
+    except InvalidArgumentsError as error:
+        for line in str(error).splitlines():
+            where, _, text = line.partition(": ")
+            inner = where.partition(".")[2]
+            python = ".".join(camel(p) for p in inner.split(".")) if inner else ""
+            message, _, valid = text.partition("; valid: ")
+            out.append(
+                ConfigProblem(f"{path}.{python}".rstrip("."), message, valid or "see the problem")
+            )
+        return None

@@ -34,8 +34,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from vertex_training._spelling import did_you_mean
-from vertex_training.jobs.declarations import JobDeclaration, job_problems
+from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
 from vertex_training.platform.rules import (
     DIGEST_REFERENCE,
@@ -566,12 +565,16 @@ class WorkbenchSettings(_Section):
 
 
 class JobsSettings(_Section):
+    # The Args types are the jobs' schema (declarations.read_job), not pydantic.
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
     jobs: tuple[JobDeclaration, ...] = _key(
         "jobs",
         (),
         "Training and tuning jobs of the stack (vertex_training/jobs/declarations.py: the format).",
-        valid="a list of job mappings (name, kind, workload, chief/workers, study, ...)",
-        example="[{name: my-job, workload: cassava}]",
+        valid="a list of job mappings: name, and the fields of vt.CustomJobArgs (or, with "
+        "trial and study, vt.HyperparameterTuningJobArgs) in camelCase",
+        example="[{name: my-job, chief: {machineType: n1-standard-4}}]",
     )
 
 
@@ -854,64 +857,6 @@ def _jobs_key(stack: str, path: str) -> tuple[str, str]:
     )
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """The declaration model that holds the field at ``loc`` (aliases and list indexes)."""
-    model: Any = JobDeclaration
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        fields = {info.alias or name: info for name, info in model.model_fields.items()}
-        info = fields.get(str(part))
-        if info is None:
-            return None
-        candidates = [info.annotation, *getattr(info.annotation, "__args__", ())]
-        inner = [
-            a
-            for c in candidates
-            for a in (c, *getattr(c, "__args__", ()))
-            if isinstance(a, type) and issubclass(a, BaseModel)
-        ]
-        if not inner:
-            return None
-        model = inner[0]
-    return model
-
-
-def _declaration_problems(stack: str, index: int, error: ValidationError) -> list[ConfigProblem]:
-    problems = []
-    for item in error.errors():
-        loc = tuple(item["loc"])
-        inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-        path = f"jobs[{index}]{inner}"
-        key, fix = _jobs_key(stack, path)
-        if item["type"] == "extra_forbidden":
-            parent = _model_at(loc[:-1])
-            valid_keys = (
-                sorted(info.alias or name for name, info in parent.model_fields.items())
-                if parent is not None
-                else []
-            )
-            close = difflib.get_close_matches(str(loc[-1]), valid_keys, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            problems.append(
-                ConfigProblem(key, f"unknown key{hint}", "one of " + ", ".join(valid_keys), fix)
-            )
-        elif item["type"] in ("literal_error", "enum"):
-            # One spelling per route: say which one was meant ('SPTO' -> 'spot').
-            options = re.findall(r"'([^']*)'", str(item.get("ctx", {}).get("expected", "")))
-            got = item.get("input")
-            hint = did_you_mean(got, options) if isinstance(got, str) else ""
-            problems.append(
-                ConfigProblem(
-                    key, f"{got!r} is not valid{hint}", "one of " + ", ".join(options), fix
-                )
-            )
-        else:
-            problem = f"{item['msg']} (got {item.get('input')!r})"
-            problems.append(ConfigProblem(key, problem, "see the job format", fix))
-    return problems
-
-
 def _jobs(
     stack: str, raw: object, general: GeneralSettings | None
 ) -> tuple[tuple[JobDeclaration, ...], list[ConfigProblem], list[str]]:
@@ -924,16 +869,19 @@ def _jobs(
         return (), [ConfigProblem(key, "must be a list of job mappings", "a YAML list", fix)], []
     jobs: list[JobDeclaration] = []
     problems: list[ConfigProblem] = []
+    indexes: list[int] = []
     for index, item in enumerate(raw):
-        try:
-            jobs.append(JobDeclaration.model_validate(item))
-        except ValidationError as error:
-            problems.extend(_declaration_problems(stack, index, error))
+        job, unreadable = read_job(item, f"jobs[{index}]")
+        for one in unreadable:
+            key, fix = _jobs_key(stack, one.path)
+            problems.append(ConfigProblem(key, one.problem, one.valid, fix))
+        if job is not None:
+            jobs.append(job)
+            indexes.append(index)
     if general is None:
         return tuple(jobs), problems, []
     cloud = general.environment.is_cloud
     warnings: list[str] = []
-    indexes = [i for i, item in enumerate(raw) if _validates(item)]
     found = job_problems(
         tuple(jobs),
         region=general.region if cloud else None,
@@ -966,14 +914,6 @@ def _jobs(
         key, fix = _jobs_key(stack, config_path)
         problems.append(ConfigProblem(key, text, "see the problem", fix))
     return tuple(jobs), problems, warnings
-
-
-def _validates(item: object) -> bool:
-    try:
-        JobDeclaration.model_validate(item)
-    except ValidationError:
-        return False
-    return True
 
 
 def _cross_field_problems(

@@ -191,10 +191,9 @@ def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
         "  vertex-training:workbenchEnabled: false\n"
         "  vertex-training:jobs:\n"
         "    - name: b200\n"
-        "      workload: cassava\n"
-        "      chief: {machineType: a4-highgpu-8g, acceleratorType: NVIDIA_B200,"
-        " acceleratorCount: 8}\n"
-        "      timeoutSeconds: 3600\n"
+        "      chief: {machineType: a4-highgpu-8g, accelerator: {type: NVIDIA_B200,"
+        " count: 8}, args: [--workload, cassava]}\n"
+        "      scheduling: {timeoutSeconds: 3600}\n"
     )
     stack_file.write_text(base)
     with pytest.raises(ConfigError, match=r"check accelerator-region:NVIDIA_B200@europe-west4"):
