@@ -868,3 +868,23 @@ def test_every_parameter_has_the_parameter_base() -> None:
     for cls in (vt.DoubleParameter, vt.IntegerParameter, vt.DiscreteParameter):
         assert issubclass(cls, vt.ParameterBase)
     assert issubclass(vt.CategoricalParameter, vt.ParameterBase)
+
+
+def test_reserved_ip_ranges_from_python_and_yaml_reach_the_body() -> None:
+    from vertex_training.jobs.api import job_body
+    from vertex_training.jobs.declarations import read_job
+    from vertex_training.jobs.fields import caller_path
+
+    chief = vt.WorkerPool(machine_type="n1-standard-4")
+    args = vt.CustomJobArgs(
+        project="p", region="us-central1", chief=chief, reserved_ip_ranges=["vertex-a"]
+    )
+    body = job_body(args, _context())
+    parse_body(JobKind.CUSTOM_JOB, body)
+    assert body["jobSpec"]["reservedIpRanges"] == ["vertex-a"]
+    entry = {"name": "r", "chief": {"machineType": "n1-standard-4"}, "reservedIpRanges": ["x"]}
+    job, problems = read_job(entry, "jobs[0]")
+    assert problems == [] and job is not None and job.args.reserved_ip_ranges == ["x"]
+    path = "jobSpec.reservedIpRanges[0]"
+    assert caller_path(vt.CustomJobArgs, path) == "reserved_ip_ranges[0]"
+    assert caller_path(vt.CustomJobArgs, path, "yaml") == "reservedIpRanges[0]"

@@ -528,6 +528,9 @@ class _RunFields(_Checked):
         default=None, metadata=vertex("pscInterfaceConfig")
     )
     """Reach a VPC through a Private Service Connect interface."""
+    reserved_ip_ranges: Sequence[str] = field(default=(), metadata=vertex("reservedIpRanges"))
+    """Names of the ranges reserved for Vertex in ``network`` that the job's VMs take
+    their addresses from (``CustomJobSpec.reservedIpRanges``); empty: any of them."""
 
 
 @dataclass(frozen=True, kw_only=True)
