@@ -36,6 +36,7 @@ from pydantic.fields import FieldInfo
 
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_zone
+from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
     DIGEST_REFERENCE,
     GCP_PROJECT_ID,
@@ -600,7 +601,7 @@ class StackConfig(BaseModel):
         """The configured bucket name, or the derived ``<project>-<stack>-vertex``."""
         if self.storage.bucket_name is not None:
             return self.storage.bucket_name
-        return f"{self.gcp_project or PROJECT_NAME}-{self.stack}-vertex"
+        return derived_bucket_name(self.gcp_project or PROJECT_NAME, self.stack)
 
     @property
     def workbench_zone(self) -> str:
@@ -747,7 +748,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         and GCP_PROJECT_ID.match(gcp_project)
     ):
         # The derived name must follow the same rules as a configured one.
-        derived = f"{gcp_project}-{stack}-vertex"
+        derived = derived_bucket_name(gcp_project, stack)
         try:
             check_bucket_name(derived)
         except InvalidValueError as error:
