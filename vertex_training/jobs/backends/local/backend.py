@@ -211,6 +211,15 @@ class LocalBackend:
         else:
             self._reap_orphan(job)
 
+    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
+        job = self._job_dir(name)
+        with job.update() as state:
+            state.record = replace(
+                state.record, display_name=display_name, labels=tuple(sorted(labels.items()))
+            )
+            job.write_body({**job.read_body(), "labels": dict(labels), "displayName": display_name})
+        return True
+
     def delete(self, name: str) -> None:
         try:
             job = self._job_dir(name)
