@@ -336,6 +336,19 @@ def test_preview_checks_the_known_rest_of_a_body(host: ProviderHost) -> None:
     assert "workerPoolSpecs[1].machineSpec.acceleratorCount" in reason
 
 
+def test_an_image_by_tag_is_refused_once_resolved(host: ProviderHost) -> None:
+    """The image came from an Output (built by the stack): unknown at program time, so
+    only the provider's check, on the resolved value, can hold it to a digest."""
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    spec = cassava()
+    spec["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]["imageUri"] = "gcr.io/p/trainer:latest"
+    [(prop, reason)] = engine.check(props(spec))[1]
+    assert prop == "spec"
+    assert reason.startswith("jobSpec.workerPoolSpecs[1].containerSpec.imageUri: ")
+    assert "'gcr.io/p/trainer:latest' is not an image by digest" in reason
+    assert "valid: <repository>/<image>@sha256:<64 hex digits>" in reason
+
+
 def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
     pickled = base64.b64decode(engine.serialized)
