@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_training._project import project_root
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
     DEFAULT_WORKBENCH_HOURS,
@@ -34,7 +35,7 @@ from vertex_training.cost.estimate import (
 from vertex_training.cost.stack import estimate_stack
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.rules.job import IMAGE_BY_DIGEST
-from vertex_training.stack.config import PROJECT_ROOT, StackConfig, load_stack_config
+from vertex_training.stack.config import StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING_JOB_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
@@ -109,7 +110,7 @@ def stack_of(resource: Resource) -> str | None:
 @functools.cache
 def stack_config(stack: str) -> StackConfig:
     """The stack's validated config (``stacks/Pulumi.<stack>.yaml``); ConfigError if bad."""
-    return load_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+    return load_stack_config(project_root() / "stacks" / f"Pulumi.{stack}.yaml")
 
 
 def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:

@@ -7,6 +7,7 @@ import re
 import pytest
 
 import vertex_training as vt
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_pulumi
 from vertex_training.platform.names import (
     BUCKET_NAME_MAX,
@@ -16,7 +17,6 @@ from vertex_training.platform.names import (
     platform_names,
 )
 from vertex_training.platform.rules import check_bucket_name
-from vertex_training.stack.config import PROJECT_ROOT
 
 ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 PROJECT = "team-project-1"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
 from vertex_training.jobs.rules.hardware import (
     Finding,
@@ -183,7 +184,7 @@ class TrainingPlatformArgs(_Checked):
     """Refuse hardware the catalog does not know; None: on in ``prod`` only."""
     local_root: Path = Path(".local-vertex")
     """local: the directory holding the local bucket, logs and job state (relative to
-    the program's directory)."""
+    the project: the nearest directory holding ``Pulumi.yaml``)."""
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -302,7 +303,9 @@ class TrainingPlatform(pulumi.ComponentResource):
     # ------------------------------------------------------------------ local
 
     def _local(self, args: TrainingPlatformArgs) -> None:
-        root = args.local_root if args.local_root.is_absolute() else Path.cwd() / args.local_root
+        root = (
+            args.local_root if args.local_root.is_absolute() else project_root() / args.local_root
+        )
         self.project = args.project or LOCAL_PROJECT
         self.local_root = root
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))

@@ -34,6 +34,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from vertex_training._project import project_root
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_zone
 from vertex_training.platform.names import derived_bucket_name
@@ -53,7 +54,6 @@ from vertex_training.platform.rules import (
 __all__ = [
     "GCP_PROJECT_KEY",
     "PROJECT_NAME",
-    "PROJECT_ROOT",
     "SECTIONS",
     "VERTEX_REGIONS",
     "WORKBENCH_GPU_TYPES",
@@ -77,8 +77,6 @@ __all__ = [
 PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-"""Where ``Pulumi.yaml`` lives; relative paths in config are resolved against it."""
 
 GCP_PROJECT_KEY = "gcp:project"
 
@@ -611,7 +609,7 @@ class StackConfig(BaseModel):
     def local_root(self) -> Path:
         """Absolute directory of the local stack's bucket, logs and job state."""
         root = Path(self.general.local_root)
-        return root if root.is_absolute() else PROJECT_ROOT / root
+        return root if root.is_absolute() else project_root() / root
 
 
 SECTIONS: Mapping[str, type[_Section]] = {

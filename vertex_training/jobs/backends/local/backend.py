@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
     SUPERVISOR_LOG,
@@ -34,7 +35,6 @@ from vertex_training.jobs.backends.local._store import (
 from vertex_training.jobs.backends.local.capabilities import check_local_support
 from vertex_training.jobs.backends.local.cluster import stop_process_groups
 from vertex_training.jobs.backends.local.environment import (
-    REPO_ROOT,
     LocalSpecError,
     replica_command,
 )
@@ -147,7 +147,7 @@ class LocalBackend:
         with open(path / SUPERVISOR_LOG, "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", SUPERVISOR_MODULE, str(path)],
-                cwd=REPO_ROOT,
+                cwd=project_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -359,8 +359,14 @@ def _stopped(replica: ReplicaStatus) -> ReplicaStatus:
 
 
 def _pythonpath() -> str:
+    """The project (replicas import its ``trainer``), then wherever this library was
+    imported from (a checkout on no path but the caller's), then the caller's own."""
+    import vertex_training
+
+    library = Path(vertex_training.__file__).resolve().parents[1]
     existing = os.environ.get("PYTHONPATH")
-    return f"{REPO_ROOT}{os.pathsep}{existing}" if existing else str(REPO_ROOT)
+    entries = [str(project_root()), str(library), *([existing] if existing else [])]
+    return os.pathsep.join(dict.fromkeys(entries))
 
 
 def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:

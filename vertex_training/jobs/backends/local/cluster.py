@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import ReplicaStatus, process_start_time
 from vertex_training.jobs.backends.local.environment import (
-    REPO_ROOT,
     GpuAllocator,
     ReplicaSlot,
     active_pools,
@@ -243,7 +243,8 @@ class ClusterRun:
             with open(replica.log_path, "ab") as log:
                 replica.process = subprocess.Popen(
                     replica.command,
-                    cwd=REPO_ROOT,
+                    # The project (it holds trainer/): what the supervisor runs in.
+                    cwd=project_root(),
                     env={**base_env, **replica.env},
                     stdin=subprocess.DEVNULL,
                     stdout=log,

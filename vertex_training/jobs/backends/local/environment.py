@@ -58,16 +58,6 @@ LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
 
 
-def _repo_root() -> Path:
-    """This checkout (it holds ``trainer/``), where replicas run and import the trainer;
-    installed as a package, the working directory of the program instead."""
-    checkout = Path(__file__).resolve().parents[4]
-    return checkout if (checkout / "trainer").is_dir() else Path.cwd()
-
-
-REPO_ROOT = _repo_root()
-
-
 class LocalSpecError(JobRefusedError):
     """A job spec the local backend cannot run; raised before any process starts."""
 
