@@ -24,6 +24,7 @@ from vertex_training.jobs.backends.local._store import (
     JobDir,
     LocalJobState,
     ReplicaStatus,
+    decoded_cache_root,
     gcs_root,
     job_name,
     new_job_id,
@@ -230,6 +231,19 @@ class LocalBackend:
             self.cancel(name)
             self.wait(name, timeout=60.0)
         shutil.rmtree(job.path, ignore_errors=False)
+        self._remove_decoded_cache_after_the_last_job()
+
+    def _remove_decoded_cache_after_the_last_job(self) -> None:
+        """The decoded cache serves every job of this root (reruns, a study's trials): it
+        goes when the root's last job does, as at the end of the stack's ``destroy``."""
+        if any(JobDir(path).exists() for path in self.jobs_dir.iterdir()):
+            return
+        cache = decoded_cache_root(self.root)
+        if cache.is_dir():
+            _log.info(
+                "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
+            )
+            shutil.rmtree(cache, ignore_errors=True)
 
     # -- local extras ----------------------------------------------------------------
 

@@ -163,6 +163,8 @@ class ClusterRun:
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
     gcs_root: Path | None = None
     """``<root>/gcs``: where ``gs://b/...`` and ``/gcs/b/...`` in args and env point."""
+    decoded_cache: Path | None = None
+    """``<root>/decoded-cache``: the trainer's disk cache, shared by the root's replicas."""
     project: str = "local"
     region: str = "local"
     replicas: list[_Replica] = field(default_factory=list)
@@ -202,6 +204,7 @@ class ClusterRun:
                 project=self.project,
                 region=self.region,
                 gcs_root=self.gcs_root,
+                decoded_cache=self.decoded_cache,
             )
             self.replicas.append(
                 _Replica(
