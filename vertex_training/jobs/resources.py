@@ -378,7 +378,14 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         if any(old_spec.get(f) != p.body.get(f) for f in METADATA_FIELDS):
             labels = p.labelled_body()["labels"]
             display_name = str(p.body.get("displayName", ""))
-            if backend_for(p.settings).relabel(id_, labels=labels, display_name=display_name):
+            try:
+                relabelled = backend_for(p.settings).relabel(
+                    id_, labels=labels, display_name=display_name
+                )
+            except JobNotFoundError:
+                # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
+                relabelled = True
+            if relabelled:
                 _log.info("%s: labels and display name updated in place", id_)
             else:
                 _log.warning(
