@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import PROJECT_ROOT
 from tests.cost.bodies import custom_job, pool, tuning_job
 from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog
@@ -20,7 +21,6 @@ from vertex_training.cost.report import (
     usd_range,
 )
 from vertex_training.jobs.model import JobKind
-from vertex_training.stack.config import PROJECT_ROOT
 
 V100 = "NVIDIA_TESLA_V100"
 

@@ -52,8 +52,6 @@ __all__ = [
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
 
-_DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
-
 
 @runtime_checkable
 class JobPlatform(Protocol):
@@ -714,8 +712,6 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
             remote=not context.local,
             strict=context.strict,
         )
-        if not context.local:
-            findings += _image_findings(known)
     return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
 
 
@@ -738,26 +734,6 @@ def validate_body(
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
         (warnings if finding.severity == "warning" else errors).append(text)
     return errors, warnings
-
-
-def _image_findings(body: Mapping[str, Any]) -> list[Finding]:
-    """On Vertex, jobs run images by digest: a tag can move under a job that is running."""
-    out: list[Finding] = []
-    spec = body.get("jobSpec") or body.get("trialJobSpec") or {}
-    prefix = "jobSpec" if "jobSpec" in body else "trialJobSpec"
-    for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
-        image = ((pool or {}).get("containerSpec") or {}).get("imageUri")
-        if isinstance(image, str) and not _DIGEST.match(image):
-            out.append(
-                Finding(
-                    f"{prefix}.workerPoolSpecs[{index}].containerSpec.imageUri",
-                    f"{image!r} is not an image by digest (a tag can move while a job runs); "
-                    "valid: <repository>/<image>@sha256:<64 hex digits>, e.g. "
-                    'platform.image("trainer")',
-                    "error",
-                )
-            )
-    return out
 
 
 def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:

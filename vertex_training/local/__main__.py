@@ -56,9 +56,10 @@ def serve_tensorboard(args: argparse.Namespace) -> int:
     if args.root is not None:
         root = args.root
     else:
-        from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+        from vertex_training._project import project_root
+        from vertex_training.stack.config import load_stack_config
 
-        stack_file = (args.stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{args.stack}.yaml"
+        stack_file = (args.stacks_dir or project_root() / "stacks") / f"Pulumi.{args.stack}.yaml"
         if not stack_file.is_file():
             print(f"error: no stack file {stack_file}", file=sys.stderr)
             return EXIT_USAGE

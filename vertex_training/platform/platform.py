@@ -13,7 +13,6 @@ leaves nothing half-registered.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
 from vertex_training.jobs.rules.hardware import (
     Finding,
@@ -29,6 +29,12 @@ from vertex_training.jobs.rules.hardware import (
     check_machine_spec,
     check_region,
     check_zone,
+)
+from vertex_training.platform.names import (
+    derived_bucket_name,
+    name_qualifier,
+    platform_names,
+    slug,
 )
 from vertex_training.platform.rules import (
     DIGEST_REFERENCE,
@@ -138,7 +144,8 @@ class TrainingPlatformArgs(_Checked):
     workbench: Workbench | None = None
     """None: no notebook."""
     bucket_name: str | None = None
-    """The bucket to create; None: ``<project>-<stack>-vertex``."""
+    """The bucket to create; None: ``<project>-<stack>[-<qualifier>]-vertex`` (see
+    ``name_qualifier``), cut to 63 characters with a hash of the whole."""
     existing_bucket: pulumi.Input[str] | None = None
     """Bring your own bucket (its name): none is created; the training account gets
     object access on it unless it is brought too."""
@@ -152,7 +159,16 @@ class TrainingPlatformArgs(_Checked):
     """The Workbench instance's subnetwork."""
     enable_apis: bool = True
     """False where the project's APIs are managed elsewhere."""
-    repository_name: str = "trainers"
+    repository_name: str | None = None
+    """The Artifact Registry repository for image builds; None:
+    ``trainers[-<qualifier>]`` (see ``name_qualifier``)."""
+    name_qualifier: str | None = None
+    """What the names of the platform's bucket, service accounts, Workbench instance,
+    custom role and repository carry so that two platforms of one stack do not collide;
+    None: the component's name (nothing for a component named ``platform``). ``""``
+    keeps the names platforms had before (``<project>-<stack>-vertex``,
+    ``vtx-train-<stack>`` ...): set it on an existing stack's one platform rather than
+    have them replaced."""
     image_keep_count: int = 10
     staging_retention_days: int = 7
     soft_delete_retention_days: int = 7
@@ -172,7 +188,7 @@ class TrainingPlatformArgs(_Checked):
     and its jobs: the override for a catalog row that is out of date."""
     local_root: Path = Path(".local-vertex")
     """local: the directory holding the local bucket, logs and job state (relative to
-    the program's directory)."""
+    the project: the nearest directory holding ``Pulumi.yaml``)."""
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -219,7 +235,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 f"TrainingPlatform({resource_name!r}): args must be a TrainingPlatformArgs, "
                 f"got {type(args).__name__}"
             )
-        stack = _slug(pulumi.get_stack())
+        stack = slug(pulumi.get_stack())
         errors, warnings = platform_problems(args)
         if errors:
             raise InvalidArgumentsError(
@@ -252,7 +268,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         if args.environment == "local":
             self._local(args)
         else:
-            self._cloud(resource_name, args, stack)
+            qualifier = name_qualifier(resource_name, args.name_qualifier)
+            self._cloud(resource_name, args, stack, qualifier)
         self.register_outputs(
             {
                 "bucket_url": self.bucket_url,
@@ -292,7 +309,9 @@ class TrainingPlatform(pulumi.ComponentResource):
     # ------------------------------------------------------------------ local
 
     def _local(self, args: TrainingPlatformArgs) -> None:
-        root = args.local_root if args.local_root.is_absolute() else Path.cwd() / args.local_root
+        root = (
+            args.local_root if args.local_root.is_absolute() else project_root() / args.local_root
+        )
         self.project = args.project or LOCAL_PROJECT
         self.local_root = root
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
@@ -305,7 +324,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ cloud
 
-    def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str) -> None:
+    def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
         from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
         from vertex_training.platform.project_services import (
@@ -314,6 +333,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
         assert args.project is not None  # platform_problems made sure
+        names = platform_names(stack, qualifier)
         project = args.project
         self.project = project
         self.local_root = None
@@ -338,7 +358,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                     project=project,
                     region=args.region,
                     bucket_name=args.bucket_name
-                    or pulumi.Output.concat(project, f"-{stack}-vertex"),
+                    or pulumi.Output.from_input(project).apply(
+                        lambda project_id: derived_bucket_name(project_id, stack, qualifier)
+                    ),
                     labels=self.labels,
                     staging_retention_days=args.staging_retention_days,
                     # dev is disposable; prod keeps every trained model through a destroy.
@@ -364,7 +386,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 TrainerRepositoryArgs(
                     project=project,
                     region=args.region,
-                    repository_id=args.repository_name,
+                    repository_id=args.repository_name or names.repository_id,
                     keep_count=args.image_keep_count,
                     labels=self.labels,
                 ),
@@ -386,12 +408,10 @@ class TrainingPlatform(pulumi.ComponentResource):
                     repository_id=(
                         repository.repository.repository_id if repository is not None else None
                     ),
-                    training_account_id=None
-                    if brings_training
-                    else _account_id("vtx-train", stack),
+                    training_account_id=None if brings_training else names.training_account_id,
                     training_email=args.training_service_account,
                     workbench_account_id=(
-                        _account_id("vtx-workbench", stack) if creates_workbench_account else None
+                        names.workbench_account_id if creates_workbench_account else None
                     ),
                 ),
                 opts=self._after(),
@@ -409,6 +429,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 args=args,
                 tensorboard=args.tensorboard,
                 stack=stack,
+                role_id=names.tensorboard_role_id,
                 identity=identity,
             )
         if workbench is not None:
@@ -416,7 +437,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 name=name,
                 args=args,
                 workbench=workbench,
-                stack=stack,
+                instance_name=names.workbench_instance,
                 identity=identity,
             )
 
@@ -434,6 +455,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         args: TrainingPlatformArgs,
         tensorboard: TensorBoard,
         stack: str,
+        role_id: str,
         identity: PlatformIdentity | None,
     ) -> None:
         from vertex_training.platform.tensorboard import (
@@ -457,7 +479,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 region=args.region,
                 display_name=tensorboard.display_name or f"{stack} training",
                 training_member=member,
-                role_id=f"vertexTensorboardWriter_{stack.replace('-', '_')}"[:64],
+                role_id=role_id,
                 kms_key_name=args.kms_key_name,
                 experiments=tensorboard.experiments,
                 labels=self.labels,
@@ -475,7 +497,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         name: str,
         args: TrainingPlatformArgs,
         workbench: Workbench,
-        stack: str,
+        instance_name: str,
         identity: PlatformIdentity | None,
     ) -> None:
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
@@ -488,7 +510,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             TrainingWorkbenchArgs(
                 project=args.project,
                 zone=workbench.zone or f"{args.region}-a",
-                instance_name=f"vertex-workbench-{stack}"[:63].rstrip("-"),
+                instance_name=instance_name,
                 service_account_email=email,
                 machine_type=workbench.machine_type,
                 gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
@@ -594,21 +616,11 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
     """The labels of everything a platform creates (its jobs too)."""
     return {
         "app": PROJECT_NAME,
-        "stack": _slug(stack)[:63],
+        "stack": slug(stack)[:63],
         "environment": environment,
         "managed-by": "pulumi",
         **extra,
     }
-
-
-def _slug(text: str) -> str:
-    """Lowercase letters, digits and '-' only: safe in resource ids and label values."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "stack"
-
-
-def _account_id(prefix: str, stack: str) -> str:
-    # Service account ids are 6-30 characters and must end with a letter or digit.
-    return f"{prefix}-{stack}"[:30].rstrip("-")
 
 
 def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]:
@@ -641,7 +653,13 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
             check_bucket_name(args.bucket_name)
         except InvalidValueError as error:
             errors.append(f"{where}.bucket_name: {error.problem}; valid: {error.valid}")
-    if not REPOSITORY_ID.match(args.repository_name):
+    if args.name_qualifier and not REPOSITORY_ID.match(args.name_qualifier):
+        errors.append(
+            f"{where}.name_qualifier: {args.name_qualifier!r} invalid; valid: None (the "
+            "component's name), '' (none) or lowercase letters, digits and '-', starting "
+            "with a letter"
+        )
+    if args.repository_name is not None and not REPOSITORY_ID.match(args.repository_name):
         errors.append(
             f"{where}.repository_name: {args.repository_name!r} invalid; valid: lowercase "
             "letters, digits and '-', starting with a letter, at most 63"

@@ -58,6 +58,8 @@ _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoK
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+IMAGE_BY_DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+"""An image reference pinned to its content: ``<repository>/<image>@sha256:<64 hex>``."""
 
 
 def _error(out: list[Finding], path: str, message: str) -> None:
@@ -203,6 +205,19 @@ def _pool(
             )
 
 
+def _image_by_digest(pool: WorkerPoolSpec, out: list[Finding]) -> None:
+    # On Vertex a tag can move under a running job (and its retries, and a study's later
+    # trials); the local backend runs this checkout, whatever the tag.
+    image = pool.container.image_uri if pool.container is not None else ""
+    if image.strip() and not IMAGE_BY_DIGEST.match(image):
+        _error(
+            out,
+            f"{pool.path}.containerSpec.imageUri",
+            f"{image!r} is not an image by digest (a tag can move while a job runs); "
+            'valid: <repository>/<image>@sha256:<64 hex digits>, e.g. platform.image("trainer")',
+        )
+
+
 def _custom_job_spec(
     spec: CustomJobSpec, region: str | None, remote: bool, strict: bool, out: list[Finding]
 ) -> None:
@@ -227,6 +242,8 @@ def _custom_job_spec(
         if pool is None:
             continue
         _pool(pool, index, strict, spec.scheduling_strategy, out)
+        if remote:
+            _image_by_digest(pool, out)
         if pool.machine.accelerator_type and pool.machine.accelerator_count:
             accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
         if pool.nfs_mount_count and spec.network is None and not spec.psc_interface:
@@ -552,6 +569,7 @@ def errors_of(findings: list[Finding]) -> list[Finding]:
 
 
 __all__ = [
+    "IMAGE_BY_DIGEST",
     "MAX_LABEL_LENGTH",
     "errors_of",
     "job_findings",

@@ -21,6 +21,7 @@ from typing import Any
 
 from vertex_training.jobs.backends.local._store import (
     JobDir,
+    decoded_cache_root,
     gcs_root,
     now_rfc3339,
     root_of,
@@ -51,6 +52,7 @@ class Supervisor:
         self.output_dir = state.output_dir
         """The job's base output directory as a local path; None when the body has none."""
         self.gcs_root = gcs_root(root_of(self.job.path))
+        self.decoded_cache = decoded_cache_root(root_of(self.job.path))
         self.project, self.region = _project_and_region(state.record.name)
         self.gpus = GpuAllocator(detect_gpus())
 
@@ -113,6 +115,7 @@ class Supervisor:
             base_output_dir=self.output_dir,
             gpus=self.gpus,
             gcs_root=self.gcs_root,
+            decoded_cache=self.decoded_cache,
             project=self.project,
             region=self.region,
         )

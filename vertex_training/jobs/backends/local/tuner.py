@@ -210,6 +210,7 @@ class Tuner:
             trial_id=trial_id,
             extra_args=parameter_args(params),
             gcs_root=self.sup.gcs_root,
+            decoded_cache=self.sup.decoded_cache,
             project=self.sup.project,
             region=self.sup.region,
         )
