@@ -122,7 +122,7 @@ def test_make_estimate_exits_1_where_the_policy_refuses(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from vertex_training.cost.__main__ import main
-    from vertex_training.stack.config import PROJECT_ROOT
+    from tests import PROJECT_ROOT
 
     prod = (PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
     stack_file = tmp_path / "Pulumi.prod.yaml"
