@@ -23,8 +23,8 @@ import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training.jobs.api import Accelerator
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    Finding,
     acknowledge,
     check_machine_spec,
     check_region,
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from vertex_training.platform.registry import TrainerRepository
 
 __all__ = [
+    "APP_LABEL",
     "LOCAL_PROJECT",
-    "PROJECT_NAME",
     "ImageBuild",
     "TensorBoard",
     "TrainingPlatform",
@@ -57,7 +57,7 @@ __all__ = [
     "platform_labels",
 ]
 
-PROJECT_NAME = "vertex-training"
+APP_LABEL = "vertex-training"
 """The ``app`` label of everything a platform creates."""
 
 LOCAL_PROJECT = "local"
@@ -593,7 +593,7 @@ def log_stack_total(
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
     """The labels of everything a platform creates (its jobs too)."""
     return {
-        "app": PROJECT_NAME,
+        "app": APP_LABEL,
         "stack": _slug(stack)[:63],
         "environment": environment,
         "managed-by": "pulumi",

@@ -13,13 +13,14 @@ import math
 import re
 import unicodedata
 
-from vertex_training.jobs.rules.hardware import Finding, check_machine_spec, check_region
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
 from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     CustomJobSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     JobView,
     ParameterSpec,
@@ -524,7 +525,10 @@ def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
         _parameter(param, f"studySpec.parameters[{index}]", grid, seen, out)
-    if study.early_stopping is EarlyStopping.NONE and study.early_stopping_uses_elapsed_duration:
+    if (
+        study.early_stopping is EarlyStoppingKind.NONE
+        and study.early_stopping_uses_elapsed_duration
+    ):
         _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
 
 

@@ -50,7 +50,7 @@ from vertex_training.jobs.backends.local.study import (
     suggest_parameters,
 )
 from vertex_training.jobs.model import JobState, TrialRecord, best_trial
-from vertex_training.jobs.view import EarlyStopping, SearchAlgorithm, TuningJobView
+from vertex_training.jobs.view import EarlyStoppingKind, SearchAlgorithm, TuningJobView
 
 if TYPE_CHECKING:
     import optuna
@@ -233,7 +233,7 @@ class Tuner:
         trial_id = active.record.trial_id
         self._read_new_measurements(active)
         if (
-            self.spec.study.early_stopping is not EarlyStopping.NONE
+            self.spec.study.early_stopping is not EarlyStoppingKind.NONE
             and run.outcome is None
             and active.measurements
             and active.optuna_trial.should_prune()
@@ -277,7 +277,7 @@ class Tuner:
         if len(measurements) <= len(active.measurements):
             return
         active.measurements = measurements
-        if self.spec.study.early_stopping is EarlyStopping.NONE:
+        if self.spec.study.early_stopping is EarlyStoppingKind.NONE:
             return
         for m in measurements:
             if m.step not in active.reported_steps:
