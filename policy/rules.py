@@ -33,6 +33,7 @@ from vertex_training.cost.estimate import (
 )
 from vertex_training.cost.stack import estimate_stack
 from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.stack.config import PROJECT_ROOT, StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
@@ -49,7 +50,6 @@ NOTEBOOK_TYPES = (WORKBENCH_TYPE, LEGACY_NOTEBOOK_TYPE)
 EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
 
-_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 _URN_STACK = re.compile(r"^urn:pulumi:(?P<stack>[^:]+)::")
 
@@ -276,11 +276,8 @@ def image_by_digest(resource: Resource) -> list[str]:
     out = []
     for index, pool in _pools(resource):
         image = _get(pool, "containerSpec", "imageUri")
-        if isinstance(image, str) and not _DIGEST.search(image):
-            out.append(
-                f"workerPoolSpecs[{index}].containerSpec.imageUri {image!r} is not by digest "
-                "(REGISTRY/PATH@sha256:<64 hex>): a tag can move under a running study"
-            )
+        if isinstance(image, str) and not is_by_digest(image):
+            out.append(f"workerPoolSpecs[{index}].containerSpec.imageUri {not_by_digest(image)}")
     return out
 
 

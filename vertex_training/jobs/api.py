@@ -26,6 +26,7 @@ from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import json_name, read_view, snake_case
 
@@ -52,8 +53,6 @@ __all__ = [
 
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
-
-_DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 
 
 @runtime_checkable
@@ -743,13 +742,11 @@ def _image_findings(body: Mapping[str, Any]) -> list[Finding]:
     prefix = "jobSpec" if "jobSpec" in body else "trialJobSpec"
     for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
         image = ((pool or {}).get("containerSpec") or {}).get("imageUri")
-        if isinstance(image, str) and not _DIGEST.match(image):
+        if isinstance(image, str) and not is_by_digest(image):
             out.append(
                 Finding(
                     f"{prefix}.workerPoolSpecs[{index}].containerSpec.imageUri",
-                    f"{image!r} is not an image by digest (a tag can move while a job runs); "
-                    "valid: <repository>/<image>@sha256:<64 hex digits>, e.g. "
-                    'platform.image("trainer")',
+                    f'{not_by_digest(image)}, e.g. platform.image("trainer")',
                     "error",
                 )
             )

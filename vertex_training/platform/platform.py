@@ -30,8 +30,8 @@ from vertex_training.jobs.rules.hardware import (
     check_region,
     check_zone,
 )
+from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
 from vertex_training.platform.rules import (
-    DIGEST_REFERENCE,
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,
@@ -692,15 +692,9 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[s
         if not isinstance(image, str):
             return []  # from another resource: judged when known, by the job rules
         if not IMAGE_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image reference; "
-                "valid: REGISTRY/PATH@sha256:<digest>"
-            ]
-        if cloud and not DIGEST_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image by digest (a tag can move while a job "
-                "runs); valid: REGISTRY/PATH@sha256:<64 hex digits>, or an ImageBuild"
-            ]
+            return [f"{where}: {image!r} is not an image reference; valid: {DIGEST_FORM}"]
+        if cloud and not is_by_digest(image):
+            return [f"{where}: {not_by_digest(image)}, or an ImageBuild"]
         return []
     problems: list[str] = []
     if not IMAGE_NAME.match(image.image_name or name):
