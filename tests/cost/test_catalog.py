@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from tests.cost.conftest import TEST_PRICES
-from vertex_training.cost.catalog import (
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.pricing.catalog import (
     PRICES_PATH,
     PriceCatalogError,
     load_price_catalog,
     parse_price_catalog,
     price_catalog,
 )
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
 
 

@@ -14,10 +14,10 @@ leaves nothing half-registered.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulumi
 
@@ -40,6 +40,7 @@ from vertex_training.platform.rules import (
     InvalidValueError,
     check_bucket_name,
 )
+from vertex_training.pricing.estimate import WorkbenchEstimate
 
 if TYPE_CHECKING:
     from vertex_training.platform.identity import PlatformIdentity
@@ -53,7 +54,6 @@ __all__ = [
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
-    "log_stack_cost",
     "platform_labels",
 ]
 
@@ -204,9 +204,8 @@ class TrainingPlatform(pulumi.ComponentResource):
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
     acknowledged_hardware_checks: tuple[str, ...]
-    cost_estimate: Any
-    """The Workbench instance per hour while it is up
-    (``vertex_training.cost.estimate.WorkbenchEstimate``); None without one."""
+    cost_estimate: WorkbenchEstimate | None
+    """The Workbench instance per hour while it is up; None without one."""
 
     def __init__(
         self,
@@ -509,7 +508,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
+        from vertex_training.pricing.estimate import EstimateError, estimate_workbench
 
         try:
             self.cost_estimate = estimate_workbench(
@@ -554,40 +553,6 @@ class TrainingPlatform(pulumi.ComponentResource):
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def log_stack_cost(
-    platform: TrainingPlatform, jobs: Iterable[Any], *, budget: float | None = None
-) -> Any:
-    """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
-    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
-    from vertex_training.cost.estimate import stack_estimate
-
-    if platform.environment == "local":
-        return None
-    estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
-    total = stack_estimate(estimates, platform.cost_estimate)
-    log_stack_total(total, budget, platform.environment, resource=platform)
-    return total
-
-
-def log_stack_total(
-    total: Any, budget: float | None, environment: str, *, resource: Any = None
-) -> None:
-    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
-    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
-    from vertex_training.cost.budget import budget_verdict
-    from vertex_training.cost.report import stack_total_message
-
-    message = stack_total_message(total, budget)
-    verdict = budget_verdict(total, budget)
-    action = verdict.action(environment) if verdict is not None else None
-    if action is None:
-        pulumi.log.info(message, resource=resource)
-    else:
-        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
-        pulumi.log.warn(f"{message} ({where})", resource=resource)
 
 
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
