@@ -381,14 +381,6 @@ def _unknown_severity(strict: bool) -> Severity:
     return "error" if strict else "warning"
 
 
-def _decides(target: Target) -> str:
-    return (
-        "Vertex will decide at submit"
-        if target == "vertex"
-        else "Compute Engine will decide when the instance is created"
-    )
-
-
 def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[str]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
     return [
