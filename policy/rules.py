@@ -20,21 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertex_training._project import project_root
-from vertex_training.cost.budget import budget_verdict
-from vertex_training.cost.catalog import PriceCatalog
-from vertex_training.cost.estimate import (
+from vertex_training.cost.stack import estimate_stack
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
+from vertex_training.pricing.budget import budget_verdict
+from vertex_training.pricing.catalog import PriceCatalog
+from vertex_training.pricing.estimate import (
     DEFAULT_WORKBENCH_HOURS,
     EstimateError,
     JobEstimate,
     StackEstimate,
     WorkbenchEstimate,
-    estimate_job,
     estimate_workbench,
     stack_estimate,
 )
-from vertex_training.cost.stack import estimate_stack
-from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.rules.job import IMAGE_BY_DIGEST
 from vertex_training.stack.config import StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
@@ -277,11 +277,8 @@ def image_by_digest(resource: Resource) -> list[str]:
     out = []
     for index, pool in _pools(resource):
         image = _get(pool, "containerSpec", "imageUri")
-        if isinstance(image, str) and not IMAGE_BY_DIGEST.match(image):
-            out.append(
-                f"workerPoolSpecs[{index}].containerSpec.imageUri {image!r} is not by digest "
-                "(REGISTRY/PATH@sha256:<64 hex>): a tag can move under a running study"
-            )
+        if isinstance(image, str) and not is_by_digest(image):
+            out.append(f"workerPoolSpecs[{index}].containerSpec.imageUri {not_by_digest(image)}")
     return out
 
 

@@ -50,7 +50,7 @@ def test_a_resolved_image_by_tag_is_refused_on_vertex(
         (
             "spec",
             f"{path}.containerSpec.imageUri: {TAG!r} is not an image by digest (a tag can "
-            "move while a job runs); valid: <repository>/<image>@sha256:<64 hex digits>, "
+            "move while a job runs); valid: REGISTRY/PATH@sha256:<64 hex digits>, "
             'e.g. platform.image("trainer")',
         )
     ]

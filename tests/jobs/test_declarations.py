@@ -21,7 +21,7 @@ from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     ConditionalParameterSpec,
     CustomJobView,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     MeasurementSelection,
     MetricGoal,
@@ -198,7 +198,7 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
     assert view.study.metrics[0].goal is MetricGoal.MINIMIZE
     assert view.study.algorithm is SearchAlgorithm.RANDOM
     assert view.study.measurement_selection is MeasurementSelection.LAST
-    assert view.study.early_stopping is EarlyStopping.CONVEX
+    assert view.study.early_stopping is EarlyStoppingKind.CONVEX
     assert view.study.parameters == (
         CategoricalParameterSpec(
             "optimizer",

@@ -22,11 +22,12 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
-from vertex_training.jobs.rules.hardware import Finding, acknowledge
+from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import job_findings
-from vertex_training.jobs.view import read_view, snake_case
+from vertex_training.jobs.view import json_name, read_view, snake_case
 
 __all__ = [
     "Accelerator",
@@ -558,7 +559,7 @@ def _study_body(study: Study) -> dict[str, Any]:
     stopping = study.early_stopping
     if isinstance(stopping, ConvexStopping):
         convex = {
-            snake_to_camel(f.name): getattr(stopping, f.name)
+            json_name(f.name): getattr(stopping, f.name)
             for f in dataclasses.fields(stopping)
             if getattr(stopping, f.name) not in (None, False)
         }
@@ -574,11 +575,6 @@ def _study_body(study: Study) -> dict[str, Any]:
         )
         body[key] = {"useElapsedDuration": True} if stopping.use_elapsed_duration else {}
     return body
-
-
-def snake_to_camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:

@@ -44,13 +44,13 @@ from pydantic.alias_generators import to_camel
 from vertex_training.jobs import api
 from vertex_training.jobs.api import DEFAULT_METRIC as HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.api import merge_fields
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
-from vertex_training.jobs.rules.hardware import Finding
 
 WORKLOADS = ("cassava", "horses_or_humans")
 """What ``python -m trainer.task --workload ...`` runs (the two codelabs)."""

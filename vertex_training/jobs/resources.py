@@ -30,6 +30,8 @@ from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
+    JobArgs,
+    JobContext,
     check_settings,
     job_body,
     job_context,
@@ -47,6 +49,7 @@ from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
+from vertex_training.pricing.estimate import JobEstimate
 
 _log = logging.getLogger(__name__)
 
@@ -463,9 +466,9 @@ class _JobResource(pulumi.dynamic.Resource):
     """Interactive shell URIs by replica, with ``enable_web_access``."""
     spec: pulumi.Output[dict[str, Any]]
     """The job's Vertex REST body, exactly as it was sent."""
-    cost_estimate: Any
-    """What one run costs (``vertex_training.cost.estimate.JobEstimate``), priced at
-    construction; None on a local platform."""
+    cost_estimate: JobEstimate | None
+    """What one run costs, priced at construction; None on a local platform (or when the
+    body cannot be priced, with a warning saying why)."""
 
     def __init__(
         self,
@@ -523,11 +526,14 @@ class _JobResource(pulumi.dynamic.Resource):
             pulumi.log.warn(warning, resource=self)
         self.cost_estimate = None if context.local else self._estimate(context, body, args)
 
-    def _estimate(self, context: Any, body: dict[str, Any], args: Any) -> Any:
+    def _estimate(
+        self, context: JobContext, body: dict[str, Any], args: JobArgs
+    ) -> JobEstimate | None:
         """What one run costs, as a diagnostic where decisions are made (``pulumi
         preview``); values not known yet do not change a price."""
-        from vertex_training.cost.estimate import EstimateError, estimate_job
-        from vertex_training.cost.report import job_estimate_message
+        from vertex_training.jobs.estimate import estimate_job
+        from vertex_training.pricing.estimate import EstimateError
+        from vertex_training.pricing.report import job_estimate_message
 
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:

@@ -13,23 +13,24 @@ leaves nothing half-registered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    Finding,
     acknowledge,
     check_machine_spec,
     check_region,
     check_zone,
 )
+from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
 from vertex_training.platform.names import (
     derived_bucket_name,
     name_qualifier,
@@ -37,7 +38,6 @@ from vertex_training.platform.names import (
     slug,
 )
 from vertex_training.platform.rules import (
-    DIGEST_REFERENCE,
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,
@@ -46,24 +46,24 @@ from vertex_training.platform.rules import (
     InvalidValueError,
     check_bucket_name,
 )
+from vertex_training.pricing.estimate import WorkbenchEstimate
 
 if TYPE_CHECKING:
     from vertex_training.platform.identity import PlatformIdentity
     from vertex_training.platform.registry import TrainerRepository
 
 __all__ = [
+    "APP_LABEL",
     "LOCAL_PROJECT",
-    "PROJECT_NAME",
     "ImageBuild",
     "TensorBoard",
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
-    "log_stack_cost",
     "platform_labels",
 ]
 
-PROJECT_NAME = "vertex-training"
+APP_LABEL = "vertex-training"
 """The ``app`` label of everything a platform creates."""
 
 LOCAL_PROJECT = "local"
@@ -220,9 +220,8 @@ class TrainingPlatform(pulumi.ComponentResource):
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
     acknowledged_hardware_checks: tuple[str, ...]
-    cost_estimate: Any
-    """The Workbench instance per hour while it is up
-    (``vertex_training.cost.estimate.WorkbenchEstimate``); None without one."""
+    cost_estimate: WorkbenchEstimate | None
+    """The Workbench instance per hour while it is up; None without one."""
 
     def __init__(
         self,
@@ -531,7 +530,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
+        from vertex_training.pricing.estimate import EstimateError, estimate_workbench
 
         try:
             self.cost_estimate = estimate_workbench(
@@ -578,44 +577,10 @@ class TrainingPlatform(pulumi.ComponentResource):
 # --------------------------------------------------------------------------- checks
 
 
-def log_stack_cost(
-    platform: TrainingPlatform, jobs: Iterable[Any], *, budget: float | None = None
-) -> Any:
-    """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
-    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
-    from vertex_training.cost.estimate import stack_estimate
-
-    if platform.environment == "local":
-        return None
-    estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
-    total = stack_estimate(estimates, platform.cost_estimate)
-    log_stack_total(total, budget, platform.environment, resource=platform)
-    return total
-
-
-def log_stack_total(
-    total: Any, budget: float | None, environment: str, *, resource: Any = None
-) -> None:
-    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
-    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
-    from vertex_training.cost.budget import budget_verdict
-    from vertex_training.cost.report import stack_total_message
-
-    message = stack_total_message(total, budget)
-    verdict = budget_verdict(total, budget)
-    action = verdict.action(environment) if verdict is not None else None
-    if action is None:
-        pulumi.log.info(message, resource=resource)
-    else:
-        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
-        pulumi.log.warn(f"{message} ({where})", resource=resource)
-
-
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
     """The labels of everything a platform creates (its jobs too)."""
     return {
-        "app": PROJECT_NAME,
+        "app": APP_LABEL,
         "stack": slug(stack)[:63],
         "environment": environment,
         "managed-by": "pulumi",
@@ -710,15 +675,9 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[s
         if not isinstance(image, str):
             return []  # from another resource: judged when known, by the job rules
         if not IMAGE_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image reference; "
-                "valid: REGISTRY/PATH@sha256:<digest>"
-            ]
-        if cloud and not DIGEST_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image by digest (a tag can move while a job "
-                "runs); valid: REGISTRY/PATH@sha256:<64 hex digits>, or an ImageBuild"
-            ]
+            return [f"{where}: {image!r} is not an image reference; valid: {DIGEST_FORM}"]
+        if cloud and not is_by_digest(image):
+            return [f"{where}: {not_by_digest(image)}, or an ImageBuild"]
         return []
     problems: list[str] = []
     if not IMAGE_NAME.match(image.image_name or name):

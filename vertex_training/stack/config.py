@@ -38,9 +38,9 @@ from vertex_training._project import project_root
 from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.declarations import JobDeclaration, job_problems
 from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
+from vertex_training.jobs.rules.image import DIGEST_REFERENCE
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
-    DIGEST_REFERENCE,
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,

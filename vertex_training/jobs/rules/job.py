@@ -13,13 +13,15 @@ import math
 import re
 import unicodedata
 
-from vertex_training.jobs.rules.hardware import Finding, check_machine_spec, check_region
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     CustomJobSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     JobView,
     ParameterSpec,
@@ -58,8 +60,6 @@ _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoK
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
-IMAGE_BY_DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
-"""An image reference pinned to its content: ``<repository>/<image>@sha256:<64 hex>``."""
 
 
 def _error(out: list[Finding], path: str, message: str) -> None:
@@ -209,12 +209,11 @@ def _image_by_digest(pool: WorkerPoolSpec, out: list[Finding]) -> None:
     # On Vertex a tag can move under a running job (and its retries, and a study's later
     # trials); the local backend runs this checkout, whatever the tag.
     image = pool.container.image_uri if pool.container is not None else ""
-    if image.strip() and not IMAGE_BY_DIGEST.match(image):
+    if image.strip() and not is_by_digest(image):
         _error(
             out,
             f"{pool.path}.containerSpec.imageUri",
-            f"{image!r} is not an image by digest (a tag can move while a job runs); "
-            'valid: <repository>/<image>@sha256:<64 hex digits>, e.g. platform.image("trainer")',
+            f'{not_by_digest(image)}, e.g. platform.image("trainer")',
         )
 
 
@@ -541,7 +540,10 @@ def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
         _parameter(param, f"studySpec.parameters[{index}]", grid, seen, out)
-    if study.early_stopping is EarlyStopping.NONE and study.early_stopping_uses_elapsed_duration:
+    if (
+        study.early_stopping is EarlyStoppingKind.NONE
+        and study.early_stopping_uses_elapsed_duration
+    ):
         _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
 
 
@@ -569,7 +571,6 @@ def errors_of(findings: list[Finding]) -> list[Finding]:
 
 
 __all__ = [
-    "IMAGE_BY_DIGEST",
     "MAX_LABEL_LENGTH",
     "errors_of",
     "job_findings",

@@ -375,9 +375,9 @@ def _stopped(replica: ReplicaStatus) -> ReplicaStatus:
 def _pythonpath() -> str:
     """The project (replicas import its ``trainer``), then wherever this library was
     imported from (a checkout on no path but the caller's), then the caller's own."""
-    import vertex_training
-
-    library = Path(vertex_training.__file__).resolve().parents[1]
+    # The directory holding the vertex_training package (this file is
+    # vertex_training/jobs/backends/local/backend.py), without importing the top level.
+    library = Path(__file__).resolve().parents[4]
     existing = os.environ.get("PYTHONPATH")
     entries = [str(project_root()), str(library), *([existing] if existing else [])]
     return os.pathsep.join(dict.fromkeys(entries))
