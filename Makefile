@@ -83,7 +83,7 @@ up: install $(if $(POLICY),policy-venv)
 	  $(STACK_COMMAND) up --stack $(STACK) $(POLICY_ARGS); \
 	elif [ "$(STACK)" = local ]; then \
 	  echo "Running the local stack's jobs without the Pulumi engine instead (make local-run)."; \
-	  $(BIN)/python -m vertex_training.local run --stack local; \
+	  $(BIN)/python -m vertex_training.runner run --stack local; \
 	else exit 1; fi
 
 refresh: install pulumi-cli
@@ -96,12 +96,12 @@ destroy: install pulumi-cli
 # The jobs of $(STACK) on this machine's local backend, without the Pulumi engine: for
 # machines with neither Go nor a Pulumi CLI. Same jobs, same backend; no stack state.
 local-run: install
-	$(BIN)/python -m vertex_training.local run --stack $(STACK)
+	$(BIN)/python -m vertex_training.runner run --stack $(STACK)
 
 # TensorBoard on the local jobs' logs (every job and trial of $(STACK)'s localRoot), on a
 # free port; prints the URL and serves until Ctrl-C.
 tensorboard: install
-	$(BIN)/python -m vertex_training.local tensorboard --stack $(STACK)
+	$(BIN)/python -m vertex_training.runner tensorboard --stack $(STACK)
 
 # The public API's reference: docs/reference.md (committed; a test keeps it current) and
 # browsable HTML in docs/html, both from the docstrings.
@@ -110,7 +110,7 @@ docs: install
 	$(BIN)/pdoc vertex_training -o docs/html
 
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
-# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).
+# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/pricing/prices.json).
 estimate: install
 	$(BIN)/python -m vertex_training.cost --stack $(STACK)
 

@@ -19,21 +19,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training.cost.budget import budget_verdict
-from vertex_training.cost.catalog import PriceCatalog
-from vertex_training.cost.estimate import (
+from vertex_training._project import project_root
+from vertex_training.cost.stack import estimate_stack
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
+from vertex_training.pricing.budget import budget_verdict
+from vertex_training.pricing.catalog import PriceCatalog
+from vertex_training.pricing.estimate import (
     DEFAULT_WORKBENCH_HOURS,
     EstimateError,
     JobEstimate,
     StackEstimate,
     WorkbenchEstimate,
-    estimate_job,
     estimate_workbench,
     stack_estimate,
 )
-from vertex_training.cost.stack import estimate_stack
-from vertex_training.jobs.model import JobKind
-from vertex_training.stack.config import PROJECT_ROOT, StackConfig, load_stack_config
+from vertex_training.stack.config import StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING_JOB_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
@@ -49,7 +51,6 @@ NOTEBOOK_TYPES = (WORKBENCH_TYPE, LEGACY_NOTEBOOK_TYPE)
 EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
 
-_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 _DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 _URN_STACK = re.compile(r"^urn:pulumi:(?P<stack>[^:]+)::")
 
@@ -109,7 +110,7 @@ def stack_of(resource: Resource) -> str | None:
 @functools.cache
 def stack_config(stack: str) -> StackConfig:
     """The stack's validated config (``stacks/Pulumi.<stack>.yaml``); ConfigError if bad."""
-    return load_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+    return load_stack_config(project_root() / "stacks" / f"Pulumi.{stack}.yaml")
 
 
 def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:
@@ -276,11 +277,8 @@ def image_by_digest(resource: Resource) -> list[str]:
     out = []
     for index, pool in _pools(resource):
         image = _get(pool, "containerSpec", "imageUri")
-        if isinstance(image, str) and not _DIGEST.search(image):
-            out.append(
-                f"workerPoolSpecs[{index}].containerSpec.imageUri {image!r} is not by digest "
-                "(REGISTRY/PATH@sha256:<64 hex>): a tag can move under a running study"
-            )
+        if isinstance(image, str) and not is_by_digest(image):
+            out.append(f"workerPoolSpecs[{index}].containerSpec.imageUri {not_by_digest(image)}")
     return out
 
 

@@ -23,7 +23,8 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from vertex_training.stack.config import PROJECT_NAME, PROJECT_ROOT
+from tests import PROJECT_ROOT
+from vertex_training.stack.config import PROJECT_NAME
 
 MOCK_ACCESS_TOKEN = "ya29.mock-access-token"
 

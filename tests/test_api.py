@@ -14,11 +14,11 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
 import vertex_training as vt
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, RecordingMonitor, run_pulumi
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.resources import JobProvider
-from vertex_training.stack.config import PROJECT_ROOT
 
 CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
@@ -117,14 +117,14 @@ def test_the_issue_example_declares_what_it_says(example: PulumiRun) -> None:
     assert (chief["replicaCount"], workers["replicaCount"]) == ("1", "3")
     assert chief["containerSpec"]["args"] == ["--epochs", "5"]
     assert chief["containerSpec"]["imageUri"].startswith(
-        "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:"
+        "us-central1-docker.pkg.dev/my-project/trainers-ml/trainer@sha256:"
     )
     assert job["scheduling"] == {"strategy": "SPOT", "timeout": "14400s"}
     assert job["enableDashboardAccess"] is True
     assert job["baseOutputDirectory"] == {
-        "outputUriPrefix": "gs://my-project-dev-vertex/jobs/resnet"
+        "outputUriPrefix": "gs://my-project-dev-ml-vertex/jobs/resnet"
     }
-    assert job["serviceAccount"] == "vtx-train-dev@my-project.iam.gserviceaccount.com"
+    assert job["serviceAccount"] == "vtx-train-dev-ml@my-project.iam.gserviceaccount.com"
     assert body["labels"]["environment"] == "dev"
     tuning = spec(example, "tuning")
     study = tuning["studySpec"]
@@ -565,7 +565,7 @@ def test_the_project_can_come_from_another_resource() -> None:
         pulumi.export("bucket", platform.bucket_url)
 
     run = run_pulumi(program, stack="dev")
-    assert run.outputs["bucket"] == "gs://team-ml-42-dev-vertex"
+    assert run.outputs["bucket"] == "gs://team-ml-42-dev-ml-vertex"
     job = run.named("later")
     assert job.inputs["backend"]["project"] == "team-ml-42"
     assert job.inputs["backend_target"]["project"] == "team-ml-42"

@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.stack.config import (
     PROJECT_NAME,
-    PROJECT_ROOT,
     ConfigError,
     EnvironmentKind,
     StackConfig,

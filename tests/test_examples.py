@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_pulumi, stack_file_config
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.resources import JobProvider
-from vertex_training.stack.config import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "Pulumi.yaml").is_file())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vertex_training.stack.config import PROJECT_ROOT
+from tests import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +85,58 @@ def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path:
     ).stdout.split()
     assert Path(out[0]).is_relative_to(venv), out[0]
     assert out[1] == "2"
+
+
+def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """``load_stack`` and ``python -m vertex_training.cost --stack`` find the project
+    (Pulumi.yaml, stacks/, docker/) from the working directory, not beside the package."""
+    site = tmp_path / "site"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
+            *("--target", str(site), str(wheel)),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    project = tmp_path / "my-project"
+    (project / "stacks").mkdir(parents=True)
+    (project / "docker").mkdir()
+    for name in ("Pulumi.yaml", "stacks/Pulumi.dev.yaml", "stacks/Pulumi.local.yaml"):
+        (project / name).write_text((PROJECT_ROOT / name).read_text())
+    (project / "docker" / "trainer.Dockerfile").write_text("FROM scratch\n")
+    (project / "sub").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    program = (
+        "import sys; from pathlib import Path\n"
+        "import vertex_training as vt\n"
+        "print(vt.__file__)\n"
+        "stack = vt.load_stack(Path('../stacks/Pulumi.local.yaml'))\n"
+        "print(stack.platform.local_root)\n"
+        "stack = vt.load_stack(Path('../stacks/Pulumi.dev.yaml'))\n"
+        "print(stack.platform.images['trainer'].context)\n"
+    )
+    # From a subdirectory too: the project is the nearest directory holding Pulumi.yaml.
+    out = subprocess.run(
+        [sys.executable, "-c", program],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=project / "sub",
+        env=env,
+    ).stdout.split()
+    assert Path(out[0]).is_relative_to(site), out[0]
+    assert out[1:] == [str(project / ".local-vertex"), str(project)]
+    estimate = subprocess.run(
+        [sys.executable, "-m", "vertex_training.cost", "--stack", "dev"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+    )
+    assert estimate.returncode == 0, estimate.stderr
+    assert estimate.stdout.startswith("stack dev (")
+    assert "total: $" in estimate.stdout

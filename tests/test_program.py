@@ -7,6 +7,7 @@ from pathlib import Path
 import pulumi
 import pytest
 
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import (
     MOCK_ACCESS_TOKEN,
     PulumiRun,
@@ -15,7 +16,6 @@ from tests.pulumi_mocks import (
     stack_file_config,
 )
 from vertex_training.platform.trainer_image import content_tag
-from vertex_training.stack.config import PROJECT_ROOT
 from vertex_training.stack.definition import DOCKERFILE
 
 LOCAL_IMAGE_REFERENCE = "trainer:local"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from vertex_training.stack.config import PROJECT_ROOT
+from tests import PROJECT_ROOT
 
 
 def test_the_reference_is_up_to_date() -> None:

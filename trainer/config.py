@@ -80,6 +80,11 @@ DEFAULT_MOMENTUM = 0.9
 DEFAULT_NUM_UNITS = 64
 DEFAULT_SYNTHETIC_EXAMPLES = 256
 DISK_CACHE_DIRNAME = "trainer-decoded-cache"
+CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
+"""The disk cache's directory when ``--cache-dir`` is not given: the local backend points
+every replica of a stack at one directory under the stack's local root this way."""
+CACHE_MAX_BYTES_ENV = "TRAINER_CACHE_MAX_BYTES"
+"""A bound on the disk cache directory: least recently used splits go to make room."""
 
 
 @dataclass(frozen=True)
@@ -136,9 +141,11 @@ class TrainConfig:
     momentum: float
     num_units: int
     cache_dir: str | None
+    """Local directory for splits decoded once per job; ``None`` = decode every epoch."""
     optimizer: str = "sgd"
     """horses_or_humans: ``sgd`` (the codelab, with ``momentum``) or ``adam``."""
-    """Local directory for splits decoded once per job; ``None`` = decode every epoch."""
+    cache_max_bytes: int | None = None
+    """At most this much under ``cache_dir`` (``$TRAINER_CACHE_MAX_BYTES``); None: no bound."""
     profile_steps: ProfileSteps | None = None
     """Steps to trace with the profiler; ``None`` = no trace."""
 
@@ -221,7 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-dir",
         help=(
             "local directory where each split is decoded once per job "
-            f"(default: <system temp dir>/{DISK_CACHE_DIRNAME}); skipped when the disk lacks room"
+            f"(default: ${CACHE_DIR_ENV}, else <system temp dir>/{DISK_CACHE_DIRNAME}); "
+            "skipped when the disk lacks room"
         ),
     )
     data.add_argument(
@@ -364,7 +372,17 @@ def parse_config(
         parser.error("--cache-dir and --no-disk-cache contradict each other; drop one")
     cache_dir = None
     if not args.no_disk_cache:
-        cache_dir = args.cache_dir or os.path.join(tempfile.gettempdir(), DISK_CACHE_DIRNAME)
+        cache_dir = (
+            args.cache_dir
+            or env.get(CACHE_DIR_ENV)
+            or os.path.join(tempfile.gettempdir(), DISK_CACHE_DIRNAME)
+        )
+    cache_max_bytes = None
+    if env.get(CACHE_MAX_BYTES_ENV):
+        bound = env[CACHE_MAX_BYTES_ENV]
+        cache_max_bytes = int(bound) if bound.isdigit() else 0
+        if cache_max_bytes < 1:
+            parser.error(f"{CACHE_MAX_BYTES_ENV}={bound!r}: valid: a positive number of bytes")
     try:
         paths = resolve_output_paths(
             job_dir=args.job_dir,
@@ -402,6 +420,7 @@ def parse_config(
         momentum=DEFAULT_MOMENTUM if args.momentum is None else args.momentum,
         num_units=args.num_units or DEFAULT_NUM_UNITS,
         cache_dir=cache_dir,
+        cache_max_bytes=cache_max_bytes,
         optimizer=args.optimizer or "sgd",
         profile_steps=args.profile_steps,
     )

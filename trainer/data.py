@@ -128,14 +128,15 @@ class ImagePipeline:
         if self.disk_cache is None or split.num_examples is None or not split.identity:
             return None
         needed = decoded_size_bytes(split.num_examples, self.image_size)
-        if not self.disk_cache.has_room(needed):
+        key = self.disk_cache.key(split.identity, self.image_size, split.num_examples)
+        if not self.disk_cache.has_room(needed, key):
             return None
         # Written in the source's order: TFDS shuffles examples when it prepares a dataset
         # (and the files when it reads them), so each block is already a random sample. An
         # encoded shuffle buffer here would add ~130 MB of JPEGs (cassava) to the peak.
         return self.disk_cache.decoded(
             self._decode(split.examples),
-            key=self.disk_cache.key(split.identity, self.image_size, split.num_examples),
+            key=key,
             num_examples=split.num_examples,
             block_size=self.disk_cache_block_size(),
             shuffle=training,

@@ -10,11 +10,18 @@ that is never read and is removed by the next build for the same key.
 The key holds the split's identity, the image size, the example count and the replica's
 place in the cluster: two workers on one host, a different image size or another dataset
 version never share files.
+
+A bounded cache (``max_bytes``, which the local backend sets for the one directory all of
+a stack's replicas share) makes room by removing the least recently used complete splits.
+A process using a split holds a shared ``flock`` on ``<key>.lock`` for as long as it runs
+(the kernel drops it when the process ends, however it ends), and a split is removed only
+under an exclusive one: never while a live job reads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import logging
 import os
@@ -32,6 +39,7 @@ __all__ = [
     "DISK_HEADROOM_BYTES",
     "DiskCache",
     "decoded_size_bytes",
+    "release_all",
 ]
 
 logger = logging.getLogger(__name__)
@@ -49,6 +57,29 @@ CACHE_FORMAT = "blocks2"
 def decoded_size_bytes(num_examples: int, image_size: int) -> int:
     """The decoded uint8 split: examples x height x width x 3 channels."""
     return num_examples * image_size * image_size * 3
+
+
+_LOCK = ".lock"
+_held: dict[str, int] = {}
+"""Lock file -> the descriptor holding a shared lock on it, for this process's lifetime."""
+
+
+def release_all() -> None:
+    """Drop this process's hold on every split it used (the end of the process does too)."""
+    for descriptor in _held.values():
+        os.close(descriptor)
+    _held.clear()
+
+
+def _tree_bytes(path: str) -> int:
+    total = 0
+    for directory, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(directory, name)).st_size
+            except FileNotFoundError:
+                continue  # removed meanwhile (a writer's partial)
+    return total
 
 
 def _slug(text: str) -> str:
@@ -81,6 +112,10 @@ class DiskCache:
     task_type: str = "chief"
     task_index: int = 0
     num_workers: int = 1
+    max_bytes: int | None = None
+    """At most this much under ``root``: least recently used splits not in use are removed
+    to make room, and a split that cannot fit is not cached. None: no bound (a directory
+    of one job's own)."""
 
     def key(self, identity: str, image_size: int, num_examples: int) -> str:
         """A readable, collision-free directory name for one split on one replica."""
@@ -90,8 +125,14 @@ class DiskCache:
         ).hexdigest()[:12]
         return f"{_slug(identity)}-{image_size}px-{num_examples}-{replica}-{CACHE_FORMAT}-{digest}"
 
-    def has_room(self, needed_bytes: int) -> bool:
+    def has_room(self, needed_bytes: int, key: str | None = None) -> bool:
+        """Whether a split of ``needed_bytes`` decoded can be written under ``key`` (True
+        at once when it is there already), making room in a bounded cache."""
         os.makedirs(self.root, exist_ok=True)
+        if key is not None and os.path.isdir(os.path.join(self.root, key)):
+            return True
+        if self.max_bytes is not None and not self._make_room(int(needed_bytes * _FORMAT_OVERHEAD)):
+            return False
         free = shutil.disk_usage(self.root).free
         required = int(needed_bytes * _FORMAT_OVERHEAD) + DISK_HEADROOM_BYTES
         if free < required:
@@ -104,6 +145,78 @@ class DiskCache:
                 free / 1024**3,
             )
             return False
+        return True
+
+    def _make_room(self, size: int) -> bool:
+        assert self.max_bytes is not None
+        if size > self.max_bytes:
+            logger.info(
+                "disk cache skipped: the decoded split needs %.1f GiB, more than the cache's "
+                "bound of %.1f GiB under %s; every epoch decodes again",
+                size / 1024**3,
+                self.max_bytes / 1024**3,
+                self.root,
+            )
+            return False
+        splits = []  # (last use, name, bytes) of complete splits
+        used = 0
+        for name in os.listdir(self.root):
+            path = os.path.join(self.root, name)
+            if name.endswith(_LOCK) or not os.path.isdir(path):
+                continue
+            nbytes = _tree_bytes(path)
+            used += nbytes
+            if _PARTIAL not in name:
+                splits.append((os.stat(path).st_mtime, name, nbytes))
+        for _, name, nbytes in sorted(splits):
+            if used + size <= self.max_bytes:
+                break
+            if self._remove_unused(name):
+                used -= nbytes
+        if used + size > self.max_bytes:
+            logger.info(
+                "disk cache skipped: %s is at its bound of %.1f GiB with splits in use; "
+                "every epoch decodes again",
+                self.root,
+                self.max_bytes / 1024**3,
+            )
+            return False
+        return True
+
+    def _remove_unused(self, name: str) -> bool:
+        """Remove the split ``name`` unless a live process holds it."""
+        lock = os.path.join(self.root, name + _LOCK)
+        if lock in _held:
+            return False
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            return False
+        try:
+            logger.info("disk cache: removing %s, the least recently used, to make room", name)
+            shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+            os.unlink(lock)
+        finally:
+            os.close(descriptor)
+        return True
+
+    def _hold(self, key: str) -> bool:
+        """Hold ``key`` (shared) for this process's lifetime, marking it used now; False
+        when it was removed before the hold was taken."""
+        if self.max_bytes is None:
+            return True  # unbounded: nothing removes splits, nothing to hold
+        lock = os.path.join(self.root, key + _LOCK)
+        if lock not in _held:
+            descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.flock(descriptor, fcntl.LOCK_SH)
+            _held[lock] = descriptor
+        final = os.path.join(self.root, key)
+        if not os.path.isdir(final):
+            os.close(_held.pop(lock))
+            return False
+        os.utime(final)
         return True
 
     def _remove_partials(self, key: str) -> None:
@@ -125,7 +238,7 @@ class DiskCache:
         renamed to its final name.
         """
         final = os.path.join(self.root, key)
-        if os.path.isdir(final):
+        if os.path.isdir(final) and self._hold(key):
             logger.info("disk cache %s is complete: no decoding in this job", final)
             return final
         os.makedirs(self.root, exist_ok=True)
@@ -142,6 +255,7 @@ class DiskCache:
             logger.info("disk cache %s appeared meanwhile; using it", final)
         finally:
             shutil.rmtree(partial, ignore_errors=True)
+        self._hold(key)
         logger.info("disk cache %s written", final)
         return final
 

@@ -62,20 +62,38 @@ def _load_split(config: TrainConfig, split: str, *, training: bool) -> EncodedSp
     return loaded
 
 
+def disk_cache_for(config: TrainConfig, role: ClusterRole) -> DiskCache | None:
+    """This replica's disk cache, logging where it is (it outlives the job)."""
+    if config.cache_dir is None:
+        logger.info("decoded-image disk cache: off (--no-disk-cache)")
+        return None
+    bound = (
+        f", bounded to {config.cache_max_bytes / 1024**3:.1f} GiB"
+        if config.cache_max_bytes is not None
+        else ""
+    )
+    logger.info(
+        "decoded-image disk cache: %s (this machine's local disk%s); it stays after the job, "
+        "for the next job on this machine to reuse",
+        config.cache_dir,
+        bound,
+    )
+    # Keyed by the replica: two workers sharing a host (or a test) never share files.
+    return DiskCache(
+        config.cache_dir,
+        task_type=role.task_type,
+        task_index=role.task_index,
+        num_workers=role.num_workers,
+        max_bytes=config.cache_max_bytes,
+    )
+
+
 def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
     """Train, save and (horses_or_humans, chief) report. Returns the model dir on the chief."""
     strategy = create_strategy(role)  # first: MWMS must be set up before other TF ops
     use_xla = _configure_accelerators(role)
     global_batch = config.batch_size_per_replica * strategy.num_replicas_in_sync
-    disk_cache = None
-    if config.cache_dir is not None:
-        # Keyed by the replica: two workers sharing a host (or a test) never share files.
-        disk_cache = DiskCache(
-            config.cache_dir,
-            task_type=role.task_type,
-            task_index=role.task_index,
-            num_workers=role.num_workers,
-        )
+    disk_cache = disk_cache_for(config, role)
     pipeline = ImagePipeline(
         image_size=config.image_size,
         global_batch_size=global_batch,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vertex_training._checks import InvalidArgumentsError
+    from vertex_training.cost.program import log_stack_cost
     from vertex_training.jobs.api import (
         Accelerator,
         CategoricalParameter,
@@ -61,7 +62,6 @@ if TYPE_CHECKING:
         TrainingPlatform,
         TrainingPlatformArgs,
         Workbench,
-        log_stack_cost,
     )
     from vertex_training.stack.definition import StackDefinition, load_stack
 
@@ -104,10 +104,11 @@ _HOMES = {
             "TrainingPlatform",
             "TrainingPlatformArgs",
             "Workbench",
-            "log_stack_cost",
         ),
         "vertex_training.platform.platform",
     ),
+    # The program sums the stack's cost where it reads the stack.
+    "log_stack_cost": "vertex_training.cost.program",
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
     **dict.fromkeys(("StackDefinition", "load_stack"), "vertex_training.stack.definition"),
 }

@@ -9,16 +9,17 @@ from typing import Any
 import pytest
 
 from tests.cost.bodies import custom_job, pool
-from vertex_training.cost.budget import BudgetStatus, budget_verdict
-from vertex_training.cost.catalog import PriceCatalog
-from vertex_training.cost.estimate import estimate_job, stack_estimate
-from vertex_training.cost.report import (
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.model import JobKind
+from vertex_training.pricing.budget import BudgetStatus, budget_verdict
+from vertex_training.pricing.catalog import PriceCatalog
+from vertex_training.pricing.estimate import stack_estimate
+from vertex_training.pricing.report import (
     estimate_table,
     job_estimate_message,
     stack_total_message,
     usd_text,
 )
-from vertex_training.jobs.model import JobKind
 
 
 def _job(prices: PriceCatalog, *pools: dict[str, Any], name: str = "j") -> Any:
@@ -104,7 +105,7 @@ def test_the_preview_line_warns_when_the_policy_would_act(
 ) -> None:
     import pulumi
 
-    from vertex_training.platform.platform import log_stack_total
+    from vertex_training.cost.program import log_stack_total
 
     logged: list[tuple[str, str]] = []
     monkeypatch.setattr(pulumi.log, "info", lambda m, resource=None: logged.append(("info", m)))
@@ -121,8 +122,8 @@ def test_the_preview_line_warns_when_the_policy_would_act(
 def test_make_estimate_exits_1_where_the_policy_refuses(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from tests import PROJECT_ROOT
     from vertex_training.cost.__main__ import main
-    from vertex_training.stack.config import PROJECT_ROOT
 
     prod = (PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
     stack_file = tmp_path / "Pulumi.prod.yaml"

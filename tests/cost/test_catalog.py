@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
+from tests import PROJECT_ROOT
 from tests.cost.conftest import TEST_PRICES
-from vertex_training.cost.catalog import (
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.pricing.catalog import (
     PRICES_PATH,
     PriceCatalogError,
     load_price_catalog,
     parse_price_catalog,
     price_catalog,
 )
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
-from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+from vertex_training.stack.config import load_stack_config
 
 
 def test_shipped_catalog_rows_are_sourced_and_dated() -> None:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests import PROJECT_ROOT
 from vertex_training.cost.stack import estimate_stack
-from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+from vertex_training.stack.config import load_stack_config
 
 MINUTE = 60.0
 CODELAB_DURATIONS = {

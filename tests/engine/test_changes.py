@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import pty
 import signal
 import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 import pytest
@@ -156,33 +161,84 @@ def test_interrupted_up_is_adopted_not_duplicated(
     assert project.output("jobs")[CUSTOM_JOB]["name"].endswith(f"/{custom.job_id}")
 
 
-def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
-    project: PulumiProject, stack_config: dict[str, Any]
-) -> None:
-    [before] = jobs_named(project.local_root, CUSTOM_JOB)
-    _set_arg(_jobs(stack_config)[CUSTOM_JOB], "--epochs", "1")
-    project.write_config(stack_config)
+# Run as the new session's leader: make stdin (the pty) its controlling terminal, then
+# become the command (a preexec_fn would do the same, but is unsafe with threads).
+TAKE_THE_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execvp(sys.argv[1], sys.argv[1:])"
+)
 
-    up = subprocess.Popen(
-        project.stack_command("up"),
+
+def _start_in_terminal(project: PulumiProject, command: list[str]) -> tuple[Popen[bytes], int]:
+    """``command`` in a session of its own whose controlling terminal is a new pty, as in
+    a user's terminal window: a Ctrl-C typed there reaches its whole foreground group."""
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-c", TAKE_THE_TERMINAL, *command],
         cwd=project.dir,
         env=project.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
         start_new_session=True,
     )
+    os.close(slave)
+    return process, master
+
+
+def _read_all(master: int, into: list[bytes]) -> None:
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: every process holding the terminal has gone
+            return
+        if not chunk:
+            return
+        into.append(chunk)
+
+
+@pytest.mark.parametrize("how", ["typed in a terminal", "SIGINT to the runner alone"])
+def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
+    project: PulumiProject, stack_config: dict[str, Any], how: str
+) -> None:
+    [before] = jobs_named(project.local_root, CUSTOM_JOB)
+    job = _jobs(stack_config)[CUSTOM_JOB]
+    epochs = job["args"][job["args"].index("--epochs") + 1]
+    _set_arg(job, "--epochs", "1" if epochs != "1" else "2")
+    project.write_config(stack_config)
+
+    chunks: list[bytes] = []
+    if how == "typed in a terminal":
+        up, master = _start_in_terminal(project, project.stack_command("up"))
+        reader = threading.Thread(target=_read_all, args=(master, chunks), daemon=True)
+        reader.start()
+    else:
+        up = subprocess.Popen(
+            project.stack_command("up"),
+            cwd=project.dir,
+            env=project.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         wait_for(
             lambda: len(jobs_named(project.local_root, CUSTOM_JOB)) == 2,
             300,
             "the replacement job to be submitted",
         )
-        # SIGINT to the runner alone (no terminal): it passes the request on to the CLI.
-        up.send_signal(signal.SIGINT)
-        output, _ = up.communicate(timeout=600)
+        if how == "typed in a terminal":
+            os.write(master, b"\x03")  # the terminal sends SIGINT to runner and CLI alike
+            up.wait(timeout=600)
+            reader.join(timeout=30)
+            os.close(master)
+        else:
+            # No terminal: the runner passes the request on to the CLI.
+            up.send_signal(signal.SIGINT)
+            chunks.append(up.communicate(timeout=600)[0])
     finally:
         project.kill_session(up.pid)
+    output = b"".join(chunks).decode(errors="replace")
 
     # The engine finished the step it was running (the replacement's create) and started
     # nothing after it: the old job is still there; no CLI or provider process is left.

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.model import JobKind
@@ -24,7 +25,7 @@ from vertex_training.jobs.view import (
     TuningJobView,
     view_of,
 )
-from vertex_training.stack.config import PROJECT_NAME, PROJECT_ROOT, ConfigError, parse_stack_config
+from vertex_training.stack.config import PROJECT_NAME, ConfigError, parse_stack_config
 
 CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"

@@ -21,6 +21,7 @@ from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
+from vertex_training.jobs.rules.image import DIGEST_FORM
 
 pytestmark = pytest.mark.slow
 
@@ -116,6 +117,61 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
     engine.delete(job_id, refreshed)
     gone_id, _ = engine.read(job_id, outs, inputs)
     assert gone_id == ""
+
+
+def relabelled(spec: dict[str, Any], **labels: str) -> dict[str, Any]:
+    return {**spec, "labels": labels, "displayName": "cassava, renamed"}
+
+
+def test_label_and_display_name_edits_update_in_place_and_start_no_run(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(cassava(), wait=False))
+    job_id, outs = engine.create(inputs)
+    edited, failures = engine.check(
+        props(relabelled(cassava(), codelab="cassava", team="vision"), wait=False), olds=outs
+    )
+    assert failures == []
+    fake.reset_calls()
+    diff = engine.diff(job_id, outs, edited)
+    # An update (what preview shows as `~ update`), not a replacement.
+    assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME
+    assert list(diff.replaces) == []
+    updated = engine.update(job_id, outs, edited)
+    # Vertex has no update RPC for CustomJob labels: the new ones are recorded in state.
+    assert calls(fake) == {}
+    assert updated["job_name"] == job_id and len(fake.names("customJobs")) == 1
+    assert updated["spec"]["labels"] == {"codelab": "cassava", "team": "vision"}
+    assert updated["spec"]["displayName"] == "cassava, renamed"
+    # The next `up` sees nothing to do.
+    again, _ = engine.check(
+        props(relabelled(cassava(), codelab="cassava", team="vision"), wait=False), olds=updated
+    )
+    assert engine.diff(job_id, updated, again).changes == provider_pb2.DiffResponse.DIFF_NONE
+
+
+def test_a_run_field_changed_with_the_labels_still_replaces(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(cassava(), wait=False))
+    job_id, outs = engine.create(inputs)
+    both, _ = engine.check(props(relabelled(cassava(workers=3), team="vision"), wait=False))
+    assert list(engine.diff(job_id, outs, both).replaces) == ["spec"]
+
+
+def test_a_crashed_create_is_adopted_after_a_label_edit(
+    host: ProviderHost, fake: FakeJobService
+) -> None:
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(cassava(), wait=False))
+    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    with pytest.raises(grpc.RpcError):
+        engine.create(inputs)
+    edited, _ = engine.check(props(relabelled(cassava(), team="vision"), wait=False))
+    job_id, _ = engine.create(edited)
+    assert fake.names("customJobs") == [job_id]
 
 
 def test_create_waits_for_the_end_and_reports_trials(
@@ -279,6 +335,19 @@ def test_preview_checks_the_known_rest_of_a_body(host: ProviderHost) -> None:
     spec["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorCount"] = 3
     [(prop, reason)] = engine.check(props(spec))[1]
     assert "workerPoolSpecs[1].machineSpec.acceleratorCount" in reason
+
+
+def test_an_image_by_tag_is_refused_once_resolved(host: ProviderHost) -> None:
+    """The image came from an Output (built by the stack): unknown at program time, so
+    only the provider's check, on the resolved value, can hold it to a digest."""
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    spec = cassava()
+    spec["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]["imageUri"] = "gcr.io/p/trainer:latest"
+    [(prop, reason)] = engine.check(props(spec))[1]
+    assert prop == "spec"
+    assert reason.startswith("jobSpec.workerPoolSpecs[1].containerSpec.imageUri: ")
+    assert "'gcr.io/p/trainer:latest' is not an image by digest" in reason
+    assert f"valid: {DIGEST_FORM}" in reason  # the one digest rule's phrasing
 
 
 def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:

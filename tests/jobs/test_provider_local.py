@@ -100,3 +100,28 @@ def test_local_destroy_of_a_running_job_cancels_then_deletes(
     engine.delete(job_id, outs)
     gone_id, _ = engine.read(job_id, outs, inputs)
     assert gone_id == ""
+
+
+def test_local_label_and_display_name_edits_update_the_stored_job(
+    host: ProviderHost, tmp_path: Path
+) -> None:
+    from vertex_training.jobs.backends.local import LocalBackend
+
+    engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
+    inputs, _ = engine.check(props(tmp_path, job()))
+    job_id, outs = engine.create(inputs)
+    spec = {**job(), "labels": {"team": "vision"}, "displayName": "renamed"}
+    edited, failures = engine.check(props(tmp_path, spec), olds=outs)
+    assert failures == []
+    diff = engine.diff(job_id, outs, edited)
+    assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
+    updated = engine.update(job_id, outs, edited)
+    assert updated["job_name"] == job_id and updated["spec"]["labels"] == {"team": "vision"}
+    backend = LocalBackend(str(tmp_path / "root"))
+    record = backend.get(job_id)
+    assert record.display_name == "renamed"
+    labels = dict(record.labels)
+    assert labels["team"] == "vision"
+    # Ours stay: the stack label, and the adoption label a crashed `up` finds it by.
+    assert {"pulumi-stack", "pulumi-job-key"} <= set(labels)
+    assert [p.name for p in (tmp_path / "root" / "jobs").iterdir()] == [job_id.rsplit("/", 1)[1]]

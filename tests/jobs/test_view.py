@@ -16,7 +16,7 @@ from vertex_training.jobs.view import (
     CustomJobView,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     MetricGoal,
     ScaleType,
@@ -61,7 +61,7 @@ def test_a_tuning_job() -> None:
         DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
         DiscreteParameterSpec("num_units", (64.0, 128.0, 512.0)),
     )
-    assert view.study.early_stopping is EarlyStopping.NONE
+    assert view.study.early_stopping is EarlyStoppingKind.NONE
 
 
 def test_conditional_parameters_and_early_stopping() -> None:
@@ -78,7 +78,7 @@ def test_conditional_parameters_and_early_stopping() -> None:
     assert opt.conditional == (
         ConditionalParameterSpec(IntegerParameterSpec("layers", 1, 4, ScaleType.LINEAR), ("sgd",)),
     )
-    assert view.study.early_stopping is EarlyStopping.MEDIAN
+    assert view.study.early_stopping is EarlyStoppingKind.MEDIAN
     assert view.study.early_stopping_uses_elapsed_duration
 
 

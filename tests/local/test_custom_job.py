@@ -14,8 +14,13 @@ import pytest
 
 from tests.bodies import custom_job, pool
 from tests.local.conftest import STANDIN, PoolFactory, pid_gone
+from trainer.config import CACHE_DIR_ENV, CACHE_MAX_BYTES_ENV
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend, LocalSpecError
+from vertex_training.jobs.backends.local import LocalBackend, environment
+from vertex_training.jobs.backends.local.environment import (
+    LOCAL_DECODED_CACHE_MAX_BYTES,
+    LocalSpecError,
+)
 from vertex_training.jobs.model import JobKind, JobRecord, JobState
 
 pytestmark = pytest.mark.timeout(120)
@@ -130,6 +135,19 @@ class TestEnvironmentConformance:
         assert tf_cluster["chief"] == cluster["workerpool0"]
         assert tf_cluster["worker"] == cluster["workerpool1"]
         assert tf_cluster["ps"] == cluster["workerpool2"]
+
+    def test_every_replica_shares_the_roots_one_bounded_decoded_cache(self, ran) -> None:
+        envs, _, root = ran
+        dirs = {e["TRAINER_CACHE_DIR"] for e in envs.values()}
+        assert dirs == {f"{root}/decoded-cache"}
+        assert {int(e["TRAINER_CACHE_MAX_BYTES"]) for e in envs.values()} == {
+            LOCAL_DECODED_CACHE_MAX_BYTES
+        }
+        # The names the trainer reads (trainer/ imports nothing from the library).
+        assert (environment.CACHE_DIR_ENV, environment.CACHE_MAX_BYTES_ENV) == (
+            CACHE_DIR_ENV,
+            CACHE_MAX_BYTES_ENV,
+        )
 
     def test_metric_files_are_per_replica(self, ran) -> None:
         files = [e["CLOUD_ML_HP_METRIC_FILE"] for e in ran[0].values()]
@@ -248,6 +266,20 @@ def test_find_by_labels_returns_the_newest(
     assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "a"}) is None
     for record in (first, second, other):
         backend.wait(record.name, timeout=30)
+
+
+def test_the_decoded_cache_goes_with_the_roots_last_job(
+    backend: LocalBackend, standin_pool: PoolFactory
+) -> None:
+    first, second = (
+        backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30) for _ in range(2)
+    )
+    cache = backend.root / "decoded-cache"
+    (cache / "cassava-224px").mkdir(parents=True)  # as a trainer leaves it
+    backend.delete(first.name)
+    assert cache.is_dir()  # the other job (a rerun of it would) may still read it
+    backend.delete(second.name)
+    assert not cache.exists()
 
 
 def test_delete_removes_the_job_and_unknown_names_raise(

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.local``: runs jobs on the local backend and shows their progress."""
+"""``python -m vertex_training.runner``: runs jobs on the local backend and shows their progress."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from tests.bodies import custom_job, double, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory
 from vertex_training.jobs.model import JobKind
-from vertex_training.local.__main__ import EXIT_FAILED, EXIT_USAGE, main
-from vertex_training.local.jobs import StackJobs, StackJobsError, load_spec_file
+from vertex_training.runner.__main__ import EXIT_FAILED, EXIT_USAGE, main
+from vertex_training.runner.jobs import StackJobs, StackJobsError, load_spec_file
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -99,7 +99,7 @@ def test_local_stack_runs_end_to_end(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "vertex_training.local",
+            "vertex_training.runner",
             "run",
             "--stack",
             "local",

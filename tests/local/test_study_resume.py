@@ -20,8 +20,8 @@ from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED, JobNotR
 from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
 from vertex_training.jobs.backends.local.tuner import VERTEX_TRIAL_ID
 from vertex_training.jobs.model import JobKind, JobState
-from vertex_training.local.jobs import LocalJob
-from vertex_training.local.progress import run_jobs
+from vertex_training.runner.jobs import LocalJob
+from vertex_training.runner.progress import run_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.local tensorboard``: the real TensorBoard serves the local
+"""``python -m vertex_training.runner tensorboard``: the real TensorBoard serves the local
 jobs' logs on a free port; a scalar written where a local job writes it is read back over
 TensorBoard's HTTP API."""
 
@@ -44,7 +44,7 @@ def test_tensorboard_serves_a_local_jobs_scalars(tmp_path: Path) -> None:
     _write_scalars(root / "gcs" / RUN)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
     process = subprocess.Popen(
-        [sys.executable, "-m", "vertex_training.local", "tensorboard", "--root", str(root)],
+        [sys.executable, "-m", "vertex_training.runner", "tensorboard", "--root", str(root)],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

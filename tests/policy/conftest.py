@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from policy.rules import Resource
+from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_program, stack_file_config
-from vertex_training.stack.config import PROJECT_ROOT
 
 STACKS = ("local", "dev", "prod")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests import PROJECT_ROOT
 from tests.policy.conftest import STACKS
-from vertex_training.stack.config import PROJECT_ROOT
 
 POLICY_PYTHON = PROJECT_ROOT / "policy" / "venv" / "bin" / "python"
 RUNNER = Path(__file__).with_name("pack_runner.py")

@@ -139,7 +139,7 @@ class TestImageByDigest:
         job = with_spec(one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms"), retag)
         (message,) = rules.image_by_digest(job)
         assert message.startswith("workerPoolSpecs[1].containerSpec.imageUri")
-        assert ":latest' is not by digest" in message
+        assert ":latest' is not an image by digest" in message
 
     def test_the_local_stack_is_out_of_scope(self, stacks: Stacks) -> None:
         local = jobs(stacks["local"])[0]

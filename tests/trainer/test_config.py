@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import parse_config, resolve_output_paths
+from trainer.config import (
+    CACHE_DIR_ENV,
+    CACHE_MAX_BYTES_ENV,
+    parse_config,
+    resolve_output_paths,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,6 +94,30 @@ def test_disk_cache_defaults_to_the_system_temp_dir_and_can_be_moved_or_disabled
     assert default.cache_dir == str(Path(tempfile.gettempdir()) / "trainer-decoded-cache")
     assert parse_config([*base, "--cache-dir", "/ssd/c"], environ={}).cache_dir == "/ssd/c"
     assert parse_config([*base, "--no-disk-cache"], environ={}).cache_dir is None
+
+
+def test_the_cache_dir_and_its_bound_come_from_the_environment_the_flag_wins() -> None:
+    """The local backend points every replica of a stack at one directory this way."""
+    base = ["--workload", "cassava", "--job-dir", "/j"]
+    env = {CACHE_DIR_ENV: "/stack/decoded-cache", CACHE_MAX_BYTES_ENV: "1048576"}
+    from_env = parse_config(base, environ=env)
+    assert (from_env.cache_dir, from_env.cache_max_bytes) == ("/stack/decoded-cache", 1048576)
+    assert parse_config([*base, "--cache-dir", "/ssd/c"], environ=env).cache_dir == "/ssd/c"
+    assert parse_config([*base, "--no-disk-cache"], environ=env).cache_dir is None
+    assert parse_config(base, environ={}).cache_max_bytes is None
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "lots"])
+def test_a_bad_cache_bound_exits_naming_the_variable(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        parse_config(
+            ["--workload", "cassava", "--job-dir", "/j"], environ={CACHE_MAX_BYTES_ENV: value}
+        )
+    assert f"{CACHE_MAX_BYTES_ENV}={value!r}: valid: a positive number of bytes" in (
+        capsys.readouterr().err
+    )
 
 
 def _exit_message(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

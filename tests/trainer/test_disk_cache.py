@@ -353,3 +353,75 @@ def test_batches_from_blocks_split_per_replica_under_a_distribution_strategy(
     sizes = [int(labels.shape[0]) for _, labels in per_replica]
     assert sizes == [2, 2, 2, 2, 1, 1]  # global batches of 4, 4, 2
     assert sorted(int(label) for _, labels in per_replica for label in labels) == list(range(10))
+
+
+def fill(cache: DiskCache, key: str, size: int) -> str:
+    def write(path: str) -> None:
+        os.makedirs(path)
+        Path(path, "block-000000").write_bytes(b"x" * size)
+
+    return cache.directory(key, write)
+
+
+def test_a_bounded_cache_removes_the_least_recently_used_split_to_make_room(
+    tmp_path: Path,
+) -> None:
+    writer = DiskCache(str(tmp_path), max_bytes=int(2.5 * 1024**2))
+    old = fill(writer, "old", 1024**2)
+    recent = fill(writer, "recent", 1024**2)
+    os.utime(old, (1, 1))  # used long ago
+    # Held by nobody now: their readers (this process's cache objects) are gone.
+    disk_cache_module.release_all()
+    assert writer.has_room(1024**2 // 2, key="new")
+    assert not os.path.exists(old) and os.path.isdir(recent)
+
+
+def test_a_split_in_use_by_a_live_reader_is_never_removed(tmp_path: Path) -> None:
+    reader = DiskCache(str(tmp_path), max_bytes=int(1.5 * 1024**2))
+    in_use = fill(reader, "in-use", 1024**2)
+    # Another process's cache (its own open file), bounded the same way, needs room.
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from trainer.disk_cache import DiskCache; "
+            f"print(DiskCache({str(tmp_path)!r}, max_bytes={int(1.5 * 1024**2)})"
+            ".has_room(1024**2, key='new'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    assert other.stdout.strip() == "False"
+    assert os.path.isdir(in_use)
+
+
+def test_a_split_larger_than_the_bound_skips_the_cache(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        assert not DiskCache(str(tmp_path), max_bytes=1024**2).has_room(2 * 1024**2)
+    assert "disk cache skipped" in caplog.text and "bound" in caplog.text
+
+
+def test_the_trainer_says_where_its_cache_is_and_bounds_it_as_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from trainer.cluster import ClusterRole
+    from trainer.config import CACHE_DIR_ENV, CACHE_MAX_BYTES_ENV, parse_config
+    from trainer.training import disk_cache_for
+
+    argv = ["--workload", "cassava", "--job-dir", "/j"]
+    shared = parse_config(argv, environ={CACHE_DIR_ENV: "/root/decoded", CACHE_MAX_BYTES_ENV: "5"})
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        cache = disk_cache_for(shared, ClusterRole("worker", 1))
+    assert cache is not None and (cache.root, cache.max_bytes) == ("/root/decoded", 5)
+    assert (cache.task_type, cache.task_index) == ("worker", 1)
+    assert "decoded-image disk cache: /root/decoded (this machine's local disk" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="trainer"):
+        assert (
+            disk_cache_for(parse_config([*argv, "--no-disk-cache"], environ={}), ClusterRole())
+            is None
+        )
+    assert "decoded-image disk cache: off" in caplog.text

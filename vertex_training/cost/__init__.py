@@ -1,7 +1,8 @@
-"""What jobs and stacks cost before they run: a price catalog (``prices.json``), pure
-estimates over job bodies (``estimate``), their text (``report``), a stack's estimate
-(``stack``) and the catalog's refresh from the Cloud Billing Catalog API (``refresh``).
+"""A stack's cost, computed where the stack is read: ``python -m vertex_training.cost
+--stack dev`` (``stack`` estimates a stack's config), ``vt.log_stack_cost`` in the
+program (``program``) and the price catalog's refresh from the Cloud Billing Catalog API
+(``refresh``). The prices and the estimates themselves are ``vertex_training.pricing``.
 
-Import the submodule you need; nothing here imports TensorFlow, ``aiplatform_v1``,
-``pulumi_gcp`` or ``vertex_training.platform``.
+Import the submodule you need; nothing here imports TensorFlow, ``aiplatform_v1`` or
+``pulumi_gcp``.
 """

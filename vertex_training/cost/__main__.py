@@ -13,11 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from vertex_training.cost.budget import budget_verdict
-from vertex_training.cost.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
-from vertex_training.cost.report import budget_line, estimate_table
+from vertex_training._project import project_root
 from vertex_training.cost.stack import estimate_stack
-from vertex_training.stack.config import PROJECT_ROOT, ConfigError, load_stack_config
+from vertex_training.pricing.budget import budget_verdict
+from vertex_training.pricing.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
+from vertex_training.pricing.report import budget_line, estimate_table
+from vertex_training.stack.config import ConfigError, load_stack_config
 
 
 def _duration(text: str) -> tuple[str, float]:
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         "--workbench-hours", type=float, default=DEFAULT_WORKBENCH_HOURS, metavar="HOURS"
     )
     args = parser.parse_args(argv)
-    stack_file = args.stack_file or PROJECT_ROOT / "stacks" / f"Pulumi.{args.stack}.yaml"
+    stack_file = args.stack_file or project_root() / "stacks" / f"Pulumi.{args.stack}.yaml"
     try:
         config = load_stack_config(stack_file)
         total = estimate_stack(

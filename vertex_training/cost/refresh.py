@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vertex_training.cost.catalog import (
+from vertex_training.jobs.rules.hardware import HardwareCatalog
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.pricing.catalog import (
     ITEM_KINDS,
     PRICES_PATH,
     Pricing,
     Target,
     parse_price_catalog,
 )
-from vertex_training.jobs.rules.hardware import HardwareCatalog
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 
 BILLING_API = "https://cloudbilling.googleapis.com/v1"
 BILLING_SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"

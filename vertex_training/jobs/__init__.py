@@ -1,10 +1,10 @@
-"""Vertex AI training and tuning jobs as infrastructure.
+"""Vertex AI training and tuning jobs as infrastructure: the body is the job.
 
-Layers, each leaning on the one before: ``spec`` (frozen specs and their validation,
-``accelerators`` holding the GPU rules), ``rest`` (to and from the Vertex REST JSON, in
-plain Python) and ``convert`` (to and from ``aiplatform_v1`` messages, through ``rest``);
-``backends`` (``vertex`` and ``local`` behind one protocol); ``resources`` (the
-``CustomJob`` / ``HyperparameterTuningJob`` dynamic resources); ``declarations`` (jobs
-in stack config) and ``program`` (declaring them on a platform). Import the submodule
-you need: importing this package loads none of them.
+``api`` (typed Args that build a job's Vertex REST body), ``view`` (a read-only view of
+a body: what rules, estimates and the local backend read), ``rules`` (the hardware
+catalog and the API's limits over a view; ``Finding`` is in ``finding``), ``estimate``
+(a job's cost from its body), ``declarations`` (jobs in stack config), ``backends``
+(``vertex`` and ``local`` behind one protocol, reporting ``model`` records) and
+``resources`` (the ``CustomJob`` / ``HyperparameterTuningJob`` dynamic resources). Import
+the submodule you need: importing this package loads none of them.
 """

@@ -25,9 +25,10 @@ import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
-from vertex_training.jobs.rules.hardware import Finding, acknowledge
+from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import read_view
 
@@ -59,8 +60,6 @@ __all__ = [
 
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
-
-_DIGEST = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 
 
 @runtime_checkable
@@ -747,8 +746,6 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
             remote=not context.local,
             strict=context.strict,
         )
-        if not context.local:
-            findings += _image_findings(known)
     return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
 
 
@@ -772,26 +769,6 @@ def validate_body(
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
         (warnings if finding.severity == "warning" else errors).append(text)
     return errors, warnings
-
-
-def _image_findings(body: Mapping[str, Any]) -> list[Finding]:
-    """On Vertex, jobs run images by digest: a tag can move under a job that is running."""
-    out: list[Finding] = []
-    spec = body.get("jobSpec") or body.get("trialJobSpec") or {}
-    prefix = "jobSpec" if "jobSpec" in body else "trialJobSpec"
-    for index, pool in enumerate(spec.get("workerPoolSpecs") or []):
-        image = ((pool or {}).get("containerSpec") or {}).get("imageUri")
-        if isinstance(image, str) and not _DIGEST.match(image):
-            out.append(
-                Finding(
-                    f"{prefix}.workerPoolSpecs[{index}].containerSpec.imageUri",
-                    f"{image!r} is not an image by digest (a tag can move while a job runs); "
-                    "valid: <repository>/<image>@sha256:<64 hex digits>, e.g. "
-                    'platform.image("trainer")',
-                    "error",
-                )
-            )
-    return out
 
 
 def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:

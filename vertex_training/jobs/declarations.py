@@ -43,13 +43,13 @@ from typing import Any
 
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
-from vertex_training.jobs.rules.hardware import Finding
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})

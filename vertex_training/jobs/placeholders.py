@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from vertex_training.jobs.rules.hardware import Finding
+from vertex_training.jobs.finding import Finding
 
 __all__ = [
     "PLACEHOLDER_BUCKET",

@@ -5,10 +5,11 @@ credentials (dill pickles it into the state): every method builds its backend fr
 resource's own ``backend`` input, so the same resource runs on Vertex or on this machine.
 
 Lifecycle: ``check`` validates (tolerating unknowns in preview); ``diff`` replaces when
-what the job runs changes and updates in place (no API call) for waiting settings and the
-provider version; ``create`` adopts a job left by a crashed run (found by its adoption
-label) or submits, then waits in bounded polls when asked; ``read`` refreshes from the
-service; ``delete`` cancels, waits for a terminal state, deletes.
+what the job runs changes and updates in place for waiting settings, the provider version
+and the body's ``labels`` and ``displayName`` (``METADATA_FIELDS``: no new run);
+``create`` adopts a job left by a crashed run (found by its adoption label) or submits,
+then waits in bounded polls when asked; ``read`` refreshes from the service; ``delete``
+cancels, waits for a terminal state, deletes.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
+    JobArgs,
+    JobContext,
     check_settings,
     job_body,
     job_context,
@@ -46,6 +49,7 @@ from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
+from vertex_training.pricing.estimate import JobEstimate
 
 _log = logging.getLogger(__name__)
 
@@ -67,7 +71,13 @@ STACK_LABEL = "pulumi-stack"
 
 
 RUN_KEYS = ("spec", "backend_target", "identity")
-"""Inputs that define what runs: a change replaces the job (a new run)."""
+"""Inputs that define what runs: a change replaces the job (a new run), except for a
+change to the body's ``METADATA_FIELDS`` alone."""
+METADATA_FIELDS = ("labels", "displayName")
+"""Body fields that describe a job without changing what runs: an edit is an in-place
+update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
+so there the running job keeps the values it was created with and only the stack's
+state records the new ones; the local backend updates its stored job."""
 SETTLE_KEYS = (
     "wait",
     "wait_timeout_seconds",
@@ -117,6 +127,11 @@ def adoption_value(identity: str, canonical_body: str) -> str:
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
     name = identity.rsplit("/", 1)[-1]
     return label_value(f"{name[:40]}-{digest}")
+
+
+def run_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` without ``METADATA_FIELDS``: what decides the run."""
+    return {k: v for k, v in body.items() if k not in METADATA_FIELDS}
 
 
 def _is_unknown(value: Any) -> bool:
@@ -184,8 +199,10 @@ class _Props:
     def adoption_value(self) -> str:
         from vertex_training.jobs.protos import canonical_json
 
-        # The canonical text: numbers cross the engine as floats (2 -> 2.0).
-        return adoption_value(self.identity, canonical_json(self.kind, self.body))
+        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
+        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
+        # job they were edited after still adopts it.
+        return adoption_value(self.identity, canonical_json(self.kind, run_body(self.body)))
 
     def labelled_body(self) -> dict[str, Any]:
         """The body as submitted: the declared one plus our stack and adoption labels."""
@@ -293,8 +310,18 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         # Local only: an unchanged `up` makes no API call.
-        replaces = [k for k in RUN_KEYS if olds.get(k) != news.get(k)]
+        replaces = [k for k in RUN_KEYS if k != "spec" and olds.get(k) != news.get(k)]
+        old_spec, new_spec = olds.get("spec"), news.get("spec")
+        metadata_changed = False
+        if isinstance(old_spec, Mapping) and isinstance(new_spec, Mapping):
+            if run_body(old_spec) != run_body(new_spec):
+                replaces.insert(0, "spec")
+            metadata_changed = any(old_spec.get(f) != new_spec.get(f) for f in METADATA_FIELDS)
+        elif old_spec != new_spec:
+            replaces.insert(0, "spec")
         changed = [k for k in SETTLE_KEYS if olds.get(k) != news.get(k)]
+        if metadata_changed:
+            changed.append("spec")
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or changed),
             replaces=replaces,
@@ -365,11 +392,32 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         )
 
     def update(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
+        self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        # Only settle keys changed (diff replaces otherwise): nothing to tell the service.
+        # Only settle keys or the body's metadata changed (diff replaces otherwise).
+        p = self._props(news)
+        old_spec = olds.get("spec") or {}
+        if any(old_spec.get(f) != p.body.get(f) for f in METADATA_FIELDS):
+            labels = p.labelled_body()["labels"]
+            display_name = str(p.body.get("displayName", ""))
+            try:
+                relabelled = backend_for(p.settings).relabel(
+                    id_, labels=labels, display_name=display_name
+                )
+            except JobNotFoundError:
+                # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
+                relabelled = True
+            if relabelled:
+                _log.info("%s: labels and display name updated in place", id_)
+            else:
+                _log.warning(
+                    "%s: the running job keeps its labels and display name (Vertex has no "
+                    "update call for them); the new ones are recorded in the stack's state "
+                    "and are sent with the job's next run",
+                    id_,
+                )
         outs = {k: olds.get(k) for k in OUTPUT_KEYS}
-        return pulumi.dynamic.UpdateResult(outs={**self._props(news).inputs(), **outs})
+        return pulumi.dynamic.UpdateResult(outs={**p.inputs(), **outs})
 
     # --------------------------------------------------------------------- delete
 
@@ -418,9 +466,9 @@ class _JobResource(pulumi.dynamic.Resource):
     """Interactive shell URIs by replica, with ``enable_web_access``."""
     spec: pulumi.Output[dict[str, Any]]
     """The job's Vertex REST body, exactly as it was sent."""
-    cost_estimate: Any
-    """What one run costs (``vertex_training.cost.estimate.JobEstimate``), priced at
-    construction; None on a local platform."""
+    cost_estimate: JobEstimate | None
+    """What one run costs, priced at construction; None on a local platform (or when the
+    body cannot be priced, with a warning saying why)."""
 
     def __init__(
         self,
@@ -478,11 +526,14 @@ class _JobResource(pulumi.dynamic.Resource):
             pulumi.log.warn(warning, resource=self)
         self.cost_estimate = None if context.local else self._estimate(context, body, args)
 
-    def _estimate(self, context: Any, body: dict[str, Any], args: Any) -> Any:
+    def _estimate(
+        self, context: JobContext, body: dict[str, Any], args: JobArgs
+    ) -> JobEstimate | None:
         """What one run costs, as a diagnostic where decisions are made (``pulumi
         preview``); values not known yet do not change a price."""
-        from vertex_training.cost.estimate import EstimateError, estimate_job
-        from vertex_training.cost.report import job_estimate_message
+        from vertex_training.jobs.estimate import estimate_job
+        from vertex_training.pricing.estimate import EstimateError
+        from vertex_training.pricing.report import job_estimate_message
 
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
@@ -504,7 +555,9 @@ class CustomJob(_JobResource, module="vertex", name="CustomJob"):
     """A Vertex AI CustomJob (``pulumi-python:dynamic/vertex:CustomJob``).
 
     ``pulumi up`` submits it (or adopts the run a crashed ``up`` left) and, with
-    ``wait``, waits for it to end; a change to what it runs replaces it with a new run;
+    ``wait``, waits for it to end; a change to what it runs replaces it with a new run,
+    a change to its labels or display name alone is an in-place update (no new run; on
+    Vertex, which cannot relabel a job, it is recorded in the state only);
     ``pulumi destroy`` cancels and deletes it. On a local platform it runs on this
     machine, one process per replica."""
 
@@ -545,6 +598,7 @@ class HyperparameterTuningJob(_JobResource, module="vertex", name="Hyperparamete
 
 __all__ = [
     "ADOPTION_LABEL",
+    "METADATA_FIELDS",
     "PROVIDER_VERSION",
     "CustomJob",
     "HyperparameterTuningJob",

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vertex_training._spelling import did_you_mean
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.rules.hardware import Finding
 
 
 class PoolRole(enum.IntEnum):
@@ -73,7 +73,7 @@ class MeasurementSelection(enum.StrEnum):
     BEST = "BEST_MEASUREMENT"
 
 
-class EarlyStopping(enum.StrEnum):
+class EarlyStoppingKind(enum.StrEnum):
     """Which automated stopping spec of the study is set (the body's oneof)."""
 
     NONE = "none"
@@ -218,7 +218,7 @@ class StudySpec:
     parameters: tuple[ParameterSpec, ...]
     algorithm: SearchAlgorithm = SearchAlgorithm.BAYESIAN
     measurement_selection: MeasurementSelection = MeasurementSelection.UNSPECIFIED
-    early_stopping: EarlyStopping = EarlyStopping.NONE
+    early_stopping: EarlyStoppingKind = EarlyStoppingKind.NONE
     early_stopping_uses_elapsed_duration: bool = False
 
 
@@ -599,11 +599,11 @@ def _study(reader: _Reader, data: Mapping[str, Any], path: str) -> StudySpec:
         for p_path, item in reader.items(data, "parameters", path)
         if (p := _parameter(reader, item, p_path)) is not None
     )
-    stopping = [e for e in list(EarlyStopping)[1:] if reader.get(data, e.value) is not None]
-    early = stopping[0] if stopping else EarlyStopping.NONE
+    stopping = [e for e in list(EarlyStoppingKind)[1:] if reader.get(data, e.value) is not None]
+    early = stopping[0] if stopping else EarlyStoppingKind.NONE
     elapsed = (
         reader.boolean(reader.sub(data, early.value, path), "useElapsedDuration", path)
-        if early in (EarlyStopping.MEDIAN, EarlyStopping.DECAY_CURVE)
+        if early in (EarlyStoppingKind.MEDIAN, EarlyStoppingKind.DECAY_CURVE)
         else False
     )
     return StudySpec(
@@ -674,7 +674,7 @@ __all__ = [
     "DiscreteParameterSpec",
     "DiskSpec",
     "DoubleParameterSpec",
-    "EarlyStopping",
+    "EarlyStoppingKind",
     "IntegerParameterSpec",
     "JobView",
     "MachineSpec",

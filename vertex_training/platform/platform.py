@@ -13,25 +13,31 @@ leaves nothing half-registered.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    Finding,
     acknowledge,
     check_machine_spec,
     check_region,
     check_zone,
 )
+from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
+from vertex_training.platform.names import (
+    derived_bucket_name,
+    name_qualifier,
+    platform_names,
+    slug,
+)
 from vertex_training.platform.rules import (
-    DIGEST_REFERENCE,
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,
@@ -40,24 +46,24 @@ from vertex_training.platform.rules import (
     InvalidValueError,
     check_bucket_name,
 )
+from vertex_training.pricing.estimate import WorkbenchEstimate
 
 if TYPE_CHECKING:
     from vertex_training.platform.identity import PlatformIdentity
     from vertex_training.platform.registry import TrainerRepository
 
 __all__ = [
+    "APP_LABEL",
     "LOCAL_PROJECT",
-    "PROJECT_NAME",
     "ImageBuild",
     "TensorBoard",
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
-    "log_stack_cost",
     "platform_labels",
 ]
 
-PROJECT_NAME = "vertex-training"
+APP_LABEL = "vertex-training"
 """The ``app`` label of everything a platform creates."""
 
 LOCAL_PROJECT = "local"
@@ -138,7 +144,8 @@ class TrainingPlatformArgs(_Checked):
     workbench: Workbench | None = None
     """None: no notebook."""
     bucket_name: str | None = None
-    """The bucket to create; None: ``<project>-<stack>-vertex``."""
+    """The bucket to create; None: ``<project>-<stack>[-<qualifier>]-vertex`` (see
+    ``name_qualifier``), cut to 63 characters with a hash of the whole."""
     existing_bucket: pulumi.Input[str] | None = None
     """Bring your own bucket (its name): none is created; the training account gets
     object access on it unless it is brought too."""
@@ -152,7 +159,16 @@ class TrainingPlatformArgs(_Checked):
     """The Workbench instance's subnetwork."""
     enable_apis: bool = True
     """False where the project's APIs are managed elsewhere."""
-    repository_name: str = "trainers"
+    repository_name: str | None = None
+    """The Artifact Registry repository for image builds; None:
+    ``trainers[-<qualifier>]`` (see ``name_qualifier``)."""
+    name_qualifier: str | None = None
+    """What the names of the platform's bucket, service accounts, Workbench instance,
+    custom role and repository carry so that two platforms of one stack do not collide;
+    None: the component's name (nothing for a component named ``platform``). ``""``
+    keeps the names platforms had before (``<project>-<stack>-vertex``,
+    ``vtx-train-<stack>`` ...): set it on an existing stack's one platform rather than
+    have them replaced."""
     image_keep_count: int = 10
     staging_retention_days: int = 7
     soft_delete_retention_days: int = 7
@@ -172,7 +188,7 @@ class TrainingPlatformArgs(_Checked):
     and its jobs: the override for a catalog row that is out of date."""
     local_root: Path = Path(".local-vertex")
     """local: the directory holding the local bucket, logs and job state (relative to
-    the program's directory)."""
+    the project: the nearest directory holding ``Pulumi.yaml``)."""
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -204,9 +220,8 @@ class TrainingPlatform(pulumi.ComponentResource):
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
     acknowledged_hardware_checks: tuple[str, ...]
-    cost_estimate: Any
-    """The Workbench instance per hour while it is up
-    (``vertex_training.cost.estimate.WorkbenchEstimate``); None without one."""
+    cost_estimate: WorkbenchEstimate | None
+    """The Workbench instance per hour while it is up; None without one."""
 
     def __init__(
         self,
@@ -219,7 +234,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 f"TrainingPlatform({resource_name!r}): args must be a TrainingPlatformArgs, "
                 f"got {type(args).__name__}"
             )
-        stack = _slug(pulumi.get_stack())
+        stack = slug(pulumi.get_stack())
         errors, warnings = platform_problems(args)
         if errors:
             raise InvalidArgumentsError(
@@ -252,7 +267,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         if args.environment == "local":
             self._local(args)
         else:
-            self._cloud(resource_name, args, stack)
+            qualifier = name_qualifier(resource_name, args.name_qualifier)
+            self._cloud(resource_name, args, stack, qualifier)
         self.register_outputs(
             {
                 "bucket_url": self.bucket_url,
@@ -292,7 +308,9 @@ class TrainingPlatform(pulumi.ComponentResource):
     # ------------------------------------------------------------------ local
 
     def _local(self, args: TrainingPlatformArgs) -> None:
-        root = args.local_root if args.local_root.is_absolute() else Path.cwd() / args.local_root
+        root = (
+            args.local_root if args.local_root.is_absolute() else project_root() / args.local_root
+        )
         self.project = args.project or LOCAL_PROJECT
         self.local_root = root
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
@@ -305,7 +323,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     # ------------------------------------------------------------------ cloud
 
-    def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str) -> None:
+    def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
         from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
         from vertex_training.platform.project_services import (
@@ -314,6 +332,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
         assert args.project is not None  # platform_problems made sure
+        names = platform_names(stack, qualifier)
         project = args.project
         self.project = project
         self.local_root = None
@@ -338,7 +357,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                     project=project,
                     region=args.region,
                     bucket_name=args.bucket_name
-                    or pulumi.Output.concat(project, f"-{stack}-vertex"),
+                    or pulumi.Output.from_input(project).apply(
+                        lambda project_id: derived_bucket_name(project_id, stack, qualifier)
+                    ),
                     labels=self.labels,
                     staging_retention_days=args.staging_retention_days,
                     # dev is disposable; prod keeps every trained model through a destroy.
@@ -364,7 +385,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 TrainerRepositoryArgs(
                     project=project,
                     region=args.region,
-                    repository_id=args.repository_name,
+                    repository_id=args.repository_name or names.repository_id,
                     keep_count=args.image_keep_count,
                     labels=self.labels,
                 ),
@@ -386,12 +407,10 @@ class TrainingPlatform(pulumi.ComponentResource):
                     repository_id=(
                         repository.repository.repository_id if repository is not None else None
                     ),
-                    training_account_id=None
-                    if brings_training
-                    else _account_id("vtx-train", stack),
+                    training_account_id=None if brings_training else names.training_account_id,
                     training_email=args.training_service_account,
                     workbench_account_id=(
-                        _account_id("vtx-workbench", stack) if creates_workbench_account else None
+                        names.workbench_account_id if creates_workbench_account else None
                     ),
                 ),
                 opts=self._after(),
@@ -409,6 +428,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 args=args,
                 tensorboard=args.tensorboard,
                 stack=stack,
+                role_id=names.tensorboard_role_id,
                 identity=identity,
             )
         if workbench is not None:
@@ -416,7 +436,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 name=name,
                 args=args,
                 workbench=workbench,
-                stack=stack,
+                instance_name=names.workbench_instance,
                 identity=identity,
             )
 
@@ -434,6 +454,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         args: TrainingPlatformArgs,
         tensorboard: TensorBoard,
         stack: str,
+        role_id: str,
         identity: PlatformIdentity | None,
     ) -> None:
         from vertex_training.platform.tensorboard import (
@@ -457,7 +478,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 region=args.region,
                 display_name=tensorboard.display_name or f"{stack} training",
                 training_member=member,
-                role_id=f"vertexTensorboardWriter_{stack.replace('-', '_')}"[:64],
+                role_id=role_id,
                 kms_key_name=args.kms_key_name,
                 experiments=tensorboard.experiments,
                 labels=self.labels,
@@ -475,7 +496,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         name: str,
         args: TrainingPlatformArgs,
         workbench: Workbench,
-        stack: str,
+        instance_name: str,
         identity: PlatformIdentity | None,
     ) -> None:
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
@@ -488,7 +509,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             TrainingWorkbenchArgs(
                 project=args.project,
                 zone=workbench.zone or f"{args.region}-a",
-                instance_name=f"vertex-workbench-{stack}"[:63].rstrip("-"),
+                instance_name=instance_name,
                 service_account_email=email,
                 machine_type=workbench.machine_type,
                 gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
@@ -509,7 +530,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
+        from vertex_training.pricing.estimate import EstimateError, estimate_workbench
 
         try:
             self.cost_estimate = estimate_workbench(
@@ -556,59 +577,15 @@ class TrainingPlatform(pulumi.ComponentResource):
 # --------------------------------------------------------------------------- checks
 
 
-def log_stack_cost(
-    platform: TrainingPlatform, jobs: Iterable[Any], *, budget: float | None = None
-) -> Any:
-    """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
-    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
-    from vertex_training.cost.estimate import stack_estimate
-
-    if platform.environment == "local":
-        return None
-    estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
-    total = stack_estimate(estimates, platform.cost_estimate)
-    log_stack_total(total, budget, platform.environment, resource=platform)
-    return total
-
-
-def log_stack_total(
-    total: Any, budget: float | None, environment: str, *, resource: Any = None
-) -> None:
-    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
-    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
-    from vertex_training.cost.budget import budget_verdict
-    from vertex_training.cost.report import stack_total_message
-
-    message = stack_total_message(total, budget)
-    verdict = budget_verdict(total, budget)
-    action = verdict.action(environment) if verdict is not None else None
-    if action is None:
-        pulumi.log.info(message, resource=resource)
-    else:
-        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
-        pulumi.log.warn(f"{message} ({where})", resource=resource)
-
-
 def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
     """The labels of everything a platform creates (its jobs too)."""
     return {
-        "app": PROJECT_NAME,
-        "stack": _slug(stack)[:63],
+        "app": APP_LABEL,
+        "stack": slug(stack)[:63],
         "environment": environment,
         "managed-by": "pulumi",
         **extra,
     }
-
-
-def _slug(text: str) -> str:
-    """Lowercase letters, digits and '-' only: safe in resource ids and label values."""
-    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-") or "stack"
-
-
-def _account_id(prefix: str, stack: str) -> str:
-    # Service account ids are 6-30 characters and must end with a letter or digit.
-    return f"{prefix}-{stack}"[:30].rstrip("-")
 
 
 def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]:
@@ -641,7 +618,13 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
             check_bucket_name(args.bucket_name)
         except InvalidValueError as error:
             errors.append(f"{where}.bucket_name: {error.problem}; valid: {error.valid}")
-    if not REPOSITORY_ID.match(args.repository_name):
+    if args.name_qualifier and not REPOSITORY_ID.match(args.name_qualifier):
+        errors.append(
+            f"{where}.name_qualifier: {args.name_qualifier!r} invalid; valid: None (the "
+            "component's name), '' (none) or lowercase letters, digits and '-', starting "
+            "with a letter"
+        )
+    if args.repository_name is not None and not REPOSITORY_ID.match(args.repository_name):
         errors.append(
             f"{where}.repository_name: {args.repository_name!r} invalid; valid: lowercase "
             "letters, digits and '-', starting with a letter, at most 63"
@@ -692,15 +675,9 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[s
         if not isinstance(image, str):
             return []  # from another resource: judged when known, by the job rules
         if not IMAGE_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image reference; "
-                "valid: REGISTRY/PATH@sha256:<digest>"
-            ]
-        if cloud and not DIGEST_REFERENCE.match(image):
-            return [
-                f"{where}: {image!r} is not an image by digest (a tag can move while a job "
-                "runs); valid: REGISTRY/PATH@sha256:<64 hex digits>, or an ImageBuild"
-            ]
+            return [f"{where}: {image!r} is not an image reference; valid: {DIGEST_FORM}"]
+        if cloud and not is_by_digest(image):
+            return [f"{where}: {not_by_digest(image)}, or an ImageBuild"]
         return []
     problems: list[str] = []
     if not IMAGE_NAME.match(image.image_name or name):

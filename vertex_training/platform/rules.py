@@ -10,7 +10,6 @@ import ipaddress
 import re
 
 __all__ = [
-    "DIGEST_REFERENCE",
     "GCP_PROJECT_ID",
     "IMAGE_NAME",
     "IMAGE_REFERENCE",
@@ -25,7 +24,6 @@ __all__ = [
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
 REPOSITORY_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 IMAGE_NAME = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
-DIGEST_REFERENCE = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
 IMAGE_REFERENCE = re.compile(
     r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})?$"

@@ -34,10 +34,12 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
+from vertex_training._project import project_root
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
+from vertex_training.jobs.rules.image import DIGEST_REFERENCE
+from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
-    DIGEST_REFERENCE,
     GCP_PROJECT_ID,
     IMAGE_NAME,
     IMAGE_REFERENCE,
@@ -52,7 +54,6 @@ from vertex_training.platform.rules import (
 __all__ = [
     "GCP_PROJECT_KEY",
     "PROJECT_NAME",
-    "PROJECT_ROOT",
     "SECTIONS",
     "VERTEX_REGIONS",
     "WORKBENCH_GPU_TYPES",
@@ -76,8 +77,6 @@ __all__ = [
 PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-"""Where ``Pulumi.yaml`` lives; relative paths in config are resolved against it."""
 
 GCP_PROJECT_KEY = "gcp:project"
 
@@ -613,7 +612,7 @@ class StackConfig(BaseModel):
         """The configured bucket name, or the derived ``<project>-<stack>-vertex``."""
         if self.storage.bucket_name is not None:
             return self.storage.bucket_name
-        return f"{self.gcp_project or PROJECT_NAME}-{self.stack}-vertex"
+        return derived_bucket_name(self.gcp_project or PROJECT_NAME, self.stack)
 
     @property
     def workbench_zone(self) -> str:
@@ -623,7 +622,7 @@ class StackConfig(BaseModel):
     def local_root(self) -> Path:
         """Absolute directory of the local stack's bucket, logs and job state."""
         root = Path(self.general.local_root)
-        return root if root.is_absolute() else PROJECT_ROOT / root
+        return root if root.is_absolute() else project_root() / root
 
 
 SECTIONS: Mapping[str, type[_Section]] = {
@@ -765,7 +764,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         and GCP_PROJECT_ID.match(gcp_project)
     ):
         # The derived name must follow the same rules as a configured one.
-        derived = f"{gcp_project}-{stack}-vertex"
+        derived = derived_bucket_name(gcp_project, stack)
         try:
             check_bucket_name(derived)
         except InvalidValueError as error:

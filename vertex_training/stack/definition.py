@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from vertex_training._project import project_root
 from vertex_training.jobs.api import JobArgs
 from vertex_training.platform.platform import (
     ImageBuild,
@@ -22,7 +23,6 @@ from vertex_training.platform.platform import (
     Workbench,
 )
 from vertex_training.stack.config import (
-    PROJECT_ROOT,
     StackConfig,
     load_pulumi_config,
     load_stack_config,
@@ -55,9 +55,10 @@ def stack_definition(config: StackConfig) -> StackDefinition:
     if config.image.pinned_reference is not None:
         image = config.image.pinned_reference
     else:
+        root = project_root()
         image = ImageBuild(
-            context=PROJECT_ROOT,
-            dockerfile=PROJECT_ROOT / DOCKERFILE,
+            context=root,
+            dockerfile=root / DOCKERFILE,
             image_name=config.image.image_name,
             sources=IMAGE_SOURCES,
         )

@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from vertex_training._project import PROJECT_FILE, project_root
+
 COMMANDS = ("preview", "up", "refresh", "destroy")
 CLI_ENV = "VERTEX_TRAINING_PULUMI_CLI"
 """A ``pulumi`` binary to use instead of the project's ``.tools/bin`` or PATH."""
@@ -73,25 +75,22 @@ class StackRun:
 
 
 def find_project_dir(start: Path) -> Path:
-    """The nearest directory at or above ``start`` holding a Pulumi.yaml, as ``pulumi``
-    itself looks for the project."""
-    for directory in (start.resolve(), *start.resolve().parents):
-        if (directory / "Pulumi.yaml").is_file() or (directory / "Pulumi.yml").is_file():
-            return directory
-    raise StackCommandError(
-        f"no Pulumi.yaml in {start.resolve()} or above it: run this in a Pulumi project"
-    )
+    """The project directory of ``start`` (:func:`project_root`); an error where there is
+    none, since the engine needs its Pulumi.yaml."""
+    root = project_root(start)
+    if not (root / PROJECT_FILE).is_file():
+        raise StackCommandError(
+            f"no {PROJECT_FILE} in {start.resolve()} or above it: run this in a Pulumi project"
+        )
+    return root
 
 
 def _project_settings(project_dir: Path) -> dict[str, Any]:
-    for name in ("Pulumi.yaml", "Pulumi.yml"):
-        path = project_dir / name
-        if path.is_file():
-            settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            if not isinstance(settings, dict) or not settings.get("name"):
-                raise StackCommandError(f"{path}: a project file needs a `name`")
-            return settings
-    raise StackCommandError(f"no Pulumi.yaml in {project_dir}")
+    path = project_dir / PROJECT_FILE
+    settings = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(settings, dict) or not settings.get("name"):
+        raise StackCommandError(f"{path}: a project file needs a `name`")
+    return settings
 
 
 def _program_file(project_dir: Path, settings: dict[str, Any]) -> Path:

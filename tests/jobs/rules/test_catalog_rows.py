@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    Finding,
     acknowledge,
     catalog,
     check_machine_spec,

@@ -20,8 +20,8 @@ from tests.bodies import (
     study,
     tuning_job,
 )
+from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.rules.hardware import Finding
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 

@@ -161,6 +161,11 @@ class VertexBackend:
             # Vertex answers FAILED_PRECONDITION for a job that already finished.
             _log.info("cancel: %s not cancellable (%s)", name, error.message)
 
+    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
+        # JobService has UpdateModelDeploymentMonitoringJob and no other update RPC: a
+        # created CustomJob or HyperparameterTuningJob keeps its labels and display name.
+        return False
+
     def resume_interrupted(self, name: str) -> JobRecord | None:
         """Vertex runs the job itself: nothing of ours can die under it."""
         return None

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vertex_training._spelling import closest, did_you_mean
+from vertex_training.jobs.finding import Finding, Severity
 
-Severity = Literal["error", "warning"]
 Target = Literal["vertex", "workbench"]
 
 CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
@@ -40,28 +40,6 @@ _MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 _TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 _REGION = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 _ZONE = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem with a job body, located by its API field path."""
-
-    path: str
-    """API field path, e.g. ``jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount``."""
-    message: str
-    """What is wrong and what would be valid."""
-    severity: Severity
-    """``"error"``: the catalog knows it is wrong; ``"warning"``: it cannot tell."""
-    check: str = ""
-    """The check and its subject, e.g. ``accelerator-region:NVIDIA_B200@europe-west4``: a
-    stack lists it under ``acknowledgedHardwareChecks`` to turn this one error into a
-    warning. An error's message ends in it so that a user can copy it."""
-
-    def __post_init__(self) -> None:
-        suffix = f" (check {self.check})"
-        if self.check and self.severity == "error" and suffix not in self.message:
-            # Frozen: the message is completed once, here, for every way a Finding is made.
-            object.__setattr__(self, "message", self.message + suffix)
 
 
 class CatalogError(ValueError):
@@ -78,7 +56,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class Accelerator:
+class AcceleratorType:
     """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
 
     name: str
@@ -164,7 +142,7 @@ class HardwareCatalog:
     as_of: str
     """The date the sources were read (YYYY-MM-DD)."""
     sources: Mapping[str, Source]
-    accelerators: Mapping[str, Accelerator]
+    accelerators: Mapping[str, AcceleratorType]
     families: Mapping[str, Family]
     vertex_machines: Mapping[str, MachineType]
     workbench_machines: Mapping[str, MachineType]
@@ -263,7 +241,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     acc_section = data["accelerators"]
     _check_sources("accelerators", acc_section["sources"], sources)
     accelerators = {
-        name: Accelerator(
+        name: AcceleratorType(
             name=name,
             kind=spec["kind"],
             regions_complete=spec["regions_complete"],
@@ -401,14 +379,6 @@ def _offers(machine: MachineType) -> str:
 
 def _unknown_severity(strict: bool) -> Severity:
     return "error" if strict else "warning"
-
-
-def _decides(target: Target) -> str:
-    return (
-        "Vertex will decide at submit"
-        if target == "vertex"
-        else "Compute Engine will decide when the instance is created"
-    )
 
 
 def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[str]:
@@ -1023,15 +993,13 @@ def check_zone(
 __all__ = [
     "CATALOG_PATH",
     "UNSPECIFIED",
-    "Accelerator",
+    "AcceleratorType",
     "CatalogError",
     "Family",
-    "Finding",
     "HardwareCatalog",
     "MachineType",
     "Region",
     "Series",
-    "Severity",
     "Source",
     "Target",
     "accelerator_counts_allowed",

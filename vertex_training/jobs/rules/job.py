@@ -13,13 +13,15 @@ import math
 import re
 import unicodedata
 
-from vertex_training.jobs.rules.hardware import Finding, check_machine_spec, check_region
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     CustomJobSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     JobView,
     ParameterSpec,
@@ -203,6 +205,18 @@ def _pool(
             )
 
 
+def _image_by_digest(pool: WorkerPoolSpec, out: list[Finding]) -> None:
+    # On Vertex a tag can move under a running job (and its retries, and a study's later
+    # trials); the local backend runs this checkout, whatever the tag.
+    image = pool.container.image_uri if pool.container is not None else ""
+    if image.strip() and not is_by_digest(image):
+        _error(
+            out,
+            f"{pool.path}.containerSpec.imageUri",
+            f'{not_by_digest(image)}, e.g. platform.image("trainer")',
+        )
+
+
 def _custom_job_spec(
     spec: CustomJobSpec, region: str | None, remote: bool, strict: bool, out: list[Finding]
 ) -> None:
@@ -227,6 +241,8 @@ def _custom_job_spec(
         if pool is None:
             continue
         _pool(pool, index, strict, spec.scheduling_strategy, out)
+        if remote:
+            _image_by_digest(pool, out)
         if pool.machine.accelerator_type and pool.machine.accelerator_count:
             accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
         if pool.nfs_mount_count and spec.network is None and not spec.psc_interface:
@@ -524,7 +540,10 @@ def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
         _parameter(param, f"studySpec.parameters[{index}]", grid, seen, out)
-    if study.early_stopping is EarlyStopping.NONE and study.early_stopping_uses_elapsed_duration:
+    if (
+        study.early_stopping is EarlyStoppingKind.NONE
+        and study.early_stopping_uses_elapsed_duration
+    ):
         _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
 
 

@@ -98,6 +98,12 @@ def gcs_root(root: Path) -> Path:
     return root / "gcs"
 
 
+def decoded_cache_root(root: Path) -> Path:
+    """``<root>/decoded-cache``: the trainer's decoded-image cache, one for every replica
+    of every job under ``root`` (a study's trials and reruns decode a split once)."""
+    return root / "decoded-cache"
+
+
 def root_of(job_path: Path) -> Path:
     """The backend root a job directory ``<root>/jobs/<id>`` belongs to."""
     return job_path.parent.parent

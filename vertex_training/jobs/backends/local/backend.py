@@ -17,12 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
     ReplicaStatus,
+    decoded_cache_root,
     gcs_root,
     job_name,
     new_job_id,
@@ -34,7 +36,6 @@ from vertex_training.jobs.backends.local._store import (
 from vertex_training.jobs.backends.local.capabilities import check_local_support, local_refusals
 from vertex_training.jobs.backends.local.cluster import stop_process_groups
 from vertex_training.jobs.backends.local.environment import (
-    REPO_ROOT,
     LocalSpecError,
     replica_command,
 )
@@ -147,7 +148,7 @@ class LocalBackend:
         with open(path / SUPERVISOR_LOG, "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", SUPERVISOR_MODULE, str(path)],
-                cwd=REPO_ROOT,
+                cwd=project_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -211,6 +212,15 @@ class LocalBackend:
         else:
             self._reap_orphan(job)
 
+    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
+        job = self._job_dir(name)
+        with job.update() as state:
+            state.record = replace(
+                state.record, display_name=display_name, labels=tuple(sorted(labels.items()))
+            )
+            job.write_body({**job.read_body(), "labels": dict(labels), "displayName": display_name})
+        return True
+
     def delete(self, name: str) -> None:
         try:
             job = self._job_dir(name)
@@ -221,6 +231,19 @@ class LocalBackend:
             self.cancel(name)
             self.wait(name, timeout=60.0)
         shutil.rmtree(job.path, ignore_errors=False)
+        self._remove_decoded_cache_after_the_last_job()
+
+    def _remove_decoded_cache_after_the_last_job(self) -> None:
+        """The decoded cache serves every job of this root (reruns, a study's trials): it
+        goes when the root's last job does, as at the end of the stack's ``destroy``."""
+        if any(JobDir(path).exists() for path in self.jobs_dir.iterdir()):
+            return
+        cache = decoded_cache_root(self.root)
+        if cache.is_dir():
+            _log.info(
+                "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
+            )
+            shutil.rmtree(cache, ignore_errors=True)
 
     # -- local extras ----------------------------------------------------------------
 
@@ -350,8 +373,14 @@ def _stopped(replica: ReplicaStatus) -> ReplicaStatus:
 
 
 def _pythonpath() -> str:
+    """The project (replicas import its ``trainer``), then wherever this library was
+    imported from (a checkout on no path but the caller's), then the caller's own."""
+    # The directory holding the vertex_training package (this file is
+    # vertex_training/jobs/backends/local/backend.py), without importing the top level.
+    library = Path(__file__).resolve().parents[4]
     existing = os.environ.get("PYTHONPATH")
-    return f"{REPO_ROOT}{os.pathsep}{existing}" if existing else str(REPO_ROOT)
+    entries = [str(project_root()), str(library), *([existing] if existing else [])]
+    return os.pathsep.join(dict.fromkeys(entries))
 
 
 def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import ReplicaStatus, process_start_time
 from vertex_training.jobs.backends.local.environment import (
-    REPO_ROOT,
     GpuAllocator,
     ReplicaSlot,
     active_pools,
@@ -163,6 +163,8 @@ class ClusterRun:
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
     gcs_root: Path | None = None
     """``<root>/gcs``: where ``gs://b/...`` and ``/gcs/b/...`` in args and env point."""
+    decoded_cache: Path | None = None
+    """``<root>/decoded-cache``: the trainer's disk cache, shared by the root's replicas."""
     project: str = "local"
     region: str = "local"
     replicas: list[_Replica] = field(default_factory=list)
@@ -202,6 +204,7 @@ class ClusterRun:
                 project=self.project,
                 region=self.region,
                 gcs_root=self.gcs_root,
+                decoded_cache=self.decoded_cache,
             )
             self.replicas.append(
                 _Replica(
@@ -243,7 +246,8 @@ class ClusterRun:
             with open(replica.log_path, "ab") as log:
                 replica.process = subprocess.Popen(
                     replica.command,
-                    cwd=REPO_ROOT,
+                    # The project (it holds trainer/): what the supervisor runs in.
+                    cwd=project_root(),
                     env={**base_env, **replica.env},
                     stdin=subprocess.DEVNULL,
                     stdout=log,

@@ -54,18 +54,15 @@ TF_CONFIG_TASK_TYPES: Mapping[PoolRole, str] = {
 """Vertex uses ``chief`` (not AI Platform's legacy ``master``), which TF2 needs."""
 
 TRAINER_MODULE = "trainer.task"
+CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
+CACHE_MAX_BYTES_ENV = "TRAINER_CACHE_MAX_BYTES"
+"""The trainer's decoded-cache variables (``trainer.config``; the trainer imports nothing
+from here, nor this from it: a test holds the names equal)."""
+LOCAL_DECODED_CACHE_MAX_BYTES = 16 * 1024**3
+"""The bound on a local root's decoded cache (cassava at 224 px: ~3.3 GB a replica), unless
+``$TRAINER_CACHE_MAX_BYTES`` is set where the job is submitted."""
 LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
-
-
-def _repo_root() -> Path:
-    """This checkout (it holds ``trainer/``), where replicas run and import the trainer;
-    installed as a package, the working directory of the program instead."""
-    checkout = Path(__file__).resolve().parents[4]
-    return checkout if (checkout / "trainer").is_dir() else Path.cwd()
-
-
-REPO_ROOT = _repo_root()
 
 
 class LocalSpecError(JobRefusedError):
@@ -276,11 +273,18 @@ def replica_environment(
     project: str = "local",
     region: str = "local",
     gcs_root: Path | str | None = None,
+    decoded_cache: Path | str | None = None,
 ) -> dict[str, str]:
     """The variables Vertex sets on ``me``, plus the pool's own ``env`` (which wins, as on
     Vertex where container env is applied on top; each value expanded as Kubernetes does
-    and its bucket paths made local)."""
+    and its bucket paths made local). With ``decoded_cache``, the trainer's disk cache goes
+    there, bounded, instead of each replica's temp directory."""
     env: dict[str, str] = {}
+    if decoded_cache is not None:
+        env[CACHE_DIR_ENV] = str(decoded_cache)
+        env[CACHE_MAX_BYTES_ENV] = os.environ.get(
+            CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
+        )
     # Vertex sets TF_CONFIG for distributed training only: a single-replica job's
     # container sees CLUSTER_SPEC but no TF_CONFIG
     # (https://cloud.google.com/vertex-ai/docs/training/distributed-training).

@@ -21,7 +21,7 @@ from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     DiscreteParameterSpec,
     DoubleParameterSpec,
-    EarlyStopping,
+    EarlyStoppingKind,
     IntegerParameterSpec,
     MeasurementSelection,
     MetricGoal,
@@ -140,7 +140,7 @@ def check_study(study: StudySpec) -> None:
             raise LocalSpecError(f"parameter {p.parameter_id!r} has no values")
     if study.algorithm is SearchAlgorithm.GRID:
         grid_search_space(study)
-    if study.early_stopping not in (EarlyStopping.NONE, EarlyStopping.MEDIAN):
+    if study.early_stopping not in (EarlyStoppingKind.NONE, EarlyStoppingKind.MEDIAN):
         _log.warning(
             "early stopping %s is approximated by median stopping locally",
             study.early_stopping.value,
@@ -161,7 +161,7 @@ def make_sampler(study: StudySpec, seed: int | None) -> optuna.samplers.BaseSamp
 def make_pruner(study: StudySpec) -> optuna.pruners.BasePruner:
     import optuna
 
-    if study.early_stopping is EarlyStopping.NONE:
+    if study.early_stopping is EarlyStoppingKind.NONE:
         return optuna.pruners.NopPruner()
     return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
 

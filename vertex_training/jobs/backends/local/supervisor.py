@@ -4,7 +4,8 @@ Started by ``LocalBackend.submit`` in a new session, so it outlives the process 
 submitted it (a Pulumi provider process ends with its deployment). It alone moves the job
 through PENDING -> RUNNING -> SUCCEEDED / FAILED, and to CANCELLED when ``cancel`` asks
 (SIGTERM or the cancel file). Every replica runs in its own process group, which is what
-cancel, failure and success stop. A tuning job's study loop is ``tuner.Tuner``.
+cancel, failure and success stop. The job's state and its clusters are ``job_run.JobRun``;
+a tuning job's study loop is ``tuner.Tuner``.
 """
 
 from __future__ import annotations
@@ -14,23 +15,14 @@ import logging
 import signal
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from vertex_training.jobs.backends.local._store import (
-    JobDir,
-    gcs_root,
-    now_rfc3339,
-    root_of,
-)
-from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterOutcome, ClusterRun
-from vertex_training.jobs.backends.local.environment import (
-    GpuAllocator,
-    detect_gpus,
-    job_spec_body,
-)
+from vertex_training.jobs.backends.local._store import now_rfc3339
+from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterOutcome
+from vertex_training.jobs.backends.local.environment import job_spec_body
+from vertex_training.jobs.backends.local.job_run import JobCancelledError, JobRun
 from vertex_training.jobs.backends.local.tuner import Tuner
 from vertex_training.jobs.model import JobKind, JobState
 from vertex_training.jobs.view import CustomJobView, TuningJobView, view_of
@@ -38,36 +30,11 @@ from vertex_training.jobs.view import CustomJobView, TuningJobView, view_of
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
 
-class _CancelledError(Exception):
-    pass
-
-
-class Supervisor:
-    def __init__(self, job_dir: Path) -> None:
-        self.job = JobDir(job_dir)
-        self.cancel_requested = False
-        state = self.job.read()
-        self.job_id = state.record.job_id
-        self.output_dir = state.output_dir
-        """The job's base output directory as a local path; None when the body has none."""
-        self.gcs_root = gcs_root(root_of(self.job.path))
-        self.project, self.region = _project_and_region(state.record.name)
-        self.gpus = GpuAllocator(detect_gpus())
+class Supervisor(JobRun):
+    """The job's process: its signals, and which loop runs it."""
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.cancel_requested = True
-
-    def check_cancel(self) -> None:
-        if self.cancel_requested or self.job.cancel_file.exists():
-            raise _CancelledError
-
-    def set_state(self, state: JobState, **changes: object) -> None:
-        with self.job.update() as current:
-            if current.record.state is JobState.CANCELLING and state is not JobState.CANCELLED:
-                # A cancel arrived between our polls: do not overwrite it.
-                self.cancel_requested = True
-                return
-            current.record = replace(current.record, state=state, **changes)  # type: ignore[arg-type]
 
     def run(self) -> int:
         try:
@@ -79,7 +46,7 @@ class Supervisor:
                 self.run_custom_job(view, body)
             else:
                 self.run_tuning_job(view, body)
-        except _CancelledError:
+        except JobCancelledError:
             self.finish(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
         except Exception as exc:
             _log.exception("supervisor failed")
@@ -87,35 +54,11 @@ class Supervisor:
             return 1
         return 0
 
-    def finish(self, state: JobState, **changes: object) -> None:
-        with self.job.update() as current:
-            current.record = replace(
-                current.record,
-                state=state,
-                end_time=now_rfc3339(),
-                **changes,  # type: ignore[arg-type]
-            )
-
-    def save_replicas(self, runs: list[ClusterRun]) -> None:
-        statuses = [s for run in runs for s in run.statuses()]
-        with self.job.update() as current:
-            current.replicas = statuses
-
     # -- CustomJob -------------------------------------------------------------------
 
     def run_custom_job(self, view: CustomJobView, body: dict[str, Any]) -> None:
         spec = view.job
-        run = ClusterRun(
-            spec=spec,
-            job_body=job_spec_body(JobKind.CUSTOM_JOB, body),
-            job_id=self.job_id,
-            run_dir=self.job.path,
-            base_output_dir=self.output_dir,
-            gpus=self.gpus,
-            gcs_root=self.gcs_root,
-            project=self.project,
-            region=self.region,
-        )
+        run = self.cluster(spec, job_spec_body(JobKind.CUSTOM_JOB, body), self.job.path)
         run.prepare()
         try:
             run.start()
@@ -153,15 +96,6 @@ class Supervisor:
             if not tuner.saved_final:
                 tuner.stop_all()
                 tuner.save(final=True)
-
-
-def _project_and_region(name: str) -> tuple[str, str]:
-    """``projects/P/locations/L/...`` -> (P, L), what Vertex puts in CLOUD_ML_PROJECT_ID
-    and CLOUD_ML_REGION."""
-    parts = name.split("/")
-    if len(parts) >= 4 and parts[0] == "projects" and parts[2] == "locations":
-        return parts[1], parts[3]
-    return "local", "local"
 
 
 def _install_handlers(sup: Supervisor) -> None:

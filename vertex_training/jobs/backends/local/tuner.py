@@ -4,7 +4,8 @@
 grid is exhausted, or ``maxFailedTrialCount`` trials failed), reads each trial's
 hypertune reports, stops trials early when the study asks for automated stopping, and
 keeps the job's trial table, best trial and plot up to date. The supervisor owns the
-process and its signals and hands the tuner itself (state updates, cancellation).
+process and its signals; the tuner runs the study through the job's ``JobRun`` (state
+updates, cancellation, one cluster per trial).
 
 The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``), so a
 supervisor started again for a job whose supervisor died resumes it:
@@ -38,6 +39,7 @@ from vertex_training.jobs.backends.local.cluster import (
     ClusterRun,
     log_tail,
 )
+from vertex_training.jobs.backends.local.job_run import JobRun
 from vertex_training.jobs.backends.local.study import (
     STUDY_JOURNAL,
     Measurement,
@@ -50,12 +52,11 @@ from vertex_training.jobs.backends.local.study import (
     suggest_parameters,
 )
 from vertex_training.jobs.model import JobState, TrialRecord, best_trial
-from vertex_training.jobs.view import EarlyStopping, SearchAlgorithm, TuningJobView
+from vertex_training.jobs.view import EarlyStoppingKind, SearchAlgorithm, TuningJobView
 
 if TYPE_CHECKING:
     import optuna
 
-    from vertex_training.jobs.backends.local.supervisor import Supervisor
 
 _log = logging.getLogger(__name__)
 
@@ -77,16 +78,16 @@ class _ActiveTrial:
 class Tuner:
     """Runs trials ``parallel_trial_count`` at a time until ``max_trial_count``."""
 
-    def __init__(self, sup: Supervisor, spec: TuningJobView, job_body: dict[str, Any]) -> None:
-        self.sup = sup
+    def __init__(self, job_run: JobRun, spec: TuningJobView, job_body: dict[str, Any]) -> None:
+        self.job_run = job_run
         self.spec = spec
         self.job_body = job_body
         self.metric = spec.study.metrics[0]
         self.study = create_study(
             spec.study,
-            seed=_read_seed(sup.job.path),
-            storage=sup.job.path / STUDY_JOURNAL,
-            study_name=spec.display_name or sup.job_id,
+            seed=_read_seed(job_run.job.path),
+            storage=job_run.job.path / STUDY_JOURNAL,
+            study_name=spec.display_name or job_run.job_id,
         )
         self.max_trials = spec.max_trial_count
         if spec.study.algorithm is SearchAlgorithm.GRID:
@@ -103,15 +104,15 @@ class Tuner:
 
     def run(self) -> None:
         started, reruns = self._resume()
-        self.sup.set_state(
-            JobState.RUNNING, start_time=self.sup.job.read().record.start_time or now_rfc3339()
+        self.job_run.set_state(
+            JobState.RUNNING, start_time=self.job_run.job.read().record.start_time or now_rfc3339()
         )
         while True:
-            self.sup.check_cancel()
+            self.job_run.check_cancel()
             if self._too_many_failures():
                 self.stop_all()
                 self.save(final=True)
-                self.sup.finish(
+                self.job_run.finish(
                     JobState.FAILED,
                     error_message=(
                         f"{self.failed} trials failed (max_failed_trial_count "
@@ -135,14 +136,14 @@ class Tuner:
         self.save(final=True)
         best = best_trial(list(self.trials.values()), self.metric.metric_id, self.metric.maximize)
         if best is None:
-            self.sup.finish(
+            self.job_run.finish(
                 JobState.FAILED,
                 error_message=(
                     f"no trial succeeded with a metric; last failure: {self.last_failure}"
                 ),
             )
         else:
-            self.sup.finish(JobState.SUCCEEDED)
+            self.job_run.finish(JobState.SUCCEEDED)
 
     def _too_many_failures(self) -> bool:
         limit = self.spec.max_failed_trial_count
@@ -153,7 +154,7 @@ class Tuner:
         docstring); returns the highest trial id handed out and the trials to run again."""
         import optuna
 
-        prior = {t.trial_id: t for t in self.sup.job.read().record.trials}
+        prior = {t.trial_id: t for t in self.job_run.job.read().record.trials}
         reruns: list[tuple[str, dict[str, Any]]] = []
         unsettled = self.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         for frozen in unsettled:
@@ -188,7 +189,7 @@ class Tuner:
         if fixed_params is not None:
             # The interrupted attempt's parameters; its files are kept beside for a look.
             self.study.enqueue_trial(fixed_params, skip_if_exists=False)
-            attempt = self.sup.job.path / "trials" / trial_id
+            attempt = self.job_run.job.path / "trials" / trial_id
             if attempt.exists():
                 kept = attempt.with_name(f"{trial_id}.interrupted")
                 shutil.rmtree(kept, ignore_errors=True)
@@ -200,18 +201,12 @@ class Tuner:
             self.spec.study.parameters,
             grid=self.spec.study.algorithm is SearchAlgorithm.GRID,
         )
-        run = ClusterRun(
-            spec=self.spec.trial_job,
-            job_body=self.job_body,
-            job_id=self.sup.job_id,
-            run_dir=self.sup.job.path / "trials" / trial_id,
-            base_output_dir=self.sup.output_dir,
-            gpus=self.sup.gpus,
+        run = self.job_run.cluster(
+            self.spec.trial_job,
+            self.job_body,
+            self.job_run.job.path / "trials" / trial_id,
             trial_id=trial_id,
             extra_args=parameter_args(params),
-            gcs_root=self.sup.gcs_root,
-            project=self.sup.project,
-            region=self.sup.region,
         )
         record = TrialRecord(
             trial_id=trial_id,
@@ -233,7 +228,7 @@ class Tuner:
         trial_id = active.record.trial_id
         self._read_new_measurements(active)
         if (
-            self.spec.study.early_stopping is not EarlyStopping.NONE
+            self.spec.study.early_stopping is not EarlyStoppingKind.NONE
             and run.outcome is None
             and active.measurements
             and active.optuna_trial.should_prune()
@@ -277,7 +272,7 @@ class Tuner:
         if len(measurements) <= len(active.measurements):
             return
         active.measurements = measurements
-        if self.spec.study.early_stopping is EarlyStopping.NONE:
+        if self.spec.study.early_stopping is EarlyStoppingKind.NONE:
             return
         for m in measurements:
             if m.step not in active.reported_steps:
@@ -321,15 +316,15 @@ class Tuner:
         trials = tuple(sorted(self.trials.values(), key=lambda t: int(t.trial_id)))
         best = best_trial(trials, self.metric.metric_id, self.metric.maximize)
         model_dir = None
-        if best is not None and self.sup.output_dir:
+        if best is not None and self.job_run.output_dir:
             # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
-            model_dir = f"{self.sup.output_dir.rstrip('/')}/{best.trial_id}/model"
+            model_dir = f"{self.job_run.output_dir.rstrip('/')}/{best.trial_id}/model"
         plot = None
         self.saved_final = self.saved_final or final
         if final and any(t.final_metrics for t in trials):
             plot = str(
                 plot_study(
-                    Path(self.sup.output_dir or self.sup.job.path) / STUDY_PLOT,
+                    Path(self.job_run.output_dir or self.job_run.job.path) / STUDY_PLOT,
                     trials=trials,
                     metric_id=self.metric.metric_id,
                     parameters=self.spec.study.parameters,
@@ -338,7 +333,7 @@ class Tuner:
                 )
             )
         runs = [a.run for a in self.active.values()]
-        with self.sup.job.update() as current:
+        with self.job_run.job.update() as current:
             current.record = replace(
                 current.record, trials=trials, best_trial=best, model_dir=model_dir
             )

@@ -1,34 +1,30 @@
-"""What a job, a Workbench instance and a stack will cost, before anything runs.
+"""What machines, accelerators and a Workbench instance cost, and a stack's sum of it.
 
-Pure functions over a job's Vertex REST body (the same body the job resource sends):
+Pure functions and values over the price catalog, below the jobs and the platform that
+use them (``vertex_training.jobs.estimate`` prices a job's body with ``pool_cost``):
 
-- a CustomJob costs the sum over its worker pools of
-  ``replicas x (machine + accelerator_count x accelerator)`` per hour, times its hours;
-- a HyperparameterTuningJob costs ``maxTrialCount x`` one trial's cost; its wall time is
-  ``ceil(maxTrialCount / parallelTrialCount)`` trials one after another;
-- hours are the job's expected duration when the caller knows it (``expected_duration_seconds``:
-  one run of a CustomJob, one *trial* of a tuning job), else ``scheduling.timeout``, else
-  Vertex's default timeout of 7 days; the last two are upper bounds and say so;
-- ``scheduling.strategy: SPOT`` is priced at Spot prices;
+- a worker pool costs ``replicas x (machine + accelerator_count x accelerator)`` per hour;
+- a CustomJob costs the sum over its pools, times its hours; a HyperparameterTuningJob
+  ``maxTrialCount x`` one trial's cost, its wall time ``ceil(maxTrialCount /
+  parallelTrialCount)`` trials one after another;
+- hours are the job's expected duration when the caller knows it, else its timeout (an
+  upper bound, and the estimate says so);
 - a Workbench instance costs its machine and GPUs per hour while it is up (the boot disk,
   a few dollars a month, is left out and the estimate says so).
 
 A machine, accelerator or region without a price in the catalog is never counted as zero:
 the estimate names it (``unknown price: NVIDIA_H200_141GB in us-central1 (on-demand)``)
-and is incomplete. Stdlib and the jobs' read-only body view only: no TensorFlow, no
-``aiplatform_v1``, no ``pulumi_gcp``.
+and is incomplete. Stdlib only: no TensorFlow, no ``aiplatform_v1``, no Pulumi.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training.cost.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
-from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
+from vertex_training.pricing.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
 
 VERTEX_DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 """``Scheduling.timeout`` when a body sets none (the API reference: 7 days)."""
@@ -81,7 +77,6 @@ class JobEstimate:
     upper bound when they come from a timeout."""
 
     name: str
-    kind: JobKind
     region: str
     pricing: Pricing
     pools: tuple[PoolCost, ...]
@@ -235,7 +230,7 @@ def _item_price(
     return price, None
 
 
-def _pool_cost(
+def pool_cost(
     catalog: PriceCatalog,
     target: Target,
     region: str,
@@ -274,99 +269,6 @@ def _pool_cost(
     )
 
 
-def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
-    strategy = (spec.scheduling_strategy or "STANDARD").upper()
-    if strategy == "SPOT":
-        return Pricing.SPOT, ()
-    if strategy in ("STANDARD", "ON_DEMAND", "STRATEGY_UNSPECIFIED"):
-        return Pricing.ON_DEMAND, ()
-    # FLEX_START / LOW_COST are billed at a discount the catalog does not hold.
-    return Pricing.ON_DEMAND, (f"strategy {strategy} priced on-demand (an upper bound)",)
-
-
-def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tuple[float, str, bool]:
-    if expected_duration_seconds is not None:
-        if not (
-            isinstance(expected_duration_seconds, int | float)
-            and math.isfinite(expected_duration_seconds)
-            and expected_duration_seconds > 0
-        ):
-            raise EstimateError(
-                f"expected duration must be a number of seconds > 0, got "
-                f"{expected_duration_seconds!r}"
-            )
-        return expected_duration_seconds / 3600, "expected duration", False
-    if spec.timeout_seconds is not None and spec.timeout_seconds > 0:
-        return spec.timeout_seconds / 3600, "scheduling.timeout", True
-    return VERTEX_DEFAULT_TIMEOUT_SECONDS / 3600, "Vertex's default timeout (7 days)", True
-
-
-def estimate_job(
-    kind: JobKind | str,
-    body: Mapping[str, Any],
-    region: str,
-    *,
-    name: str | None = None,
-    expected_duration_seconds: float | None = None,
-    catalog: PriceCatalog | None = None,
-) -> JobEstimate:
-    """The cost of one job from its REST body, priced in ``region``.
-
-    ``kind``: ``JobKind`` or its value (``customJobs`` / ``hyperparameterTuningJobs``).
-    ``expected_duration_seconds``: how long one run (a CustomJob) or one trial (a tuning
-    job) is expected to take; without it the job's timeout gives an upper bound.
-    Raises ``EstimateError`` for a body the view cannot read or a bad duration.
-    """
-    job_kind = JobKind(kind)
-    view, problems = read_view(job_kind, body)
-    if problems or view is None:
-        listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
-        raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
-    catalog = catalog or price_catalog()
-    spec = view.trial_job
-    pricing, notes = _pricing_of(spec)
-    hours, basis, upper = _hours(spec, expected_duration_seconds)
-    pools = []
-    for index, pool in enumerate(spec.worker_pools):
-        if pool is None:
-            continue
-        role = PoolRole(index).name.lower() if index < len(PoolRole) else f"pool{index}"
-        pools.append(
-            _pool_cost(
-                catalog,
-                "training",
-                region,
-                pricing,
-                path=pool.path,
-                role=role,
-                replicas=max(pool.replica_count, 0),
-                machine_type=pool.machine.machine_type or "<no machineType>",
-                accelerator_type=pool.machine.accelerator_type,
-                accelerator_count=pool.machine.accelerator_count,
-            )
-        )
-    trials, parallel = 1, 1
-    if isinstance(view, TuningJobView):
-        trials = max(view.max_trial_count, 0)
-        parallel = max(view.parallel_trial_count, 1)
-        if view.study.early_stopping.value != "none":
-            notes += ("early stopping may end trials sooner",)
-    return JobEstimate(
-        name=name or view.display_name,
-        kind=job_kind,
-        region=region,
-        pricing=pricing,
-        pools=tuple(pools),
-        hours=hours,
-        hours_basis=basis,
-        upper_bound=upper,
-        trials=trials,
-        parallel_trials=parallel,
-        notes=notes,
-        persistent_resource=spec.persistent_resource_id,
-    )
-
-
 def estimate_workbench(
     *,
     machine_type: str,
@@ -379,7 +281,7 @@ def estimate_workbench(
     """A Workbench instance up for ``hours``: its VM's machine and GPUs."""
     if not (math.isfinite(hours) and hours >= 0):
         raise EstimateError(f"Workbench hours must be a number >= 0, got {hours!r}")
-    pool = _pool_cost(
+    pool = pool_cost(
         catalog or price_catalog(),
         "workbench",
         region,
@@ -420,7 +322,7 @@ __all__ = [
     "StackEstimate",
     "UnknownPrice",
     "WorkbenchEstimate",
-    "estimate_job",
     "estimate_workbench",
+    "pool_cost",
     "stack_estimate",
 ]

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.local run --stack local [--job NAME]``: a stack's jobs, locally.
+"""``python -m vertex_training.runner run --stack local [--job NAME]``: a stack's jobs, locally.
 
 Also ``run --spec FILE`` for one job spec in the Vertex REST (camelCase JSON) form, e.g.
 a CustomJob body or a HyperparameterTuningJob body, to try it before paying for GPUs, and
@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from vertex_training.local.jobs import StackJobsError, load_spec_file, load_stack_jobs
-from vertex_training.local.progress import run_jobs
+from vertex_training.runner.jobs import StackJobsError, load_spec_file, load_stack_jobs
+from vertex_training.runner.progress import run_jobs
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -23,7 +23,7 @@ EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m vertex_training.local", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vertex_training.runner", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run jobs on the local backend and follow them")
     source = run.add_mutually_exclusive_group(required=True)
@@ -51,14 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def serve_tensorboard(args: argparse.Namespace) -> int:
-    from vertex_training.local.tensorboard import local_log_root, start_tensorboard
+    from vertex_training.runner.tensorboard import local_log_root, start_tensorboard
 
     if args.root is not None:
         root = args.root
     else:
-        from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+        from vertex_training._project import project_root
+        from vertex_training.stack.config import load_stack_config
 
-        stack_file = (args.stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{args.stack}.yaml"
+        stack_file = (args.stacks_dir or project_root() / "stacks") / f"Pulumi.{args.stack}.yaml"
         if not stack_file.is_file():
             print(f"error: no stack file {stack_file}", file=sys.stderr)
             return EXIT_USAGE

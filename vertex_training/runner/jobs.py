@@ -53,9 +53,10 @@ def load_stack_jobs(
 
     ``local_root`` replaces the stack's ``localRoot`` (job state and the local bucket).
     """
-    from vertex_training.stack.config import PROJECT_ROOT, load_stack_config
+    from vertex_training._project import project_root
+    from vertex_training.stack.config import load_stack_config
 
-    stack_file = (stacks_dir or PROJECT_ROOT / "stacks") / f"Pulumi.{stack}.yaml"
+    stack_file = (stacks_dir or project_root() / "stacks") / f"Pulumi.{stack}.yaml"
     if not stack_file.is_file():
         raise StackJobsError(f"no stack file {stack_file}; stacks are stacks/Pulumi.<stack>.yaml")
     config = load_stack_config(stack_file)

@@ -1,0 +1,105 @@
+"""A platform team's own stack through the real engine: two platforms in one stack, jobs
+whose image is an Output (as when the stack builds it), then a label and display-name edit.
+The names of the two platforms do not collide, and the edit is an in-place update that
+starts no new training run."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine.conftest import PulumiProject, make_project
+from tests.engine.local_store import stored_jobs, succeeded
+
+pytestmark = pytest.mark.slow
+
+PROJECT = "name: team-stack\nruntime: python\n"
+PROGRAM = textwrap.dedent(
+    """
+    import sys
+
+    import pulumi
+
+    import vertex_training as vt
+
+    config = pulumi.Config()
+    team = config.require("team")
+    # An image known only once the engine resolves it, as one the stack builds would be.
+    image = pulumi.Output.from_input("local/trainer@sha256:" + "0" * 64).apply(lambda i: i)
+    for name in ("research", "prod-like"):
+        platform = vt.TrainingPlatform(
+            name, vt.TrainingPlatformArgs(environment="local", local_root=".local-vertex")
+        )
+        vt.CustomJob(
+            f"{name}-train",
+            vt.CustomJobArgs(
+                platform=platform,
+                display_name=f"{name} training ({team})",
+                labels={"team": team},
+                chief=vt.WorkerPool(
+                    machine_type="n1-standard-4",
+                    image=image,
+                    command=[sys.executable, "-c", "print('trained')"],
+                ),
+                poll_interval_seconds=0.5,
+            ),
+        )
+    """
+)
+JOBS = {"research-train", "prod-like-train"}
+
+
+@pytest.fixture(scope="module")
+def project(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
+) -> Iterator[PulumiProject]:
+    source = tmp_path_factory.mktemp("team-stack-source")
+    (source / "Pulumi.yaml").write_text(PROJECT, encoding="utf-8")
+    (source / "__main__.py").write_text(PROGRAM, encoding="utf-8")
+    config = {"config": {"team-stack:team": "vision"}}
+    yield from make_project(tmp_path_factory, pulumi_bin_dir, config, "team-stack", source)
+
+
+def _stored(project: PulumiProject) -> dict[str, Any]:
+    return stored_jobs(project.dir / ".local-vertex")
+
+
+def test_two_platforms_preview_and_up_cleanly(project: PulumiProject) -> None:
+    steps = project.preview_steps()
+    assert {s["urn"].rsplit("::", 1)[-1] for s in steps} >= JOBS
+
+    project.up()
+
+    stored = _stored(project)
+    assert len(stored) == 2, stored
+    assert all(succeeded(job.state) for job in stored.values()), stored
+    assert {job.labels["team"] for job in stored.values()} == {"vision"}
+
+
+def test_a_label_and_display_name_edit_updates_in_place(project: PulumiProject) -> None:
+    before = _stored(project)
+    project.write_config({"config": {"team-stack:team": "speech"}})
+
+    steps = project.preview_steps()
+    ops = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in steps if ":dynamic/vertex:" in s["urn"]}
+    assert ops == dict.fromkeys(JOBS, "update"), ops
+
+    project.up()
+
+    after = _stored(project)
+    assert set(after) == set(before), "no new training run"
+    assert {job.labels["team"] for job in after.values()} == {"speech"}
+    update = project.last_update()["resourceChanges"]
+    assert update.get("update") == 2 and "create" not in update and "replace" not in update
+
+
+def test_destroy_leaves_nothing(project: PulumiProject) -> None:
+    project.stack("destroy")
+
+    assert _stored(project) == {}
+    assert project.export()["deployment"].get("resources") in (None, [])
+    assert project.processes() == []

@@ -1,0 +1,60 @@
+"""The stack total where the program reads its stack: ``vt.log_stack_cost(platform, jobs)``.
+
+The jobs and the platform price themselves at construction (``cost_estimate``, from
+``vertex_training.pricing``); the total of a stack is summed here, by the program that
+declared them, never by a job reaching up for its siblings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pulumi
+
+from vertex_training.pricing.budget import budget_verdict
+from vertex_training.pricing.estimate import StackEstimate, stack_estimate
+from vertex_training.pricing.report import stack_total_message
+
+if TYPE_CHECKING:
+    from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob
+    from vertex_training.platform.platform import TrainingPlatform
+
+
+def log_stack_cost(
+    platform: TrainingPlatform,
+    jobs: Iterable[CustomJob | HyperparameterTuningJob],
+    *,
+    budget: float | None = None,
+) -> StackEstimate | None:
+    """Log the stack's estimated cost (every job once, the Workbench instance for an
+    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
+    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
+    if platform.environment == "local":
+        return None
+    estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
+    total = stack_estimate(estimates, platform.cost_estimate)
+    log_stack_total(total, budget, platform.environment, resource=platform)
+    return total
+
+
+def log_stack_total(
+    total: StackEstimate,
+    budget: float | None,
+    environment: str,
+    *,
+    resource: pulumi.Resource | None = None,
+) -> None:
+    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
+    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
+    message = stack_total_message(total, budget)
+    verdict = budget_verdict(total, budget)
+    action = verdict.action(environment) if verdict is not None else None
+    if action is None:
+        pulumi.log.info(message, resource=resource)
+    else:
+        where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
+        pulumi.log.warn(f"{message} ({where})", resource=resource)
+
+
+__all__ = ["log_stack_cost", "log_stack_total"]

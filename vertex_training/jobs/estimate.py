@@ -1,0 +1,119 @@
+"""A job's estimated cost from its Vertex REST body (the same body the job resource sends).
+
+The body is read through the jobs' read-only view; prices come from
+``vertex_training.pricing``. Hours are the job's expected duration when the caller knows
+it (``expected_duration_seconds``: one run of a CustomJob, one *trial* of a tuning job),
+else ``scheduling.timeout``, else Vertex's default timeout of 7 days; the last two are
+upper bounds and say so. ``scheduling.strategy: SPOT`` is priced at Spot prices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
+from vertex_training.pricing.catalog import PriceCatalog, Pricing, price_catalog
+from vertex_training.pricing.estimate import (
+    VERTEX_DEFAULT_TIMEOUT_SECONDS,
+    EstimateError,
+    JobEstimate,
+    pool_cost,
+)
+
+
+def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
+    strategy = (spec.scheduling_strategy or "STANDARD").upper()
+    if strategy == "SPOT":
+        return Pricing.SPOT, ()
+    if strategy in ("STANDARD", "ON_DEMAND", "STRATEGY_UNSPECIFIED"):
+        return Pricing.ON_DEMAND, ()
+    # FLEX_START / LOW_COST are billed at a discount the catalog does not hold.
+    return Pricing.ON_DEMAND, (f"strategy {strategy} priced on-demand (an upper bound)",)
+
+
+def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tuple[float, str, bool]:
+    if expected_duration_seconds is not None:
+        if not (
+            isinstance(expected_duration_seconds, int | float)
+            and math.isfinite(expected_duration_seconds)
+            and expected_duration_seconds > 0
+        ):
+            raise EstimateError(
+                f"expected duration must be a number of seconds > 0, got "
+                f"{expected_duration_seconds!r}"
+            )
+        return expected_duration_seconds / 3600, "expected duration", False
+    if spec.timeout_seconds is not None and spec.timeout_seconds > 0:
+        return spec.timeout_seconds / 3600, "scheduling.timeout", True
+    return VERTEX_DEFAULT_TIMEOUT_SECONDS / 3600, "Vertex's default timeout (7 days)", True
+
+
+def estimate_job(
+    kind: JobKind | str,
+    body: Mapping[str, Any],
+    region: str,
+    *,
+    name: str | None = None,
+    expected_duration_seconds: float | None = None,
+    catalog: PriceCatalog | None = None,
+) -> JobEstimate:
+    """The cost of one job from its REST body, priced in ``region``.
+
+    ``kind``: ``JobKind`` or its value (``customJobs`` / ``hyperparameterTuningJobs``).
+    ``expected_duration_seconds``: how long one run (a CustomJob) or one trial (a tuning
+    job) is expected to take; without it the job's timeout gives an upper bound.
+    Raises ``EstimateError`` for a body the view cannot read or a bad duration.
+    """
+    job_kind = JobKind(kind)
+    view, problems = read_view(job_kind, body)
+    if problems or view is None:
+        listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
+        raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
+    catalog = catalog or price_catalog()
+    spec = view.trial_job
+    pricing, notes = _pricing_of(spec)
+    hours, basis, upper = _hours(spec, expected_duration_seconds)
+    pools = []
+    for index, pool in enumerate(spec.worker_pools):
+        if pool is None:
+            continue
+        role = PoolRole(index).name.lower() if index < len(PoolRole) else f"pool{index}"
+        pools.append(
+            pool_cost(
+                catalog,
+                "training",
+                region,
+                pricing,
+                path=pool.path,
+                role=role,
+                replicas=max(pool.replica_count, 0),
+                machine_type=pool.machine.machine_type or "<no machineType>",
+                accelerator_type=pool.machine.accelerator_type,
+                accelerator_count=pool.machine.accelerator_count,
+            )
+        )
+    trials, parallel = 1, 1
+    if isinstance(view, TuningJobView):
+        trials = max(view.max_trial_count, 0)
+        parallel = max(view.parallel_trial_count, 1)
+        if view.study.early_stopping.value != "none":
+            notes += ("early stopping may end trials sooner",)
+    return JobEstimate(
+        name=name or view.display_name,
+        region=region,
+        pricing=pricing,
+        pools=tuple(pools),
+        hours=hours,
+        hours_basis=basis,
+        upper_bound=upper,
+        trials=trials,
+        parallel_trials=parallel,
+        notes=notes,
+        persistent_resource=spec.persistent_resource_id,
+    )
+
+
+__all__ = ["estimate_job"]
