@@ -42,6 +42,8 @@ def test_spec_file_study_prints_trials_as_they_finish_and_the_best(
     out = capsys.readouterr().out
     assert code == 0, out
     lines = out.splitlines()
+    # It says what it is: no engine, no stack state.
+    assert lines[0].startswith("Running the jobs on the local backend without the Pulumi engine")
     finished = [line for line in lines if line.startswith("[study] trial ") and "SUCCEEDED" in line]
     assert len(finished) == 3
     assert any("workerpool0-0: RUNNING" in line for line in lines)

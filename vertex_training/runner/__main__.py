@@ -94,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
     backend = LocalBackend(str(root))
+    print(
+        "Running the jobs on the local backend without the Pulumi engine: no stack state is "
+        "kept (python -m vertex_training.stack up runs them through the engine)."
+    )
     print(f"local backend root: {backend.root}; jobs: {', '.join(n for n, _ in jobs)}")
     try:
         outcomes = run_jobs(backend, jobs, sys.stdout)
