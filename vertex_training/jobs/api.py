@@ -12,11 +12,13 @@ provider's ``check``.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -29,8 +31,13 @@ from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import job_findings
-from vertex_training.jobs.view import read_view
+from vertex_training.jobs.rules.job import (
+    job_findings,
+    parameter_findings,
+    pool_findings,
+    study_findings,
+)
+from vertex_training.jobs.view import read_parameter, read_pool, read_study, read_view
 
 __all__ = [
     "Accelerator",
@@ -119,6 +126,66 @@ class _Checked:
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+
+_WITH_THE_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "judged_with_the_job", default=False
+)
+
+
+@contextlib.contextmanager
+def judged_with_the_job() -> Iterator[None]:
+    """Within it, pools, studies and parameters are not judged where they are built but
+    with the job that holds them: the stack config reader judges every job of a stack
+    at once (every problem in one run, the stack's acknowledgements applied)."""
+    token = _WITH_THE_JOB.set(True)
+    try:
+        yield
+    finally:
+        _WITH_THE_JOB.reset(token)
+
+
+_LATER = object()
+"""A value the job's platform fills in (a pool's image): unknown where the pool is built."""
+
+
+def _refuse_wrong_everywhere(
+    obj: Any,
+    root: str,
+    read: Callable[[Any, str], tuple[Any, list[Finding]]],
+    rules: Callable[[Any], list[Finding]],
+    filled_later: tuple[str, ...] = (),
+) -> None:
+    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
+    if the job rules find it wrong whatever job, platform and region it meets: its body
+    read at the API path ``root`` and judged by the same rules the job is judged by, values
+    not known yet (and the ``filled_later`` paths the platform may fill) left unjudged.
+    Each line names the caller's own field."""
+    if _WITH_THE_JOB.get():
+        return
+    body = to_body(obj)
+    for path in filled_later:
+        *parents, leaf = path.split(".")
+        node = body
+        for key in parents:
+            node = node.setdefault(key, {})
+        node.setdefault(leaf, _LATER)
+    known, unknown = with_placeholders(body, lambda v: v is _LATER or not is_known(v), root)
+    spec, unreadable = read(known, root)
+    findings = unreadable or (rules(spec) if spec is not None else [])
+    errors = [f for f in drop_unknown(findings, unknown) if f.severity == "error"]
+    if not errors:
+        return
+    cls = type(obj)
+    lines = []
+    for finding in errors:
+        api_path = finding.path.removeprefix(root).lstrip(".")
+        where = caller_path(cls, api_path) if api_path else ""
+        lines.append(
+            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
+            + (f" (Vertex field {api_path})" if api_path else "")
+        )
+    raise InvalidArgumentsError("\n".join(lines))
 
 
 def _keywords_only(cls: type[Any]) -> type[Any]:
@@ -213,6 +280,16 @@ class Accelerator(_Checked):
 @dataclass(frozen=True, kw_only=True)
 class WorkerPool(_Checked):
     """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _refuse_wrong_everywhere(
+            self,
+            "workerPoolSpecs[0]",
+            read_pool,
+            pool_findings,
+            filled_later=("containerSpec.imageUri",),
+        )
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
     accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
@@ -309,6 +386,15 @@ class ParameterBase(_Checked):
     with ``--<parameter_id>=<value>``)."""
 
     parameter_id: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _refuse_wrong_everywhere(
+            self,
+            "parameter",
+            read_parameter,
+            lambda spec: parameter_findings(spec, "parameter"),
+        )
 
 
 def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -440,6 +526,10 @@ EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
 class Study(_Checked):
     """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _refuse_wrong_everywhere(self, "studySpec", read_study, study_findings)
+
     parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
     metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
     """The first metric chooses the best trial."""
@@ -568,6 +658,12 @@ class _JobFields(_Checked):
     wait_timeout_seconds: float = 24 * 3600
     poll_interval_seconds: float = 30
     delete_timeout_seconds: float = 1800
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        problems = check_settings(self)
+        if problems:
+            raise InvalidArgumentsError("\n".join(problems))
 
 
 @_keywords_only
@@ -827,7 +923,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
     )
 
 
-def check_settings(args: JobArgs) -> list[str]:
+def check_settings(args: _JobFields) -> list[str]:
     """Problems with how ``pulumi up`` waits (no Vertex field: named by argument)."""
     where = type(args).__name__
     return [

@@ -257,7 +257,8 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
         if "trial" in fields or "study" in fields
         else api.CustomJobArgs
     )
-    args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
+    with api.judged_with_the_job():  # job_problems judges the whole job, pools included
+        args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
     if out or args is None:
         return None, out
     # Like ``stack``, the stack adds ``job: <name>``: the console filters a stack's runs by it.

@@ -32,7 +32,6 @@ from vertex_training.jobs.api import (
     HyperparameterTuningJobArgs,
     JobArgs,
     JobContext,
-    check_settings,
     job_body,
     job_context,
     validate_body,
@@ -488,7 +487,6 @@ class _JobResource(pulumi.dynamic.Resource):
         context = job_context(self._kind, resource_name, args)
         body = job_body(args, context)
         errors, warnings = validate_body(args, context, body)
-        errors += check_settings(args)
         if errors:
             raise InvalidArgumentsError(
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)

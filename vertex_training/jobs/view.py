@@ -649,6 +649,24 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     return view, reader.errors
 
 
+def read_pool(body: Any, path: str) -> tuple[WorkerPoolSpec | None, list[Finding]]:
+    """One worker pool's body at ``path`` (a ``WorkerPool`` checked where it is built)."""
+    reader = _Reader()
+    return _pool(reader, body, path), reader.errors
+
+
+def read_study(body: Any, path: str) -> tuple[StudySpec, list[Finding]]:
+    """One ``studySpec`` at ``path`` (a ``Study`` checked where it is built)."""
+    reader = _Reader()
+    return _study(reader, reader.message(body, path), path), reader.errors
+
+
+def read_parameter(body: Any, path: str) -> tuple[ParameterSpec | None, list[Finding]]:
+    """One parameter spec at ``path`` (a parameter checked where it is built)."""
+    reader = _Reader()
+    return _parameter(reader, body, path), reader.errors
+
+
 def view_of(kind: JobKind, body: Any) -> JobView:
     """The view of ``body``; raises ``BodyError`` naming every unreadable field."""
     view, errors = read_view(kind, body)
@@ -690,6 +708,9 @@ __all__ = [
     "TuningJobView",
     "WorkerPoolSpec",
     "json_name",
+    "read_parameter",
+    "read_pool",
+    "read_study",
     "read_view",
     "snake_case",
     "view_of",

@@ -29,6 +29,7 @@ from vertex_training.jobs.view import (
     ScaleType,
     SchedulingStrategy,
     SearchAlgorithm,
+    StudySpec,
     TuningJobView,
     WorkerPoolSpec,
 )
@@ -144,8 +145,9 @@ def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
 
 
 def _pool(
-    pool: WorkerPoolSpec, index: int, strict: bool, strategy: str | None, out: list[Finding]
+    pool: WorkerPoolSpec, index: int | None, strict: bool, strategy: str | None, out: list[Finding]
 ) -> None:
+    """``index``: the pool's place (None: not known yet, as where a pool is built)."""
     path = pool.path
     if index == PoolRole.CHIEF and pool.replica_count != 1:
         _error(
@@ -522,7 +524,10 @@ def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
             "parallelTrialCount",
             f"{view.parallel_trial_count} exceeds maxTrialCount {view.max_trial_count}",
         )
-    study = view.study
+    _study(view.study, out)
+
+
+def _study(study: StudySpec, out: list[Finding]) -> None:
     if not study.metrics:
         _error(out, "studySpec.metrics", "needs at least one metric")
     ids = [m.metric_id for m in study.metrics]
@@ -566,6 +571,30 @@ def job_findings(
     return out
 
 
+def pool_findings(pool: WorkerPoolSpec) -> list[Finding]:
+    """The errors of one pool in any place, job and region: the pool rules above without
+    what the job decides (the chief's single replica, the scheduling strategy a machine
+    may need) or the region, which are judged when the job meets its platform."""
+    out: list[Finding] = []
+    _pool(pool, None, False, None, out)
+    return [f for f in errors_of(out) if not f.check.startswith("provisioning:")]
+
+
+def study_findings(study: StudySpec) -> list[Finding]:
+    """The errors of one study (``studySpec`` paths), whatever job runs it."""
+    out: list[Finding] = []
+    _study(study, out)
+    return errors_of(out)
+
+
+def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
+    """The errors of one parameter (and its conditional children) at ``path``, whatever
+    study searches it."""
+    out: list[Finding] = []
+    _parameter(param, path, False, set(), out)
+    return errors_of(out)
+
+
 def errors_of(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
 
@@ -576,4 +605,7 @@ __all__ = [
     "job_findings",
     "label_key_valid",
     "label_value_valid",
+    "parameter_findings",
+    "pool_findings",
+    "study_findings",
 ]

@@ -1,0 +1,158 @@
+"""Args refuse where they are built what is wrong whatever job, platform and region they
+meet (issue 21 item 4), judged by the job rules themselves on the fragment, and name the
+caller's own field; what depends on the region or the job waits for the job."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+
+import vertex_training as vt
+from tests.pulumi_mocks import run_pulumi
+from vertex_training.jobs.declarations import read_job
+
+DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
+
+
+def refused(build: object) -> str:
+    assert callable(build)
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        build()
+    assert isinstance(caught.value, pulumi.RunError)  # shown without a traceback
+    return str(caught.value)
+
+
+def test_gpus_that_fit_no_machine_anywhere_fail_where_the_pool_is_built() -> None:
+    message = refused(
+        lambda: vt.WorkerPool(
+            machine_type="n1-standard-16", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3)
+        )
+    )
+    assert message == (
+        "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid; "
+        "valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
+        "(Vertex field machineSpec.acceleratorCount)"
+    )
+
+
+def test_a_pool_reports_every_problem_it_has_in_one_message() -> None:
+    message = refused(
+        lambda: vt.WorkerPool(
+            machine_type="n1-standard-8",
+            accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
+            replica_count=0,
+            env={"1BAD": "x"},
+            boot_disk_size_gb=10,
+        )
+    )
+    lines = message.splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == [
+        "WorkerPool.replica_count",
+        "WorkerPool.accelerator.count",
+        "WorkerPool.env",
+        "WorkerPool.boot_disk_size_gb",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (lambda: vt.Study(parameters=[]), "Study.parameters: needs at least one parameter"),
+        (
+            lambda: vt.DoubleParameter("lr", 0.0, 1.0, "log"),
+            "DoubleParameter.scale: a log scale needs minValue > 0, got 0.0",
+        ),
+        (
+            lambda: vt.IntegerParameter("layers", 4, 2),
+            "IntegerParameter.min_value: 4 must be less than maxValue 2",
+        ),
+        (
+            lambda: vt.DiscreteParameter("batch", [64, 32]),
+            "DiscreteParameter.values: must be strictly increasing, got [64.0, 32.0]",
+        ),
+        (
+            lambda: vt.CategoricalParameter("opt", ["sgd", "sgd"]),
+            "CategoricalParameter.values: categories must be unique",
+        ),
+        (
+            lambda: vt.DoubleParameter("learning rate", 0.1, 1.0),
+            "DoubleParameter.parameter_id: 'learning rate' has whitespace",
+        ),
+        (
+            lambda: vt.Study(
+                parameters=[vt.DoubleParameter("lr", 0.1, 1.0), vt.IntegerParameter("lr", 1, 2)]
+            ),
+            "Study.parameters[1].parameter_id: 'lr' is used twice",
+        ),
+        (
+            lambda: vt.Study(parameters=[vt.DoubleParameter("lr", 0.1, 1.0)], algorithm="grid"),
+            "Study.parameters[0]: GRID_SEARCH cannot enumerate the double parameter 'lr'",
+        ),
+        (
+            lambda: vt.CustomJobArgs(
+                chief=vt.WorkerPool(machine_type="n1-standard-4"), wait_timeout_seconds=0
+            ),
+            "CustomJobArgs.wait_timeout_seconds: must be a positive number of seconds, got 0",
+        ),
+    ],
+)
+def test_studies_and_parameters_wrong_for_every_job_fail_where_they_are_built(
+    build: object, expected: str
+) -> None:
+    assert refused(build).startswith(expected)
+
+
+def test_what_the_job_or_the_region_decides_waits_for_the_job() -> None:
+    # No image yet (the platform's), a machine sold only as Spot or Flex-start (the job's
+    # strategy decides), a GPU that only some regions have: all fine where built.
+    vt.WorkerPool(machine_type="n1-standard-4", args=["--workload", "cassava"])
+    vt.WorkerPool(machine_type="a3-highgpu-1g", accelerator=vt.Accelerator("NVIDIA_H100_80GB", 1))
+    b200 = vt.WorkerPool(
+        machine_type="a4-highgpu-8g", accelerator=vt.Accelerator("NVIDIA_B200", 8), image=DIGEST
+    )
+    # A chief of 2 replicas is a good worker pool: its place is the job's.
+    two = vt.WorkerPool(machine_type="n1-standard-4", replica_count=2, image=DIGEST)
+    args = vt.CustomJobArgs(
+        project="p", region="europe-west4", chief=b200, base_output_directory="gs://b/out"
+    )
+    with pytest.raises(
+        vt.InvalidArgumentsError, match="accelerator-region:NVIDIA_B200@europe-west4"
+    ):
+        run_pulumi(lambda: vt.CustomJob("b200", args), stack="dev")
+    args = vt.CustomJobArgs(
+        project="p", region="us-central1", chief=two, base_output_directory="gs://b/out"
+    )
+    with pytest.raises(vt.InvalidArgumentsError, match=r"CustomJobArgs\.chief\.replica_count"):
+        run_pulumi(lambda: vt.CustomJob("two", args), stack="dev")
+
+
+def test_values_not_known_yet_are_judged_later() -> None:
+    def program() -> None:
+        count = pulumi.Output.from_input(3)
+        vt.WorkerPool(
+            machine_type="n1-standard-16", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", count)
+        )
+
+    run_pulumi(program)
+
+
+def test_the_yaml_route_judges_pools_with_the_job_and_every_problem_in_one_run() -> None:
+    # The stack reader judges the whole job (the stack's acknowledgements apply), so a bad
+    # pool does not hide the job's own problems.
+    job, problems = read_job(
+        {
+            "name": "x",
+            "chief": {
+                "machineType": "n1-standard-16",
+                "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 3},
+            },
+            "scheduling": {"maxWaitSeconds": 60},
+        },
+        "jobs[0]",
+    )
+    assert problems == [] and job is not None
+    paths = sorted(f.path for f in job.findings(region="us-central1", remote=True, strict=False))
+    assert paths == [
+        "jobSpec.scheduling.maxWaitDuration",
+        "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
+    ]
