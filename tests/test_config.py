@@ -13,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.jobs.rules.hardware import catalog
 from vertex_training.stack.config import (
     PROJECT_NAME,
     ConfigError,
@@ -192,8 +194,75 @@ def test_missing_gcp_project_on_a_cloud_stack() -> None:
 
 
 def test_missing_gcp_project_is_reported_even_when_the_region_is_bad_too() -> None:
-    error = problems_of("prod", {key("environment"): "prod", key("region"): "mars-north1"})
-    assert {p.key for p in error.problems} == {"gcp:project", key("region")}
+    prod = {key("environment"): "prod"}
+    # A near miss of a catalog region, and (strict) a region the catalog has never heard of.
+    for bad in (
+        {key("region"): "us-centrl1"},
+        {key("region"): "mars-north1", key("strictHardwareChecks"): "true"},
+    ):
+        error = problems_of("prod", {**prod, **bad})
+        assert {"gcp:project", key("region")} <= {p.key for p in error.problems}
+
+
+def test_regions_and_workbench_gpus_come_from_the_hardware_catalog() -> None:
+    # Every catalog region is a stack region (no second list), and the catalog's rule for
+    # one it does not list: a warning, refused only in strict stacks.
+    no_workbench = {**DEV, key("workbenchEnabled"): "false"}
+    for region in catalog().regions:
+        assert (
+            parse_stack_config("dev", {**no_workbench, key("region"): region}).general.region
+            == region
+        )
+    config = parse_stack_config(
+        "dev", {**DEV, key("region"): "mars-north1", key("workbenchEnabled"): "false"}
+    )
+    assert any("mars-north1" in w and "not in the hardware catalog" in w for w in config.warnings)
+    # A Workbench GPU the hand table lacked and the catalog has (a2-ultragpu takes A100 80GB).
+    error = problems_of("dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_V10"})
+    assert "(did you mean 'NVIDIA_TESLA_V100'?)" in error.problems[0].problem
+    assert "NVIDIA_H100_80GB" in error.problems[0].valid
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "platform_field"),
+    [
+        ("softDeleteRetentionDays", "3", "soft_delete_retention_days"),
+        ("softDeleteRetentionDays", "91", "soft_delete_retention_days"),
+        ("stagingRetentionDays", "0", "staging_retention_days"),
+        ("imageKeepCount", "0", "image_keep_count"),
+    ],
+)
+def test_both_routes_hold_a_setting_to_one_rule(
+    setting: str, value: str, platform_field: str
+) -> None:
+    error = problems_of("dev", {**DEV, key(setting): value})
+    [problem] = error.problems
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform(
+            "p",
+            vt.TrainingPlatformArgs(
+                environment="dev", project="my-project", **{platform_field: int(value)}
+            ),
+        )
+    assert (
+        f"TrainingPlatformArgs.{platform_field}: {problem.problem}; valid: {problem.valid}"
+        in str(caught.value)
+    )
+
+
+def test_the_workbench_disk_is_one_rule_for_both_routes() -> None:
+    [problem] = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "100"}).problems
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform(
+            "p",
+            vt.TrainingPlatformArgs(
+                environment="dev", project="my-project", workbench=vt.Workbench(disk_size_gb=100)
+            ),
+        )
+    assert (
+        f"TrainingPlatformArgs.workbench.disk_size_gb: {problem.problem}; valid: {problem.valid}"
+        in str(caught.value)
+    )
 
 
 def test_malformed_gcp_project() -> None:

@@ -45,6 +45,7 @@ from vertex_training.platform.rules import (
     ZONE,
     InvalidValueError,
     check_bucket_name,
+    check_settings,
 )
 from vertex_training.pricing.estimate import WorkbenchEstimate
 
@@ -629,13 +630,16 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
             f"{where}.repository_name: {args.repository_name!r} invalid; valid: lowercase "
             "letters, digits and '-', starting with a letter, at most 63"
         )
-    for key, value, low, high in (
-        ("image_keep_count", args.image_keep_count, 1, 1000),
-        ("staging_retention_days", args.staging_retention_days, 1, 3650),
-        ("soft_delete_retention_days", args.soft_delete_retention_days, 0, 90),
-    ):
-        if not low <= value <= high:
-            errors.append(f"{where}.{key}: {value} out of range; valid: {low} to {high}")
+    errors += [
+        f"{where}.{key}: {error.problem}; valid: {error.valid}"
+        for key, error in check_settings(
+            {
+                "image_keep_count": args.image_keep_count,
+                "staging_retention_days": args.staging_retention_days,
+                "soft_delete_retention_days": args.soft_delete_retention_days,
+            }
+        )
+    ]
     for name, image in args.images.items():
         errors += _image_problems(f"{where}.images[{name!r}]", name, image, cloud)
     if args.workbench is not None:
@@ -706,11 +710,15 @@ def _workbench_problems(
             f"{where}.zone: {workbench.zone!r} is not a zone of {args.region}; valid: None "
             f"(means {args.region}-a) or {args.region}-<letter>"
         )
-    if not 10 <= workbench.idle_timeout_minutes <= 1440:
-        errors.append(
-            f"{where}.idle_timeout_minutes: {workbench.idle_timeout_minutes} out of range; "
-            "valid: 10 to 1440"
+    errors += [
+        f"{where}.{key}: {error.problem}; valid: {error.valid}"
+        for key, error in check_settings(
+            {
+                "disk_size_gb": workbench.disk_size_gb,
+                "idle_timeout_minutes": workbench.idle_timeout_minutes,
+            }
         )
+    ]
     accelerator = workbench.accelerator
     gpu_type = accelerator.type if accelerator is not None else None
     gpu_count = accelerator.count if accelerator is not None else 0

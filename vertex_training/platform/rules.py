@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import re
+from dataclasses import dataclass
 
 __all__ = [
     "GCP_PROJECT_ID",
@@ -15,10 +16,13 @@ __all__ = [
     "IMAGE_REFERENCE",
     "KMS_KEY",
     "REPOSITORY_ID",
+    "SETTINGS",
     "ZONE",
+    "Bounds",
     "EnvironmentKind",
     "InvalidValueError",
     "check_bucket_name",
+    "check_settings",
 ]
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
@@ -81,3 +85,51 @@ def check_bucket_name(name: str) -> None:
     except ValueError:
         return
     raise InvalidValueError(f"'{name}' looks like an IP address", valid)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The range Google Cloud accepts for one platform setting, and how to phrase it."""
+
+    low: int
+    high: int
+    unit: str
+    what: str = "is out of range"
+    off: int | None = None
+    """A value outside the range that is accepted too (0: the feature off)."""
+
+    @property
+    def valid(self) -> str:
+        span = f"an integer from {self.low} to {self.high}"
+        return span if self.off is None else f"{self.off}, or {span}"
+
+    def check(self, value: int) -> None:
+        """Raise ``InvalidValueError`` unless ``value`` is in range (or ``off``)."""
+        if value != self.off and not self.low <= value <= self.high:
+            raise InvalidValueError(f"{value} {self.unit} {self.what}", self.valid)
+
+
+SETTINGS: dict[str, Bounds] = {
+    "image_keep_count": Bounds(1, 1000, "images"),
+    "staging_retention_days": Bounds(1, 3650, "days"),
+    # Cloud Storage soft delete: a retention of 7 to 90 days, or 0 to turn it off.
+    "soft_delete_retention_days": Bounds(
+        7, 90, "days", "is not a soft delete duration Cloud Storage accepts", off=0
+    ),
+    "disk_size_gb": Bounds(150, 64000, "GB", "is not a valid boot disk size"),
+    "idle_timeout_minutes": Bounds(10, 1440, "minutes"),
+}
+"""The one place each platform setting's range lives: ``TrainingPlatformArgs`` (and its
+``Workbench``) and the stack config reader both check these, by these names."""
+
+
+def check_settings(values: dict[str, int]) -> list[tuple[str, InvalidValueError]]:
+    """(name, error) for each of ``values`` (a ``SETTINGS`` name -> value) out of range,
+    every one of them (one run reports them all)."""
+    out = []
+    for name, value in values.items():
+        try:
+            SETTINGS[name].check(value)
+        except InvalidValueError as error:
+            out.append((name, error))
+    return out

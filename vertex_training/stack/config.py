@@ -35,8 +35,17 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
+from vertex_training._spelling import closest, did_you_mean
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.rules.hardware import acknowledge, check_machine_spec, check_zone
+from vertex_training.jobs.rules.hardware import (
+    accelerator_counts_taken,
+    accelerators_taken,
+    acknowledge,
+    catalog,
+    check_machine_spec,
+    check_region,
+    check_zone,
+)
 from vertex_training.jobs.rules.image import DIGEST_REFERENCE
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
@@ -45,6 +54,7 @@ from vertex_training.platform.rules import (
     IMAGE_REFERENCE,
     KMS_KEY,
     REPOSITORY_ID,
+    SETTINGS,
     ZONE,
     EnvironmentKind,
     InvalidValueError,
@@ -55,8 +65,6 @@ __all__ = [
     "GCP_PROJECT_KEY",
     "PROJECT_NAME",
     "SECTIONS",
-    "VERTEX_REGIONS",
-    "WORKBENCH_GPU_TYPES",
     "ConfigError",
     "ConfigProblem",
     "EnvironmentKind",
@@ -80,63 +88,7 @@ PROJECT_NAME = "vertex-training"
 
 GCP_PROJECT_KEY = "gcp:project"
 
-VERTEX_REGIONS: frozenset[str] = frozenset(
-    {
-        "africa-south1",
-        "asia-east1",
-        "asia-east2",
-        "asia-northeast1",
-        "asia-northeast2",
-        "asia-northeast3",
-        "asia-south1",
-        "asia-southeast1",
-        "asia-southeast2",
-        "australia-southeast1",
-        "australia-southeast2",
-        "europe-central2",
-        "europe-north1",
-        "europe-southwest1",
-        "europe-west1",
-        "europe-west2",
-        "europe-west3",
-        "europe-west4",
-        "europe-west6",
-        "europe-west8",
-        "europe-west9",
-        "europe-west12",
-        "me-central1",
-        "me-central2",
-        "me-west1",
-        "northamerica-northeast1",
-        "northamerica-northeast2",
-        "southamerica-east1",
-        "southamerica-west1",
-        "us-central1",
-        "us-east1",
-        "us-east4",
-        "us-east5",
-        "us-south1",
-        "us-west1",
-        "us-west2",
-        "us-west3",
-        "us-west4",
-    }
-)
-"""Google Cloud regions where Vertex AI custom training runs."""
 
-WORKBENCH_GPU_TYPES: Mapping[str, str] = {
-    # GPU type -> the machine family it attaches to (Compute Engine rules).
-    "NVIDIA_TESLA_T4": "n1-",
-    "NVIDIA_TESLA_V100": "n1-",
-    "NVIDIA_TESLA_P100": "n1-",
-    "NVIDIA_TESLA_P4": "n1-",
-    "NVIDIA_TESLA_A100": "a2-",
-    "NVIDIA_A100_80GB": "a2-",
-    "NVIDIA_L4": "g2-",
-}
-"""Accelerators a Workbench instance accepts, with the machine family each needs."""
-
-_GPU_COUNTS = (1, 2, 4, 8)
 _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
@@ -188,6 +140,18 @@ class _Section(BaseModel):
     # extra="forbid" is belt and braces: unknown keys are caught (with a suggestion)
     # before sections are built, but a section must never swallow a stray field.
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
+
+
+def _in_bounds(field: str, setting: str | None = None) -> Any:
+    """A validator holding ``field`` to the platform's range for it (``SETTINGS``: the
+    same rule ``TrainingPlatformArgs`` is checked with)."""
+    bounds = SETTINGS[setting or field]
+
+    def check(value: int) -> int:
+        bounds.check(value)
+        return value
+
+    return field_validator(field)(check)
 
 
 def _empty_to_none(value: object) -> object:
@@ -261,12 +225,17 @@ class GeneralSettings(_Section):
     @field_validator("region")
     @classmethod
     def _region_is_known(cls, value: str) -> str:
-        if value not in VERTEX_REGIONS:
-            close = difflib.get_close_matches(value, VERTEX_REGIONS, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+        # A malformed name or a near miss of a catalog region is refused here; a region the
+        # catalog does not list is judged with the stack's strictness (_region_problems).
+        if any(
+            f.severity == "error"
+            for f in check_region(path="region", region=value, accelerators=())
+        ):
+            guess = closest(value, sorted(catalog().regions), cutoff=0.8)
             raise InvalidValueError(
-                f"'{value}' is not a region where Vertex AI training runs{hint}",
-                "one of " + ", ".join(sorted(VERTEX_REGIONS)),
+                f"'{value}' is not a region where Vertex AI training runs"
+                + (f" (did you mean {guess}?)" if guess else ""),
+                "one of " + ", ".join(sorted(catalog().regions)),
             )
         return value
 
@@ -334,6 +303,9 @@ class StorageSettings(_Section):
         "7",
     )
 
+    staging_in_bounds = _in_bounds("staging_retention_days")
+    soft_delete_in_bounds = _in_bounds("soft_delete_retention_days")
+
     empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
 
     @field_validator("bucket_name")
@@ -341,23 +313,6 @@ class StorageSettings(_Section):
     def _bucket_name_is_valid(cls, value: str | None) -> str | None:
         if value is not None:
             check_bucket_name(value)
-        return value
-
-    @field_validator("staging_retention_days")
-    @classmethod
-    def _staging_days(cls, value: int) -> int:
-        if not 1 <= value <= 3650:
-            raise InvalidValueError(f"{value} days is out of range", "an integer from 1 to 3650")
-        return value
-
-    @field_validator("soft_delete_retention_days")
-    @classmethod
-    def _soft_delete_days(cls, value: int) -> int:
-        if value != 0 and not 7 <= value <= 90:
-            raise InvalidValueError(
-                f"{value} days is not a soft delete duration Cloud Storage accepts",
-                "0, or an integer from 7 to 90",
-            )
         return value
 
 
@@ -377,6 +332,8 @@ class RegistrySettings(_Section):
         "10",
     )
 
+    keep_count_in_bounds = _in_bounds("keep_count", "image_keep_count")
+
     @field_validator("repository_name")
     @classmethod
     def _repository_id(cls, value: str) -> str:
@@ -385,13 +342,6 @@ class RegistrySettings(_Section):
                 f"'{value}' is not a valid repository id",
                 "1-63 characters: lowercase letters, digits and '-', starting with a letter",
             )
-        return value
-
-    @field_validator("keep_count")
-    @classmethod
-    def _keep_count(cls, value: int) -> int:
-        if not 1 <= value <= 1000:
-            raise InvalidValueError(f"{value} is out of range", "an integer from 1 to 1000")
         return value
 
 
@@ -462,7 +412,7 @@ class WorkbenchSettings(_Section):
         "workbenchGpuType",
         None,
         '"" for no GPU, or the accelerator attached to the Workbench instance.',
-        '"" or one of ' + ", ".join(sorted(WORKBENCH_GPU_TYPES)),
+        '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
     )
     gpu_count: int = _key(
@@ -493,6 +443,9 @@ class WorkbenchSettings(_Section):
         "an integer from 10 to 1440",
         "60",
     )
+
+    disk_in_bounds = _in_bounds("disk_size_gb")
+    idle_timeout_in_bounds = _in_bounds("idle_timeout_minutes")
 
     empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
         _empty_to_none
@@ -530,35 +483,21 @@ class WorkbenchSettings(_Section):
     @field_validator("gpu_type")
     @classmethod
     def _gpu_type(cls, value: str | None) -> str | None:
-        if value is not None and value not in WORKBENCH_GPU_TYPES:
+        taken = accelerators_taken("workbench")
+        if value is not None and value not in taken:
             raise InvalidValueError(
-                f"'{value}' is not a GPU type Workbench accepts",
-                '"" or one of ' + ", ".join(sorted(WORKBENCH_GPU_TYPES)),
+                f"'{value}' is not a GPU type Workbench accepts{did_you_mean(value, taken)}",
+                '"" or one of ' + ", ".join(taken),
             )
         return value
 
     @field_validator("gpu_count")
     @classmethod
     def _gpu_count(cls, value: int) -> int:
-        if value != 0 and value not in _GPU_COUNTS:
-            raise InvalidValueError(f"{value} GPUs is not a valid count", "0, 1, 2, 4 or 8")
-        return value
-
-    @field_validator("disk_size_gb")
-    @classmethod
-    def _disk_size(cls, value: int) -> int:
-        if not 150 <= value <= 64000:
+        counts = accelerator_counts_taken("workbench")
+        if value != 0 and value not in counts:
             raise InvalidValueError(
-                f"{value} GB is not a valid boot disk size", "an integer from 150 to 64000"
-            )
-        return value
-
-    @field_validator("idle_timeout_minutes")
-    @classmethod
-    def _idle_timeout(cls, value: int) -> int:
-        if not 10 <= value <= 1440:
-            raise InvalidValueError(
-                f"{value} minutes is out of range", "an integer from 10 to 1440"
+                f"{value} GPUs is not a valid count", "0, or " + ", ".join(map(str, counts))
             )
         return value
 
@@ -894,6 +833,8 @@ def _jobs(
         position = indexes[int(head.removeprefix("jobs["))]
         config_path = f"jobs[{position}]{rest}"
         text = f"{finding.message} (Vertex field {finding.path})"
+        if finding.path == "region" and finding.check.startswith("unknown-region:"):
+            continue  # the stack's region itself: reported once, at the region key
         if finding.path == "region":
             # The job runs in the stack's region: that is the key to change.
             text = f"jobs[{position}]: {finding.message}"
@@ -940,6 +881,29 @@ def _cross_field_problems(
                 ),
             )
         )
+    # A region the catalog does not list (a near miss is refused by the field): a warning,
+    # an error in strict stacks; the catalog's rule, the one TrainingPlatformArgs uses.
+    region_key = f"{PROJECT_NAME}:region"
+    for finding in acknowledge(
+        check_region(
+            path="region",
+            region=general.region,
+            accelerators=(),
+            strict=general.strict_hardware_checks,
+        ),
+        general.acknowledged_hardware_checks,
+    ):
+        if finding.severity == "warning":
+            warnings.append(f"{region_key}: {finding.message}")
+        else:
+            problems.append(
+                ConfigProblem(
+                    region_key,
+                    finding.message,
+                    "a region the hardware catalog lists",
+                    _fix_set(region_key, "us-central1", stack),
+                )
+            )
     if not workbench.enabled:
         return problems, warnings
     strict = general.strict_hardware_checks

@@ -390,6 +390,18 @@ def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[st
     ]
 
 
+def accelerators_taken(target: Target = "vertex") -> list[str]:
+    """Accelerators some machine type of ``target`` takes, sorted (the GPUs a Workbench
+    instance can have, for ``"workbench"``)."""
+    return sorted({a for m in catalog().machines(target).values() for a in m.accelerators})
+
+
+def accelerator_counts_taken(target: Target = "vertex") -> list[int]:
+    """Accelerator counts some machine type of ``target`` takes, sorted."""
+    machines = catalog().machines(target).values()
+    return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
+
+
 def accelerator_counts_allowed(
     machine_type: str, accelerator_type: str, target: Target = "vertex"
 ) -> frozenset[int]:
@@ -1003,6 +1015,8 @@ __all__ = [
     "Source",
     "Target",
     "accelerator_counts_allowed",
+    "accelerator_counts_taken",
+    "accelerators_taken",
     "acknowledge",
     "catalog",
     "check_machine_spec",
