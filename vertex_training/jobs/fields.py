@@ -120,8 +120,7 @@ def _value(value: Any, spec: VertexField | None) -> Any:
     return value
 
 
-def _put(body: dict[str, Any], path: str, value: Any) -> None:
-    tokens = _tokens(path)
+def _put(body: dict[str, Any], tokens: tuple[str, ...], value: Any) -> None:
     if not tokens:
         body.update(merge_fields(body, value))
         return
@@ -150,22 +149,35 @@ def _put(body: dict[str, Any], path: str, value: Any) -> None:
             node = node.setdefault(token, empty)
 
 
+_Layout = tuple[tuple[str, VertexField, tuple[str, ...]], ...]
+_LAYOUTS: dict[type, _Layout] = {}
+
+
+def _layout(cls: type) -> _Layout:
+    """(field name, its Vertex field, the body path's tokens) for each Vertex field of
+    ``cls``: derived once per class, since every job's body is built from it."""
+    layout = _LAYOUTS.get(cls)
+    if layout is None:
+        layout = _LAYOUTS[cls] = tuple(
+            (f.name, spec, tuple(_tokens(_prefix(cls, f.name) + spec.path)))
+            for f in dataclasses.fields(cls)
+            if (spec := f.metadata.get(VERTEX)) is not None
+        )
+    return layout
+
+
 def to_body(obj: Any) -> dict[str, Any]:
     """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
     last. Values not known yet (Outputs) stay in place."""
     body: dict[str, Any] = {}
-    cls = type(obj)
-    for f in dataclasses.fields(obj):
-        spec = f.metadata.get(VERTEX)
-        if spec is None:
-            continue
-        value = getattr(obj, f.name)
+    for name, spec, tokens in _layout(type(obj)):
+        value = getattr(obj, name)
         if _omitted(value, spec):
             continue
         out = _value(value, spec)
         if out == {} and dataclasses.is_dataclass(value):
             continue  # a nested spec with nothing set (``Scheduling()``)
-        _put(body, _prefix(cls, f.name) + spec.path, out)
+        _put(body, tokens, out)
     extra = getattr(obj, "extra_fields", None)
     return merge_fields(body, extra) if extra else body
 
