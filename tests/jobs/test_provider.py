@@ -346,7 +346,7 @@ def test_an_image_by_tag_is_refused_once_resolved(host: ProviderHost) -> None:
     assert prop == "spec"
     assert reason.startswith("jobSpec.workerPoolSpecs[1].containerSpec.imageUri: ")
     assert "'gcr.io/p/trainer:latest' is not an image by digest" in reason
-    assert "valid: <repository>/<image>@sha256:<64 hex digits>" in reason
+    assert "valid: REGISTRY/PATH@sha256:<64 hex digits>" in reason
 
 
 def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:
