@@ -412,6 +412,17 @@ def test_a_pool_without_image_needs_a_single_platform_image() -> None:
     assert "CustomJobArgs.chief.image: not set" in message
 
 
+def test_a_local_root_given_as_a_string_is_a_path(tmp_path: Any) -> None:
+    # Found by the engine test of a team's stack: a str crashed the program.
+    def program() -> None:
+        platform = vt.TrainingPlatform(
+            "here", vt.TrainingPlatformArgs(environment="local", local_root=str(tmp_path))
+        )
+        pulumi.export("bucket", platform.bucket_url)
+
+    assert run_pulumi(program, stack="local").outputs["bucket"] == f"{tmp_path}/bucket"
+
+
 def test_a_local_platform_runs_jobs_here_and_creates_nothing_in_the_cloud(tmp_path: Any) -> None:
     def program() -> None:
         platform = vt.TrainingPlatform(

@@ -129,3 +129,19 @@ def test_a_missing_plugin_is_one_line_with_the_install_command(output: str) -> N
 
 def test_other_failures_get_no_plugin_hint() -> None:
     assert engine.missing_plugin_message("error: preview failed\n") is None
+
+
+def test_a_file_backend_directory_is_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path)
+    cli = root / "pulumi"
+    cli.write_text("#!/bin/sh\nexit 0\n")
+    cli.chmod(0o755)
+    monkeypatch.setenv(engine.CLI_ENV, str(cli))
+    state = tmp_path / "not" / "yet"
+    monkeypatch.setenv("PULUMI_BACKEND_URL", f"file://{state}")
+
+    engine.prepare("s", root)
+
+    assert state.is_dir()

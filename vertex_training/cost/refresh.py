@@ -22,11 +22,13 @@ import datetime
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_training import _google_api as google_api
+from vertex_training._google_api import Fetch
 from vertex_training.jobs.rules.hardware import HardwareCatalog
 from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 from vertex_training.pricing.catalog import (
@@ -42,8 +44,6 @@ BILLING_SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
 SERVICE_NAMES: Mapping[Target, str] = {"training": "Vertex AI", "workbench": "Compute Engine"}
 """The Billing Catalog service whose SKUs price each target."""
 
-Fetch = Callable[[str, Mapping[str, str]], Mapping[str, Any]]
-"""GET ``url`` with query ``params``; the decoded JSON body."""
 
 _MACHINE_PART = re.compile(
     r"\b(?P<family>[A-Z][0-9][A-Z]?|E2) (?:Predefined )?Instance (?P<part>Core|Ram)\b", re.I
@@ -122,27 +122,7 @@ def service_id(fetch: Fetch, display_name: str) -> str:
 
 def authorized_fetch() -> Fetch:
     """GETs with Application Default Credentials; RefreshError when there are none."""
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.auth.transport.requests import AuthorizedSession
-
-    try:
-        credentials, _ = google.auth.default(scopes=[BILLING_SCOPE])
-    except DefaultCredentialsError as error:
-        raise RefreshError(
-            "no Google credentials: run `gcloud auth application-default login` or set "
-            f"GOOGLE_APPLICATION_CREDENTIALS, then try again ({error})"
-        ) from None
-    session = AuthorizedSession(credentials)
-
-    def fetch(url: str, params: Mapping[str, str]) -> Mapping[str, Any]:
-        response = session.get(url, params=dict(params), timeout=60)
-        if response.status_code != 200:
-            raise RefreshError(f"GET {url}: HTTP {response.status_code}: {response.text[:500]}")
-        body: Mapping[str, Any] = response.json()
-        return body
-
-    return fetch
+    return google_api.authorized_fetch(BILLING_SCOPE, RefreshError)[0]
 
 
 # ----------------------------------------------------------------------- SKUs

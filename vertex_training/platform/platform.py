@@ -187,7 +187,7 @@ class TrainingPlatformArgs(_Checked):
     acknowledged_hardware_checks: Sequence[str] = ()
     """Hardware check ids (from an error's "(check ...)") that only warn on this platform
     and its jobs: the override for a catalog row that is out of date."""
-    local_root: Path = Path(".local-vertex")
+    local_root: Path | str = Path(".local-vertex")
     """local: the directory holding the local bucket, logs and job state (relative to
     the project: the nearest directory holding ``Pulumi.yaml``)."""
 
@@ -310,7 +310,9 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _local(self, args: TrainingPlatformArgs) -> None:
         root = (
-            args.local_root if args.local_root.is_absolute() else project_root() / args.local_root
+            Path(args.local_root)
+            if Path(args.local_root).is_absolute()
+            else project_root() / args.local_root
         )
         self.project = args.project or LOCAL_PROJECT
         self.local_root = root

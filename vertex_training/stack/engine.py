@@ -161,7 +161,13 @@ def prepare(stack: str, start: Path | None = None) -> StackRun:
     env.setdefault("PULUMI_SKIP_UPDATE_CHECK", "true")
     if not env.get("PULUMI_BACKEND_URL") and not _logged_in(cli, env):
         env["PULUMI_BACKEND_URL"] = f"file://{project_dir / STATE_DIR}"
-        (project_dir / STATE_DIR).mkdir(exist_ok=True)
+    backend = env.get("PULUMI_BACKEND_URL", "")
+    if backend.startswith("file://"):
+        # The CLI refuses a file backend whose directory does not exist yet.
+        local_dir = Path(backend.removeprefix("file://")).expanduser()
+        (local_dir if local_dir.is_absolute() else project_dir / local_dir).mkdir(
+            parents=True, exist_ok=True
+        )
     environment = _stack_environment(project_dir, settings, stack)
     has_passphrase = "PULUMI_CONFIG_PASSPHRASE" in env or "PULUMI_CONFIG_PASSPHRASE_FILE" in env
     if environment == LOCAL_ENVIRONMENT and not has_passphrase:

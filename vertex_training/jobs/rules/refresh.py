@@ -22,11 +22,13 @@ import argparse
 import datetime
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vertex_training import _google_api as google_api
+from vertex_training._google_api import Fetch
 from vertex_training.jobs.rules.hardware import CATALOG_PATH, parse_catalog
 
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
@@ -35,9 +37,6 @@ SOURCES = (
     "acceleratorTypes.aggregatedList",
     "machineTypes.aggregatedList",
 )
-
-Fetch = Callable[[str, Mapping[str, str]], Mapping[str, Any]]
-"""GET ``url`` with query ``params``; the decoded JSON body."""
 
 
 class RefreshError(RuntimeError):
@@ -196,27 +195,7 @@ def refreshed_catalog(
 def authorized_fetch() -> tuple[Fetch, str | None]:
     """GETs with Application Default Credentials and their project; RefreshError when
     there are none."""
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.auth.transport.requests import AuthorizedSession
-
-    try:
-        credentials, project = google.auth.default(scopes=[COMPUTE_SCOPE])
-    except DefaultCredentialsError as error:
-        raise RefreshError(
-            "no Google credentials: run `gcloud auth application-default login` or set "
-            f"GOOGLE_APPLICATION_CREDENTIALS, then try again ({error})"
-        ) from None
-    session = AuthorizedSession(credentials)
-
-    def fetch(url: str, params: Mapping[str, str]) -> Mapping[str, Any]:
-        response = session.get(url, params=dict(params), timeout=60)
-        if response.status_code != 200:
-            raise RefreshError(f"GET {url}: HTTP {response.status_code}: {response.text[:500]}")
-        body: Mapping[str, Any] = response.json()
-        return body
-
-    return fetch, project
+    return google_api.authorized_fetch(COMPUTE_SCOPE, RefreshError)
 
 
 def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:

@@ -62,8 +62,9 @@ class Supervisor(JobRun):
         run.prepare()
         try:
             run.start()
-            self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
+            # Replicas first: whoever reads RUNNING finds the processes that run it.
             self.save_replicas([run])
+            self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
             seen = [s.state for s in run.statuses()]
             while True:
                 self.check_cancel()
