@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         TrialJob,
         WorkerPool,
     )
+    from vertex_training.jobs.model import TrialResult
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, declare_job
     from vertex_training.platform.platform import (
         ImageBuild,
@@ -97,6 +98,7 @@ _HOMES = {
     **dict.fromkeys(
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),
+    "TrialResult": "vertex_training.jobs.model",
     **dict.fromkeys(
         (
             "ImageBuild",
@@ -145,6 +147,7 @@ __all__ = [
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "TrialJob",
+    "TrialResult",
     "Workbench",
     "WorkerPool",
     "declare_job",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 
 class JobKind(enum.StrEnum):
@@ -54,6 +54,26 @@ ParameterValue = float | str
 ``Value``), categories strings. Whole-number doubles stay doubles (``64.0``)."""
 
 
+class TrialResult(TypedDict):
+    """One trial as a tuning job's ``trials`` and ``best_trial`` outputs give it (the
+    Vertex ``Trial`` message's fields, snake_case)."""
+
+    trial_id: str
+    """Vertex trial ids are strings counting from "1"."""
+    state: str
+    """REQUESTED, ACTIVE, STOPPING, SUCCEEDED or INFEASIBLE."""
+    parameters: dict[str, ParameterValue]
+    """The trial's value of each parameter, by parameter id."""
+    final_metrics: dict[str, float]
+    """The final measurement's metrics, by metric id."""
+    infeasible_reason: str | None
+    early_stopped: bool
+    """Stopped by the study's automated stopping before its last step."""
+    start_time: str | None
+    """RFC 3339."""
+    end_time: str | None
+
+
 @dataclass(frozen=True)
 class TrialRecord:
     trial_id: str
@@ -69,7 +89,7 @@ class TrialRecord:
     start_time: str | None = None
     end_time: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TrialResult:
         """Plain JSON (the stack output's trial row, the local store's); ``TrialRecord(**it)``
         reads it back."""
         return {
@@ -145,6 +165,7 @@ __all__ = [
     "JobState",
     "ParameterValue",
     "TrialRecord",
+    "TrialResult",
     "best_trial",
     "job_state",
 ]

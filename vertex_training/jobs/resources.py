@@ -43,7 +43,7 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     wait_until_terminal,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState
+from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialResult
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
@@ -579,10 +579,11 @@ class HyperparameterTuningJob(_JobResource, module="vertex", name="Hyperparamete
     _kind = JobKind.HYPERPARAMETER_TUNING_JOB
     _args_type = HyperparameterTuningJobArgs
 
-    trials: pulumi.Output[list[dict[str, Any]]]
-    """Every trial: ``trial_id``, ``state``, ``parameters`` (by parameter id),
-    ``final_metrics`` (by metric id), ``infeasible_reason``, ``early_stopped``, times."""
-    best_trial: pulumi.Output[dict[str, Any] | None]
+    trials: pulumi.Output[list[TrialResult]]
+    """Every trial (:class:`TrialResult`): ``trial_id``, ``state``, ``parameters`` (by
+    parameter id), ``final_metrics`` (by metric id), ``infeasible_reason``,
+    ``early_stopped``, times."""
+    best_trial: pulumi.Output[TrialResult | None]
     """The trial with the best value of the study's first metric, by its goal."""
 
     def __init__(
