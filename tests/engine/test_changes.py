@@ -44,9 +44,21 @@ def _jobs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {job["name"]: job for job in config["config"]["vertex-training:jobs"]}
 
 
+def _pools(job: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's worker pools as the stack file declares them (a study's are its trial's)."""
+    run = job.get("trial") or job
+    return [run[role] for role in ("chief", "workers") if role in run]
+
+
+def _arg(job: dict[str, Any], flag: str) -> str:
+    args = _pools(job)[0]["args"]
+    return str(args[args.index(flag) + 1])
+
+
 def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
-    args = job["args"]
-    args[args.index(flag) + 1] = value
+    for pool in _pools(job):
+        args = pool["args"] = list(pool["args"])
+        args[args.index(flag) + 1] = value
 
 
 def small_stack_config() -> dict[str, Any]:
@@ -203,7 +215,7 @@ def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
 ) -> None:
     [before] = jobs_named(project.local_root, CUSTOM_JOB)
     job = _jobs(stack_config)[CUSTOM_JOB]
-    epochs = job["args"][job["args"].index("--epochs") + 1]
+    epochs = _arg(job, "--epochs")
     _set_arg(job, "--epochs", "1" if epochs != "1" else "2")
     project.write_config(stack_config)
 
