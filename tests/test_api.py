@@ -252,7 +252,10 @@ def test_a_bad_platform_registers_nothing() -> None:
         )
 
     message, monitor = failing(program)
-    assert "TrainingPlatformArgs.project: a prod platform needs a Google Cloud project" in message
+    assert (
+        "TrainingPlatformArgs.project: missing: a prod environment needs a Google Cloud project"
+        in message
+    )
     assert "TrainingPlatformArgs.bucket_name: 'My_Bucket' is not a valid bucket name" in message
     assert (
         "TrainingPlatformArgs.images['trainer']" in message and "not an image by digest" in message
@@ -693,8 +696,8 @@ def test_a_psc_interface_with_a_network_names_extra_fields() -> None:
 def test_a_workbench_zone_outside_the_platform_region_is_refused() -> None:
     message, monitor = failing(lambda: byo_platform(workbench=vt.Workbench(zone="europe-west4-a")))
     assert (
-        "TrainingPlatformArgs.workbench.zone: 'europe-west4-a' is not a zone of us-central1; "
-        "valid: None (means us-central1-a) or us-central1-<letter>"
+        "TrainingPlatformArgs.workbench.zone: 'europe-west4-a' is not a zone of the region "
+        "us-central1; valid: unset (means us-central1-a) or us-central1-<letter>"
     ) in message
     assert monitor.registrations == []
 

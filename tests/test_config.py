@@ -188,7 +188,7 @@ def test_other_namespaces_are_left_to_their_providers() -> None:
 def test_missing_gcp_project_on_a_cloud_stack() -> None:
     error = problems_of("dev", {key("environment"): "dev"})
     message = str(error)
-    assert "gcp:project: missing: a dev stack needs the Google Cloud project" in message
+    assert "gcp:project: missing: a dev environment needs a Google Cloud project" in message
     assert "Valid: a Google Cloud project id" in message
     assert "Fix: pulumi config set gcp:project <your-project-id> --stack dev" in message
 
@@ -262,6 +262,108 @@ def test_the_workbench_disk_is_one_rule_for_both_routes() -> None:
     assert (
         f"TrainingPlatformArgs.workbench.disk_size_gb: {problem.problem}; valid: {problem.valid}"
         in str(caught.value)
+    )
+
+
+KMS = "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c"
+DIGEST = "example.com/trainer@sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "config_key", "args_field"),
+    [
+        (
+            {"workbenchZone": "europe-west4-a"},
+            {"workbench": vt.Workbench(zone="europe-west4-a")},
+            "workbenchZone",
+            "workbench.zone",
+        ),
+        (
+            {"workbenchZone": "central"},
+            {"workbench": vt.Workbench(zone="central")},
+            "workbenchZone",
+            "workbench.zone",
+        ),
+        (
+            {"workbenchGpuType": "NVIDIA_TESLA_T4", "workbenchGpuCount": "3"},
+            {"workbench": vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3))},
+            "workbenchGpuCount",
+            "workbench.accelerator.count",
+        ),
+        (
+            {"workbenchGpuType": "NVIDIA_TESLA_T4", "workbenchGpuCount": "0"},
+            {"workbench": vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 0))},
+            "workbenchGpuCount",
+            "workbench.accelerator.count",
+        ),
+        (
+            {"workbenchGpuType": "TPU", "workbenchGpuCount": "1"},
+            {"workbench": vt.Workbench(accelerator=vt.Accelerator("TPU", 1))},
+            "workbenchGpuType",
+            "workbench.accelerator.type",
+        ),
+        (
+            {"workbenchMachineType": "N1"},
+            {"workbench": vt.Workbench(machine_type="N1")},
+            "workbenchMachineType",
+            "workbench.machine_type",
+        ),
+        (
+            {"workbenchContainerImage": "has spaces !!"},
+            {"workbench": vt.Workbench(container_image="has spaces !!")},
+            "workbenchContainerImage",
+            "workbench.container_image",
+        ),
+        (
+            {"workbenchIdleTimeoutMinutes": "5"},
+            {"workbench": vt.Workbench(idle_timeout_minutes=5)},
+            "workbenchIdleTimeoutMinutes",
+            "workbench.idle_timeout_minutes",
+        ),
+        ({"kmsKeyName": KMS}, {"kms_key_name": KMS}, "kmsKeyName", "kms_key_name"),
+        ({"kmsKeyName": "not-a-key"}, {"kms_key_name": "not-a-key"}, "kmsKeyName", "kms_key_name"),
+        (
+            {"repositoryName": "Trainers"},
+            {"repository_name": "Trainers"},
+            "repositoryName",
+            "repository_name",
+        ),
+        ({"bucketName": "UPPER"}, {"bucket_name": "UPPER"}, "bucketName", "bucket_name"),
+        (
+            {"trainerImage": "example.com/trainer:latest"},
+            {"images": {"trainer": "example.com/trainer:latest"}},
+            "trainerImage",
+            "images['trainer']",
+        ),
+    ],
+)
+def test_both_routes_run_one_rule_and_name_their_own_path(
+    config: dict[str, str], args: dict[str, object], config_key: str, args_field: str
+) -> None:
+    # The same bad value through the stack config and through TrainingPlatformArgs: one
+    # rule (platform.rules), one problem, each route naming the value its own way.
+    [problem] = problems_of("dev", {**DEV, **{key(k): v for k, v in config.items()}}).problems
+    assert problem.key == key(config_key)
+    assert problem.fix.startswith(f"pulumi config set {key(config_key)} ")
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform(
+            "p", vt.TrainingPlatformArgs(environment="dev", project="my-project", **args)
+        )
+    message = str(caught.value)
+    assert (
+        f"TrainingPlatformArgs.{args_field}: {problem.problem}; valid: {problem.valid}" in message
+    )
+    assert config_key not in message and "vertex-training:" not in message
+    assert "TrainingPlatformArgs" not in str(problem)
+
+
+def test_the_project_is_one_rule_for_both_routes() -> None:
+    [problem] = problems_of("prod", {key("environment"): "prod"}).problems
+    assert problem.key == "gcp:project"
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform("p", vt.TrainingPlatformArgs(environment="prod"))
+    assert f"TrainingPlatformArgs.project: {problem.problem}; valid: {problem.valid}" in str(
+        caught.value
     )
 
 
@@ -359,7 +461,7 @@ def test_unknown_environment() -> None:
 def test_trainer_image_must_be_a_digest() -> None:
     error = problems_of("dev", {**DEV, key("trainerImage"): "example.com/trainer:latest"})
     (problem,) = error.problems
-    assert "not an image reference by digest" in problem.problem
+    assert "not an image by digest" in problem.problem
     digest = "example.com/trainer@sha256:" + "a" * 64
     assert parse_stack_config("dev", {**DEV, key("trainerImage"): digest}).image.pinned_reference
 
@@ -367,7 +469,7 @@ def test_trainer_image_must_be_a_digest() -> None:
 @pytest.mark.parametrize(
     ("extra", "bad_key", "text"),
     [
-        ({"workbenchGpuCount": "1"}, "workbenchGpuCount", "workbenchGpuType is not set"),
+        ({"workbenchGpuCount": "1"}, "workbenchGpuCount", "no GPU type is set"),
         ({"workbenchGpuType": "NVIDIA_TESLA_T4"}, "workbenchGpuCount", "the GPU count is 0"),
         ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "3 GPUs is not a valid count"),
         (
@@ -400,7 +502,7 @@ def test_trainer_image_must_be_a_digest() -> None:
             "not a container image reference",
         ),
         ({"workbenchGpuType": "TPU"}, "workbenchGpuType", "'TPU' is not a GPU type"),
-        ({"workbenchZone": "europe-west4-a"}, "workbenchZone", "not in the stack's region"),
+        ({"workbenchZone": "europe-west4-a"}, "workbenchZone", "not a zone of the region"),
         ({"workbenchZone": "central"}, "workbenchZone", "not a zone name"),
         ({"softDeleteRetentionDays": "3"}, "softDeleteRetentionDays", "3 days is not a soft"),
         ({"stagingRetentionDays": "0"}, "stagingRetentionDays", "0 days is out of range"),

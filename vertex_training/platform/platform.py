@@ -24,13 +24,7 @@ from vertex_training._checks import InvalidArgumentsError, check_fields, is_know
 from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.rules.hardware import (
-    acknowledge,
-    check_machine_spec,
-    check_region,
-    check_zone,
-)
-from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
+from vertex_training.jobs.rules.hardware import acknowledge, check_region
 from vertex_training.platform.names import (
     derived_bucket_name,
     name_qualifier,
@@ -38,14 +32,18 @@ from vertex_training.platform.names import (
     slug,
 )
 from vertex_training.platform.rules import (
-    GCP_PROJECT_ID,
-    IMAGE_NAME,
-    IMAGE_REFERENCE,
     REPOSITORY_ID,
-    ZONE,
-    InvalidValueError,
-    check_bucket_name,
-    check_settings,
+    EnvironmentKind,
+    Problem,
+    bucket_name_problems,
+    image_name_problems,
+    image_reference_problems,
+    kms_key_problems,
+    project_problems,
+    repository_problems,
+    settings_problems,
+    workbench_findings,
+    workbench_problems,
 )
 from vertex_training.pricing.estimate import WorkbenchEstimate
 
@@ -593,8 +591,6 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
 
 def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]:
     """(errors, warnings) on ``args``, each naming the argument and what would be valid."""
-    errors: list[str] = []
-    findings: list[tuple[str, Finding]] = []
     where = "TrainingPlatformArgs"
     cloud = args.environment != "local"
     strict = (
@@ -602,60 +598,38 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
         if args.strict_hardware_checks is None
         else bool(args.strict_hardware_checks)
     )
-    if cloud and args.project is None:
-        errors.append(
-            f"{where}.project: a {args.environment} platform needs a Google Cloud project; "
-            "valid: a project id, e.g. project='my-project'"
-        )
-    elif isinstance(args.project, str) and cloud and not GCP_PROJECT_ID.match(args.project):
-        errors.append(
-            f"{where}.project: {args.project!r} is not a project id; valid: 6-30 lowercase "
-            "letters, digits and '-', starting with a letter"
-        )
-    findings += [
+    problems: list[Problem] = []
+    if args.project is None or isinstance(args.project, str):
+        problems += project_problems(args.project, EnvironmentKind(args.environment))
+    findings: list[tuple[str, Finding]] = [
         ("region", f)
         for f in check_region(path="region", region=args.region, accelerators=(), strict=strict)
     ]
-    if args.bucket_name is not None:
-        try:
-            check_bucket_name(args.bucket_name)
-        except InvalidValueError as error:
-            errors.append(f"{where}.bucket_name: {error.problem}; valid: {error.valid}")
+    problems += bucket_name_problems(args.bucket_name)
+    problems += repository_problems(args.repository_name)
+    if isinstance(args.kms_key_name, str):
+        problems += kms_key_problems(args.kms_key_name, args.region)
+    problems += settings_problems(
+        {
+            "image_keep_count": args.image_keep_count,
+            "staging_retention_days": args.staging_retention_days,
+            "soft_delete_retention_days": args.soft_delete_retention_days,
+        }
+    )
+    for name, image in args.images.items():
+        problems += _image_problems(f"images[{name!r}]", name, image, cloud)
+    if args.workbench is not None:
+        found_problems, found = _workbench_problems(args, args.workbench, strict)
+        problems += found_problems
+        findings += found
+    errors = [f"{where}.{p.field}: {p.problem}; valid: {p.valid}" for p in problems]
     if args.name_qualifier and not REPOSITORY_ID.match(args.name_qualifier):
         errors.append(
             f"{where}.name_qualifier: {args.name_qualifier!r} invalid; valid: None (the "
             "component's name), '' (none) or lowercase letters, digits and '-', starting "
             "with a letter"
         )
-    if args.repository_name is not None and not REPOSITORY_ID.match(args.repository_name):
-        errors.append(
-            f"{where}.repository_name: {args.repository_name!r} invalid; valid: lowercase "
-            "letters, digits and '-', starting with a letter, at most 63"
-        )
-    errors += [
-        f"{where}.{key}: {error.problem}; valid: {error.valid}"
-        for key, error in check_settings(
-            {
-                "image_keep_count": args.image_keep_count,
-                "staging_retention_days": args.staging_retention_days,
-                "soft_delete_retention_days": args.soft_delete_retention_days,
-            }
-        )
-    ]
-    for name, image in args.images.items():
-        errors += _image_problems(f"{where}.images[{name!r}]", name, image, cloud)
-    if args.workbench is not None:
-        errors_, found = _workbench_problems(args, args.workbench, strict)
-        errors += errors_
-        findings += found
     warnings: list[str] = []
-    kms = args.kms_key_name
-    if isinstance(kms, str) and f"/locations/{args.region}/" not in kms:
-        errors.append(
-            f"{where}.kms_key_name: {kms!r} is not a key in {args.region}; "
-            f"valid: projects/P/locations/{args.region}/keyRings/K/cryptoKeys/C (CMEK keys "
-            "must be in the region of what they encrypt)"
-        )
     if args.tensorboard is not None:
         existing = args.tensorboard.existing
         if existing is not None and f"/locations/{args.region}/tensorboards/" not in existing:
@@ -676,75 +650,49 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
     return errors, warnings
 
 
-def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[str]:
+def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[Problem]:
     if not isinstance(image, ImageBuild):
         if not isinstance(image, str):
             return []  # from another resource: judged when known, by the job rules
-        if not IMAGE_REFERENCE.match(image):
-            return [f"{where}: {image!r} is not an image reference; valid: {DIGEST_FORM}"]
-        if cloud and not is_by_digest(image):
-            return [f"{where}: {not_by_digest(image)}, or an ImageBuild"]
-        return []
-    problems: list[str] = []
-    if not IMAGE_NAME.match(image.image_name or name):
-        problems.append(
-            f"{where}.image_name: {(image.image_name or name)!r} invalid; valid: lowercase "
-            "letters, digits and '.', '_', '-', '/' separators"
-        )
+        return image_reference_problems(image, where, by_digest=cloud)
+    problems = image_name_problems(image.image_name or name, f"{where}.image_name")
     context = Path(image.context)
     if not context.is_dir():
-        problems.append(f"{where}.context: {str(context)!r} is not a directory")
+        problems.append(
+            Problem(f"{where}.context", f"'{context}' is not a directory", "a directory")
+        )
     dockerfile = Path(image.dockerfile) if image.dockerfile is not None else context / "Dockerfile"
     if not dockerfile.is_file():
-        problems.append(f"{where}.dockerfile: {str(dockerfile)!r} is not a file")
+        problems.append(Problem(f"{where}.dockerfile", f"'{dockerfile}' is not a file", "a file"))
     return problems
 
 
 def _workbench_problems(
     args: TrainingPlatformArgs, workbench: Workbench, strict: bool
-) -> tuple[list[str], list[tuple[str, Finding]]]:
-    where = "TrainingPlatformArgs.workbench"
-    errors: list[str] = []
-    if workbench.zone is not None and not (
-        ZONE.match(workbench.zone) and workbench.zone.startswith(f"{args.region}-")
-    ):
-        errors.append(
-            f"{where}.zone: {workbench.zone!r} is not a zone of {args.region}; valid: None "
-            f"(means {args.region}-a) or {args.region}-<letter>"
-        )
-    errors += [
-        f"{where}.{key}: {error.problem}; valid: {error.valid}"
-        for key, error in check_settings(
-            {
-                "disk_size_gb": workbench.disk_size_gb,
-                "idle_timeout_minutes": workbench.idle_timeout_minutes,
-            }
-        )
-    ]
+) -> tuple[list[Problem], list[tuple[str, Finding]]]:
     accelerator = workbench.accelerator
     gpu_type = accelerator.type if accelerator is not None else None
     gpu_count = accelerator.count if accelerator is not None else 0
-    found: list[tuple[str, Finding]] = []
-    if is_known(gpu_type) and is_known(gpu_count):
-        for finding in check_machine_spec(
-            path="workbench",
-            machine_type=workbench.machine_type,
-            accelerator_type=gpu_type,  # type: ignore[arg-type]
-            accelerator_count=gpu_count,  # type: ignore[arg-type]
-            strict=strict,
-            target="workbench",
-        ):
-            last = finding.path.rsplit(".", 1)[-1]
-            key = {"acceleratorType": "accelerator.type", "acceleratorCount": "accelerator.count"}
-            found.append((f"workbench.{key.get(last, 'machine_type')}", finding))
-    if args.environment != "local" and not errors and is_known(gpu_type):
-        found += [
-            ("workbench.zone", f)
-            for f in check_zone(
-                path="workbench.zone",
-                zone=workbench.zone or f"{args.region}-a",
-                accelerator_type=gpu_type,  # type: ignore[arg-type]
-                strict=strict,
-            )
-        ]
-    return errors, found
+    if not (is_known(gpu_type) and is_known(gpu_count)):
+        # From another resource: the GPUs are judged when known (by Vertex).
+        gpu_type, gpu_count = None, 0
+    values = {
+        "region": args.region,
+        "zone": workbench.zone,
+        "machine_type": workbench.machine_type,
+        "gpu_type": gpu_type,
+        "gpu_count": gpu_count,
+    }
+    problems = workbench_problems(
+        **values,  # type: ignore[arg-type]
+        container_image=workbench.container_image,
+        disk_size_gb=workbench.disk_size_gb,
+        idle_timeout_minutes=workbench.idle_timeout_minutes,
+    )
+    if problems:
+        return problems, []
+    return [], workbench_findings(
+        **values,  # type: ignore[arg-type]
+        cloud=args.environment != "local",
+        strict=strict,
+    )

@@ -1,6 +1,11 @@
 """Rules on platform values, shared by ``TrainingPlatformArgs`` and the stack config reader:
-names Google Cloud accepts (projects, buckets, repositories, images, zones) and the
-environment kinds. Plain Python: no pulumi_gcp.
+names Google Cloud accepts (projects, buckets, repositories, images, zones, keys), the
+settings' ranges, the Workbench's zone and GPUs, and the environment kinds. Plain Python:
+no pulumi_gcp.
+
+Each rule is a function over plain values returning ``Problem``s, each naming the field
+in ``TrainingPlatformArgs``' spelling (``workbench.zone``); every route phrases that path
+its own way (``TrainingPlatformArgs.workbench.zone``, ``vertex-training:workbenchZone``).
 """
 
 from __future__ import annotations
@@ -9,6 +14,16 @@ import enum
 import ipaddress
 import re
 from dataclasses import dataclass
+
+from vertex_training._spelling import did_you_mean
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.hardware import (
+    accelerator_counts_taken,
+    accelerators_taken,
+    check_machine_spec,
+    check_zone,
+)
+from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
 
 __all__ = [
     "GCP_PROJECT_ID",
@@ -21,8 +36,17 @@ __all__ = [
     "Bounds",
     "EnvironmentKind",
     "InvalidValueError",
+    "Problem",
+    "bucket_name_problems",
     "check_bucket_name",
-    "check_settings",
+    "image_name_problems",
+    "image_reference_problems",
+    "kms_key_problems",
+    "project_problems",
+    "repository_problems",
+    "settings_problems",
+    "workbench_findings",
+    "workbench_problems",
 ]
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
@@ -33,6 +57,7 @@ IMAGE_REFERENCE = re.compile(
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})?$"
 )
 ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
+_MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
@@ -123,13 +148,249 @@ SETTINGS: dict[str, Bounds] = {
 ``Workbench``) and the stack config reader both check these, by these names."""
 
 
-def check_settings(values: dict[str, int]) -> list[tuple[str, InvalidValueError]]:
-    """(name, error) for each of ``values`` (a ``SETTINGS`` name -> value) out of range,
-    every one of them (one run reports them all)."""
+@dataclass(frozen=True)
+class Problem:
+    """A value a rule refuses: ``field`` in ``TrainingPlatformArgs``' spelling
+    (``workbench.zone``), what is wrong with it and what would be valid."""
+
+    field: str
+    problem: str
+    valid: str
+
+
+def _problem(field: str, error: InvalidValueError) -> Problem:
+    return Problem(field, error.problem, error.valid)
+
+
+def settings_problems(values: dict[str, int], prefix: str = "") -> list[Problem]:
+    """A problem for each of ``values`` (a ``SETTINGS`` name -> value) out of range, every
+    one of them (one run reports them all); fields are ``prefix`` + the name."""
     out = []
     for name, value in values.items():
         try:
             SETTINGS[name].check(value)
         except InvalidValueError as error:
-            out.append((name, error))
+            out.append(_problem(prefix + name, error))
     return out
+
+
+def project_problems(project: str | None, environment: EnvironmentKind) -> list[Problem]:
+    """A cloud stack needs a Google Cloud project, by a valid id."""
+    valid = (
+        "a Google Cloud project id: 6-30 characters of lowercase letters, digits and '-', "
+        "starting with a letter (optionally prefixed by a domain and ':')"
+    )
+    if environment.is_cloud and not project:
+        return [
+            Problem(
+                "project",
+                f"missing: a {environment.value} environment needs a Google Cloud project to "
+                "create resources in",
+                valid,
+            )
+        ]
+    if project and not GCP_PROJECT_ID.match(project):
+        return [Problem("project", f"'{project}' is not a Google Cloud project id", valid)]
+    return []
+
+
+def bucket_name_problems(name: str | None, field: str = "bucket_name") -> list[Problem]:
+    if name is None:
+        return []
+    try:
+        check_bucket_name(name)
+    except InvalidValueError as error:
+        return [_problem(field, error)]
+    return []
+
+
+def repository_problems(name: str | None, field: str = "repository_name") -> list[Problem]:
+    if name is None or REPOSITORY_ID.match(name):
+        return []
+    return [
+        Problem(
+            field,
+            f"'{name}' is not a valid repository id",
+            "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+        )
+    ]
+
+
+def image_name_problems(name: str, field: str = "image_name") -> list[Problem]:
+    if IMAGE_NAME.match(name):
+        return []
+    return [
+        Problem(
+            field,
+            f"'{name}' is not a valid image name",
+            "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+        )
+    ]
+
+
+def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> list[Problem]:
+    """An image reference; ``by_digest``: jobs must run exactly the image that was tested
+    (a tag can move, a digest cannot)."""
+    if not IMAGE_REFERENCE.match(reference):
+        return [
+            Problem(
+                field,
+                f"'{reference}' is not a container image reference",
+                DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}",
+            )
+        ]
+    if by_digest and not is_by_digest(reference):
+        return [
+            Problem(
+                field,
+                f"'{reference}' is not an image by digest (a tag can move while a job runs)",
+                DIGEST_FORM,
+            )
+        ]
+    return []
+
+
+def kms_key_problems(name: str | None, region: str) -> list[Problem]:
+    """A Cloud KMS key name, in ``region`` (CMEK keys must be in the region of what they
+    encrypt)."""
+    in_region = f"projects/P/locations/{region}/keyRings/K/cryptoKeys/C"
+    if name is None:
+        return []
+    if not KMS_KEY.match(name):
+        return [Problem("kms_key_name", f"'{name}' is not a Cloud KMS key name", in_region)]
+    if f"/locations/{region}/" not in name:
+        return [
+            Problem(
+                "kms_key_name",
+                f"'{name}' is not a key in the region {region} (CMEK keys must be in the "
+                "region of what they encrypt)",
+                in_region,
+            )
+        ]
+    return []
+
+
+def workbench_problems(
+    *,
+    region: str,
+    zone: str | None,
+    machine_type: str,
+    gpu_type: str | None,
+    gpu_count: int,
+    container_image: str | None,
+    disk_size_gb: int,
+    idle_timeout_minutes: int,
+) -> list[Problem]:
+    """The Workbench instance's own values: a zone of ``region``, a machine type name, a
+    GPU type and count Workbench takes (a type with a count, a count with a type), a
+    container image, the disk and idle timeout ranges. Fields: ``workbench.<name>``."""
+    out: list[Problem] = []
+    if zone is not None and not ZONE.match(zone):
+        out.append(
+            Problem(
+                "workbench.zone",
+                f"'{zone}' is not a zone name",
+                "REGION-LETTER, e.g. us-central1-a",
+            )
+        )
+    elif zone is not None and not zone.startswith(f"{region}-"):
+        out.append(
+            Problem(
+                "workbench.zone",
+                f"'{zone}' is not a zone of the region {region}",
+                f"unset (means {region}-a) or {region}-<letter>",
+            )
+        )
+    if not _MACHINE_TYPE.match(machine_type):
+        out.append(
+            Problem(
+                "workbench.machine_type",
+                f"'{machine_type}' is not a machine type name",
+                "e.g. n1-standard-4, e2-standard-8",
+            )
+        )
+    taken = accelerators_taken("workbench")
+    counts = accelerator_counts_taken("workbench")
+    if gpu_type is not None and gpu_type not in taken:
+        out.append(
+            Problem(
+                "workbench.accelerator.type",
+                f"'{gpu_type}' is not a GPU type Workbench accepts{did_you_mean(gpu_type, taken)}",
+                "unset or one of " + ", ".join(taken),
+            )
+        )
+    if gpu_count != 0 and gpu_count not in counts:
+        out.append(
+            Problem(
+                "workbench.accelerator.count",
+                f"{gpu_count} GPUs is not a valid count",
+                "0, or " + ", ".join(map(str, counts)),
+            )
+        )
+    elif gpu_type is None and gpu_count:
+        out.append(
+            Problem(
+                "workbench.accelerator.count",
+                f"{gpu_count} GPUs requested but no GPU type is set",
+                "0 without a GPU type, or set the GPU type too",
+            )
+        )
+    elif gpu_type in taken and gpu_count == 0:
+        out.append(
+            Problem(
+                "workbench.accelerator.count",
+                f"the GPU type is {gpu_type} but the GPU count is 0",
+                ", ".join(map(str, counts)),
+            )
+        )
+    if container_image is not None:
+        out += image_reference_problems(
+            container_image, "workbench.container_image", by_digest=False
+        )
+    out += settings_problems(
+        {"disk_size_gb": disk_size_gb, "idle_timeout_minutes": idle_timeout_minutes},
+        "workbench.",
+    )
+    return out
+
+
+_CATALOG_FIELDS = {
+    "machineType": "workbench.machine_type",
+    "acceleratorType": "workbench.accelerator.type",
+    "acceleratorCount": "workbench.accelerator.count",
+    "zone": "workbench.zone",
+}
+
+
+def workbench_findings(
+    *,
+    region: str,
+    zone: str | None,
+    machine_type: str,
+    gpu_type: str | None,
+    gpu_count: int,
+    cloud: bool,
+    strict: bool,
+) -> list[tuple[str, Finding]]:
+    """(field, finding) for the hardware catalog's view of a Workbench instance whose
+    ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
+    offers them. Findings are to be acknowledged and phrased by the caller."""
+    findings = check_machine_spec(
+        path="workbench",
+        machine_type=machine_type,
+        accelerator_type=gpu_type,
+        accelerator_count=gpu_count,
+        strict=strict,
+        target="workbench",
+    )
+    if cloud:
+        findings += check_zone(
+            path="workbench.zone",
+            zone=zone or f"{region}-a",
+            accelerator_type=gpu_type,
+            strict=strict,
+        )
+    return [
+        (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
+        for f in findings
+    ]

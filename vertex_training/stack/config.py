@@ -35,30 +35,25 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
-from vertex_training._spelling import closest, did_you_mean
+from vertex_training._spelling import closest
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.rules.hardware import (
-    accelerator_counts_taken,
-    accelerators_taken,
-    acknowledge,
-    catalog,
-    check_machine_spec,
-    check_region,
-    check_zone,
-)
-from vertex_training.jobs.rules.image import DIGEST_REFERENCE
+from vertex_training.jobs.rules.hardware import acknowledge, catalog, check_region
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
-    IMAGE_NAME,
-    IMAGE_REFERENCE,
-    KMS_KEY,
-    REPOSITORY_ID,
-    SETTINGS,
-    ZONE,
     EnvironmentKind,
     InvalidValueError,
+    Problem,
+    bucket_name_problems,
     check_bucket_name,
+    image_name_problems,
+    image_reference_problems,
+    kms_key_problems,
+    project_problems,
+    repository_problems,
+    settings_problems,
+    workbench_findings,
+    workbench_problems,
 )
 
 __all__ = [
@@ -89,7 +84,6 @@ PROJECT_NAME = "vertex-training"
 GCP_PROJECT_KEY = "gcp:project"
 
 
-_MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
 
@@ -140,18 +134,6 @@ class _Section(BaseModel):
     # extra="forbid" is belt and braces: unknown keys are caught (with a suggestion)
     # before sections are built, but a section must never swallow a stray field.
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
-
-
-def _in_bounds(field: str, setting: str | None = None) -> Any:
-    """A validator holding ``field`` to the platform's range for it (``SETTINGS``: the
-    same rule ``TrainingPlatformArgs`` is checked with)."""
-    bounds = SETTINGS[setting or field]
-
-    def check(value: int) -> int:
-        bounds.check(value)
-        return value
-
-    return field_validator(field)(check)
 
 
 def _empty_to_none(value: object) -> object:
@@ -241,16 +223,6 @@ class GeneralSettings(_Section):
 
     kms_empty_means_unset = field_validator("kms_key_name", mode="before")(_empty_to_none)
 
-    @field_validator("kms_key_name")
-    @classmethod
-    def _kms_shape(cls, value: str | None) -> str | None:
-        if value is not None and not KMS_KEY.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a Cloud KMS key name",
-                "projects/P/locations/<region>/keyRings/K/cryptoKeys/C",
-            )
-        return value
-
     @field_validator("budget", mode="before")
     @classmethod
     def _budget_not_a_flag(cls, value: object) -> object:
@@ -303,17 +275,7 @@ class StorageSettings(_Section):
         "7",
     )
 
-    staging_in_bounds = _in_bounds("staging_retention_days")
-    soft_delete_in_bounds = _in_bounds("soft_delete_retention_days")
-
     empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
-
-    @field_validator("bucket_name")
-    @classmethod
-    def _bucket_name_is_valid(cls, value: str | None) -> str | None:
-        if value is not None:
-            check_bucket_name(value)
-        return value
 
 
 class RegistrySettings(_Section):
@@ -331,18 +293,6 @@ class RegistrySettings(_Section):
         "an integer from 1 to 1000",
         "10",
     )
-
-    keep_count_in_bounds = _in_bounds("keep_count", "image_keep_count")
-
-    @field_validator("repository_name")
-    @classmethod
-    def _repository_id(cls, value: str) -> str:
-        if not REPOSITORY_ID.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a valid repository id",
-                "1-63 characters: lowercase letters, digits and '-', starting with a letter",
-            )
-        return value
 
 
 class ImageSettings(_Section):
@@ -363,27 +313,6 @@ class ImageSettings(_Section):
     )
 
     empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
-
-    @field_validator("image_name")
-    @classmethod
-    def _image_name(cls, value: str) -> str:
-        if not IMAGE_NAME.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a valid image name",
-                "lowercase letters, digits and single '.', '_', '-' or '/' separators",
-            )
-        return value
-
-    @field_validator("pinned_reference")
-    @classmethod
-    def _by_digest(cls, value: str | None) -> str | None:
-        # Jobs must run exactly the image that was tested: a tag can move, a digest cannot.
-        if value is not None and not DIGEST_REFERENCE.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not an image reference by digest (tags such as :latest can move)",
-                '"" or REGISTRY/PATH@sha256:<64 hex digits>',
-            )
-        return value
 
 
 class WorkbenchSettings(_Section):
@@ -444,62 +373,9 @@ class WorkbenchSettings(_Section):
         "60",
     )
 
-    disk_in_bounds = _in_bounds("disk_size_gb")
-    idle_timeout_in_bounds = _in_bounds("idle_timeout_minutes")
-
     empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
         _empty_to_none
     )
-
-    @field_validator("container_image")
-    @classmethod
-    def _container_image(cls, value: str | None) -> str | None:
-        if value is not None and not IMAGE_REFERENCE.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a container image reference",
-                "REGISTRY/PATH[:TAG] or REGISTRY/PATH@sha256:DIGEST, e.g. "
-                "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
-            )
-        return value
-
-    @field_validator("zone")
-    @classmethod
-    def _zone_shape(cls, value: str | None) -> str | None:
-        if value is not None and not ZONE.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a zone name", "REGION-LETTER, e.g. us-central1-a"
-            )
-        return value
-
-    @field_validator("machine_type")
-    @classmethod
-    def _machine_type(cls, value: str) -> str:
-        if not _MACHINE_TYPE.match(value):
-            raise InvalidValueError(
-                f"'{value}' is not a machine type name", "e.g. n1-standard-4, e2-standard-8"
-            )
-        return value
-
-    @field_validator("gpu_type")
-    @classmethod
-    def _gpu_type(cls, value: str | None) -> str | None:
-        taken = accelerators_taken("workbench")
-        if value is not None and value not in taken:
-            raise InvalidValueError(
-                f"'{value}' is not a GPU type Workbench accepts{did_you_mean(value, taken)}",
-                '"" or one of ' + ", ".join(taken),
-            )
-        return value
-
-    @field_validator("gpu_count")
-    @classmethod
-    def _gpu_count(cls, value: int) -> int:
-        counts = accelerator_counts_taken("workbench")
-        if value != 0 and value not in counts:
-            raise InvalidValueError(
-                f"{value} GPUs is not a valid count", "0, or " + ", ".join(map(str, counts))
-            )
-        return value
 
 
 class JobsSettings(_Section):
@@ -666,35 +542,19 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     gcp_project = raw.get(GCP_PROJECT_KEY)
     if gcp_project is not None and not isinstance(gcp_project, str):
         gcp_project = str(gcp_project)
-    if gcp_project and not GCP_PROJECT_ID.match(gcp_project):
-        problems.append(
-            ConfigProblem(
-                key=GCP_PROJECT_KEY,
-                problem=f"'{gcp_project}' is not a Google Cloud project id",
-                valid="6-30 characters: lowercase letters, digits and '-', starting with a "
-                "letter (optionally prefixed by a domain and ':')",
-                fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
-            )
-        )
-    if environment is not None and environment.is_cloud and not gcp_project:
-        problems.append(
-            ConfigProblem(
-                key=GCP_PROJECT_KEY,
-                problem=f"missing: a {environment.value} stack needs the Google Cloud project "
-                "to create resources in",
-                valid="a Google Cloud project id (6-30 characters: lowercase letters, digits, '-')",
-                fix=_fix_set(GCP_PROJECT_KEY, "<your-project-id>", stack),
-            )
-        )
+    problems += [
+        _phrased(p, stack)
+        for p in project_problems(gcp_project, environment or EnvironmentKind.LOCAL)
+    ]
     general = sections.get("general")
     jobs, job_problems_found, warnings = _jobs(
         stack, ours.get("jobs"), general if isinstance(general, GeneralSettings) else None
     )
     sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
     problems.extend(job_problems_found)
-    cross_problems, cross_warnings = _cross_field_problems(stack, sections)
-    problems.extend(cross_problems)
-    warnings.extend(cross_warnings)
+    rule_problems, rule_warnings = _rule_problems(stack, sections, str(ours.get("region", "")))
+    problems.extend(rule_problems)
+    warnings.extend(rule_warnings)
     storage = sections.get("storage")
     if (
         isinstance(storage, StorageSettings)
@@ -703,16 +563,13 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         and GCP_PROJECT_ID.match(gcp_project)
     ):
         # The derived name must follow the same rules as a configured one.
-        derived = derived_bucket_name(gcp_project, stack)
-        try:
-            check_bucket_name(derived)
-        except InvalidValueError as error:
+        for p in bucket_name_problems(derived_bucket_name(gcp_project, stack)):
             bucket_key = f"{PROJECT_NAME}:bucketName"
             problems.append(
                 ConfigProblem(
                     key=bucket_key,
-                    problem=f"not set, and the derived name {error.problem}",
-                    valid=error.valid,
+                    problem=f"not set, and the derived name {p.problem}",
+                    valid=p.valid,
                     fix=_fix_set(bucket_key, "<a-valid-bucket-name>", stack),
                 )
             )
@@ -856,114 +713,110 @@ def _jobs(
     return tuple(jobs), problems, warnings
 
 
-def _cross_field_problems(
-    stack: str, sections: Mapping[str, _Section]
+_RULE_KEYS = {
+    "project": GCP_PROJECT_KEY,
+    "kms_key_name": "kmsKeyName",
+    "bucket_name": "bucketName",
+    "staging_retention_days": "stagingRetentionDays",
+    "soft_delete_retention_days": "softDeleteRetentionDays",
+    "repository_name": "repositoryName",
+    "image_keep_count": "imageKeepCount",
+    "image_name": "imageName",
+    "trainer_image": "trainerImage",
+    "workbench.zone": "workbenchZone",
+    "workbench.machine_type": "workbenchMachineType",
+    "workbench.accelerator.type": "workbenchGpuType",
+    "workbench.accelerator.count": "workbenchGpuCount",
+    "workbench.container_image": "workbenchContainerImage",
+    "workbench.disk_size_gb": "workbenchDiskSizeGb",
+    "workbench.idle_timeout_minutes": "workbenchIdleTimeoutMinutes",
+}
+"""A platform rule's field (``TrainingPlatformArgs``' spelling) -> the config key."""
+
+
+def _phrased(problem: Problem, stack: str) -> ConfigProblem:
+    """A platform rule's problem, at the config key that holds its field."""
+    short = _RULE_KEYS[problem.field]
+    if short == GCP_PROJECT_KEY:
+        key, example = short, "<your-project-id>"
+    else:
+        key = f"{PROJECT_NAME}:{short}"
+        extra = known_config_keys()[short].json_schema_extra
+        example = str(extra.get("example", "<value>")) if isinstance(extra, dict) else "<value>"
+    return ConfigProblem(key, problem.problem, problem.valid, _fix_set(key, example, stack))
+
+
+def _rule_problems(
+    stack: str, sections: Mapping[str, _Section], raw_region: str
 ) -> tuple[list[ConfigProblem], list[str]]:
-    """Rules that tie two keys together; each problem names the key to change. The
-    Workbench machine, GPUs and zone are checked against the hardware catalog."""
-    problems: list[ConfigProblem] = []
-    warnings: list[str] = []
+    """The platform's rules (``platform.rules``, the ones ``TrainingPlatformArgs`` is
+    checked with) on every section that was read, each problem at its config key; then
+    the hardware catalog on the region and the Workbench."""
     general = sections.get("general")
+    storage = sections.get("storage")
+    registry = sections.get("registry")
+    image = sections.get("image")
     workbench = sections.get("workbench")
-    if not isinstance(general, GeneralSettings) or not isinstance(workbench, WorkbenchSettings):
-        return problems, warnings
-    kms = general.kms_key_name
-    if kms is not None and f"/locations/{general.region}/" not in kms:
-        key = f"{PROJECT_NAME}:kmsKeyName"
-        problems.append(
-            ConfigProblem(
-                key=key,
-                problem=f"the key is not in the stack's region {general.region} (CMEK keys "
-                "must be in the region of what they encrypt)",
-                valid=f"projects/P/locations/{general.region}/keyRings/K/cryptoKeys/C",
-                fix=_fix_set(
-                    key, f"projects/P/locations/{general.region}/keyRings/K/cryptoKeys/C", stack
-                ),
-            )
+    region = general.region if isinstance(general, GeneralSettings) else raw_region
+    found: list[Problem] = []
+    if isinstance(general, GeneralSettings):
+        found += kms_key_problems(general.kms_key_name, region)
+    if isinstance(storage, StorageSettings):
+        found += bucket_name_problems(storage.bucket_name)
+        found += settings_problems(
+            {
+                "staging_retention_days": storage.staging_retention_days,
+                "soft_delete_retention_days": storage.soft_delete_retention_days,
+            }
         )
+    if isinstance(registry, RegistrySettings):
+        found += repository_problems(registry.repository_name)
+        found += settings_problems({"image_keep_count": registry.keep_count})
+    if isinstance(image, ImageSettings):
+        found += image_name_problems(image.image_name)
+        if image.pinned_reference is not None:
+            found += image_reference_problems(
+                image.pinned_reference, "trainer_image", by_digest=True
+            )
+    if isinstance(workbench, WorkbenchSettings):
+        found += workbench_problems(
+            region=region,
+            zone=workbench.zone,
+            machine_type=workbench.machine_type,
+            gpu_type=workbench.gpu_type,
+            gpu_count=workbench.gpu_count,
+            container_image=workbench.container_image,
+            disk_size_gb=workbench.disk_size_gb,
+            idle_timeout_minutes=workbench.idle_timeout_minutes,
+        )
+    problems = [_phrased(p, stack) for p in found]
+    warnings: list[str] = []
+    if not isinstance(general, GeneralSettings):
+        return problems, warnings
     # A region the catalog does not list (a near miss is refused by the field): a warning,
     # an error in strict stacks; the catalog's rule, the one TrainingPlatformArgs uses.
-    region_key = f"{PROJECT_NAME}:region"
-    for finding in acknowledge(
-        check_region(
-            path="region",
-            region=general.region,
-            accelerators=(),
-            strict=general.strict_hardware_checks,
-        ),
-        general.acknowledged_hardware_checks,
-    ):
-        if finding.severity == "warning":
-            warnings.append(f"{region_key}: {finding.message}")
-        else:
-            problems.append(
-                ConfigProblem(
-                    region_key,
-                    finding.message,
-                    "a region the hardware catalog lists",
-                    _fix_set(region_key, "us-central1", stack),
-                )
-            )
-    if not workbench.enabled:
-        return problems, warnings
     strict = general.strict_hardware_checks
-    zone_key = f"{PROJECT_NAME}:workbenchZone"
-    if workbench.zone is not None and not workbench.zone.startswith(f"{general.region}-"):
-        problems.append(
-            ConfigProblem(
-                key=zone_key,
-                problem=f"zone '{workbench.zone}' is not in the stack's region {general.region}",
-                valid=f'"" (means {general.region}-a) or a zone {general.region}-<letter>',
-                fix=_fix_set(zone_key, f"{general.region}-a", stack),
-            )
-        )
-    if workbench.gpu_type is None and workbench.gpu_count:
-        key = f"{PROJECT_NAME}:workbenchGpuCount"
-        problems.append(
-            ConfigProblem(
-                key=key,
-                problem=f"{workbench.gpu_count} GPUs requested but workbenchGpuType is not set",
-                valid="0 without a GPU type, or set workbenchGpuType too",
-                fix=_fix_set(key, "0", stack),
-            )
-        )
-    if workbench.gpu_type is not None and workbench.gpu_count == 0:
-        key = f"{PROJECT_NAME}:workbenchGpuCount"
-        problems.append(
-            ConfigProblem(
-                key=key,
-                problem=f"workbenchGpuType is {workbench.gpu_type} but the GPU count is 0",
-                valid="1, 2, 4 or 8",
-                fix=_fix_set(key, "1", stack),
-            )
-        )
-    # The GPU type/count pairing is reported above; the catalog checks what is left.
-    paired = (workbench.gpu_type is None) == (workbench.gpu_count == 0)
-    findings = []
-    if paired:
-        findings = check_machine_spec(
-            path="workbench",
+    findings = [
+        ("region", f)
+        for f in check_region(path="region", region=region, accelerators=(), strict=strict)
+    ]
+    if (
+        isinstance(workbench, WorkbenchSettings)
+        and workbench.enabled
+        and not any(p.field.startswith("workbench.") for p in found)
+    ):
+        findings += workbench_findings(
+            region=region,
+            zone=workbench.zone,
             machine_type=workbench.machine_type,
-            accelerator_type=workbench.gpu_type,
-            accelerator_count=workbench.gpu_count,
-            strict=strict,
-            target="workbench",
-        )
-    if general.environment.is_cloud:
-        findings += check_zone(
-            path="workbench.zone",
-            zone=workbench.zone or f"{general.region}-a",
-            accelerator_type=workbench.gpu_type,
+            gpu_type=workbench.gpu_type,
+            gpu_count=workbench.gpu_count,
+            cloud=general.environment.is_cloud,
             strict=strict,
         )
-    keys = {
-        "machineType": "workbenchMachineType",
-        "acceleratorType": "workbenchGpuType",
-        "acceleratorCount": "workbenchGpuCount",
-        "zone": "workbenchZone",
-    }
-    for finding in acknowledge(findings, general.acknowledged_hardware_checks):
-        key = f"{PROJECT_NAME}:{keys.get(finding.path.rsplit('.', 1)[-1], 'workbenchMachineType')}"
+    checked = acknowledge((f for _, f in findings), general.acknowledged_hardware_checks)
+    for (field, _), finding in zip(findings, checked, strict=True):
+        key = f"{PROJECT_NAME}:{_RULE_KEYS.get(field, field)}"
         if finding.severity == "warning":
             warnings.append(f"{key}: {finding.message}")
         else:
