@@ -20,7 +20,7 @@ import logging
 import re
 import sys
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pulumi
 import pulumi.dynamic
@@ -43,12 +43,20 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     wait_until_terminal,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialResult
+from vertex_training.jobs.model import JobKind, JobRecord, JobState
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 from vertex_training.pricing.estimate import JobEstimate
+
+if TYPE_CHECKING:
+    from vertex_training.jobs.model import TrialResult
+else:
+    # The engine found it: Pulumi reads output annotations at run time to build each
+    # value, and takes a TypedDict for a class to construct. At run time a trial is the
+    # plain dict the provider returned; type checkers see TrialResult.
+    TrialResult = dict
 
 _log = logging.getLogger(__name__)
 
