@@ -61,10 +61,21 @@ else:
 _log = logging.getLogger(__name__)
 
 
+_progress = logging.getLogger("vertex_training.jobs.progress")
+"""A waiting job's state changes. The engine shows a dynamic provider's stderr as it comes
+(a dynamic provider has no engine connection for structured logs, pulumi/pulumi#6065), so
+in the provider's process this logger writes its bare lines there: a waiting `pulumi up`
+says what its jobs are doing instead of sitting silent for minutes."""
+
+
 def _report_progress(line: str) -> None:
-    # The engine shows a dynamic provider's stderr as it comes, so a waiting `pulumi up`
-    # says what its jobs are doing instead of sitting silent for minutes.
-    print(line, file=sys.stderr, flush=True)
+    if not _progress.handlers:  # once per provider process
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        _progress.addHandler(handler)
+        _progress.setLevel(logging.INFO)
+        _progress.propagate = False
+    _progress.info(line)
 
 
 PROVIDER_VERSION = "2"

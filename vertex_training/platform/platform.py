@@ -307,11 +307,8 @@ class TrainingPlatform(pulumi.ComponentResource):
     # ------------------------------------------------------------------ local
 
     def _local(self, args: TrainingPlatformArgs) -> None:
-        root = (
-            Path(args.local_root)
-            if Path(args.local_root).is_absolute()
-            else project_root() / args.local_root
-        )
+        given = Path(args.local_root)
+        root = given if given.is_absolute() else project_root() / given
         self.project = args.project or LOCAL_PROJECT
         self.local_root = root
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
