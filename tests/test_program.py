@@ -218,8 +218,8 @@ BAD_CONFIGS = {
     ),
     "unknown region": (
         {"vertex-training:region": "us-central42"},
-        "vertex-training:region: 'us-central42' is not a region",
-        "pulumi config set vertex-training:region us-central1 --stack dev",
+        "vertex-training:region: 'us-central42' is not a Vertex AI region",
+        "pulumi config set vertex-training:region us-central2 --stack dev",
     ),
     "malformed bucket name": (
         {"vertex-training:bucketName": "My_Bucket"},

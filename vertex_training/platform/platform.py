@@ -23,9 +23,8 @@ import pulumi
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training._project import project_root
 from vertex_training.jobs.api import Accelerator
-from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.rules.hardware import acknowledge, check_region
 from vertex_training.platform.names import (
+    DEFAULT_COMPONENT,
     derived_bucket_name,
     name_qualifier,
     platform_names,
@@ -34,16 +33,12 @@ from vertex_training.platform.names import (
 from vertex_training.platform.rules import (
     REPOSITORY_ID,
     EnvironmentKind,
+    PlatformValues,
     Problem,
-    bucket_name_problems,
+    WorkbenchValues,
     image_name_problems,
     image_reference_problems,
-    kms_key_problems,
-    project_problems,
-    repository_problems,
-    settings_problems,
-    workbench_findings,
-    workbench_problems,
+    judge_platform,
 )
 from vertex_training.pricing.estimate import WorkbenchEstimate
 
@@ -234,7 +229,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                 f"got {type(args).__name__}"
             )
         stack = slug(pulumi.get_stack())
-        errors, warnings = platform_problems(args)
+        errors, warnings = platform_problems(args, resource_name)
         if errors:
             raise InvalidArgumentsError(
                 f"TrainingPlatform {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
@@ -586,47 +581,57 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
     }
 
 
-def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]:
-    """(errors, warnings) on ``args``, each naming the argument and what would be valid."""
+def platform_problems(
+    args: TrainingPlatformArgs, resource_name: str = DEFAULT_COMPONENT
+) -> tuple[list[str], list[str]]:
+    """(errors, warnings) on ``args``, each naming the argument and what would be valid:
+    the platform rules every route shares (``judge_platform``), then what only a program
+    can give (image builds, the name qualifier, an existing TensorBoard)."""
     where = "TrainingPlatformArgs"
-    cloud = args.environment != "local"
-    strict = (
-        args.environment == "prod"
-        if args.strict_hardware_checks is None
-        else bool(args.strict_hardware_checks)
+    environment = EnvironmentKind(args.environment)
+    project = args.project if isinstance(args.project, str) else None
+    workbench = args.workbench
+    judged = judge_platform(
+        PlatformValues(
+            environment=environment,
+            project=project,
+            check_project=args.project is None or project is not None,
+            region=args.region,
+            bucket_name=args.bucket_name,
+            derived_bucket_name=(
+                derived_bucket_name(
+                    project,
+                    pulumi.get_stack(),
+                    name_qualifier(resource_name, args.name_qualifier),
+                )
+                if project is not None and args.existing_bucket is None
+                else None
+            ),
+            repository_name=args.repository_name,
+            kms_key_name=args.kms_key_name if isinstance(args.kms_key_name, str) else None,
+            image_keep_count=args.image_keep_count,
+            staging_retention_days=args.staging_retention_days,
+            soft_delete_retention_days=args.soft_delete_retention_days,
+            workbench=_workbench_values(workbench) if workbench is not None else None,
+            strict=(
+                environment is EnvironmentKind.PROD
+                if args.strict_hardware_checks is None
+                else bool(args.strict_hardware_checks)
+            ),
+            acknowledged=tuple(args.acknowledged_hardware_checks),
+        )
     )
-    problems: list[Problem] = []
-    if args.project is None or isinstance(args.project, str):
-        problems += project_problems(args.project, EnvironmentKind(args.environment))
-    findings: list[tuple[str, Finding]] = [
-        ("region", f)
-        for f in check_region(path="region", region=args.region, accelerators=(), strict=strict)
-    ]
-    problems += bucket_name_problems(args.bucket_name)
-    problems += repository_problems(args.repository_name)
-    if isinstance(args.kms_key_name, str):
-        problems += kms_key_problems(args.kms_key_name, args.region)
-    problems += settings_problems(
-        {
-            "image_keep_count": args.image_keep_count,
-            "staging_retention_days": args.staging_retention_days,
-            "soft_delete_retention_days": args.soft_delete_retention_days,
-        }
-    )
+    problems = [p for p in judged if not p.warning]
     for name, image in args.images.items():
-        problems += _image_problems(f"images[{name!r}]", name, image, cloud)
-    if args.workbench is not None:
-        found_problems, found = _workbench_problems(args, args.workbench, strict)
-        problems += found_problems
-        findings += found
+        problems += _image_problems(f"images[{name!r}]", name, image, environment.is_cloud)
     errors = [f"{where}.{p.field}: {p.problem}; valid: {p.valid}" for p in problems]
+    warnings = [f"{where}.{p.field}: {p.problem}" for p in judged if p.warning]
     if args.name_qualifier and not REPOSITORY_ID.match(args.name_qualifier):
         errors.append(
             f"{where}.name_qualifier: {args.name_qualifier!r} invalid; valid: None (the "
             "component's name), '' (none) or lowercase letters, digits and '-', starting "
             "with a letter"
         )
-    warnings: list[str] = []
     if args.tensorboard is not None:
         existing = args.tensorboard.existing
         if existing is not None and f"/locations/{args.region}/tensorboards/" not in existing:
@@ -635,15 +640,11 @@ def platform_problems(args: TrainingPlatformArgs) -> tuple[list[str], list[str]]
                 f"{args.region}; valid: projects/P/locations/{args.region}/tensorboards/ID "
                 "(jobs stream only to a TensorBoard in their own region)"
             )
-    if args.tensorboard is not None and not cloud:
-        warnings.append(
-            f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
-            "`make tensorboard STACK=local` serves the local jobs' logs"
-        )
-    acknowledged = acknowledge((f for _, f in findings), args.acknowledged_hardware_checks)
-    for (key, _), finding in zip(findings, acknowledged, strict=True):
-        text = f"{where}.{key}: {finding.message}"
-        (errors if finding.severity == "error" else warnings).append(text)
+        if not environment.is_cloud:
+            warnings.append(
+                f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
+                "`make tensorboard STACK=local` serves the local jobs' logs"
+            )
     return errors, warnings
 
 
@@ -664,32 +665,19 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[P
     return problems
 
 
-def _workbench_problems(
-    args: TrainingPlatformArgs, workbench: Workbench, strict: bool
-) -> tuple[list[Problem], list[tuple[str, Finding]]]:
+def _workbench_values(workbench: Workbench) -> WorkbenchValues:
     accelerator = workbench.accelerator
     gpu_type = accelerator.type if accelerator is not None else None
     gpu_count = accelerator.count if accelerator is not None else 0
     if not (is_known(gpu_type) and is_known(gpu_count)):
         # From another resource: the GPUs are judged when known (by Vertex).
         gpu_type, gpu_count = None, 0
-    values = {
-        "region": args.region,
-        "zone": workbench.zone,
-        "machine_type": workbench.machine_type,
-        "gpu_type": gpu_type,
-        "gpu_count": gpu_count,
-    }
-    problems = workbench_problems(
-        **values,  # type: ignore[arg-type]
+    return WorkbenchValues(
+        zone=workbench.zone,
+        machine_type=workbench.machine_type,
+        gpu_type=gpu_type,  # type: ignore[arg-type]
+        gpu_count=gpu_count,  # type: ignore[arg-type]
         container_image=workbench.container_image,
         disk_size_gb=workbench.disk_size_gb,
         idle_timeout_minutes=workbench.idle_timeout_minutes,
-    )
-    if problems:
-        return problems, []
-    return [], workbench_findings(
-        **values,  # type: ignore[arg-type]
-        cloud=args.environment != "local",
-        strict=strict,
     )

@@ -20,7 +20,9 @@ from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
     accelerator_counts_taken,
     accelerators_taken,
+    acknowledge,
     check_machine_spec,
+    check_region,
     check_zone,
 )
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
@@ -36,11 +38,14 @@ __all__ = [
     "Bounds",
     "EnvironmentKind",
     "InvalidValueError",
+    "PlatformValues",
     "Problem",
+    "WorkbenchValues",
     "bucket_name_problems",
     "check_bucket_name",
     "image_name_problems",
     "image_reference_problems",
+    "judge_platform",
     "kms_key_problems",
     "project_problems",
     "repository_problems",
@@ -151,11 +156,13 @@ SETTINGS: dict[str, Bounds] = {
 @dataclass(frozen=True)
 class Problem:
     """A value a rule refuses: ``field`` in ``TrainingPlatformArgs``' spelling
-    (``workbench.zone``), what is wrong with it and what would be valid."""
+    (``workbench.zone``), what is wrong with it and what would be valid. A ``warning``
+    passes (hardware the catalog does not know, or an acknowledged check)."""
 
     field: str
     problem: str
     valid: str
+    warning: bool = False
 
 
 def _problem(field: str, error: InvalidValueError) -> Problem:
@@ -394,3 +401,108 @@ def workbench_findings(
         (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
         for f in findings
     ]
+
+
+# --------------------------------------------------------------------------- a platform
+
+
+@dataclass(frozen=True)
+class WorkbenchValues:
+    """A Workbench instance's values, as both routes have them."""
+
+    zone: str | None
+    machine_type: str
+    gpu_type: str | None
+    gpu_count: int
+    container_image: str | None
+    disk_size_gb: int
+    idle_timeout_minutes: int
+    enabled: bool = True
+    """False: a stack that declares the values but no instance. The values are still held
+    to their rules (a typo is a typo); the catalog has nothing to say about them."""
+
+
+@dataclass(frozen=True)
+class PlatformValues:
+    """What every route knows of a platform before anything is registered, as plain
+    values: ``TrainingPlatformArgs`` and the stack config reader each build one and judge
+    it with ``judge_platform``. None: not set (or, for the project, not known yet)."""
+
+    environment: EnvironmentKind
+    project: str | None
+    region: str
+    bucket_name: str | None
+    derived_bucket_name: str | None
+    """The name the platform gives its bucket when ``bucket_name`` is None (None: not
+    known yet); it must follow the same rules as a chosen one."""
+    repository_name: str | None
+    kms_key_name: str | None
+    image_keep_count: int
+    staging_retention_days: int
+    soft_delete_retention_days: int
+    workbench: WorkbenchValues | None
+    strict: bool
+    acknowledged: tuple[str, ...] = ()
+    check_project: bool = True
+    """False where the project comes from another resource (judged when known)."""
+
+
+def judge_platform(values: PlatformValues) -> list[Problem]:
+    """Every problem and warning on ``values``, each at its field in
+    ``TrainingPlatformArgs``' spelling: the names Google Cloud accepts, the settings'
+    ranges, the region, and the Workbench's values, then the hardware catalog's view of
+    them (acknowledged checks become warnings). All of them, so one run shows the list."""
+    out: list[Problem] = []
+    if values.check_project:
+        out += project_problems(values.project, values.environment)
+    out += bucket_name_problems(values.bucket_name)
+    if values.bucket_name is None and values.derived_bucket_name is not None and not out:
+        # Derived from the project: only worth judging once the project is a valid id.
+        out += [
+            Problem(p.field, f"not set, and the derived name {p.problem}", p.valid)
+            for p in bucket_name_problems(values.derived_bucket_name)
+        ]
+    out += repository_problems(values.repository_name)
+    out += kms_key_problems(values.kms_key_name, values.region)
+    out += settings_problems(
+        {
+            "image_keep_count": values.image_keep_count,
+            "staging_retention_days": values.staging_retention_days,
+            "soft_delete_retention_days": values.soft_delete_retention_days,
+        }
+    )
+    findings = [
+        ("region", f)
+        for f in check_region(
+            path="region", region=values.region, accelerators=(), strict=values.strict
+        )
+    ]
+    workbench = values.workbench
+    if workbench is not None:
+        shape = {
+            "region": values.region,
+            "zone": workbench.zone,
+            "machine_type": workbench.machine_type,
+            "gpu_type": workbench.gpu_type,
+            "gpu_count": workbench.gpu_count,
+        }
+        found = workbench_problems(
+            **shape,  # type: ignore[arg-type]
+            container_image=workbench.container_image,
+            disk_size_gb=workbench.disk_size_gb,
+            idle_timeout_minutes=workbench.idle_timeout_minutes,
+        )
+        out += found
+        if workbench.enabled and not found:
+            findings += workbench_findings(
+                **shape,  # type: ignore[arg-type]
+                cloud=values.environment.is_cloud,
+                strict=values.strict,
+            )
+    checked = acknowledge((f for _, f in findings), values.acknowledged)
+    out += [
+        # The catalog's messages say what would be valid (the regions, the machines).
+        Problem(field, finding.message, "see the problem", warning=finding.severity == "warning")
+        for (field, _), finding in zip(findings, checked, strict=True)
+    ]
+    return out

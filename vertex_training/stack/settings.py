@@ -1,0 +1,365 @@
+"""The settings a stack holds: one frozen pydantic model per section, a field's alias is
+its config key (``vertex-training:workbenchMachineType``), with the default, the text
+``Pulumi.yaml`` documents it by, what is valid and an example for error messages.
+
+Config keys are flat and camelCase because the project schema in ``Pulumi.yaml`` only types
+scalars and arrays. Adding a key means adding a field here (or a section to
+``StackConfig`` and ``SECTIONS``) and its entry in ``Pulumi.yaml``; ``tests/test_config.py``
+checks that the two agree. The rules on the values live with what they describe
+(``platform.rules``, ``jobs.rules``); the only checks here are on keys no resource has
+(``budget``, ``localRoot``). ``stack.config`` reads and phrases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.fields import FieldInfo
+
+from vertex_training._project import project_root
+from vertex_training.jobs.declarations import JobDeclaration
+from vertex_training.platform.names import derived_bucket_name
+from vertex_training.platform.rules import EnvironmentKind, InvalidValueError
+
+__all__ = [
+    "PROJECT_NAME",
+    "SECTIONS",
+    "GeneralSettings",
+    "ImageSettings",
+    "JobsSettings",
+    "RegistrySettings",
+    "Section",
+    "StackConfig",
+    "StorageSettings",
+    "WorkbenchSettings",
+    "known_config_keys",
+]
+
+PROJECT_NAME = "vertex-training"
+"""The Pulumi project name, and so the namespace of every project config key."""
+
+
+def _key(alias: str, default: Any, description: str, valid: str, example: str) -> Any:
+    """A config field: its alias is the config key; ``valid``/``example`` feed errors."""
+    return Field(
+        default,
+        alias=alias,
+        description=description,
+        json_schema_extra={"valid": valid, "example": example},
+    )
+
+
+class Section(BaseModel):
+    # extra="forbid" is belt and braces: unknown keys are caught (with a suggestion)
+    # before sections are built, but a section must never swallow a stray field.
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
+
+
+def _empty_to_none(value: object) -> object:
+    # Pulumi.yaml cannot declare a null default, so "" means "not set" for optional strings.
+    return None if value == "" else value
+
+
+class GeneralSettings(Section):
+    environment: EnvironmentKind = _key(
+        "environment",
+        EnvironmentKind.LOCAL,
+        "What the stack stands up: local (no cloud), dev (disposable) or prod (protected).",
+        "one of local, dev, prod",
+        "dev",
+    )
+    region: str = _key(
+        "region",
+        "us-central1",
+        "Google Cloud region of the bucket, the registry and the training jobs.",
+        "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
+        "us-central1",
+    )
+    strict_hardware_checks: bool = _key(
+        "strictHardwareChecks",
+        False,
+        "Refuse machines, accelerators and regions the hardware catalog does not know "
+        "(off: they pass with a warning).",
+        "true or false",
+        "true",
+    )
+    acknowledged_hardware_checks: tuple[str, ...] = _key(
+        "acknowledgedHardwareChecks",
+        (),
+        "Hardware check ids (each error names its own: '(check accelerator-region:"
+        "NVIDIA_B200@europe-west4)') to warn about instead of refusing: the override for one "
+        "catalog row that is out of date.",
+        "a list of check ids",
+        '["accelerator-region:NVIDIA_B200@europe-west4"]',
+    )
+    budget: int = _key(
+        "budget",
+        0,
+        "USD one run of every job of the stack plus an hour of Workbench may cost (0: no "
+        "budget); the policy pack refuses an estimate over it in prod, warns elsewhere.",
+        "0 (no budget) or a whole number of US dollars > 0",
+        "50",
+    )
+    tensorboard_enabled: bool = _key(
+        "tensorboardEnabled",
+        False,
+        "Cloud stacks: a Vertex AI TensorBoard the jobs stream their logs to "
+        "(local: make tensorboard).",
+        "true or false",
+        "true",
+    )
+    kms_key_name: str | None = _key(
+        "kmsKeyName",
+        None,
+        'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
+        "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
+        "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
+    )
+    local_root: str = _key(
+        "localRoot",
+        ".local-vertex",
+        "local stack: directory (relative to the project) that holds the local bucket and logs.",
+        "a relative or absolute directory path",
+        ".local-vertex",
+    )
+
+    kms_empty_means_unset = field_validator("kms_key_name", mode="before")(_empty_to_none)
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_not_a_flag(cls, value: object) -> object:
+        # Lax integers would take true as $1.
+        if isinstance(value, bool) or value in ("true", "false"):
+            raise InvalidValueError(
+                f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
+            )
+        return value
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise InvalidValueError(
+                f"{value} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
+            )
+        return value
+
+    @field_validator("local_root")
+    @classmethod
+    def _local_root_not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise InvalidValueError("the directory is empty", "a relative or absolute path")
+        return value
+
+
+class StorageSettings(Section):
+    bucket_name: str | None = _key(
+        "bucketName",
+        None,
+        'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
+        "<gcp project>-<stack>-vertex.",
+        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
+        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address",
+        "my-project-dev-vertex",
+    )
+    staging_retention_days: int = _key(
+        "stagingRetentionDays",
+        7,
+        "Days after which objects under staging/ are deleted (job packages, temporary files).",
+        "an integer from 1 to 3650",
+        "7",
+    )
+    soft_delete_retention_days: int = _key(
+        "softDeleteRetentionDays",
+        7,
+        "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
+        "0, or an integer from 7 to 90",
+        "7",
+    )
+
+    empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
+
+
+class RegistrySettings(Section):
+    repository_name: str = _key(
+        "repositoryName",
+        "trainers",
+        "Artifact Registry Docker repository id for the trainer images.",
+        "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+        "trainers",
+    )
+    keep_count: int = _key(
+        "imageKeepCount",
+        10,
+        "Cleanup policy: how many most recent image versions the repository keeps.",
+        "an integer from 1 to 1000",
+        "10",
+    )
+
+
+class ImageSettings(Section):
+    image_name: str = _key(
+        "imageName",
+        "trainer",
+        "Name of the trainer image inside the repository.",
+        "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+        "trainer",
+    )
+    pinned_reference: str | None = _key(
+        "trainerImage",
+        None,
+        '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
+        "by digest to use as is.",
+        '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
+        "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
+    )
+
+    empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
+
+
+class WorkbenchSettings(Section):
+    enabled: bool = _key(
+        "workbenchEnabled",
+        True,
+        "Whether the stack has a Vertex AI Workbench instance for interactive work.",
+        "true or false",
+        "false",
+    )
+    zone: str | None = _key(
+        "workbenchZone",
+        None,
+        'Zone of the Workbench instance; "" means <region>-a.',
+        '"" or a zone of the stack\'s region, e.g. us-central1-a',
+        "us-central1-a",
+    )
+    machine_type: str = _key(
+        "workbenchMachineType",
+        "n1-standard-4",
+        "Compute Engine machine type of the Workbench instance.",
+        "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
+        "n1-standard-4",
+    )
+    gpu_type: str | None = _key(
+        "workbenchGpuType",
+        None,
+        '"" for no GPU, or the accelerator attached to the Workbench instance.',
+        '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
+        "NVIDIA_TESLA_T4",
+    )
+    gpu_count: int = _key(
+        "workbenchGpuCount",
+        0,
+        "Number of GPUs on the Workbench instance (0 without workbenchGpuType).",
+        "0 without a GPU type; 1, 2, 4 or 8 with one",
+        "1",
+    )
+    disk_size_gb: int = _key(
+        "workbenchDiskSizeGb",
+        150,
+        "Boot disk size of the Workbench instance in GB.",
+        "an integer from 150 to 64000",
+        "150",
+    )
+    container_image: str | None = _key(
+        "workbenchContainerImage",
+        None,
+        '"" for the standard Workbench image, or a custom container image to run instead.',
+        '"" or an image reference, REGISTRY/PATH[:TAG]',
+        "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
+    )
+    idle_timeout_minutes: int = _key(
+        "workbenchIdleTimeoutMinutes",
+        60,
+        "Minutes of inactivity after which the Workbench instance shuts down.",
+        "an integer from 10 to 1440",
+        "60",
+    )
+
+    empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
+        _empty_to_none
+    )
+
+
+class JobsSettings(Section):
+    # The Args types are the jobs' schema (declarations.read_job), not pydantic.
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    jobs: tuple[JobDeclaration, ...] = _key(
+        "jobs",
+        (),
+        "Training and tuning jobs of the stack (vertex_training/jobs/declarations.py: the format).",
+        valid="a list of job mappings: name, and the fields of vt.CustomJobArgs (or, with "
+        "trial and study, vt.HyperparameterTuningJobArgs) in camelCase",
+        example="[{name: my-job, chief: {machineType: n1-standard-4}}]",
+    )
+
+
+class StackConfig(BaseModel):
+    """Everything a stack says, validated. Built only by this module's loaders."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    gcp_project: str | None
+    """``gcp:project``; None only on local stacks."""
+    general: GeneralSettings
+    storage: StorageSettings
+    registry: RegistrySettings
+    image: ImageSettings
+    workbench: WorkbenchSettings
+    jobs: JobsSettings
+    warnings: tuple[str, ...] = ()
+    """What passed but deserves a look (hardware the catalog does not know)."""
+
+    @property
+    def environment(self) -> EnvironmentKind:
+        return self.general.environment
+
+    @property
+    def region(self) -> str:
+        return self.general.region
+
+    @property
+    def budget(self) -> float | None:
+        """``budget`` in USD, None when the stack sets none (0)."""
+        return float(self.general.budget) if self.general.budget else None
+
+    @property
+    def bucket_name(self) -> str:
+        """The configured bucket name, or the derived ``<project>-<stack>-vertex``."""
+        if self.storage.bucket_name is not None:
+            return self.storage.bucket_name
+        return derived_bucket_name(self.gcp_project or PROJECT_NAME, self.stack)
+
+    @property
+    def workbench_zone(self) -> str:
+        return self.workbench.zone or f"{self.region}-a"
+
+    @property
+    def local_root(self) -> Path:
+        """Absolute directory of the local stack's bucket, logs and job state."""
+        root = Path(self.general.local_root)
+        return root if root.is_absolute() else project_root() / root
+
+
+SECTIONS: Mapping[str, type[Section]] = {
+    "general": GeneralSettings,
+    "storage": StorageSettings,
+    "registry": RegistrySettings,
+    "image": ImageSettings,
+    "workbench": WorkbenchSettings,
+    "jobs": JobsSettings,
+}
+"""``StackConfig`` field -> section model; each section field's alias is a config key."""
+
+
+def known_config_keys() -> dict[str, FieldInfo]:
+    """Every project config key (without namespace) and the field that holds it."""
+    keys: dict[str, FieldInfo] = {}
+    for model in SECTIONS.values():
+        for name, info in model.model_fields.items():
+            keys[info.alias or name] = info
+    return keys
