@@ -371,9 +371,8 @@ def test_a_derived_bucket_name_is_one_rule_for_both_routes() -> None:
             ),
             stack="dev",
         )
-    assert (
-        f"TrainingPlatformArgs.bucket_name: {problem.problem}; valid: {problem.valid}"
-        in str(caught.value)
+    assert f"TrainingPlatformArgs.bucket_name: {problem.problem}; valid: {problem.valid}" in str(
+        caught.value
     )
 
 

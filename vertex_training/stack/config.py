@@ -268,26 +268,15 @@ def _problems_from(error: ValidationError, model: type[Section], stack: str) -> 
 # --------------------------------------------------------------------------- the rules
 
 
-_RULE_KEYS = {
-    "project": GCP_PROJECT_KEY,
-    "region": "region",
-    "kms_key_name": "kmsKeyName",
-    "bucket_name": "bucketName",
-    "staging_retention_days": "stagingRetentionDays",
-    "soft_delete_retention_days": "softDeleteRetentionDays",
-    "repository_name": "repositoryName",
-    "image_keep_count": "imageKeepCount",
-    "image_name": "imageName",
-    "trainer_image": "trainerImage",
-    "workbench.zone": "workbenchZone",
-    "workbench.machine_type": "workbenchMachineType",
-    "workbench.accelerator.type": "workbenchGpuType",
-    "workbench.accelerator.count": "workbenchGpuCount",
-    "workbench.container_image": "workbenchContainerImage",
-    "workbench.disk_size_gb": "workbenchDiskSizeGb",
-    "workbench.idle_timeout_minutes": "workbenchIdleTimeoutMinutes",
-}
-"""A platform rule's field (``TrainingPlatformArgs``' spelling) -> the config key."""
+def _rule_keys() -> dict[str, str]:
+    """A platform rule's field (``TrainingPlatformArgs``' spelling) -> the config key that
+    holds its value (each key declares its field in ``stack.settings``)."""
+    keys = {"project": GCP_PROJECT_KEY}
+    for short, info in known_config_keys().items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and "platform" in extra:
+            keys[str(extra["platform"])] = f"{PROJECT_NAME}:{short}"
+    return keys
 
 
 def _platform_problems(
@@ -345,8 +334,7 @@ def _platform_problems(
 
 
 def _config_key(field: str) -> str:
-    short = _RULE_KEYS[field]
-    return short if short == GCP_PROJECT_KEY else f"{PROJECT_NAME}:{short}"
+    return _rule_keys()[field]
 
 
 def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
@@ -357,7 +345,7 @@ def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
     elif problem.field == "region":
         example = closest(region, sorted(catalog().regions), cutoff=0.8) or "<region>"
     else:
-        extra = known_config_keys()[_RULE_KEYS[problem.field]].json_schema_extra
+        extra = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")].json_schema_extra
         example = str(extra.get("example", "<value>")) if isinstance(extra, dict) else "<value>"
     return ConfigProblem(key, problem.problem, problem.valid, _fix_set(key, example, stack))
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
@@ -42,14 +42,22 @@ PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
 
-def _key(alias: str, default: Any, description: str, valid: str, example: str) -> Any:
-    """A config field: its alias is the config key; ``valid``/``example`` feed errors."""
-    return Field(
-        default,
-        alias=alias,
-        description=description,
-        json_schema_extra={"valid": valid, "example": example},
-    )
+def _key(
+    alias: str,
+    default: Any,
+    description: str,
+    valid: str,
+    example: str,
+    *,
+    platform: str | None = None,
+) -> Any:
+    """A config field: its alias is the config key; ``valid``/``example`` feed errors;
+    ``platform`` is the field of ``TrainingPlatformArgs`` that takes the value (the
+    platform rules' spelling, ``workbench.zone``), so their problems land on this key."""
+    extra: dict[str, JsonValue] = {"valid": valid, "example": example}
+    if platform is not None:
+        extra["platform"] = platform
+    return Field(default, alias=alias, description=description, json_schema_extra=extra)
 
 
 class Section(BaseModel):
@@ -77,6 +85,7 @@ class GeneralSettings(Section):
         "Google Cloud region of the bucket, the registry and the training jobs.",
         "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
         "us-central1",
+        platform="region",
     )
     strict_hardware_checks: bool = _key(
         "strictHardwareChecks",
@@ -117,6 +126,7 @@ class GeneralSettings(Section):
         'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
         "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
         "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
+        platform="kms_key_name",
     )
     local_root: str = _key(
         "localRoot",
@@ -164,6 +174,7 @@ class StorageSettings(Section):
         "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
         "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address",
         "my-project-dev-vertex",
+        platform="bucket_name",
     )
     staging_retention_days: int = _key(
         "stagingRetentionDays",
@@ -171,6 +182,7 @@ class StorageSettings(Section):
         "Days after which objects under staging/ are deleted (job packages, temporary files).",
         "an integer from 1 to 3650",
         "7",
+        platform="staging_retention_days",
     )
     soft_delete_retention_days: int = _key(
         "softDeleteRetentionDays",
@@ -178,6 +190,7 @@ class StorageSettings(Section):
         "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
         "0, or an integer from 7 to 90",
         "7",
+        platform="soft_delete_retention_days",
     )
 
     empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
@@ -190,6 +203,7 @@ class RegistrySettings(Section):
         "Artifact Registry Docker repository id for the trainer images.",
         "1-63 characters: lowercase letters, digits and '-', starting with a letter",
         "trainers",
+        platform="repository_name",
     )
     keep_count: int = _key(
         "imageKeepCount",
@@ -197,6 +211,7 @@ class RegistrySettings(Section):
         "Cleanup policy: how many most recent image versions the repository keeps.",
         "an integer from 1 to 1000",
         "10",
+        platform="image_keep_count",
     )
 
 
@@ -207,6 +222,7 @@ class ImageSettings(Section):
         "Name of the trainer image inside the repository.",
         "lowercase letters, digits and single '.', '_', '-' or '/' separators",
         "trainer",
+        platform="image_name",
     )
     pinned_reference: str | None = _key(
         "trainerImage",
@@ -215,6 +231,7 @@ class ImageSettings(Section):
         "by digest to use as is.",
         '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
+        platform="trainer_image",
     )
 
     empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
@@ -234,6 +251,7 @@ class WorkbenchSettings(Section):
         'Zone of the Workbench instance; "" means <region>-a.',
         '"" or a zone of the stack\'s region, e.g. us-central1-a',
         "us-central1-a",
+        platform="workbench.zone",
     )
     machine_type: str = _key(
         "workbenchMachineType",
@@ -241,6 +259,7 @@ class WorkbenchSettings(Section):
         "Compute Engine machine type of the Workbench instance.",
         "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
         "n1-standard-4",
+        platform="workbench.machine_type",
     )
     gpu_type: str | None = _key(
         "workbenchGpuType",
@@ -248,6 +267,7 @@ class WorkbenchSettings(Section):
         '"" for no GPU, or the accelerator attached to the Workbench instance.',
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
+        platform="workbench.accelerator.type",
     )
     gpu_count: int = _key(
         "workbenchGpuCount",
@@ -255,6 +275,7 @@ class WorkbenchSettings(Section):
         "Number of GPUs on the Workbench instance (0 without workbenchGpuType).",
         "0 without a GPU type; 1, 2, 4 or 8 with one",
         "1",
+        platform="workbench.accelerator.count",
     )
     disk_size_gb: int = _key(
         "workbenchDiskSizeGb",
@@ -262,6 +283,7 @@ class WorkbenchSettings(Section):
         "Boot disk size of the Workbench instance in GB.",
         "an integer from 150 to 64000",
         "150",
+        platform="workbench.disk_size_gb",
     )
     container_image: str | None = _key(
         "workbenchContainerImage",
@@ -269,6 +291,7 @@ class WorkbenchSettings(Section):
         '"" for the standard Workbench image, or a custom container image to run instead.',
         '"" or an image reference, REGISTRY/PATH[:TAG]',
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
+        platform="workbench.container_image",
     )
     idle_timeout_minutes: int = _key(
         "workbenchIdleTimeoutMinutes",
@@ -276,6 +299,7 @@ class WorkbenchSettings(Section):
         "Minutes of inactivity after which the Workbench instance shuts down.",
         "an integer from 10 to 1440",
         "60",
+        platform="workbench.idle_timeout_minutes",
     )
 
     empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
