@@ -388,6 +388,12 @@ def test_one_bad_value_hides_no_other_of_its_section() -> None:
         },
     )
     assert {p.key for p in error.problems} == {key("budget"), key("kmsKeyName")}
+    # A refused value's default stands in for the rules, and is not judged in its place.
+    error = problems_of(
+        "dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_T4", key("workbenchGpuCount"): "x"}
+    )
+    [problem] = error.problems
+    assert problem.key == key("workbenchGpuCount") and "valid integer" in problem.problem
 
 
 def test_the_project_is_one_rule_for_both_routes() -> None:

@@ -127,7 +127,9 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     general = sections["general"]
     assert isinstance(general, GeneralSettings)
     found, warnings = _platform_problems(stack, gcp_project, sections)
-    problems += found
+    # A refused value's default stood in: what the rules say of that key is not news.
+    refused = {p.key for p in problems}
+    problems += [p for p in found if p.key not in refused]
     region_refused = any(p.key == f"{PROJECT_NAME}:region" for p in found)
     jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
     sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
