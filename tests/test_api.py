@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -457,6 +458,30 @@ def test_a_local_platform_runs_jobs_here_and_creates_nothing_in_the_cloud(tmp_pa
     job = registration.inputs["spec"]["jobSpec"]
     assert "serviceAccount" not in job
     assert job["baseOutputDirectory"]["outputUriPrefix"] == f"{tmp_path}/bucket/jobs/here-job"
+
+
+def test_only_a_cloud_platform_needs_the_build_context_of_its_images(tmp_path: Any) -> None:
+    # A local platform builds no image (its jobs run here): a project without a
+    # Dockerfile can still have one. A dev platform would build it, so it must exist.
+    build = vt.ImageBuild(context=tmp_path / "missing")
+
+    def program(environment: str) -> Callable[[], None]:
+        def declare() -> None:
+            vt.TrainingPlatform(
+                "p",
+                vt.TrainingPlatformArgs(
+                    environment=environment,  # type: ignore[arg-type]
+                    project="my-project" if environment != "local" else None,
+                    images={"trainer": build},
+                    local_root=tmp_path,
+                ),
+            )
+
+        return declare
+
+    run_pulumi(program("local"), stack="local")
+    message, _ = failing(program("dev"))
+    assert f"images['trainer'].context: '{tmp_path / 'missing'}' is not a directory" in message
 
 
 def test_platform_image_names_what_exists() -> None:

@@ -654,6 +654,8 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[P
             return []  # from another resource: judged when known, by the job rules
         return image_reference_problems(image, where, by_digest=cloud)
     problems = image_name_problems(image.image_name or name, f"{where}.image_name")
+    if not cloud:
+        return problems  # a local platform builds nothing: its jobs run on this machine
     context = Path(image.context)
     if not context.is_dir():
         problems.append(
