@@ -18,6 +18,7 @@ Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -282,20 +283,22 @@ UNION_KEY = "type"
 rule): the Python class name, ``type: DoubleParameter``."""
 
 
+@functools.cache
 def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, dataclasses.Field[Any]]:
-    """The YAML keys of ``cls``: its init fields, camelCased."""
+    """The YAML keys of ``cls``: its init fields, camelCased (derived once per class;
+    do not change the mapping)."""
     return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
 
 
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._checks import _describe, _literals, _matches, _show
+    from vertex_training._checks import _describe, _literals, _show, matches
     from vertex_training._spelling import did_you_mean
 
     if isinstance(value, int) and not isinstance(value, bool):
-        options = _flatten(expected)
+        options = _options(expected)
         if float in options and int not in options:
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
-    if not _matches(value, expected):
+    if not matches(value, expected):
         hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
         out.append(
             ConfigProblem(
@@ -305,8 +308,22 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
     return value
 
 
+_OPTIONS: dict[object, list[object]] = {}
+
+
+def _options(expected: object) -> list[object]:
+    """``_flatten(expected)``, derived once per annotation (do not change the list)."""
+    try:
+        return _OPTIONS[expected]
+    except KeyError:
+        options = _OPTIONS[expected] = _flatten(expected)
+        return options
+    except TypeError:  # an annotation that cannot be a key
+        return _flatten(expected)
+
+
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    options = _flatten(expected)
+    options = _options(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and classes:
         if len(classes) == 1:
