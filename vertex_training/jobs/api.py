@@ -873,7 +873,7 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
 # whether it is set. The platform's labels were not known: the label rule (the only one
 # that reads labels) judges the body's labels. Anything else: judged again, in full.
 
-_JUDGEMENT = "_judged_where_declared"
+_JUDGEMENT = "_stack_judgement"
 """The attribute of a stack job's Args that holds its ``_Judgement``."""
 
 _STAND_IN_EQUALS_UNSET = frozenset({"encryptionSpec.kmsKeyName", "serviceAccount", "tensorboard"})
