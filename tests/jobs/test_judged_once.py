@@ -45,10 +45,19 @@ def _judgements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return judged
 
 
-@pytest.mark.parametrize("stack", ["dev", "local"])
-def test_a_stack_job_is_judged_once(stack: str, monkeypatch: pytest.MonkeyPatch) -> None:
+KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
+
+
+@pytest.mark.parametrize(
+    ("stack", "more"),
+    [("dev", {}), ("local", {}), ("dev", {"vertex-training:kmsKeyName": KEY})],
+    ids=["dev", "local", "dev-with-a-key"],
+)
+def test_a_stack_job_is_judged_once(
+    stack: str, more: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     judged = _judgements(monkeypatch)
-    run = run_program(stack, stack_file_config(STACKS / f"Pulumi.{stack}.yaml"))
+    run = run_program(stack, stack_file_config(STACKS / f"Pulumi.{stack}.yaml") | more)
     names = sorted(
         r.inputs["spec"]["displayName"] for r in run.registrations if r.type in JOB_TYPES
     )

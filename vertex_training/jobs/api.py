@@ -33,6 +33,7 @@ from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     job_findings,
+    kms_findings,
     label_findings,
     parameter_findings,
     pool_findings,
@@ -871,14 +872,17 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
 # the body the same, or not known yet where the stand-in was (the resource would leave
 # the value unjudged; the stand-in is valid), or unset where no rule but its own reads
 # whether it is set. The platform's labels were not known: the label rule (the only one
-# that reads labels) judges the body's labels. Anything else: judged again, in full.
+# that reads labels) judges the body's labels; and so does the key rule a platform's CMEK
+# key. Anything else: judged again, in full.
 
 _JUDGEMENT = "_stack_judgement"
 """The attribute of a stack job's Args that holds its ``_Judgement``."""
 
-_STAND_IN_EQUALS_UNSET = frozenset({"encryptionSpec.kmsKeyName", "serviceAccount", "tensorboard"})
+_KMS = "encryptionSpec.kmsKeyName"
+_STAND_IN_EQUALS_UNSET = frozenset({_KMS, "serviceAccount", "tensorboard"})
 """Environment fields whose presence no rule reads but their own (the job's tensorboard:
-only with an output directory, which it needs): unset there and set here judge alike."""
+only with an output directory, which it needs): unset there and set here judge alike.
+A CMEK key the reader did not know is judged here, by the key rule."""
 
 
 @dataclass(frozen=True)
@@ -955,7 +959,7 @@ def _same_environment(judgement: _Judgement, context: JobContext, body: Mapping[
     labels aside): same region, locality and strictness, and at each environment field the
     same value; or, here, a value not known yet (left unjudged) where the judged one was
     found right; or, for a field whose presence no other rule reads, unset on one side
-    and, on the other, unjudged or found right."""
+    and, on the other, unjudged or found right (or, for a CMEK key, judged by its rule)."""
     then = judgement.context
     if (then.kind, then.local, then.strict) != (context.kind, context.local, context.strict):
         return False
@@ -980,7 +984,7 @@ def _same_environment(judgement: _Judgement, context: JobContext, body: Mapping[
             same = (
                 leaf in _STAND_IN_EQUALS_UNSET
                 and (leaf != "tensorboard" or both_output)
-                and (now is _MISSING or not is_known(now))
+                and (now is _MISSING or not is_known(now) or (path == _KMS and type(now) is str))
                 and not _judged_at(judgement, path)
             )
         if not same:
@@ -1019,9 +1023,15 @@ def _judged_where_declared(
     if not _same_environment(judgement, context, body):
         return None
     then = judgement.findings
+    key = _at(body, _KMS)
     found = [
         *(f for f in then if f.path == "displayName"),
         *label_findings(tuple(labels.items())),
+        *(
+            kms_findings(key, None if context.local else context.region)
+            if judgement.environment[_KMS] is _MISSING and type(key) is str
+            else ()
+        ),
         *(f for f in then if f.path != "displayName" and not _is_label(f.path)),
     ]
     return acknowledge(found, context.acknowledged)

@@ -586,6 +586,15 @@ def label_findings(labels: tuple[tuple[str, str], ...]) -> list[Finding]:
     return out
 
 
+def kms_findings(key: str, region: str | None) -> list[Finding]:
+    """What ``job_findings`` says about a job's CMEK key (``encryptionSpec.kmsKeyName``),
+    and no rule else reads it: a job judged before its platform's key was known has only
+    these to judge again."""
+    out: list[Finding] = []
+    _kms(key, region, out)
+    return out
+
+
 def pool_findings(pool: WorkerPoolSpec) -> list[Finding]:
     """The errors of one pool in any place, job and region: the pool rules above without
     what the job decides (the chief's single replica, the scheduling strategy a machine
@@ -618,6 +627,7 @@ __all__ = [
     "MAX_LABEL_LENGTH",
     "errors_of",
     "job_findings",
+    "kms_findings",
     "label_findings",
     "label_key_valid",
     "label_value_valid",
