@@ -14,7 +14,7 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,14 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
     Python argument, what is wrong and what would be valid."""
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes, dict, list, tuple})
+"""Exact types that are never an Output or awaitable: ``is_known`` answers them without
+the (slower) abstract ``Awaitable`` check. Subclasses take the full check."""
+
+
 def is_known(value: object) -> bool:
     """False for an Output or awaitable: its value comes from another resource."""
-    return not isinstance(value, pulumi.Output | Awaitable)
+    return type(value) in _PLAIN or not isinstance(value, pulumi.Output | Awaitable)
 
 
 class _AnyOf:
@@ -163,14 +168,126 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_Check = Callable[[object], bool]
+
+
+def _always(_value: object) -> bool:
+    return True
+
+
+def _any_of(checks: list[_Check]) -> _Check:
+    if len(checks) == 1:
+        return checks[0]
+    if _always in checks:
+        return _always
+    if len(checks) == 2:
+        first, second = checks
+        return lambda value: first(value) or second(value)
+    return lambda value: any(check(value) for check in checks)
+
+
+def _options(expected: object) -> list[object]:
+    """The alternatives of a union (``_AnyOf``, ``X | Y``, ``Optional``), nested ones
+    flattened; ``[expected]`` for anything else."""
+    if isinstance(expected, _AnyOf):
+        return [o for option in expected.options for o in _options(option)]
+    origin = typing.get_origin(expected)
+    if origin is typing.Union or origin is types.UnionType:
+        return [o for option in typing.get_args(expected) for o in _options(option)]
+    return [expected]
+
+
+def _compile(expected: object) -> _Check:
+    """``lambda value: _matches(value, expected)``, with the annotation read once: the
+    same answer for every value, without taking the annotation apart on each call."""
+    options = _options(expected)
+    if len(options) != 1:
+        # Cheapest first (the answer does not depend on the order): None, then one
+        # isinstance over every plain class, then the rest.
+        nones = [_compile(o) for o in options if o is None or o is type(None)]
+        classes = tuple(typing.cast(type, o) for o in options if _plain_class(o))
+        rest = [
+            _compile(o)
+            for o in options
+            if not _plain_class(o) and o is not None and o is not type(None)
+        ]
+        if classes:
+            rest.insert(0, lambda value: isinstance(value, classes))
+        return _any_of(nones[:1] + rest)
+    expected = options[0]
+    if expected is Any or expected is object:
+        return _always
+    if isinstance(expected, _Later):
+        return lambda value: not is_known(value)
+    if expected is None or expected is type(None):
+        return lambda value: value is None
+    origin = typing.get_origin(expected)
+    args = typing.get_args(expected)
+    if origin is typing.Literal:
+        return lambda value: any(value == o and type(value) is type(o) for o in args)
+    if origin in (Sequence, list, tuple):
+        item = _compile(args[0]) if args else _always
+        if item is _always:
+            return lambda value: isinstance(value, list | tuple)
+        return lambda value: isinstance(value, list | tuple) and all(item(i) for i in value)
+    if origin in (Mapping, dict):
+        key, val = (_compile(args[0]), _compile(args[1])) if args else (_always, _always)
+        return lambda value: (
+            isinstance(value, Mapping) and all(key(k) and val(v) for k, v in value.items())
+        )
+    if expected is float:
+        return lambda value: isinstance(value, int | float) and not isinstance(value, bool)
+    if expected is int:
+        return lambda value: isinstance(value, int) and not isinstance(value, bool)
+    if expected is Path:
+        return lambda value: isinstance(value, str | Path)
+    if inspect.isclass(expected):
+        return lambda value: isinstance(value, expected)
+    return _always  # a construct this checker does not know: let the rules judge
+
+
+def _plain_class(expected: object) -> bool:
+    """A class whose check is exactly ``isinstance`` (not ``int``/``float``, which refuse
+    ``bool``, nor ``Path``, which takes text, nor ``object``, which takes anything)."""
+    return (
+        inspect.isclass(expected)
+        and expected is not Any
+        and not any(expected is special for special in (int, float, Path, object, type(None)))
+        and typing.get_origin(expected) is None
+    )
+
+
+_COMPILED: dict[object, _Check] = {}
+
+
+def matches(value: object, expected: object) -> bool:
+    """``value`` has the type ``expected`` (an annotation of ``_field_types``)."""
+    try:
+        check = _COMPILED[expected]
+    except KeyError:
+        check = _COMPILED[expected] = _compile(expected)
+    except TypeError:  # an annotation that cannot be a key
+        return _matches(value, expected)
+    return check(value)
+
+
+@cache
+def _field_checks(cls: type) -> tuple[tuple[str, object, _Check], ...]:
+    """(name, annotation, its compiled check) for each field of the dataclass ``cls``."""
+    return tuple(
+        (name, expected, _compile(expected))
+        for name, expected in _field_types(cls).items()  # type: ignore[arg-type]
+    )
+
+
 def check_fields(obj: object) -> None:
     """Raise ``InvalidArgumentsError`` naming every field of the dataclass ``obj`` whose
     value does not have its declared type (values not known yet pass)."""
     cls = type(obj)
     problems: list[str] = []
-    for name, expected in _field_types(cls).items():  # type: ignore[arg-type]
+    for name, expected, check in _field_checks(cls):  # type: ignore[arg-type]
         value = getattr(obj, name)
-        if not _matches(value, expected):
+        if not check(value):
             hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
             problems.append(
                 f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "

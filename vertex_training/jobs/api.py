@@ -33,6 +33,8 @@ from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     job_findings,
+    kms_findings,
+    label_findings,
     parameter_findings,
     pool_findings,
     study_findings,
@@ -675,7 +677,7 @@ class CustomJobArgs(_RunFields, _JobFields):
 
     def on(self, platform: JobPlatform) -> CustomJobArgs:
         """These Args on ``platform``."""
-        return dataclasses.replace(self, platform=platform)
+        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
 
 
 @_keywords_only
@@ -699,10 +701,18 @@ class HyperparameterTuningJobArgs(_JobFields):
     """0: the service's default."""
 
     def on(self, platform: JobPlatform) -> HyperparameterTuningJobArgs:
-        return dataclasses.replace(self, platform=platform)
+        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
 
 
 JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
+
+
+def _carry_judgement(old: Any, new: Any) -> Any:
+    """``new`` (``old`` on a platform) with the judgement of ``old``'s body, if any."""
+    judgement = old.__dict__.get(_JUDGEMENT)
+    if judgement is not None:
+        object.__setattr__(new, _JUDGEMENT, judgement)
+    return new
 
 
 # --------------------------------------------------------------------------- bodies
@@ -829,9 +839,9 @@ def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
     return f"{where}.{inner}" if inner else None
 
 
-def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
-    """Every finding on ``body`` by the rules (API paths); values not known yet (Outputs)
-    stand in as placeholders and what they could change is left unjudged."""
+def _judge(context: JobContext, body: Mapping[str, Any]) -> tuple[list[Finding], list[str], bool]:
+    """(findings before acknowledgements, the paths of values not known yet, whether the
+    view could be read): the rules over ``body``."""
     known, unknown = with_placeholders(body, lambda v: not is_known(v))
     view, unreadable = read_view(context.kind, known)
     findings: list[Finding] = list(unreadable)
@@ -842,18 +852,204 @@ def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]
             remote=not context.local,
             strict=context.strict,
         )
+    return findings, unknown, view is not None and not unreadable
+
+
+def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
+    """Every finding on ``body`` by the rules (API paths); values not known yet (Outputs)
+    stand in as placeholders and what they could change is left unjudged."""
+    findings, unknown, _ = _judge(context, body)
     return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
+
+
+# ----------------------------------------------------------------- judged once
+#
+# A stack's job is judged where the stack is read (``declarations``: every problem with
+# its YAML path, before anything is registered), with stand-ins for what its platform
+# will provide. Its Args carry that judgement to the job resource, which takes it instead
+# of judging the same body again when its platform is, for the rules, the same
+# environment: same region, locality and strictness, and each value the platform puts in
+# the body the same, or not known yet where the stand-in was (the resource would leave
+# the value unjudged; the stand-in is valid), or unset where no rule but its own reads
+# whether it is set. The platform's labels were not known: the label rule (the only one
+# that reads labels) judges the body's labels; and so does the key rule a platform's CMEK
+# key. Anything else: judged again, in full.
+
+_JUDGEMENT = "_stack_judgement"
+"""The attribute of a stack job's Args that holds its ``_Judgement``."""
+
+_KMS = "encryptionSpec.kmsKeyName"
+_STAND_IN_EQUALS_UNSET = frozenset({_KMS, "serviceAccount", "tensorboard"})
+"""Environment fields whose presence no rule reads but their own (the job's tensorboard:
+only with an output directory, which it needs): unset there and set here judge alike.
+A CMEK key the reader did not know is judged here, by the key rule."""
+
+
+@dataclass(frozen=True)
+class _Judgement:
+    """What the stack reader found on a job's body (before acknowledgements) and what it
+    judged it with."""
+
+    fields: tuple[Any, ...]
+    """The Args' field values, platform aside: another value is another job."""
+    context: JobContext
+    environment: Mapping[str, Any]
+    """The body's values at ``_environment_paths``, as judged."""
+    findings: tuple[Finding, ...]
+
+
+_MISSING = object()
+
+
+def _fields_of(args: JobArgs) -> tuple[Any, ...]:
+    return tuple(getattr(args, f.name) for f in dataclasses.fields(args) if f.name != "platform")
+
+
+@functools.cache
+def _environment_paths(kind: JobKind) -> tuple[str, ...]:
+    """The body fields a job's environment may fill (``job_body``), besides its labels."""
+    run = "jobSpec" if kind is JobKind.CUSTOM_JOB else "trialJobSpec"
+    return (
+        "displayName",
+        "encryptionSpec.kmsKeyName",
+        *(f"{run}.{key}" for key in ("serviceAccount", "network", "tensorboard")),
+        f"{run}.baseOutputDirectory.outputUriPrefix",
+        *(f"{run}.workerPoolSpecs[{i}].containerSpec.imageUri" for i in range(len(POOL_NAMES))),
+    )
+
+
+@functools.cache
+def _steps(path: str) -> tuple[str | int, ...]:
+    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path))
+
+
+def _at(body: Mapping[str, Any], path: str) -> Any:
+    """The value at the API path ``path`` of ``body``; ``_MISSING`` where none (or None)."""
+    node: Any = body
+    for step in _steps(path):
+        if isinstance(step, str) and isinstance(node, Mapping):
+            node = node.get(step)
+        elif isinstance(step, int) and isinstance(node, list) and step < len(node):
+            node = node[step]
+        else:
+            return _MISSING
+        if node is None:
+            return _MISSING
+    return node
+
+
+def judge_declared(args: JobArgs, context: JobContext) -> list[Finding]:
+    """``body_findings`` on the body ``args`` declare in ``context`` (the stack reader's
+    stand-ins), the judgement kept on ``args`` for the job resource."""
+    body = job_body(args, context)
+    findings, unknown, readable = _judge(context, body)
+    if readable and not unknown:
+        judgement = _Judgement(
+            fields=_fields_of(args),
+            context=context,
+            environment={p: _at(body, p) for p in _environment_paths(context.kind)},
+            findings=tuple(findings),
+        )
+        object.__setattr__(args, _JUDGEMENT, judgement)
+    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
+
+
+def _same_environment(judgement: _Judgement, context: JobContext, body: Mapping[str, Any]) -> bool:
+    """The rules find on ``body`` in ``context`` what they found on the judged body (the
+    labels aside): same region, locality and strictness, and at each environment field the
+    same value; or, here, a value not known yet (left unjudged) where the judged one was
+    found right; or, for a field whose presence no other rule reads, unset on one side
+    and, on the other, unjudged or found right (or, for a CMEK key, judged by its rule)."""
+    then = judgement.context
+    if (then.kind, then.local, then.strict) != (context.kind, context.local, context.strict):
+        return False
+    if not context.local and then.region != context.region:
+        return False
+    run = "jobSpec" if context.kind is JobKind.CUSTOM_JOB else "trialJobSpec"
+    output = f"{run}.baseOutputDirectory.outputUriPrefix"
+    both_output = (
+        judgement.environment[output] is not _MISSING and _at(body, output) is not _MISSING
+    )
+    for path, was in judgement.environment.items():
+        now = _at(body, path)
+        if now is _MISSING and was is _MISSING:
+            continue
+        if now is not _MISSING and was is not _MISSING:
+            if not is_known(now):
+                same = not _judged_at(judgement, path)
+            else:
+                same = is_known(was) and type(now) is type(was) and now == was
+        else:
+            leaf = path.removeprefix(f"{run}.")
+            same = (
+                leaf in _STAND_IN_EQUALS_UNSET
+                and (leaf != "tensorboard" or both_output)
+                and (now is _MISSING or not is_known(now) or (path == _KMS and type(now) is str))
+                and not _judged_at(judgement, path)
+            )
+        if not same:
+            return False
+    return True
+
+
+def _judged_at(judgement: _Judgement, path: str) -> bool:
+    return any(
+        f.path == path or f.path.startswith((f"{path}.", f"{path}[")) for f in judgement.findings
+    )
+
+
+def _is_label(path: str) -> bool:
+    return path == "labels" or path.startswith("labels.")
+
+
+def _judged_where_declared(
+    args: JobArgs, context: JobContext, body: Mapping[str, Any]
+) -> list[Finding] | None:
+    """``body_findings(context, body)`` from the judgement ``args`` carry from the stack
+    reader, with the body's labels judged; None when it does not apply here."""
+    judgement: _Judgement | None = getattr(args, _JUDGEMENT, None)
+    if judgement is None:
+        return None
+    fields = _fields_of(args)
+    if len(fields) != len(judgement.fields) or any(
+        a is not b for a, b in zip(fields, judgement.fields, strict=True)
+    ):
+        return None
+    labels = body.get("labels", {})
+    if not isinstance(labels, Mapping) or not all(
+        type(k) is str and type(v) is str for k, v in labels.items()
+    ):
+        return None
+    if not _same_environment(judgement, context, body):
+        return None
+    then = judgement.findings
+    key = _at(body, _KMS)
+    found = [
+        *(f for f in then if f.path == "displayName"),
+        *label_findings(tuple(labels.items())),
+        *(
+            kms_findings(key, None if context.local else context.region)
+            if judgement.environment[_KMS] is _MISSING and type(key) is str
+            else ()
+        ),
+        *(f for f in then if f.path != "displayName" and not _is_label(f.path)),
+    ]
+    return acknowledge(found, context.acknowledged)
 
 
 def validate_body(
     args: JobArgs, context: JobContext, body: Mapping[str, Any]
 ) -> tuple[list[str], list[str]]:
     """(errors, warnings) on ``body`` by the rules stack config is checked with, each naming
-    the Python argument and the Vertex field."""
+    the Python argument and the Vertex field. A stack job's body was judged where the
+    stack was read: that judgement stands where it applies (``_judged_where_declared``)."""
     where = type(args).__name__
     errors: list[str] = []
     warnings: list[str] = []
-    for finding in body_findings(context, body):
+    findings = _judged_where_declared(args, context, body)
+    if findings is None:
+        findings = body_findings(context, body)
+    for finding in findings:
         argument = (
             _in_extra(args.extra_fields, finding.path)
             or _in_pool_extra(args, finding.path)

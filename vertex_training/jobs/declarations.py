@@ -220,7 +220,9 @@ class JobDeclaration:
         )
 
     def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:
-        """Validate with stand-ins for what the environment will provide (API paths)."""
+        """Validate with stand-ins for what the environment will provide (API paths). The
+        Args keep the judgement: their job resource takes it where it applies instead of
+        judging the same body again."""
         context = self._context(
             image=PLACEHOLDER_IMAGE,
             bucket_url=PLACEHOLDER_BUCKET if remote else "/placeholder/bucket",
@@ -230,7 +232,7 @@ class JobDeclaration:
             local=not remote,
             strict=strict,
         )
-        return api.body_findings(context, api.job_body(self.args, context))
+        return api.judge_declared(self.args, context)
 
 
 def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigProblem]]:

@@ -18,6 +18,7 @@ Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -98,19 +99,26 @@ def _prefix(cls: type, name: str) -> str:
     return ""
 
 
+_SCALARS = (str, int, float, bool)
+"""Exact types of known values that hold nothing (no Output, no collection, no spec)."""
+
+
 def _omitted(value: Any, spec: VertexField) -> bool:
     if value is None or value is False:
         return True
-    if not is_known(value):
-        return False
-    if isinstance(value, Mapping | list | tuple) and not value and not spec.keep_empty:
-        return True
-    return any(value == o and type(value) is type(o) for o in spec.omit)
+    if type(value) not in _SCALARS:
+        if not is_known(value):
+            return False
+        if isinstance(value, Mapping | list | tuple) and not value and not spec.keep_empty:
+            return True
+    return bool(spec.omit) and any(value == o and type(value) is type(o) for o in spec.omit)
 
 
 def _value(value: Any, spec: VertexField | None) -> Any:
     if spec is not None and spec.encode is not None:
         return spec.encode(value)
+    if type(value) in _SCALARS:
+        return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         body = to_body(value)
         key = getattr(type(value), "VERTEX_KEY", None)
@@ -120,46 +128,61 @@ def _value(value: Any, spec: VertexField | None) -> Any:
     return value
 
 
-def _put(body: dict[str, Any], tokens: tuple[str, ...], value: Any) -> None:
-    if not tokens:
+_Step = tuple[str | int, bool, bool]
+"""One step of a body path: the key (a list index for ``[i]``), whether it is the last
+step, whether the next one is a list index."""
+
+
+def _steps(tokens: list[str]) -> tuple[_Step, ...]:
+    keys: list[str | int] = [int(t[1:-1]) if t.startswith("[") else t for t in tokens]
+    return tuple(
+        (key, i == len(keys) - 1, i + 1 < len(keys) and isinstance(keys[i + 1], int))
+        for i, key in enumerate(keys)
+    )
+
+
+def _put(body: dict[str, Any], steps: tuple[_Step, ...], value: Any) -> None:
+    if not steps:
         body.update(merge_fields(body, value))
         return
     node: Any = body
-    for token, following in zip(tokens, [*tokens[1:], None], strict=True):
-        empty: Any = [] if following is not None and following.startswith("[") else {}
-        if token.startswith("["):
-            index = int(token[1:-1])
-            while len(node) <= index:
+    for key, last, next_index in steps:
+        if isinstance(key, int):
+            while len(node) <= key:
                 node.append({})
-            if following is None:
-                node[index] = merge_fields(node[index], value) if node[index] else value
+            if last:
+                node[key] = merge_fields(node[key], value) if node[key] else value
                 return
-            if not node[index]:
-                node[index] = empty
-            node = node[index]
+            if not node[key]:
+                node[key] = [] if next_index else {}
+            node = node[key]
+        elif last:
+            current = node.get(key)
+            node[key] = (
+                merge_fields(current, value)
+                if isinstance(current, Mapping) and isinstance(value, Mapping)
+                else value
+            )
+            return
+        elif key in node:
+            node = node[key]
         else:
-            if following is None:
-                current = node.get(token)
-                node[token] = (
-                    merge_fields(current, value)
-                    if isinstance(current, Mapping) and isinstance(value, Mapping)
-                    else value
-                )
-                return
-            node = node.setdefault(token, empty)
+            child: Any = [] if next_index else {}
+            node[key] = child
+            node = child
 
 
-_Layout = tuple[tuple[str, VertexField, tuple[str, ...]], ...]
+_Layout = tuple[tuple[str, VertexField, tuple[_Step, ...]], ...]
 _LAYOUTS: dict[type, _Layout] = {}
 
 
 def _layout(cls: type) -> _Layout:
-    """(field name, its Vertex field, the body path's tokens) for each Vertex field of
+    """(field name, its Vertex field, the body path's steps) for each Vertex field of
     ``cls``: derived once per class, since every job's body is built from it."""
     layout = _LAYOUTS.get(cls)
     if layout is None:
         layout = _LAYOUTS[cls] = tuple(
-            (f.name, spec, tuple(_tokens(_prefix(cls, f.name) + spec.path)))
+            (f.name, spec, _steps(_tokens(_prefix(cls, f.name) + spec.path)))
             for f in dataclasses.fields(cls)
             if (spec := f.metadata.get(VERTEX)) is not None
         )
@@ -170,14 +193,14 @@ def to_body(obj: Any) -> dict[str, Any]:
     """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
     last. Values not known yet (Outputs) stay in place."""
     body: dict[str, Any] = {}
-    for name, spec, tokens in _layout(type(obj)):
+    for name, spec, steps in _layout(type(obj)):
         value = getattr(obj, name)
         if _omitted(value, spec):
             continue
         out = _value(value, spec)
         if out == {} and dataclasses.is_dataclass(value):
             continue  # a nested spec with nothing set (``Scheduling()``)
-        _put(body, tokens, out)
+        _put(body, steps, out)
     extra = getattr(obj, "extra_fields", None)
     return merge_fields(body, extra) if extra else body
 
@@ -282,20 +305,22 @@ UNION_KEY = "type"
 rule): the Python class name, ``type: DoubleParameter``."""
 
 
+@functools.cache
 def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, dataclasses.Field[Any]]:
-    """The YAML keys of ``cls``: its init fields, camelCased."""
+    """The YAML keys of ``cls``: its init fields, camelCased (derived once per class;
+    do not change the mapping)."""
     return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
 
 
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._checks import _describe, _literals, _matches, _show
+    from vertex_training._checks import _describe, _literals, _show, matches
     from vertex_training._spelling import did_you_mean
 
     if isinstance(value, int) and not isinstance(value, bool):
-        options = _flatten(expected)
+        options = _options(expected)
         if float in options and int not in options:
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
-    if not _matches(value, expected):
+    if not matches(value, expected):
         hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
         out.append(
             ConfigProblem(
@@ -305,8 +330,22 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
     return value
 
 
+_OPTIONS: dict[object, list[object]] = {}
+
+
+def _options(expected: object) -> list[object]:
+    """``_flatten(expected)``, derived once per annotation (do not change the list)."""
+    try:
+        return _OPTIONS[expected]
+    except KeyError:
+        options = _OPTIONS[expected] = _flatten(expected)
+        return options
+    except TypeError:  # an annotation that cannot be a key
+        return _flatten(expected)
+
+
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    options = _flatten(expected)
+    options = _options(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and classes:
         if len(classes) == 1:

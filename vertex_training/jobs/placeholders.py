@@ -59,15 +59,41 @@ def with_placeholders(
         if is_unknown(value):
             unknown.append(where)
             return _BY_KEY.get(key, _DEFAULT)
+        return within(value, where, key)
+
+    def within(value: Any, where: str, key: str) -> Any:
+        """``value`` (known) with the unknown values inside it stood in for; a child's
+        path is spelt only for a child that is unknown or holds more."""
         if isinstance(value, Mapping):
-            return {
-                k: walk(v, f"{where}.{k}" if where else str(k), str(k)) for k, v in value.items()
-            }
+            out = {}
+            for k, v in value.items():
+                name = str(k)
+                if is_unknown(v):
+                    unknown.append(f"{where}.{k}" if where else name)
+                    out[k] = _BY_KEY.get(name, _DEFAULT)
+                elif type(v) in _LEAVES:
+                    out[k] = v
+                else:
+                    out[k] = within(v, f"{where}.{k}" if where else name, name)
+            return out
         if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-            return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(value)]
+            items = []
+            for i, v in enumerate(value):
+                if is_unknown(v):
+                    unknown.append(f"{where}[{i}]")
+                    items.append(_BY_KEY.get(key, _DEFAULT))
+                elif type(v) in _LEAVES:
+                    items.append(v)
+                else:
+                    items.append(within(v, f"{where}[{i}]", key))
+            return items
         return value
 
     return walk(body, path, ""), unknown
+
+
+_LEAVES = frozenset({str, bytes, int, float, bool, type(None)})
+"""Exact types that hold no other value: once found known, nothing inside to walk."""
 
 
 _JUDGED_TOGETHER = frozenset({"machineType", "acceleratorType", "acceleratorCount", "tpuTopology"})

@@ -16,6 +16,7 @@ view goes on reading, so one call reports every problem of a body.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -271,6 +272,7 @@ MAX_DURATION_SECONDS = 315_576_000_000
 _INT64 = 2**63
 
 
+@functools.lru_cache(maxsize=1024)  # the view asks for the same field names in every body
 def snake_case(name: str) -> str:
     """``replicaCount`` -> ``replica_count`` (the proto's field name)."""
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)

@@ -79,7 +79,13 @@ def _label_char(char: str) -> bool:
     return char in "_-" or category in ("Ll", "Lo") or category.startswith("N")
 
 
+_PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
+"""Label text of ASCII characters only, each valid (the common case, told at once)."""
+
+
 def _label_text_valid(text: str) -> bool:
+    if len(text) <= MAX_LABEL_LENGTH and _PLAIN_LABEL.fullmatch(text):
+        return True
     return (
         len(text) <= MAX_LABEL_LENGTH
         and len(text.encode("utf-8")) <= MAX_LABEL_BYTES
@@ -571,6 +577,24 @@ def job_findings(
     return out
 
 
+def label_findings(labels: tuple[tuple[str, str], ...]) -> list[Finding]:
+    """What ``job_findings`` says about a job's labels (``labels``, ``labels.<key>``), and
+    no rule else reads them: a job judged before its platform's labels were known has
+    only these to judge again."""
+    out: list[Finding] = []
+    _labels(labels, "labels", out)
+    return out
+
+
+def kms_findings(key: str, region: str | None) -> list[Finding]:
+    """What ``job_findings`` says about a job's CMEK key (``encryptionSpec.kmsKeyName``),
+    and no rule else reads it: a job judged before its platform's key was known has only
+    these to judge again."""
+    out: list[Finding] = []
+    _kms(key, region, out)
+    return out
+
+
 def pool_findings(pool: WorkerPoolSpec) -> list[Finding]:
     """The errors of one pool in any place, job and region: the pool rules above without
     what the job decides (the chief's single replica, the scheduling strategy a machine
@@ -603,6 +627,8 @@ __all__ = [
     "MAX_LABEL_LENGTH",
     "errors_of",
     "job_findings",
+    "kms_findings",
+    "label_findings",
     "label_key_valid",
     "label_value_valid",
     "parameter_findings",
