@@ -25,7 +25,7 @@ def _spec(
     topology: str | None = None,
     *,
     strict: bool = False,
-    target: str = "vertex",
+    target: str = "training",
     strategy: str | None = None,
 ) -> list[Finding]:
     return check_machine_spec(
@@ -86,7 +86,7 @@ def test_strict_does_not_refuse_a_pair_missing_from_a_partial_list() -> None:
 # --- item 12: wrongly accepted ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("target", ["vertex", "workbench"])
+@pytest.mark.parametrize("target", ["training", "workbench"])
 def test_k80_is_retired_and_refused(target: str) -> None:
     (error,) = _spec("n1-standard-8", "NVIDIA_TESLA_K80", 1, target=target)
     assert error.severity == "error"
