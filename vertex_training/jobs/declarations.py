@@ -217,6 +217,7 @@ class JobDeclaration:
             service_account=service_account,
             labels=labels,
             strict=strict,
+            acknowledged=api.acknowledged_checks(self.args),
         )
 
     def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:

@@ -810,16 +810,17 @@ def check_machine_spec(
 
 
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
-    """``findings`` with every error whose check the stack acknowledges made a warning.
+    """``findings`` with every error whose check is ``acknowledged`` made a warning.
 
-    The override for one check: a stack that knows better than the catalog (a GPU Google
-    added to a region after the catalog's as-of date) names the check id from the error.
+    The override for one check: a stack, platform, job or pool that knows better than the
+    catalog (a GPU Google added to a region after the catalog's as-of date) names the check
+    id from the error.
     """
     ids = frozenset(acknowledged)
     out = []
     for finding in findings:
         if finding.severity == "error" and finding.check in ids:
-            note = " [acknowledged by the stack's acknowledgedHardwareChecks: not refused]"
+            note = " [acknowledged hardware check: a warning, not refused]"
             out.append(
                 dataclasses.replace(finding, message=finding.message + note, severity="warning")
             )
