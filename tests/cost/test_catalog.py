@@ -41,7 +41,7 @@ def test_shipped_catalog_only_prices_what_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     prices = price_catalog()
     assert prices.regions("training") <= set(hardware.regions)
-    assert prices.items("training", "machines") <= set(hardware.machines("vertex"))
+    assert prices.items("training", "machines") <= set(hardware.machines("training"))
     assert prices.items("training", "accelerators") <= set(hardware.accelerators)
     for _target, kind, region, item in prices.rows:
         if kind == "accelerators":

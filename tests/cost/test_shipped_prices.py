@@ -3,13 +3,16 @@ catalog offers, and prices nothing the hardware catalog does not offer there."""
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 
 from tests.cost.bodies import custom_job, pool
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.rules import hardware as hardware_rules
 from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
-from vertex_training.pricing.catalog import TARGETS, Pricing, price_catalog
+from vertex_training.pricing.catalog import TARGETS, Pricing, Target, price_catalog
 
 CUSTOM = JobKind.CUSTOM_JOB
 T4 = "NVIDIA_TESLA_T4"
@@ -72,8 +75,21 @@ def test_every_priced_accelerator_is_offered_by_the_hardware_catalog_in_its_regi
 def test_every_priced_machine_is_one_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     catalog = price_catalog()
-    assert catalog.items("training", "machines") <= set(hardware.machines("vertex"))
-    assert catalog.items("workbench", "machines") <= set(hardware.machines("workbench"))
+    for target in TARGETS:
+        assert catalog.items(target, "machines") <= set(hardware.machines(target)), target
+
+
+def test_both_catalogs_name_what_hardware_is_for_with_one_target() -> None:
+    # One thing, one name: a price row and a machine table for the same use of the
+    # hardware are looked up with the same word, and a word neither knows is refused
+    # rather than read as another target's table.
+    assert typing.get_args(hardware_rules.Target) == TARGETS
+    assert hardware_rules.Target is Target
+    hardware = hardware_catalog()
+    assert hardware.machines("training") is hardware.training_machines
+    assert hardware.machines("workbench") is hardware.workbench_machines
+    with pytest.raises(KeyError):
+        hardware.machines("vertex")  # type: ignore[arg-type]
 
 
 def test_the_gpu_regions_of_the_issue_are_priced_on_demand_and_spot() -> None:

@@ -4,12 +4,16 @@ caller's own field; what depends on the region or the job waits for the job."""
 
 from __future__ import annotations
 
+import logging
+
 import pulumi
 import pytest
 
 import vertex_training as vt
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.jobs.declarations import read_job
+from vertex_training.jobs.fields import to_body
+from vertex_training.jobs.rules.hardware import catalog
 
 DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
 
@@ -31,8 +35,53 @@ def test_gpus_that_fit_no_machine_anywhere_fail_where_the_pool_is_built() -> Non
     assert message == (
         "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid; "
         "valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
-        "(Vertex field machineSpec.acceleratorCount)"
+        "(Vertex field machineSpec.acceleratorCount); where the hardware catalog (as of "
+        f"{catalog().as_of}) is out of date: WorkerPool(..., acknowledged_hardware_checks="
+        "['accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16']) only warns"
     )
+
+
+T4_X3 = "accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16"
+
+
+def t4_x3(**fields: object) -> vt.WorkerPool:
+    return vt.WorkerPool(
+        machine_type="n1-standard-16",
+        accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
+        image=DIGEST,
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+def test_a_catalog_error_is_acknowledged_where_the_pool_is_built_and_the_job_warns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The fix the message names, taken literally: the pool is built, its body is the
+    # Vertex body alone, and the job that runs it warns (the catalog may be out of date)
+    # instead of refusing it.
+    pool = t4_x3(acknowledged_hardware_checks=[T4_X3])
+    assert "acknowledgedHardwareChecks" not in str(to_body(pool))
+    assert to_body(pool)["machineSpec"]["acceleratorCount"] == 3
+    args = vt.CustomJobArgs(
+        project="p", region="us-central1", chief=pool, base_output_directory="gs://b/out"
+    )
+    with caplog.at_level(logging.WARNING):
+        run = run_pulumi(lambda: vt.CustomJob("t4", args), stack="dev")
+    spec = run.named("t4").inputs["spec"]["jobSpec"]["workerPoolSpecs"][0]
+    assert spec["machineSpec"]["acceleratorCount"] == 3
+    assert "CustomJobArgs.chief.accelerator.count: 3 x NVIDIA_TESLA_T4" in caplog.text
+    assert "acknowledged" in caplog.text and T4_X3 in caplog.text
+    # The provider judges the body again: the pool's acknowledgement travels with it.
+    assert T4_X3 in run.named("t4").inputs["acknowledged_hardware"]
+
+
+def test_a_pool_acknowledges_only_the_checks_it_names() -> None:
+    message = refused(lambda: t4_x3(acknowledged_hardware_checks=[T4_X3 + "-not"]))
+    assert f"(check {T4_X3})" in message
+    # What is wrong whatever the catalog says stays refused beside an acknowledged check.
+    message = refused(lambda: t4_x3(acknowledged_hardware_checks=[T4_X3], replica_count=0))
+    assert message.startswith("WorkerPool.replica_count: must be at least 1")
+    assert "accelerator" not in message
 
 
 def test_a_pool_reports_every_problem_it_has_in_one_message() -> None:
@@ -156,3 +205,26 @@ def test_the_yaml_route_judges_pools_with_the_job_and_every_problem_in_one_run()
         "jobSpec.scheduling.maxWaitDuration",
         "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
     ]
+
+
+def test_a_catalog_error_of_the_job_says_how_the_job_acknowledges_it() -> None:
+    b200 = vt.WorkerPool(
+        machine_type="a4-highgpu-8g", accelerator=vt.Accelerator("NVIDIA_B200", 8), image=DIGEST
+    )
+    check = "accelerator-region:NVIDIA_B200@europe-west4"
+
+    def job(*acknowledged: str) -> None:
+        args = vt.CustomJobArgs(
+            project="p",
+            region="europe-west4",
+            chief=b200,
+            base_output_directory="gs://b/out",
+            acknowledged_hardware_checks=list(acknowledged),
+        )
+        vt.CustomJob("b200", args)
+
+    message = refused(lambda: run_pulumi(job, stack="dev"))
+    assert message.endswith(
+        f"CustomJobArgs(..., acknowledged_hardware_checks=[{check!r}]) only warns"
+    )
+    run_pulumi(lambda: job(check), stack="dev")

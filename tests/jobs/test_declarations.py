@@ -320,6 +320,50 @@ def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
     assert found["jobs[0].chief.machineType"].problem == "got int 4"
 
 
+def test_a_tuning_key_in_a_custom_job_says_how_the_entry_becomes_a_tuning_job() -> None:
+    _, problems = read_job(
+        {
+            "name": "x",
+            "chief": {"machineType": "n1-standard-4"},
+            "scheduling": {"timeoutSeconds": 60},
+            "maxTrialCount": 4,
+            "maxFailedTrialCount": 1,
+        },
+        "jobs[0]",
+    )
+    found = {p.path: p for p in problems}
+    assert set(found) == {"jobs[0].maxTrialCount", "jobs[0].maxFailedTrialCount"}
+    problem = found["jobs[0].maxTrialCount"]
+    assert problem.problem == (
+        "applies only to a tuning job, and this entry is a custom job (it has no trial or study)"
+    )
+    assert problem.valid == (
+        "to tune, move chief, scheduling under trial: {...} and add study: {parameters: "
+        "[...]} (a tuning job entry has trial, study, maxTrialCount, parallelTrialCount); "
+        "else drop maxTrialCount"
+    )
+
+
+def test_a_run_key_at_the_top_of_a_tuning_job_says_it_belongs_to_each_trial() -> None:
+    entry = _tuning({})
+    _, problems = read_job({**entry, "scheduling": {"strategy": "SPOT"}}, "jobs[0]")
+    [problem] = problems
+    assert problem.path == "jobs[0].scheduling"
+    assert problem.problem == "a tuning job sets it for each trial, under trial"
+    assert problem.valid == "trial: {scheduling: ...}"
+
+
+def test_a_real_typo_of_a_job_key_still_gets_a_did_you_mean() -> None:
+    _, problems = read_job(
+        {"name": "x", "chief": {"machineType": "n1-standard-4"}, "displayNme": "x"}, "jobs[0]"
+    )
+    [problem] = problems
+    assert problem.problem == "unknown key (did you mean 'displayName'?)"
+    _, problems = read_job({**_tuning({}), "maxTrialCont": 3}, "jobs[0]")
+    [problem] = problems
+    assert problem.problem == "unknown key (did you mean 'maxTrialCount'?)"
+
+
 def test_the_reference_lists_the_yaml_keys() -> None:
     text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
     assert "| `machine_type` | `machineType` |" in text

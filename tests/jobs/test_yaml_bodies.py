@@ -263,7 +263,12 @@ TUNING = {"trial": {"chief": CHIEF}, "maxTrialCount": 1, "parallelTrialCount": 1
 @pytest.mark.parametrize(
     ("entry", "path", "message"),
     [
-        ({"chief": CHIEF, "maxTrialCount": 2}, "jobs[0].maxTrialCount", "unknown key"),
+        (
+            {"chief": CHIEF, "maxTrialCount": 2},
+            "jobs[0].maxTrialCount",
+            "applies only to a tuning job, and this entry is a custom job (it has no trial or "
+            "study)",
+        ),
         (
             {"chief": CHIEF, "scheduling": {"strategy": "SPTO"}},
             "jobs[0].scheduling.strategy",

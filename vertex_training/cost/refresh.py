@@ -34,6 +34,7 @@ from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 from vertex_training.pricing.catalog import (
     ITEM_KINDS,
     PRICES_PATH,
+    TARGETS,
     Pricing,
     Target,
     parse_price_catalog,
@@ -214,11 +215,8 @@ def _rows(
         row["as_of"] = max(date for _, _, date in found.values()).isoformat()
         rows[(target, kind, region, item)] = row
 
-    targets: tuple[tuple[Target, Mapping[str, Any]], ...] = (
-        ("training", hardware.machines("vertex")),
-        ("workbench", hardware.machines("workbench")),
-    )
-    for target, machines in targets:
+    for target in TARGETS:
+        machines = hardware.machines(target)
         for region, region_info in hardware.regions.items():
             for name, machine in machines.items():
                 if machine.vcpus is None or machine.memory_gb is None:
@@ -262,7 +260,7 @@ def refreshed_document(fetch: Fetch, existing: Mapping[str, Any]) -> RefreshResu
     fresh = _rows(prices, hardware, services)
     document = json.loads(json.dumps(existing))  # a deep copy, plain JSON
     result = RefreshResult(document, unclassified=unclassified)
-    for target in ("training", "workbench"):
+    for target in TARGETS:
         section = document.setdefault(target, {})
         for kind in ITEM_KINDS:
             key_name = "machine_type" if kind == "machines" else "accelerator_type"

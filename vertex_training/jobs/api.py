@@ -30,7 +30,7 @@ from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vert
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
-from vertex_training.jobs.rules.hardware import acknowledge
+from vertex_training.jobs.rules.hardware import acknowledge, catalog
 from vertex_training.jobs.rules.job import (
     job_findings,
     kms_findings,
@@ -151,18 +151,30 @@ _LATER = object()
 """A value the job's platform fills in (a pool's image): unknown where the pool is built."""
 
 
+def acknowledge_hint(where: str, check: str) -> str:
+    """How to acknowledge ``check`` in the Args class ``where``, for the end of its error:
+    a hardware catalog row can be out of date, and the message alone must say the way out."""
+    return (
+        f"where the hardware catalog (as of {catalog().as_of}) is out of date: "
+        f"{where}(..., acknowledged_hardware_checks=[{check!r}]) only warns"
+    )
+
+
 def _refuse_wrong_everywhere(
     obj: Any,
     root: str,
     read: Callable[[Any, str], tuple[Any, list[Finding]]],
     rules: Callable[[Any], list[Finding]],
+    *,
     filled_later: tuple[str, ...] = (),
+    acknowledged: Sequence[str] = (),
 ) -> None:
     """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
     if the job rules find it wrong whatever job, platform and region it meets: its body
     read at the API path ``root`` and judged by the same rules the job is judged by, values
     not known yet (and the ``filled_later`` paths the platform may fill) left unjudged.
-    Each line names the caller's own field."""
+    Each line names the caller's own field; a hardware check ``acknowledged`` is not
+    refused here (the job that runs ``obj`` reports it as a warning)."""
     if _WITH_THE_JOB.get():
         return
     body = to_body(obj)
@@ -175,7 +187,8 @@ def _refuse_wrong_everywhere(
     known, unknown = with_placeholders(body, lambda v: v is _LATER or not is_known(v), root)
     spec, unreadable = read(known, root)
     findings = unreadable or (rules(spec) if spec is not None else [])
-    errors = [f for f in drop_unknown(findings, unknown) if f.severity == "error"]
+    findings = acknowledge(drop_unknown(findings, unknown), acknowledged)
+    errors = [f for f in findings if f.severity == "error"]
     if not errors:
         return
     cls = type(obj)
@@ -186,6 +199,7 @@ def _refuse_wrong_everywhere(
         lines.append(
             f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
             + (f" (Vertex field {api_path})" if api_path else "")
+            + (f"; {acknowledge_hint(cls.__name__, finding.check)}" if finding.check else "")
         )
     raise InvalidArgumentsError("\n".join(lines))
 
@@ -291,6 +305,7 @@ class WorkerPool(_Checked):
             read_pool,
             pool_findings,
             filled_later=("containerSpec.imageUri",),
+            acknowledged=self.acknowledged_hardware_checks,
         )
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
@@ -329,6 +344,10 @@ class WorkerPool(_Checked):
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
     e.g. ``{"lustreMounts": [...]}``."""
+    acknowledged_hardware_checks: Sequence[str] = ()
+    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
+    for a catalog row that is out of date: not refused where the pool is built, and only
+    warned about by the job that runs the pool. Never part of the Vertex body."""
 
     def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
         """This pool with another replica count (e.g. the workers of a chief's pool)."""
@@ -1059,8 +1078,24 @@ def validate_body(
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
-        (warnings if finding.severity == "warning" else errors).append(text)
+        if finding.severity == "warning":
+            warnings.append(text)
+        else:
+            errors.append(
+                text + (f"; {acknowledge_hint(where, finding.check)}" if finding.check else "")
+            )
     return errors, warnings
+
+
+def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
+    """The hardware check ids a job's own Args acknowledge: the job's, then its pools'."""
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    pools = [getattr(run, name) for name in POOL_NAMES]
+    ids = [*args.acknowledged_hardware_checks]
+    ids += [
+        check for pool in pools if pool is not None for check in pool.acknowledged_hardware_checks
+    ]
+    return tuple(dict.fromkeys(ids))
 
 
 def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
@@ -1082,7 +1117,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
             project=args.project,
             local=False,
             strict=bool(args.strict_hardware_checks),
-            acknowledged=tuple(args.acknowledged_hardware_checks),
+            acknowledged=acknowledged_checks(args),
         )
     for key in ("project", "region"):
         value = getattr(args, key)
@@ -1112,10 +1147,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
         labels=platform.labels,
         local_root=platform.local_root,
         strict=strict,
-        acknowledged=(
-            *platform.acknowledged_hardware_checks,
-            *args.acknowledged_hardware_checks,
-        ),
+        acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )
 
 

@@ -31,7 +31,8 @@ default the image, output directory, service account, network and labels.
 
 The project schema in ``Pulumi.yaml`` cannot type a list of objects (pulumi/pulumi#11321),
 so the Args types are the schema (``fields.from_config``): unknown keys are errors that
-name the key and what was meant.
+name the key and what was meant, and a key only the other kind of job has says so and
+how to write the entry as that kind.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ from dataclasses import replace
 from typing import Any
 
 from vertex_training.jobs import api
-from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config
+from vertex_training.jobs.fields import (
+    ConfigProblem,
+    caller_path,
+    from_config,
+    required,
+    yaml_keys,
+)
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import (
@@ -134,6 +141,42 @@ def _old_shape(job: Mapping[str, Any], path: str, out: list[ConfigProblem]) -> N
             )
 
 
+def _the_other_kind(
+    fields: Mapping[str, Any], cls: type, path: str, out: list[ConfigProblem]
+) -> dict[str, Any]:
+    """``fields`` without the keys only the other kind of job has, each a problem saying
+    which kind it belongs to and how to write the entry (an entry's kind is whether it
+    has ``trial`` or ``study``); the kinds' keys come from the Args types themselves."""
+    custom = yaml_keys(api.CustomJobArgs, _NOT_IN_YAML)
+    tuning = yaml_keys(api.HyperparameterTuningJobArgs, _NOT_IN_YAML)
+    kept: dict[str, Any] = {}
+    for key, value in fields.items():
+        if cls is api.CustomJobArgs and key in tuning.keys() - custom.keys():
+            moved = [k for k in fields if k in custom.keys() - tuning.keys()]
+            out.append(
+                ConfigProblem(
+                    f"{path}.{key}",
+                    "applies only to a tuning job, and this entry is a custom job (it has "
+                    "no trial or study)",
+                    f"to tune, move {', '.join(moved) or 'the pools'} under trial: {{...}} "
+                    "and add study: {parameters: [...]} (a tuning job entry has "
+                    f"{', '.join(k for k, f in tuning.items() if required(f))}); else drop {key}",
+                )
+            )
+        elif cls is api.HyperparameterTuningJobArgs and key in custom.keys() - tuning.keys():
+            # What a custom job runs, a tuning job runs in each trial (``trial``).
+            out.append(
+                ConfigProblem(
+                    f"{path}.{key}",
+                    "a tuning job sets it for each trial, under trial",
+                    f"trial: {{{key}: ...}}",
+                )
+            )
+        else:
+            kept[key] = value
+    return kept
+
+
 class JobDeclaration:
     """One job of a stack: its resource name and the Args it declares."""
 
@@ -217,6 +260,7 @@ class JobDeclaration:
             service_account=service_account,
             labels=labels,
             strict=strict,
+            acknowledged=api.acknowledged_checks(self.args),
         )
 
     def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:
@@ -259,6 +303,7 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
         if "trial" in fields or "study" in fields
         else api.CustomJobArgs
     )
+    fields = _the_other_kind(fields, cls, path, out)
     with api.judged_with_the_job():  # job_problems judges the whole job, pools included
         args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
     if out or args is None:

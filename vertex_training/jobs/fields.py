@@ -312,6 +312,11 @@ def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, datacl
     return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
 
 
+def required(f: dataclasses.Field[Any]) -> bool:
+    """A field the Args cannot be built without (no default): a key every entry has."""
+    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+
+
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
     from vertex_training._checks import _describe, _literals, _show, matches
     from vertex_training._spelling import did_you_mean
@@ -410,8 +415,7 @@ def from_config(
             continue
         kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out)
     for key, f in keys.items():
-        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        if required and f.name not in kwargs:
+        if required(f) and f.name not in kwargs:
             out.append(ConfigProblem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
     if len(out) > before:
         return None

@@ -22,8 +22,9 @@ PRICES_PATH = Path(__file__).with_name("prices.json")
 """The data file ``price_catalog()`` reads and ``refresh`` rewrites."""
 
 Target = Literal["training", "workbench"]
-"""``training``: Vertex AI custom training; ``workbench``: the Compute Engine VM under a
-Workbench instance."""
+"""What the hardware is for, in this catalog and the hardware catalog alike: ``training``:
+Vertex AI custom training (Vertex's own machine and GPU tables and prices);
+``workbench``: the Compute Engine VM under a Workbench instance."""
 ItemKind = Literal["machines", "accelerators"]
 TARGETS: tuple[Target, ...] = ("training", "workbench")
 ITEM_KINDS: tuple[ItemKind, ...] = ("machines", "accelerators")

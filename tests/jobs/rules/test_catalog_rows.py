@@ -3,6 +3,8 @@ wrongly refused, what was wrongly accepted, and what strict mode refuses."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vertex_training.jobs.finding import Finding
@@ -25,7 +27,7 @@ def _spec(
     topology: str | None = None,
     *,
     strict: bool = False,
-    target: str = "vertex",
+    target: str = "training",
     strategy: str | None = None,
 ) -> list[Finding]:
     return check_machine_spec(
@@ -86,7 +88,7 @@ def test_strict_does_not_refuse_a_pair_missing_from_a_partial_list() -> None:
 # --- item 12: wrongly accepted ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("target", ["vertex", "workbench"])
+@pytest.mark.parametrize("target", ["training", "workbench"])
 def test_k80_is_retired_and_refused(target: str) -> None:
     (error,) = _spec("n1-standard-8", "NVIDIA_TESLA_K80", 1, target=target)
     assert error.severity == "error"
@@ -177,33 +179,50 @@ def test_every_finding_names_its_check_and_an_acknowledged_one_only_warns() -> N
     assert acknowledge([error], ["accelerator-region:NVIDIA_B200@us-east4"]) == [error]
 
 
-def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
-    from pathlib import Path
+B200_HERE = "accelerator-region:NVIDIA_B200@europe-west4"
 
-    from vertex_training.stack.config import ConfigError, load_stack_config
 
+def _b200_stack(tmp_path: object, *, stack: str = "", job: str = "", pool: str = "") -> Path:
+    """A dev stack in europe-west4 (no B200 there, says the catalog) whose one job runs
+    B200s; ``stack``, ``job`` and ``pool``: YAML added at each level."""
     stack_file = Path(str(tmp_path)) / "Pulumi.scratch.yaml"
-    base = (
-        "config:\n"
-        "  gcp:project: scratch-project\n"
+    stack_file.write_text(
+        "config:\n" + stack + "  gcp:project: scratch-project\n"
         "  vertex-training:environment: dev\n"
         "  vertex-training:region: europe-west4\n"
         "  vertex-training:workbenchEnabled: false\n"
         "  vertex-training:jobs:\n"
         "    - name: b200\n"
-        "      chief: {machineType: a4-highgpu-8g, accelerator: {type: NVIDIA_B200,"
-        " count: 8}, args: [--workload, cassava]}\n"
+        + job
+        + "      chief: {machineType: a4-highgpu-8g, accelerator: {type: NVIDIA_B200,"
+        " count: 8}, args: [--workload, cassava]" + pool + "}\n"
         "      scheduling: {timeoutSeconds: 3600}\n"
     )
-    stack_file.write_text(base)
-    with pytest.raises(ConfigError, match=r"check accelerator-region:NVIDIA_B200@europe-west4"):
-        load_stack_config(stack_file)
-    stack_file.write_text(
-        base.replace(
-            "config:\n",
-            "config:\n  vertex-training:acknowledgedHardwareChecks:\n"
-            "    - accelerator-region:NVIDIA_B200@europe-west4\n",
-        )
-    )
-    config = load_stack_config(stack_file)
+    return stack_file
+
+
+def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
+    from vertex_training.stack.config import ConfigError, load_stack_config
+
+    with pytest.raises(ConfigError, match=f"check {B200_HERE}"):
+        load_stack_config(_b200_stack(tmp_path))
+    acknowledged = f"  vertex-training:acknowledgedHardwareChecks:\n    - {B200_HERE}\n"
+    config = load_stack_config(_b200_stack(tmp_path, stack=acknowledged))
     assert any("acknowledged" in warning for warning in config.warnings)
+
+
+@pytest.mark.parametrize("where", ["job", "pool"])
+def test_a_stack_job_acknowledges_a_check_in_the_job_or_its_pool(
+    tmp_path: object, where: str
+) -> None:
+    # The job entry is the Args in camelCase: the job's and the pool's
+    # acknowledged_hardware_checks are keys there, and the stack reader honours them.
+    from vertex_training.stack.config import load_stack_config
+
+    acknowledged = f"acknowledgedHardwareChecks: [{B200_HERE}]"
+    if where == "job":
+        stack_file = _b200_stack(tmp_path, job=f"      {acknowledged}\n")
+    else:
+        stack_file = _b200_stack(tmp_path, pool=f", {acknowledged}")
+    [warning] = [w for w in load_stack_config(stack_file).warnings if B200_HERE in w]
+    assert "jobs[0].chief.accelerator.type" in warning and "acknowledged" in warning

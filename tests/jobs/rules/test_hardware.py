@@ -83,7 +83,7 @@ def _spec(
     topology: str | None = None,
     *,
     strict: bool = False,
-    target: str = "vertex",
+    target: str = "training",
 ) -> list[Finding]:
     return check_machine_spec(
         path=SPEC,
@@ -233,7 +233,7 @@ def test_compute_engine_size_vertex_does_not_train_on_is_refused_for_vertex_only
     assert _spec("n1-standard-2", target="workbench") == []
 
 
-@pytest.mark.parametrize("target", ["vertex", "workbench"])
+@pytest.mark.parametrize("target", ["training", "workbench"])
 def test_eight_t4_on_n1_standard_8_is_refused(target: str) -> None:
     error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_T4", 8, target=target))
     assert error == Finding(
@@ -244,7 +244,7 @@ def test_eight_t4_on_n1_standard_8_is_refused(target: str) -> None:
     )
 
 
-@pytest.mark.parametrize("target", ["vertex", "workbench"])
+@pytest.mark.parametrize("target", ["training", "workbench"])
 def test_two_a100_on_a2_highgpu_1g_is_refused(target: str) -> None:
     error = _only(_spec("a2-highgpu-1g", "NVIDIA_TESLA_A100", 2, target=target))
     assert error.severity == "error"
@@ -517,7 +517,7 @@ def test_catalog_accelerators_exist_in_the_api_enum() -> None:
 
 def test_machines_and_regions_name_only_catalog_accelerators() -> None:
     cat = catalog()
-    for machines in (cat.vertex_machines, cat.workbench_machines):
+    for machines in (cat.training_machines, cat.workbench_machines):
         for machine in machines.values():
             assert set(machine.accelerators) <= set(cat.accelerators), machine.name
     for region in cat.regions.values():
@@ -530,7 +530,7 @@ def test_every_accelerator_is_offered_somewhere_and_attaches_to_something() -> N
     cat = catalog()
     for name in cat.accelerators:
         assert any(name in r.accelerators for r in cat.regions.values()), name
-        assert any(name in m.accelerators for m in cat.vertex_machines.values()), name
+        assert any(name in m.accelerators for m in cat.training_machines.values()), name
 
 
 def test_parse_catalog_refuses_a_file_that_contradicts_itself() -> None:

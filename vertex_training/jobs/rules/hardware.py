@@ -7,9 +7,10 @@ valid) and warn about what it does not know (severity ``"warning"``, naming the 
 as-of date), so that a machine Google launched after that date is never refused here.
 ``strict=True`` turns the "not known" warnings into errors.
 
-Two targets share the data: ``"vertex"`` (custom training: Vertex's own machine and GPU
-tables) and ``"workbench"`` (Workbench instances are Compute Engine VMs, so GPUs on n1
-follow Compute Engine's per-count vCPU and memory limits).
+Two targets share the data (``Target``, the price catalog's too): ``"training"`` (Vertex AI
+custom training: Vertex's own machine and GPU tables) and ``"workbench"`` (Workbench
+instances are Compute Engine VMs, so GPUs on n1 follow Compute Engine's per-count vCPU and
+memory limits).
 
 Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
 ``aiplatform_v1`` client.
@@ -28,8 +29,7 @@ from typing import Any, Literal
 
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.jobs.finding import Finding, Severity
-
-Target = Literal["vertex", "workbench"]
+from vertex_training.pricing.catalog import Target
 
 CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
 """The data file this module reads."""
@@ -102,7 +102,7 @@ class Series:
     compute_engine_sizes: tuple[int, ...]
 
     def sizes(self, target: Target) -> tuple[int, ...]:
-        return self.vertex_sizes if target == "vertex" else self.compute_engine_sizes
+        return self.vertex_sizes if target == "training" else self.compute_engine_sizes
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class HardwareCatalog:
     sources: Mapping[str, Source]
     accelerators: Mapping[str, AcceleratorType]
     families: Mapping[str, Family]
-    vertex_machines: Mapping[str, MachineType]
+    training_machines: Mapping[str, MachineType]
     workbench_machines: Mapping[str, MachineType]
     regions: Mapping[str, Region]
     attach_families_complete: bool = False
@@ -153,9 +153,10 @@ class HardwareCatalog:
     """When and from what the availability rows were last rebuilt (``refresh``)."""
 
     def machines(self, target: Target) -> Mapping[str, MachineType]:
-        return self.vertex_machines if target == "vertex" else self.workbench_machines
+        # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
+        return {"training": self.training_machines, "workbench": self.workbench_machines}[target]
 
-    def machine(self, name: str, target: Target = "vertex") -> MachineType | None:
+    def machine(self, name: str, target: Target = "training") -> MachineType | None:
         return self.machines(target).get(name)
 
 
@@ -179,7 +180,7 @@ def _cpu_machines(
 ) -> dict[str, MachineType]:
     machines = {}
     for series_name, spec in series.items():
-        sizes = spec["vertex_sizes"] if target == "vertex" else spec["compute_engine_sizes"]
+        sizes = spec["vertex_sizes"] if target == "training" else spec["compute_engine_sizes"]
         for size in sizes:
             if "memory_gb_per_vcpu" in spec:
                 memory = round(size * spec["memory_gb_per_vcpu"], 2)
@@ -253,7 +254,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     }
 
     families: dict[str, Family] = {}
-    vertex: dict[str, MachineType] = {}
+    training: dict[str, MachineType] = {}
     workbench: dict[str, MachineType] = {}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
@@ -269,28 +270,30 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         families[fam_name] = Family(
             fam_name, kind, fam["complete"], fam_sources, series, tuple(explicit)
         )
-        fam_vertex = _cpu_machines(fam_name, kind, fam.get("series", {}), "vertex")
+        fam_training = _cpu_machines(fam_name, kind, fam.get("series", {}), "training")
         fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
         if "vertex_gpu_counts" in fam:
             table = fam["vertex_gpu_counts"]
             _check_sources(f"families.{fam_name}.vertex_gpu_counts", table["sources"], sources)
             for name, gpus in _n1_vertex_gpus(table).items():
-                if name not in fam_vertex:
+                if name not in fam_training:
                     raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
-                fam_vertex[name] = MachineType(**{**vars(fam_vertex[name]), "accelerators": gpus})
+                fam_training[name] = MachineType(
+                    **{**vars(fam_training[name]), "accelerators": gpus}
+                )
         if "workbench_gpu_limits" in fam:
             limits = fam["workbench_gpu_limits"]
             _check_sources(f"families.{fam_name}.workbench_gpu_limits", limits["sources"], sources)
             for name, machine in fam_workbench.items():
                 gpus = _n1_workbench_gpus(machine, limits["limits"])
                 fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
-        vertex.update(fam_vertex)
-        vertex.update(explicit)
+        training.update(fam_training)
+        training.update(explicit)
         workbench.update(fam_workbench)
         # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
         workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
 
-    for machine in (*vertex.values(), *workbench.values()):
+    for machine in (*training.values(), *workbench.values()):
         unknown = sorted(set(machine.accelerators) - set(accelerators))
         if unknown:
             raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
@@ -325,7 +328,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         sources=sources,
         accelerators=accelerators,
         families=families,
-        vertex_machines=vertex,
+        training_machines=training,
         workbench_machines=workbench,
         regions=regions,
         attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
@@ -381,7 +384,7 @@ def _unknown_severity(strict: bool) -> Severity:
     return "error" if strict else "warning"
 
 
-def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[str]:
+def machines_taking(accelerator_type: str, target: Target = "training") -> list[str]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
     return [
         name
@@ -390,20 +393,20 @@ def machines_taking(accelerator_type: str, target: Target = "vertex") -> list[st
     ]
 
 
-def accelerators_taken(target: Target = "vertex") -> list[str]:
+def accelerators_taken(target: Target = "training") -> list[str]:
     """Accelerators some machine type of ``target`` takes, sorted (the GPUs a Workbench
     instance can have, for ``"workbench"``)."""
     return sorted({a for m in catalog().machines(target).values() for a in m.accelerators})
 
 
-def accelerator_counts_taken(target: Target = "vertex") -> list[int]:
+def accelerator_counts_taken(target: Target = "training") -> list[int]:
     """Accelerator counts some machine type of ``target`` takes, sorted."""
     machines = catalog().machines(target).values()
     return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
 
 
 def accelerator_counts_allowed(
-    machine_type: str, accelerator_type: str, target: Target = "vertex"
+    machine_type: str, accelerator_type: str, target: Target = "training"
 ) -> frozenset[int]:
     """Counts of ``accelerator_type`` that ``machine_type`` takes (empty: none or unknown)."""
     machine = catalog().machine(machine_type, target)
@@ -420,7 +423,7 @@ def regions_offering(accelerator_type: str) -> list[str]:
 def machine_vcpus(machine_type: str) -> int | None:
     """vCPUs of ``machine_type`` (either target), or ``None`` when the catalog has no figure."""
     cat = catalog()
-    machine = cat.vertex_machines.get(machine_type) or cat.workbench_machines.get(machine_type)
+    machine = cat.training_machines.get(machine_type) or cat.workbench_machines.get(machine_type)
     return machine.vcpus if machine else None
 
 
@@ -440,7 +443,7 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
         families = sorted({m.family for m in machines.values()})
         guess = closest(machine_type, machines) or closest(parts[0], families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
-        where = "Vertex" if target == "vertex" else "Compute Engine"
+        where = "Vertex" if target == "training" else "Compute Engine"
         return [
             Finding(
                 field,
@@ -502,8 +505,8 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
             )
         ]
     sizes = series.sizes(target)
-    where = "Vertex training" if target == "vertex" else "Compute Engine"
-    other = series.compute_engine_sizes if target == "vertex" else series.vertex_sizes
+    where = "Vertex training" if target == "training" else "Compute Engine"
+    other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
     size = parts[-1]
     note = (
         f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
@@ -722,7 +725,7 @@ def check_machine_spec(
     accelerator_count: int,
     tpu_topology: str | None = None,
     strict: bool = False,
-    target: Target = "vertex",
+    target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:
     """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it).
@@ -807,16 +810,17 @@ def check_machine_spec(
 
 
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
-    """``findings`` with every error whose check the stack acknowledges made a warning.
+    """``findings`` with every error whose check is ``acknowledged`` made a warning.
 
-    The override for one check: a stack that knows better than the catalog (a GPU Google
-    added to a region after the catalog's as-of date) names the check id from the error.
+    The override for one check: a stack, platform, job or pool that knows better than the
+    catalog (a GPU Google added to a region after the catalog's as-of date) names the check
+    id from the error.
     """
     ids = frozenset(acknowledged)
     out = []
     for finding in findings:
         if finding.severity == "error" and finding.check in ids:
-            note = " [acknowledged by the stack's acknowledgedHardwareChecks: not refused]"
+            note = " [acknowledged hardware check: a warning, not refused]"
             out.append(
                 dataclasses.replace(finding, message=finding.message + note, severity="warning")
             )
@@ -1013,7 +1017,6 @@ __all__ = [
     "Region",
     "Series",
     "Source",
-    "Target",
     "accelerator_counts_allowed",
     "accelerator_counts_taken",
     "accelerators_taken",
