@@ -110,7 +110,7 @@ docs: install
 	$(BIN)/pdoc vertex_training -o docs/html
 
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
-# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/pricing/prices.json).
+# `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).
 estimate: install
 	$(BIN)/python -m vertex_training.cost --stack $(STACK)
 

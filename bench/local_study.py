@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.records import JobKind, JobState
 
 TRIAL_SCRIPT = """
 import sys, time, hypertune

@@ -25,7 +25,7 @@ from pulumi_policy.proxy import UnknownValueError
 
 from policy import rules
 from policy.rules import Resource
-from vertex_training.pricing.budget import REFUSING_ENVIRONMENTS
+from vertex_training.cost.budget import REFUSING_ENVIRONMENTS
 
 POLICY_PACK_NAME = "vertex-training"
 

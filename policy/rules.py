@@ -20,13 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertex_training._project import project_root
-from vertex_training.cost.stack import estimate_stack
-from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
-from vertex_training.pricing.budget import budget_verdict
-from vertex_training.pricing.catalog import PriceCatalog
-from vertex_training.pricing.estimate import (
+from vertex_training.cost.budget import budget_verdict
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import (
     DEFAULT_WORKBENCH_HOURS,
     EstimateError,
     JobEstimate,
@@ -35,6 +31,10 @@ from vertex_training.pricing.estimate import (
     estimate_workbench,
     stack_estimate,
 )
+from vertex_training.cost.stack import estimate_stack
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.stack.config import StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"

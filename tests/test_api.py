@@ -17,8 +17,8 @@ from pulumi.dynamic.dynamic import serialize_provider
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, RecordingMonitor, run_pulumi
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
 
 CUSTOM = "pulumi-python:dynamic/vertex:CustomJob"

@@ -15,8 +15,8 @@ import yaml
 
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_pulumi, stack_file_config
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
 
 EXAMPLES = PROJECT_ROOT / "examples"

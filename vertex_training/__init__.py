@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         TrialJob,
         WorkerPool,
     )
-    from vertex_training.jobs.model import TrialResult
+    from vertex_training.jobs.records import TrialResult
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, declare_job
     from vertex_training.platform.platform import (
         ImageBuild,
@@ -98,7 +98,7 @@ _HOMES = {
     **dict.fromkeys(
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),
-    "TrialResult": "vertex_training.jobs.model",
+    "TrialResult": "vertex_training.jobs.records",
     **dict.fromkeys(
         (
             "ImageBuild",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from vertex_training.pricing.catalog import PriceCatalog, parse_price_catalog
+from vertex_training.cost.catalog import PriceCatalog, parse_price_catalog
 
 SOURCE = "https://example.test/prices"
 

@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from tests.cost.bodies import custom_job, pool
-from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
-from vertex_training.pricing.budget import BudgetStatus, budget_verdict
-from vertex_training.pricing.catalog import PriceCatalog
-from vertex_training.pricing.estimate import stack_estimate
-from vertex_training.pricing.report import (
+from vertex_training.cost.budget import BudgetStatus, budget_verdict
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import stack_estimate
+from vertex_training.cost.report import (
     estimate_table,
     job_estimate_message,
     stack_total_message,
     usd_text,
 )
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.records import JobKind
 
 
 def _job(prices: PriceCatalog, *pools: dict[str, Any], name: str = "j") -> Any:

@@ -11,14 +11,14 @@ import pytest
 
 from tests import PROJECT_ROOT
 from tests.cost.conftest import TEST_PRICES
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
-from vertex_training.pricing.catalog import (
+from vertex_training.cost.catalog import (
     PRICES_PATH,
     PriceCatalogError,
     load_price_catalog,
     parse_price_catalog,
     price_catalog,
 )
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 from vertex_training.stack.config import load_stack_config
 
 

@@ -7,17 +7,17 @@ import math
 import pytest
 
 from tests.cost.bodies import custom_job, pool, tuning_job
-from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
-from vertex_training.pricing.budget import BudgetStatus, budget_verdict
-from vertex_training.pricing.catalog import PriceCatalog, Pricing
-from vertex_training.pricing.estimate import (
+from vertex_training.cost.budget import BudgetStatus, budget_verdict
+from vertex_training.cost.catalog import PriceCatalog, Pricing
+from vertex_training.cost.estimate import (
     VERTEX_DEFAULT_TIMEOUT_SECONDS,
     EstimateError,
     UnknownPrice,
     estimate_workbench,
     stack_estimate,
 )
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.records import JobKind
 
 CUSTOM = JobKind.CUSTOM_JOB
 TUNING = JobKind.HYPERPARAMETER_TUNING_JOB

@@ -12,16 +12,16 @@ import pytest
 from tests import PROJECT_ROOT
 from tests.cost.bodies import custom_job, pool, tuning_job
 from vertex_training.cost.__main__ import main
-from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
-from vertex_training.pricing.catalog import PriceCatalog
-from vertex_training.pricing.estimate import estimate_workbench, stack_estimate
-from vertex_training.pricing.report import (
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import estimate_workbench, stack_estimate
+from vertex_training.cost.report import (
     estimate_table,
     job_estimate_message,
     stack_total_message,
     usd_range,
 )
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.records import JobKind
 
 V100 = "NVIDIA_TESLA_V100"
 
@@ -156,7 +156,7 @@ def test_make_estimate_runs_the_module() -> None:
     [
         # Pricing a body needs no Pulumi at all.
         (
-            "vertex_training.pricing.estimate, vertex_training.pricing.report",
+            "vertex_training.cost.estimate, vertex_training.cost.report",
             ("tensorflow", "google.cloud.aiplatform_v1", "pulumi_gcp", "pulumi"),
         ),
         # A stack's bodies come from the public Args (Pulumi Inputs), nothing heavier.

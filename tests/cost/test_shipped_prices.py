@@ -8,11 +8,11 @@ import typing
 import pytest
 
 from tests.cost.bodies import custom_job, pool
+from vertex_training.cost.catalog import TARGETS, Pricing, Target, price_catalog
 from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules import hardware as hardware_rules
 from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
-from vertex_training.pricing.catalog import TARGETS, Pricing, Target, price_catalog
 
 CUSTOM = JobKind.CUSTOM_JOB
 T4 = "NVIDIA_TESLA_T4"
@@ -109,7 +109,7 @@ def test_gpu_spot_prices_agree_between_regions_of_the_same_list_price() -> None:
     # unverified one is dropped and reads "unknown price" instead.
     import json
 
-    from vertex_training.pricing.catalog import PRICES_PATH
+    from vertex_training.cost.catalog import PRICES_PATH
 
     data = json.loads(PRICES_PATH.read_text())
     for target in ("training", "workbench"):

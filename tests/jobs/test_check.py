@@ -8,7 +8,7 @@ import pytest
 
 from tests.bodies import cassava, horses_or_humans
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION, UNKNOWN, JobProvider
 
 TAG = "us-central1-docker.pkg.dev/p/training/trainer:v1"

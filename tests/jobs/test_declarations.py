@@ -19,8 +19,8 @@ from vertex_training._checks import _field_types
 from vertex_training.jobs import api
 from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
 from vertex_training.jobs.fields import _flatten, camel
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind
 
 IMAGE = "r/trainer@sha256:" + "1" * 64
 ENV = {"image": IMAGE, "bucket_url": "gs://b", "service_account": "sa@p.iam.gserviceaccount.com"}

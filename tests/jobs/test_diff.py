@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.bodies import cassava
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
 
 PROVIDER = JobProvider(JobKind.CUSTOM_JOB)

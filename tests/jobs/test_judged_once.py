@@ -17,12 +17,12 @@ from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_program, run_pulumi, stack_file_config
 from vertex_training.jobs import api
 from vertex_training.jobs.declarations import JobDeclaration, read_job
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
+from vertex_training.jobs.records import JobKind
 
 STACKS = PROJECT_ROOT / "stacks"
 JOB_TYPES = (

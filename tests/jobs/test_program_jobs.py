@@ -11,7 +11,7 @@ import pytest
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 from vertex_training.jobs.view import (
     CustomJobView,

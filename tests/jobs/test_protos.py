@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.bodies import cassava, horses_or_humans
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import BodyParseError, body_of, canonical_json, parse_body
+from vertex_training.jobs.records import JobKind
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 

@@ -18,8 +18,8 @@ from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from pulumi.runtime.proto import provider_pb2
 from tests.bodies import custom_job, pool
 from tests.jobs.provider_host import Engine, ProviderHost
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 
 pytestmark = pytest.mark.slow

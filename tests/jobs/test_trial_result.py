@@ -9,7 +9,7 @@ from pulumi.runtime.rpc import translate_output_properties
 
 import vertex_training as vt
 from vertex_training.jobs import resources
-from vertex_training.jobs.model import TrialRecord, TrialResult
+from vertex_training.jobs.records import TrialRecord, TrialResult
 
 
 def test_the_trial_outputs_are_typed_and_pulumi_can_build_them() -> None:

@@ -34,8 +34,8 @@ from vertex_training.jobs.backends.vertex import (
     label_filter,
     record_from_proto,
 )
-from vertex_training.jobs.model import JobKind, JobState
 from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind, JobState
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 

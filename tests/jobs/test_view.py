@@ -9,7 +9,7 @@ import pytest
 
 from tests.bodies import cassava, categorical, horses_or_humans, integer, job_spec, pool, study
 from tests.bodies import tuning_job as tuning_body
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
     BodyError,
     ConditionalParameterSpec,

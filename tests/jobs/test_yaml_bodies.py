@@ -12,8 +12,8 @@ import pytest
 
 from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.protos import canonical_json, parse_body
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import (
     CategoricalParameterSpec,

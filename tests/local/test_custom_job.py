@@ -21,7 +21,7 @@ from vertex_training.jobs.backends.local.environment import (
     LOCAL_DECODED_CACHE_MAX_BYTES,
     LocalSpecError,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState
+from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
 pytestmark = pytest.mark.timeout(120)
 

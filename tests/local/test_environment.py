@@ -21,7 +21,7 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
     CustomJobSpec,
     CustomJobView,
@@ -337,7 +337,7 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
     ``<root>/gcs`` here; a job without baseOutputDirectory gets no AIP_* and no TF_CONFIG."""
     from tests.local.conftest import standin
     from vertex_training.jobs.backends.local import LocalBackend
-    from vertex_training.jobs.model import JobState
+    from vertex_training.jobs.records import JobState
 
     backend = LocalBackend(str(tmp_path / "root"))
     body = custom_job(

@@ -12,7 +12,7 @@ import pytest
 
 from tests.bodies import custom_job, double, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.runner.__main__ import EXIT_FAILED, EXIT_USAGE, main
 from vertex_training.runner.jobs import StackJobs, StackJobsError, load_spec_file
 

@@ -19,7 +19,7 @@ from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED, JobNotResumableError
 from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
 from vertex_training.jobs.backends.local.tuner import VERTEX_TRIAL_ID
-from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.runner.jobs import LocalJob
 from vertex_training.runner.progress import run_jobs
 

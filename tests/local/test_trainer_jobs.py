@@ -11,7 +11,7 @@ import pytest
 
 from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.records import JobKind, JobState
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -20,7 +20,7 @@ from vertex_training.jobs.backends.local.study import (
     parameter_args,
     read_measurements,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord, best_trial
+from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, best_trial
 from vertex_training.jobs.view import (
     DoubleParameterSpec,
     MeasurementSelection,

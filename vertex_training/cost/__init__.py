@@ -1,7 +1,10 @@
-"""A stack's cost, computed where the stack is read: ``python -m vertex_training.cost
---stack dev`` (``stack`` estimates a stack's config), ``vt.log_stack_cost`` in the
-program (``program``) and the price catalog's refresh from the Cloud Billing Catalog API
-(``refresh``). The prices and the estimates themselves are ``vertex_training.pricing``.
+"""What training costs, before anything runs: the price catalog (``prices.json`` read by
+``catalog``), estimates and their sum (``estimate``), the budget verdict (``budget``) and
+their text (``report``), below the jobs and the platform, which price themselves with it
+(``vertex_training.jobs.estimate`` for a job's body). Above them, a stack's cost where the
+stack is read (``stack``: ``python -m vertex_training.cost --stack dev``), in the program
+(``program``: ``vt.log_stack_cost``), and the catalog's refresh from the Cloud Billing
+Catalog API (``price_refresh``).
 
 Import the submodule you need; nothing here imports TensorFlow, ``aiplatform_v1`` or
 ``pulumi_gcp``.

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from vertex_training._project import project_root
+from vertex_training.cost.budget import budget_verdict
+from vertex_training.cost.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
+from vertex_training.cost.report import budget_line, estimate_table
 from vertex_training.cost.stack import estimate_stack
-from vertex_training.pricing.budget import budget_verdict
-from vertex_training.pricing.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
-from vertex_training.pricing.report import budget_line, estimate_table
 from vertex_training.stack.config import ConfigError, load_stack_config
 
 

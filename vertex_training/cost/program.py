@@ -1,7 +1,7 @@
 """The stack total where the program reads its stack: ``vt.log_stack_cost(platform, jobs)``.
 
 The jobs and the platform price themselves at construction (``cost_estimate``, from
-``vertex_training.pricing``); the total of a stack is summed here, by the program that
+``vertex_training.cost``); the total of a stack is summed here, by the program that
 declared them, never by a job reaching up for its siblings.
 """
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 import pulumi
 
-from vertex_training.pricing.budget import budget_verdict
-from vertex_training.pricing.estimate import StackEstimate, stack_estimate
-from vertex_training.pricing.report import stack_total_message
+from vertex_training.cost.budget import budget_verdict
+from vertex_training.cost.estimate import StackEstimate, stack_estimate
+from vertex_training.cost.report import stack_total_message
 
 if TYPE_CHECKING:
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob

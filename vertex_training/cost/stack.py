@@ -11,20 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import (
+    DEFAULT_WORKBENCH_HOURS,
+    StackEstimate,
+    estimate_workbench,
+    stack_estimate,
+)
 from vertex_training.jobs.declarations import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
 from vertex_training.jobs.estimate import estimate_job
-from vertex_training.jobs.model import JobKind
-from vertex_training.pricing.catalog import PriceCatalog
-from vertex_training.pricing.estimate import (
-    DEFAULT_WORKBENCH_HOURS,
-    StackEstimate,
-    estimate_workbench,
-    stack_estimate,
-)
+from vertex_training.jobs.records import JobKind
 from vertex_training.stack.config import StackConfig
 
 

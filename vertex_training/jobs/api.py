@@ -28,8 +28,8 @@ import pulumi
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.hardware import acknowledge, catalog
 from vertex_training.jobs.rules.job import (
     job_findings,

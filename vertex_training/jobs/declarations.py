@@ -51,12 +51,12 @@ from vertex_training.jobs.fields import (
     yaml_keys,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.model import JobKind
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
+from vertex_training.jobs.records import JobKind
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})

@@ -1,7 +1,7 @@
 """A job's estimated cost from its Vertex REST body (the same body the job resource sends).
 
 The body is read through the jobs' read-only view; prices come from
-``vertex_training.pricing``. Hours are the job's expected duration when the caller knows
+``vertex_training.cost``. Hours are the job's expected duration when the caller knows
 it (``expected_duration_seconds``: one run of a CustomJob, one *trial* of a tuning job),
 else ``scheduling.timeout``, else Vertex's default timeout of 7 days; the last two are
 upper bounds and say so. ``scheduling.strategy: SPOT`` is priced at Spot prices.
@@ -13,15 +13,15 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from vertex_training.jobs.model import JobKind
-from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
-from vertex_training.pricing.catalog import PriceCatalog, Pricing, price_catalog
-from vertex_training.pricing.estimate import (
+from vertex_training.cost.catalog import PriceCatalog, Pricing, price_catalog
+from vertex_training.cost.estimate import (
     VERTEX_DEFAULT_TIMEOUT_SECONDS,
     EstimateError,
     JobEstimate,
     pool_cost,
 )
+from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
 
 
 def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:

@@ -16,7 +16,7 @@ from typing import Any
 from google.cloud import aiplatform_v1 as v1
 from google.protobuf import descriptor_pool, json_format
 
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 
 JobMessage = v1.CustomJob | v1.HyperparameterTuningJob
 

@@ -27,6 +27,7 @@ import pulumi.dynamic
 from pulumi.runtime.rpc import UNKNOWN
 
 from vertex_training._checks import InvalidArgumentsError, is_known
+from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
@@ -43,15 +44,14 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     wait_until_terminal,
 )
-from vertex_training.jobs.model import JobKind, JobRecord, JobState
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.records import JobKind, JobRecord, JobState
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
-from vertex_training.pricing.estimate import JobEstimate
 
 if TYPE_CHECKING:
-    from vertex_training.jobs.model import TrialResult
+    from vertex_training.jobs.records import TrialResult
 else:
     # The engine found it: Pulumi reads output annotations at run time to build each
     # value, and takes a TypedDict for a class to construct. At run time a trial is the
@@ -548,9 +548,9 @@ class _JobResource(pulumi.dynamic.Resource):
     ) -> JobEstimate | None:
         """What one run costs, as a diagnostic where decisions are made (``pulumi
         preview``); values not known yet do not change a price."""
+        from vertex_training.cost.estimate import EstimateError
+        from vertex_training.cost.report import job_estimate_message
         from vertex_training.jobs.estimate import estimate_job
-        from vertex_training.pricing.estimate import EstimateError
-        from vertex_training.pricing.report import job_estimate_message
 
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:

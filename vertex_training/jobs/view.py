@@ -24,7 +24,7 @@ from typing import Any
 
 from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 
 
 class PoolRole(enum.IntEnum):

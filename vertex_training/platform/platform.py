@@ -22,6 +22,7 @@ import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
 from vertex_training._project import project_root
+from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import Accelerator
 from vertex_training.platform.names import (
     DEFAULT_COMPONENT,
@@ -40,7 +41,6 @@ from vertex_training.platform.rules import (
     image_reference_problems,
     judge_platform,
 )
-from vertex_training.pricing.estimate import WorkbenchEstimate
 
 if TYPE_CHECKING:
     from vertex_training.platform.identity import PlatformIdentity
@@ -523,7 +523,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.pricing.estimate import EstimateError, estimate_workbench
+        from vertex_training.cost.estimate import EstimateError, estimate_workbench
 
         try:
             self.cost_estimate = estimate_workbench(

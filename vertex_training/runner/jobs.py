@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from vertex_training.jobs.backends.local import LocalBackend, LocalJobState
-from vertex_training.jobs.model import JobRecord, JobState, TrialRecord
+from vertex_training.jobs.records import JobRecord, JobState, TrialRecord
 from vertex_training.runner.jobs import LocalJob
 
 POLL_SECONDS = 0.2

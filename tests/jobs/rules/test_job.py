@@ -21,7 +21,7 @@ from tests.bodies import (
     tuning_job,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import read_view
 

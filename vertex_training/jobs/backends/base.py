@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from vertex_training.jobs.model import JobKind, JobRecord
+from vertex_training.jobs.records import JobKind, JobRecord
 
 
 class JobNotFoundError(LookupError):

@@ -23,8 +23,8 @@ from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
 from google.protobuf import timestamp_pb2
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
-from vertex_training.jobs.model import JobKind, JobRecord, TrialRecord, best_trial, job_state
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
+from vertex_training.jobs.records import JobKind, JobRecord, TrialRecord, best_trial, job_state
 
 _log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vertex_training._spelling import closest, did_you_mean
+from vertex_training.cost.catalog import Target
 from vertex_training.jobs.finding import Finding, Severity
-from vertex_training.pricing.catalog import Target
 
 CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
 """The data file this module reads."""

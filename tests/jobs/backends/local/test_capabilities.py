@@ -15,7 +15,7 @@ from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support
-from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.records import JobKind, JobState
 
 PACKAGE = "google.cloud.aiplatform.v1."
 CAPABILITIES_LOGGER = "vertex_training.jobs.backends.local.capabilities"

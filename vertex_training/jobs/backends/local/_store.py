@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.model import JobKind, JobRecord, JobState, TrialRecord
+from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord
 
 LOCAL_PROJECT = "local"
 LOCAL_LOCATION = "local"

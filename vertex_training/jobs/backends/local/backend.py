@@ -40,7 +40,7 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
 )
 from vertex_training.jobs.backends.local.study import check_study
-from vertex_training.jobs.model import JobKind, JobRecord, JobState
+from vertex_training.jobs.records import JobKind, JobRecord, JobState
 from vertex_training.jobs.rules.job import errors_of, job_findings
 from vertex_training.jobs.view import JobView, TuningJobView, read_view
 

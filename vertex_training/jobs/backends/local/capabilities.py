@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 
 _log = logging.getLogger(__name__)
 

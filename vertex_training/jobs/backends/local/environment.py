@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.model import JobKind
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import CustomJobSpec, PoolRole, WorkerPoolSpec, snake_case
 
 _log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from vertex_training.jobs.backends.local._store import (
 )
 from vertex_training.jobs.backends.local.cluster import ClusterRun
 from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
-from vertex_training.jobs.model import JobState
+from vertex_training.jobs.records import JobState
 from vertex_training.jobs.view import CustomJobSpec
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vertex_training.jobs.backends.local.environment import LocalSpecError
-from vertex_training.jobs.model import TrialRecord
+from vertex_training.jobs.records import TrialRecord
 from vertex_training.jobs.view import (
     CategoricalParameterSpec,
     DiscreteParameterSpec,

@@ -24,7 +24,7 @@ from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterOut
 from vertex_training.jobs.backends.local.environment import job_spec_body
 from vertex_training.jobs.backends.local.job_run import JobCancelledError, JobRun
 from vertex_training.jobs.backends.local.tuner import Tuner
-from vertex_training.jobs.model import JobKind, JobState
+from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.jobs.view import CustomJobView, TuningJobView, view_of
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")

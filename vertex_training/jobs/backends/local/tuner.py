@@ -51,7 +51,7 @@ from vertex_training.jobs.backends.local.study import (
     read_measurements,
     suggest_parameters,
 )
-from vertex_training.jobs.model import JobState, TrialRecord, best_trial
+from vertex_training.jobs.records import JobState, TrialRecord, best_trial
 from vertex_training.jobs.view import EarlyStoppingKind, SearchAlgorithm, TuningJobView
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training.pricing.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
+from vertex_training.cost.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
 
 VERTEX_DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 """``Scheduling.timeout`` when a body sets none (the API reference: 7 days)."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vertex_training.pricing.budget import BudgetStatus, BudgetVerdict, budget_verdict
-from vertex_training.pricing.catalog import Pricing
-from vertex_training.pricing.estimate import (
+from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict
+from vertex_training.cost.catalog import Pricing
+from vertex_training.cost.estimate import (
     CostLine,
     JobEstimate,
     PoolCost,

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.cost.refresh``: rewrite ``prices.json`` from the Cloud Billing
+"""``python -m vertex_training.cost.price_refresh``: rewrite ``prices.json`` from the Cloud Billing
 Catalog API (``services.list`` and ``services.skus.list``, REST).
 
 Vertex AI custom training and Compute Engine bill machines by their family's per-vCPU
@@ -29,9 +29,7 @@ from typing import Any
 
 from vertex_training import _google_api as google_api
 from vertex_training._google_api import Fetch
-from vertex_training.jobs.rules.hardware import HardwareCatalog
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
-from vertex_training.pricing.catalog import (
+from vertex_training.cost.catalog import (
     ITEM_KINDS,
     PRICES_PATH,
     TARGETS,
@@ -39,6 +37,8 @@ from vertex_training.pricing.catalog import (
     Target,
     parse_price_catalog,
 )
+from vertex_training.jobs.rules.hardware import HardwareCatalog
+from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
 
 BILLING_API = "https://cloudbilling.googleapis.com/v1"
 BILLING_SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"
@@ -279,7 +279,7 @@ def refreshed_document(fetch: Fetch, existing: Mapping[str, Any]) -> RefreshResu
 
 def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vertex_training.cost.refresh", description=__doc__
+        prog="python -m vertex_training.cost.price_refresh", description=__doc__
     )
     parser.add_argument("--output", type=Path, default=PRICES_PATH)
     parser.add_argument("--dry-run", action="store_true", help="report, write nothing")

@@ -15,7 +15,7 @@ import enum
 from dataclasses import dataclass
 from typing import Literal
 
-from vertex_training.pricing.estimate import StackEstimate
+from vertex_training.cost.estimate import StackEstimate
 
 Action = Literal["refuse", "warn"]
 

@@ -9,10 +9,16 @@ from typing import Any
 
 import pytest
 
-from vertex_training.cost import refresh
-from vertex_training.cost.refresh import BILLING_API, RefreshError, classify_sku, gpu_enum, main
+from vertex_training.cost import price_refresh as refresh
+from vertex_training.cost.catalog import PRICES_PATH, Pricing, load_price_catalog
+from vertex_training.cost.price_refresh import (
+    BILLING_API,
+    RefreshError,
+    classify_sku,
+    gpu_enum,
+    main,
+)
 from vertex_training.jobs.estimate import estimate_job
-from vertex_training.pricing.catalog import PRICES_PATH, Pricing, load_price_catalog
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "billing_catalog.json").read_text())
 VERTEX = "C7E2-9256-1C43"

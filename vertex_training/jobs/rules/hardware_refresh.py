@@ -1,4 +1,4 @@
-"""``python -m vertex_training.jobs.rules.refresh --project P``: rebuild the hardware
+"""``python -m vertex_training.jobs.rules.hardware_refresh --project P``: rebuild the hardware
 catalog's availability rows (which GPU is offered in which zone) from the Compute Engine
 API, ``acceleratorTypes.aggregatedList`` and ``machineTypes.aggregatedList``.
 
@@ -200,7 +200,7 @@ def authorized_fetch() -> tuple[Fetch, str | None]:
 
 def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vertex_training.jobs.rules.refresh", description=__doc__
+        prog="python -m vertex_training.jobs.rules.hardware_refresh", description=__doc__
     )
     parser.add_argument("--project", help="project whose view of zones to read (default: ADC's)")
     parser.add_argument("--output", type=Path, default=CATALOG_PATH)
