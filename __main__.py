@@ -16,6 +16,9 @@ vt.log_stack_cost(platform, jobs.values(), budget=stack.config.budget)
 
 
 def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:
+    """Per job: its name, state, console URL, model directory and end time; a tuning job
+    adds its trial table (each trial's state, parameters and final metrics) and the best
+    trial, chosen by the study's first metric and its goal."""
     entry: dict[str, object] = {
         "name": job.job_name,
         "state": job.state,

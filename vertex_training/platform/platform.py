@@ -193,11 +193,13 @@ class TrainingPlatform(pulumi.ComponentResource):
     project: pulumi.Input[str]
     """The Google Cloud project id; ``local`` on a local platform."""
     region: str
+    """The region of the bucket, the registry and, by default, the jobs."""
     bucket_url: pulumi.Output[str]
     """``gs://<bucket>``; on a local platform an absolute directory."""
     training_service_account: pulumi.Output[str] | None
     """Email of the account jobs run as; None on a local platform."""
     workbench_service_account: pulumi.Output[str] | None
+    """Email of the account the Workbench instance runs as; None without one."""
     repository_url: pulumi.Output[str] | None
     """``<region>-docker.pkg.dev/<project>/<repository>``; None without image builds."""
     workbench_url: pulumi.Output[str] | None
