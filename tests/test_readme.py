@@ -1,0 +1,43 @@
+"""The README's two examples work as written: the smallest dev stack is a valid stack file
+(no problem, no warning) and the smallest program registers a platform and one job."""
+
+from __future__ import annotations
+
+import re
+import runpy
+from pathlib import Path
+
+import pytest
+
+import vertex_training as vt
+from tests import PROJECT_ROOT
+from tests.pulumi_mocks import run_pulumi
+
+
+def readme_block(language: str) -> str:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    (block,) = re.findall(rf"^```{language}\n(.*?)^```$", readme, re.S | re.M)
+    return block
+
+
+def test_the_smallest_dev_stack_is_valid(tmp_path: Path) -> None:
+    stack_file = tmp_path / "Pulumi.team.yaml"
+    stack_file.write_text(readme_block("yaml"), encoding="utf-8")
+    stack = vt.load_stack(stack_file)
+    assert stack.config.environment == "dev"
+    assert stack.config.warnings == ()
+    assert set(stack.jobs) == {"horses"}
+
+
+def test_the_smallest_program_registers_a_platform_and_one_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = tmp_path / "__main__.py"
+    program.write_text(readme_block("python"), encoding="utf-8")
+    # As run from this repository: the image builds docker/trainer.Dockerfile.
+    monkeypatch.chdir(PROJECT_ROOT)
+    run = run_pulumi(lambda: runpy.run_path(str(program)), stack="team")
+    run.one("vertex-training:index:TrainingPlatform")
+    job = run.one("pulumi-python:dynamic/vertex:CustomJob")
+    assert job.name == "horses"
+    assert "modelDir" in run.outputs
