@@ -103,8 +103,9 @@ local-run: install
 tensorboard: install
 	$(BIN)/python -m vertex_training.runner tensorboard --stack $(STACK)
 
-# The public API's reference: docs/reference.md (committed; a test keeps it current) and
-# browsable HTML in docs/html, both from the docstrings.
+# The generated pages, committed and kept current by tests/test_reference.py: docs/reference.md
+# (the public API, from the docstrings) and docs/config.md (the stack config keys and outputs,
+# from the settings models and __main__.py); and browsable HTML in docs/html (pdoc).
 docs: install
 	$(BIN)/python tools/reference.py
 	$(BIN)/pdoc vertex_training -o docs/html
