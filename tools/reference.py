@@ -167,7 +167,9 @@ def render_config() -> str:
         "stacks. `vertex_training/stack/config.py` is the only reader: before any resource is",
         "registered it judges every value by the rules the Args are judged by, and names the",
         "key, what is wrong, what would be valid and the `pulumi config set` that fixes it,",
-        'every problem in one run. An unknown key is an error with a "did you mean".',
+        'every problem in one run. An unknown key is an error with a "did you mean"; so is',
+        "a namespace that misspells the project's (`vertex-trainng:jobs`), while other",
+        "providers' namespaces (`gcp:`, `pulumi:`) pass.",
         "",
     ]
     for section, model in SECTIONS.items():
