@@ -20,7 +20,6 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,34 +35,44 @@ MAX_REQUEST_BYTES = 32 * 1024**2
 """Larger bodies are refused (413). Vertex's own limit for online prediction is lower."""
 
 
-@dataclass
 class Predictor:
     """What the server serves: one model (the serving image) or the endpoint's deployed
     models with their traffic split (the local twin)."""
 
-    model_dirs: Sequence[str]
-    deployments: Sequence[Deployment] = ()
-    """Empty: one model, answered without deployment metadata (Vertex's frontend adds it)."""
-    models: dict[str, Any] = field(default_factory=dict)
-    load_error: str | None = None
-    ready: threading.Event = field(default_factory=threading.Event)
+    def __init__(
+        self, *, model_dir: str | None = None, deployments: Sequence[Deployment] = ()
+    ) -> None:
+        self.deployments = tuple(deployments)
+        """Empty: one model, answered without deployment metadata (Vertex's frontend adds
+        it)."""
+        self._split = TrafficSplit(self.deployments) if self.deployments else None
+        if self.deployments:
+            self.model_dirs = list(dict.fromkeys(d.model_dir for d in self.deployments))
+        elif model_dir:
+            self.model_dirs = [model_dir]
+        else:
+            raise ValueError("nothing to serve: give a model_dir or deployments")
+        self.models: dict[str, Any] = {}
+        self.load_error: str | None = None
+        self.ready = threading.Event()
+        """Set once every model is loaded: health answers 200 from then on."""
 
     def load(self) -> None:
         """Load every model (imports TensorFlow); then :attr:`ready` is set."""
         from predictor.model import ServedModel
 
-        for model_dir in dict.fromkeys(self.model_dirs):
+        for model_dir in self.model_dirs:
             try:
                 self.models[model_dir] = ServedModel(model_dir)
             except Exception as error:  # any load failure ends the server with its message
                 self.load_error = f"cannot load the model in {model_dir}: {error}"
                 logger.error("%s", self.load_error)
                 return
-        self._split = TrafficSplit(self.deployments) if self.deployments else None
         self.ready.set()
         logger.info("ready: serving %d model(s)", len(self.models))
 
     def predict(self, body: bytes) -> dict[str, Any]:
+        """The answer to one predict request's body; :class:`BadRequestError` for a bad one."""
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -211,9 +220,9 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             deployments = read_deployments(args.deployments)
         except DeploymentsError as error:
             parser.error(str(error))
-        predictor = Predictor([d.model_dir for d in deployments], deployments)
+        predictor = Predictor(deployments=deployments)
     elif args.model_dir:
-        predictor = Predictor([args.model_dir])
+        predictor = Predictor(model_dir=args.model_dir)
     else:
         parser.error("no model: set AIP_STORAGE_URI or pass --model-dir or --deployments")
 

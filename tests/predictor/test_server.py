@@ -47,7 +47,7 @@ def predict(port: int, document: Any) -> tuple[int, Any]:
 @pytest.fixture
 def in_process() -> Iterator[tuple[PredictionServer, Predictor]]:
     """A server whose models never load: the routes without TensorFlow."""
-    predictor = Predictor(["/nowhere"])
+    predictor = Predictor(model_dir="/nowhere")
     server = PredictionServer(("127.0.0.1", 0), predictor, HEALTH, PREDICT)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
