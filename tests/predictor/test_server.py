@@ -92,19 +92,19 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def server_environment(**env: str) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("AIP_")}
+    environment.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", **env)
+    return environment
+
+
 def start_server(
     tmp_path: Path, *args: str, **env: str
 ) -> tuple[subprocess.Popen[bytes], int, Path]:
     port = free_port()
     log = tmp_path / f"predictor-{port}.log"
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("AIP_")}
-    environment.update(
-        TF_CPP_MIN_LOG_LEVEL="2",
-        CUDA_VISIBLE_DEVICES="",
-        AIP_HTTP_PORT=str(port),
-        AIP_HEALTH_ROUTE=HEALTH,
-        AIP_PREDICT_ROUTE=PREDICT,
-        **env,
+    environment = server_environment(
+        AIP_HTTP_PORT=str(port), AIP_HEALTH_ROUTE=HEALTH, AIP_PREDICT_ROUTE=PREDICT, **env
     )
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -185,34 +185,30 @@ def test_sigterm_stops_the_server_and_frees_its_port(tmp_path: Path, model_dir: 
     assert "stopped" in log.read_text()
 
 
+def run_to_exit(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m predictor`` that is expected to stop by itself."""
+    return subprocess.run(
+        [sys.executable, "-m", "predictor", "--host", "127.0.0.1", "--port", "0", *args],
+        cwd=REPO,
+        env=server_environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_a_bad_deployments_file_stops_the_server_before_it_listens(tmp_path: Path) -> None:
     path = tmp_path / "deployments.json"
     path.write_text("[]")
-    result = subprocess.run(
-        [sys.executable, "-m", "predictor", "--deployments", str(path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = run_to_exit("--deployments", str(path))
     assert result.returncode == 2
     assert "expected a non-empty JSON list" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_a_model_that_cannot_load_ends_the_server_with_its_reason(tmp_path: Path) -> None:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("AIP_")}
-    environment.update(TF_CPP_MIN_LOG_LEVEL="2", AIP_STORAGE_URI=str(tmp_path / "missing"))
-    result = subprocess.run(
-        [sys.executable, "-m", "predictor", "--host", "127.0.0.1", "--port", "0"],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    result = run_to_exit(AIP_STORAGE_URI=str(tmp_path / "missing"))
     assert result.returncode == 1
     assert f"cannot load the model in {tmp_path / 'missing'}" in result.stderr
     assert "Traceback" not in result.stderr
