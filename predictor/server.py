@@ -178,7 +178,8 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--port",
         type=int,
-        default=int(environ.get("AIP_HTTP_PORT") or 8080),
+        # A string default goes through ``type`` too: a bad $AIP_HTTP_PORT is a usage error.
+        default=environ.get("AIP_HTTP_PORT") or "8080",
         help="default $AIP_HTTP_PORT, else 8080",
     )
     parser.add_argument(
