@@ -51,7 +51,8 @@ def _class_probabilities(model: tf_keras.Model, images: tf.Tensor, num_classes: 
 def serving_signatures(
     model: tf_keras.Model, *, image_size: int, num_classes: int
 ) -> dict[str, Any]:
-    """The concrete functions to pass as ``signatures`` to ``model.save``."""
+    """The functions (with their input signatures) to pass as ``signatures`` to
+    ``model.save``."""
     outputs = int(model.output_shape[-1])
     if outputs != num_classes and not (num_classes == 2 and outputs == 1):
         raise ValueError(
@@ -72,7 +73,7 @@ def serving_signatures(
     def from_images(image: tf.Tensor) -> dict[str, Any]:
         return {OUTPUT: _class_probabilities(model, resize_image(image, image_size), num_classes)}
 
-    return {
-        BYTES_SIGNATURE: from_bytes.get_concrete_function(),
-        IMAGE_SIGNATURE: from_images.get_concrete_function(),
-    }
+    # The functions, not their concrete functions: under MultiWorkerMirroredStrategy a
+    # concrete function traced here captures distributed variables in a way that cannot be
+    # saved; given the function, the saver traces it itself.
+    return {BYTES_SIGNATURE: from_bytes, IMAGE_SIGNATURE: from_images}
