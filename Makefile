@@ -130,6 +130,7 @@ bench: install
 	$(BIN)/python bench/input_pipeline.py
 	$(BIN)/python bench/train_step.py
 	$(BIN)/python bench/local_study.py
+	$(BIN)/python bench/predict.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
