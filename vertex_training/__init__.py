@@ -64,6 +64,13 @@ if TYPE_CHECKING:
         TrainingPlatformArgs,
         Workbench,
     )
+    from vertex_training.serving import (
+        DeploymentArgs,
+        Endpoint,
+        EndpointArgs,
+        Model,
+        ModelArgs,
+    )
     from vertex_training.stack.definition import StackDefinition, load_stack
 
 _HOMES = {
@@ -109,6 +116,10 @@ _HOMES = {
         ),
         "vertex_training.platform.platform",
     ),
+    **dict.fromkeys(
+        ("DeploymentArgs", "Endpoint", "EndpointArgs", "Model", "ModelArgs"),
+        "vertex_training.serving",
+    ),
     # The program sums the stack's cost where it reads the stack.
     "log_stack_cost": "vertex_training.cost.program",
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
@@ -124,9 +135,12 @@ __all__ = [
     "CustomJob",
     "CustomJobArgs",
     "DecayCurveStopping",
+    "DeploymentArgs",
     "DiscreteParameter",
     "DnsPeeringConfig",
     "DoubleParameter",
+    "Endpoint",
+    "EndpointArgs",
     "HyperparameterTuningJob",
     "HyperparameterTuningJobArgs",
     "ImageBuild",
@@ -135,6 +149,8 @@ __all__ = [
     "JobPlatform",
     "MedianStopping",
     "Metric",
+    "Model",
+    "ModelArgs",
     "NfsMount",
     "Parameter",
     "ParameterBase",
