@@ -293,12 +293,18 @@ def resolve_output_paths(
 ) -> OutputPaths:
     """Vertex variables first, then explicit flags, then the ``--job-dir`` layout.
 
-    In a tuning trial (``CLOUD_ML_TRIAL_ID``) a TensorBoard directory from the flags gets
-    the trial id as a last segment, so trials that share the flags do not share a run;
-    ``AIP_TENSORBOARD_LOG_DIR`` is per trial already.
+    In a tuning trial (``CLOUD_ML_TRIAL_ID``) every directory taken from the flags gets the
+    trial id as a last segment (``trial-<id>``), so trials that share the flags share no
+    model, checkpoint or TensorBoard run, and the best trial's model is addressable; the
+    ``AIP_*`` directories are per trial already (``<baseOutputDirectory>/<trial id>/...``).
 
     Raises ValueError naming the missing inputs when no model destination is known.
     """
+    trial = environ.get("CLOUD_ML_TRIAL_ID")
+
+    def per_trial(path: str) -> str:
+        return _join(path, f"trial-{trial}") if trial else path
+
     aip_model = environ.get("AIP_MODEL_DIR") or None
     if aip_model:
         if model_dir or job_dir:
@@ -307,28 +313,27 @@ def resolve_output_paths(
     elif model_dir:
         if job_dir:
             logger.warning("--model-dir %s overrides %s", model_dir, _join(job_dir, "model"))
-        resolved_model = model_dir
+        resolved_model = per_trial(model_dir)
     elif job_dir:
-        resolved_model = _join(job_dir, "model")
+        resolved_model = per_trial(_join(job_dir, "model"))
     else:
         raise ValueError(
             "no model destination: set AIP_MODEL_DIR (Vertex sets it from the job's base "
             "output directory), or pass --job-dir or --model-dir"
         )
-    resolved_checkpoints = (
-        environ.get("AIP_CHECKPOINT_DIR")
-        or checkpoint_dir
-        or (_join(job_dir, "checkpoints") if job_dir else None)
+    resolved_checkpoints = environ.get("AIP_CHECKPOINT_DIR") or (
+        per_trial(checkpoint_dir)
+        if checkpoint_dir
+        else per_trial(_join(job_dir, "checkpoints"))
+        if job_dir
         # Without a job dir, keep the checkpoints next to the model, never inside it: the
         # final save replaces the model directory.
-        or resolved_model.rstrip("/") + "-checkpoints"
+        else resolved_model.rstrip("/") + "-checkpoints"
     )
     resolved_tensorboard = environ.get("AIP_TENSORBOARD_LOG_DIR") or None
     if resolved_tensorboard is None:
-        resolved_tensorboard = tensorboard_dir or (_join(job_dir, "logs") if job_dir else None)
-        trial = environ.get("CLOUD_ML_TRIAL_ID")
-        if resolved_tensorboard is not None and trial:
-            resolved_tensorboard = _join(resolved_tensorboard, f"trial-{trial}")
+        flagged = tensorboard_dir or (_join(job_dir, "logs") if job_dir else None)
+        resolved_tensorboard = per_trial(flagged) if flagged else None
     return OutputPaths(resolved_model, resolved_checkpoints, resolved_tensorboard)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Mapping
+from typing import Any
 
 import tensorflow as tf
 import tf_keras
@@ -57,20 +59,27 @@ def create_strategy(role: ClusterRole) -> tf.distribute.Strategy:
     return tf.distribute.get_strategy()
 
 
-def save_model(model: tf_keras.Model, model_dir: str, role: ClusterRole) -> str | None:
+def save_model(
+    model: tf_keras.Model,
+    model_dir: str,
+    role: ClusterRole,
+    signatures: Mapping[str, Any] | None = None,
+) -> str | None:
     """Every replica saves (saving can run collective ops); only the chief keeps its copy.
 
     Non-chief replicas write into a unique local temporary directory, removed right after.
+    ``signatures``: the SavedModel's serving signatures (default: Keras's own).
     Returns the chief's model dir, or ``None`` on other replicas.
     """
+    options = {"signatures": dict(signatures)} if signatures else {}
     if role.is_chief:
-        model.save(model_dir)
+        model.save(model_dir, **options)
         logger.info("model saved to %s", model_dir)
         return model_dir
     temp_dir = tempfile.mkdtemp(prefix=f"workertemp_{role.task_type}_{role.task_index}_")
     logger.info("non-chief replica %s saves into temporary dir %s", role.label, temp_dir)
     try:
-        model.save(temp_dir)
+        model.save(temp_dir, **options)
     finally:
         tf.io.gfile.rmtree(temp_dir)
         logger.info("removed temporary dir %s", temp_dir)

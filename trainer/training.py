@@ -1,4 +1,4 @@
-"""One training run: strategy, data, model, fit with resume, save, report."""
+"""One training run: strategy, data, model, fit with resume, export for serving, report."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from trainer.config import TrainConfig
 from trainer.data import EncodedSplit, ImagePipeline, load_tfds_split, synthetic_split
 from trainer.disk_cache import DiskCache
 from trainer.distribution import create_strategy, save_model
+from trainer.export import serving_signatures
 from trainer.models import build_model
 
 __all__ = ["run_training"]
@@ -166,4 +167,7 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
         callbacks=callbacks,
         verbose=0,  # EpochLogger logs each epoch through logging instead
     )
-    return save_model(model, config.paths.model_dir, role)
+    signatures = serving_signatures(
+        model, image_size=config.image_size, num_classes=workload.num_classes
+    )
+    return save_model(model, config.paths.model_dir, role, signatures)

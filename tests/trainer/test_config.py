@@ -11,6 +11,7 @@ import pytest
 from trainer.config import (
     CACHE_DIR_ENV,
     CACHE_MAX_BYTES_ENV,
+    OutputPaths,
     parse_config,
     resolve_output_paths,
 )
@@ -84,6 +85,32 @@ def test_model_dir_alone_keeps_checkpoints_beside_the_model() -> None:
     )
     assert paths.checkpoint_dir == "gs://b/m-checkpoints"
     assert paths.tensorboard_dir is None
+
+
+def test_a_trial_writes_its_model_under_its_own_directory() -> None:
+    """Vertex gives each trial ``<base>/<trial id>/model``; from the flags, every directory
+    gets ``trial-<id>``: parallel trials never share a model or a checkpoint."""
+    vertex = {"AIP_MODEL_DIR": "gs://b/out/7/model/", "CLOUD_ML_TRIAL_ID": "7"}
+    paths = resolve_output_paths(
+        job_dir=None, model_dir=None, checkpoint_dir=None, tensorboard_dir=None, environ=vertex
+    )
+    assert paths.model_dir == "gs://b/out/7/model/"
+    flags = resolve_output_paths(
+        job_dir="/j",
+        model_dir=None,
+        checkpoint_dir=None,
+        tensorboard_dir=None,
+        environ={"CLOUD_ML_TRIAL_ID": "7"},
+    )
+    assert flags == OutputPaths("/j/model/trial-7", "/j/checkpoints/trial-7", "/j/logs/trial-7")
+    explicit = resolve_output_paths(
+        job_dir=None,
+        model_dir="/m/",
+        checkpoint_dir="/c",
+        tensorboard_dir=None,
+        environ={"CLOUD_ML_TRIAL_ID": "7"},
+    )
+    assert (explicit.model_dir, explicit.checkpoint_dir) == ("/m/trial-7", "/c/trial-7")
 
 
 def test_disk_cache_defaults_to_the_system_temp_dir_and_can_be_moved_or_disabled() -> None:

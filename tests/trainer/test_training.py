@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,21 +97,29 @@ def horses_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
     return base, result
 
 
-@pytest.mark.slow
-def test_single_process_writes_a_savedmodel_that_loads_and_predicts(
-    horses_run: tuple[Path, Run],
-) -> None:
+def served_probabilities(model_dir: Path, instances: int = 2) -> Any:
+    """The exported model's ``serving_default`` on JPEGs of two sizes: (instances, classes)."""
     import numpy as np
     import tensorflow as tf
 
+    loaded = tf.saved_model.load(str(model_dir))
+    serve = loaded.signatures["serving_default"]
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (40 + 9 * i, 32, 3), dtype=np.uint8) for i in range(instances)]
+    encoded = tf.constant([tf.io.encode_jpeg(image).numpy() for image in images])
+    probabilities = serve(image_bytes=encoded)["probabilities"].numpy()
+    assert np.all((probabilities >= 0) & (probabilities <= 1))
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, rtol=1e-5)
+    return probabilities
+
+
+@pytest.mark.slow
+def test_single_process_exports_a_savedmodel_that_serves_one_probability_per_class(
+    horses_run: tuple[Path, Run],
+) -> None:
     base, _ = horses_run
     assert (base / "model" / "saved_model.pb").is_file()
-    loaded = tf.saved_model.load(str(base / "model"))
-    serve = loaded.signatures["serving_default"]
-    images = tf.constant(np.random.default_rng(0).integers(0, 256, (2, 32, 32, 3)), tf.uint8)
-    (probabilities,) = serve(image=images).values()
-    assert probabilities.shape == (2, 1)
-    assert np.all((probabilities.numpy() >= 0) & (probabilities.numpy() <= 1))
+    assert served_probabilities(base / "model").shape == (2, 2)
 
 
 @pytest.mark.slow
@@ -202,7 +211,7 @@ def test_two_process_multi_worker_cluster(tmp_path: Path, variant: str) -> None:
     for name, process in processes.items():
         assert process.returncode == 0, f"{name}:\n{logs[name][-3000:]}"
         assert "2 replicas in sync" in logs[name]
-    assert (tmp_path / "job" / "model" / "saved_model.pb").is_file()
+    assert served_probabilities(tmp_path / "job" / "model").shape == (2, 2)
     temp_dirs = re.findall(r"saves into temporary dir (\S+)", logs["worker"])
     assert len(temp_dirs) == 1
     assert not Path(temp_dirs[0]).exists()
@@ -225,7 +234,7 @@ def test_cassava_resnet50_trains_and_saves(tmp_path: Path) -> None:
     args += ["--synthetic-examples", "8", "--model-dir", str(tmp_path / "model")]
     result = run(args, trainer_env(), tmp_path / "cassava.log")
     assert result.returncode == 0, result.log[-3000:]
-    assert (tmp_path / "model" / "saved_model.pb").is_file()
+    assert served_probabilities(tmp_path / "model").shape == (2, 5)
 
 
 def test_evaluator_exits_cleanly_without_training(tmp_path: Path) -> None:

@@ -1,0 +1,245 @@
+"""One SavedModel behind Vertex's predict JSON: instances in, predictions out.
+
+The instance forms are those of the TensorFlow prediction containers:
+
+- ``{"b64": "..."}``: the bytes of a string input whose name ends in ``_bytes`` (an
+  encoded image for the trainer's ``serving_default``);
+- a value or nested list: the signature's one non-string input (a uint8 image for the
+  trainer's ``serving_images``), cast to its dtype after a range check;
+- an object of named inputs: the signature with exactly those inputs, each value in one of
+  the forms above.
+
+The signature is chosen by what the instances are, ``serving_default`` first. A request
+gets one answer per instance: the single output's value, or an object of the outputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from predictor import BadRequestError
+
+__all__ = ["ServedModel"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SIGNATURE = "serving_default"
+BYTES_SUFFIX = "_bytes"
+
+
+@dataclass(frozen=True)
+class _Signature:
+    name: str
+    function: Any
+    inputs: Mapping[str, tf.TensorSpec]
+
+    def takes_bytes(self, name: str) -> bool:
+        return name.endswith(BYTES_SUFFIX) and self.inputs[name].dtype == tf.string
+
+    def describe(self) -> str:
+        inputs = ", ".join(
+            f"{name} ({spec.dtype.name}{'' if spec.shape.rank is None else list(spec.shape)})"
+            for name, spec in sorted(self.inputs.items())
+        )
+        return f"{self.name}: {inputs}"
+
+
+def _numeric(value: Any, spec: tf.TensorSpec, where: str) -> np.ndarray:
+    try:
+        array = np.asarray(value)
+    except ValueError as error:  # ragged nesting
+        raise BadRequestError(f"{where}: not a rectangular array ({error})") from None
+    if array.dtype.kind not in "biuf":
+        raise BadRequestError(f"{where}: expected numbers for a {spec.dtype.name} input")
+    dtype = spec.dtype.as_numpy_dtype
+    if np.issubdtype(dtype, np.integer):
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.round(array))):
+            raise BadRequestError(f"{where}: expected integers for a {spec.dtype.name} input")
+        limits = np.iinfo(dtype)
+        if array.size and (array.min() < limits.min or array.max() > limits.max):
+            raise BadRequestError(
+                f"{where}: values must be within [{limits.min}, {limits.max}] "
+                f"for a {spec.dtype.name} input"
+            )
+    if not spec.shape[1:].is_compatible_with(array.shape):
+        expected = [d if d is not None else "any" for d in spec.shape[1:].as_list()]
+        raise BadRequestError(f"{where}: shape {list(array.shape)}; expected {expected}")
+    return array.astype(dtype)
+
+
+def _input_value(signature: _Signature, name: str, value: Any, where: str) -> Any:
+    spec = signature.inputs[name]
+    if signature.takes_bytes(name):
+        if not (
+            isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str)
+        ):
+            raise BadRequestError(f'{where}: input {name!r} takes {{"b64": "<base64 string>"}}')
+        try:
+            return base64.b64decode(value["b64"], validate=True)
+        except (binascii.Error, ValueError):
+            raise BadRequestError(f"{where}: 'b64' is not valid base64") from None
+    if spec.dtype == tf.string:
+        if not isinstance(value, str):
+            raise BadRequestError(f"{where}: input {name!r} takes a string")
+        return value.encode()
+    return _numeric(value, spec, where)
+
+
+def _output_value(name: str, value: np.ndarray) -> Any:
+    if value.dtype.kind in "SO":
+        items = value.tolist()
+        decode = (
+            (lambda b: {"b64": base64.b64encode(b).decode()})
+            if name.endswith(BYTES_SUFFIX)
+            else (lambda b: b.decode(errors="replace"))
+        )
+        return _map_nested(items, decode)
+    return value.tolist()
+
+
+def _map_nested(items: Any, function: Any) -> Any:
+    if isinstance(items, list):
+        return [_map_nested(item, function) for item in items]
+    return function(items)
+
+
+class ServedModel:
+    """A loaded SavedModel and its signatures that take inputs."""
+
+    def __init__(self, model_dir: str) -> None:
+        self.model_dir = model_dir
+        loaded = tf.saved_model.load(model_dir)
+        signatures = {
+            name: _Signature(name, function, dict(function.structured_input_signature[1]))
+            for name, function in loaded.signatures.items()
+            if function.structured_input_signature[1]
+        }
+        if not signatures:
+            raise ValueError(f"the SavedModel in {model_dir} has no serving signature")
+        # Keep the loaded object alive: its signatures hold only weak references to it.
+        self._loaded = loaded
+        # serving_default is tried first, the rest in name order.
+        self._signatures = sorted(
+            signatures.values(), key=lambda s: (s.name != DEFAULT_SIGNATURE, s.name)
+        )
+        logger.info(
+            "loaded %s; signatures: %s",
+            model_dir,
+            "; ".join(s.describe() for s in self._signatures),
+        )
+
+    def _signature_for(self, instance: Any) -> _Signature:
+        def single(predicate: Any) -> list[_Signature]:
+            return [s for s in self._signatures if len(s.inputs) == 1 and predicate(s)]
+
+        if isinstance(instance, dict) and set(instance) == {"b64"}:
+            found = single(lambda s: s.takes_bytes(next(iter(s.inputs))))
+            form = 'a {"b64": ...} instance'
+        elif isinstance(instance, dict):
+            found = [s for s in self._signatures if set(s.inputs) == set(instance)]
+            form = f"an instance with inputs {sorted(instance)}"
+        elif isinstance(instance, str):
+            found = single(
+                lambda s: (
+                    next(iter(s.inputs.values())).dtype == tf.string
+                    and not s.takes_bytes(next(iter(s.inputs)))
+                )
+            )
+            form = "a string instance"
+        else:
+            found = single(lambda s: next(iter(s.inputs.values())).dtype != tf.string)
+            form = "a numeric instance"
+        if not found:
+            raise BadRequestError(
+                f"no signature of this model takes {form}; its signatures: "
+                + "; ".join(s.describe() for s in self._signatures)
+            )
+        return found[0]
+
+    def predict(self, instances: Sequence[Any]) -> list[Any]:
+        """One prediction per instance; :class:`BadRequestError` when they cannot be served."""
+        if not isinstance(instances, list) or not instances:
+            raise BadRequestError('"instances" must be a non-empty list')
+        signature = self._signature_for(instances[0])
+        columns: dict[str, list[Any]] = {name: [] for name in signature.inputs}
+        for index, instance in enumerate(instances):
+            if self._signature_for(instance) is not signature:
+                raise BadRequestError(
+                    f"instances[{index}] has another form than instances[0]; "
+                    "one request takes one form"
+                )
+            named = instance if _is_named(instance, signature) else None
+            for name in signature.inputs:
+                value = named[name] if named is not None else instance
+                where = f"instances[{index}]" + (f".{name}" if named is not None else "")
+                columns[name].append(_input_value(signature, name, value, where))
+        return self._run(signature, columns, len(instances))
+
+    def _run(self, signature: _Signature, columns: dict[str, list[Any]], count: int) -> list[Any]:
+        same_shapes = all(len({np.shape(v) for v in values}) == 1 for values in columns.values())
+        # Arrays of different sizes (images, say) go one at a time; the rest as one batch.
+        batches = (
+            [columns]
+            if same_shapes
+            else [
+                {name: values[i : i + 1] for name, values in columns.items()} for i in range(count)
+            ]
+        )
+        outputs: dict[str, list[np.ndarray]] = {}
+        for batch in batches:
+            tensors = {
+                name: _tensor(values, signature.inputs[name]) for name, values in batch.items()
+            }
+            try:
+                result = signature.function(**tensors)
+            except tf.errors.InvalidArgumentError as error:
+                raise BadRequestError(f"the model refused the input: {_reason(error)}") from None
+            for name, tensor in result.items():
+                outputs.setdefault(name, []).append(tensor.numpy())
+        merged = {name: np.concatenate(parts) for name, parts in outputs.items()}
+        for name, value in merged.items():
+            if value.shape[:1] != (count,):
+                raise RuntimeError(
+                    f"signature {signature.name} output {name!r} has shape {list(value.shape)}; "
+                    f"expected one row per instance ({count})"
+                )
+        if len(merged) == 1:
+            ((name, value),) = merged.items()
+            return list(_output_value(name, value))
+        rows = {name: _output_value(name, value) for name, value in merged.items()}
+        return [{name: rows[name][i] for name in sorted(rows)} for i in range(count)]
+
+
+def _reason(error: tf.errors.OpError) -> str:
+    """The op's own words, without the graph's node names and stack (which would only say
+    how the model is built)."""
+    lines = [line for line in error.message.splitlines() if line.strip()]
+    kept = [
+        line
+        for line in lines
+        if not line.startswith(("Graph execution error", "Detected at node", "<", "\t", " "))
+    ]
+    return (kept or lines or ["invalid input"])[-1].strip()
+
+
+def _tensor(values: list[Any], spec: tf.TensorSpec) -> tf.Tensor:
+    if spec.dtype == tf.string:
+        return tf.constant(values, dtype=tf.string)
+    return tf.constant(np.stack(values), dtype=spec.dtype)
+
+
+def _is_named(instance: Any, signature: _Signature) -> bool:
+    """A one-input signature takes a named instance too: ``{"image_bytes": {"b64": ...}}``."""
+    return (
+        isinstance(instance, dict)
+        and set(instance) == set(signature.inputs)
+        and set(instance) != {"b64"}
+    )
