@@ -370,16 +370,14 @@ class LocalServingBackend:
                 entry
             ]
             endpoint["trafficSplit"] = dict(traffic)
-            self._write_endpoint(endpoint_id, endpoint)
-            self._restart(endpoint_id, endpoint)
+            self._stopped(endpoint_id, endpoint)
 
     def set_traffic(self, name: str, traffic: Mapping[str, int]) -> None:
         endpoint_id = self._id(name, "endpoints")
         with self._locked():
             endpoint = self._read_endpoint(endpoint_id)
             endpoint["trafficSplit"] = dict(traffic)
-            self._write_endpoint(endpoint_id, endpoint)
-            self._restart(endpoint_id, endpoint)
+            self._stopped(endpoint_id, endpoint)
 
     def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
         endpoint_id = self._id(name, "endpoints")
@@ -387,8 +385,7 @@ class LocalServingBackend:
             endpoint = self._read_endpoint(endpoint_id)
             endpoint["deployed"] = [d for d in endpoint["deployed"] if d["id"] != deployed_model_id]
             endpoint["trafficSplit"] = dict(traffic) if endpoint["deployed"] else {}
-            self._write_endpoint(endpoint_id, endpoint)
-            self._restart(endpoint_id, endpoint)
+            self._stopped(endpoint_id, endpoint)
 
     def delete_endpoint(self, name: str) -> None:
         endpoint_id = self._id(name, "endpoints")
@@ -416,9 +413,19 @@ class LocalServingBackend:
 
     # -- the server process ------------------------------------------------------------
 
+    def _stopped(self, endpoint_id: str, endpoint: dict[str, Any]) -> None:
+        """Record a change of what the endpoint serves and stop its server: the server
+        reads its deployments once, and ``ensure_serving`` (the end of every change the
+        provider makes) starts it again, once, on the new ones. The port is kept."""
+        port = (endpoint.get("server") or {}).get("port")
+        self._stop(endpoint)
+        if port:
+            endpoint["server"] = {"port": port}
+        self._write_endpoint(endpoint_id, endpoint)
+
     def _stop(self, endpoint: dict[str, Any]) -> None:
         server = endpoint.pop("server", None) or {}
-        if not self._server_alive(server):
+        if not server.get("pid") or not self._server_alive(server):
             return
         pid = int(server["pid"])
         # The server runs in a session of its own: its whole group goes.
@@ -473,7 +480,9 @@ class LocalServingBackend:
                     "--deployments",
                     str(directory / "deployments.json"),
                 ],
-                cwd=project_root(),
+                # Its own directory: `-m` puts the working directory first on the path,
+                # and what the server imports comes from PYTHONPATH alone.
+                cwd=directory,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
