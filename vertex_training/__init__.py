@@ -64,13 +64,8 @@ if TYPE_CHECKING:
         TrainingPlatformArgs,
         Workbench,
     )
-    from vertex_training.serving import (
-        DeploymentArgs,
-        Endpoint,
-        EndpointArgs,
-        Model,
-        ModelArgs,
-    )
+    from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs
+    from vertex_training.serving.resources import Endpoint, Model
     from vertex_training.stack.definition import StackDefinition, load_stack
 
 _HOMES = {
@@ -116,10 +111,8 @@ _HOMES = {
         ),
         "vertex_training.platform.platform",
     ),
-    **dict.fromkeys(
-        ("DeploymentArgs", "Endpoint", "EndpointArgs", "Model", "ModelArgs"),
-        "vertex_training.serving",
-    ),
+    **dict.fromkeys(("DeploymentArgs", "EndpointArgs", "ModelArgs"), "vertex_training.serving.api"),
+    **dict.fromkeys(("Endpoint", "Model"), "vertex_training.serving.resources"),
     # The program sums the stack's cost where it reads the stack.
     "log_stack_cost": "vertex_training.cost.program",
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
