@@ -25,7 +25,7 @@ from google.cloud.aiplatform_v1 import types as v1
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
-from tests.fakes.vertex_job_service import Fault
+from tests.fakes.vertex_job_service import FakeJobService, Fault
 
 MODEL_SERVICE = "google.cloud.aiplatform.v1.ModelService"
 ENDPOINT_SERVICE = "google.cloud.aiplatform.v1.EndpointService"
@@ -65,10 +65,9 @@ class FakeServingService:
 
     # ------------------------------------------------------------------- test controls
 
-    def inject(
-        self, method: str, code: grpc.StatusCode, *, times: int = 1, after_effect: bool = False
-    ) -> None:
-        self.faults.setdefault(method, []).append(Fault(code, times, after_effect))
+    # The same fault queue as the job service's fake.
+    inject = FakeJobService.inject
+    _take_fault = FakeJobService._take_fault
 
     def reset(self) -> None:
         with self._lock:
@@ -149,16 +148,6 @@ class FakeServingService:
         return grpc.unary_unary_rpc_method_handler(
             handle, request_deserializer=request_type.deserialize, response_serializer=serialize
         )
-
-    def _take_fault(self, method: str) -> Fault | None:
-        queue = self.faults.get(method)
-        if not queue:
-            return None
-        fault = queue[0]
-        fault.times -= 1
-        if fault.times <= 0:
-            queue.pop(0)
-        return fault
 
     # ------------------------------------------------------------------ ModelService
 

@@ -3,17 +3,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
-import grpc
 import pulumi.dynamic
 from pulumi.dynamic.dynamic import serialize_provider
-from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-from tests.jobs.provider_host import ROOT, Engine, ProviderHost, _struct
+from tests.jobs.provider_host import ROOT, Engine, ProviderHost
 from tests.serving.conftest import STANDIN
 
 
@@ -22,26 +17,7 @@ class ServingHost(ProviderHost):
     stand-in ``predictor`` first."""
 
     def __init__(self, emulator_address: str) -> None:
-        env = {
-            **os.environ,
-            "VERTEX_AI_EMULATOR_HOST": emulator_address,
-            "PYTHONPATH": os.pathsep.join((str(STANDIN), str(ROOT))),
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "pulumi.dynamic"],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        assert self.process.stdout is not None
-        port = self.process.stdout.readline().decode().strip()
-        if not port.isdigit():
-            self.close()
-            raise RuntimeError(f"provider host did not print a port: {port!r}")
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self.stub = provider_pb2_grpc.ResourceProviderStub(self.channel)
-        self.stub.Configure(provider_pb2.ConfigureRequest(args=_struct({})))
+        super().__init__(emulator_address, path_first=(str(STANDIN),))
 
 
 class ServingEngine(Engine):

@@ -196,3 +196,18 @@ def test_serving_images() -> None:
     errors, warnings = image_problems("i", prebuilt, environment="dev")
     assert errors == [] and len(warnings) == 1
     assert "stop at 2.15 and this one serves TF 2.15, while the trainer saves with" in warnings[0]
+
+
+def test_the_program_side_loads_no_vertex_client() -> None:
+    # Program evaluation is paid on every `pulumi up`: aiplatform_v1 (~1 s) loads only in
+    # the provider process, where a backend is built.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vertex_training as vt; vt.Model; vt.Endpoint; "
+        "import vertex_training.stack.serving; "
+        "print(sorted(m for m in sys.modules if m.startswith('google.cloud.aiplatform')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._checks import InvalidArgumentsError, check_fields
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
@@ -268,14 +268,6 @@ def endpoint_bodies(
         labels={**context.labels, **args.labels},
     )
     return merged(endpoint, args.extra_fields), deployments, traffic, warnings
-
-
-def all_known(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        return all(all_known(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return all(all_known(v) for v in value)
-    return is_known(value)
 
 
 __all__ = [

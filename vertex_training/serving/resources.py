@@ -27,7 +27,13 @@ import pulumi
 import pulumi.dynamic
 
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.resources import ADOPTION_LABEL, STACK_LABEL, label_value
+from vertex_training.jobs.resources import (
+    ADOPTION_LABEL,
+    STACK_LABEL,
+    _backend_target,
+    _has_unknown,
+    label_value,
+)
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
@@ -83,34 +89,10 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def _plain(value: Any) -> Any:
-    """``_canonical``, for what a backend sends (replicas and counts are whole numbers)."""
-    return _canonical(value)
-
-
 def _backend(props: Mapping[str, Any]) -> Any:
     from vertex_training.serving.backends import serving_backend_for
 
     return serving_backend_for(BackendSettings.from_props(dict(props["backend"])))
-
-
-def _backend_target(settings: BackendSettings) -> dict[str, Any]:
-    props = settings.to_props()
-    return {k: props[k] for k in ("kind", "project", "location", "local_root") if k in props}
-
-
-def _is_unknown(value: Any) -> bool:
-    from pulumi.runtime.rpc import UNKNOWN
-
-    if isinstance(value, pulumi.output.Unknown):
-        return True
-    if isinstance(value, str):
-        return value == UNKNOWN
-    if isinstance(value, Mapping):
-        return any(_is_unknown(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_is_unknown(v) for v in value)
-    return False
 
 
 def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
@@ -121,7 +103,7 @@ def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
 
     cls = getattr(v1, message)
     try:
-        json_format.ParseDict(dict(_plain(body)), cls.pb(cls()), ignore_unknown_fields=False)
+        json_format.ParseDict(dict(_canonical(body)), cls.pb(cls()), ignore_unknown_fields=False)
     except json_format.ParseError as error:
         return [f"not a valid {message} body: {str(error).splitlines()[0]}"]
     return []
@@ -182,7 +164,7 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = _common_failures(news, ("body", "model_id", "backend", "identity"))
-        if failures or _is_unknown(news):
+        if failures or _has_unknown(news):
             return pulumi.dynamic.CheckResult(news, failures)
         from vertex_training.serving.rules import local_refusals
 
@@ -238,7 +220,7 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
         if record is not None:
             _log.info("adopting %s (uploaded by an interrupted run)", record.version_name)
         else:
-            record = backend.upload(model_id, _plain(body))
+            record = backend.upload(model_id, _canonical(body))
         # The newest version is the default and takes the declared aliases from the others.
         backend.move_aliases(
             record.model, record.version_id, [DEFAULT_ALIAS, *props.get("version_aliases", [])]
@@ -389,7 +371,7 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
     for deployed in sorted(set(wanted) - record.deployed_ids):
         # A deployment joins with no traffic, unless it is the first.
         current = {**current, deployed: 0} if record.deployed_ids or current else {deployed: 100}
-        backend.deploy(name, {**_plain(wanted[deployed]), "id": deployed}, current)
+        backend.deploy(name, {**_canonical(wanted[deployed]), "id": deployed}, current)
         record = backend.get_endpoint(name)
         current = {k: int(v) for k, v in record.traffic.items()}
     gone = sorted(record.deployed_ids - set(wanted))
@@ -429,7 +411,7 @@ class EndpointProvider(pulumi.dynamic.ResourceProvider):
         failures = _common_failures(
             news, ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
         )
-        if failures or _is_unknown({k: v for k, v in news.items() if k != "deployments"}):
+        if failures or _has_unknown({k: v for k, v in news.items() if k != "deployments"}):
             return pulumi.dynamic.CheckResult(news, failures)
         from vertex_training.serving.rules import local_refusals, traffic_problems
 
@@ -437,7 +419,7 @@ class EndpointProvider(pulumi.dynamic.ResourceProvider):
         problems = _parse_problems("Endpoint", news["body"])
         problems += traffic_problems("traffic", news["traffic"], list(news["deployments"]))
         for name, body in sorted(news["deployments"].items()):
-            if _is_unknown(body):
+            if _has_unknown(body):
                 continue  # the model's version is not known yet (preview)
             problems += [f"deployments.{name}: {p}" for p in _parse_problems("DeployedModel", body)]
             if settings.kind is BackendKind.LOCAL:

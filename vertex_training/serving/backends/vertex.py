@@ -8,23 +8,20 @@ dynamic providers build inside each method: nothing here is pickled into state.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import grpc
 from google.api_core import exceptions as api_exceptions
 from google.api_core import retry as api_retry
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1 as v1
 from google.protobuf import field_mask_pb2, json_format
 
 from vertex_training.jobs.backends.vertex import (
-    EMULATOR_HOST_ENV,
     TRANSIENT_ERRORS,
     label_filter,
     regional_endpoint,
+    service_client,
 )
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
@@ -48,20 +45,6 @@ def _parse(message_type: Any, body: Mapping[str, Any], what: str) -> Any:
     except json_format.ParseError as error:
         raise ServingRefusedError(f"not a valid {what} body: {error}") from error
     return message
-
-
-def _client(cls: Any, transport_cls: Any, location: str) -> Any:
-    """A client on ``{location}-aiplatform.googleapis.com``, or on the emulator named by
-    ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with anonymous credentials."""
-    emulator = os.environ.get(EMULATOR_HOST_ENV)
-    if emulator:
-        transport = transport_cls(
-            host=emulator,
-            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-            channel=grpc.insecure_channel(emulator),
-        )
-        return cls(transport=transport)
-    return cls(client_options={"api_endpoint": regional_endpoint(location)})
 
 
 def version_record(model: v1.Model) -> ModelVersionRecord:
@@ -112,7 +95,9 @@ class VertexServingBackend:
                 ModelServiceGrpcTransport,
             )
 
-            self._models = _client(v1.ModelServiceClient, ModelServiceGrpcTransport, self.location)
+            self._models = service_client(
+                v1.ModelServiceClient, ModelServiceGrpcTransport, self.location
+            )
         return self._models
 
     @property
@@ -122,7 +107,7 @@ class VertexServingBackend:
                 EndpointServiceGrpcTransport,
             )
 
-            self._endpoints = _client(
+            self._endpoints = service_client(
                 v1.EndpointServiceClient, EndpointServiceGrpcTransport, self.location
             )
         return self._endpoints
