@@ -25,7 +25,7 @@ from google.cloud.aiplatform_v1 import types as v1
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
-from tests.fakes.vertex_job_service import FakeJobService, Fault
+from tests.fakes.vertex_job_service import Fault, FaultQueue
 
 MODEL_SERVICE = "google.cloud.aiplatform.v1.ModelService"
 ENDPOINT_SERVICE = "google.cloud.aiplatform.v1.EndpointService"
@@ -48,7 +48,7 @@ class _RpcError(Exception):
         self.code = code
 
 
-class FakeServingService:
+class FakeServingService(FaultQueue):
     def __init__(self, project: str = "test-project", location: str = "us-central1") -> None:
         self.parent = f"projects/{project}/locations/{location}"
         self.calls: Counter[str] = Counter()
@@ -65,10 +65,6 @@ class FakeServingService:
 
     # ------------------------------------------------------------------- test controls
 
-    # The same fault queue as the job service's fake.
-    inject = FakeJobService.inject
-    _take_fault = FakeJobService._take_fault
-
     def reset(self) -> None:
         with self._lock:
             self.models.clear()
@@ -83,7 +79,7 @@ class FakeServingService:
     # --------------------------------------------------------------------- server
 
     def start(self) -> str:
-        model_methods = {
+        model_methods: dict[str, tuple[Any, Callable[[Any], Any]]] = {
             "UploadModel": (v1.UploadModelRequest, self._upload),
             "GetModel": (v1.GetModelRequest, self._get_model),
             "ListModelVersions": (v1.ListModelVersionsRequest, self._list_versions),
@@ -92,7 +88,7 @@ class FakeServingService:
             "DeleteModel": (v1.DeleteModelRequest, self._delete_model),
             "DeleteModelVersion": (v1.DeleteModelVersionRequest, self._delete_version),
         }
-        endpoint_methods = {
+        endpoint_methods: dict[str, tuple[Any, Callable[[Any], Any]]] = {
             "CreateEndpoint": (v1.CreateEndpointRequest, self._create_endpoint),
             "GetEndpoint": (v1.GetEndpointRequest, self._get_endpoint),
             "UpdateEndpoint": (v1.UpdateEndpointRequest, self._update_endpoint),

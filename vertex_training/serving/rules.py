@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -59,7 +59,7 @@ def prediction_catalog() -> PredictionCatalog:
     )
 
 
-def _listed(values: Sequence[str] | frozenset[str], limit: int = 12) -> str:
+def _listed(values: Iterable[str], limit: int = 12) -> str:
     ordered = sorted(values)
     more = f" ... ({len(ordered)} in all, {CATALOG_FILE.name})" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more

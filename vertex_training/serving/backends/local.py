@@ -324,7 +324,7 @@ class LocalServingBackend:
     @staticmethod
     def _server_alive(server: Mapping[str, Any]) -> bool:
         pid = server.get("pid")
-        return bool(pid) and process_alive(int(pid), server.get("start"))
+        return pid is not None and process_alive(int(pid), server.get("start"))
 
     def get_endpoint(self, name: str) -> EndpointRecord:
         endpoint_id = self._id(name, "endpoints")
