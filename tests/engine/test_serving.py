@@ -136,3 +136,31 @@ def test_destroy_leaves_no_server_port_or_registry_entry(project: PulumiProject)
         assert sock.connect_ex(("127.0.0.1", port)) != 0
     assert registry(project) == {}
     assert list((project.local_root / "serving" / "endpoints").iterdir()) == []
+
+
+@pytest.fixture
+def bad_project(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
+) -> Iterator[PulumiProject]:
+    config = serving_stack_config()
+    endpoint = config["config"]["vertex-training:endpoints"][0]
+    endpoint["deployments"]["primary"]["machineType"] = "n1-standard-3"
+    endpoint["traffic"] = {"primary": 90}
+    yield from make_project(tmp_path_factory, pulumi_bin_dir, config, "serving-bad")
+
+
+def test_bad_serving_input_is_one_clear_message_and_nothing_is_created(
+    bad_project: PulumiProject,
+) -> None:
+    done = bad_project.stack("preview", check=False)
+
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert (
+        "Endpoint 'horses-humans'.deployments.primary.dedicatedResources.machineSpec."
+        "machineType: 'n1-standard-3' is not a prediction machine type" in output
+    )
+    assert "Endpoint 'horses-humans'.traffic: sums to 90 (primary: 90)" in output
+    assert "Traceback" not in output
+    resources = bad_project.export()["deployment"].get("resources") or []
+    assert [r for r in resources if ":dynamic/vertex:" in r["type"]] == []
