@@ -77,14 +77,21 @@ class DeploymentArgs(_Checked):
     """A ``Model`` (its current version), or a version's name
     ``projects/P/locations/L/models/ID@V``."""
     machine_type: str = "n1-standard-2"
+    """``dedicatedResources.machineSpec.machineType``: a prediction machine
+    (``vertex_training/serving/prediction_catalog.json``)."""
     accelerator_type: str | None = None
+    """``machineSpec.acceleratorType`` (``NVIDIA_TESLA_T4``...); a2, a3 and g2 machines
+    come with theirs."""
     accelerator_count: int | None = None
+    """``machineSpec.acceleratorCount``; None: 1 with an ``accelerator_type``."""
     min_replica_count: int = 1
+    """``dedicatedResources.minReplicaCount``: replicas kept running (and billed)."""
     max_replica_count: int | None = None
     """None: ``min_replica_count`` (no autoscaling)."""
     display_name: str | None = None
     """None: the deployment's name."""
     service_account: pulumi.Input[str] | None = None
+    """The identity the serving container runs as; None: Vertex's default."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``DeployedModel`` field, in camelCase, merged in last."""
 
