@@ -13,6 +13,7 @@ stack = vt.load_stack()
 platform = vt.TrainingPlatform("platform", stack.platform)
 jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in stack.jobs.items()}
 vt.log_stack_cost(platform, jobs.values(), budget=stack.config.budget)
+models, endpoints = stack.serving.declare(platform, jobs)
 
 
 def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:
@@ -44,3 +45,6 @@ pulumi.export("workbenchServiceAccount", platform.workbench_service_account)
 pulumi.export("tensorboard", platform.tensorboard)
 pulumi.export("tensorboardUrl", platform.tensorboard_url)
 pulumi.export("jobs", {name: _job_output(job) for name, job in jobs.items()})
+served = stack.serving.outputs(models, endpoints)
+pulumi.export("models", served["models"])
+pulumi.export("endpoints", served["endpoints"])

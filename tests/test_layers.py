@@ -19,6 +19,7 @@ LAYERS = {
     "vertex_training.cost": 1,
     "vertex_training.jobs": 2,
     "vertex_training.platform": 3,
+    "vertex_training.serving": 3,
     "vertex_training.stack": 4,
     "vertex_training.cost.stack": 5,
     "vertex_training.cost.program": 5,

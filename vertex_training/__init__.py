@@ -64,6 +64,8 @@ if TYPE_CHECKING:
         TrainingPlatformArgs,
         Workbench,
     )
+    from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs
+    from vertex_training.serving.resources import Endpoint, Model
     from vertex_training.stack.definition import StackDefinition, load_stack
 
 _HOMES = {
@@ -109,6 +111,8 @@ _HOMES = {
         ),
         "vertex_training.platform.platform",
     ),
+    **dict.fromkeys(("DeploymentArgs", "EndpointArgs", "ModelArgs"), "vertex_training.serving.api"),
+    **dict.fromkeys(("Endpoint", "Model"), "vertex_training.serving.resources"),
     # The program sums the stack's cost where it reads the stack.
     "log_stack_cost": "vertex_training.cost.program",
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
@@ -124,9 +128,12 @@ __all__ = [
     "CustomJob",
     "CustomJobArgs",
     "DecayCurveStopping",
+    "DeploymentArgs",
     "DiscreteParameter",
     "DnsPeeringConfig",
     "DoubleParameter",
+    "Endpoint",
+    "EndpointArgs",
     "HyperparameterTuningJob",
     "HyperparameterTuningJobArgs",
     "ImageBuild",
@@ -135,6 +142,8 @@ __all__ = [
     "JobPlatform",
     "MedianStopping",
     "Metric",
+    "Model",
+    "ModelArgs",
     "NfsMount",
     "Parameter",
     "ParameterBase",

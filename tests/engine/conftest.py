@@ -35,7 +35,7 @@ STACK = "local"
 CLI_OVERRIDE_ENV = "VERTEX_TRAINING_PULUMI_CLI"
 # What a fresh clone's program needs: the project file, the program and what it imports.
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "requirements.lock", ".dockerignore")
-PROJECT_PACKAGES = ("vertex_training", "trainer", "docker")
+PROJECT_PACKAGES = ("vertex_training", "trainer", "predictor", "docker")
 COMMAND_TIMEOUT_S = 900
 
 

@@ -64,6 +64,9 @@ def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
 def small_stack_config() -> dict[str, Any]:
     """The repository's local stack with a 2-trial study of one epoch."""
     config = copy.deepcopy(repo_stack_config())
+    # The jobs' changes alone: what they do to a served model is test_serving.py's.
+    for key in ("vertex-training:models", "vertex-training:endpoints"):
+        config["config"].pop(key, None)
     tuning = _jobs(config)[TUNING_JOB]
     tuning["maxTrialCount"] = 2
     tuning["parallelTrialCount"] = 2

@@ -44,6 +44,27 @@ class Fault:
     """Apply the call, then fail: the client never learns it succeeded."""
 
 
+class FaultQueue:
+    """Faults to inject, by method name, in the order they were asked for."""
+
+    faults: dict[str, list[Fault]]
+
+    def inject(
+        self, method: str, code: grpc.StatusCode, *, times: int = 1, after_effect: bool = False
+    ) -> None:
+        self.faults.setdefault(method, []).append(Fault(code, times, after_effect))
+
+    def _take_fault(self, method: str) -> Fault | None:
+        queue = self.faults.get(method)
+        if not queue:
+            return None
+        fault = queue[0]
+        fault.times -= 1
+        if fault.times <= 0:
+            queue.pop(0)
+        return fault
+
+
 @dataclass
 class _Job:
     message: Any  # v1.CustomJob | v1.HyperparameterTuningJob
@@ -52,7 +73,7 @@ class _Job:
     held: bool = False
 
 
-class FakeJobService:
+class FakeJobService(FaultQueue):
     def __init__(
         self,
         project: str = "test-project",
@@ -75,11 +96,6 @@ class FakeJobService:
         self.address = ""
 
     # ------------------------------------------------------------------- test controls
-
-    def inject(
-        self, method: str, code: grpc.StatusCode, *, times: int = 1, after_effect: bool = False
-    ) -> None:
-        self.faults.setdefault(method, []).append(Fault(code, times, after_effect))
 
     def hold(self, name: str, state: int = S.JOB_STATE_RUNNING) -> None:
         """Put a job in ``state`` and keep it there (until cancelled or released)."""
@@ -190,16 +206,6 @@ class FakeJobService:
             request_deserializer=request_type.deserialize,
             response_serializer=serialize,
         )
-
-    def _take_fault(self, method: str) -> Fault | None:
-        queue = self.faults.get(method)
-        if not queue:
-            return None
-        fault = queue[0]
-        fault.times -= 1
-        if fault.times <= 0:
-            queue.pop(0)
-        return fault
 
     # --------------------------------------------------------------------- methods
 

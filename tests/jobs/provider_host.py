@@ -43,11 +43,12 @@ def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
 class ProviderHost:
     """One ``python -m pulumi.dynamic`` process talking to the fake JobService."""
 
-    def __init__(self, emulator_address: str) -> None:
+    def __init__(self, emulator_address: str, path_first: tuple[str, ...] = ()) -> None:
         env = {
             **os.environ,
             "VERTEX_AI_EMULATOR_HOST": emulator_address,
-            "PYTHONPATH": str(ROOT),
+            # path_first: what the provider's processes must find before the repository.
+            "PYTHONPATH": os.pathsep.join((*path_first, str(ROOT))),
         }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "pulumi.dynamic"],

@@ -539,6 +539,9 @@ class _JobResource(pulumi.dynamic.Resource):
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
         super().__init__(JobProvider(self._kind), resource_name, props, opts)
+        run = body.get("jobSpec") or body.get("trialJobSpec") or {}
+        self.writes_model = "baseOutputDirectory" in run
+        """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
         self.cost_estimate = None if context.local else self._estimate(context, body, args)

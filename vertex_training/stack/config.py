@@ -40,6 +40,7 @@ from vertex_training.platform.rules import (
     image_reference_problems,
     judge_platform,
 )
+from vertex_training.stack.serving import SERVING_KEYS, read_serving
 from vertex_training.stack.settings import (
     PROJECT_NAME,
     SECTIONS,
@@ -134,6 +135,16 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
     sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
     problems += job_problems_found
+    serving, unreadable = read_serving(ours, [job.name for job in jobs])
+    problems += [
+        ConfigProblem(
+            f"{PROJECT_NAME}:{p.path}",
+            p.problem,
+            p.valid,
+            f"edit {p.path} in stacks/Pulumi.{stack}.yaml",
+        )
+        for p in unreadable
+    ]
     if problems:
         raise ConfigError(stack, problems)
     # model_validate rather than the constructor: sections is keyed by field name.
@@ -142,6 +153,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
             "stack": stack,
             "gcp_project": gcp_project or None,
             **sections,
+            "serving": serving,
             "warnings": tuple(warnings + job_warnings),
         }
     )
@@ -166,7 +178,7 @@ def _our_keys(
         short = full_key.removeprefix(prefix)
         if short.startswith("config:"):  # the legacy "project:config:key" spelling
             short = short.removeprefix("config:")
-        if short in known:
+        if short in known or short in SERVING_KEYS:
             ours[short] = _decode(value)
             continue
         close = difflib.get_close_matches(short, list(known), n=1)

@@ -11,7 +11,7 @@ and job Args, so the stack files and a user's program declare the same resources
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vertex_training._project import project_root
@@ -27,6 +27,7 @@ from vertex_training.stack.config import (
     load_pulumi_config,
     load_stack_config,
 )
+from vertex_training.stack.serving import ServingDeclarations
 
 __all__ = ["DOCKERFILE", "IMAGE_SOURCES", "StackDefinition", "load_stack", "stack_definition"]
 
@@ -45,6 +46,9 @@ class StackDefinition:
     platform: TrainingPlatformArgs
     jobs: Mapping[str, JobArgs]
     """Name -> Args without a platform: ``args.on(platform)``."""
+    serving: ServingDeclarations = field(default_factory=ServingDeclarations)
+    """The stack's models and endpoints: ``to_args(platform, jobs)`` /
+    ``to_args(platform, models)``."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:
@@ -97,7 +101,12 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         local_root=config.local_root,
     )
     jobs = {job.name: job.to_args() for job in config.jobs.jobs}
-    return StackDefinition(config=config, platform=platform, jobs=jobs)
+    return StackDefinition(
+        config=config,
+        platform=platform,
+        jobs=jobs,
+        serving=config.serving or ServingDeclarations(),
+    )
 
 
 def load_stack(stack_file: Path | None = None) -> StackDefinition:

@@ -335,6 +335,8 @@ class StackConfig(BaseModel):
     image: ImageSettings
     workbench: WorkbenchSettings
     jobs: JobsSettings
+    serving: Any = None
+    """``ServingDeclarations`` (stack/serving.py): the stack's models and endpoints."""
     warnings: tuple[str, ...] = ()
     """What passed but deserves a look (hardware the catalog does not know)."""
 

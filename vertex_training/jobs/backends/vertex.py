@@ -278,17 +278,24 @@ def record_from_proto(message: JobMessage) -> JobRecord:
 
 
 def job_service_client(location: str) -> JobServiceClient:
-    """A client on ``{location}-aiplatform.googleapis.com``, or on the emulator named by
-    ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with anonymous credentials."""
+    """A JobService client for ``location`` (see :func:`service_client`)."""
+    client: JobServiceClient = service_client(JobServiceClient, JobServiceGrpcTransport, location)
+    return client
+
+
+def service_client(client_type: Any, transport_type: Any, location: str) -> Any:
+    """A Vertex AI client (``client_type``) on ``{location}-aiplatform.googleapis.com``, or
+    on the emulator named by ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with
+    anonymous credentials (``transport_type``: the service's gRPC transport)."""
     emulator = os.environ.get(EMULATOR_HOST_ENV)
     if emulator:
-        transport = JobServiceGrpcTransport(
+        transport = transport_type(
             host=emulator,
             credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
             channel=grpc.insecure_channel(emulator),
         )
-        return JobServiceClient(transport=transport)
-    return JobServiceClient(client_options={"api_endpoint": regional_endpoint(location)})
+        return client_type(transport=transport)
+    return client_type(client_options={"api_endpoint": regional_endpoint(location)})
 
 
 __all__ = [
@@ -299,4 +306,5 @@ __all__ = [
     "label_filter",
     "record_from_proto",
     "regional_endpoint",
+    "service_client",
 ]

@@ -1,0 +1,1 @@
+"""A stand-in for the prediction server (tests only)."""

@@ -1,0 +1,213 @@
+"""Model and Endpoint as a program declares them: the bodies registered, and bad input
+refused before anything is registered, naming the field and what is valid."""
+
+from __future__ import annotations
+
+import pytest
+
+import vertex_training as vt
+from tests.pulumi_mocks import run_pulumi
+from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
+
+DIGEST = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
+TRAINER = "us-docker.pkg.dev/p/r/trainer@sha256:" + "b" * 64
+
+
+def job(**extra: object) -> vt.CustomJob:
+    return vt.CustomJob(
+        "train",
+        vt.CustomJobArgs(
+            project="p",
+            region="us-central1",
+            chief=vt.WorkerPool(machine_type="n1-standard-4", image=TRAINER),
+            **extra,  # type: ignore[arg-type]
+        ),
+    )
+
+
+def test_a_model_from_a_job_and_an_endpoint_serving_it() -> None:
+    def program() -> None:
+        model = vt.Model(
+            "horses",
+            vt.ModelArgs(
+                project="p",
+                region="us-central1",
+                job=job(base_output_directory="gs://b/out"),
+                image=DIGEST,
+                version_aliases=["production"],
+                labels={"team": "ml"},
+            ),
+        )
+        vt.Endpoint(
+            "horses-endpoint",
+            vt.EndpointArgs(
+                project="p",
+                region="us-central1",
+                deployments={"blue": vt.DeploymentArgs(model=model, machine_type="n1-standard-4")},
+            ),
+        )
+
+    run = run_pulumi(program, stack="dev")
+    model = run.named("horses").inputs
+    assert run.named("horses").type == "pulumi-python:dynamic/vertex:Model"
+    assert model["body"]["containerSpec"] == {"imageUri": DIGEST}
+    assert model["body"]["labels"] == {"team": "ml"}
+    assert model["version_aliases"] == ["production"]
+    assert model["model_id"].startswith("horses-")
+    endpoint = run.named("horses-endpoint").inputs
+    assert endpoint["traffic"] == {"blue": 100}  # one deployment: all of it
+    assert endpoint["deployments"]["blue"]["dedicatedResources"] == {
+        "machineSpec": {"machineType": "n1-standard-4"},
+        "minReplicaCount": 1,
+        "maxReplicaCount": 1,
+    }
+    assert endpoint["endpoint_id"].isdigit() and len(endpoint["endpoint_id"]) == 9
+
+
+def test_a_model_from_a_job_that_writes_no_model_is_refused() -> None:
+    with pytest.raises(vt.InvalidArgumentsError) as refused:
+        run_pulumi(
+            lambda: vt.Model(
+                "horses", vt.ModelArgs(project="p", region="us-central1", job=job(), image=DIGEST)
+            ),
+            stack="dev",
+        )
+    assert str(refused.value) == (
+        "Model 'horses'.job: the job writes no model: its body has no baseOutputDirectory, "
+        "so Vertex gives it no AIP_MODEL_DIR; valid: a job with base_output_directory set "
+        "(a platform sets one)"
+    )
+
+
+def test_an_endpoint_with_a_bad_split_and_machine_is_refused_with_every_problem() -> None:
+    args = vt.EndpointArgs(
+        project="p",
+        region="us-central1",
+        deployments={
+            "blue": vt.DeploymentArgs(model="projects/p/locations/us-central1/models/m@1"),
+            "green": vt.DeploymentArgs(
+                model="projects/p/locations/us-central1/models/m@2", machine_type="n1-standard-3"
+            ),
+        },
+        traffic={"blue": 50, "green": 40},
+    )
+    with pytest.raises(vt.InvalidArgumentsError) as refused:
+        run_pulumi(lambda: vt.Endpoint("e", args), stack="dev")
+    lines = str(refused.value).splitlines()
+    assert lines[0].startswith(
+        "Endpoint 'e'.deployments.green.dedicatedResources.machineSpec.machineType: "
+        "'n1-standard-3' is not a prediction machine type (catalog as of "
+    )
+    assert lines[1] == (
+        "Endpoint 'e'.traffic: sums to 90 (blue: 50, green: 40); valid: percents summing to 100"
+    )
+
+
+def test_traffic_names_deployed_models() -> None:
+    assert traffic_problems("traffic", {"blue": 100, "red": 0}, ["blue"]) == [
+        "traffic: red is not a deployment of this endpoint; valid: blue"
+    ]
+    assert traffic_problems("traffic", {"blue": 101}, ["blue"]) == [
+        "traffic.blue: 101; valid: a whole percent from 0 to 100"
+    ]
+    assert traffic_problems("traffic", {"blue": 60, "green": 40.0}, ["blue", "green"]) == []
+
+
+@pytest.mark.parametrize(
+    ("machine", "accelerator", "count", "region", "problem"),
+    [
+        (
+            "n1-standard-4",
+            "NVIDIA_TESLA_V100",
+            1,
+            "europe-west1",
+            "d.dedicatedResources.machineSpec.acceleratorType: NVIDIA_TESLA_V100 serves no "
+            "predictions in europe-west1; valid regions: asia-east1, europe-west4, "
+            "us-central1, us-west1",
+        ),
+        (
+            "n1-standard-4",
+            "NVIDIA_TESLA_T4",
+            3,
+            "us-central1",
+            "d.dedicatedResources.machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not "
+            "allowed; valid: 1, 2, 4",
+        ),
+        (
+            "e2-standard-4",
+            "NVIDIA_TESLA_T4",
+            1,
+            "us-central1",
+            "d.dedicatedResources.machineSpec.machineType: NVIDIA_TESLA_T4 attaches only to "
+            "n1-highcpu, n1-highmem, n1-standard machines, not e2-standard-4",
+        ),
+        (
+            "g2-standard-8",
+            "NVIDIA_TESLA_T4",
+            None,
+            "us-central1",
+            "d.dedicatedResources.machineSpec: g2-standard-8 comes with 1 x NVIDIA_L4; valid: "
+            "acceleratorType 'NVIDIA_L4' with acceleratorCount 1, or neither",
+        ),
+    ],
+)
+def test_prediction_hardware_by_region(
+    machine: str, accelerator: str, count: int | None, region: str, problem: str
+) -> None:
+    errors, _ = deployment_problems(
+        "d",
+        machine_type=machine,
+        accelerator_type=accelerator,
+        accelerator_count=count,
+        min_replica_count=1,
+        max_replica_count=None,
+        region=region,
+    )
+    assert errors == [problem]
+
+
+def test_replica_counts() -> None:
+    errors, _ = deployment_problems(
+        "d",
+        machine_type="n1-standard-2",
+        accelerator_type=None,
+        accelerator_count=None,
+        min_replica_count=0,
+        max_replica_count=-1,
+        region="us-central1",
+    )
+    assert errors == [
+        "d.dedicatedResources.minReplicaCount: 0; valid: 1 or more (a dedicated deployment "
+        "keeps at least one replica)",
+        "d.dedicatedResources.maxReplicaCount: -1 is below minReplicaCount 0; valid: 0 or more",
+    ]
+
+
+def test_serving_images() -> None:
+    errors, warnings = image_problems(
+        "i", "us-docker.pkg.dev/p/r/serving:latest", environment="prod"
+    )
+    assert errors == [
+        "i: 'us-docker.pkg.dev/p/r/serving:latest' is not an image by digest (a tag can move "
+        "under a served model); valid in prod: REGISTRY/PATH@sha256:<64 hex digits>"
+    ]
+    assert warnings == []
+    prebuilt = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+    errors, warnings = image_problems("i", prebuilt, environment="dev")
+    assert errors == [] and len(warnings) == 1
+    assert "stop at 2.15 and this one serves TF 2.15, while the trainer saves with" in warnings[0]
+
+
+def test_the_program_side_loads_no_vertex_client() -> None:
+    # Program evaluation is paid on every `pulumi up`: aiplatform_v1 (~1 s) loads only in
+    # the provider process, where a backend is built.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, vertex_training as vt; vt.Model; vt.Endpoint; "
+        "import vertex_training.stack.serving; "
+        "print(sorted(m for m in sys.modules if m.startswith('google.cloud.aiplatform')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

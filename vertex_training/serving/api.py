@@ -1,0 +1,289 @@
+"""Typed Args of the served models: ``ModelArgs``, ``EndpointArgs`` and ``DeploymentArgs``.
+
+Like the jobs', they are frozen keyword-only dataclasses whose fields follow the Vertex API
+in snake_case; each builds its REST body in one direction (``Model``, ``Endpoint``,
+``DeployedModel``), ``extra_fields`` merged in last, and the rules run once here, before
+anything is registered, naming each problem's field path.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+
+from vertex_training._checks import InvalidArgumentsError, check_fields
+from vertex_training.jobs.api import JobPlatform
+from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
+
+LOCAL_SERVING_IMAGE = "serving:local"
+"""The image a local model names: the local twin runs the same server from the checkout."""
+SERVING_IMAGE_NAME = "serving"
+"""The platform image a model serves with by default (docker/serving.Dockerfile)."""
+
+
+class _Checked:
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Placed(_Checked):
+    platform: JobPlatform | None = None
+    """Where it lives (project, region, labels, local root); None: give project and region."""
+    project: str | None = None
+    """Without a platform: the Google Cloud project."""
+    region: str | None = None
+    """Without a platform: the Vertex region (``us-central1``)."""
+    display_name: pulumi.Input[str] | None = None
+    """None: the resource name."""
+    description: pulumi.Input[str] | None = None
+    labels: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    """Added to the platform's labels."""
+    extra_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Any other field of the REST body, in the API's camelCase, merged in last."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelArgs(_Placed):
+    """A model in Vertex AI Model Registry, uploaded from a job's model directory."""
+
+    job: pulumi.Resource | None = None
+    """A ``CustomJob`` (its ``AIP_MODEL_DIR``) or ``HyperparameterTuningJob`` (its best
+    trial's ``<baseOutputDirectory>/<trial id>/model``). When the job is replaced and
+    trains again, its new model becomes a new version of this model."""
+    artifact_uri: pulumi.Input[str] | None = None
+    """Instead of ``job``: the directory holding the SavedModel (``Model.artifactUri``)."""
+    image: pulumi.Input[str] | None = None
+    """``containerSpec.imageUri``; None: the platform's ``serving`` image (our prediction
+    server, built from docker/serving.Dockerfile, by digest); locally the same server runs
+    from the checkout. A prebuilt image
+    (``us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest``) is allowed, with a
+    warning when its TensorFlow is older than the trainer's."""
+    version_description: pulumi.Input[str] | None = None
+    version_aliases: Sequence[str] = ()
+    """Aliases of the newest version (``production``...): they move to each new version."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentArgs(_Checked):
+    """One model deployed to an endpoint (``DeployedModel`` with ``dedicatedResources``)."""
+
+    model: pulumi.Resource | pulumi.Input[str]
+    """A ``Model`` (its current version), or a version's name
+    ``projects/P/locations/L/models/ID@V``."""
+    machine_type: str = "n1-standard-2"
+    """``dedicatedResources.machineSpec.machineType``: a prediction machine
+    (``vertex_training/serving/prediction_catalog.json``)."""
+    accelerator_type: str | None = None
+    """``machineSpec.acceleratorType`` (``NVIDIA_TESLA_T4``...); a2, a3 and g2 machines
+    come with theirs."""
+    accelerator_count: int | None = None
+    """``machineSpec.acceleratorCount``; None: 1 with an ``accelerator_type``."""
+    min_replica_count: int = 1
+    """``dedicatedResources.minReplicaCount``: replicas kept running (and billed)."""
+    max_replica_count: int | None = None
+    """None: ``min_replica_count`` (no autoscaling)."""
+    display_name: str | None = None
+    """None: the deployment's name."""
+    service_account: pulumi.Input[str] | None = None
+    """The identity the serving container runs as; None: Vertex's default."""
+    extra_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Any other ``DeployedModel`` field, in camelCase, merged in last."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointArgs(_Placed):
+    """A Vertex AI endpoint with its deployed models and their traffic split."""
+
+    deployments: Mapping[str, DeploymentArgs] = field(default_factory=dict)
+    """Deployed models by a name of ours (the traffic split's keys)."""
+    traffic: Mapping[str, int] = field(default_factory=dict)
+    """Percent of requests by deployment name, summing to 100; empty with one deployment:
+    all of it."""
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """Where a model or endpoint lives, resolved from a platform or its own Args."""
+
+    environment: str
+    region: str
+    project: pulumi.Input[str]
+    backend: BackendSettings
+    labels: Mapping[str, str]
+
+
+def serving_context(where: str, args: _Placed) -> ServingContext:
+    platform = args.platform
+    if platform is None:
+        if args.project is None or args.region is None:
+            raise InvalidArgumentsError(
+                f"{where}: no platform, so project and region must be set; valid: "
+                "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
+            )
+        settings = BackendSettings(BackendKind.VERTEX, project=args.project, location=args.region)
+        return ServingContext("dev", args.region, args.project, settings, {})
+    if platform.environment == "local":
+        assert platform.local_root is not None
+        settings = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
+    else:
+        known = platform.project if isinstance(platform.project, str) else "(not known yet)"
+        settings = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
+    return ServingContext(
+        platform.environment, platform.region, platform.project, settings, dict(platform.labels)
+    )
+
+
+def merged(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``body`` with ``extra`` merged in, nested mappings key by key."""
+    out = copy.copy(body)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(dict(out[key]), value)
+        else:
+            out[key] = value
+    return out
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def model_body(
+    name: str, args: ModelArgs, context: ServingContext
+) -> tuple[dict[str, Any], list[str]]:
+    """The ``Model`` REST body ``args`` declare, and the warnings of its rules; raises
+    ``InvalidArgumentsError`` naming every problem."""
+    where = f"Model {name!r}"
+    errors: list[str] = []
+    warnings: list[str] = []
+    artifact: pulumi.Input[str] | None = args.artifact_uri
+    if (args.job is None) == (args.artifact_uri is None):
+        errors.append(f"{where}: give exactly one of job (a training job) and artifact_uri")
+    elif args.job is not None:
+        if not hasattr(args.job, "model_dir"):
+            errors.append(
+                f"{where}.job: {type(args.job).__name__} is not a training job; valid: a "
+                "CustomJob or HyperparameterTuningJob"
+            )
+        elif not getattr(args.job, "writes_model", True):
+            errors.append(
+                f"{where}.job: the job writes no model: its body has no "
+                "baseOutputDirectory, so Vertex gives it no AIP_MODEL_DIR; valid: a job with "
+                "base_output_directory set (a platform sets one)"
+            )
+        else:
+            artifact = args.job.model_dir  # type: ignore[attr-defined]
+    image = args.image
+    if image is None:
+        if context.backend.kind is BackendKind.LOCAL:
+            image = LOCAL_SERVING_IMAGE
+        else:
+            platform_image = getattr(args.platform, "image", None)
+            try:
+                image = platform_image(SERVING_IMAGE_NAME) if platform_image else None
+            except (KeyError, ValueError, pulumi.RunError):
+                image = None
+            if image is None:
+                errors.append(
+                    f"{where}.image: not set, and the platform has no {SERVING_IMAGE_NAME!r} "
+                    "image; valid: images={'serving': ImageBuild(dockerfile="
+                    "'docker/serving.Dockerfile')} on the platform, or an image by digest"
+                )
+    if isinstance(image, str):
+        bad, warn = image_problems(
+            f"{where}.containerSpec.imageUri", image, environment=context.environment
+        )
+        errors += bad
+        warnings += warn
+    if errors:
+        raise InvalidArgumentsError("\n".join(errors))
+    body = _present(
+        displayName=args.display_name or name,
+        description=args.description,
+        versionDescription=args.version_description,
+        artifactUri=artifact,
+        containerSpec={"imageUri": image},
+        labels={**context.labels, **args.labels},
+    )
+    return merged(body, args.extra_fields), warnings
+
+
+def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input[str]:
+    """What a deployment names: a ``Model``'s current version, or the name as given."""
+    version = getattr(model, "version_name", None)
+    return version if version is not None else model  # type: ignore[return-value]
+
+
+def endpoint_bodies(
+    name: str, args: EndpointArgs, context: ServingContext
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int], list[str]]:
+    """The ``Endpoint`` body, each deployment's ``DeployedModel`` body (no id yet), the
+    traffic split by deployment, and warnings; raises naming every problem."""
+    where = f"Endpoint {name!r}"
+    errors: list[str] = []
+    warnings: list[str] = []
+    region = context.region if context.backend.kind is BackendKind.VERTEX else None
+    deployments: dict[str, dict[str, Any]] = {}
+    for key, deployment in sorted(args.deployments.items()):
+        if not isinstance(deployment, DeploymentArgs):
+            errors.append(
+                f"{where}.deployments.{key}: a {type(deployment).__name__}; valid: DeploymentArgs"
+            )
+            continue
+        bad, warn = deployment_problems(
+            f"{where}.deployments.{key}",
+            machine_type=deployment.machine_type,
+            accelerator_type=deployment.accelerator_type,
+            accelerator_count=deployment.accelerator_count,
+            min_replica_count=deployment.min_replica_count,
+            max_replica_count=deployment.max_replica_count,
+            region=region,
+        )
+        errors += bad
+        warnings += warn
+        machine = _present(
+            machineType=deployment.machine_type,
+            acceleratorType=deployment.accelerator_type,
+            acceleratorCount=deployment.accelerator_count,
+        )
+        body = _present(
+            model=model_version_of(deployment.model),
+            displayName=deployment.display_name or key,
+            serviceAccount=deployment.service_account,
+            dedicatedResources={
+                "machineSpec": machine,
+                "minReplicaCount": deployment.min_replica_count,
+                "maxReplicaCount": deployment.max_replica_count or deployment.min_replica_count,
+            },
+        )
+        deployments[key] = merged(body, deployment.extra_fields)
+    traffic = dict(args.traffic)
+    if not traffic and len(args.deployments) == 1:
+        traffic = {next(iter(args.deployments)): 100}
+    errors += traffic_problems(f"{where}.traffic", traffic, list(args.deployments))
+    if errors:
+        raise InvalidArgumentsError("\n".join(errors))
+    endpoint = _present(
+        displayName=args.display_name or name,
+        description=args.description,
+        labels={**context.labels, **args.labels},
+    )
+    return merged(endpoint, args.extra_fields), deployments, traffic, warnings
+
+
+__all__ = [
+    "LOCAL_SERVING_IMAGE",
+    "DeploymentArgs",
+    "EndpointArgs",
+    "ModelArgs",
+    "ServingContext",
+    "endpoint_bodies",
+    "model_body",
+    "serving_context",
+]

@@ -1,0 +1,50 @@
+"""Serving backends behind one small protocol (``ServingBackend``): the Model Registry and
+endpoints on Vertex AI, or their local twin under the local root.
+
+Both are chosen by the same ``BackendSettings`` the jobs carry, so a stack's models and
+endpoints go where its jobs run. Each implementation is imported only when it is used:
+``google.cloud.aiplatform_v1`` must stay out of program import.
+"""
+
+from __future__ import annotations
+
+from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.serving.backends.base import (
+    DeployedModelRecord,
+    EndpointRecord,
+    ModelInUseError,
+    ModelVersionRecord,
+    ServingBackend,
+    ServingNotFoundError,
+    ServingRefusedError,
+)
+
+
+def serving_backend_for(settings: BackendSettings) -> ServingBackend:
+    """A fresh backend for ``settings`` (imports the chosen implementation lazily)."""
+    if settings.kind is BackendKind.VERTEX:
+        from vertex_training.serving.backends.vertex import VertexServingBackend
+
+        assert settings.project and settings.location
+        return VertexServingBackend(
+            settings.project,
+            settings.location,
+            retry_initial_seconds=settings.retry_initial_seconds,
+            retry_timeout_seconds=settings.retry_timeout_seconds,
+        )
+    from vertex_training.serving.backends.local import LocalServingBackend
+
+    assert settings.local_root
+    return LocalServingBackend(settings.local_root)
+
+
+__all__ = [
+    "DeployedModelRecord",
+    "EndpointRecord",
+    "ModelInUseError",
+    "ModelVersionRecord",
+    "ServingBackend",
+    "ServingNotFoundError",
+    "ServingRefusedError",
+    "serving_backend_for",
+]

@@ -1,0 +1,177 @@
+"""A stack's served models: ``models`` and ``endpoints`` in its YAML -> ``ModelArgs`` and
+``EndpointArgs``, read with the jobs' generic reader (camelCase keys of the same Args).
+
+```yaml
+vertex-training:models:
+  - name: horses-humans
+    job: horses-humans-tuning        # a job of this stack: its (best trial's) model
+    versionAliases: [production]
+vertex-training:endpoints:
+  - name: horses-humans
+    deployments:
+      primary: {model: horses-humans, machineType: n1-standard-2}
+    traffic: {primary: 100}          # optional with one deployment
+```
+
+A deployment's ``model`` names a model of the stack (or is a version's resource name).
+The hardware and traffic rules judge the Args where they are declared (``vt.Endpoint``);
+this reader refuses what only the YAML can get wrong: shapes, names, references.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from vertex_training.jobs.fields import ConfigProblem, from_config
+from vertex_training.serving.api import EndpointArgs, ModelArgs
+from vertex_training.serving.resources import Endpoint, Model
+
+SERVING_KEYS = ("models", "endpoints")
+"""The stack keys this module reads."""
+
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_NOT_IN_YAML = frozenset({"platform", "project", "region"})
+"""The stack's platform places every model and endpoint."""
+
+
+@dataclass(frozen=True)
+class ModelDeclaration:
+    name: str
+    job: str | None
+    """The stack job whose model it is (None: ``artifactUri`` is given)."""
+    args: ModelArgs
+
+    def to_args(self, platform: Any, jobs: Mapping[str, Any]) -> ModelArgs:
+        """The Args on ``platform``, the job's resource in place of its name."""
+        job = jobs[self.job] if self.job is not None else None
+        return replace(self.args, platform=platform, job=job)
+
+
+@dataclass(frozen=True)
+class EndpointDeclaration:
+    name: str
+    args: EndpointArgs
+
+    def to_args(self, platform: Any, models: Mapping[str, Any]) -> EndpointArgs:
+        """The Args on ``platform``, each deployment's model resource in place of its name."""
+        deployments = {
+            key: replace(
+                d, model=models.get(d.model, d.model) if isinstance(d.model, str) else d.model
+            )
+            for key, d in self.args.deployments.items()
+        }
+        return replace(self.args, platform=platform, deployments=deployments)
+
+
+@dataclass(frozen=True)
+class ServingDeclarations:
+    models: tuple[ModelDeclaration, ...] = ()
+    endpoints: tuple[EndpointDeclaration, ...] = ()
+
+    def declare(
+        self, platform: Any, jobs: Mapping[str, Any]
+    ) -> tuple[dict[str, Model], dict[str, Endpoint]]:
+        """The stack's ``Model`` and ``Endpoint`` resources on ``platform``."""
+        models = {m.name: Model(m.name, m.to_args(platform, jobs)) for m in self.models}
+        endpoints = {e.name: Endpoint(e.name, e.to_args(platform, models)) for e in self.endpoints}
+        return models, endpoints
+
+    @staticmethod
+    def outputs(
+        models: Mapping[str, Model], endpoints: Mapping[str, Endpoint]
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """The stack outputs ``models.<name>.{name, versionId}`` and
+        ``endpoints.<name>.{name, predictUrl}``."""
+        return {
+            "models": {n: {"name": m.name, "versionId": m.version_id} for n, m in models.items()},
+            "endpoints": {
+                n: {"name": e.name, "predictUrl": e.predict_url} for n, e in endpoints.items()
+            },
+        }
+
+
+def _entries(
+    raw: object, key: str, out: list[ConfigProblem]
+) -> list[tuple[int, Mapping[str, Any]]]:
+    if raw is None or raw == "":
+        return []
+    if not isinstance(raw, list | tuple):
+        out.append(
+            ConfigProblem(key, f"got {type(raw).__name__}", f"a YAML list of {key} mappings")
+        )
+        return []
+    entries = []
+    for index, item in enumerate(raw):
+        path = f"{key}[{index}]"
+        if not isinstance(item, Mapping):
+            out.append(ConfigProblem(path, f"got {type(item).__name__} {item!r}", "a mapping"))
+            continue
+        name = item.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            out.append(
+                ConfigProblem(
+                    f"{path}.name",
+                    f"{name!r} is not a name" if name is not None else "missing",
+                    "1-63 lowercase letters, digits and '-', starting with a letter",
+                )
+            )
+            continue
+        entries.append((index, item))
+    return entries
+
+
+def read_serving(
+    ours: Mapping[str, object], job_names: Sequence[str]
+) -> tuple[ServingDeclarations, list[ConfigProblem]]:
+    """The stack's models and endpoints, or every problem they have (YAML paths)."""
+    out: list[ConfigProblem] = []
+    models: list[ModelDeclaration] = []
+    for index, item in _entries(ours.get("models"), "models", out):
+        path = f"models[{index}]"
+        job = item.get("job")
+        if job is not None and job not in job_names:
+            out.append(
+                ConfigProblem(
+                    f"{path}.job",
+                    f"{job!r} is not a job of this stack",
+                    ", ".join(job_names) or "no job is declared (vertex-training:jobs)",
+                )
+            )
+        fields = {k: v for k, v in item.items() if k not in ("name", "job")}
+        args = from_config(ModelArgs, fields, path, out, skip=_NOT_IN_YAML | {"job"})
+        if args is not None:
+            models.append(ModelDeclaration(str(item["name"]), job, args))
+    model_names = [m.name for m in models]
+    endpoints: list[EndpointDeclaration] = []
+    for index, item in _entries(ours.get("endpoints"), "endpoints", out):
+        path = f"endpoints[{index}]"
+        fields = {k: v for k, v in item.items() if k != "name"}
+        args = from_config(EndpointArgs, fields, path, out, skip=_NOT_IN_YAML)
+        if args is None:
+            continue
+        for key, deployment in args.deployments.items():
+            model = deployment.model
+            if isinstance(model, str) and "/" not in model and model not in model_names:
+                out.append(
+                    ConfigProblem(
+                        f"{path}.deployments.{key}.model",
+                        f"{model!r} is not a model of this stack",
+                        ", ".join(model_names)
+                        or "a model under vertex-training:models, or "
+                        "a model version's name projects/P/locations/L/models/ID@V",
+                    )
+                )
+        endpoints.append(EndpointDeclaration(str(item["name"]), args))
+    return ServingDeclarations(tuple(models), tuple(endpoints)), out
+
+
+__all__ = [
+    "SERVING_KEYS",
+    "EndpointDeclaration",
+    "ModelDeclaration",
+    "ServingDeclarations",
+    "read_serving",
+]
