@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up local-run tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
+.PHONY: install lint test test-fast up outputs local-run tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,7 +62,7 @@ pulumi-cli:
 	  echo "No Pulumi CLI and no Go to build one: install Go (then make pulumi-cli) or" \
 	       "Pulumi (https://www.pulumi.com/docs/install/); make local-run runs the local" \
 	       "stack's jobs without the engine."; exit 1; fi
-	@echo "Pulumi CLI: $$(command -v pulumi) $$(pulumi version)"
+	@echo "Pulumi CLI: $$(command -v pulumi) $$(pulumi version)" >&2
 
 # Every stack command runs through the real engine with the program served inline
 # (python -m vertex_training.stack: no Python language host needed), in this directory,
@@ -85,6 +85,10 @@ up: install $(if $(POLICY),policy-venv)
 	  echo "Running the local stack's jobs without the Pulumi engine instead (make local-run)."; \
 	  $(BIN)/python -m vertex_training.runner run --stack local; \
 	else exit 1; fi
+
+# The stack's outputs as JSON (jobs, models, endpoints and their predictUrl, ...).
+outputs: pulumi-cli
+	@pulumi stack output --json --stack $(STACK)
 
 refresh: install pulumi-cli
 	$(STACK_COMMAND) refresh --stack $(STACK)

@@ -1,9 +1,4 @@
-"""The Pulumi program of this repo's stacks: a user's program like any other.
-
-It reads the stack's YAML through the public adapter (``vt.load_stack``: every config
-problem listed before anything is registered) and declares the same public resources a
-user's program would.
-"""
+"""The stacks' program, a user's program like any other: the stack's YAML -> the public Args."""
 
 import pulumi
 
@@ -17,9 +12,8 @@ models, endpoints = stack.serving.declare(platform, jobs)
 
 
 def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:
-    """Per job: its name, state, console URL, model directory and end time; a tuning job
-    adds its trial table (each trial's state, parameters and final metrics) and the best
-    trial, chosen by the study's first metric and its goal."""
+    """Per job: its name, state, console URL, model directory and end time; a tuning job adds
+    its trials (state, parameters, final metrics) and the best by the study's first metric."""
     entry: dict[str, object] = {
         "name": job.job_name,
         "state": job.state,
@@ -31,6 +25,14 @@ def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, obj
         entry["bestTrial"] = job.best_trial
         entry["trials"] = job.trials
     return entry
+
+
+def _served_output(resource: vt.Model | vt.Endpoint) -> dict[str, object]:
+    """Per model: its Model Registry name and the version this stack registered; per
+    endpoint: its name and the URL that answers Vertex's predict JSON."""
+    if isinstance(resource, vt.Model):
+        return {"name": resource.name, "versionId": resource.version_id}
+    return {"name": resource.name, "predictUrl": resource.predict_url}
 
 
 pulumi.export("environment", platform.environment)
@@ -45,6 +47,5 @@ pulumi.export("workbenchServiceAccount", platform.workbench_service_account)
 pulumi.export("tensorboard", platform.tensorboard)
 pulumi.export("tensorboardUrl", platform.tensorboard_url)
 pulumi.export("jobs", {name: _job_output(job) for name, job in jobs.items()})
-served = stack.serving.outputs(models, endpoints)
-pulumi.export("models", served["models"])
-pulumi.export("endpoints", served["endpoints"])
+pulumi.export("models", {name: _served_output(m) for name, m in models.items()})
+pulumi.export("endpoints", {name: _served_output(e) for name, e in endpoints.items()})

@@ -52,12 +52,14 @@ def runs() -> dict[str, PulumiRun]:
 
 
 def test_main_stays_small() -> None:
+    """The program reads the stack and declares the platform, jobs, models and endpoints: it
+    shapes its outputs and nothing else (the ceiling grew by 5 lines with served models)."""
     lines = [
         line
         for line in (PROJECT_ROOT / "__main__.py").read_text().splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
-    assert len(lines) <= 40
+    assert len(lines) <= 45
 
 
 @pytest.mark.parametrize("stack", sorted(STACK_FILES))

@@ -79,19 +79,6 @@ class ServingDeclarations:
         endpoints = {e.name: Endpoint(e.name, e.to_args(platform, models)) for e in self.endpoints}
         return models, endpoints
 
-    @staticmethod
-    def outputs(
-        models: Mapping[str, Model], endpoints: Mapping[str, Endpoint]
-    ) -> dict[str, dict[str, dict[str, Any]]]:
-        """The stack outputs ``models.<name>.{name, versionId}`` and
-        ``endpoints.<name>.{name, predictUrl}``."""
-        return {
-            "models": {n: {"name": m.name, "versionId": m.version_id} for n, m in models.items()},
-            "endpoints": {
-                n: {"name": e.name, "predictUrl": e.predict_url} for n, e in endpoints.items()
-            },
-        }
-
 
 def _entries(
     raw: object, key: str, out: list[ConfigProblem]
