@@ -237,7 +237,7 @@ def record_from_proto(message: JobMessage) -> JobRecord:
             best_trial(
                 trials,
                 metrics[0].metric_id,
-                getattr(metrics[0].goal, "name", "") == "MAXIMIZE",
+                metrics[0].goal == v1.StudySpec.MetricSpec.GoalType.MAXIMIZE,
             )
             if metrics
             else None
