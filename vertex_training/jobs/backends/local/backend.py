@@ -151,27 +151,22 @@ class LocalBackend:
         return state
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        if not self.jobs_dir.is_dir():
-            return None
         wanted = set(labels.items())
-        best: JobRecord | None = None
-        for path in self.jobs_dir.iterdir():
-            job = JobDir(path)
+        found = [r for r in self._records() if r.kind is kind and wanted <= set(r.labels)]
+        newest = max(found, key=lambda r: (r.create_time or "", r.job_id), default=None)
+        return self.get(newest.name) if newest else None
+
+    def _records(self) -> list[JobRecord]:
+        """Every readable job of this root."""
+        records = []
+        for job in map(JobDir, self.jobs_dir.iterdir() if self.jobs_dir.is_dir() else ()):
             if not job.exists():
-                continue
+                continue  # being submitted, or not a job
             try:
-                record = job.read().record
+                records.append(job.read().record)
             except (OSError, ValueError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", path, exc)
-                continue
-            if record.kind is not kind or not wanted <= set(record.labels):
-                continue
-            if best is None or (record.create_time or "", record.job_id) > (
-                best.create_time or "",
-                best.job_id,
-            ):
-                best = record
-        return self.get(best.name) if best else None
+                _log.warning("skipping unreadable local job %s: %s", job.path, exc)
+        return records
 
     def cancel(self, name: str) -> None:
         try:
@@ -211,7 +206,7 @@ class LocalBackend:
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
         cache = self.root / "decoded-cache"
-        if cache.is_dir() and not any(JobDir(p).exists() for p in self.jobs_dir.iterdir()):
+        if cache.is_dir() and not self._records():
             _log.info(
                 "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
             )

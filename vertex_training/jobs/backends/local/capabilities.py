@@ -44,150 +44,145 @@ class FieldSupport:
     why: str = ""
 
 
-def _each(support: Support, why: str, names: str) -> dict[str, FieldSupport]:
-    """``names``: ``Message.field`` entries, or ``Message.{a b c}`` for several fields."""
-    out = {}
-    for entry in names.split(";"):
+def _names(text: str) -> list[str]:
+    """``Message.field`` entries split by ``;``, ``Message.{a b c}`` for several fields."""
+    out = []
+    for entry in text.split(";"):
         message, _, fields = entry.strip().partition(".{")
-        for name in fields.rstrip("}").split() if fields else [message]:
-            out[f"{message}.{name}" if fields else name] = FieldSupport(support, why)
+        out += [f"{message}.{f}" for f in fields.rstrip("}").split()] if fields else [message]
     return out
 
 
-_JOBS = ("CustomJob", "HyperparameterTuningJob")
 _OUTPUT = "name state create_time start_time end_time update_time error satisfies_pzs satisfies_pzi"
-_STOPPING = "median stopping locally"
-_SAFETY = "safety metrics are not tracked locally"
-
-LOCAL_SUPPORT: Mapping[str, FieldSupport] = {
-    **_each(
+_PARAM = "StudySpec.ParameterSpec"
+_CONDITION = f"{_PARAM}.ConditionalParameterSpec"
+_TABLE = (
+    (
         Support.HONOURED,
         "",
         "CustomJob.{display_name labels job_spec};"
-        "HyperparameterTuningJob.{display_name labels study_spec max_trial_count"
-        " parallel_trial_count max_failed_trial_count trial_job_spec};"
+        "HyperparameterTuningJob.{display_name labels study_spec trial_job_spec max_trial_count"
+        " parallel_trial_count max_failed_trial_count};"
         "CustomJobSpec.{worker_pool_specs scheduling base_output_directory};"
         "GcsDestination.output_uri_prefix;"
         "WorkerPoolSpec.{container_spec machine_spec replica_count};"
-        "ContainerSpec.{image_uri command args env}; EnvVar.{name value};"
-        "MachineSpec.{accelerator_type accelerator_count}; Scheduling.timeout;"
+        "ContainerSpec.{image_uri command args env};"
+        "EnvVar.{name value};"
+        "MachineSpec.{accelerator_type accelerator_count};"
+        "Scheduling.timeout;"
         "StudySpec.{metrics parameters algorithm measurement_selection_type"
         " median_automated_stopping_spec};"
         "StudySpec.MetricSpec.{metric_id goal};"
-        "StudySpec.ParameterSpec.{double_value_spec integer_value_spec categorical_value_spec"
-        " discrete_value_spec parameter_id scale_type conditional_parameter_specs};"
-        "StudySpec.ParameterSpec.DoubleValueSpec.{min_value max_value};"
-        "StudySpec.ParameterSpec.IntegerValueSpec.{min_value max_value};"
-        "StudySpec.ParameterSpec.CategoricalValueSpec.values;"
-        "StudySpec.ParameterSpec.DiscreteValueSpec.values;"
-        "StudySpec.ParameterSpec.ConditionalParameterSpec.{parent_discrete_values"
-        " parent_int_values parent_categorical_values parameter_spec};"
-        "StudySpec.ParameterSpec.ConditionalParameterSpec.DiscreteValueCondition.values;"
-        "StudySpec.ParameterSpec.ConditionalParameterSpec.IntValueCondition.values;"
-        "StudySpec.ParameterSpec.ConditionalParameterSpec.CategoricalValueCondition.values",
+        f"{_PARAM}.{{parameter_id scale_type conditional_parameter_specs double_value_spec"
+        " integer_value_spec categorical_value_spec discrete_value_spec};"
+        f"{_PARAM}.DoubleValueSpec.{{min_value max_value}};"
+        f"{_PARAM}.IntegerValueSpec.{{min_value max_value}};"
+        f"{_PARAM}.CategoricalValueSpec.values;"
+        f"{_PARAM}.DiscreteValueSpec.values;"
+        f"{_CONDITION}.{{parameter_spec parent_discrete_values parent_int_values"
+        " parent_categorical_values};"
+        f"{_CONDITION}.DiscreteValueCondition.values;"
+        f"{_CONDITION}.IntValueCondition.values;"
+        f"{_CONDITION}.CategoricalValueCondition.values",
     ),
-    **_each(
+    (
         Support.IGNORED,
         "output only",
-        ";".join(f"{job}.{{{_OUTPUT}}}" for job in _JOBS)
-        + "; CustomJob.web_access_uris; HyperparameterTuningJob.trials",
+        f"CustomJob.{{{_OUTPUT} web_access_uris}}; HyperparameterTuningJob.{{{_OUTPUT} trials}}",
     ),
-    **_each(
+    (
         Support.IGNORED,
         "customer-managed encryption keys are a cloud feature",
         "CustomJob.encryption_spec; HyperparameterTuningJob.encryption_spec",
     ),
-    **_each(
+    (
         Support.IGNORED,
         "only matters on Google Cloud",
-        "CustomJobSpec.{network reserved_ip_ranges protected_artifact_location_id"
-        " enable_web_access enable_dashboard_access models};"
-        "Scheduling.{restart_job_on_worker_restart disable_retries max_wait_duration}",
+        "CustomJobSpec.{network reserved_ip_ranges"
+        " protected_artifact_location_id enable_web_access enable_dashboard_access models};"
+        " Scheduling.{restart_job_on_worker_restart disable_retries max_wait_duration}",
     ),
-    **_each(Support.IGNORED, "replicas run as you here", "CustomJobSpec.service_account"),
-    **_each(
+    (Support.IGNORED, "replicas run as you here", "CustomJobSpec.service_account"),
+    (
         Support.IGNORED,
         "Vertex Experiments live in Vertex ML Metadata",
         "CustomJobSpec.{experiment experiment_run}",
     ),
-    **_each(Support.IGNORED, "replicas use this machine's disk", "WorkerPoolSpec.disk_spec"),
-    **_each(Support.IGNORED, "replicas share this machine's CPUs", "MachineSpec.machine_type"),
-    **_each(
-        Support.IGNORED, "Spot and Flex-start are ways to get Vertex VMs", "Scheduling.strategy"
-    ),
-    **_each(
+    (Support.IGNORED, "replicas use this machine's disk", "WorkerPoolSpec.disk_spec"),
+    (Support.IGNORED, "replicas share this machine's CPUs", "MachineSpec.machine_type"),
+    (Support.IGNORED, "Spot and Flex-start are ways to get Vertex VMs", "Scheduling.strategy"),
+    (
         Support.APPROXIMATED,
         "no upload to a Vertex TensorBoard: the event files stay in AIP_TENSORBOARD_LOG_DIR "
         "under the output directory, which `make tensorboard STACK=local` serves",
         "CustomJobSpec.tensorboard",
     ),
-    **_each(Support.APPROXIMATED, _SAFETY, "StudySpec.MetricSpec.safety_config"),
-    **_each(
-        Support.APPROXIMATED, "a hint to Vertex's search algorithm", "StudySpec.observation_noise"
+    (
+        Support.APPROXIMATED,
+        "safety metrics are not tracked locally",
+        "StudySpec.MetricSpec.safety_config;"
+        " StudySpec.MetricSpec.SafetyMetricConfig.{safety_threshold"
+        " desired_min_safe_trials_fraction}",
     ),
-    **_each(
+    (Support.APPROXIMATED, "a hint to Vertex's search algorithm", "StudySpec.observation_noise"),
+    (
         Support.APPROXIMATED,
         "median stopping compares trials by step locally",
         "StudySpec.MedianAutomatedStoppingSpec.use_elapsed_duration",
     ),
-    **_each(
+    (
         Support.APPROXIMATED,
-        _STOPPING,
+        "median stopping locally",
         "StudySpec.{decay_curve_stopping_spec convex_automated_stopping_spec};"
         "StudySpec.DecayCurveAutomatedStoppingSpec.use_elapsed_duration;"
         "StudySpec.ConvexAutomatedStoppingSpec.{max_step_count min_step_count"
         " min_measurement_count learning_rate_parameter_name use_elapsed_duration"
         " update_all_stopped_trials}",
     ),
-    **_each(
-        Support.APPROXIMATED,
-        _SAFETY,
-        "StudySpec.MetricSpec.SafetyMetricConfig.{safety_threshold"
-        " desired_min_safe_trials_fraction}",
-    ),
-    **_each(
+    (
         Support.APPROXIMATED,
         "the first local trial is sampled, not taken from the defaults",
-        "StudySpec.ParameterSpec.DoubleValueSpec.default_value;"
-        "StudySpec.ParameterSpec.IntegerValueSpec.default_value;"
-        "StudySpec.ParameterSpec.CategoricalValueSpec.default_value;"
-        "StudySpec.ParameterSpec.DiscreteValueSpec.default_value",
+        f"{_PARAM}.DoubleValueSpec.default_value;"
+        f"{_PARAM}.IntegerValueSpec.default_value;"
+        f"{_PARAM}.CategoricalValueSpec.default_value;"
+        f"{_PARAM}.DiscreteValueSpec.default_value",
     ),
-    **_each(
+    (
         Support.REFUSED,
         "persistent resources are Vertex VMs",
         "CustomJobSpec.persistent_resource_id",
     ),
-    **_each(
+    (
         Support.REFUSED,
         "Private Service Connect is a VPC feature",
         "CustomJobSpec.psc_interface_config",
     ),
-    **_each(
+    (
         Support.REFUSED,
         "Python packages run in Vertex's prebuilt executor images; use a containerSpec",
         "WorkerPoolSpec.python_package_spec",
     ),
-    **_each(Support.REFUSED, "NFS shares are mounted on Vertex VMs", "WorkerPoolSpec.nfs_mounts"),
-    **_each(
+    (Support.REFUSED, "NFS shares are mounted on Vertex VMs", "WorkerPoolSpec.nfs_mounts"),
+    (
         Support.REFUSED,
         "Lustre file systems are mounted on Vertex VMs",
         "WorkerPoolSpec.lustre_mounts",
     ),
-    **_each(Support.REFUSED, "TPUs exist on Google Cloud only", "MachineSpec.tpu_topology"),
-    **_each(
-        Support.REFUSED, "GPU partitions are made on Vertex VMs", "MachineSpec.gpu_partition_size"
-    ),
-    **_each(
+    (Support.REFUSED, "TPUs exist on Google Cloud only", "MachineSpec.tpu_topology"),
+    (Support.REFUSED, "GPU partitions are made on Vertex VMs", "MachineSpec.gpu_partition_size"),
+    (
         Support.REFUSED,
         "reservations are Compute Engine capacity",
         "MachineSpec.reservation_affinity",
     ),
-    **_each(
+    (
         Support.REFUSED,
         "study stopping rules are Vertex Vizier's",
         "StudySpec.study_stopping_config",
     ),
+)
+LOCAL_SUPPORT: Mapping[str, FieldSupport] = {
+    name: FieldSupport(support, why) for support, why, names in _TABLE for name in _names(names)
 }
 """How the local backend treats each field (see the module docstring)."""
 

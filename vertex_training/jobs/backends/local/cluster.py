@@ -92,11 +92,6 @@ def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def timeout_seconds(spec: CustomJobSpec) -> float | None:
-    """``scheduling.timeout`` in seconds; None when the body sets none."""
-    return spec.scheduling.timeout.total_seconds() if "timeout" in spec.scheduling else None
-
-
 @dataclass
 class _Replica:
     slot: ReplicaSlot
@@ -231,7 +226,8 @@ class ClusterRun:
         job still runs."""
         if self.succeeded is not None:
             return self.succeeded
-        limit = timeout_seconds(self.spec)
+        scheduling = self.spec.scheduling
+        limit = scheduling.timeout.total_seconds() if "timeout" in scheduling else None
         if limit is not None and time.monotonic() - (self.started_at or 0.0) > limit:
             what = f"trial {self.trial_id}" if self.trial_id else "the job"
             return self.fail(f"{what} ran longer than its timeout of {limit:g}s")
