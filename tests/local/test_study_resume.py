@@ -154,6 +154,7 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
 
     again = provider.create({**props, "wait": True, "poll_interval_seconds": 0.1})
     assert again.id == first.id  # the same job, resumed: not a new study
+    assert again.outs is not None
     assert again.outs["state"] == "SUCCEEDED"
     trials = again.outs["trials"]
     assert [t["trial_id"] for t in trials] == ["1", "2", "3", "4"]

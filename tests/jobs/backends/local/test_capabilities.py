@@ -190,7 +190,7 @@ def test_refused_feature_in_a_study_names_the_trial_job_path(tmp_path: Path) -> 
 # -- ignored ----------------------------------------------------------------------------
 
 
-IGNORED = {
+IGNORED: dict[str, tuple[str, dict[str, Any]]] = {
     "network": ("jobSpec.network", {"network": "projects/123/global/networks/vpc"}),
     "serviceAccount": (
         "jobSpec.serviceAccount",

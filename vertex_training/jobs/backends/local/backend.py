@@ -249,8 +249,13 @@ class LocalBackend:
                 return state
             # Only processes that are still the very ones the supervisor started: a pid
             # recycled since then belongs to someone else.
-            running = [r for r in state.replicas if r.pid is not None and r.state == "RUNNING"]
-            stop_process_groups([r.pid for r in running if process_alive(r.pid, r.start)])  # type: ignore[arg-type]
+            stop_process_groups(
+                [
+                    r.pid
+                    for r in state.replicas
+                    if r.pid is not None and r.state == "RUNNING" and process_alive(r.pid, r.start)
+                ]
+            )
             for replica in state.replicas:
                 if replica.state in ("RUNNING", "PENDING"):
                     replica.state = "KILLED"

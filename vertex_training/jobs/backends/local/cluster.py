@@ -175,9 +175,9 @@ class ClusterRun:
                 gcs_root=gcs,
                 decoded_cache=self.root / "decoded-cache",
             )
-            log = self.run_dir / "logs" / f"{slot.label}.log"
             command = replica_command(pool, args[slot.pool])
-            self.replicas.append(_Replica(slot, command, env, log, gpus))
+            log_path = self.run_dir / "logs" / f"{slot.label}.log"
+            self.replicas.append(_Replica(slot, command, env, log_path, gpus))
         for key in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"):
             if key in self.replicas[0].env:
                 Path(self.replicas[0].env[key]).mkdir(parents=True, exist_ok=True)

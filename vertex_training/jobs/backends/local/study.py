@@ -64,9 +64,7 @@ def read_measurements(path: Path, metric_id: str) -> list[Measurement]:
     return out
 
 
-def final_metric(
-    measurements: Sequence[Measurement], goal: Goal, selection: Selection
-) -> float | None:
+def final_metric(measurements: Sequence[Measurement], goal: int, selection: int) -> float | None:
     """The trial's final value: its last report, or (unset, as on Vertex) its best."""
     if not measurements:
         return None
