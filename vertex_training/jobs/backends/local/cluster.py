@@ -22,6 +22,8 @@ from google.protobuf import json_format
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import ReplicaStatus, proc_stat, process_start_time
 from vertex_training.jobs.backends.local.environment import (
+    CHIEF,
+    WORKER,
     GpuAllocator,
     ReplicaSlot,
     local_bucket_paths,
@@ -205,7 +207,7 @@ class ClusterRun:
             )
 
     def metric_file_for(self, slot: ReplicaSlot) -> Path:
-        if slot.pool == 0:
+        if slot.pool == CHIEF:
             return self.chief_metric_file
         return self.run_dir / "hypertune" / f"{slot.label}.metrics"
 
@@ -249,7 +251,7 @@ class ClusterRun:
             if self.chief_done_at is None:
                 self.chief_done_at = now
             workers_done = all(
-                r.exit_code is not None for r in self.replicas if r.slot.task_type == "worker"
+                r.exit_code is not None for r in self.replicas if r.slot.pool == WORKER
             )
             if workers_done or now - self.chief_done_at > WORKER_GRACE_SECONDS:
                 self._finish(True)

@@ -45,9 +45,11 @@ from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PRO
 
 _log = logging.getLogger(__name__)
 
+CHIEF, WORKER, PARAMETER_SERVER, EVALUATOR = range(4)
+"""Vertex's worker pools, by their index in ``workerPoolSpecs``."""
 TF_CONFIG_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
-"""TF_CONFIG's task type of each worker pool, by the pool's index. Vertex uses ``chief``
-(not AI Platform's legacy ``master``), which TF2 needs."""
+"""TF_CONFIG's task type of each pool, by index. Vertex uses ``chief`` (not AI Platform's
+legacy ``master``), which TF2 needs."""
 
 TRAINER_MODULE = "trainer.task"
 CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
@@ -124,7 +126,7 @@ def _cluster_variables(
     for name_of, evaluator_in_cluster in (("task_type", False), ("workerpool", True)):
         cluster: dict[str, list[str]] = {}
         for slot in slots:
-            if evaluator_in_cluster or slot.task_type != "evaluator":
+            if evaluator_in_cluster or slot.pool != EVALUATOR:
                 cluster.setdefault(getattr(slot, name_of), []).append(slot.address)
         task: dict[str, Any] = {"type": getattr(me, name_of), "index": me.index}
         if trial_id is not None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import optuna
-from google.cloud.aiplatform_v1 import HyperparameterTuningJob
+from google.cloud.aiplatform_v1 import HyperparameterTuningJob, Trial
 
 from vertex_training.jobs.backends.local._store import now_rfc3339
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
@@ -56,7 +56,10 @@ _log = logging.getLogger(__name__)
 
 VERTEX_TRIAL_ID = "vertex_trial_id"
 """Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
-_FINISHED = ("SUCCEEDED", "INFEASIBLE")
+_ACTIVE, _STOPPING = Trial.State.ACTIVE.name, Trial.State.STOPPING.name
+_SUCCEEDED, _INFEASIBLE = Trial.State.SUCCEEDED.name, Trial.State.INFEASIBLE.name
+"""The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
+_FINISHED = (_SUCCEEDED, _INFEASIBLE)
 _TrialState = optuna.trial.TrialState
 
 
@@ -95,13 +98,18 @@ class Tuner:
 
     def run(self) -> None:
         try:
-            self._run()
+            failure = self._run()
         finally:
             # Ended, cancelled or crashed: stop the trials, keep what they found.
             self.stop_all()
             self.save()
+        if failure is None:
+            self.job_run.finish(JobState.SUCCEEDED)
+        else:
+            self.job_run.finish(JobState.FAILED, error_message=failure)
 
-    def _run(self) -> None:
+    def _run(self) -> str | None:
+        """Run the study; why it failed, None when it succeeded."""
         started, reruns = self._resume()
         self.job_run.set_state(
             JobState.RUNNING, start_time=self.job_run.job.read().record.start_time or now_rfc3339()
@@ -111,16 +119,10 @@ class Tuner:
         while self.active or reruns or started < self.max_trials:
             self.job_run.check_cancel()
             if limit > 0 and self.failed >= limit:
-                self.stop_all()
-                self.save()
-                self.job_run.finish(
-                    JobState.FAILED,
-                    error_message=(
-                        f"{self.failed} trials failed (max_failed_trial_count {limit}); "
-                        f"last failure: {self.last_failure}"
-                    ),
+                return (
+                    f"{self.failed} trials failed (max_failed_trial_count {limit}); "
+                    f"last failure: {self.last_failure}"
                 )
-                return
             while len(self.active) < parallel and reruns:
                 self._launch(*reruns.pop(0))
             while len(self.active) < parallel and started < self.max_trials:
@@ -129,16 +131,9 @@ class Tuner:
             if any([self._poll(active) for active in list(self.active.values())]):
                 self.save()
             time.sleep(POLL_SECONDS)
-        self.save()
         if best_trial(list(self.trials.values()), self.metric.metric_id, self.maximize) is None:
-            self.job_run.finish(
-                JobState.FAILED,
-                error_message=(
-                    f"no trial succeeded with a metric; last failure: {self.last_failure}"
-                ),
-            )
-        else:
-            self.job_run.finish(JobState.SUCCEEDED)
+            return f"no trial succeeded with a metric; last failure: {self.last_failure}"
+        return None
 
     def _resume(self) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
         """Settle what a previous supervisor of this job left in the study (see the module
@@ -152,7 +147,7 @@ class Tuner:
                 value = record.final_metrics.get(self.metric.metric_id)
                 if record.early_stopped:
                     _tell(self.study, frozen.number, state=_TrialState.PRUNED)
-                elif record.state == "SUCCEEDED" and value is not None:
+                elif record.state == _SUCCEEDED and value is not None:
                     _tell(self.study, frozen.number, value=value)
                 else:
                     _tell(self.study, frozen.number, state=_TrialState.FAIL)
@@ -161,7 +156,7 @@ class Tuner:
             if record is not None:
                 reruns.append((record.trial_id, dict(frozen.params)))
         self.trials = {k: t for k, t in prior.items() if t.state in _FINISHED}
-        self.failed = sum(t.state == "INFEASIBLE" for t in self.trials.values())
+        self.failed = sum(t.state == _INFEASIBLE for t in self.trials.values())
         if unsettled or self.trials:
             _log.info(
                 "resuming the study: %d trials finished, %d to run again (%s)",
@@ -192,7 +187,7 @@ class Tuner:
         )
         record = TrialRecord(
             trial_id=trial_id,
-            state="ACTIVE",
+            state=_ACTIVE,
             # As Vertex reports them (struct Values): every number a double.
             parameters={k: v if isinstance(v, str) else float(v) for k, v in params},
             start_time=now_rfc3339(),
@@ -218,7 +213,7 @@ class Tuner:
         ):
             _log.info("trial %s stopped early by median stopping", active.record.trial_id)
             run.terminate()
-            self._close(active, "SUCCEEDED", self._final_value(active), early_stopped=True)
+            self._close(active, _SUCCEEDED, self._final_value(active), early_stopped=True)
             _tell(self.study, active.optuna_trial, state=_TrialState.PRUNED)
             return True
         succeeded = run.poll()
@@ -227,7 +222,7 @@ class Tuner:
         self._read_new_measurements(active)
         value = self._final_value(active)
         if succeeded and value is not None:
-            self._close(active, "SUCCEEDED", value)
+            self._close(active, _SUCCEEDED, value)
             _tell(self.study, active.optuna_trial, value=value)
         else:
             self.failed += 1
@@ -236,7 +231,7 @@ class Tuner:
                 f"through hypertune (file {run.chief_metric_file}); last log lines:\n"
                 f"{log_tail(run.replicas[0].log_path)}"
             )
-            self._close(active, "INFEASIBLE", None, reason=self.last_failure)
+            self._close(active, _INFEASIBLE, None, reason=self.last_failure)
             _tell(self.study, active.optuna_trial, state=_TrialState.FAIL)
         return True
 
@@ -278,7 +273,7 @@ class Tuner:
         for active in self.active.values():
             active.run.terminate()
             self.trials[active.record.trial_id] = replace(
-                active.record, state="STOPPING", end_time=now_rfc3339()
+                active.record, state=_STOPPING, end_time=now_rfc3339()
             )
         self.active.clear()
 
