@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from google.cloud.aiplatform_v1 import CustomJob
+from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
@@ -88,12 +88,7 @@ class LocalBackend:
         job.write_body(dict(body))
         if self.seed is not None:
             job.seed_file.write_text(str(self.seed))
-        spec = (
-            job_message.job_spec
-            if isinstance(job_message, CustomJob)
-            else job_message.trial_job_spec
-        )
-        base = spec.base_output_directory.output_uri_prefix
+        base = _job_spec(job_message).base_output_directory.output_uri_prefix
         record = JobRecord(
             name=job_name(kind, job_id),
             kind=kind,
@@ -299,6 +294,11 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
+def _job_spec(job: JobMessage) -> CustomJobSpec:
+    """What runs: a CustomJob's ``jobSpec``, a tuning job's ``trialJobSpec`` (each trial)."""
+    return job.job_spec if isinstance(job, CustomJob) else job.trial_job_spec
+
+
 def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     """The body's message; refused, before any process starts, when it is no valid message
     of its kind, needs what only Vertex has, or cannot start here (an image that is
@@ -309,8 +309,7 @@ def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     except BodyParseError as error:
         raise JobRefusedError(str(error)) from error
     check_local_support(job)
-    spec = job.job_spec if isinstance(job, CustomJob) else job.trial_job_spec
-    for pool in spec.worker_pool_specs:
+    for pool in _job_spec(job).worker_pool_specs:
         if pool.replica_count > 0:
             replica_command(pool, ())
     return job

@@ -114,7 +114,8 @@ class Tuner:
         self.job_run.set_state(
             JobState.RUNNING, start_time=self.job_run.job.read().record.start_time or now_rfc3339()
         )
-        parallel = self.job.parallel_trial_count
+        # The provider's check refuses an unset count; never a loop that launches nothing.
+        parallel = max(1, self.job.parallel_trial_count)
         limit = self.job.max_failed_trial_count
         while self.active or reruns or started < self.max_trials:
             self.job_run.check_cancel()
