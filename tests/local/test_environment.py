@@ -65,9 +65,9 @@ class TestClusterLayout:
     def test_placeholder_pool_is_skipped_but_keeps_pool_numbers(self) -> None:
         job = _spec(_pool_body(), {}, _pool_body())
         slots = plan_replicas(job, ports=[1, 2])
-        assert [(s.workerpool, s.address) for s in slots] == [
-            ("workerpool0", "localhost:1"),
-            ("workerpool2", "localhost:2"),
+        assert [(s.label, s.address) for s in slots] == [
+            ("workerpool0-0", "localhost:1"),
+            ("workerpool2-0", "localhost:2"),
         ]
 
     def _env(self, who: int, trial: str | None = None) -> dict[str, str]:

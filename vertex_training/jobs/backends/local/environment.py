@@ -50,6 +50,8 @@ CHIEF, WORKER, PARAMETER_SERVER, EVALUATOR = range(4)
 TF_CONFIG_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
 """TF_CONFIG's task type of each pool, by index. Vertex uses ``chief`` (not AI Platform's
 legacy ``master``), which TF2 needs."""
+WORKERPOOLS = tuple(f"workerpool{pool}" for pool in range(len(TF_CONFIG_TASK_TYPES)))
+"""CLUSTER_SPEC's name of each pool, by index."""
 
 TRAINER_MODULE = "trainer.task"
 CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
@@ -80,12 +82,8 @@ class ReplicaSlot:
         return TF_CONFIG_TASK_TYPES[self.pool]
 
     @property
-    def workerpool(self) -> str:
-        return f"workerpool{self.pool}"
-
-    @property
     def label(self) -> str:
-        return f"{self.workerpool}-{self.index}"
+        return f"{WORKERPOOLS[self.pool]}-{self.index}"
 
 
 def free_ports(count: int) -> list[int]:
@@ -117,23 +115,25 @@ def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> li
     ]
 
 
-def _cluster_variables(
-    slots: Sequence[ReplicaSlot], me: ReplicaSlot, job: Mapping[str, Any], trial_id: str | None
-) -> tuple[str, str]:
-    """TF_CONFIG (chief / worker / ps; the evaluator has a task but is not in the cluster)
-    and CLUSTER_SPEC (every pool, named workerpool0..3, the evaluator included)."""
-    out = []
-    for name_of, evaluator_in_cluster in (("task_type", False), ("workerpool", True)):
-        cluster: dict[str, list[str]] = {}
-        for slot in slots:
-            if evaluator_in_cluster or slot.pool != EVALUATOR:
-                cluster.setdefault(getattr(slot, name_of), []).append(slot.address)
-        task: dict[str, Any] = {"type": getattr(me, name_of), "index": me.index}
-        if trial_id is not None:
-            task["trial"] = trial_id
-        variable = {"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)}
-        out.append(json.dumps(variable))
-    return out[0], out[1]
+def _cluster_variable(
+    slots: Sequence[ReplicaSlot],
+    me: ReplicaSlot,
+    job: Mapping[str, Any],
+    trial_id: str | None,
+    *,
+    pool_names: Sequence[str],
+    with_evaluator: bool,
+) -> str:
+    """TF_CONFIG (``pool_names``: chief / worker / ps / evaluator; the evaluator has a task
+    but is not in the cluster) or CLUSTER_SPEC (workerpool0..3, the evaluator included)."""
+    cluster: dict[str, list[str]] = {}
+    for slot in slots:
+        if with_evaluator or slot.pool != EVALUATOR:
+            cluster.setdefault(pool_names[slot.pool], []).append(slot.address)
+    task: dict[str, Any] = {"type": pool_names[me.pool], "index": me.index}
+    if trial_id is not None:
+        task["trial"] = trial_id
+    return json.dumps({"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)})
 
 
 def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
@@ -204,14 +204,17 @@ def replica_environment(
         env[CACHE_MAX_BYTES_ENV] = os.environ.get(
             CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
         )
-    tf_config, cluster_spec = _cluster_variables(slots, me, job, trial_id)
     # Vertex sets TF_CONFIG for distributed training only (more than one replica in all):
     # a single-replica job's container sees CLUSTER_SPEC but no TF_CONFIG.
     if len(slots) > 1:
-        env["TF_CONFIG"] = tf_config
+        env["TF_CONFIG"] = _cluster_variable(
+            slots, me, job, trial_id, pool_names=TF_CONFIG_TASK_TYPES, with_evaluator=False
+        )
     env.update(
         {
-            "CLUSTER_SPEC": cluster_spec,
+            "CLUSTER_SPEC": _cluster_variable(
+                slots, me, job, trial_id, pool_names=WORKERPOOLS, with_evaluator=True
+            ),
             "CLOUD_ML_PROJECT_ID": LOCAL_PROJECT,
             "CLOUD_ML_REGION": LOCAL_LOCATION,
             "CLOUD_ML_JOB_ID": job_id,
