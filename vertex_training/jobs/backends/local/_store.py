@@ -9,6 +9,7 @@ read-modify-write holds an ``flock`` on the job's lock file.
 from __future__ import annotations
 
 import contextlib
+import enum
 import fcntl
 import json
 import os
@@ -55,14 +56,22 @@ def parse_job_name(name: str) -> tuple[JobKind, str]:
     return JobKind(rest[0]), rest[1]
 
 
+class ReplicaState(enum.StrEnum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    """Stopped by us: cancelled, or the job ended without it."""
+
+
 @dataclass
 class ReplicaStatus:
     """One replica process as the supervisor last saw it."""
 
     pool: int
     index: int
-    state: str
-    """PENDING, RUNNING, SUCCEEDED, FAILED or KILLED."""
+    state: ReplicaState
     pid: int | None = None
     exit_code: int | None = None
     log: str = ""

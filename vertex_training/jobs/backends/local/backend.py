@@ -24,6 +24,7 @@ from vertex_training.jobs.backends.local._store import (
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
+    ReplicaState,
     job_name,
     new_job_id,
     now_rfc3339,
@@ -248,12 +249,14 @@ class LocalBackend:
                 [
                     r.pid
                     for r in state.replicas
-                    if r.pid is not None and r.state == "RUNNING" and process_alive(r.pid, r.start)
+                    if r.pid is not None
+                    and r.state is ReplicaState.RUNNING
+                    and process_alive(r.pid, r.start)
                 ]
             )
             for replica in state.replicas:
-                if replica.state in ("RUNNING", "PENDING"):
-                    replica.state = "KILLED"
+                if replica.state in (ReplicaState.RUNNING, ReplicaState.PENDING):
+                    replica.state = ReplicaState.KILLED
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
             state.record = replace(
                 state.record,

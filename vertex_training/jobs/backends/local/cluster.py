@@ -20,7 +20,12 @@ from google.cloud.aiplatform_v1 import CustomJobSpec
 from google.protobuf import json_format
 
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import ReplicaStatus, proc_stat, process_start_time
+from vertex_training.jobs.backends.local._store import (
+    ReplicaState,
+    ReplicaStatus,
+    proc_stat,
+    process_start_time,
+)
 from vertex_training.jobs.backends.local.environment import (
     CHIEF,
     WORKER,
@@ -107,14 +112,14 @@ class _Replica:
     killed: bool = False
 
     @property
-    def state(self) -> str:
+    def state(self) -> ReplicaState:
         if self.process is None:
-            return "PENDING"
+            return ReplicaState.PENDING
         if self.exit_code is None:
-            return "RUNNING"
+            return ReplicaState.RUNNING
         if self.killed:
-            return "KILLED"
-        return "SUCCEEDED" if self.exit_code == 0 else "FAILED"
+            return ReplicaState.KILLED
+        return ReplicaState.SUCCEEDED if self.exit_code == 0 else ReplicaState.FAILED
 
 
 @dataclass

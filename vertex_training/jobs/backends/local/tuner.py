@@ -56,8 +56,15 @@ _log = logging.getLogger(__name__)
 
 VERTEX_TRIAL_ID = "vertex_trial_id"
 """Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
-_ACTIVE, _STOPPING = Trial.State.ACTIVE.name, Trial.State.STOPPING.name
-_SUCCEEDED, _INFEASIBLE = Trial.State.SUCCEEDED.name, Trial.State.INFEASIBLE.name
+_ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
+    Trial.State(state).name
+    for state in (
+        Trial.State.ACTIVE,
+        Trial.State.STOPPING,
+        Trial.State.SUCCEEDED,
+        Trial.State.INFEASIBLE,
+    )
+)
 """The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
 _FINISHED = (_SUCCEEDED, _INFEASIBLE)
 _TrialState = optuna.trial.TrialState
