@@ -99,7 +99,7 @@ class LocalBackend:
             create_time=now_rfc3339(),
         )
         # No base output directory: no AIP_* directories, as on Vertex.
-        state = LocalJobState(record=record, output_dir=self._local_path(base) if base else None)
+        state = LocalJobState(record=record, output_dir=self.local_path(base) if base else None)
         # Held until the pid is recorded, so the supervisor's first update (which takes
         # the same lock) never overwrites it.
         with job.locked():
@@ -108,7 +108,7 @@ class LocalBackend:
         _log.info("submitted %s, supervisor pid %s", record.name, state.supervisor_pid)
         return self.get(record.name)
 
-    def _local_path(self, uri: str) -> str:
+    def local_path(self, uri: str) -> str:
         """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
         as a directory under ``<root>/gcs``; other paths resolved."""
         local = local_bucket_paths(uri, self.gcs_dir)
