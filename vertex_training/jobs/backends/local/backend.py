@@ -266,7 +266,7 @@ class LocalBackend:
                     "CANCELED: the job was cancelled"
                     if cancelling
                     else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
-                    "it resumes when the stack's `up` runs again"
+                    "resume it with LocalBackend.resume_interrupted or run it again"
                 ),
             )
         return state
