@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
 from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.local.environment import (
@@ -21,20 +22,14 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
+from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.view import (
-    CustomJobSpec,
-    CustomJobView,
-    PoolRole,
-    WorkerPoolSpec,
-    view_of,
-)
 
 
 def _spec(*pools: dict[str, Any], output: str | None = "/out") -> CustomJobSpec:
-    view = view_of(JobKind.CUSTOM_JOB, custom_job(*pools, display_name="full", output=output))
-    assert isinstance(view, CustomJobView)
-    return view.job
+    job = parse_body(JobKind.CUSTOM_JOB, custom_job(*pools, display_name="full", output=output))
+    assert isinstance(job, CustomJob)
+    return job.job_spec
 
 
 def _pool_body(
@@ -47,9 +42,7 @@ def _pool_body(
 
 
 def _pool(replicas: int = 1, image: str = "trainer:local", command: tuple[str, ...] = ()):
-    found = _spec(_pool_body(replicas, image, command)).worker_pools[0]
-    assert found is not None
-    return found
+    return _spec(_pool_body(replicas, image, command)).worker_pool_specs[0]
 
 
 def _full_job() -> CustomJobSpec:
@@ -59,12 +52,12 @@ def _full_job() -> CustomJobSpec:
 class TestClusterLayout:
     def test_every_replica_gets_a_distinct_localhost_port_in_vertex_order(self) -> None:
         slots = plan_replicas(_full_job())
-        assert [(s.pool, s.index) for s in slots] == [
-            (PoolRole.CHIEF, 0),
-            (PoolRole.WORKER, 0),
-            (PoolRole.WORKER, 1),
-            (PoolRole.PARAMETER_SERVER, 0),
-            (PoolRole.EVALUATOR, 0),
+        assert [(s.task_type, s.index) for s in slots] == [
+            ("chief", 0),
+            ("worker", 0),
+            ("worker", 1),
+            ("ps", 0),
+            ("evaluator", 0),
         ]
         assert all(s.address.startswith("localhost:") for s in slots)
         assert len({s.address for s in slots}) == 5
@@ -72,9 +65,9 @@ class TestClusterLayout:
     def test_placeholder_pool_is_skipped_but_keeps_pool_numbers(self) -> None:
         job = _spec(_pool_body(), {}, _pool_body())
         slots = plan_replicas(job, ports=[1, 2])
-        assert [(s.workerpool, s.address) for s in slots] == [
-            ("workerpool0", "localhost:1"),
-            ("workerpool2", "localhost:2"),
+        assert [(s.label, s.address) for s in slots] == [
+            ("workerpool0-0", "localhost:1"),
+            ("workerpool2-0", "localhost:2"),
         ]
 
     def _env(self, who: int, trial: str | None = None) -> dict[str, str]:
@@ -83,7 +76,7 @@ class TestClusterLayout:
         return replica_environment(
             slots=slots,
             me=slots[who],
-            pool=job.worker_pools[int(slots[who].pool)],  # type: ignore[arg-type]
+            pool=job.worker_pool_specs[slots[who].pool],
             job={"worker_pool_specs": []},
             job_id="123",
             base_output_dir="/out",
@@ -144,12 +137,10 @@ def _single_env(
     job = _spec(*pools, output=output)
     slots = plan_replicas(job)
     me = slots[0]
-    found = job.worker_pools[int(me.pool)]
-    assert isinstance(found, WorkerPoolSpec)
     return replica_environment(
         slots=slots,
         me=me,
-        pool=found,
+        pool=job.worker_pool_specs[me.pool],
         job={},
         job_id="9",
         base_output_dir=output,
@@ -331,6 +322,7 @@ class TestGpuAllocator:
         assert gpus.acquire(2) == ("1", "0")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Path) -> None:
     """A replica given ``/gcs/...`` and ``gs://...`` paths, as on Vertex, writes under

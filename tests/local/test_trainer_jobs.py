@@ -37,7 +37,7 @@ def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> No
     assert record.model_dir == f"{tmp_path}/bucket/mwms/model"
     models = list((tmp_path / "bucket").rglob("saved_model.pb"))
     assert models == [tmp_path / "bucket" / "mwms" / "model" / "saved_model.pb"]
-    logs = {Path(p).name: Path(p).read_text() for p in backend.log_paths(record.name)}
+    logs = {p.name: p.read_text() for p in (backend.jobs_dir / record.job_id).rglob("*.log")}
     # Both replicas trained in one cluster of two.
     assert "group_size = 2" in logs["workerpool0-0.log"]
     assert "group_size = 2" in logs["workerpool1-0.log"]

@@ -15,18 +15,16 @@ from tests.local.conftest import PoolFactory
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.study import (
+    Goal,
     Measurement,
+    ParameterSpec,
+    Scale,
+    Selection,
     final_metric,
     parameter_args,
     read_measurements,
 )
 from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, best_trial
-from vertex_training.jobs.view import (
-    DoubleParameterSpec,
-    MeasurementSelection,
-    MetricGoal,
-    ScaleType,
-)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -72,6 +70,7 @@ def _metric(trial: TrialRecord) -> float | None:
     return trial.final_metrics.get(METRIC)
 
 
+@pytest.mark.slow
 def test_six_trials_two_parallel_complete_and_report_the_best(
     backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
@@ -102,10 +101,9 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
         assert f"--x={trial.parameters['x']}" in env["argv"]
     assert len({e["CLOUD_ML_HP_METRIC_FILE"] for e in envs.values()}) == 6
     # Never more than two trials at a time: trial 3 starts after one of 1, 2 ended.
-    plot = backend.details(record.name).plot
-    assert plot and Path(plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_parallel_trial_count_is_respected(
     backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
@@ -127,6 +125,7 @@ def test_parallel_trial_count_is_respected(
     assert details.replicas == []  # nothing left running
 
 
+@pytest.mark.slow
 def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
@@ -140,6 +139,7 @@ def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(
     assert record.best_trial.parameters == {"x": 0.7, "kind": "good"}
 
 
+@pytest.mark.slow
 def test_random_search_is_reproducible_with_the_backend_seed(
     tmp_path: Path, standin_pool: PoolFactory
 ) -> None:
@@ -164,6 +164,7 @@ def test_random_search_is_reproducible_with_the_backend_seed(
         assert isinstance(r, float) and 1.0 <= r <= 10.0
 
 
+@pytest.mark.slow
 def test_conditional_parameter_only_when_parent_matches(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
@@ -181,6 +182,7 @@ def test_conditional_parameter_only_when_parent_matches(
     assert kinds == {"good", "bad"}
 
 
+@pytest.mark.slow
 def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
@@ -194,6 +196,7 @@ def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
     assert "failing on purpose: boom" in (record.error_message or "")
 
 
+@pytest.mark.slow
 def test_trial_without_metric_is_infeasible_but_the_study_succeeds(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
@@ -213,11 +216,10 @@ def test_trial_without_metric_is_infeasible_but_the_study_succeeds(
 
 
 @pytest.mark.parametrize(
-    ("selection", "expected"), [(MeasurementSelection.BEST, 0.9), (MeasurementSelection.LAST, 0.5)]
+    ("selection", "expected"),
+    [(Selection.BEST_MEASUREMENT, 0.9), (Selection.LAST_MEASUREMENT, 0.5)],
 )
-def test_measurement_selection(
-    tmp_path: Path, selection: MeasurementSelection, expected: float
-) -> None:
+def test_measurement_selection(tmp_path: Path, selection: Selection, expected: float) -> None:
     path = tmp_path / "output.metrics"
     lines = [
         {HYPERTUNE_METRIC_TAG: "0.2", "global_step": "1"},
@@ -227,9 +229,9 @@ def test_measurement_selection(
     path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"accuracy": "0.')
     measurements = read_measurements(path, HYPERTUNE_METRIC_TAG)
     assert measurements == [Measurement(1, 0.2), Measurement(2, 0.9), Measurement(3, 0.5)]
-    assert final_metric(measurements, MetricGoal.MAXIMIZE, selection) == expected
-    assert final_metric(measurements, MetricGoal.MINIMIZE, MeasurementSelection.BEST) == 0.2
-    assert final_metric([], MetricGoal.MAXIMIZE, selection) is None
+    assert final_metric(measurements, Goal.MAXIMIZE, selection) == expected
+    assert final_metric(measurements, Goal.MINIMIZE, Selection.BEST_MEASUREMENT) == 0.2
+    assert final_metric([], Goal.MAXIMIZE, selection) is None
 
 
 def test_best_trial_respects_goal_and_ignores_infeasible() -> None:
@@ -253,6 +255,7 @@ def test_parameter_args_are_vertex_flags() -> None:
     )
 
 
+@pytest.mark.slow
 def test_median_stopping_stops_trials_worse_than_the_median(
     backend: LocalBackend, standin_pool: PoolFactory
 ) -> None:
@@ -283,6 +286,7 @@ def test_median_stopping_stops_trials_worse_than_the_median(
     assert not math.isclose(float(record.best_trial.parameters["x"]), 0.05)
 
 
+@pytest.mark.slow
 def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFactory) -> None:
     spec = _tuning(standin_pool, args=("--steps=1",), trials=1, parallel=1, labels={"job": "hp"})
     record = backend.submit(TUNING, spec)
@@ -291,6 +295,7 @@ def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFact
     backend.wait(record.name, timeout=60)
 
 
+@pytest.mark.slow
 def test_cancel_stops_running_trials_and_leaves_no_process(
     backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
@@ -323,10 +328,11 @@ def test_cancel_stops_running_trials_and_leaves_no_process(
 
 
 @pytest.mark.parametrize(
-    ("scale", "dense_near_max"), [(ScaleType.LOG, False), (ScaleType.REVERSE_LOG, True)]
+    ("scale", "dense_near_max"),
+    [(Scale.UNIT_LOG_SCALE, False), (Scale.UNIT_REVERSE_LOG_SCALE, True)],
 )
 def test_log_scales_put_their_resolution_at_the_right_end(
-    scale: ScaleType, dense_near_max: bool
+    scale: Scale, dense_near_max: bool
 ) -> None:
     import statistics
 
@@ -335,7 +341,13 @@ def test_log_scales_put_their_resolution_at_the_right_end(
     from vertex_training.jobs.backends.local.study import suggest_parameters
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
-    params = (DoubleParameterSpec("lr", 1.0, 1000.0, scale),)
+    params = (
+        ParameterSpec(
+            parameter_id="lr",
+            double_value_spec=ParameterSpec.DoubleValueSpec(min_value=1.0, max_value=1000.0),
+            scale_type=scale,
+        ),
+    )
     values: list[float] = []
     for _ in range(400):
         trial = study.ask()
@@ -348,6 +360,7 @@ def test_log_scales_put_their_resolution_at_the_right_end(
     assert (median > 900) if dense_near_max else (median < 100)
 
 
+@pytest.mark.slow
 def test_parallel_trials_get_distinct_gpus(
     backend: LocalBackend,
     standin_pool: PoolFactory,

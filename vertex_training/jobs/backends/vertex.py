@@ -212,16 +212,16 @@ def _timestamp(value: Any) -> str | None:
 def trial_record(trial: v1.Trial) -> TrialRecord:
     """A trial as the service reports it: every metric of the final measurement by id,
     parameter values as given (struct numbers are doubles: 64.0 stays 64.0)."""
-    state = v1.Trial.State(trial.state).name
+    state = v1.Trial.State(trial.state)
     return TrialRecord(
         trial_id=trial.id,
-        state=state,
+        state=state.name,
         parameters={p.parameter_id: p.value for p in trial.parameters},
         final_metrics={m.metric_id: m.value for m in trial.final_measurement.metrics},
         infeasible_reason=trial.infeasible_reason or None,
         # Vizier ends an automatically stopped trial SUCCEEDED before its last step:
         # the service marks it only through the STOPPING state it passes through.
-        early_stopped=state == "STOPPING",
+        early_stopped=state == v1.Trial.State.STOPPING,
         start_time=_timestamp(trial.start_time),
         end_time=_timestamp(trial.end_time),
     )
@@ -237,7 +237,7 @@ def record_from_proto(message: JobMessage) -> JobRecord:
             best_trial(
                 trials,
                 metrics[0].metric_id,
-                getattr(metrics[0].goal, "name", "") == "MAXIMIZE",
+                metrics[0].goal == v1.StudySpec.MetricSpec.GoalType.MAXIMIZE,
             )
             if metrics
             else None

@@ -10,33 +10,39 @@ from typing import Any
 import pytest
 from google.cloud import aiplatform_v1 as v1
 
-from tests.bodies import custom_job, double, job_spec, study, tuning_job
+from tests.bodies import custom_job, double, job_spec, pool, study, tuning_job
 from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local import LocalBackend, LocalSpecError
 from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support
 from vertex_training.jobs.records import JobKind, JobState
+from vertex_training.jobs.resources import JobProvider
 
 PACKAGE = "google.cloud.aiplatform.v1."
 CAPABILITIES_LOGGER = "vertex_training.jobs.backends.local.capabilities"
 
 
 def _walk(descriptor: Any, seen: set[str], out: set[str]) -> None:
+    """Every field of ``descriptor``, and down through every field the backend runs (a
+    field inside a refused or ignored one is never met: the walk at submit stops there)."""
     if descriptor.full_name in seen:
         return
     seen.add(descriptor.full_name)
     for field in descriptor.fields:
-        out.add(f"{descriptor.full_name.removeprefix(PACKAGE)}.{field.name}")
+        name = f"{descriptor.full_name.removeprefix(PACKAGE)}.{field.name}"
+        out.add(name)
         message = field.message_type
         if message is None or message.GetOptions().map_entry:
             continue
         if message.full_name.startswith(("google.protobuf.", "google.rpc.")):
             continue
-        _walk(message, seen, out)
+        support = LOCAL_SUPPORT.get(name)
+        if support is None or support.support in (Support.HONOURED, Support.APPROXIMATED):
+            _walk(message, seen, out)
 
 
 def proto_fields() -> set[str]:
-    """Every ``<Message>.<field>`` reachable from the two job messages."""
+    """Every ``<Message>.<field>`` the local backend can meet in the two job messages."""
     out: set[str] = set()
     seen: set[str] = set()
     for message in (v1.CustomJob, v1.HyperparameterTuningJob):
@@ -52,7 +58,10 @@ def test_the_walk_reaches_nested_messages() -> None:
     )
     assert "EnvVar.value" in fields
     assert "CustomJob.labels" in fields
+    assert "StudySpec.ConvexAutomatedStoppingSpec.min_step_count" in fields
     assert not [f for f in fields if f.startswith(("google.", "LabelsEntry"))]
+    # Not inside a refused field (an NFS mount) nor an output-only one (a trial).
+    assert "NfsMount.server" not in fields and "Trial.id" not in fields
     assert len(fields) > 100
 
 
@@ -181,7 +190,7 @@ def test_refused_feature_in_a_study_names_the_trial_job_path(tmp_path: Path) -> 
 # -- ignored ----------------------------------------------------------------------------
 
 
-IGNORED = {
+IGNORED: dict[str, tuple[str, dict[str, Any]]] = {
     "network": ("jobSpec.network", {"network": "projects/123/global/networks/vpc"}),
     "serviceAccount": (
         "jobSpec.serviceAccount",
@@ -205,6 +214,7 @@ def _ignored_body(feature: str) -> dict[str, Any]:
     return custom_job(_pool(), output=None, **IGNORED[feature][1])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("feature", [*sorted(IGNORED), "encryptionSpec"])
 def test_cloud_only_fields_run_with_one_info_line(
@@ -223,6 +233,7 @@ def test_cloud_only_fields_run_with_one_info_line(
 
 def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCaptureFixture) -> None:
     from vertex_training.jobs.backends.local.capabilities import check_local_support
+    from vertex_training.jobs.protos import parse_body
 
     context = "projects/p/locations/us-central1/metadataStores/default/contexts/horses"
     body = custom_job(
@@ -232,7 +243,7 @@ def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCapture
         experimentRun=f"{context}-run-1",
     )
     with caplog.at_level(logging.INFO, logger=CAPABILITIES_LOGGER):
-        check_local_support(JobKind.CUSTOM_JOB, body)
+        check_local_support(parse_body(JobKind.CUSTOM_JOB, body))
     ignored, approximated = (r.getMessage() for r in caplog.records)
     assert "jobSpec.experiment" in ignored and "jobSpec.experimentRun" in ignored
     assert "jobSpec.tensorboard" in approximated
@@ -250,8 +261,6 @@ def _check_props(tmp_path: Path, body: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("feature", sorted(REFUSED))
 def test_the_providers_check_refuses_what_only_vertex_has(feature: str, tmp_path: Path) -> None:
-    from vertex_training.jobs.resources import JobProvider
-
     body, path = REFUSED[feature]
     result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, body))
     messages = [f.reason for f in result.failures if f.property == "spec"]
@@ -260,17 +269,35 @@ def test_the_providers_check_refuses_what_only_vertex_has(feature: str, tmp_path
 
 
 def test_the_providers_check_passes_what_the_local_backend_runs(tmp_path: Path) -> None:
-    from vertex_training.jobs.resources import JobProvider
-
     body = custom_job(_pool(), network="projects/1/global/networks/vpc")
     result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, body))
     assert result.failures == []
 
 
 def test_nfs_mounts_without_a_network_are_refused_for_both_reasons(tmp_path: Path) -> None:
+    """What Vertex would refuse is the provider's check's to say (once, before the backend
+    sees the body), and it says it beside what only Vertex has."""
     body = custom_job(_pool(nfsMounts=[{"server": "10.0.0.2", "path": "/s", "mountPoint": "d"}]))
+    result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, body))
+    messages = " ".join(f.reason for f in result.failures if f.property == "spec")
+    assert "NFS shares are reached over a VPC" in messages
+    assert "NFS shares are mounted on Vertex VMs; it runs on Vertex only" in messages
+    # The backend refuses what only Vertex has, before anything is stored.
     backend = LocalBackend(str(tmp_path / "root"))
-    with pytest.raises(JobRefusedError) as refused:
+    with pytest.raises(JobRefusedError, match="NFS shares are mounted on Vertex VMs"):
         backend.submit(JobKind.CUSTOM_JOB, body)
-    assert "NFS shares are reached over a VPC" in str(refused.value)
-    assert "NFS shares are mounted on Vertex VMs; it runs on Vertex only" in str(refused.value)
+    assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
+
+
+def test_what_vertex_refuses_is_refused_at_check_and_what_cannot_start_here_at_submit(
+    tmp_path: Path,
+) -> None:
+    chief_with_two = custom_job(standin(replicas=2))
+    result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, chief_with_two))
+    messages = [f.reason for f in result.failures if f.property == "spec"]
+    assert any(re.search(r"workerPoolSpecs\[0\]\.replicaCount", m) for m in messages), messages
+    backend = LocalBackend(str(tmp_path / "root"))
+    foreign_image = custom_job(pool(image="python:3.11"))
+    with pytest.raises(LocalSpecError, match=r"container\.command"):
+        backend.submit(JobKind.CUSTOM_JOB, foreign_image)
+    assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())

@@ -5,8 +5,7 @@ replica with the environment Vertex sets (``TF_CONFIG``, ``CLUSTER_SPEC``, ``AIP
 ``CLOUD_ML_*``), a detached supervisor per job, and tuning jobs on Optuna.
 """
 
-from vertex_training.jobs.backends.local._store import LocalJobState
-from vertex_training.jobs.backends.local.backend import LocalBackend, check_runnable
+from vertex_training.jobs.backends.local.backend import LocalBackend
 from vertex_training.jobs.backends.local.environment import LocalSpecError
 
-__all__ = ["LocalBackend", "LocalJobState", "LocalSpecError", "check_runnable"]
+__all__ = ["LocalBackend", "LocalSpecError"]

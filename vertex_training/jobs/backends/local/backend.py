@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -17,15 +16,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
+
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
-    ReplicaStatus,
-    decoded_cache_root,
-    gcs_root,
+    ReplicaState,
     job_name,
     new_job_id,
     now_rfc3339,
@@ -33,64 +32,36 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
-from vertex_training.jobs.backends.local.capabilities import check_local_support, local_refusals
+from vertex_training.jobs.backends.local.capabilities import check_local_support
 from vertex_training.jobs.backends.local.cluster import stop_process_groups
-from vertex_training.jobs.backends.local.environment import (
-    LocalSpecError,
-    replica_command,
-)
-from vertex_training.jobs.backends.local.study import check_study
+from vertex_training.jobs.backends.local.environment import local_bucket_paths, replica_command
+from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
-from vertex_training.jobs.rules.job import errors_of, job_findings
-from vertex_training.jobs.view import JobView, TuningJobView, read_view
 
 _log = logging.getLogger(__name__)
 
 SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
-GCS_PREFIX = "gs://"
-GCS_FUSE_PREFIX = "/gcs/"
 _ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
 SUPERVISOR_DIED = "the local supervisor died"
 """How the error message of a job whose supervisor died starts: such a job can resume."""
 
 
-class JobNotResumableError(RuntimeError):
-    """``resume`` was asked for a job whose supervisor did not die (it finished, failed on
-    its own, was cancelled, or still runs)."""
-
-
 class LocalBackend:
     """Runs Vertex job specs as local processes, keeping state under ``root``.
 
-    Layout: ``<root>/jobs/<id>/`` (state.json, spec, supervisor.log, ``logs/<pool>-<i>.log``,
-    ``trials/<trial id>/...``) and ``<root>/gcs/<bucket>/...`` standing in for Cloud Storage
-    when a spec names a ``gs://`` output directory. Any process given the same ``root``
-    sees the same jobs.
+    Layout: ``<root>/jobs/<id>/`` (state.json, body.json, supervisor.log,
+    ``logs/<pool>-<i>.log``, ``trials/<trial id>/...``) and ``<root>/gcs/<bucket>/...``
+    standing in for Cloud Storage when a spec names a ``gs://`` output directory. Any
+    process given the same ``root`` sees the same jobs.
     """
 
     def __init__(self, root: str, *, seed: int | None = 0) -> None:
         self.root = Path(root).resolve()
+        self.jobs_dir = self.root / "jobs"
+        self.gcs_dir = self.root / "gcs"
+        """The local stand-in for Cloud Storage, one directory per bucket."""
         self.seed = seed
         """Seed of the study samplers, so a local study is reproducible (None: random)."""
-
-    # -- paths -----------------------------------------------------------------------
-
-    @property
-    def jobs_dir(self) -> Path:
-        return self.root / "jobs"
-
-    @property
-    def gcs_dir(self) -> Path:
-        """``<root>/gcs``: the local stand-in for Cloud Storage, one directory per bucket."""
-        return gcs_root(self.root)
-
-    def local_path(self, uri: str) -> str:
-        """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
-        as a directory under ``<root>/gcs``; other paths unchanged."""
-        for prefix in (GCS_PREFIX, GCS_FUSE_PREFIX):
-            if uri.startswith(prefix):
-                return str(self.gcs_dir / uri[len(prefix) :])
-        return str(Path(uri).expanduser().resolve())
 
     def _job_dir(self, name: str) -> JobDir:
         kind, job_id = parse_job_name(name)
@@ -104,50 +75,50 @@ class LocalBackend:
     # -- protocol --------------------------------------------------------------------
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
-        spec = check_runnable(kind, body)
+        job_message = check_runnable(kind, body)
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_id = new_job_id()
         while True:
-            path = self.jobs_dir / job_id
             try:
                 # mkdir is atomic: two submitters never get the same directory.
-                path.mkdir()
+                (self.jobs_dir / job_id).mkdir()
                 break
             except FileExistsError:
                 job_id = str(int(job_id) + 1)
-        job = JobDir(path)
+        job = JobDir(self.jobs_dir / job_id)
         job.write_body(dict(body))
         if self.seed is not None:
-            (path / "seed").write_text(str(self.seed))
-        base = spec.trial_job.base_output_directory
-        # No base output directory: no AIP_* directories, as on Vertex.
-        output_dir = self.local_path(base) if base else None
+            job.seed_file.write_text(str(self.seed))
+        base = _job_spec(job_message).base_output_directory.output_uri_prefix
         record = JobRecord(
             name=job_name(kind, job_id),
             kind=kind,
-            display_name=spec.display_name,
+            display_name=job_message.display_name,
             state=JobState.QUEUED,
-            labels=tuple(sorted(spec.labels)),
+            labels=tuple(sorted(job_message.labels.items())),
             create_time=now_rfc3339(),
         )
-        state = LocalJobState(record=record, output_dir=output_dir)
+        # No base output directory: no AIP_* directories, as on Vertex.
+        state = LocalJobState(record=record, output_dir=self.local_path(base) if base else None)
         # Held until the pid is recorded, so the supervisor's first update (which takes
         # the same lock) never overwrites it.
         with job.locked():
             job.write(state)
-            process = self._start_supervisor(path)
-            state.supervisor_pid = process.pid
-            state.supervisor_start = process_start_time(process.pid)
-            job.write(state)
-        _log.info(
-            "submitted %s (%s), supervisor pid %d", record.name, spec.display_name, process.pid
-        )
+            self._start_supervisor(job, state)
+        _log.info("submitted %s, supervisor pid %s", record.name, state.supervisor_pid)
         return self.get(record.name)
 
-    def _start_supervisor(self, path: Path) -> subprocess.Popen[bytes]:
-        with open(path / SUPERVISOR_LOG, "ab") as log:
+    def local_path(self, uri: str) -> str:
+        """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
+        as a directory under ``<root>/gcs``; other paths resolved."""
+        local = local_bucket_paths(uri, self.gcs_dir)
+        return local if local != uri else str(Path(uri).expanduser().resolve())
+
+    def _start_supervisor(self, job: JobDir, state: LocalJobState) -> None:
+        """Start the job's supervisor and record it in ``state`` (the caller holds the lock)."""
+        with open(job.path / SUPERVISOR_LOG, "ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", SUPERVISOR_MODULE, str(path)],
+                [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
                 cwd=project_root(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -160,41 +131,38 @@ class LocalBackend:
         # Reap it when it ends, so a long-lived caller keeps no zombie (a zombie would
         # also look alive to the liveness check).
         threading.Thread(target=process.wait, daemon=True).start()
-        return process
+        state.supervisor_pid = process.pid
+        state.supervisor_start = process_start_time(process.pid)
+        job.write(state)
 
     def get(self, name: str) -> JobRecord:
         return self.details(name).record
 
     def details(self, name: str) -> LocalJobState:
-        """The record plus what only the local backend knows (replica processes, plot)."""
+        """The record plus what only the local backend knows (replica processes)."""
         job = self._job_dir(name)
         state = job.read()
-        if state.record.state in _ACTIVE and not self._supervisor_alive(state):
+        if state.record.state in _ACTIVE and not _supervisor_alive(state):
             state = self._reap_orphan(job)
         return state
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        if not self.jobs_dir.is_dir():
-            return None
         wanted = set(labels.items())
-        best: JobRecord | None = None
-        for path in self.jobs_dir.iterdir():
-            job = JobDir(path)
+        found = [r for r in self._records() if r.kind is kind and wanted <= set(r.labels)]
+        newest = max(found, key=lambda r: (r.create_time or "", r.job_id), default=None)
+        return self.get(newest.name) if newest else None
+
+    def _records(self) -> list[JobRecord]:
+        """Every readable job of this root."""
+        records = []
+        for job in map(JobDir, self.jobs_dir.iterdir() if self.jobs_dir.is_dir() else ()):
             if not job.exists():
-                continue
+                continue  # being submitted, or not a job
             try:
-                record = job.read().record
-            except (OSError, ValueError, KeyError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", path, exc)
-                continue
-            if record.kind is not kind or not wanted <= set(record.labels):
-                continue
-            if best is None or (record.create_time or "", record.job_id) > (
-                best.create_time or "",
-                best.job_id,
-            ):
-                best = record
-        return self.get(best.name) if best else None
+                records.append(job.read().record)
+            except (OSError, ValueError) as exc:
+                _log.warning("skipping unreadable local job %s: %s", job.path, exc)
+        return records
 
     def cancel(self, name: str) -> None:
         try:
@@ -206,7 +174,7 @@ class LocalBackend:
                 return
             state.record = replace(state.record, state=JobState.CANCELLING)
             job.cancel_file.touch()
-        if self._supervisor_alive(state) and state.supervisor_pid is not None:
+        if _supervisor_alive(state) and state.supervisor_pid is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(state.supervisor_pid, signal.SIGTERM)
         else:
@@ -230,110 +198,44 @@ class LocalBackend:
             # Callers cancel and wait first; this is the safety net for those who do not.
             self.cancel(name)
             self.wait(name, timeout=60.0)
-        shutil.rmtree(job.path, ignore_errors=False)
-        self._remove_decoded_cache_after_the_last_job()
-
-    def _remove_decoded_cache_after_the_last_job(self) -> None:
-        """The decoded cache serves every job of this root (reruns, a study's trials): it
-        goes when the root's last job does, as at the end of the stack's ``destroy``."""
-        if any(JobDir(path).exists() for path in self.jobs_dir.iterdir()):
-            return
-        cache = decoded_cache_root(self.root)
-        if cache.is_dir():
+        shutil.rmtree(job.path)
+        # The decoded cache serves every job of this root (reruns, a study's trials): it
+        # goes when the root's last job does, as at the end of the stack's ``destroy``.
+        cache = self.root / "decoded-cache"
+        if cache.is_dir() and not self._records():
             _log.info(
                 "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
             )
             shutil.rmtree(cache, ignore_errors=True)
 
-    # -- local extras ----------------------------------------------------------------
-
-    def wait(self, name: str, timeout: float | None = None, poll_seconds: float = 0.1) -> JobRecord:
-        """Block until the job is terminal (or ``timeout`` seconds pass); the last record."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            record = self.get(name)
-            if record.state.is_terminal:
-                return record
-            if deadline is not None and time.monotonic() > deadline:
-                return record
-            time.sleep(poll_seconds)
-
-    def resume(self, name: str) -> JobRecord:
+    def resume_interrupted(self, name: str) -> JobRecord | None:
         """Start a new supervisor for a job whose supervisor died (killed, or the machine
         went down): a tuning job resumes its study from its journal (finished trials
         count, interrupted ones run again; see ``tuner``), a CustomJob starts its replicas
-        again (the trainer resumes from its checkpoints). A job whose supervisor is alive
-        is left as it is."""
+        again (the trainer resumes from its checkpoints). None when the job ended (or
+        runs) otherwise."""
         job = self._job_dir(name)
-        state = self.details(name)  # settles a dead supervisor's job first
-        if state.record.state in _ACTIVE:
-            return state.record
-        if not self.died(state):
-            raise JobNotResumableError(
-                f"local job {name} is {state.record.state.value} "
-                f"({state.record.error_message or 'no error'}); only a job whose supervisor "
-                "died resumes"
-            )
+        if not _died(self.details(name)):  # details settles a dead supervisor's job first
+            return None
         with job.locked():
             state = job.read()
+            if not _died(state):
+                return None  # resumed by another caller meanwhile
             state.record = replace(
                 state.record, state=JobState.QUEUED, end_time=None, error_message=None
             )
-            job.write(state)
-            process = self._start_supervisor(job.path)
-            state.supervisor_pid = process.pid
-            state.supervisor_start = process_start_time(process.pid)
-            job.write(state)
-        _log.info("resumed %s, supervisor pid %d", name, process.pid)
+            self._start_supervisor(job, state)
+        _log.info("resumed %s, supervisor pid %s", name, state.supervisor_pid)
         return self.get(name)
 
-    def resume_interrupted(self, name: str) -> JobRecord | None:
-        """``resume`` when the job's supervisor died; None when the job ended otherwise."""
-        return self.resume(name) if self.died(self.details(name)) else None
+    # -- local extras ----------------------------------------------------------------
 
-    @staticmethod
-    def died(state: LocalJobState) -> bool:
-        """The job ended because its supervisor died, not because it failed or was
-        cancelled: ``resume`` can take it up."""
-        return state.record.state is JobState.FAILED and (
-            state.record.error_message or ""
-        ).startswith(SUPERVISOR_DIED)
-
-    def find_interrupted(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord | None:
-        """The newest job of exactly this body whose supervisor died, if any."""
-        if not self.jobs_dir.is_dir():
-            return None
-        wanted = json.loads(json.dumps(body))
-        found: list[LocalJobState] = []
-        for path in self.jobs_dir.iterdir():
-            job = JobDir(path)
-            if not job.exists():
-                continue
-            try:
-                if job.read().record.kind is not kind or job.read_body() != wanted:
-                    continue
-                state = self.details(job.read().record.name)
-            except (OSError, ValueError, KeyError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", path, exc)
-                continue
-            if self.died(state):
-                found.append(state)
-        if not found:
-            return None
-        newest = max(found, key=lambda s: (s.record.create_time or "", int(s.record.job_id)))
-        return newest.record
-
-    def log_paths(self, name: str) -> list[str]:
-        return sorted(str(p) for p in (self._job_dir(name).path).rglob("*.log"))
-
-    # -- internals -------------------------------------------------------------------
-
-    @staticmethod
-    def _supervisor_alive(state: LocalJobState) -> bool:
-        if state.supervisor_pid is None:
-            # Between writing the state and starting the supervisor (held under the lock).
-            return True
-        return process_alive(state.supervisor_pid, state.supervisor_start)
+    def wait(self, name: str, timeout: float, poll_seconds: float = 0.1) -> JobRecord:
+        """Block until the job is terminal (or ``timeout`` seconds pass); the last record."""
+        deadline = time.monotonic() + timeout
+        while not (record := self.get(name)).state.is_terminal and time.monotonic() < deadline:
+            time.sleep(poll_seconds)
+        return record
 
     def _reap_orphan(self, job: JobDir) -> LocalJobState:
         """The supervisor is gone but the job is not terminal: stop what it left behind and
@@ -347,10 +249,14 @@ class LocalBackend:
                 [
                     r.pid
                     for r in state.replicas
-                    if r.pid is not None and r.state == "RUNNING" and process_alive(r.pid, r.start)
+                    if r.pid is not None
+                    and r.state is ReplicaState.RUNNING
+                    and process_alive(r.pid, r.start)
                 ]
             )
-            state.replicas = [_stopped(r) for r in state.replicas]
+            for replica in state.replicas:
+                if replica.state in (ReplicaState.RUNNING, ReplicaState.PENDING):
+                    replica.state = ReplicaState.KILLED
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
             state.record = replace(
                 state.record,
@@ -360,16 +266,24 @@ class LocalBackend:
                     "CANCELED: the job was cancelled"
                     if cancelling
                     else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
-                    "resume it with LocalBackend.resume or run it again"
+                    "resume it with LocalBackend.resume_interrupted or run it again"
                 ),
             )
         return state
 
 
-def _stopped(replica: ReplicaStatus) -> ReplicaStatus:
-    if replica.state in ("RUNNING", "PENDING"):
-        return replace(replica, state="KILLED")
-    return replica
+def _supervisor_alive(state: LocalJobState) -> bool:
+    if state.supervisor_pid is None:
+        # Between writing the state and starting the supervisor (held under the lock).
+        return True
+    return process_alive(state.supervisor_pid, state.supervisor_start)
+
+
+def _died(state: LocalJobState) -> bool:
+    """The job ended because its supervisor died, not because it failed or was cancelled."""
+    return state.record.state is JobState.FAILED and (state.record.error_message or "").startswith(
+        SUPERVISOR_DIED
+    )
 
 
 def _pythonpath() -> str:
@@ -383,36 +297,25 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
-def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobView:
-    """Refuse, before any process starts, a body Vertex would refuse, one that needs what
-    only Vertex has, or one this machine cannot start (an image that is neither ours nor
-    given a command). Returns the body's view."""
-    view, unreadable = read_view(kind, body)
-    problems = [f"{f.path}: {f.message}" for f in unreadable]
-    if view is not None and not problems:
-        problems = [
-            f"{f.path}: {f.message}"
-            for f in errors_of(job_findings(view, region=None, remote=False))
-        ]
-        # Every reason at once: what Vertex would refuse, and what only Vertex has.
-        refused = local_refusals(kind, body)
-        if refused:
-            problems.append("the local backend cannot run this job: " + "; ".join(refused))
-    if problems or view is None:
-        raise JobRefusedError("; ".join(problems))
-    check_local_support(kind, body)
-    for pool in view.trial_job.worker_pools:
-        if pool is not None and pool.replica_count > 0:
-            replica_command(pool, pool.container.args if pool.container else ())
-    if isinstance(view, TuningJobView):
-        check_study(view.study)
-    return view
+def _job_spec(job: JobMessage) -> CustomJobSpec:
+    """What runs: a CustomJob's ``jobSpec``, a tuning job's ``trialJobSpec`` (each trial)."""
+    return job.job_spec if isinstance(job, CustomJob) else job.trial_job_spec
 
 
-__all__ = [
-    "SUPERVISOR_DIED",
-    "JobNotResumableError",
-    "LocalBackend",
-    "LocalSpecError",
-    "check_runnable",
-]
+def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
+    """The body's message; refused, before any process starts, when it is no valid message
+    of its kind, needs what only Vertex has, or cannot start here (an image that is
+    neither ours nor given a command). What Vertex itself would refuse is the provider's
+    ``check`` to say, once, before any backend sees the body."""
+    try:
+        job = parse_body(kind, body)
+    except BodyParseError as error:
+        raise JobRefusedError(str(error)) from error
+    check_local_support(job)
+    for pool in _job_spec(job).worker_pool_specs:
+        if pool.replica_count > 0:
+            replica_command(pool, ())
+    return job
+
+
+__all__ = ["SUPERVISOR_DIED", "LocalBackend", "check_runnable"]

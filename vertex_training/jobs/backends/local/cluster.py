@@ -7,7 +7,6 @@ from one loop, and checks for cancellation between polls.
 from __future__ import annotations
 
 import contextlib
-import enum
 import logging
 import os
 import signal
@@ -16,21 +15,27 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from google.cloud.aiplatform_v1 import CustomJobSpec
+from google.protobuf import json_format
 
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import ReplicaStatus, process_start_time
+from vertex_training.jobs.backends.local._store import (
+    ReplicaState,
+    ReplicaStatus,
+    proc_stat,
+    process_start_time,
+)
 from vertex_training.jobs.backends.local.environment import (
+    CHIEF,
+    WORKER,
     GpuAllocator,
     ReplicaSlot,
-    active_pools,
-    job_spec_json,
     local_bucket_paths,
     plan_replicas,
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.view import CustomJobSpec, PoolRole
 
 _log = logging.getLogger(__name__)
 
@@ -41,83 +46,46 @@ WORKER_GRACE_SECONDS = 30.0
 save before they are stopped; parameter servers and evaluators are stopped at once."""
 TERM_GRACE_SECONDS = 5.0
 """Between SIGTERM and SIGKILL when stopping a replica's process group."""
-LOG_TAIL_LINES = 20
-LOG_TAIL_CHARS = 4000
+VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
+VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
 
 
-class ClusterOutcome(enum.Enum):
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES, chars: int = LOG_TAIL_CHARS) -> str:
+def log_tail(path: Path, lines: int = 20, chars: int = 4000) -> str:
     try:
         with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - chars * 2))
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - chars * 2))
             text = handle.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-    tail = "\n".join(text.splitlines()[-lines:])
-    return tail[-chars:]
+    return "\n".join(text.splitlines()[-lines:])[-chars:]
 
 
-def kill_process_group(pgid: int, sig: int) -> bool:
-    """Signal a whole process group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        _log.warning("not allowed to signal process group %d", pgid)
-        return False
-    return True
-
-
-def stop_process_groups(pgids: Sequence[int], grace: float = TERM_GRACE_SECONDS) -> None:
-    """SIGTERM every group, wait up to ``grace`` for them to go, then SIGKILL the rest."""
-    alive = [p for p in pgids if kill_process_group(p, signal.SIGTERM)]
-    deadline = time.monotonic() + grace
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = [p for p in alive if _group_exists(p)]
-    for pgid in alive:
-        kill_process_group(pgid, signal.SIGKILL)
-
-
-def _group_exists(pgid: int) -> bool:
+def _group_alive(pgid: int) -> bool:
+    """A member of the group still runs (zombies, which run nothing, do not count)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    # A group whose only members are zombies still "exists"; those are reaped by their
-    # parent (us, via Popen.poll) so treat a reaped leader with no others as gone.
-    return _group_has_live_member(pgid)
+    pids = (int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit())
+    return any((stat := proc_stat(pid)) is not None and stat[2] == str(pgid) for pid in pids)
 
 
-def _group_has_live_member(pgid: int) -> bool:
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        after = stat.rsplit(")", 1)[1].split()
-        # after[0] is the state, after[2] the process group id.
-        if after[2] == str(pgid) and after[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
-VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
+def stop_process_groups(pgids: Sequence[int], grace: float = TERM_GRACE_SECONDS) -> None:
+    """SIGTERM every group, wait up to ``grace`` for them to go, then SIGKILL the rest."""
+    alive = []
+    for pgid in pgids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+            alive.append(pgid)
+    deadline = time.monotonic() + grace
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = [p for p in alive if _group_alive(p)]
+    for pgid in alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
 
 
 def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
@@ -143,17 +111,28 @@ class _Replica:
     exit_code: int | None = None
     killed: bool = False
 
+    @property
+    def state(self) -> ReplicaState:
+        if self.process is None:
+            return ReplicaState.PENDING
+        if self.exit_code is None:
+            return ReplicaState.RUNNING
+        if self.killed:
+            return ReplicaState.KILLED
+        return ReplicaState.SUCCEEDED if self.exit_code == 0 else ReplicaState.FAILED
+
 
 @dataclass
 class ClusterRun:
     """The replicas of one CustomJobSpec (one job, or one trial of a tuning job)."""
 
     spec: CustomJobSpec
-    job_body: Mapping[str, Any]
-    """The same CustomJobSpec as submitted (REST JSON): TF_CONFIG's ``job``."""
     job_id: str
     run_dir: Path
     """Logs and hypertune files go here (``logs/``, ``hypertune/``)."""
+    root: Path
+    """The backend root: ``gs://b/...`` and ``/gcs/b/...`` in args and env point into
+    ``<root>/gcs``, and the trainer's decoded cache is ``<root>/decoded-cache``."""
     base_output_dir: str | None
     """The job's ``baseOutputDirectory`` as a local path; None when it has none (then no
     AIP_* directory is set, as on Vertex)."""
@@ -161,36 +140,35 @@ class ClusterRun:
     trial_id: str | None = None
     extra_args: tuple[str, ...] = ()
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
-    gcs_root: Path | None = None
-    """``<root>/gcs``: where ``gs://b/...`` and ``/gcs/b/...`` in args and env point."""
-    decoded_cache: Path | None = None
-    """``<root>/decoded-cache``: the trainer's disk cache, shared by the root's replicas."""
-    project: str = "local"
-    region: str = "local"
     replicas: list[_Replica] = field(default_factory=list)
     started_at: float | None = None
     chief_done_at: float | None = None
-    outcome: ClusterOutcome | None = None
+    succeeded: bool | None = None
+    """None while the cluster runs."""
     error_message: str | None = None
 
-    def prepare(self) -> None:
-        """Resolve every replica's command and environment; raises before any process runs."""
+    def start(self) -> None:
+        """Resolve every replica's command and environment, then start them all."""
+        gcs = self.root / "gcs"
+        pools = self.spec.worker_pool_specs
+        args = [
+            [local_bucket_paths(a, gcs) for a in (*pool.container_spec.args, *self.extra_args)]
+            for pool in pools
+        ]
+        # TF_CONFIG's ``job``: the CustomJobSpec in proto field names (as Vertex writes
+        # it), each pool's args as its replicas get them.
+        job = json_format.MessageToDict(
+            CustomJobSpec.pb(self.spec), preserving_proto_field_name=True
+        )
+        for pool_json, pool_args in zip(job.get("worker_pool_specs", ()), args, strict=True):
+            if "container_spec" in pool_json:
+                pool_json["container_spec"]["args"] = pool_args
         slots = plan_replicas(self.spec)
-        args_by_pool = {
-            i: [
-                local_bucket_paths(arg, self.gcs_root)
-                for arg in (*pool.container.args, *self.extra_args)
-            ]
-            for i, pool in enumerate(self.spec.worker_pools)
-            if pool is not None and pool.container is not None
-        }
-        job = job_spec_json(self.job_body, args_by_pool)
-        pools = dict(active_pools(self.spec))
-        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "hypertune").mkdir(parents=True, exist_ok=True)
+        for directory in ("logs", "hypertune"):
+            (self.run_dir / directory).mkdir(parents=True, exist_ok=True)
         for slot in slots:
             pool = pools[slot.pool]
-            gpus = self.gpus.acquire(pool.machine.accelerator_count)
+            gpus = self.gpus.acquire(pool.machine_spec.accelerator_count)
             env = replica_environment(
                 slots=slots,
                 me=slot,
@@ -201,45 +179,15 @@ class ClusterRun:
                 trial_id=self.trial_id,
                 metric_file=str(self.metric_file_for(slot)),
                 cuda_visible_devices=",".join(gpus) if gpus is not None else None,
-                project=self.project,
-                region=self.region,
-                gcs_root=self.gcs_root,
-                decoded_cache=self.decoded_cache,
+                gcs_root=gcs,
+                decoded_cache=self.root / "decoded-cache",
             )
-            self.replicas.append(
-                _Replica(
-                    slot=slot,
-                    command=replica_command(pool, args_by_pool[int(slot.pool)]),
-                    env=env,
-                    log_path=self.run_dir / "logs" / f"{slot.label}.log",
-                    gpus=gpus,
-                )
-            )
+            command = replica_command(pool, args[slot.pool])
+            log_path = self.run_dir / "logs" / f"{slot.label}.log"
+            self.replicas.append(_Replica(slot, command, env, log_path, gpus))
         for key in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"):
             if key in self.replicas[0].env:
                 Path(self.replicas[0].env[key]).mkdir(parents=True, exist_ok=True)
-
-    def metric_file_for(self, slot: ReplicaSlot) -> Path:
-        if slot.pool is PoolRole.CHIEF:
-            return self.chief_metric_file
-        return self.run_dir / "hypertune" / f"{slot.label}.metrics"
-
-    @property
-    def chief_metric_file(self) -> Path:
-        """Only the chief's reports count, as on Vertex."""
-        return self.run_dir / "hypertune" / "output.metrics"
-
-    @property
-    def model_dir(self) -> str | None:
-        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash); None without
-        a base output directory."""
-        if not self.replicas or "AIP_MODEL_DIR" not in self.replicas[0].env:
-            return None
-        return self.replicas[0].env["AIP_MODEL_DIR"].rstrip("/")
-
-    def start(self) -> None:
-        if not self.replicas:
-            self.prepare()
         self.started_at = time.monotonic()
         base_env = inherited_environment(os.environ)
         for replica in self.replicas:
@@ -263,10 +211,33 @@ class ClusterRun:
                 " ".join(replica.command),
             )
 
-    def poll(self) -> ClusterOutcome | None:
-        """Reap exited replicas and decide the outcome; None while the job still runs."""
-        if self.outcome is not None:
-            return self.outcome
+    def metric_file_for(self, slot: ReplicaSlot) -> Path:
+        if slot.pool == CHIEF:
+            return self.chief_metric_file
+        return self.run_dir / "hypertune" / f"{slot.label}.metrics"
+
+    @property
+    def chief_metric_file(self) -> Path:
+        """Only the chief's reports count, as on Vertex."""
+        return self.run_dir / "hypertune" / "output.metrics"
+
+    @property
+    def model_dir(self) -> str | None:
+        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash); None without
+        a base output directory."""
+        model_dir = self.replicas[0].env.get("AIP_MODEL_DIR") if self.replicas else None
+        return model_dir.rstrip("/") if model_dir else None
+
+    def poll(self) -> bool | None:
+        """Reap exited replicas and decide the outcome (True: succeeded); None while the
+        job still runs."""
+        if self.succeeded is not None:
+            return self.succeeded
+        scheduling = self.spec.scheduling
+        limit = scheduling.timeout.total_seconds() if "timeout" in scheduling else None
+        if limit is not None and time.monotonic() - (self.started_at or 0.0) > limit:
+            what = f"trial {self.trial_id}" if self.trial_id else "the job"
+            return self.fail(f"{what} ran longer than its timeout of {limit:g}s")
         for replica in self.replicas:
             if replica.process is None or replica.exit_code is not None:
                 continue
@@ -275,45 +246,32 @@ class ClusterRun:
                 continue
             replica.exit_code = code
             if code != 0 and not replica.killed:
-                tail = log_tail(replica.log_path)
-                self.error_message = (
+                return self.fail(
                     f"replica {replica.slot.label} exited with code {code}"
                     f"{' (trial ' + self.trial_id + ')' if self.trial_id else ''}; "
-                    f"log {replica.log_path}, last lines:\n{tail}"
+                    f"log {replica.log_path}, last lines:\n{log_tail(replica.log_path)}"
                 )
-                self._finish(ClusterOutcome.FAILED)
-                return self.outcome
-        chief = self.replicas[0]
-        if chief.exit_code == 0:
+        if self.replicas and self.replicas[0].exit_code == 0:
             now = time.monotonic()
             if self.chief_done_at is None:
                 self.chief_done_at = now
             workers_done = all(
-                r.exit_code is not None for r in self.replicas if r.slot.pool is PoolRole.WORKER
+                r.exit_code is not None for r in self.replicas if r.slot.pool == WORKER
             )
             if workers_done or now - self.chief_done_at > WORKER_GRACE_SECONDS:
-                self._finish(ClusterOutcome.SUCCEEDED)
-        return self.outcome
+                self._finish(True)
+        return self.succeeded
 
-    def timed_out(self) -> bool:
-        limit = self.spec.timeout_seconds
-        return (
-            limit is not None
-            and self.started_at is not None
-            and time.monotonic() - self.started_at > limit
-        )
-
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> bool:
         self.error_message = message
-        self._finish(ClusterOutcome.FAILED)
+        return self._finish(False)
 
     def terminate(self) -> None:
         """Stop every replica's process group (used by cancel, failure and success)."""
         for replica in self.replicas:
             if replica.exit_code is None:
                 replica.killed = True
-        pgids = [r.process.pid for r in self.replicas if r.process is not None]
-        stop_process_groups(pgids)
+        stop_process_groups([r.process.pid for r in self.replicas if r.process is not None])
         for replica in self.replicas:
             if replica.process is not None and replica.exit_code is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -321,33 +279,24 @@ class ClusterRun:
             self.gpus.release(replica.gpus)
             replica.gpus = None
 
-    def _finish(self, outcome: ClusterOutcome) -> None:
-        self.outcome = outcome
+    def _finish(self, succeeded: bool) -> bool:
+        self.succeeded = succeeded
         # Parameter servers and evaluators never exit by themselves; stray children of
         # finished replicas would outlive the job otherwise.
         self.terminate()
+        return succeeded
 
     def statuses(self) -> list[ReplicaStatus]:
-        out = []
-        for replica in self.replicas:
-            if replica.process is None:
-                state = "PENDING"
-            elif replica.exit_code is None:
-                state = "RUNNING"
-            elif replica.killed:
-                state = "KILLED"
-            else:
-                state = "SUCCEEDED" if replica.exit_code == 0 else "FAILED"
-            out.append(
-                ReplicaStatus(
-                    pool=int(replica.slot.pool),
-                    index=replica.slot.index,
-                    state=state,
-                    pid=replica.process.pid if replica.process else None,
-                    exit_code=replica.exit_code,
-                    log=str(replica.log_path),
-                    trial_id=self.trial_id,
-                    start=replica.start,
-                )
+        return [
+            ReplicaStatus(
+                pool=replica.slot.pool,
+                index=replica.slot.index,
+                state=replica.state,
+                pid=replica.process.pid if replica.process else None,
+                exit_code=replica.exit_code,
+                log=str(replica.log_path),
+                trial_id=self.trial_id,
+                start=replica.start,
             )
-        return out
+            for replica in self.replicas
+        ]

@@ -3,7 +3,7 @@
 Pure functions (no processes started here) so the conformance of every variable can be
 unit-tested and then checked again in processes that really ran.
 
-Vertex facts honoured (SPEC.md section 4, Vertex "distributed training" docs,
+Vertex facts honoured (Vertex "distributed training" docs,
 https://cloud.google.com/vertex-ai/docs/training/distributed-training):
 - ``TF_CONFIG`` on every replica of a distributed job (more than one replica in all):
   cluster ``chief`` (pool 0), ``worker`` (pool 1), ``ps`` (pool 2); the evaluator
@@ -25,7 +25,6 @@ https://cloud.google.com/vertex-ai/docs/training/distributed-training):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -34,24 +33,25 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from google.cloud.aiplatform_v1 import CustomJobSpec, WorkerPoolSpec
+
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.view import CustomJobSpec, PoolRole, WorkerPoolSpec, snake_case
+from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
 
 _log = logging.getLogger(__name__)
 
-TF_CONFIG_TASK_TYPES: Mapping[PoolRole, str] = {
-    PoolRole.CHIEF: "chief",
-    PoolRole.WORKER: "worker",
-    PoolRole.PARAMETER_SERVER: "ps",
-    PoolRole.EVALUATOR: "evaluator",
-}
-"""Vertex uses ``chief`` (not AI Platform's legacy ``master``), which TF2 needs."""
+CHIEF, WORKER, PARAMETER_SERVER, EVALUATOR = range(4)
+"""Vertex's worker pools, by their index in ``workerPoolSpecs``."""
+TF_CONFIG_TASK_TYPES = ("chief", "worker", "ps", "evaluator")
+"""TF_CONFIG's task type of each pool, by index. Vertex uses ``chief`` (not AI Platform's
+legacy ``master``), which TF2 needs."""
+WORKERPOOLS = tuple(f"workerpool{pool}" for pool in range(len(TF_CONFIG_TASK_TYPES)))
+"""CLUSTER_SPEC's name of each pool, by index."""
 
 TRAINER_MODULE = "trainer.task"
 CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
@@ -73,17 +73,17 @@ class LocalSpecError(JobRefusedError):
 class ReplicaSlot:
     """One replica of one pool, with the localhost address it listens on."""
 
-    pool: PoolRole
+    pool: int
     index: int
     address: str
 
     @property
-    def workerpool(self) -> str:
-        return f"workerpool{int(self.pool)}"
+    def task_type(self) -> str:
+        return TF_CONFIG_TASK_TYPES[self.pool]
 
     @property
     def label(self) -> str:
-        return f"{self.workerpool}-{self.index}"
+        return f"{WORKERPOOLS[self.pool]}-{self.index}"
 
 
 def free_ports(count: int) -> list[int]:
@@ -100,54 +100,19 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def active_pools(spec: CustomJobSpec) -> list[tuple[PoolRole, WorkerPoolSpec]]:
-    return [
-        (PoolRole(i), pool)
-        for i, pool in enumerate(spec.worker_pools)
-        if pool is not None and pool.replica_count > 0
-    ]
-
-
 def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> list[ReplicaSlot]:
-    """Every replica of the job in Vertex order, each with a free localhost port."""
-    pools = active_pools(spec)
-    total = sum(pool.replica_count for _, pool in pools)
-    ports = list(ports) if ports is not None else free_ports(total)
-    if len(ports) < total:
-        raise ValueError(f"need {total} ports, got {len(ports)}")
-    slots: list[ReplicaSlot] = []
-    for role, pool in pools:
-        for index in range(pool.replica_count):
-            slots.append(ReplicaSlot(role, index, f"localhost:{ports[len(slots)]}"))
-    return slots
-
-
-def job_spec_body(kind: JobKind, body: Mapping[str, Any]) -> dict[str, Any]:
-    """The body's CustomJobSpec: a CustomJob's ``jobSpec``, a study's ``trialJobSpec``."""
-    name = "jobSpec" if kind is JobKind.CUSTOM_JOB else "trialJobSpec"
-    found = body.get(name, body.get(snake_case(name)))
-    return dict(found or {})
-
-
-def _snake_keys(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {snake_case(str(k)): _snake_keys(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_snake_keys(v) for v in value]
-    return value
-
-
-def job_spec_json(
-    job_body: Mapping[str, Any], args_by_pool: Mapping[int, Sequence[str]]
-) -> dict[str, Any]:
-    """The ``job`` entry of TF_CONFIG / CLUSTER_SPEC: the CustomJobSpec as submitted, in
-    proto field names (as Vertex writes it), with each pool's args as the replica gets them."""
-    job: dict[str, Any] = _snake_keys(job_body)
-    for i, pool in enumerate(job.get("worker_pool_specs") or []):
-        container = pool.get("container_spec") if isinstance(pool, dict) else None
-        if container is not None and i in args_by_pool:
-            container["args"] = list(args_by_pool[i])
-    return job
+    """Every replica of the job in Vertex order, each with a free localhost port (an empty
+    placeholder pool has no replica but keeps the later pools' numbers)."""
+    replicas = [
+        (pool, index)
+        for pool, spec_of_pool in enumerate(spec.worker_pool_specs)
+        for index in range(spec_of_pool.replica_count)
+    ]
+    ports = list(ports) if ports is not None else free_ports(len(replicas))
+    return [
+        ReplicaSlot(pool, index, f"localhost:{port}")
+        for (pool, index), port in zip(replicas, ports, strict=True)
+    ]
 
 
 def _cluster_variable(
@@ -156,45 +121,19 @@ def _cluster_variable(
     job: Mapping[str, Any],
     trial_id: str | None,
     *,
-    task_type: Callable[[ReplicaSlot], str],
-    in_cluster: Callable[[ReplicaSlot], bool],
-) -> dict[str, Any]:
+    pool_names: Sequence[str],
+    with_evaluator: bool,
+) -> str:
+    """TF_CONFIG (``pool_names``: chief / worker / ps / evaluator; the evaluator has a task
+    but is not in the cluster) or CLUSTER_SPEC (workerpool0..3, the evaluator included)."""
     cluster: dict[str, list[str]] = {}
     for slot in slots:
-        if in_cluster(slot):
-            cluster.setdefault(task_type(slot), []).append(slot.address)
-    task: dict[str, Any] = {"type": task_type(me), "index": me.index}
+        if with_evaluator or slot.pool != EVALUATOR:
+            cluster.setdefault(pool_names[slot.pool], []).append(slot.address)
+    task: dict[str, Any] = {"type": pool_names[me.pool], "index": me.index}
     if trial_id is not None:
         task["trial"] = trial_id
-    return {"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)}
-
-
-def tf_config(
-    slots: Sequence[ReplicaSlot], me: ReplicaSlot, job: Mapping[str, Any], trial_id: str | None
-) -> dict[str, Any]:
-    """TF_CONFIG: chief / worker / ps; the evaluator has a task but is not in the cluster."""
-    return _cluster_variable(
-        slots,
-        me,
-        job,
-        trial_id,
-        task_type=lambda slot: TF_CONFIG_TASK_TYPES[slot.pool],
-        in_cluster=lambda slot: slot.pool is not PoolRole.EVALUATOR,
-    )
-
-
-def cluster_spec(
-    slots: Sequence[ReplicaSlot], me: ReplicaSlot, job: Mapping[str, Any], trial_id: str | None
-) -> dict[str, Any]:
-    """CLUSTER_SPEC: every pool, named workerpool0..3, the evaluator included."""
-    return _cluster_variable(
-        slots,
-        me,
-        job,
-        trial_id,
-        task_type=lambda slot: slot.workerpool,
-        in_cluster=lambda slot: True,
-    )
+    return json.dumps({"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)})
 
 
 def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
@@ -212,34 +151,21 @@ def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
     }
 
 
+_REFERENCE = re.compile(r"\$(\$|\(([^)]*)\))")
+
+
 def expand_references(value: str, variables: Mapping[str, str]) -> str:
     """Kubernetes ``EnvVar.value`` expansion, which Vertex documents for ``env``:
     ``$(VAR)`` becomes VAR's value when VAR is known and stays as written otherwise;
     ``$$`` is an escaped ``$`` (so ``$$(VAR)`` gives the literal ``$(VAR)``)."""
-    out: list[str] = []
-    i = 0
-    while i < len(value):
-        char = value[i]
-        if char != "$" or i + 1 >= len(value):
-            out.append(char)
-            i += 1
-            continue
-        following = value[i + 1]
-        if following == "$":
-            out.append("$")
-            i += 2
-        elif following == "(":
-            close = value.find(")", i + 2)
-            if close == -1:
-                out.append(value[i:])
-                break
-            name = value[i + 2 : close]
-            out.append(variables[name] if name in variables else value[i : close + 1])
-            i = close + 1
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+
+    def expand(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name is None:
+            return "$"
+        return variables.get(name, match.group(0))
+
+    return _REFERENCE.sub(expand, value)
 
 
 _BUCKET_PATH = re.compile(r"(^|[=,\s])(gs://|/gcs/)(?=[^/\s])")
@@ -254,11 +180,6 @@ def local_bucket_paths(value: str, gcs_root: Path | str | None) -> str:
     return _BUCKET_PATH.sub(lambda m: f"{m.group(1)}{root}/", value)
 
 
-def is_distributed(slots: Sequence[ReplicaSlot]) -> bool:
-    """More than one replica in all: only then do Vertex's images get a TF_CONFIG."""
-    return len(slots) > 1
-
-
 def replica_environment(
     *,
     slots: Sequence[ReplicaSlot],
@@ -270,8 +191,6 @@ def replica_environment(
     trial_id: str | None,
     metric_file: str,
     cuda_visible_devices: str | None,
-    project: str = "local",
-    region: str = "local",
     gcs_root: Path | str | None = None,
     decoded_cache: Path | str | None = None,
 ) -> dict[str, str]:
@@ -285,16 +204,19 @@ def replica_environment(
         env[CACHE_MAX_BYTES_ENV] = os.environ.get(
             CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
         )
-    # Vertex sets TF_CONFIG for distributed training only: a single-replica job's
-    # container sees CLUSTER_SPEC but no TF_CONFIG
-    # (https://cloud.google.com/vertex-ai/docs/training/distributed-training).
-    if is_distributed(slots):
-        env["TF_CONFIG"] = json.dumps(tf_config(slots, me, job, trial_id))
+    # Vertex sets TF_CONFIG for distributed training only (more than one replica in all):
+    # a single-replica job's container sees CLUSTER_SPEC but no TF_CONFIG.
+    if len(slots) > 1:
+        env["TF_CONFIG"] = _cluster_variable(
+            slots, me, job, trial_id, pool_names=TF_CONFIG_TASK_TYPES, with_evaluator=False
+        )
     env.update(
         {
-            "CLUSTER_SPEC": json.dumps(cluster_spec(slots, me, job, trial_id)),
-            "CLOUD_ML_PROJECT_ID": project,
-            "CLOUD_ML_REGION": region,
+            "CLUSTER_SPEC": _cluster_variable(
+                slots, me, job, trial_id, pool_names=WORKERPOOLS, with_evaluator=True
+            ),
+            "CLOUD_ML_PROJECT_ID": LOCAL_PROJECT,
+            "CLOUD_ML_REGION": LOCAL_LOCATION,
             "CLOUD_ML_JOB_ID": job_id,
             # hypertune's default path is one shared /tmp file: parallel local trials
             # would overwrite each other, so every replica gets its own file.
@@ -306,19 +228,16 @@ def replica_environment(
         env["CLOUD_ML_TRIAL_ID"] = trial_id
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
-    if pool.container is not None:
-        for name, value in pool.container.env:
-            env[name] = local_bucket_paths(expand_references(value, env), gcs_root)
+    for variable in pool.container_spec.env:
+        env[variable.name] = local_bucket_paths(expand_references(variable.value, env), gcs_root)
     return env
 
 
 def is_repo_trainer_image(image_uri: str) -> bool:
     """True for this repository's trainer image: ``trainer:local``, or any registry path
     whose repository name is ``trainer`` (``.../trainer:tag``, ``.../trainer@sha256:...``)."""
-    without_digest = image_uri.split("@", 1)[0]
-    last = without_digest.rsplit("/", 1)[-1]
-    repository = last.split(":", 1)[0]
-    return image_uri in LOCAL_TRAINER_IMAGES or repository == "trainer"
+    last = image_uri.split("@", 1)[0].rsplit("/", 1)[-1]
+    return image_uri in LOCAL_TRAINER_IMAGES or last.split(":", 1)[0] == "trainer"
 
 
 def replica_command(pool: WorkerPoolSpec, args: Sequence[str]) -> list[str]:
@@ -327,9 +246,7 @@ def replica_command(pool: WorkerPoolSpec, args: Sequence[str]) -> list[str]:
     No Docker engine is needed: our image's entrypoint is ``python -m trainer.task``, so
     the same module runs from the checkout with this interpreter.
     """
-    container = pool.container
-    if container is None:
-        raise LocalSpecError(f"{pool.path}: pythonPackageSpec pools run on Vertex only")
+    container = pool.container_spec
     if container.command:
         command = list(container.command)
         # "python" inside the image is the image's interpreter; here it must be the one
@@ -377,11 +294,7 @@ class GpuAllocator:
     """
 
     def __init__(self, gpu_ids: Sequence[str]) -> None:
-        self._use = {gpu: 0 for gpu in gpu_ids}
-
-    @property
-    def has_gpus(self) -> bool:
-        return bool(self._use)
+        self._use = dict.fromkeys(gpu_ids, 0)
 
     def acquire(self, count: int) -> tuple[str, ...] | None:
         """GPU ids for one replica; None when this machine has no GPUs (env left alone)."""
@@ -393,8 +306,8 @@ class GpuAllocator:
                 count,
                 len(self._use),
             )
-        chosen = sorted(self._use, key=lambda g: (self._use[g], list(self._use).index(g)))
-        picked = tuple(chosen[: min(count, len(chosen))])
+        # sorted is stable: among equally used GPUs, the machine's order decides.
+        picked = tuple(sorted(self._use, key=self._use.__getitem__)[:count])
         if any(self._use[g] for g in picked):
             _log.warning("GPUs %s are shared between replicas", ",".join(picked))
         for gpu in picked:
@@ -403,5 +316,4 @@ class GpuAllocator:
 
     def release(self, gpus: Sequence[str] | None) -> None:
         for gpu in gpus or ():
-            with contextlib.suppress(KeyError):
-                self._use[gpu] = max(0, self._use[gpu] - 1)
+            self._use[gpu] = max(0, self._use[gpu] - 1)

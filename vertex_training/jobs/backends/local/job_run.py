@@ -11,17 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.backends.local._store import (
-    JobDir,
-    decoded_cache_root,
-    gcs_root,
-    now_rfc3339,
-    root_of,
-)
+from google.cloud.aiplatform_v1 import CustomJobSpec
+
+from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339
 from vertex_training.jobs.backends.local.cluster import ClusterRun
 from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
 from vertex_training.jobs.records import JobState
-from vertex_training.jobs.view import CustomJobSpec
 
 
 class JobCancelledError(Exception):
@@ -38,41 +33,31 @@ class JobRun:
         self.job_id = state.record.job_id
         self.output_dir = state.output_dir
         """The job's base output directory as a local path; None when the body has none."""
-        self.gcs_root = gcs_root(root_of(self.job.path))
-        self.decoded_cache = decoded_cache_root(root_of(self.job.path))
-        self.project, self.region = _project_and_region(state.record.name)
         self.gpus = GpuAllocator(detect_gpus())
 
     def check_cancel(self) -> None:
         if self.cancel_requested or self.job.cancel_file.exists():
             raise JobCancelledError
 
-    def set_state(self, state: JobState, **changes: object) -> None:
+    def set_state(self, state: JobState, **changes: Any) -> None:
         with self.job.update() as current:
             if current.record.state is JobState.CANCELLING and state is not JobState.CANCELLED:
                 # A cancel arrived between our polls: do not overwrite it.
                 self.cancel_requested = True
                 return
-            current.record = replace(current.record, state=state, **changes)  # type: ignore[arg-type]
+            current.record = replace(current.record, state=state, **changes)
 
-    def finish(self, state: JobState, **changes: object) -> None:
+    def finish(self, state: JobState, **changes: Any) -> None:
         with self.job.update() as current:
-            current.record = replace(
-                current.record,
-                state=state,
-                end_time=now_rfc3339(),
-                **changes,  # type: ignore[arg-type]
-            )
+            current.record = replace(current.record, state=state, end_time=now_rfc3339(), **changes)
 
     def save_replicas(self, runs: list[ClusterRun]) -> None:
-        statuses = [s for run in runs for s in run.statuses()]
         with self.job.update() as current:
-            current.replicas = statuses
+            current.replicas = [s for run in runs for s in run.statuses()]
 
     def cluster(
         self,
         spec: CustomJobSpec,
-        job_body: dict[str, Any],
         run_dir: Path,
         *,
         trial_id: str | None = None,
@@ -81,27 +66,14 @@ class JobRun:
         """The replicas of ``spec`` (the job's, or one trial's), logging under ``run_dir``."""
         return ClusterRun(
             spec=spec,
-            job_body=job_body,
             job_id=self.job_id,
             run_dir=run_dir,
+            root=self.job.root,
             base_output_dir=self.output_dir,
             gpus=self.gpus,
             trial_id=trial_id,
             extra_args=extra_args,
-            gcs_root=self.gcs_root,
-            decoded_cache=self.decoded_cache,
-            project=self.project,
-            region=self.region,
         )
-
-
-def _project_and_region(name: str) -> tuple[str, str]:
-    """``projects/P/locations/L/...`` -> (P, L), what Vertex puts in CLOUD_ML_PROJECT_ID
-    and CLOUD_ML_REGION."""
-    parts = name.split("/")
-    if len(parts) >= 4 and parts[0] == "projects" and parts[2] == "locations":
-        return parts[1], parts[3]
-    return "local", "local"
 
 
 __all__ = ["JobCancelledError", "JobRun"]

@@ -1,41 +1,30 @@
 """Vertex study semantics on Optuna: samplers, scales, conditional parameters, metrics.
 
-Vertex algorithm -> Optuna sampler: BAYESIAN (the service default) -> TPE, GRID -> grid,
-RANDOM -> random; all seeded, so a local study is reproducible.
+Vertex algorithm -> Optuna sampler: unset (Vertex's Bayesian search) -> TPE, GRID_SEARCH ->
+grid, RANDOM_SEARCH -> random; all seeded, so a local study is reproducible. The study's
+first metric is its objective; any automated stopping spec is Optuna's median pruner.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from vertex_training.jobs.backends.local.environment import LocalSpecError
-from vertex_training.jobs.records import TrialRecord
-from vertex_training.jobs.view import (
-    CategoricalParameterSpec,
-    DiscreteParameterSpec,
-    DoubleParameterSpec,
-    EarlyStoppingKind,
-    IntegerParameterSpec,
-    MeasurementSelection,
-    MetricGoal,
-    ParameterSpec,
-    ScaleType,
-    SearchAlgorithm,
-    StudySpec,
-)
-
-if TYPE_CHECKING:
-    import optuna
+import optuna
+from google.cloud.aiplatform_v1 import StudySpec
+from optuna.storages.journal import JournalFileBackend
 
 _log = logging.getLogger(__name__)
 
+Algorithm = StudySpec.Algorithm
+Goal = StudySpec.MetricSpec.GoalType
+Selection = StudySpec.MeasurementSelectionType
+Scale = StudySpec.ParameterSpec.ScaleType
+ParameterSpec = StudySpec.ParameterSpec
 ParamValue = float | int | str
 
 MEDIAN_STARTUP_TRIALS = 2
@@ -70,42 +59,40 @@ def read_measurements(path: Path, metric_id: str) -> list[Measurement]:
             value = float(entry[metric_id])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             continue
-        if math.isnan(value):
-            continue
-        out.append(Measurement(step=int(float(entry.get("global_step", 0) or 0)), value=value))
+        if not math.isnan(value):
+            out.append(Measurement(int(float(entry.get("global_step", 0) or 0)), value))
     return out
 
 
-def final_metric(
-    measurements: Sequence[Measurement], goal: MetricGoal, selection: MeasurementSelection
-) -> float | None:
+def final_metric(measurements: Sequence[Measurement], goal: int, selection: int) -> float | None:
+    """The trial's final value: its last report, or (unset, as on Vertex) its best."""
     if not measurements:
         return None
-    if selection is MeasurementSelection.LAST:
+    if selection == Selection.LAST_MEASUREMENT:
         return measurements[-1].value
     values = [m.value for m in measurements]
-    return max(values) if goal is MetricGoal.MAXIMIZE else min(values)
+    return max(values) if goal == Goal.MAXIMIZE else min(values)
 
 
 def _flat_parameters(parameters: Sequence[ParameterSpec]) -> list[ParameterSpec]:
     out: list[ParameterSpec] = []
     for p in parameters:
         out.append(p)
-        out.extend(_flat_parameters([c.parameter for c in p.conditional]))
+        out.extend(_flat_parameters([c.parameter_spec for c in p.conditional_parameter_specs]))
     return out
 
 
+def _kind(p: ParameterSpec) -> str:
+    """Which value spec the parameter has: ``double_value_spec``, ``integer_value_spec``,
+    ``categorical_value_spec`` or ``discrete_value_spec``."""
+    return str(ParameterSpec.pb(p).WhichOneof("parameter_value_spec"))
+
+
 def _grid_values(p: ParameterSpec) -> list[ParamValue]:
-    if isinstance(p, CategoricalParameterSpec):
-        return list(p.values)
-    if isinstance(p, DiscreteParameterSpec):
-        return list(p.values)
-    if isinstance(p, IntegerParameterSpec):
-        return list(range(p.min_value, p.max_value + 1))
-    raise LocalSpecError(
-        f"parameter {p.parameter_id!r} is a double: grid search needs integer, discrete or "
-        "categorical parameters"
-    )
+    if _kind(p) == "integer_value_spec":
+        return list(range(p.integer_value_spec.min_value, p.integer_value_spec.max_value + 1))
+    # The provider's check refuses a double parameter in a grid study.
+    return list(getattr(p, _kind(p)).values)
 
 
 def grid_search_space(study: StudySpec) -> dict[str, list[ParamValue]]:
@@ -116,118 +103,71 @@ def grid_size(study: StudySpec) -> int:
     return math.prod(len(v) for v in grid_search_space(study).values())
 
 
-def check_study(study: StudySpec) -> None:
-    """What the local backend needs beyond the general spec validation."""
-    if not study.metrics:
-        raise LocalSpecError("study.metrics is empty: name the metric to optimise")
-    ids = [p.parameter_id for p in _flat_parameters(study.parameters)]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        raise LocalSpecError(f"study parameters {duplicates} are declared more than once")
-    for p in _flat_parameters(study.parameters):
-        if isinstance(p, DoubleParameterSpec | IntegerParameterSpec):
-            if p.min_value > p.max_value:
-                raise LocalSpecError(
-                    f"parameter {p.parameter_id!r}: min_value {p.min_value} > max_value "
-                    f"{p.max_value}"
-                )
-            if p.scale in (ScaleType.LOG, ScaleType.REVERSE_LOG) and p.min_value <= 0:
-                raise LocalSpecError(
-                    f"parameter {p.parameter_id!r}: {p.scale.value} scale needs min_value > 0, "
-                    f"got {p.min_value}"
-                )
-        if isinstance(p, DiscreteParameterSpec | CategoricalParameterSpec) and not p.values:
-            raise LocalSpecError(f"parameter {p.parameter_id!r} has no values")
-    if study.algorithm is SearchAlgorithm.GRID:
-        grid_search_space(study)
-    if study.early_stopping not in (EarlyStoppingKind.NONE, EarlyStoppingKind.MEDIAN):
-        _log.warning(
-            "early stopping %s is approximated by median stopping locally",
-            study.early_stopping.value,
-        )
-
-
-def make_sampler(study: StudySpec, seed: int | None) -> optuna.samplers.BaseSampler:
-    import optuna
-
-    if study.algorithm is SearchAlgorithm.GRID:
-        return optuna.samplers.GridSampler(grid_search_space(study), seed=seed)  # type: ignore[arg-type]
-    if study.algorithm is SearchAlgorithm.RANDOM:
-        return optuna.samplers.RandomSampler(seed=seed)
-    # constant_liar keeps parallel trials from being suggested the same point.
-    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-
-
-def make_pruner(study: StudySpec) -> optuna.pruners.BasePruner:
-    import optuna
-
-    if study.early_stopping is EarlyStoppingKind.NONE:
-        return optuna.pruners.NopPruner()
-    return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
-
-
 def journal_storage(path: Path) -> optuna.storages.JournalStorage:
     """The Optuna storage kept in the journal file ``path`` (created when absent)."""
-    import optuna
-    from optuna.storages.journal import JournalFileBackend
-
     path.parent.mkdir(parents=True, exist_ok=True)
     return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
 
 
-def create_study(
-    study: StudySpec,
-    seed: int | None,
-    *,
-    storage: Path | None = None,
-    study_name: str | None = None,
-) -> optuna.Study:
-    """An Optuna study for ``study``: in memory, or loaded from (else created in) the
-    journal file ``storage`` under ``study_name``, with its trials so far."""
-    import optuna
-
+def create_study(study: StudySpec, seed: int | None, *, storage: Path, name: str) -> optuna.Study:
+    """The Optuna study of ``study``, loaded from (else created in) the journal file
+    ``storage`` under ``name``, with its trials so far."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    direction = (
-        optuna.study.StudyDirection.MAXIMIZE
-        if study.metrics[0].goal is MetricGoal.MAXIMIZE
-        else optuna.study.StudyDirection.MINIMIZE
-    )
+    sampler: optuna.samplers.BaseSampler
+    if study.algorithm == Algorithm.GRID_SEARCH:
+        sampler = optuna.samplers.GridSampler(grid_search_space(study), seed=seed)  # type: ignore[arg-type]
+    elif study.algorithm == Algorithm.RANDOM_SEARCH:
+        sampler = optuna.samplers.RandomSampler(seed=seed)
+    else:
+        # constant_liar keeps parallel trials from being suggested the same point.
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
     if len(study.metrics) > 1:
         _log.warning(
             "the local backend optimises the first metric (%s) only", study.metrics[0].metric_id
         )
     return optuna.create_study(
-        direction=direction,
-        sampler=make_sampler(study, seed),
-        pruner=make_pruner(study),
-        storage=journal_storage(storage) if storage is not None else None,
-        study_name=study_name,
-        load_if_exists=storage is not None,
+        direction="maximize" if study.metrics[0].goal == Goal.MAXIMIZE else "minimize",
+        sampler=sampler,
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS)
+        if stops_early(study)
+        else optuna.pruners.NopPruner(),
+        storage=journal_storage(storage),
+        study_name=name,
+        load_if_exists=True,
     )
 
 
+def stops_early(study: StudySpec) -> bool:
+    """The study sets an automated stopping spec (each is median stopping here)."""
+    return StudySpec.pb(study).WhichOneof("automated_stopping_spec") is not None
+
+
 def _suggest(trial: optuna.Trial, p: ParameterSpec, grid: bool) -> ParamValue:
-    name = p.parameter_id
-    if isinstance(p, CategoricalParameterSpec):
-        return trial.suggest_categorical(name, list(p.values))
-    if isinstance(p, DiscreteParameterSpec):
-        value = trial.suggest_categorical(name, list(p.values))
+    name, kind = p.parameter_id, _kind(p)
+    if kind == "categorical_value_spec":
+        return trial.suggest_categorical(name, list(p.categorical_value_spec.values))
+    if kind == "discrete_value_spec":
+        value = trial.suggest_categorical(name, list(p.discrete_value_spec.values))
         return int(value) if float(value).is_integer() else float(value)
-    if isinstance(p, IntegerParameterSpec):
-        if grid or p.scale is not ScaleType.REVERSE_LOG:
-            return trial.suggest_int(
-                name, p.min_value, p.max_value, log=p.scale is ScaleType.LOG and not grid
-            )
-        mirrored = trial.suggest_float(
-            f"{name}__mirrored", float(p.min_value), float(p.max_value), log=True
-        )
-        return min(p.max_value, max(p.min_value, round(p.min_value + p.max_value - mirrored)))
-    if p.scale is ScaleType.REVERSE_LOG:
+    spec = getattr(p, kind)
+    low, high = spec.min_value, spec.max_value
+    if p.scale_type == Scale.UNIT_REVERSE_LOG_SCALE and not grid:
         # Reverse log: resolution is finest near max_value; the mirror image of a log
         # scale, sampled as log-uniform y and reported as min + max - y.
-        mirrored = trial.suggest_float(f"{name}__mirrored", p.min_value, p.max_value, log=True)
-        return min(p.max_value, max(p.min_value, p.min_value + p.max_value - mirrored))
-    return trial.suggest_float(name, p.min_value, p.max_value, log=p.scale is ScaleType.LOG)
+        mirrored = trial.suggest_float(f"{name}__mirrored", low, high, log=True)
+        value = min(high, max(low, low + high - mirrored))
+        return round(value) if kind == "integer_value_spec" else value
+    log = p.scale_type == Scale.UNIT_LOG_SCALE and not grid
+    if kind == "integer_value_spec":
+        return trial.suggest_int(name, low, high, log=log)
+    return trial.suggest_float(name, low, high, log=log)
+
+
+def _parent_values(condition: ParameterSpec.ConditionalParameterSpec) -> list[ParamValue]:
+    which = ParameterSpec.ConditionalParameterSpec.pb(condition).WhichOneof(
+        "parent_value_condition"
+    )
+    return list(getattr(condition, which).values) if which else []
 
 
 def suggest_parameters(
@@ -238,99 +178,21 @@ def suggest_parameters(
     for p in parameters:
         value = _suggest(trial, p, grid)
         out.append((p.parameter_id, value))
-        for child in p.conditional:
-            if _matches(value, child.parent_values):
-                out.extend(suggest_parameters(trial, [child.parameter], grid))
+        for child in p.conditional_parameter_specs:
+            if any(_same(value, wanted) for wanted in _parent_values(child)):
+                out.extend(suggest_parameters(trial, [child.parameter_spec], grid))
     return out
 
 
-def _matches(value: ParamValue, parent_values: Sequence[ParamValue]) -> bool:
-    for wanted in parent_values:
-        if isinstance(value, str) or isinstance(wanted, str):
-            if str(value) == str(wanted):
-                return True
-        elif float(value) == float(wanted):
-            return True
-    return False
-
-
-def format_value(value: ParamValue) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+def _same(value: ParamValue, wanted: ParamValue) -> bool:
+    if isinstance(value, str) or isinstance(wanted, str):
+        return str(value) == str(wanted)
+    return float(value) == float(wanted)
 
 
 def parameter_args(parameters: Sequence[tuple[str, ParamValue]]) -> tuple[str, ...]:
     """Vertex hands a trial's values to the container as ``--<parameter_id>=<value>``."""
-    return tuple(f"--{name}={format_value(value)}" for name, value in parameters)
-
-
-def plot_study(
-    path: Path,
-    *,
-    trials: Sequence[TrialRecord],
-    metric_id: str,
-    parameters: Sequence[ParameterSpec],
-    best: TrialRecord | None,
-    early_stopped: Sequence[str] = (),
-) -> Path:
-    """A PNG: the metric of every trial, then the metric against each parameter."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    flat = _flat_parameters(parameters)
-    scored = [t for t in trials if metric_id in t.final_metrics]
-    panels = 1 + len(flat)
-    cols = min(panels, 3)
-    rows = math.ceil(panels / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.6 * rows), squeeze=False)
-    flat_axes = list(itertools.chain.from_iterable(axes))
-    ax = flat_axes[0]
-    ax.plot(
-        [int(t.trial_id) for t in scored],
-        [t.final_metrics[metric_id] for t in scored],
-        "o-",
-        color="tab:blue",
+    return tuple(
+        f"--{name}={int(v) if isinstance(v, float) and v.is_integer() else v}"
+        for name, v in parameters
     )
-    stopped = [t for t in scored if t.trial_id in early_stopped]
-    if stopped:
-        ax.plot(
-            [int(t.trial_id) for t in stopped],
-            [t.final_metrics[metric_id] for t in stopped],
-            "x",
-            color="tab:orange",
-            label="stopped early",
-        )
-        ax.legend()
-    if best is not None and metric_id in best.final_metrics:
-        ax.plot([int(best.trial_id)], [best.final_metrics[metric_id]], "*", ms=16, color="tab:red")
-    ax.set_xlabel("trial")
-    ax.set_ylabel(metric_id)
-    ax.set_title(f"{metric_id} per trial")
-    for ax, p in zip(flat_axes[1:], flat, strict=False):
-        points = [
-            (t.parameters[p.parameter_id], t.final_metrics[metric_id])
-            for t in scored
-            if p.parameter_id in t.parameters
-        ]
-        if isinstance(p, CategoricalParameterSpec):
-            categories = list(p.values)
-            xs: list[Any] = [categories.index(str(x)) for x, _ in points]
-            ax.set_xticks(range(len(categories)), categories)
-        else:
-            xs = [float(x) for x, _ in points]
-            if getattr(p, "scale", None) is ScaleType.LOG:
-                ax.set_xscale("log")
-        ax.scatter(xs, [y for _, y in points], color="tab:blue")
-        ax.set_xlabel(p.parameter_id)
-        ax.set_ylabel(metric_id)
-        ax.set_title(f"{metric_id} vs {p.parameter_id}")
-    for ax in flat_axes[panels:]:
-        ax.axis("off")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path

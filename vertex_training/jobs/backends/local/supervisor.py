@@ -17,15 +17,15 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+
+from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
 
 from vertex_training.jobs.backends.local._store import now_rfc3339
-from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterOutcome
-from vertex_training.jobs.backends.local.environment import job_spec_body
+from vertex_training.jobs.backends.local.cluster import POLL_SECONDS
 from vertex_training.jobs.backends.local.job_run import JobCancelledError, JobRun
 from vertex_training.jobs.backends.local.tuner import Tuner
-from vertex_training.jobs.records import JobKind, JobState
-from vertex_training.jobs.view import CustomJobView, TuningJobView, view_of
+from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobState
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
@@ -38,14 +38,14 @@ class Supervisor(JobRun):
 
     def run(self) -> int:
         try:
-            body = self.job.read_body()
-            view = view_of(self.job.read().record.kind, body)
+            job = parse_body(self.job.read().record.kind, self.job.read_body())
             self.check_cancel()
             self.set_state(JobState.PENDING)
-            if isinstance(view, CustomJobView):
-                self.run_custom_job(view, body)
+            if isinstance(job, HyperparameterTuningJob):
+                seed = self.job.seed_file
+                Tuner(self, job, int(seed.read_text()) if seed.exists() else None).run()
             else:
-                self.run_tuning_job(view, body)
+                self.run_custom_job(job)
         except JobCancelledError:
             self.finish(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
         except Exception as exc:
@@ -54,54 +54,27 @@ class Supervisor(JobRun):
             return 1
         return 0
 
-    # -- CustomJob -------------------------------------------------------------------
-
-    def run_custom_job(self, view: CustomJobView, body: dict[str, Any]) -> None:
-        spec = view.job
-        run = self.cluster(spec, job_spec_body(JobKind.CUSTOM_JOB, body), self.job.path)
-        run.prepare()
+    def run_custom_job(self, job: CustomJob) -> None:
+        run = self.cluster(job.job_spec, self.job.path)
         try:
             run.start()
             # Replicas first: whoever reads RUNNING finds the processes that run it.
             self.save_replicas([run])
             self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
             seen = [s.state for s in run.statuses()]
-            while True:
+            while (succeeded := run.poll()) is None:
                 self.check_cancel()
-                if run.timed_out():
-                    run.fail(f"the job ran longer than its timeout of {spec.timeout_seconds:g}s")
-                outcome = run.poll()
-                now_states = [s.state for s in run.statuses()]
-                if now_states != seen:
-                    seen = now_states
+                if (states := [s.state for s in run.statuses()]) != seen:
+                    seen = states
                     self.save_replicas([run])
-                if outcome is not None:
-                    break
                 time.sleep(POLL_SECONDS)
         finally:
             run.terminate()
             self.save_replicas([run])
-        if outcome is ClusterOutcome.SUCCEEDED:
+        if succeeded:
             self.finish(JobState.SUCCEEDED)
         else:
             self.finish(JobState.FAILED, error_message=run.error_message)
-
-    # -- HyperparameterTuningJob -----------------------------------------------------
-
-    def run_tuning_job(self, spec: TuningJobView, body: dict[str, Any]) -> None:
-        tuner = Tuner(self, spec, job_spec_body(JobKind.HYPERPARAMETER_TUNING_JOB, body))
-        try:
-            tuner.run()
-        finally:
-            # Cancelled or crashed: stop the trials, keep what they found.
-            if not tuner.saved_final:
-                tuner.stop_all()
-                tuner.save(final=True)
-
-
-def _install_handlers(sup: Supervisor) -> None:
-    signal.signal(signal.SIGTERM, sup.on_sigterm)
-    signal.signal(signal.SIGINT, sup.on_sigterm)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,9 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    sup = Supervisor(args.job_dir)
-    _install_handlers(sup)
-    return sup.run()
+    supervisor = Supervisor(args.job_dir)
+    signal.signal(signal.SIGTERM, supervisor.on_sigterm)
+    signal.signal(signal.SIGINT, supervisor.on_sigterm)
+    return supervisor.run()
 
 
 if __name__ == "__main__":
