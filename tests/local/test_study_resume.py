@@ -4,7 +4,6 @@ run again with their parameters) instead of starting over."""
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import time
@@ -20,8 +19,6 @@ from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED, JobNotR
 from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
 from vertex_training.jobs.backends.local.tuner import VERTEX_TRIAL_ID
 from vertex_training.jobs.records import JobKind, JobState
-from vertex_training.runner.jobs import LocalJob
-from vertex_training.runner.progress import run_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -70,13 +67,12 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
     # The dead supervisor's trial processes were stopped with it.
     assert all(pid_gone(r.pid) for r in died.replicas if r.pid is not None)
 
-    # Running the same job again finds it and resumes it.
-    out = io.StringIO()
-    [outcome] = run_jobs(backend, [("study", LocalJob(TUNING, body))], out, poll_seconds=0.05)
-    assert f"resuming {record.name}" in out.getvalue()
-    assert outcome.record.name == record.name
-    assert outcome.record.state is JobState.SUCCEEDED, outcome.record.error_message
-    trials = outcome.record.trials
+    # What the provider does when `up` creates the job again and finds it by its label.
+    resumed = backend.resume_interrupted(record.name)
+    assert resumed is not None and resumed.name == record.name
+    outcome = backend.wait(record.name, timeout=120, poll_seconds=0.05)
+    assert outcome.state is JobState.SUCCEEDED, outcome.error_message
+    trials = outcome.trials
     assert [t.trial_id for t in trials] == [str(i) for i in range(1, TRIALS + 1)]
     assert all(t.state == "SUCCEEDED" and HYPERTUNE_METRIC_TAG in t.final_metrics for t in trials)
     # What had finished kept its parameters and result: it was not run again.
@@ -116,7 +112,7 @@ def test_only_a_job_whose_supervisor_died_resumes(
     assert backend.wait(record.name, timeout=60).state is JobState.SUCCEEDED
     with pytest.raises(JobNotResumableError, match=r"is SUCCEEDED.*only a job whose supervisor"):
         backend.resume(record.name)
-    assert backend.find_interrupted(TUNING, body) is None
+    assert backend.resume_interrupted(record.name) is None
     # A finished study's journal holds its one trial.
     journal = Path(backend.jobs_dir / record.job_id / STUDY_JOURNAL)
     import optuna

@@ -1,6 +1,7 @@
 """The real trainer (``python -m trainer.task``) on the local backend: TensorFlow, tiny data.
 
-The study with the real trainer runs in ``test_runner.py`` (the whole local stack)."""
+The study with the real trainer runs in ``tests/engine/test_lifecycle.py`` (the whole
+local stack, through the engine)."""
 
 from __future__ import annotations
 

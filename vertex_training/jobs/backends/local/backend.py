@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -298,30 +297,6 @@ class LocalBackend:
         return state.record.state is JobState.FAILED and (
             state.record.error_message or ""
         ).startswith(SUPERVISOR_DIED)
-
-    def find_interrupted(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord | None:
-        """The newest job of exactly this body whose supervisor died, if any."""
-        if not self.jobs_dir.is_dir():
-            return None
-        wanted = json.loads(json.dumps(body))
-        found: list[LocalJobState] = []
-        for path in self.jobs_dir.iterdir():
-            job = JobDir(path)
-            if not job.exists():
-                continue
-            try:
-                if job.read().record.kind is not kind or job.read_body() != wanted:
-                    continue
-                state = self.details(job.read().record.name)
-            except (OSError, ValueError, KeyError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", path, exc)
-                continue
-            if self.died(state):
-                found.append(state)
-        if not found:
-            return None
-        newest = max(found, key=lambda s: (s.record.create_time or "", int(s.record.job_id)))
-        return newest.record
 
     def log_paths(self, name: str) -> list[str]:
         return sorted(str(p) for p in (self._job_dir(name).path).rglob("*.log"))
