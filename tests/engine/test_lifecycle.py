@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.engine.conftest import PulumiProject, make_project, repo_stack_config
-from tests.engine.local_store import StoredJob, stored_jobs, succeeded
+from tests.engine.local_store import StoredJob, job_logs, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
 
@@ -53,6 +53,7 @@ class Seen:
     outputs: dict[str, Any] | None = None
     state: dict[str, Any] | None = None
     bucket_files: tuple[Path, ...] = ()
+    custom_job_logs: dict[str, str] | None = None
 
 
 def _bucket_files(project: PulumiProject) -> tuple[Path, ...]:
@@ -76,12 +77,15 @@ def previewed(project: PulumiProject) -> tuple[list[dict[str, Any]], Seen]:
 @pytest.fixture(scope="module")
 def first_up(project: PulumiProject, previewed: object) -> Seen:
     project.up()
+    stored = stored_jobs(project.local_root)
+    custom = [job for job in stored.values() if job.declared_name == CUSTOM_JOB]
     return Seen(
-        stored_jobs(project.local_root),
+        stored,
         project.processes(),
         outputs=project.output("jobs"),
         state=project.export(),
         bucket_files=_bucket_files(project),
+        custom_job_logs=job_logs(project.local_root, custom[0].job_id) if custom else None,
     )
 
 
@@ -130,6 +134,14 @@ def test_up_trains_both_jobs(first_up: Seen) -> None:
     assert succeeded(best["state"]), best
     assert sorted(job.declared_name for job in first_up.stored.values()) == sorted(JOBS)
     assert all(succeeded(job.state) for job in first_up.stored.values()), first_up.stored
+
+
+def test_the_mwms_job_trains_its_two_replicas_in_one_cluster(first_up: Seen) -> None:
+    logs = first_up.custom_job_logs
+    assert logs is not None
+    # The chief and the worker, each a process with the TF_CONFIG Vertex would give it.
+    assert "group_size = 2" in logs["workerpool0-0.log"]
+    assert "group_size = 2" in logs["workerpool1-0.log"]
 
 
 def test_up_leaves_each_model_and_the_study_plot_in_the_bucket(first_up: Seen) -> None:
