@@ -85,7 +85,16 @@ def main() -> None:
             if messages:
                 found[policy.name] = messages
         out[run] = found
-    print(json.dumps({"policies": meta, "runs": out}))
+    # Which modules of these families the pack loaded, once every policy has run.
+    families = (
+        "vertex_training.cost.estimate",
+        "vertex_training.stack",
+        "vertex_training._project",
+    )
+    loaded = {
+        f: sorted(m for m in sys.modules if m == f or m.startswith(f + ".")) for f in families
+    }
+    print(json.dumps({"policies": meta, "runs": out, "loaded": loaded}))
 
 
 if __name__ == "__main__":

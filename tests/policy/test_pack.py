@@ -193,3 +193,11 @@ def test_stack_policy_configs_name_real_policies(pack: dict[str, Any], config_fi
     assert set(config) <= set(pack["policies"]), config_file
     for name, settings in config.items():
         assert set(settings) - {"enforcementLevel"} <= set(pack["policies"][name]["config"])
+
+
+def test_the_pack_loads_no_reader_of_project_files(pack: dict[str, Any]) -> None:
+    # The stack config reader and the project locator read a project's files (its stacks/,
+    # its Pulumi.yaml): none is loaded once every policy has run on every stack.
+    assert pack["loaded"]["vertex_training.cost.estimate"]
+    assert pack["loaded"]["vertex_training.stack"] == []
+    assert pack["loaded"]["vertex_training._project"] == []
