@@ -1,6 +1,6 @@
-"""``python -m vertex_training.runner tensorboard``: the real TensorBoard serves the local
-jobs' logs on a free port; a scalar written where a local job writes it is read back over
-TensorBoard's HTTP API."""
+"""``python -m vertex_training.stack tensorboard`` (``make tensorboard``): the real
+TensorBoard serves the local jobs' logs on a free port; a scalar written where a local job
+writes it is read back over TensorBoard's HTTP API."""
 
 from __future__ import annotations
 
@@ -44,7 +44,16 @@ def test_tensorboard_serves_a_local_jobs_scalars(tmp_path: Path) -> None:
     _write_scalars(root / "gcs" / RUN)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
     process = subprocess.Popen(
-        [sys.executable, "-m", "vertex_training.runner", "tensorboard", "--root", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "vertex_training.stack",
+            "tensorboard",
+            "--stack",
+            "local",
+            "--root",
+            str(root),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

@@ -4,7 +4,7 @@ Turns a stack's settings into a frozen ``StackConfig`` (``stack.settings``: one 
 section, a field's alias is its config key) before any resource is registered. The same
 reading runs whether the values come from the Pulumi engine (``load_pulumi_config``, inside a
 program) or straight from a stack file (``load_stack_config``, for tools that run without
-the engine, such as the job runner and the policy pack).
+the engine: ``make estimate``, the policy pack's config, ``make tensorboard``).
 
 The values are judged by the rules every route shares: ``platform.rules.judge_platform`` (the
 one ``TrainingPlatformArgs`` is judged by) and ``jobs.declarations.job_problems`` (the job

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.runner tensorboard``: the local jobs' TensorBoard logs, served.
+"""``python -m vertex_training.stack tensorboard``: the local jobs' TensorBoard logs, served.
 
 The local backend gives every replica ``AIP_TENSORBOARD_LOG_DIR`` under the job's output
 directory in the local bucket (``<root>/gcs/<bucket>/.../logs/``, per trial
