@@ -87,7 +87,7 @@ def _policy_config(args: argparse.Namespace) -> int:
 
 
 def _tensorboard(args: argparse.Namespace) -> int:
-    from vertex_training.stack.tensorboard import local_log_root, start_tensorboard
+    from vertex_training.stack.tensorboard import start_tensorboard
 
     if args.root is not None:
         root = args.root
@@ -95,7 +95,7 @@ def _tensorboard(args: argparse.Namespace) -> int:
         from vertex_training.stack.config import load_stack_config
 
         root = load_stack_config(stack_file(args.stack)).local_root
-    logdir = local_log_root(root)
+    logdir = Path(root)
     _, url = start_tensorboard(logdir, host=args.host, port=args.port)
     print(f"TensorBoard on {logdir}: {url}", flush=True)
     try:
