@@ -12,13 +12,10 @@ provider's ``check``.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 import dataclasses
-import functools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -32,10 +29,9 @@ from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.hardware import acknowledge, catalog
 from vertex_training.jobs.rules.job import (
-    job_findings,
-    kms_findings,
-    label_findings,
+    display_name_findings,
     parameter_findings,
+    platform_findings,
     pool_findings,
     study_findings,
 )
@@ -123,28 +119,10 @@ class JobPlatform(Protocol):
 
 
 class _Checked:
-    """Types checked at construction (``check_fields``); a positional call to a
-    keyword-only class gets a message that says so (not a bare TypeError)."""
+    """Types checked at construction (``check_fields``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
-
-
-_WITH_THE_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "judged_with_the_job", default=False
-)
-
-
-@contextlib.contextmanager
-def judged_with_the_job() -> Iterator[None]:
-    """Within it, pools, studies and parameters are not judged where they are built but
-    with the job that holds them: the stack config reader judges every job of a stack
-    at once (every problem in one run, the stack's acknowledgements applied)."""
-    token = _WITH_THE_JOB.set(True)
-    try:
-        yield
-    finally:
-        _WITH_THE_JOB.reset(token)
 
 
 _LATER = object()
@@ -167,16 +145,11 @@ def _refuse_wrong_everywhere(
     rules: Callable[[Any], list[Finding]],
     *,
     filled_later: tuple[str, ...] = (),
-    acknowledged: Sequence[str] = (),
 ) -> None:
     """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the job rules find it wrong whatever job, platform and region it meets: its body
-    read at the API path ``root`` and judged by the same rules the job is judged by, values
-    not known yet (and the ``filled_later`` paths the platform may fill) left unjudged.
-    Each line names the caller's own field; a hardware check ``acknowledged`` is not
-    refused here (the job that runs ``obj`` reports it as a warning)."""
-    if _WITH_THE_JOB.get():
-        return
+    if the rules of what it must be anywhere find it wrong: its body read at the API path
+    ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
+    left unjudged. Each line names the caller's own field."""
     body = to_body(obj)
     for path in filled_later:
         *parents, leaf = path.split(".")
@@ -186,9 +159,7 @@ def _refuse_wrong_everywhere(
         node.setdefault(leaf, _LATER)
     known, unknown = with_placeholders(body, lambda v: v is _LATER or not is_known(v), root)
     spec, unreadable = read(known, root)
-    findings = unreadable or (rules(spec) if spec is not None else [])
-    findings = acknowledge(drop_unknown(findings, unknown), acknowledged)
-    errors = [f for f in findings if f.severity == "error"]
+    errors = drop_unknown(unreadable or (rules(spec) if spec is not None else []), unknown)
     if not errors:
         return
     cls = type(obj)
@@ -199,29 +170,8 @@ def _refuse_wrong_everywhere(
         lines.append(
             f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
             + (f" (Vertex field {api_path})" if api_path else "")
-            + (f"; {acknowledge_hint(cls.__name__, finding.check)}" if finding.check else "")
         )
     raise InvalidArgumentsError("\n".join(lines))
-
-
-def _keywords_only(cls: type[Any]) -> type[Any]:
-    """``WorkerPool("n1-standard-4")`` raises an ``InvalidArgumentsError`` naming the
-    keywords to use, instead of Python's bare ``TypeError``."""
-    init = cls.__init__
-
-    @functools.wraps(init)
-    def keyword_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        if args:
-            names = [f.name for f in dataclasses.fields(cls) if f.init]
-            raise InvalidArgumentsError(
-                f"{cls.__name__}: takes keyword arguments only, got {len(args)} positional "
-                f"({', '.join(repr(a) for a in args)[:80]}); valid: "
-                f"{cls.__name__}({names[0]}=..., ...), keywords: {', '.join(names)}"
-            )
-        init(self, **kwargs)
-
-    cls.__init__ = keyword_init  # type: ignore[method-assign]
-    return cls
 
 
 def _map(value: Any, fn: Any) -> Any:
@@ -251,7 +201,6 @@ def _seconds(value: Any) -> Any:
 # --------------------------------------------------------------------------- pools
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class ReservationAffinity(_Checked):
     """``MachineSpec.reservationAffinity``: which Compute Engine reservations a pool's VMs
@@ -266,7 +215,6 @@ class ReservationAffinity(_Checked):
     """SPECIFIC_RESERVATION: the reservations, ``projects/P/zones/Z/reservations/R``."""
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class NfsMount(_Checked):
     """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
@@ -292,7 +240,6 @@ class Accelerator(_Checked):
     """TPUs: the slice's topology (``MachineSpec.tpuTopology``), e.g. ``2x2``."""
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class WorkerPool(_Checked):
     """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
@@ -305,7 +252,6 @@ class WorkerPool(_Checked):
             read_pool,
             pool_findings,
             filled_later=("containerSpec.imageUri",),
-            acknowledged=self.acknowledged_hardware_checks,
         )
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
@@ -354,7 +300,6 @@ class WorkerPool(_Checked):
         return dataclasses.replace(self, replica_count=replica_count)
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class Scheduling(_Checked):
     """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
@@ -501,7 +446,6 @@ class CategoricalParameter(ParameterBase):
 Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class MedianStopping(_Checked):
     """Stop a trial whose objective falls below the running trials' median."""
@@ -510,7 +454,6 @@ class MedianStopping(_Checked):
     use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class DecayCurveStopping(_Checked):
     """Stop a trial whose extrapolated curve will not beat the best one."""
@@ -519,7 +462,6 @@ class DecayCurveStopping(_Checked):
     use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class ConvexStopping(_Checked):
     """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
@@ -542,7 +484,6 @@ class ConvexStopping(_Checked):
 EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class Study(_Checked):
     """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
@@ -569,7 +510,6 @@ class Study(_Checked):
 # --------------------------------------------------------------------------- jobs
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class DnsPeeringConfig(_Checked):
     """``PscInterfaceConfig.dnsPeeringConfigs[]``: a DNS zone resolved in another network."""
@@ -579,7 +519,6 @@ class DnsPeeringConfig(_Checked):
     target_network: str = field(metadata=vertex("targetNetwork"))
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class PscInterfaceConfig(_Checked):
     """``CustomJobSpec.pscInterfaceConfig``: reach a VPC through a Private Service Connect
@@ -643,6 +582,15 @@ class _RunFields(_Checked):
     their addresses from (``CustomJobSpec.reservedIpRanges``); empty: any of them."""
 
 
+def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
+    """How ``up`` waits: each a positive number of seconds."""
+    return [
+        f"{prefix}{key}: must be a positive number of seconds, got {value}"
+        for key, value in values.items()
+        if not value > 0
+    ]
+
+
 @dataclass(frozen=True, kw_only=True)
 class _JobFields(_Checked):
     platform: JobPlatform | None = None
@@ -682,30 +630,39 @@ class _JobFields(_Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        problems = check_settings(self)
+        problems = positive_seconds(
+            f"{type(self).__name__}.",
+            {
+                key: getattr(self, key)
+                for key in ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+            },
+        )
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
+        if self.platform is not None:
+            # The job meets its platform: the rules that need it run now, once (a job
+            # without one meets its project and region where its resource is declared).
+            _judge_on_platform(self)  # type: ignore[arg-type]
+
+    def on(self, platform: JobPlatform) -> Any:
+        """These Args on ``platform`` (judged there, unless the rules see nothing new:
+        a stack job, judged where the stack was read, on the platform the stack declares)."""
+        if self.platform is not None and facts_of(self.platform) == facts_of(platform):
+            return _with(self, platform=platform)
+        return dataclasses.replace(self, platform=platform)
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class CustomJobArgs(_RunFields, _JobFields):
     """A Vertex AI CustomJob: one run of a chief and, optionally, more pools."""
 
     VERTEX_NESTED: ClassVar[dict[type, str]] = {_RunFields: "jobSpec"}
 
-    def on(self, platform: JobPlatform) -> CustomJobArgs:
-        """These Args on ``platform``."""
-        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
-
-
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class TrialJob(_RunFields):
     """What each trial of a study runs (``trialJobSpec``)."""
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class HyperparameterTuningJobArgs(_JobFields):
     """A Vertex AI HyperparameterTuningJob: trials of ``trial`` chosen by ``study``."""
@@ -719,19 +676,7 @@ class HyperparameterTuningJobArgs(_JobFields):
     )
     """0: the service's default."""
 
-    def on(self, platform: JobPlatform) -> HyperparameterTuningJobArgs:
-        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
-
-
 JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
-
-
-def _carry_judgement(old: Any, new: Any) -> Any:
-    """``new`` (``old`` on a platform) with the judgement of ``old``'s body, if any."""
-    judgement = old.__dict__.get(_JUDGEMENT)
-    if judgement is not None:
-        object.__setattr__(new, _JUDGEMENT, judgement)
-    return new
 
 
 # --------------------------------------------------------------------------- bodies
@@ -742,7 +687,8 @@ class JobContext:
     """What the environment fills in: resolved from a platform or the Args themselves."""
 
     kind: JobKind
-    name: str
+    name: str | None
+    """The resource name; None where it is not known yet (where the Args meet a platform)."""
     region: str
     project: pulumi.Input[str]
     local: bool
@@ -760,7 +706,6 @@ class JobContext:
 
 
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
-_POOL_NAMES = POOL_NAMES
 
 
 def _with(obj: Any, **changes: Any) -> Any:
@@ -774,7 +719,7 @@ def _with(obj: Any, **changes: Any) -> Any:
 def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
     """``run`` with what the environment provides filled in where the caller left it unset."""
     changes: dict[str, Any] = {}
-    for name in _POOL_NAMES:
+    for name in POOL_NAMES:
         pool = getattr(run, name)
         if pool is None or pool.image is not None:
             continue
@@ -784,7 +729,9 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
         changes[name] = _with(pool, image=context.default_image)
-    if run.base_output_directory is None and context.bucket_url is not None:
+    if run.base_output_directory is None and context.bucket_url is LATER:
+        changes["base_output_directory"] = LATER
+    elif run.base_output_directory is None and context.bucket_url is not None:
         changes["base_output_directory"] = _map(
             context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
@@ -848,226 +795,113 @@ def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
 def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
     """``chief.extra_fields[...]`` when a pool's ``extra_fields`` set the API path."""
     pool = _POOL_FIELD.search(api_path)
-    if pool is None or int(pool[1]) >= len(_POOL_NAMES):
+    if pool is None or int(pool[1]) >= len(POOL_NAMES):
         return None
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    name = _POOL_NAMES[int(pool[1])]
+    name = POOL_NAMES[int(pool[1])]
     spec = getattr(run, name)
     where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
     inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
     return f"{where}.{inner}" if inner else None
 
 
-def _judge(context: JobContext, body: Mapping[str, Any]) -> tuple[list[Finding], list[str], bool]:
-    """(findings before acknowledgements, the paths of values not known yet, whether the
-    view could be read): the rules over ``body``."""
-    known, unknown = with_placeholders(body, lambda v: not is_known(v))
-    view, unreadable = read_view(context.kind, known)
+LATER = _LATER
+"""Where the job rules judge a job on a platform, what the platform fills in later (its
+image, bucket, service account...): left unjudged."""
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What the job rules read of a platform: values known now, ``LATER`` for what it
+    fills in later, None for what it does not set. The stack reader judges its jobs on
+    the facts of the platform the stack declares (``stack_facts``)."""
+
+    environment: str
+    region: str
+    strict: bool
+    acknowledged: tuple[str, ...]
+    labels: tuple[tuple[str, Any], ...]
+    kms_key_name: Any
+    network: Any
+    tensorboard: Any
+    service_account: Any
+    image: Any
+
+
+def _fact(value: Any) -> Any:
+    return value if value is None or (is_known(value) and value is not LATER) else LATER
+
+
+def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
+    if isinstance(platform, PlatformFacts):
+        return platform
+    return PlatformFacts(
+        environment=platform.environment,
+        region=platform.region,
+        strict=platform.strict_hardware_checks,
+        acknowledged=tuple(platform.acknowledged_hardware_checks),
+        labels=tuple(platform.labels.items()),
+        kms_key_name=_fact(platform.kms_key_name),
+        network=_fact(platform.network),
+        tensorboard=_fact(platform.tensorboard),
+        service_account=_fact(platform.training_service_account),
+        image=None if platform.default_image() is None else LATER,
+    )
+
+
+def _facts_context(kind: JobKind, args: JobArgs, facts: PlatformFacts) -> JobContext:
+    return JobContext(
+        kind=kind,
+        name=None,
+        region=facts.region,
+        project="placeholder",
+        local=facts.environment == "local",
+        default_image=facts.image,
+        bucket_url=LATER,
+        service_account=facts.service_account,
+        network=facts.network,
+        tensorboard=facts.tensorboard,
+        kms_key_name=facts.kms_key_name,
+        labels=dict(facts.labels),
+        strict=facts.strict if args.strict_hardware_checks is None else args.strict_hardware_checks,
+        acknowledged=(*facts.acknowledged, *acknowledged_checks(args)),
+    )
+
+
+def judge_job(
+    args: JobArgs, facts: PlatformFacts | None = None, name: str | None = None
+) -> list[Finding]:
+    """The rules of a job on its platform (``facts``; None: the Args' own platform or
+    project and region), each finding at its API path, acknowledgements applied. What a
+    pool, study or parameter must be anywhere was judged where each was built."""
+    kind = JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
+    if facts is None and args.platform is not None:
+        if not isinstance(args.platform, PlatformFacts):
+            _same_place(args, args.platform)
+        facts = facts_of(args.platform)
+    if facts is None:
+        context = job_context(kind, name, args)
+    else:
+        context = _facts_context(kind, args, facts)
+    body = job_body(args, context)
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
+    view, unreadable = read_view(kind, known)
     findings: list[Finding] = list(unreadable)
     if view is not None and not unreadable:
-        findings += job_findings(
+        findings += platform_findings(
             view,
             region=None if context.local else context.region,
             remote=not context.local,
             strict=context.strict,
         )
-    return findings, unknown, view is not None and not unreadable
-
-
-def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
-    """Every finding on ``body`` by the rules (API paths); values not known yet (Outputs)
-    stand in as placeholders and what they could change is left unjudged."""
-    findings, unknown, _ = _judge(context, body)
     return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
 
 
-# ----------------------------------------------------------------- judged once
-#
-# A stack's job is judged where the stack is read (``declarations``: every problem with
-# its YAML path, before anything is registered), with stand-ins for what its platform
-# will provide. Its Args carry that judgement to the job resource, which takes it instead
-# of judging the same body again when its platform is, for the rules, the same
-# environment: same region, locality and strictness, and each value the platform puts in
-# the body the same, or not known yet where the stand-in was (the resource would leave
-# the value unjudged; the stand-in is valid), or unset where no rule but its own reads
-# whether it is set. The platform's labels were not known: the label rule (the only one
-# that reads labels) judges the body's labels; and so does the key rule a platform's CMEK
-# key. Anything else: judged again, in full.
-
-_JUDGEMENT = "_stack_judgement"
-"""The attribute of a stack job's Args that holds its ``_Judgement``."""
-
-_KMS = "encryptionSpec.kmsKeyName"
-_STAND_IN_EQUALS_UNSET = frozenset({_KMS, "serviceAccount", "tensorboard"})
-"""Environment fields whose presence no rule reads but their own (the job's tensorboard:
-only with an output directory, which it needs): unset there and set here judge alike.
-A CMEK key the reader did not know is judged here, by the key rule."""
-
-
-@dataclass(frozen=True)
-class _Judgement:
-    """What the stack reader found on a job's body (before acknowledgements) and what it
-    judged it with."""
-
-    fields: tuple[Any, ...]
-    """The Args' field values, platform aside: another value is another job."""
-    context: JobContext
-    environment: Mapping[str, Any]
-    """The body's values at ``_environment_paths``, as judged."""
-    findings: tuple[Finding, ...]
-
-
-_MISSING = object()
-
-
-def _fields_of(args: JobArgs) -> tuple[Any, ...]:
-    return tuple(getattr(args, f.name) for f in dataclasses.fields(args) if f.name != "platform")
-
-
-@functools.cache
-def _environment_paths(kind: JobKind) -> tuple[str, ...]:
-    """The body fields a job's environment may fill (``job_body``), besides its labels."""
-    run = "jobSpec" if kind is JobKind.CUSTOM_JOB else "trialJobSpec"
-    return (
-        "displayName",
-        "encryptionSpec.kmsKeyName",
-        *(f"{run}.{key}" for key in ("serviceAccount", "network", "tensorboard")),
-        f"{run}.baseOutputDirectory.outputUriPrefix",
-        *(f"{run}.workerPoolSpecs[{i}].containerSpec.imageUri" for i in range(len(POOL_NAMES))),
-    )
-
-
-@functools.cache
-def _steps(path: str) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path))
-
-
-def _at(body: Mapping[str, Any], path: str) -> Any:
-    """The value at the API path ``path`` of ``body``; ``_MISSING`` where none (or None)."""
-    node: Any = body
-    for step in _steps(path):
-        if isinstance(step, str) and isinstance(node, Mapping):
-            node = node.get(step)
-        elif isinstance(step, int) and isinstance(node, list) and step < len(node):
-            node = node[step]
-        else:
-            return _MISSING
-        if node is None:
-            return _MISSING
-    return node
-
-
-def judge_declared(args: JobArgs, context: JobContext) -> list[Finding]:
-    """``body_findings`` on the body ``args`` declare in ``context`` (the stack reader's
-    stand-ins), the judgement kept on ``args`` for the job resource."""
-    body = job_body(args, context)
-    findings, unknown, readable = _judge(context, body)
-    if readable and not unknown:
-        judgement = _Judgement(
-            fields=_fields_of(args),
-            context=context,
-            environment={p: _at(body, p) for p in _environment_paths(context.kind)},
-            findings=tuple(findings),
-        )
-        object.__setattr__(args, _JUDGEMENT, judgement)
-    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
-
-
-def _same_environment(judgement: _Judgement, context: JobContext, body: Mapping[str, Any]) -> bool:
-    """The rules find on ``body`` in ``context`` what they found on the judged body (the
-    labels aside): same region, locality and strictness, and at each environment field the
-    same value; or, here, a value not known yet (left unjudged) where the judged one was
-    found right; or, for a field whose presence no other rule reads, unset on one side
-    and, on the other, unjudged or found right (or, for a CMEK key, judged by its rule)."""
-    then = judgement.context
-    if (then.kind, then.local, then.strict) != (context.kind, context.local, context.strict):
-        return False
-    if not context.local and then.region != context.region:
-        return False
-    run = "jobSpec" if context.kind is JobKind.CUSTOM_JOB else "trialJobSpec"
-    output = f"{run}.baseOutputDirectory.outputUriPrefix"
-    both_output = (
-        judgement.environment[output] is not _MISSING and _at(body, output) is not _MISSING
-    )
-    for path, was in judgement.environment.items():
-        now = _at(body, path)
-        if now is _MISSING and was is _MISSING:
-            continue
-        if now is not _MISSING and was is not _MISSING:
-            if not is_known(now):
-                same = not _judged_at(judgement, path)
-            else:
-                same = is_known(was) and type(now) is type(was) and now == was
-        else:
-            leaf = path.removeprefix(f"{run}.")
-            same = (
-                leaf in _STAND_IN_EQUALS_UNSET
-                and (leaf != "tensorboard" or both_output)
-                and (now is _MISSING or not is_known(now) or (path == _KMS and type(now) is str))
-                and not _judged_at(judgement, path)
-            )
-        if not same:
-            return False
-    return True
-
-
-def _judged_at(judgement: _Judgement, path: str) -> bool:
-    return any(
-        f.path == path or f.path.startswith((f"{path}.", f"{path}[")) for f in judgement.findings
-    )
-
-
-def _is_label(path: str) -> bool:
-    return path == "labels" or path.startswith("labels.")
-
-
-def _judged_where_declared(
-    args: JobArgs, context: JobContext, body: Mapping[str, Any]
-) -> list[Finding] | None:
-    """``body_findings(context, body)`` from the judgement ``args`` carry from the stack
-    reader, with the body's labels judged; None when it does not apply here."""
-    judgement: _Judgement | None = getattr(args, _JUDGEMENT, None)
-    if judgement is None:
-        return None
-    fields = _fields_of(args)
-    if len(fields) != len(judgement.fields) or any(
-        a is not b for a, b in zip(fields, judgement.fields, strict=True)
-    ):
-        return None
-    labels = body.get("labels", {})
-    if not isinstance(labels, Mapping) or not all(
-        type(k) is str and type(v) is str for k, v in labels.items()
-    ):
-        return None
-    if not _same_environment(judgement, context, body):
-        return None
-    then = judgement.findings
-    key = _at(body, _KMS)
-    found = [
-        *(f for f in then if f.path == "displayName"),
-        *label_findings(tuple(labels.items())),
-        *(
-            kms_findings(key, None if context.local else context.region)
-            if judgement.environment[_KMS] is _MISSING and type(key) is str
-            else ()
-        ),
-        *(f for f in then if f.path != "displayName" and not _is_label(f.path)),
-    ]
-    return acknowledge(found, context.acknowledged)
-
-
-def validate_body(
-    args: JobArgs, context: JobContext, body: Mapping[str, Any]
-) -> tuple[list[str], list[str]]:
-    """(errors, warnings) on ``body`` by the rules stack config is checked with, each naming
-    the Python argument and the Vertex field. A stack job's body was judged where the
-    stack was read: that judgement stands where it applies (``_judged_where_declared``)."""
+def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
+    """(errors, warnings): each finding naming the Python argument and the Vertex field."""
     where = type(args).__name__
     errors: list[str] = []
     warnings: list[str] = []
-    findings = _judged_where_declared(args, context, body)
-    if findings is None:
-        findings = body_findings(context, body)
     for finding in findings:
         argument = (
             _in_extra(args.extra_fields, finding.path)
@@ -1087,6 +921,33 @@ def validate_body(
     return errors, warnings
 
 
+def on_facts(args: JobArgs, facts: PlatformFacts) -> Any:
+    """``args`` on the platform ``facts`` describe, judged by the caller (``judge_job``):
+    the stack reader's jobs, which ``args.on(platform)`` puts on the platform itself."""
+    return _with(args, platform=facts)
+
+
+def _judge_on_platform(args: JobArgs) -> None:
+    errors, warnings = phrase(args, judge_job(args))
+    if errors:
+        raise InvalidArgumentsError(
+            f"{type(args).__name__} would be refused on its platform:\n  " + "\n  ".join(errors)
+        )
+    for warning in warnings:
+        pulumi.log.warn(warning)
+
+
+def declared_problems(args: JobArgs, name: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) where the job's resource is declared: a job without a platform
+    meets its project and region here; a job on a platform was judged there, and only its
+    default display name (the resource name) is first known here."""
+    if args.platform is None:
+        return phrase(args, judge_job(args, name=name))
+    if args.display_name is not None:
+        return [], []
+    return phrase(args, display_name_findings(name))
+
+
 def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     """The hardware check ids a job's own Args acknowledge: the job's, then its pools'."""
     run = args if isinstance(args, CustomJobArgs) else args.trial
@@ -1098,10 +959,26 @@ def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
+def _same_place(args: JobArgs, platform: JobPlatform) -> None:
+    for key in ("project", "region"):
+        value = getattr(args, key)
+        if value is not None and value != getattr(platform, key):
+            raise InvalidArgumentsError(
+                f"{type(args).__name__}.{key}: {value!r} differs from the platform's "
+                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
+                "platform"
+            )
+
+
+def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
     """Where the job runs and what it uses, from its platform or its own Args."""
     where = type(args).__name__
     platform = args.platform
+    if isinstance(platform, PlatformFacts):
+        raise InvalidArgumentsError(
+            f"{where}: a stack's job runs on the stack's platform; valid: "
+            "vt.declare_job(name, args.on(platform))"
+        )
     if platform is None:
         missing = [k for k in ("project", "region") if getattr(args, k) is None]
         if missing:
@@ -1119,14 +996,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
             strict=bool(args.strict_hardware_checks),
             acknowledged=acknowledged_checks(args),
         )
-    for key in ("project", "region"):
-        value = getattr(args, key)
-        if value is not None and value != getattr(platform, key):
-            raise InvalidArgumentsError(
-                f"{where}.{key}: {value!r} differs from the platform's "
-                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
-                "platform"
-            )
+    _same_place(args, platform)
     strict = (
         platform.strict_hardware_checks
         if args.strict_hardware_checks is None
@@ -1151,11 +1021,3 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
     )
 
 
-def check_settings(args: _JobFields) -> list[str]:
-    """Problems with how ``pulumi up`` waits (no Vertex field: named by argument)."""
-    where = type(args).__name__
-    return [
-        f"{where}.{key}: must be a positive number of seconds, got {getattr(args, key)}"
-        for key in ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-        if not getattr(args, key) > 0
-    ]

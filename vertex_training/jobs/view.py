@@ -225,7 +225,7 @@ class StudySpec:
 
 @dataclass(frozen=True)
 class CustomJobView:
-    display_name: str
+    display_name: str | None
     job: CustomJobSpec
     labels: tuple[tuple[str, str], ...] = ()
     kms_key_name: str | None = None
@@ -240,7 +240,7 @@ class CustomJobView:
 
 @dataclass(frozen=True)
 class TuningJobView:
-    display_name: str
+    display_name: str | None
     trial_job: CustomJobSpec
     study: StudySpec
     max_trial_count: int
@@ -624,7 +624,7 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     """The view of ``body`` and every field it could not read (errors at API paths)."""
     reader = _Reader()
     data = reader.message(body, "")
-    display_name = reader.string(data, "displayName", "") or ""
+    display_name = reader.string(data, "displayName", "")
     labels = _labels(reader, data, "")
     kms = _kms(reader, data, "")
     view: JobView
