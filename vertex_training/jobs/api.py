@@ -392,7 +392,8 @@ class DoubleParameter(ParameterBase):
     """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
     min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
     max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
 
 
 @dataclass(frozen=True)
@@ -402,7 +403,8 @@ class IntegerParameter(ParameterBase):
     parameter_id: str = field(metadata=vertex("parameterId"))
     min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
     max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
     conditional: Mapping[int, Sequence[Parameter]] = field(
         default_factory=dict,
         metadata=vertex("conditionalParameterSpecs", encode=_conditional("parentIntValues", str)),
@@ -418,7 +420,8 @@ class DiscreteParameter(ParameterBase):
     values: Sequence[float] = field(
         metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
     )
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
     conditional: Mapping[float, Sequence[Parameter]] = field(
         default_factory=dict,
         metadata=vertex(
