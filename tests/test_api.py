@@ -139,7 +139,7 @@ def test_the_issue_example_declares_what_it_says(example: PulumiRun) -> None:
             "parameterSpec": {
                 "parameterId": "momentum",
                 "doubleValueSpec": {"minValue": 0, "maxValue": 1},
-                "scaleType": "UNIT_LINEAR_SCALE",
+                # no scale declared: none sent (the service's default)
             },
         }
     ]

@@ -5,9 +5,10 @@ credentials, no call to the API) and read through their proto.
 
 Aside, as this repo provides them: the images and their arguments (one trainer image
 whose arguments choose the workload, where each codelab bakes its own), the output
-directory, labels, service account, scheduling and the stack's TensorBoard; and the cassava job's display name
-(the codelab's notebook names its SDK run ``multiworker-cassava-sdk``, apart from the
-console run ``multiworker-cassava`` the dev stack repeats)."""
+directory, labels, service account, scheduling and the stack's TensorBoard; and the
+cassava job's display name (the codelab's notebook names its SDK run
+``multiworker-cassava-sdk``, apart from the console run ``multiworker-cassava`` the dev
+stack repeats)."""
 
 from __future__ import annotations
 
@@ -47,11 +48,15 @@ def _sdk() -> Any:
     from google.cloud import aiplatform
     from google.cloud.aiplatform import hyperparameter_tuning as hpt
 
-    return aiplatform, hpt, {
-        "project": "p",
-        "location": "us-central1",
-        "credentials": AnonymousCredentials(),
-    }
+    return (
+        aiplatform,
+        hpt,
+        {
+            "project": "p",
+            "location": "us-central1",
+            "credentials": AnonymousCredentials(),
+        },
+    )
 
 
 def _canonical(kind: JobKind, body: dict[str, Any]) -> dict[str, Any]:

@@ -209,7 +209,9 @@ def test_a_key_of_an_older_shape_is_an_unknown_key_with_what_was_meant() -> None
     found = {p.path: p.problem for p in problems}
     assert found["jobs[0].kind"] == "unknown key"
     assert found["jobs[0].timeoutSeconds"].startswith("unknown key")
-    assert found["jobs[0].trial.chief.acceleratorType"] == "unknown key (did you mean 'accelerator'?)"
+    assert (
+        found["jobs[0].trial.chief.acceleratorType"] == "unknown key (did you mean 'accelerator'?)"
+    )
     assert found["jobs[0].study.parameters[0].min"].startswith("unknown key")
 
 
@@ -335,7 +337,7 @@ def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
     found = {p.path: p for p in problems}
     assert "did you mean 'replicaCount'" in found["jobs[0].chief.replicaCnt"].problem
     assert "did you mean 'waitTimeoutSeconds'" in found["jobs[0].waitTimeoutSecond"].problem
-    assert found["jobs[0].chief.machineType"].problem == "got int 4"
+    assert found["jobs[0].chief.machineType"].problem == "got the number 4"
 
 
 def test_a_tuning_key_in_a_custom_job_says_how_the_entry_becomes_a_tuning_job() -> None:
@@ -386,3 +388,84 @@ def test_the_reference_lists_the_yaml_keys() -> None:
     text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
     assert "| `machine_type` | `machineType` |" in text
     assert Path(PROJECT_ROOT / "docs" / "reference.md").exists()
+
+
+# ------------------------------------------------------------ words for YAML users
+
+
+def _read(entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    _, problems = read_job(entry, "jobs[0]")
+    return {p.path: (p.problem, p.valid) for p in problems}
+
+
+def test_yaml_values_are_named_in_yaml_words() -> None:
+    found = _read({"name": "x", "chief": None, "labels": [1], "displayName": 4})
+    assert found["jobs[0].chief"] == ("got null", "a mapping (WorkerPool)")
+    assert found["jobs[0].labels"][0] == "got a list"
+    assert found["jobs[0].displayName"] == ("got the number 4", "text or null")
+    assert not any("NoneType" in p or "dict" in v for p, v in found.values())
+
+
+def test_a_number_out_of_range_is_a_message() -> None:
+    # 1e400 reaches the program as infinity (JSON through Pulumi's config).
+    found = _read(
+        {
+            "name": "x",
+            "chief": {"machineType": "n1-standard-4"},
+            "scheduling": {"timeoutSeconds": float("inf")},
+        }
+    )
+    assert found["jobs[0].scheduling.timeoutSeconds"][0] == "inf is out of range"
+    assert "315576000000" in found["jobs[0].scheduling.timeoutSeconds"][1]
+
+
+def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
+    found = _read(
+        {"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-fast"}}
+    )
+    problem, valid = found["jobs[0].chief.bootDiskType"]
+    assert "'pd-fast' is not a boot disk type Vertex documents" in problem
+    assert valid.startswith("pd-ssd, pd-standard, hyperdisk-balanced")
+    assert (
+        _read({"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-ssd"}})
+        == {}
+    )
+
+
+@pytest.mark.parametrize("key", [64, "64"], ids=["yaml", "through-json"])
+def test_conditional_parameters_under_a_numeric_parent_can_be_declared(key: object) -> None:
+    child = {"type": "DoubleParameter", "parameterId": "dropout", "minValue": 0, "maxValue": 0.5}
+    entry = {
+        "name": "t",
+        "trial": {"chief": {"machineType": "n1-standard-4"}},
+        "maxTrialCount": 2,
+        "parallelTrialCount": 1,
+        "study": {
+            "parameters": [
+                {
+                    "type": "DiscreteParameter",
+                    "parameterId": "num_units",
+                    "values": [64, 128],
+                    "conditional": {key: [child]},
+                },
+                {
+                    "type": "IntegerParameter",
+                    "parameterId": "layers",
+                    "minValue": 1,
+                    "maxValue": 8,
+                    "conditional": {str(key)[:1]: [{**child, "parameterId": "width"}]},
+                },
+            ]
+        },
+    }
+    job, problems = read_job(entry, "jobs[0]")
+    assert problems == [] and job is not None
+    discrete, integer = job.args.study.parameters
+    assert discrete.conditional == {64.0: [vt.DoubleParameter("dropout", 0, 0.5)]}
+    assert integer.conditional == {6: [vt.DoubleParameter("width", 0, 0.5)]}
+    # A parent value the parent does not take is still refused.
+    entry["study"]["parameters"][0]["conditional"] = {"65": [child]}
+    assert (
+        "[65.0] are not values of the parent"
+        in _read(entry)["jobs[0].study.parameters[0].conditional"][0]
+    )

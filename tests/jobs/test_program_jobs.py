@@ -96,7 +96,7 @@ def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
     assert spec.study.parameters == (
         DoubleParameterSpec("learning_rate", 0.001, 1, ScaleType.LOG),
         DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
-        DiscreteParameterSpec("num_units", (64, 128, 512), ScaleType.LINEAR),
+        DiscreteParameterSpec("num_units", (64, 128, 512), ScaleType.UNSPECIFIED),
     )
     assert spec.study.algorithm is SearchAlgorithm.BAYESIAN
     assert (spec.max_trial_count, spec.parallel_trial_count) == (6, 2)

@@ -106,7 +106,9 @@ def test_each_rule_runs_once_for_jobs_declared_in_python(
     def program() -> None:
         platform = vt.TrainingPlatform(
             "platform",
-            vt.TrainingPlatformArgs(environment="dev", project="team-project", images={"trainer": DIGEST}),
+            vt.TrainingPlatformArgs(
+                environment="dev", project="team-project", images={"trainer": DIGEST}
+            ),
         )
         args = ["--workload", "cassava"]
         v100 = vt.Accelerator("NVIDIA_TESLA_V100", 1)

@@ -63,6 +63,9 @@ __all__ = [
     "merge_fields",
 ]
 
+MAX_DURATION_SECONDS = 315_576_000_000
+"""The largest protobuf Duration, in seconds."""
+
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
 
@@ -320,6 +323,20 @@ class Scheduling(_Checked):
         default=False, metadata=vertex("restartJobOnWorkerRestart")
     )
     disable_retries: bool = field(default=False, metadata=vertex("disableRetries"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        # A protobuf Duration holds at most 315,576,000,000 s (10,000 years): a larger
+        # number (1e400 reads as infinity) is said here, not met as an OverflowError.
+        problems = [
+            f"Scheduling.{key}: {value:g} is out of range; valid: a number of seconds up to "
+            f"{MAX_DURATION_SECONDS}"
+            for key in ("timeout_seconds", "max_wait_seconds")
+            if isinstance(value := getattr(self, key), int | float)
+            and not abs(value) <= MAX_DURATION_SECONDS
+        ]
+        if problems:
+            raise InvalidArgumentsError("\n".join(problems))
 
 
 # --------------------------------------------------------------------------- studies
@@ -637,7 +654,11 @@ class _JobFields(_Checked):
             f"{type(self).__name__}.",
             {
                 key: getattr(self, key)
-                for key in ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+                for key in (
+                    "wait_timeout_seconds",
+                    "poll_interval_seconds",
+                    "delete_timeout_seconds",
+                )
             },
         )
         if problems:
@@ -661,6 +682,7 @@ class CustomJobArgs(_RunFields, _JobFields):
 
     VERTEX_NESTED: ClassVar[dict[type, str]] = {_RunFields: "jobSpec"}
 
+
 @dataclass(frozen=True, kw_only=True)
 class TrialJob(_RunFields):
     """What each trial of a study runs (``trialJobSpec``)."""
@@ -678,6 +700,7 @@ class HyperparameterTuningJobArgs(_JobFields):
         default=0, metadata=vertex("maxFailedTrialCount", omit=(0,))
     )
     """0: the service's default."""
+
 
 JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 
@@ -877,15 +900,14 @@ def judge_job(
     """The rules of a job on its platform (``facts``; None: the Args' own platform or
     project and region), each finding at its API path, acknowledgements applied. What a
     pool, study or parameter must be anywhere was judged where each was built."""
-    kind = JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
+    kind = (
+        JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
+    )
     if facts is None and args.platform is not None:
         if not isinstance(args.platform, PlatformFacts):
             _same_place(args, args.platform)
         facts = facts_of(args.platform)
-    if facts is None:
-        context = job_context(kind, name, args)
-    else:
-        context = _facts_context(kind, args, facts)
+    context = job_context(kind, name, args) if facts is None else _facts_context(kind, args, facts)
     body = job_body(args, context)
     known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
     view, unreadable = read_view(kind, known)
@@ -1022,5 +1044,3 @@ def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
         strict=strict,
         acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )
-
-

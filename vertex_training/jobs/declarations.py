@@ -49,6 +49,7 @@ from vertex_training.jobs.fields import (
     from_config,
     required,
     yaml_keys,
+    yaml_value,
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import PLACEHOLDER_IMAGE
@@ -57,6 +58,7 @@ from vertex_training.jobs.records import JobKind
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})
 """The stack's platform is every declared job's."""
+
 
 def _the_other_kind(
     fields: Mapping[str, Any], cls: type, path: str, out: list[ConfigProblem]
@@ -192,7 +194,7 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
     """One YAML job entry as a declaration, or every problem it has (YAML paths)."""
     out: list[ConfigProblem] = []
     if not isinstance(item, Mapping):
-        return None, [ConfigProblem(path, f"got {type(item).__name__} {item!r}", "a mapping")]
+        return None, [ConfigProblem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
     name = item.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         out.append(

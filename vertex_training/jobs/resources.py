@@ -34,9 +34,9 @@ from vertex_training.jobs.api import (
     JobArgs,
     JobContext,
     declared_problems,
-    positive_seconds,
     job_body,
     job_context,
+    positive_seconds,
 )
 from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
 from vertex_training.jobs.backends.base import (
@@ -278,7 +278,9 @@ class _Props:
                 strict=bool(self.props.get("strict_hardware")),
             )
             found = acknowledge(found, self.props.get("acknowledged_hardware") or ())
-        return problems + [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))]
+        return problems + [
+            f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))
+        ]
 
     def inputs(self) -> dict[str, Any]:
         return {k: self.props[k] for k in INPUT_KEYS if k in self.props}

@@ -25,8 +25,8 @@ import yaml
 from pydantic import ValidationError
 
 from vertex_training._spelling import closest
-from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.api import LATER, PlatformFacts
+from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.rules.hardware import catalog
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.platform import platform_labels
@@ -408,9 +408,7 @@ def _jobs(
         image=LATER,
     )
     placed, found = job_problems(tuple(jobs), facts)
-    found = [
-        (path, f) for path, f in found if not (region_refused and f.path == "region")
-    ]
+    found = [(path, f) for path, f in found if not (region_refused and f.path == "region")]
     for path, finding in found:
         if finding.path == "region" and finding.check.startswith("unknown-region:"):
             continue  # the stack's region itself: said once, at the region key

@@ -188,14 +188,13 @@ def _pool(pool: WorkerPoolSpec, out: list[Finding]) -> None:
                     f"{name!r}: names are letters, digits and '_', not starting with a digit",
                 )
     disk = pool.disk
-    if disk is not None and disk.boot_disk_type is not None:
-        if disk.boot_disk_type not in BOOT_DISK_TYPES:
-            _error(
-                out,
-                f"{path}.diskSpec.bootDiskType",
-                f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
-                + ", ".join(BOOT_DISK_TYPES),
-            )
+    if disk is not None and disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
+        _error(
+            out,
+            f"{path}.diskSpec.bootDiskType",
+            f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
+            + ", ".join(BOOT_DISK_TYPES),
+        )
     if disk is not None and disk.boot_disk_size_gb is not None:
         low, high = BOOT_DISK_GB_RANGE
         if not low <= disk.boot_disk_size_gb <= high:
@@ -671,9 +670,9 @@ __all__ = [
     "errors_of",
     "job_findings",
     "label_key_valid",
-    "platform_findings",
     "label_value_valid",
     "parameter_findings",
+    "platform_findings",
     "pool_findings",
     "study_findings",
 ]
