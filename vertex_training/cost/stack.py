@@ -18,7 +18,7 @@ from vertex_training.cost.estimate import (
     estimate_workbench,
     stack_estimate,
 )
-from vertex_training.jobs.declarations import (
+from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,

@@ -52,7 +52,6 @@ from vertex_training.jobs.fields import (
     yaml_value,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import PLACEHOLDER_IMAGE
 from vertex_training.jobs.records import JobKind
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -274,7 +273,6 @@ def job_problems(
 
 
 __all__ = [
-    "PLACEHOLDER_IMAGE",
     "JobDeclaration",
     "config_path",
     "job_problems",
