@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
@@ -121,13 +121,6 @@ class JobPlatform(Protocol):
     def resource_options(self) -> pulumi.ResourceOptions: ...
 
 
-class _Checked:
-    """Types checked at construction (``check_fields``)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
 _LATER = object()
 """A value the job's platform fills in (a pool's image): unknown where the pool is built."""
 
@@ -205,7 +198,7 @@ def _seconds(value: Any) -> Any:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReservationAffinity(_Checked):
+class ReservationAffinity(Checked):
     """``MachineSpec.reservationAffinity``: which Compute Engine reservations a pool's VMs
     may consume."""
 
@@ -219,7 +212,7 @@ class ReservationAffinity(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class NfsMount(_Checked):
+class NfsMount(Checked):
     """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
 
     server: str = field(metadata=vertex("server"))
@@ -231,7 +224,7 @@ class NfsMount(_Checked):
 
 
 @dataclass(frozen=True)
-class Accelerator(_Checked):
+class Accelerator(Checked):
     """GPUs (or TPU chips) attached to each replica: ``MachineSpec.acceleratorType``/``Count``."""
 
     type: pulumi.Input[str] = field(metadata=vertex("acceleratorType"))
@@ -244,7 +237,7 @@ class Accelerator(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkerPool(_Checked):
+class WorkerPool(Checked):
     """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
 
     def __post_init__(self) -> None:
@@ -304,7 +297,7 @@ class WorkerPool(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Scheduling(_Checked):
+class Scheduling(Checked):
     """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
 
     strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = field(
@@ -355,7 +348,7 @@ def _scale(scale: Scale) -> str:
 
 
 @dataclass(frozen=True)
-class Metric(_Checked):
+class Metric(Checked):
     """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
 
     metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
@@ -364,7 +357,7 @@ class Metric(_Checked):
     )
 
 
-class ParameterBase(_Checked):
+class ParameterBase(Checked):
     """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
     with ``--<parameter_id>=<value>``)."""
 
@@ -467,7 +460,7 @@ Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | Categorical
 
 
 @dataclass(frozen=True, kw_only=True)
-class MedianStopping(_Checked):
+class MedianStopping(Checked):
     """Stop a trial whose objective falls below the running trials' median."""
 
     VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
@@ -475,7 +468,7 @@ class MedianStopping(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DecayCurveStopping(_Checked):
+class DecayCurveStopping(Checked):
     """Stop a trial whose extrapolated curve will not beat the best one."""
 
     VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
@@ -483,7 +476,7 @@ class DecayCurveStopping(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ConvexStopping(_Checked):
+class ConvexStopping(Checked):
     """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
 
     VERTEX_KEY: ClassVar[str] = "convexAutomatedStoppingSpec"
@@ -505,7 +498,7 @@ EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
 
 
 @dataclass(frozen=True, kw_only=True)
-class Study(_Checked):
+class Study(Checked):
     """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
 
     def __post_init__(self) -> None:
@@ -531,7 +524,7 @@ class Study(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DnsPeeringConfig(_Checked):
+class DnsPeeringConfig(Checked):
     """``PscInterfaceConfig.dnsPeeringConfigs[]``: a DNS zone resolved in another network."""
 
     domain: str = field(metadata=vertex("domain"))
@@ -540,7 +533,7 @@ class DnsPeeringConfig(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PscInterfaceConfig(_Checked):
+class PscInterfaceConfig(Checked):
     """``CustomJobSpec.pscInterfaceConfig``: reach a VPC through a Private Service Connect
     interface instead of VPC peering (``network``)."""
 
@@ -552,7 +545,7 @@ class PscInterfaceConfig(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _RunFields(_Checked):
+class _RunFields(Checked):
     """The fields of a ``CustomJobSpec``: a job's run, or each trial of a study."""
 
     chief: WorkerPool = field(metadata=vertex("workerPoolSpecs[0]"))
@@ -612,7 +605,7 @@ def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _JobFields(_Checked):
+class _JobFields(Checked):
     platform: JobPlatform | None = None
     """Where the job runs and what it uses by default (image, bucket, service account,
     labels). None: give ``project``, ``region`` and each pool's ``image``."""

@@ -25,6 +25,7 @@ from typing import Any
 from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.rules.hardware import normalize_accelerator
 
 
 class PoolRole(enum.IntEnum):
@@ -92,8 +93,6 @@ PROTO_NUMBERS: Mapping[type[enum.StrEnum], tuple[int, ...]] = {
 }
 """Each proto enum's numbers, in member order (the JSON may give a number for a name);
 ``tests/jobs/test_protos.py`` holds names and numbers to the real ``aiplatform_v1`` enums."""
-
-UNSPECIFIED_ACCELERATOR = "ACCELERATOR_TYPE_UNSPECIFIED"
 
 
 @dataclass(frozen=True)
@@ -475,7 +474,7 @@ def _pool(reader: _Reader, data: Any, path: str) -> WorkerPoolSpec | None:
         path=path,
         machine=MachineSpec(
             machine_type=reader.string(machine, "machineType", machine_path),
-            accelerator_type=None if accelerator == UNSPECIFIED_ACCELERATOR else accelerator,
+            accelerator_type=normalize_accelerator(accelerator),
             accelerator_count=reader.integer(machine, "acceleratorCount", machine_path),
             tpu_topology=reader.string(machine, "tpuTopology", machine_path),
         ),

@@ -405,26 +405,9 @@ def accelerator_counts_taken(target: Target = "training") -> list[int]:
     return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
 
 
-def accelerator_counts_allowed(
-    machine_type: str, accelerator_type: str, target: Target = "training"
-) -> frozenset[int]:
-    """Counts of ``accelerator_type`` that ``machine_type`` takes (empty: none or unknown)."""
-    machine = catalog().machine(machine_type, target)
-    if machine is None:
-        return frozenset()
-    return machine.accelerators.get(accelerator_type, frozenset())
-
-
 def regions_offering(accelerator_type: str) -> list[str]:
     """Regions the catalog lists for ``accelerator_type``, sorted."""
     return sorted(n for n, r in catalog().regions.items() if accelerator_type in r.accelerators)
-
-
-def machine_vcpus(machine_type: str) -> int | None:
-    """vCPUs of ``machine_type`` (either target), or ``None`` when the catalog has no figure."""
-    cat = catalog()
-    machine = cat.training_machines.get(machine_type) or cat.workbench_machines.get(machine_type)
-    return machine.vcpus if machine else None
 
 
 # --- machine spec ----------------------------------------------------------------------
@@ -1017,7 +1000,6 @@ __all__ = [
     "Region",
     "Series",
     "Source",
-    "accelerator_counts_allowed",
     "accelerator_counts_taken",
     "accelerators_taken",
     "acknowledge",
@@ -1025,7 +1007,6 @@ __all__ = [
     "check_machine_spec",
     "check_region",
     "check_zone",
-    "machine_vcpus",
     "machines_taking",
     "normalize_accelerator",
     "parse_catalog",
