@@ -14,7 +14,7 @@ from tests.pulumi_mocks import run_pulumi
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
-from vertex_training.jobs.rules.hardware import catalog
+from vertex_training.jobs.rules.catalog import catalog
 
 FACTS = PlatformFacts(
     environment="dev",

@@ -27,7 +27,8 @@ from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vert
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.hardware import acknowledge, catalog
+from vertex_training.jobs.rules.catalog import catalog
+from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     display_name_findings,
     parameter_findings,

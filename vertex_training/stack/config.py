@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from vertex_training._spelling import closest
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.rules.hardware import catalog
+from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.platform import platform_labels
 from vertex_training.platform.rules import (

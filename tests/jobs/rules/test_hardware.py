@@ -10,16 +10,9 @@ import sys
 
 import pytest
 
-from vertex_training.jobs.rules.hardware import (
-    CATALOG_PATH,
-    CatalogError,
-    Finding,
-    catalog,
-    check_machine_spec,
-    check_region,
-    check_zone,
-    parse_catalog,
-)
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
 
 SPEC = "jobSpec.workerPoolSpecs[1].machineSpec"
 
