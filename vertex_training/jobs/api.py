@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -23,20 +23,37 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
+from vertex_training.jobs.fields import (
+    caller_path,
+    merge_fields,
+    refuse_where_built,
+    to_body,
+    vertex,
+)
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     display_name_findings,
-    parameter_findings,
     platform_findings,
     pool_findings,
-    study_findings,
 )
-from vertex_training.jobs.view import read_parameter, read_pool, read_study, read_view
+from vertex_training.jobs.studies import (
+    CategoricalParameter,
+    ConvexStopping,
+    DecayCurveStopping,
+    DiscreteParameter,
+    DoubleParameter,
+    IntegerParameter,
+    MedianStopping,
+    Metric,
+    Parameter,
+    ParameterBase,
+    Study,
+)
+from vertex_training.jobs.view import read_pool, read_view
 
 __all__ = [
     "Accelerator",
@@ -66,9 +83,6 @@ __all__ = [
 
 MAX_DURATION_SECONDS = 315_576_000_000
 """The largest protobuf Duration, in seconds."""
-
-DEFAULT_METRIC = "accuracy"
-"""The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
 
 
 @runtime_checkable
@@ -122,10 +136,6 @@ class JobPlatform(Protocol):
     def resource_options(self) -> pulumi.ResourceOptions: ...
 
 
-_LATER = object()
-"""A value the job's platform fills in (a pool's image): unknown where the pool is built."""
-
-
 def acknowledge_hint(where: str, check: str) -> str:
     """How to acknowledge ``check`` in the Args class ``where``, for the end of its error:
     a hardware catalog row can be out of date, and the message alone must say the way out."""
@@ -133,42 +143,6 @@ def acknowledge_hint(where: str, check: str) -> str:
         f"where the hardware catalog (as of {catalog().as_of}) is out of date: "
         f"{where}(..., acknowledged_hardware_checks=[{check!r}]) only warns"
     )
-
-
-def _refuse_wrong_everywhere(
-    obj: Any,
-    root: str,
-    read: Callable[[Any, str], tuple[Any, list[Finding]]],
-    rules: Callable[[Any], list[Finding]],
-    *,
-    filled_later: tuple[str, ...] = (),
-) -> None:
-    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find it wrong: its body read at the API path
-    ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
-    left unjudged. Each line names the caller's own field."""
-    body = to_body(obj)
-    for path in filled_later:
-        *parents, leaf = path.split(".")
-        node = body
-        for key in parents:
-            node = node.setdefault(key, {})
-        node.setdefault(leaf, _LATER)
-    known, unknown = with_placeholders(body, lambda v: v is _LATER or not is_known(v), root)
-    spec, unreadable = read(known, root)
-    errors = drop_unknown(unreadable or (rules(spec) if spec is not None else []), unknown)
-    if not errors:
-        return
-    cls = type(obj)
-    lines = []
-    for finding in errors:
-        api_path = finding.path.removeprefix(root).lstrip(".")
-        where = caller_path(cls, api_path) if api_path else ""
-        lines.append(
-            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
-            + (f" (Vertex field {api_path})" if api_path else "")
-        )
-    raise InvalidArgumentsError("\n".join(lines))
 
 
 def _map(value: Any, fn: Any) -> Any:
@@ -243,7 +217,7 @@ class WorkerPool(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _refuse_wrong_everywhere(
+        refuse_where_built(
             self,
             "workerPoolSpecs[0]",
             read_pool,
@@ -331,194 +305,6 @@ class Scheduling(Checked):
         ]
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
-
-
-# --------------------------------------------------------------------------- studies
-
-
-Scale = Literal["linear", "log", "reverse_log"]
-_SCALES = {
-    "linear": "UNIT_LINEAR_SCALE",
-    "log": "UNIT_LOG_SCALE",
-    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
-}
-
-
-def _scale(scale: Scale) -> str:
-    return _SCALES[scale]
-
-
-@dataclass(frozen=True)
-class Metric(Checked):
-    """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
-
-    metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
-    goal: Literal["maximize", "minimize"] = field(
-        default="maximize", metadata=vertex("goal", encode=str.upper)
-    )
-
-
-class ParameterBase(Checked):
-    """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
-    with ``--<parameter_id>=<value>``)."""
-
-    parameter_id: str
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _refuse_wrong_everywhere(
-            self,
-            "parameter",
-            read_parameter,
-            lambda spec: parameter_findings(spec, "parameter"),
-        )
-
-
-def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``conditional`` as ``conditionalParameterSpecs``: one entry per child parameter,
-    with every parent value it is searched under."""
-
-    def encode(conditional: Mapping[Any, Sequence[ParameterBase]]) -> list[dict[str, Any]]:
-        grouped: list[tuple[ParameterBase, list[Any]]] = []
-        for value, params in conditional.items():
-            for child in params:
-                entry = next((g for g in grouped if g[0] == child), None)
-                if entry is None:
-                    grouped.append((child, [value]))
-                else:
-                    entry[1].append(value)
-        return [
-            {parent_key: {"values": [cast(v) for v in values]}, "parameterSpec": to_body(child)}
-            for child, values in grouped
-        ]
-
-    return encode
-
-
-@dataclass(frozen=True)
-class DoubleParameter(ParameterBase):
-    """A real-valued hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
-    min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
-    max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
-    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
-    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
-
-
-@dataclass(frozen=True)
-class IntegerParameter(ParameterBase):
-    """A whole-number hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
-    max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
-    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
-    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
-    conditional: Mapping[int, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex("conditionalParameterSpecs", encode=_conditional("parentIntValues", str)),
-    )
-    """Child parameters searched only when this one takes the key's value."""
-
-
-@dataclass(frozen=True)
-class DiscreteParameter(ParameterBase):
-    """A hyperparameter taking one of the listed numbers."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    values: Sequence[float] = field(
-        metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
-    )
-    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
-    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
-    conditional: Mapping[float, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "conditionalParameterSpecs", encode=_conditional("parentDiscreteValues", float)
-        ),
-    )
-
-
-@dataclass(frozen=True)
-class CategoricalParameter(ParameterBase):
-    """A hyperparameter taking one of the listed strings."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
-    conditional: Mapping[str, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "conditionalParameterSpecs", encode=_conditional("parentCategoricalValues", str)
-        ),
-    )
-    """e.g. ``{"sgd": [DoubleParameter("momentum", 0, 1)]}``: momentum is searched only
-    in trials whose optimizer is sgd."""
-
-
-Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
-
-
-@dataclass(frozen=True, kw_only=True)
-class MedianStopping(Checked):
-    """Stop a trial whose objective falls below the running trials' median."""
-
-    VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-
-
-@dataclass(frozen=True, kw_only=True)
-class DecayCurveStopping(Checked):
-    """Stop a trial whose extrapolated curve will not beat the best one."""
-
-    VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConvexStopping(Checked):
-    """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
-
-    VERTEX_KEY: ClassVar[str] = "convexAutomatedStoppingSpec"
-    max_step_count: int | None = field(default=None, metadata=vertex("maxStepCount", encode=str))
-    min_step_count: int | None = field(default=None, metadata=vertex("minStepCount", encode=str))
-    min_measurement_count: int | None = field(
-        default=None, metadata=vertex("minMeasurementCount", encode=str)
-    )
-    learning_rate_parameter_name: str | None = field(
-        default=None, metadata=vertex("learningRateParameterName")
-    )
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-    update_all_stopped_trials: bool | None = field(
-        default=None, metadata=vertex("updateAllStoppedTrials")
-    )
-
-
-EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
-
-
-@dataclass(frozen=True, kw_only=True)
-class Study(Checked):
-    """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _refuse_wrong_everywhere(self, "studySpec", read_study, study_findings)
-
-    parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
-    metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
-    """The first metric chooses the best trial."""
-    algorithm: Literal["bayesian", "grid", "random"] = field(
-        default="bayesian",
-        metadata=vertex("algorithm", encode=lambda a: f"{a.upper()}_SEARCH", omit=("bayesian",)),
-    )
-    """``bayesian`` is the service's default search."""
-    measurement_selection: Literal["best", "last"] = field(
-        default="best",
-        metadata=vertex("measurementSelectionType", encode=lambda m: f"{m.upper()}_MEASUREMENT"),
-    )
-    early_stopping: EarlyStopping | None = field(default=None, metadata=vertex(""))
 
 
 # --------------------------------------------------------------------------- jobs
@@ -823,11 +609,6 @@ def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
     where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
     inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
     return f"{where}.{inner}" if inner else None
-
-
-LATER = _LATER
-"""Where the job rules judge a job on a platform, what the platform fills in later (its
-image, bucket, service account...): left unjudged."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vertex_training._checks import _AnyOf, _field_types, _Later, is_known
+from vertex_training._checks import InvalidArgumentsError, _AnyOf, _field_types, _Later, is_known
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 
 __all__ = [
     "VertexField",
@@ -493,3 +495,39 @@ def from_config(
                 ConfigProblem(f"{path}.{python}".rstrip("."), message, valid or "see the problem")
             )
         return None
+
+
+def refuse_where_built(
+    obj: Any,
+    root: str,
+    read: Callable[[Any, str], tuple[Any, list[Finding]]],
+    rules: Callable[[Any], list[Finding]],
+    *,
+    filled_later: tuple[str, ...] = (),
+) -> None:
+    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
+    if the rules of what it must be anywhere find it wrong: its body read at the API path
+    ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
+    left unjudged. Each line names the caller's own field."""
+    body = to_body(obj)
+    for path in filled_later:
+        *parents, leaf = path.split(".")
+        node = body
+        for key in parents:
+            node = node.setdefault(key, {})
+        node.setdefault(leaf, LATER)
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
+    spec, unreadable = read(known, root)
+    errors = drop_unknown(unreadable or (rules(spec) if spec is not None else []), unknown)
+    if not errors:
+        return
+    cls = type(obj)
+    lines = []
+    for finding in errors:
+        api_path = finding.path.removeprefix(root).lstrip(".")
+        where = caller_path(cls, api_path) if api_path else ""
+        lines.append(
+            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
+            + (f" (Vertex field {api_path})" if api_path else "")
+        )
+    raise InvalidArgumentsError("\n".join(lines))
