@@ -25,20 +25,26 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import (
     caller_path,
+    map_known,
     merge_fields,
-    refuse_where_built,
     to_body,
     vertex,
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.pools import (
+    Accelerator,
+    NfsMount,
+    ReservationAffinity,
+    Scheduling,
+    WorkerPool,
+)
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     display_name_findings,
     platform_findings,
-    pool_findings,
 )
 from vertex_training.jobs.studies import (
     CategoricalParameter,
@@ -53,7 +59,7 @@ from vertex_training.jobs.studies import (
     ParameterBase,
     Study,
 )
-from vertex_training.jobs.view import read_pool, read_view
+from vertex_training.jobs.view import read_view
 
 __all__ = [
     "Accelerator",
@@ -80,9 +86,6 @@ __all__ = [
     "WorkerPool",
     "merge_fields",
 ]
-
-MAX_DURATION_SECONDS = 315_576_000_000
-"""The largest protobuf Duration, in seconds."""
 
 
 @runtime_checkable
@@ -143,168 +146,6 @@ def acknowledge_hint(where: str, check: str) -> str:
         f"where the hardware catalog (as of {catalog().as_of}) is out of date: "
         f"{where}(..., acknowledged_hardware_checks=[{check!r}]) only warns"
     )
-
-
-def _map(value: Any, fn: Any) -> Any:
-    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(fn)
-    if not is_known(value):
-        return pulumi.Output.from_input(value).apply(fn)
-    return fn(value)
-
-
-def duration(seconds: float) -> str:
-    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
-    text = f"{float(seconds):.9f}".rstrip("0").rstrip(".")
-    return f"{text}s"
-
-
-def _int64(value: Any) -> Any:
-    """An int64 field's JSON: a string (``"3"``)."""
-    return _map(value, lambda n: str(int(n)))
-
-
-def _seconds(value: Any) -> Any:
-    return _map(value, duration)
-
-
-# --------------------------------------------------------------------------- pools
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReservationAffinity(Checked):
-    """``MachineSpec.reservationAffinity``: which Compute Engine reservations a pool's VMs
-    may consume."""
-
-    type: Literal["NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"] = field(
-        metadata=vertex("reservationAffinityType")
-    )
-    key: str | None = field(default=None, metadata=vertex("key"))
-    """SPECIFIC_RESERVATION: the label key, ``compute.googleapis.com/reservation-name``."""
-    values: Sequence[str] = field(default=(), metadata=vertex("values"))
-    """SPECIFIC_RESERVATION: the reservations, ``projects/P/zones/Z/reservations/R``."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class NfsMount(Checked):
-    """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
-
-    server: str = field(metadata=vertex("server"))
-    """IP address of the NFS server."""
-    path: str = field(metadata=vertex("path"))
-    """Source path exported by the server (starts with ``/``)."""
-    mount_point: str = field(metadata=vertex("mountPoint"))
-    """Mounted at ``/mnt/nfs/<mount_point>`` in the container."""
-
-
-@dataclass(frozen=True)
-class Accelerator(Checked):
-    """GPUs (or TPU chips) attached to each replica: ``MachineSpec.acceleratorType``/``Count``."""
-
-    type: pulumi.Input[str] = field(metadata=vertex("acceleratorType"))
-    """The API's enum name, e.g. ``NVIDIA_TESLA_V100``, ``NVIDIA_H100_80GB``, ``TPU_V5_LITEPOD``."""
-    count: pulumi.Input[int] = field(default=1, metadata=vertex("acceleratorCount"))
-    tpu_topology: pulumi.Input[str] | None = field(
-        default=None, kw_only=True, metadata=vertex("tpuTopology")
-    )
-    """TPUs: the slice's topology (``MachineSpec.tpuTopology``), e.g. ``2x2``."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkerPool(Checked):
-    """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        refuse_where_built(
-            self,
-            "workerPoolSpecs[0]",
-            read_pool,
-            pool_findings,
-            filled_later=("containerSpec.imageUri",),
-        )
-
-    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
-    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
-    replica_count: pulumi.Input[int] = field(
-        default=1, metadata=vertex("replicaCount", encode=_int64)
-    )
-    image: pulumi.Input[str] | None = field(default=None, metadata=vertex("containerSpec.imageUri"))
-    """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a
-    cloud platform, an image by digest (``platform.image("trainer")``)."""
-    command: pulumi.Input[Sequence[pulumi.Input[str]]] | None = field(
-        default=None, metadata=vertex("containerSpec.command")
-    )
-    args: pulumi.Input[Sequence[pulumi.Input[str]]] = field(
-        default=(), metadata=vertex("containerSpec.args")
-    )
-    env: Mapping[str, pulumi.Input[str]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "containerSpec.env",
-            encode=lambda env: [{"name": k, "value": v} for k, v in env.items()],
-        ),
-    )
-    boot_disk_type: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskType")
-    )
-    """None: the service's default for the machine family."""
-    boot_disk_size_gb: pulumi.Input[int] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
-    )
-    reservation_affinity: ReservationAffinity | None = field(
-        default=None, metadata=vertex("machineSpec.reservationAffinity")
-    )
-    """None: the service's default (consume any matching reservation)."""
-    nfs_mounts: Sequence[NfsMount] = field(default=(), metadata=vertex("nfsMounts"))
-    extra_fields: Mapping[str, Any] = field(default_factory=dict)
-    """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
-    e.g. ``{"lustreMounts": [...]}``."""
-    acknowledged_hardware_checks: Sequence[str] = ()
-    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
-    for a catalog row that is out of date: not refused where the pool is built, and only
-    warned about by the job that runs the pool. Never part of the Vertex body."""
-
-    def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
-        """This pool with another replica count (e.g. the workers of a chief's pool)."""
-        return dataclasses.replace(self, replica_count=replica_count)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Scheduling(Checked):
-    """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
-
-    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = field(
-        default=None, metadata=vertex("strategy")
-    )
-    """None: the service's default (on-demand). ``SPOT`` is cheaper and may be preempted."""
-    timeout_seconds: pulumi.Input[float] | None = field(
-        default=None, metadata=vertex("timeout", encode=_seconds)
-    )
-    """The job is cancelled after this long (the service default is 7 days)."""
-    max_wait_seconds: pulumi.Input[float] | None = field(
-        default=None, metadata=vertex("maxWaitDuration", encode=_seconds)
-    )
-    """FLEX_START: how long to wait for capacity."""
-    restart_job_on_worker_restart: bool = field(
-        default=False, metadata=vertex("restartJobOnWorkerRestart")
-    )
-    disable_retries: bool = field(default=False, metadata=vertex("disableRetries"))
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        # A protobuf Duration holds at most 315,576,000,000 s (10,000 years): a larger
-        # number (1e400 reads as infinity) is said here, not met as an OverflowError.
-        problems = [
-            f"Scheduling.{key}: {value:g} is out of range; valid: a number of seconds up to "
-            f"{MAX_DURATION_SECONDS}"
-            for key in ("timeout_seconds", "max_wait_seconds")
-            if isinstance(value := getattr(self, key), int | float)
-            and not abs(value) <= MAX_DURATION_SECONDS
-        ]
-        if problems:
-            raise InvalidArgumentsError("\n".join(problems))
 
 
 # --------------------------------------------------------------------------- jobs
@@ -538,7 +379,7 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
     if run.base_output_directory is None and context.bucket_url is LATER:
         changes["base_output_directory"] = LATER
     elif run.base_output_directory is None and context.bucket_url is not None:
-        changes["base_output_directory"] = _map(
+        changes["base_output_directory"] = map_known(
             context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
     for key in ("service_account", "network", "tensorboard"):

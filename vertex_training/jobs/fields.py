@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pulumi
+
 from vertex_training._checks import InvalidArgumentsError, _AnyOf, _field_types, _Later, is_known
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
@@ -531,3 +533,27 @@ def refuse_where_built(
             + (f" (Vertex field {api_path})" if api_path else "")
         )
     raise InvalidArgumentsError("\n".join(lines))
+
+
+def map_known(value: Any, fn: Any) -> Any:
+    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
+    if isinstance(value, pulumi.Output):
+        return value.apply(fn)
+    if not is_known(value):
+        return pulumi.Output.from_input(value).apply(fn)
+    return fn(value)
+
+
+def duration(seconds: float) -> str:
+    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
+    text = f"{float(seconds):.9f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+def int64(value: Any) -> Any:
+    """An int64 field's JSON: a string (``"3"``)."""
+    return map_known(value, lambda n: str(int(n)))
+
+
+def seconds(value: Any) -> Any:
+    return map_known(value, duration)

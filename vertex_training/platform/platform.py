@@ -23,7 +23,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
-from vertex_training.jobs.api import Accelerator
+from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform.names import (
     DEFAULT_COMPONENT,
     derived_bucket_name,

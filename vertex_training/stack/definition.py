@@ -49,7 +49,7 @@ class StackDefinition:
 
 def stack_definition(config: StackConfig) -> StackDefinition:
     """The Args a validated stack config declares."""
-    from vertex_training.jobs.api import Accelerator
+    from vertex_training.jobs.pools import Accelerator
 
     image: ImageBuild | str
     if config.image.pinned_reference is not None:
