@@ -102,7 +102,7 @@ def estimate_job(
         if view.study.early_stopping.value != "none":
             notes += ("early stopping may end trials sooner",)
     return JobEstimate(
-        name=name or view.display_name,
+        name=name or view.display_name or "",
         region=region,
         pricing=pricing,
         pools=tuple(pools),

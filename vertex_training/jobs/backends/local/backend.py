@@ -125,7 +125,7 @@ class LocalBackend:
         record = JobRecord(
             name=job_name(kind, job_id),
             kind=kind,
-            display_name=spec.display_name,
+            display_name=spec.display_name or "",
             state=JobState.QUEUED,
             labels=tuple(sorted(spec.labels)),
             create_time=now_rfc3339(),
