@@ -2,12 +2,14 @@
 
 Every class here is a frozen dataclass whose fields follow the Vertex API in snake_case
 (``machine_type``, ``replica_count``, ``parameter_id``), and every field that can come
-from another resource is a ``pulumi.Input``. Types are checked at construction; the
-body a job's Args build is checked by the same rules as stack config when the job
-resource is constructed (``validate_body``), so a wrong job fails ``pulumi preview``
-before it is registered. Anything the Args do not type goes in ``extra_fields`` (the
-API's camelCase names), merged into the body and checked by the real protos in the
-provider's ``check``.
+from another resource is a ``pulumi.Input``. Types are checked at construction. Each
+rule runs once, where its inputs are first known: what a pool, study or parameter must be
+where each is built (``pools``, ``studies``); the rules of a job on its platform (region,
+hardware catalog, labels, key, images by digest) where the job meets its platform
+(``.on(platform)``, or ``platform=`` at construction; without one, where its resource is
+declared), so a wrong job fails before it is registered. Anything the Args do not type
+goes in ``extra_fields`` (the API's camelCase names), merged into the body and checked by
+the real protos in the provider's ``check``.
 """
 
 from __future__ import annotations

@@ -111,8 +111,8 @@ class WorkerPool(Checked):
     e.g. ``{"lustreMounts": [...]}``."""
     acknowledged_hardware_checks: Sequence[str] = ()
     """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
-    for a catalog row that is out of date: not refused where the pool is built, and only
-    warned about by the job that runs the pool. Never part of the Vertex body."""
+    for a catalog row that is out of date: the job that runs the pool, judged on its
+    platform's catalog, warns instead of refusing. Never part of the Vertex body."""
 
     def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
         """This pool with another replica count (e.g. the workers of a chief's pool)."""

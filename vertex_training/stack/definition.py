@@ -44,7 +44,8 @@ class StackDefinition:
     config: StackConfig
     platform: TrainingPlatformArgs
     jobs: Mapping[str, JobArgs]
-    """Name -> Args without a platform: ``args.on(platform)``."""
+    """Name -> Args on the platform the stack declares, as the job rules see it (judged
+    there): ``args.on(platform)`` puts them on the platform itself."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:
