@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from vertex_training._checks import Checked
 from vertex_training.jobs.fields import refuse_where_built, to_body, vertex
 from vertex_training.jobs.rules.job import parameter_findings, study_findings
-from vertex_training.jobs.view import read_parameter, read_study
+from vertex_training.jobs.view import ScaleType, read_parameter, read_study
 
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
@@ -19,9 +19,9 @@ DEFAULT_METRIC = "accuracy"
 
 Scale = Literal["linear", "log", "reverse_log"]
 _SCALES = {
-    "linear": "UNIT_LINEAR_SCALE",
-    "log": "UNIT_LOG_SCALE",
-    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
+    "linear": ScaleType.LINEAR.value,
+    "log": ScaleType.LOG.value,
+    "reverse_log": ScaleType.REVERSE_LOG.value,
 }
 
 

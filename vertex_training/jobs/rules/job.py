@@ -24,6 +24,7 @@ from vertex_training.jobs.view import (
     EarlyStoppingKind,
     IntegerParameterSpec,
     JobView,
+    MetricGoal,
     ParameterSpec,
     PoolRole,
     ScaleType,
@@ -571,7 +572,7 @@ def _study(study: StudySpec, out: list[Finding]) -> None:
             _error(out, f"{path}.metricId", "must not be empty: it is the tag the trainer reports")
         elif ids.count(metric.metric_id) > 1:
             _error(out, f"{path}.metricId", f"{metric.metric_id!r} repeats")
-        if metric.goal.value == "GOAL_TYPE_UNSPECIFIED":
+        if metric.goal is MetricGoal.UNSPECIFIED:
             _error(out, f"{path}.goal", "must be MAXIMIZE or MINIMIZE")
     if not study.parameters:
         _error(out, "studySpec.parameters", "needs at least one parameter to tune")
