@@ -66,26 +66,17 @@ def _canonical(kind: JobKind, body: dict[str, Any]) -> dict[str, Any]:
 def test_the_cassava_job_is_what_the_sdk_builds(dev_bodies: dict[str, dict[str, Any]]) -> None:
     aiplatform, _, where = _sdk()
     # Codelab "Multi-worker training and transfer learning with TensorFlow", SDK section.
-    worker_pool_specs = [
-        {
-            "replica_count": 1,
-            "machine_spec": {
-                "machine_type": "n1-standard-8",
-                "accelerator_type": "NVIDIA_TESLA_V100",
-                "accelerator_count": 1,
-            },
-            "container_spec": {"image_uri": "gcr.io/{YOUR-PROJECT-ID}/multiworker:cassava"},
+    # The codelab spells the chief and the worker out, the same spec twice.
+    v100_worker = {
+        "replica_count": 1,
+        "machine_spec": {
+            "machine_type": "n1-standard-8",
+            "accelerator_type": "NVIDIA_TESLA_V100",
+            "accelerator_count": 1,
         },
-        {
-            "replica_count": 1,
-            "machine_spec": {
-                "machine_type": "n1-standard-8",
-                "accelerator_type": "NVIDIA_TESLA_V100",
-                "accelerator_count": 1,
-            },
-            "container_spec": {"image_uri": "gcr.io/{YOUR-PROJECT-ID}/multiworker:cassava"},
-        },
-    ]
+        "container_spec": {"image_uri": "gcr.io/{YOUR-PROJECT-ID}/multiworker:cassava"},
+    }
+    worker_pool_specs = [v100_worker, dict(v100_worker)]
     job = aiplatform.CustomJob(
         display_name="multiworker-cassava-sdk",
         worker_pool_specs=worker_pool_specs,

@@ -435,34 +435,21 @@ def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
 @pytest.mark.parametrize("key", [64, "64"], ids=["yaml", "through-json"])
 def test_conditional_parameters_under_a_numeric_parent_can_be_declared(key: object) -> None:
     child = {"type": "DoubleParameter", "parameterId": "dropout", "minValue": 0, "maxValue": 0.5}
-    entry = {
-        "name": "t",
-        "trial": {"chief": {"machineType": "n1-standard-4"}},
-        "maxTrialCount": 2,
-        "parallelTrialCount": 1,
-        "study": {
+    discrete = {"type": "DiscreteParameter", "parameterId": "num_units", "values": [64, 128]}
+    integer = {"type": "IntegerParameter", "parameterId": "layers", "minValue": 1, "maxValue": 8}
+    entry = _tuning(
+        {
             "parameters": [
-                {
-                    "type": "DiscreteParameter",
-                    "parameterId": "num_units",
-                    "values": [64, 128],
-                    "conditional": {key: [child]},
-                },
-                {
-                    "type": "IntegerParameter",
-                    "parameterId": "layers",
-                    "minValue": 1,
-                    "maxValue": 8,
-                    "conditional": {str(key)[:1]: [{**child, "parameterId": "width"}]},
-                },
+                {**discrete, "conditional": {key: [child]}},
+                {**integer, "conditional": {str(key)[:1]: [{**child, "parameterId": "width"}]}},
             ]
-        },
-    }
+        }
+    )
     job, problems = read_job(entry, "jobs[0]")
     assert problems == [] and job is not None
-    discrete, integer = job.args.study.parameters
-    assert discrete.conditional == {64.0: [vt.DoubleParameter("dropout", 0, 0.5)]}
-    assert integer.conditional == {6: [vt.DoubleParameter("width", 0, 0.5)]}
+    num_units, layers = job.args.study.parameters  # type: ignore[union-attr]
+    assert num_units.conditional == {64.0: [vt.DoubleParameter("dropout", 0, 0.5)]}
+    assert layers.conditional == {6: [vt.DoubleParameter("width", 0, 0.5)]}
     # A parent value the parent does not take is still refused.
     entry["study"]["parameters"][0]["conditional"] = {"65": [child]}
     assert (
