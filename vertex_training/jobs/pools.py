@@ -14,10 +14,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training.jobs.fields import int64, refuse_where_built, seconds, vertex
 from vertex_training.jobs.rules.job import pool_findings
-from vertex_training.jobs.view import read_pool
-
-MAX_DURATION_SECONDS = 315_576_000_000
-"""The largest protobuf Duration, in seconds."""
+from vertex_training.jobs.view import MAX_DURATION_SECONDS, read_pool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,7 +153,6 @@ class Scheduling(Checked):
 
 
 __all__ = [
-    "MAX_DURATION_SECONDS",
     "Accelerator",
     "NfsMount",
     "ReservationAffinity",
