@@ -433,25 +433,33 @@ def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
     return keys
 
 
-def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
-    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
-    keys = extra_keys(extra, api_path)
-    if keys is None:
-        return None
-    return "extra_fields" + "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
-
-
-def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
-    """``chief.extra_fields[...]`` when a pool's ``extra_fields`` set the API path."""
+def extra_origin(args: JobArgs, api_path: str) -> tuple[str, list[str]] | None:
+    """Where ``extra_fields`` set the API path: the Args holding them (``""`` the job,
+    ``chief`` or ``trial.chief`` a pool) and the keys under them (list indexes as digits);
+    None when no ``extra_fields`` set it. Each route spells the two its own way."""
+    keys = extra_keys(args.extra_fields, api_path)
+    if keys:
+        return "", keys
     pool = _POOL_FIELD.search(api_path)
     if pool is None or int(pool[1]) >= len(POOL_NAMES):
         return None
-    run = args if isinstance(args, CustomJobArgs) else args.trial
     name = POOL_NAMES[int(pool[1])]
+    run = args if isinstance(args, CustomJobArgs) else args.trial
     spec = getattr(run, name)
-    where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
-    inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
-    return f"{where}.{inner}" if inner else None
+    keys = extra_keys(spec.extra_fields, pool[2] or "") if spec is not None else None
+    if not keys:
+        return None
+    return (name if isinstance(args, CustomJobArgs) else f"trial.{name}"), keys
+
+
+def _in_extra(args: JobArgs, api_path: str) -> str | None:
+    """``extra_fields[...]`` (the job's or a pool's) when they set the API path."""
+    origin = extra_origin(args, api_path)
+    if origin is None:
+        return None
+    owner, keys = origin
+    spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
+    return f"{owner + '.' if owner else ''}extra_fields{spelled}"
 
 
 @dataclass(frozen=True)
@@ -547,10 +555,7 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     warnings: list[str] = []
     for finding in findings:
         argument = (
-            _in_extra(args.extra_fields, finding.path)
-            or _in_pool_extra(args, finding.path)
-            or caller_path(type(args), finding.path)
-            or finding.path
+            _in_extra(args, finding.path) or caller_path(type(args), finding.path) or finding.path
         )
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is

@@ -46,6 +46,7 @@ from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
     ConfigProblem,
     caller_path,
+    camel,
     from_config,
     required,
     yaml_keys,
@@ -227,22 +228,12 @@ def config_path(kind: JobKind, api_path: str) -> str:
 
 def _extra_key(args: api.JobArgs, api_path: str) -> str | None:
     """``extraFields.<keys>`` (the job's or a pool's) when they set ``api_path``."""
-    extra = api.extra_keys(args.extra_fields, api_path)
-    if extra:
-        return "extraFields." + ".".join(extra)
-    pool = re.search(r"workerPoolSpecs\[(\d+)\]\.?(.*)$", api_path)
-    if pool is None:
+    origin = api.extra_origin(args, api_path)
+    if origin is None:
         return None
-    where = config_path(
-        JobKind.CUSTOM_JOB
-        if isinstance(args, api.CustomJobArgs)
-        else JobKind.HYPERPARAMETER_TUNING_JOB,
-        api_path[: pool.start()] + f"workerPoolSpecs[{pool[1]}]",
-    )
-    run = args if isinstance(args, api.CustomJobArgs) else args.trial
-    spec = getattr(run, api.POOL_NAMES[int(pool[1])], None) if int(pool[1]) < 4 else None
-    extra = api.extra_keys(spec.extra_fields, pool[2]) if spec is not None else None
-    return f"{where}.extraFields." + ".".join(extra) if extra else None
+    owner, keys = origin
+    where = ".".join(camel(part) for part in owner.split(".")) + "." if owner else ""
+    return f"{where}extraFields." + ".".join(keys)
 
 
 def job_problems(
