@@ -76,7 +76,7 @@ def _report_progress(line: str) -> None:
     _progress.info(line)
 
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
