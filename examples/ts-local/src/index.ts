@@ -19,7 +19,12 @@ function program() {
   const cassava = new CustomJob("cassava-mwms", {
     platform: platform.urn,
     displayName: "multiworker-cassava",
-    chief: { machineType: badConfig ? "n1-standard-7" : "n1-standard-8", args: cassavaArgs },
+    chief: {
+      machineType: "n1-standard-8",
+      args: cassavaArgs,
+      // --bad-config: a count the V100 does not come in, to see the provider's message.
+      ...(badConfig ? { accelerator: { type: "NVIDIA_TESLA_V100", count: 3 } } : {}),
+    },
     workers: { machineType: "n1-standard-8", replicaCount: 1, args: cassavaArgs },
     scheduling: { timeoutSeconds: 900 },
     pollIntervalSeconds: 5,
@@ -64,10 +69,11 @@ async function main(command: string) {
     { workDir: path.resolve(__dirname, "..") },
   );
   const onOutput = (out: string) => process.stdout.write(out);
+  const onError = (err: string) => process.stderr.write(err);
   switch (command) {
-    case "up": await stack.up({ onOutput }); break;
-    case "preview": await stack.preview({ onOutput, diff: true }); break;
-    case "destroy": await stack.destroy({ onOutput }); break;
+    case "up": await stack.up({ onOutput, onError }); break;
+    case "preview": await stack.preview({ onOutput, onError, diff: true }); break;
+    case "destroy": await stack.destroy({ onOutput, onError }); break;
     case "outputs": {
       const outputs = await stack.outputs();
       const plain = Object.fromEntries(Object.entries(outputs).map(([k, v]) => [k, v.value]));
