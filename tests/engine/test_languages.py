@@ -40,7 +40,9 @@ class Example:
         (root / ".tools").mkdir()
         (root / ".tools" / "bin").symlink_to(bin_dir)
         self.dir = root / "examples" / name
-        shutil.copytree(REPO_ROOT / "examples" / name, self.dir, ignore=shutil.ignore_patterns(*BUILT))
+        shutil.copytree(
+            REPO_ROOT / "examples" / name, self.dir, ignore=shutil.ignore_patterns(*BUILT)
+        )
         self.env = {
             **os.environ,
             "PULUMI_BACKEND_URL": f"file://{root / 'state'}",
