@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import os
 import sys
 import types
@@ -100,10 +101,15 @@ def _hints(cls: type) -> dict[str, tuple[object, bool]]:
     if typing.is_typeddict(cls):
         hints = typing.get_type_hints(cls)
         return {name: (hints[name], name in cls.__optional_keys__) for name in hints}
-    namespace = {**vars(sys.modules[cls.__module__]), "pulumi": _Pulumi}
+
+    def home(name: str) -> dict[str, Any]:
+        """The namespace of the module whose class declares the field ``name``."""
+        owner = next(c for c in cls.__mro__ if name in inspect.get_annotations(c))
+        return {**vars(sys.modules[owner.__module__]), "pulumi": _Pulumi}
+
     return {
         f.name: (
-            eval(f.type, namespace) if isinstance(f.type, str) else f.type,
+            eval(f.type, home(f.name)) if isinstance(f.type, str) else f.type,
             f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING,
         )
         for f in dataclasses.fields(cls)
