@@ -33,10 +33,14 @@ type Job struct {
 	ModelDir pulumi.StringOutput `pulumi:"modelDir"`
 }
 
-// TuningJob adds a study's results to a Job.
+// TuningJob is a vertex-training HyperparameterTuningJob component: a Job's outputs and
+// the study's best trial.
 type TuningJob struct {
-	Job
-	BestTrial pulumi.MapOutput `pulumi:"bestTrial"`
+	pulumi.ResourceState
+	JobName   pulumi.StringOutput `pulumi:"jobName"`
+	State     pulumi.StringOutput `pulumi:"state"`
+	ModelDir  pulumi.StringOutput `pulumi:"modelDir"`
+	BestTrial pulumi.MapOutput    `pulumi:"bestTrial"`
 }
 
 type object = map[string]interface{}

@@ -66,16 +66,25 @@ class Example:
     def outputs(self) -> dict[str, Any]:
         return json.loads(self.run("outputs").stdout)
 
-    def last_changes(self) -> dict[str, int]:
-        history = subprocess.run(
-            ["pulumi", "stack", "history", "--json", "--stack", "local"],
+    def pulumi(self, *args: str) -> Any:
+        """``pulumi <args> --stack local`` here, its JSON output."""
+        done = subprocess.run(
+            ["pulumi", *args, "--stack", "local"],
             cwd=self.dir,
             env={**self.env, "PATH": f"{self.root / '.tools' / 'bin'}:{os.environ['PATH']}"},
             capture_output=True,
             text=True,
             check=True,
         )
-        return json.loads(history.stdout)[0].get("resourceChanges", {})
+        return json.loads(done.stdout)
+
+    def last_changes(self) -> dict[str, int]:
+        return self.pulumi("stack", "history", "--json")[0].get("resourceChanges", {})
+
+    def resources(self) -> list[str]:
+        return [
+            r["type"] for r in self.pulumi("stack", "export")["deployment"].get("resources", [])
+        ]
 
     def processes(self) -> list[str]:
         marker = f"{MARKER}={self.root}".encode()
@@ -118,6 +127,7 @@ def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
     assert example.outputs()["jobs"] == jobs  # the same jobs: nothing submitted again
 
     example.run("destroy")
+    assert example.resources() == []
     assert example.outputs() == {}
     assert example.processes() == []
 

@@ -157,6 +157,7 @@ class _Job(pulumi.ComponentResource):
                     )
                 ],
             )
+        acknowledged = platform.acknowledged_hardware_checks
         found = job_problems(
             (declaration,),
             region=None if platform.environment == "local" else platform.region,
@@ -166,11 +167,15 @@ class _Job(pulumi.ComponentResource):
         errors = [
             ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, "see the problem")
             for path, f in found
-            if f.severity == "error" and f.check not in platform.acknowledged_hardware_checks
+            if f.severity == "error" and f.check not in acknowledged
         ]
         if errors:
             raise ArgsError(kind, name, errors)
         super().__init__(f"{PACKAGE}:index:{kind}", name, None, opts)
+        for path, finding in found:
+            if finding.severity == "warning" or finding.check in acknowledged:
+                where = path.removeprefix("jobs[0]").lstrip(".")
+                pulumi.log.warn(f"{where}: {finding.message}", resource=self)
         resource = self._resource()
         try:
             job = resource(
