@@ -36,6 +36,8 @@ from vertex_training.provider.schema import args_type, output_type, yaml_spellin
 __all__ = ["COMPONENTS", "ArgsError", "CustomJob", "HyperparameterTuningJob", "TrainingPlatform"]
 
 PACKAGE = "vertex-training"
+_IN_THE_PROBLEM = "see the problem"
+"""What a rule's problem says is valid: the problem itself says it."""
 
 
 class ArgsError(Exception):
@@ -46,8 +48,9 @@ class ArgsError(Exception):
         self.errors: list[InputPropertyErrorDetails] = [
             {
                 "property_path": p.path,
-                "reason": f"{p.problem}. Valid: {p.valid}. Fix: set {p.path} in the args "
-                f"of {component} {name!r} in your program",
+                "reason": p.problem
+                + (f". Valid: {p.valid}" if p.valid != _IN_THE_PROBLEM else "")
+                + f". Fix: set {p.path} in the args of {component} {name!r} in your program",
             }
             for p in problems
         ]
@@ -68,7 +71,7 @@ def _refused(component: str, name: str, error: InvalidArgumentsError) -> ArgsErr
         # ``TrainingPlatformArgs.images['trainer']``: the caller's spelling, ``images.trainer``.
         inner = where.partition(".")[2] or where
         where = ".".join(camel(part) for part in re.findall(r"[^.\[\]'\"]+", inner))
-        problems.append(ConfigProblem(where, message, valid or "see the problem"))
+        problems.append(ConfigProblem(where, message, valid or _IN_THE_PROBLEM))
     return ArgsError(component, name, problems)
 
 
@@ -165,7 +168,7 @@ class _Job(pulumi.ComponentResource):
             strict=platform.strict_hardware_checks,
         )
         errors = [
-            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, "see the problem")
+            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, _IN_THE_PROBLEM)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
