@@ -79,7 +79,7 @@ def _expected(hint: object) -> dict[str, Any]:
     if origin in (Mapping, dict):
         return {"type": "object", "additionalProperties": _expected(typing.get_args(option)[1])}
     if dataclasses.is_dataclass(option):
-        return {"$ref": f"#/types/{PACKAGE}:index:{option.__name__}"}  # type: ignore[union-attr]
+        return {"$ref": f"#/types/{PACKAGE}:index:{typing.cast(type, option).__name__}"}
     return ANY
 
 
@@ -127,12 +127,17 @@ def _problems(
         for option in _options(hint):
             for inner in [option, *typing.get_args(option)]:
                 for member in _options(inner):
-                    if dataclasses.is_dataclass(member) and member not in seen and prop:
+                    if (
+                        isinstance(member, type)
+                        and dataclasses.is_dataclass(member)
+                        and member not in seen
+                        and prop
+                    ):
                         ref = prop.get("$ref") or (prop.get("items") or {}).get("$ref")
                         ref = ref or ((prop.get("additionalProperties") or {}).get("$ref"))
                         if ref and ref.startswith("#/types/"):
                             union = "type" in _type(schema, ref) and member.__name__ not in ref
-                            problems += _problems(member, _type(schema, ref), schema, seen, union)  # type: ignore[arg-type]
+                            problems += _problems(member, _type(schema, ref), schema, seen, union)
     return problems
 
 

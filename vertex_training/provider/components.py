@@ -212,6 +212,10 @@ class CustomJob(_Job):
 
     _args = CustomJobArgs
 
+    def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Its own __init__: the provider reads each kind's args from its annotation.
+        super().__init__(name, args, opts)
+
     def _resource(self) -> Any:
         return CustomJobResource
 
@@ -221,6 +225,10 @@ class HyperparameterTuningJob(_Job):
     chosen by ``study``; ``pulumi up`` waits for the study to end."""
 
     _args = HyperparameterTuningJobArgs
+
+    def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Its own __init__: the provider reads each kind's args from its annotation.
+        super().__init__(name, args, opts)
 
     best_trial: pulumi.Output[Any]
     """The best trial by the study's first metric and its goal."""
@@ -236,30 +244,20 @@ class HyperparameterTuningJob(_Job):
 
 def _with_args(component: type, args: Any) -> None:
     """The schema's args of ``component``: the provider reads ``__init__``'s annotation."""
-    component.__init__.__annotations__ = {  # type: ignore[misc]
-        **component.__init__.__annotations__,
-        "args": args,
-    }
+    vars(component)["__init__"].__annotations__["args"] = args
+
+
+def _job_args(cls: type) -> Any:
+    """A job's args: the fields of its Args, and its platform by the platform's URN."""
+    fields = args_type(cls, _NO_PLATFORM)
+    platform: Any = pulumi.Input[str]  # type: ignore[misc]
+    return type(cls.__name__, (fields,), {"__annotations__": {"platform": platform}})
 
 
 _PLATFORM_ARGS = args_type(TrainingPlatformArgs)
 _with_args(TrainingPlatform, _PLATFORM_ARGS)
-for _component, _cls in (
-    (CustomJob, CustomJobArgs),
-    (HyperparameterTuningJob, HyperparameterTuningJobArgs),
-):
-    # A job's own __init__ (sharing _Job's would give both kinds the same args).
-    def _init(self: Any, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        _Job.__init__(self, name, args, opts)
-
-    _init.__annotations__ = {
-        "args": type(  # the Args' fields, and the platform by its URN
-            f"{_cls.__name__}",
-            (args_type(_cls, _NO_PLATFORM),),
-            {"__annotations__": {"platform": pulumi.Input[str]}},
-        )
-    }
-    _component.__init__ = _init  # type: ignore[misc]
+_with_args(CustomJob, _job_args(CustomJobArgs))
+_with_args(HyperparameterTuningJob, _job_args(HyperparameterTuningJobArgs))
 HyperparameterTuningJob.__annotations__["best_trial"] = output_type(TrialResult)
 HyperparameterTuningJob.__annotations__["trials"] = output_type(list[TrialResult])
 

@@ -100,7 +100,8 @@ def _hints(cls: type) -> dict[str, tuple[object, bool]]:
     """``cls``'s fields: name -> (annotation, whether it has a default)."""
     if typing.is_typeddict(cls):
         hints = typing.get_type_hints(cls)
-        return {name: (hints[name], name in cls.__optional_keys__) for name in hints}
+        optional: frozenset[str] = getattr(cls, "__optional_keys__", frozenset())
+        return {name: (hints[name], name in optional) for name in hints}
 
     def home(name: str) -> dict[str, Any]:
         """The namespace of the module whose class declares the field ``name``."""
@@ -135,7 +136,7 @@ class _Pulumi:
 def _typed_dict(name: str, home: type | None) -> Any:
     """An empty ``TypedDict`` named ``name`` (filled in by the caller: types refer to
     themselves), placed where ``home`` is defined so that its docstrings are found."""
-    made: Any = TypedDict(name, {})  # type: ignore[operator]
+    made: Any = TypedDict(name, {})  # type: ignore[misc]
     if home is not None:
         made.__module__ = home.__module__
         made.__qualname__ = home.__qualname__
