@@ -172,3 +172,41 @@ def test_a_missing_or_retyped_field_is_caught(schema: dict[str, Any]) -> None:
     assert [p.split(":")[0] for p in _problems(api.WorkerPool, retyped, schema, set())] == [
         "WorkerPool.replica_count"
     ]
+
+
+def test_protected_artifact_location_reaches_the_body_and_every_language(
+    schema: dict[str, Any],
+) -> None:
+    """Added to the Args alone (one field in api.py): the body, stack YAML and the
+    provider's schema (YAML, TypeScript, Go) have it, with no other file touched."""
+    from vertex_training.jobs.api import JobContext, job_body
+    from vertex_training.jobs.declarations import read_job
+    from vertex_training.jobs.protos import parse_body
+    from vertex_training.jobs.records import JobKind
+
+    args = api.CustomJobArgs(
+        project="p",
+        region="us-central1",
+        chief=api.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
+        protected_artifact_location_id="us-central1",
+    )
+    context = JobContext(
+        kind=JobKind.CUSTOM_JOB, name="j", region="us-central1", project="p", local=False
+    )
+    body = job_body(args, context)
+    parse_body(JobKind.CUSTOM_JOB, body)
+    assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"
+    entry = {
+        "name": "j",
+        "chief": {"machineType": "n1-standard-4"},
+        "protectedArtifactLocationId": "eu",
+    }
+    job, problems = read_job(entry, "jobs[0]")
+    assert problems == [] and job is not None
+    assert job.args.protected_artifact_location_id == "eu"  # type: ignore[union-attr]
+    for kind, where in (("CustomJob", "inputProperties"), ("TrialJob", "properties")):
+        owner = (
+            schema["resources"].get(f"{PACKAGE}:index:{kind}")
+            or schema["types"][f"{PACKAGE}:index:{kind}"]
+        )
+        assert owner[where]["protectedArtifactLocationId"]["type"] == "string"
