@@ -72,3 +72,15 @@ def test_values_are_read_back_in_stack_yaml_spelling() -> None:
             ]
         },
     }
+
+
+def test_only_the_provider_process_imports_the_provider() -> None:
+    from tests.test_layers import _graph
+
+    importers = {
+        module
+        for module, targets in _graph().items()
+        if not module.startswith("vertex_training.provider")
+        and any(t.startswith("vertex_training.provider") for t in targets)
+    }
+    assert importers == set()
