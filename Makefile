@@ -42,7 +42,8 @@ test-fast: install
 # The Pulumi CLI at the release pinned in tools/pulumi/go.mod (go.sum committed), built from
 # its Go modules into .tools/bin with the release's Python helper scripts beside it:
 # Pulumi's installer downloads from the internet, which air-gapped machines and CI cannot
-# reach. Quick when .tools/bin already holds that release; where there is no Go, a
+# reach. The YAML language host (tools/pulumi-yaml) is built beside it. Quick when
+# .tools/bin already holds that release; where there is no Go, a
 # `pulumi` on PATH is used as it is.
 TOOLS_BIN := $(CURDIR)/.tools/bin
 PULUMI_CLI_VERSION := $(shell sed -n 's|^\s*github.com/pulumi/pulumi/pkg/v3 \(v[0-9.]*\).*|\1|p' tools/pulumi/go.mod)
@@ -62,6 +63,9 @@ pulumi-cli:
 	  echo "No Pulumi CLI and no Go to build one: install Go (then make pulumi-cli) or" \
 	       "Pulumi (https://www.pulumi.com/docs/install/)."; exit 1; fi
 	@echo "Pulumi CLI: $$(command -v pulumi) $$(pulumi version)" >&2
+	@# The YAML language host (examples/yaml-local), pinned in its own module; optional.
+	@if command -v go >/dev/null; then tools/pulumi-yaml/build.sh $(TOOLS_BIN) >&2 \
+	  || echo "No YAML language host: YAML programs (examples/yaml-local) will not run." >&2; fi
 
 # Every stack command runs through the real engine with the program served inline
 # (python -m vertex_training.stack: no Python language host needed), in this directory,

@@ -25,6 +25,8 @@ LAYERS = {
     "vertex_training.cost.program": 5,
     "vertex_training.cost.__main__": 5,
     "vertex_training.cost.price_refresh": 5,
+    # The component provider: imported only in its own process (pulumi-resource-vertex-training).
+    "vertex_training.provider": 5,
     "vertex_training": 6,
 }
 """Each part of the package and its floor: a module may import its own floor or below."""

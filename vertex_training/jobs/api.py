@@ -223,6 +223,11 @@ class _RunFields(Checked):
     reserved_ip_ranges: Sequence[str] = field(default=(), metadata=vertex("reservedIpRanges"))
     """Names of the ranges reserved for Vertex in ``network`` that the job's VMs take
     their addresses from (``CustomJobSpec.reservedIpRanges``); empty: any of them."""
+    protected_artifact_location_id: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("protectedArtifactLocationId")
+    )
+    """Where the job's artifacts are kept, a location id (``us-central1``), for data
+    residency (``CustomJobSpec.protectedArtifactLocationId``); None: the job's region."""
 
 
 def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
