@@ -20,7 +20,8 @@ from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
 
 EXAMPLES = PROJECT_ROOT / "examples"
-NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "Pulumi.yaml").is_file())
+# The Python programs; the YAML, TypeScript and Go ones run in tests/engine/test_languages.py.
+NAMES = sorted(p.name for p in EXAMPLES.iterdir() if (p / "__main__.py").is_file())
 TUNING = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
 
 
