@@ -220,6 +220,26 @@ def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input
     return version if version is not None else model  # type: ignore[return-value]
 
 
+def deployment_body(key: str, deployment: DeploymentArgs) -> dict[str, Any]:
+    """The ``DeployedModel`` body (no id yet) of the deployment named ``key``."""
+    machine = _present(
+        machineType=deployment.machine_type,
+        acceleratorType=deployment.accelerator_type,
+        acceleratorCount=deployment.accelerator_count,
+    )
+    body = _present(
+        model=model_version_of(deployment.model),
+        displayName=deployment.display_name or key,
+        serviceAccount=deployment.service_account,
+        dedicatedResources={
+            "machineSpec": machine,
+            "minReplicaCount": deployment.min_replica_count,
+            "maxReplicaCount": deployment.max_replica_count or deployment.min_replica_count,
+        },
+    )
+    return merged(body, deployment.extra_fields)
+
+
 def endpoint_bodies(
     name: str, args: EndpointArgs, context: ServingContext
 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int], list[str]]:
@@ -247,22 +267,7 @@ def endpoint_bodies(
         )
         errors += bad
         warnings += warn
-        machine = _present(
-            machineType=deployment.machine_type,
-            acceleratorType=deployment.accelerator_type,
-            acceleratorCount=deployment.accelerator_count,
-        )
-        body = _present(
-            model=model_version_of(deployment.model),
-            displayName=deployment.display_name or key,
-            serviceAccount=deployment.service_account,
-            dedicatedResources={
-                "machineSpec": machine,
-                "minReplicaCount": deployment.min_replica_count,
-                "maxReplicaCount": deployment.max_replica_count or deployment.min_replica_count,
-            },
-        )
-        deployments[key] = merged(body, deployment.extra_fields)
+        deployments[key] = deployment_body(key, deployment)
     traffic = dict(args.traffic)
     if not traffic and len(args.deployments) == 1:
         traffic = {next(iter(args.deployments)): 100}
@@ -283,6 +288,7 @@ __all__ = [
     "EndpointArgs",
     "ModelArgs",
     "ServingContext",
+    "deployment_body",
     "endpoint_bodies",
     "model_body",
     "serving_context",
