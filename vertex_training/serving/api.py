@@ -16,14 +16,12 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields
-from vertex_training.jobs.api import JobPlatform
+from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 
 LOCAL_SERVING_IMAGE = "serving:local"
 """The image a local model names: the local twin runs the same server from the checkout."""
-SERVING_IMAGE_NAME = "serving"
-"""The platform image a model serves with by default (docker/serving.Dockerfile)."""
 
 
 class _Checked:
@@ -186,12 +184,12 @@ def model_body(
         else:
             platform_image = getattr(args.platform, "image", None)
             try:
-                image = platform_image(SERVING_IMAGE_NAME) if platform_image else None
+                image = platform_image(SERVING_IMAGE) if platform_image else None
             except (KeyError, ValueError, pulumi.RunError):
                 image = None
             if image is None:
                 errors.append(
-                    f"{where}.image: not set, and the platform has no {SERVING_IMAGE_NAME!r} "
+                    f"{where}.image: not set, and the platform has no {SERVING_IMAGE!r} "
                     "image; valid: images={'serving': ImageBuild(dockerfile="
                     "'docker/serving.Dockerfile')} on the platform, or an image by digest"
                 )
