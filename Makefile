@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up outputs local-run tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
+.PHONY: install lint test test-fast up outputs tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,7 +42,8 @@ test-fast: install
 # The Pulumi CLI at the release pinned in tools/pulumi/go.mod (go.sum committed), built from
 # its Go modules into .tools/bin with the release's Python helper scripts beside it:
 # Pulumi's installer downloads from the internet, which air-gapped machines and CI cannot
-# reach. Quick when .tools/bin already holds that release; where there is no Go, a
+# reach. The YAML language host (tools/pulumi-yaml) is built beside it. Quick when
+# .tools/bin already holds that release; where there is no Go, a
 # `pulumi` on PATH is used as it is.
 TOOLS_BIN := $(CURDIR)/.tools/bin
 PULUMI_CLI_VERSION := $(shell sed -n 's|^\s*github.com/pulumi/pulumi/pkg/v3 \(v[0-9.]*\).*|\1|p' tools/pulumi/go.mod)
@@ -60,31 +61,30 @@ pulumi-cli:
 	  echo "No Go to build the pinned CLI: using $$(command -v pulumi) $$(pulumi version)."; \
 	else \
 	  echo "No Pulumi CLI and no Go to build one: install Go (then make pulumi-cli) or" \
-	       "Pulumi (https://www.pulumi.com/docs/install/); make local-run runs the local" \
-	       "stack's jobs without the engine."; exit 1; fi
+	       "Pulumi (https://www.pulumi.com/docs/install/)."; exit 1; fi
 	@echo "Pulumi CLI: $$(command -v pulumi) $$(pulumi version)" >&2
+	@# The YAML language host (examples/yaml-local), pinned in its own module; optional.
+	@if command -v go >/dev/null; then tools/pulumi-yaml/build.sh $(TOOLS_BIN) >&2 \
+	  || echo "No YAML language host: YAML programs (examples/yaml-local) will not run." >&2; fi
 
 # Every stack command runs through the real engine with the program served inline
 # (python -m vertex_training.stack: no Python language host needed), in this directory,
-# with the stack's settings from stacks/. POLICY=1 runs the policy pack with preview/up
-# (policy/config/$(STACK).json is its config where there is one).
+# with the stack's settings from stacks/. POLICY=1 runs the policy pack with preview/up; its
+# config is policy/config/$(STACK).json (where there is one) with the stack's `budget` added,
+# written to $(POLICY_CONFIG) (the pack itself reads no file of the project it judges).
 STACK_COMMAND = $(BIN)/python -m vertex_training.stack
 POLICY ?=
-POLICY_ARGS = $(if $(POLICY),--policy-pack policy/run-pack \
-  $(if $(wildcard policy/config/$(STACK).json),--policy-pack-config policy/config/$(STACK).json))
+POLICY_CONFIG = .pulumi-state/policy-config.$(STACK).json
+POLICY_CONFIG_COMMAND = $(if $(POLICY),mkdir -p .pulumi-state && $(STACK_COMMAND) policy-config \
+  --stack $(STACK) --out $(POLICY_CONFIG) \
+  $(if $(wildcard policy/config/$(STACK).json),--base policy/config/$(STACK).json) &&)
+POLICY_ARGS = $(if $(POLICY),--policy-pack policy/run-pack --policy-pack-config $(POLICY_CONFIG))
 
 preview: install pulumi-cli $(if $(POLICY),policy-venv)
-	$(STACK_COMMAND) preview --stack $(STACK) --diff $(POLICY_ARGS)
+	$(POLICY_CONFIG_COMMAND) $(STACK_COMMAND) preview --stack $(STACK) --diff $(POLICY_ARGS)
 
-# Where no CLI can be had (no Go, no pulumi), the local stack's jobs still run for real on
-# the same local backend, without the engine (make local-run).
-up: install $(if $(POLICY),policy-venv)
-	@if $(MAKE) --no-print-directory pulumi-cli; then \
-	  $(STACK_COMMAND) up --stack $(STACK) $(POLICY_ARGS); \
-	elif [ "$(STACK)" = local ]; then \
-	  echo "Running the local stack's jobs without the Pulumi engine instead (make local-run)."; \
-	  $(BIN)/python -m vertex_training.runner run --stack local; \
-	else exit 1; fi
+up: install pulumi-cli $(if $(POLICY),policy-venv)
+	$(POLICY_CONFIG_COMMAND) $(STACK_COMMAND) up --stack $(STACK) $(POLICY_ARGS)
 
 # The stack's outputs as JSON (jobs, models, endpoints and their predictUrl, ...).
 outputs: pulumi-cli
@@ -97,19 +97,13 @@ refresh: install pulumi-cli
 destroy: install pulumi-cli
 	$(STACK_COMMAND) destroy --stack $(STACK) --exclude-protected
 
-# The jobs of $(STACK) on this machine's local backend, without the Pulumi engine: for
-# machines with neither Go nor a Pulumi CLI. Same jobs, same backend; no stack state.
-local-run: install
-	$(BIN)/python -m vertex_training.runner run --stack $(STACK)
-
 # TensorBoard on the local jobs' logs (every job and trial of $(STACK)'s localRoot), on a
 # free port; prints the URL and serves until Ctrl-C.
 tensorboard: install
-	$(BIN)/python -m vertex_training.runner tensorboard --stack $(STACK)
+	$(STACK_COMMAND) tensorboard --stack $(STACK)
 
-# The generated pages, committed and kept current by tests/test_reference.py: docs/reference.md
-# (the public API, from the docstrings) and docs/config.md (the stack config keys and outputs,
-# from the settings models and __main__.py); and browsable HTML in docs/html (pdoc).
+# The public API's reference: docs/reference.md (committed; a test keeps it current) and
+# browsable HTML in docs/html, both from the docstrings.
 docs: install
 	$(BIN)/python tools/reference.py
 	$(BIN)/pdoc vertex_training -o docs/html
@@ -134,7 +128,6 @@ bench: install
 	$(BIN)/python bench/input_pipeline.py
 	$(BIN)/python bench/train_step.py
 	$(BIN)/python bench/local_study.py
-	$(BIN)/python bench/predict.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -3,7 +3,8 @@
 import sys
 from pathlib import Path
 
-# The pack reads the project's own estimates and stack config (vertex_training/).
+# The pack's code: the library's estimates beside it (vertex_training/), not the files of the
+# project it judges (that can be any project, in any directory).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pulumi_policy import PolicyPack

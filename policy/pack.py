@@ -4,7 +4,9 @@ enforcement level and config schema.
 Relax a policy per stack with a policy config file (``policy/config/<stack>.json``):
 ``{"required-labels": {"enforcementLevel": "disabled"}}`` or change its config, e.g.
 ``{"gpus-per-job": {"maxGpus": {"dev": 8}}}``. Every policy also takes ``environment``
-to override the environment a resource is judged in.
+to override the environment a resource is judged in. ``make preview|up POLICY=1`` passes
+that file with the stack's ``budget`` added (``python -m vertex_training.stack
+policy-config``): the pack itself reads no file of the project it judges.
 """
 
 from __future__ import annotations
@@ -21,11 +23,22 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
+
+# The engine's read-only proxies and their test for a value not known yet (pulumi-policy is
+# pinned in policy/requirements.txt): the budget reads past the unknowns that cannot change
+# a price.
+from pulumi_policy.proxy import (
+    UNKNOWN_STRING_VALUE,
+    UnknownValueError,
+    _DictProxy,
+    _is_unknown,
+    _ListProxy,
+)
 
 from policy import rules
 from policy.rules import Resource
 from vertex_training.cost.budget import REFUSING_ENVIRONMENTS
+from vertex_training.jobs.placeholders import with_placeholders
 
 POLICY_PACK_NAME = "vertex-training"
 
@@ -111,26 +124,48 @@ def _stack_environment(resources: Sequence[Resource], config: Mapping[str, Any])
     return None
 
 
-def _stack_name(resources: Sequence[Resource]) -> str | None:
-    return next((s for r in resources if (s := rules.stack_of(r))), None)
+_PRICELESS_KEYS = frozenset(
+    {"imageUri", "serviceAccount", "outputUriPrefix", "args", "command", "env", "labels"}
+)
+"""Inputs that may be unknown in a preview (they come from other resources: the image
+digest, the service account, the bucket) without changing what a job costs."""
+
+
+def _plain(value: Any) -> Any:
+    """The engine's read-only proxies as plain data, unknown values left as their sentinels
+    (reading one through a proxy raises; the estimate stands a placeholder in instead)."""
+    if isinstance(value, _DictProxy | _ListProxy):
+        value = value["__target"]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _known(resource: Resource) -> Resource:
+    """``resource`` with each unknown input that cannot change a price stood in for, as
+    the program's own preview estimate does; an unknown that can (a machine type, a
+    replica count) raises ``UnknownValueError``: the engine reports that the policy could
+    not run in this preview."""
+    props, paths = with_placeholders(_plain(resource.props), _is_unknown)
+    for path in paths:
+        if path.rsplit(".", 1)[-1].split("[", 1)[0] not in _PRICELESS_KEYS:
+            raise UnknownValueError(UNKNOWN_STRING_VALUE, path.split("."))
+    return Resource(resource.type, props, resource.urn, resource.name)
 
 
 def budget_violations(resources: Sequence[Resource], config: Mapping[str, Any]) -> list[str]:
-    """The budget check of a whole stack; in a preview where a job's spec is not known
-    yet, the stack config gives the same estimate as ``make estimate``."""
+    """The budget check of a whole stack, on what the engine hands over; in a preview,
+    values not known yet that cannot change a price (the image digest) do not stop it."""
     hours = float(config.get("workbenchHours", rules.DEFAULT_WORKBENCH_HOURS))
-    stack = _stack_name(resources)
-    budget, problems = rules.budget_of(config, stack)
+    budget, problems = rules.budget_of(config)
     if problems or budget is None:
         return problems
-    try:
-        problems = rules.estimate_errors(resources)
-        total = rules.estimate_from_resources(resources, hours)
-    except UnknownValueError:
-        if stack is None:
-            raise
-        total = rules.estimate_from_stack_config(stack, hours)
-    return problems + rules.stack_budget(total, budget)
+    known = [_known(r) for r in resources]
+    return rules.estimate_errors(known) + rules.stack_budget(
+        rules.estimate_from_resources(known, hours), budget
+    )
 
 
 def _budget_policy(
@@ -157,7 +192,7 @@ def _budget_policy(
                 "budget": {
                     "type": "number",
                     "exclusiveMinimum": 0,
-                    "description": "USD; default: the stack's vertex-training:budget.",
+                    "description": "USD (make preview|up POLICY=1: the stack's budget key).",
                 },
                 "workbenchHours": {"type": "number", "minimum": 0, "default": 1},
             }

@@ -6,20 +6,22 @@ policy's config, and returns the violations as messages; an empty list passes. T
 these with what the stack programs register under mocks; ``policy/pack.py`` wires them
 to CrossGuard.
 
-The environment (``local``, ``dev``, ``prod``) of a resource comes from the policy config
-(``environment``), else the resource's ``environment`` label (every resource of this
-project carries it), else the stack named in its URN, read through the stack config reader.
+The pack stands on what it is given: the resources' properties and its own config. It
+reads no file of the project it judges (no stack file), so it judges a platform team's own
+program as it judges this repository's. The environment (``local``, ``dev``, ``prod``) of
+a resource comes from the policy config (``environment``), else the resource's
+``environment`` label (the platform labels everything it creates, its jobs too), else, for
+a job, its backend (a job on the local backend runs locally). The budget comes from the
+policy config (``make preview|up POLICY=1`` writes the stack's ``budget`` key into it).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training._project import project_root
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
@@ -31,11 +33,9 @@ from vertex_training.cost.estimate import (
     estimate_workbench,
     stack_estimate,
 )
-from vertex_training.cost.stack import estimate_stack
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
-from vertex_training.stack.config import StackConfig, load_stack_config
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
 TUNING_JOB_TYPE = "pulumi-python:dynamic/vertex:HyperparameterTuningJob"
@@ -52,7 +52,6 @@ EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
 
 _DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
-_URN_STACK = re.compile(r"^urn:pulumi:(?P<stack>[^:]+)::")
 
 
 @dataclass(frozen=True)
@@ -102,31 +101,18 @@ def _is_vertex_job(resource: Resource) -> bool:
     return resource.type in JOB_TYPES and _get(resource.props, "backend", "kind") != "local"
 
 
-def stack_of(resource: Resource) -> str | None:
-    match = _URN_STACK.match(resource.urn)
-    return match["stack"] if match else None
-
-
-@functools.cache
-def stack_config(stack: str) -> StackConfig:
-    """The stack's validated config (``stacks/Pulumi.<stack>.yaml``); ConfigError if bad."""
-    return load_stack_config(project_root() / "stacks" / f"Pulumi.{stack}.yaml")
-
-
 def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:
+    """The policy config's ``environment``, else the resource's ``environment`` label, else
+    ``local`` for a job on the local backend; None where none of these says."""
     override = config.get("environment")
     if isinstance(override, str) and override:
         return override
     label = _labels(resource).get("environment")
     if isinstance(label, str) and label:
         return label
-    stack = stack_of(resource)
-    if stack is None:
-        return None
-    try:
-        return stack_config(stack).environment.value
-    except (ValueError, OSError):
-        return None
+    if resource.type in JOB_TYPES and not _is_vertex_job(resource):
+        return "local"
+    return None
 
 
 def applies(resource: Resource, config: Mapping[str, Any], default: Iterable[str]) -> bool:
@@ -368,31 +354,14 @@ def estimate_from_resources(
     return stack_estimate(jobs, workbench)
 
 
-def estimate_from_stack_config(
-    stack: str, workbench_hours: float = DEFAULT_WORKBENCH_HOURS
-) -> StackEstimate:
-    """The same estimate from the stack's config (``make estimate``), for a preview where
-    job specs are not known yet (the image digest is computed during ``up``)."""
-    config = stack_config(stack)
-    if not config.environment.is_cloud:
-        return stack_estimate([])
-    return estimate_stack(config, workbench_hours=workbench_hours)
-
-
-def budget_of(config: Mapping[str, Any], stack: str | None) -> tuple[float | None, list[str]]:
-    """The budget in USD: policy config ``budget``, else the stack's ``budget`` key."""
+def budget_of(config: Mapping[str, Any]) -> tuple[float | None, list[str]]:
+    """The budget in USD from the policy config's ``budget`` (None: no budget)."""
     value = config.get("budget")
-    if value is not None:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-            return None, [f"policy config budget must be a number of USD > 0, got {value!r}"]
-        return float(value), []
-    if stack is None:
+    if value is None:
         return None, []
-    try:
-        return stack_config(stack).budget, []
-    except (ValueError, OSError) as error:
-        # A malformed stack budget is reported like any other config error.
-        return None, [str(error)]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return None, [f"policy config budget must be a number of USD > 0, got {value!r}"]
+    return float(value), []
 
 
 def stack_budget(total: StackEstimate, budget: float | None) -> list[str]:
@@ -435,7 +404,6 @@ __all__ = [
     "environment_of",
     "estimate_errors",
     "estimate_from_resources",
-    "estimate_from_stack_config",
     "image_by_digest",
     "job_gpu_limit",
     "job_gpus",
@@ -445,5 +413,4 @@ __all__ = [
     "required_labels",
     "stack_budget",
     "stack_gpu_limit",
-    "stack_of",
 ]

@@ -11,12 +11,12 @@ import pulumi
 import pytest
 
 from vertex_training import _checks
-from vertex_training.jobs import api
+from vertex_training.jobs import api, pools, studies
 from vertex_training.platform import platform
 
 CHECKED = [
     cls
-    for module in (api, platform)
+    for module in (api, pools, studies, platform)
     for _, cls in inspect.getmembers(module, inspect.isclass)
     if dataclasses.is_dataclass(cls) and cls.__module__ == module.__name__
 ]

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.jobs.rules.hardware import catalog
+from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.stack.config import (
     PROJECT_NAME,
     ConfigError,

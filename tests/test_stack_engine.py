@@ -51,7 +51,7 @@ def test_a_missing_cli_names_both_ways_to_get_one(
 
     with pytest.raises(engine.StackCommandError, match="make pulumi-cli") as raised:
         engine.find_cli(root)
-    assert "make local-run" in str(raised.value)
+    assert "install Pulumi (https://www.pulumi.com/docs/install/)" in str(raised.value)
 
 
 def test_the_built_cli_comes_before_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

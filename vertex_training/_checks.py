@@ -23,7 +23,7 @@ import pulumi
 
 from vertex_training._spelling import did_you_mean
 
-__all__ = ["InvalidArgumentsError", "check_fields", "is_known"]
+__all__ = ["Checked", "InvalidArgumentsError", "check_fields", "is_known"]
 
 
 class InvalidArgumentsError(pulumi.RunError, ValueError):
@@ -295,3 +295,10 @@ def check_fields(obj: object) -> None:
             )
     if problems:
         raise InvalidArgumentsError("\n".join(problems))
+
+
+class Checked:
+    """A dataclass base whose fields' types are checked at construction (``check_fields``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)

@@ -18,7 +18,7 @@ from vertex_training.cost.catalog import (
     parse_price_catalog,
     price_catalog,
 )
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.jobs.rules.catalog import catalog as hardware_catalog
 from vertex_training.stack.config import load_stack_config
 
 

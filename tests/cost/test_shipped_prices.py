@@ -12,7 +12,7 @@ from vertex_training.cost.catalog import TARGETS, Pricing, Target, price_catalog
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules import hardware as hardware_rules
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.jobs.rules.catalog import catalog as hardware_catalog
 
 CUSTOM = JobKind.CUSTOM_JOB
 T4 = "NVIDIA_TESLA_T4"

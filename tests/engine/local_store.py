@@ -63,3 +63,12 @@ def jobs_named(local_root: Path, declared_name: str) -> list[StoredJob]:
     """The stored jobs of one declared job (config name), oldest first."""
     found = [job for job in stored_jobs(local_root).values() if job.declared_name == declared_name]
     return sorted(found, key=lambda job: int(job.job_id))
+
+
+def job_logs(local_root: Path, job_id: str) -> dict[str, str]:
+    """The log files of one stored job (one per replica, ``workerpool0-0.log``...), by
+    name: what a user reads when a job fails."""
+    return {
+        path.name: path.read_text(encoding="utf-8", errors="replace")
+        for path in sorted((local_root / "jobs" / job_id).rglob("*.log"))
+    }

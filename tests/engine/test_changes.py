@@ -3,7 +3,10 @@ program, fewer trials and epochs): a changed job is replaced (create before dele
 an ``up`` killed while a job runs leaves a job the next ``up`` adopts instead of
 submitting it twice.
 
-The tests of this module share one stack and run in file order.
+The tests of this module share one stack (training it takes minutes). Each starts from
+a stack that is up (the ``up`` fixture brings it up where it is not, e.g. when the test
+runs alone), states what it changes and compares with what it saw before, so each runs
+alone and in any order.
 """
 
 from __future__ import annotations
@@ -62,16 +65,19 @@ def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
 
 
 def small_stack_config() -> dict[str, Any]:
-    """The repository's local stack with a 2-trial study of one epoch."""
+    """The repository's local stack with a 1-trial study of one epoch, each job looked at
+    every second (what is tested is which job runs, not what it learns)."""
     config = copy.deepcopy(repo_stack_config())
     # The jobs' changes alone: what they do to a served model is test_serving.py's.
     for key in ("vertex-training:models", "vertex-training:endpoints"):
         config["config"].pop(key, None)
     tuning = _jobs(config)[TUNING_JOB]
-    tuning["maxTrialCount"] = 2
-    tuning["parallelTrialCount"] = 2
+    tuning["maxTrialCount"] = 1
+    tuning["parallelTrialCount"] = 1
     _set_arg(tuning, "--epochs", "1")
     _set_arg(tuning, "--synthetic-examples", "32")
+    for job in _jobs(config).values():
+        job["pollIntervalSeconds"] = 1
     return config
 
 
@@ -87,6 +93,19 @@ def project(
     yield from make_project(tmp_path_factory, pulumi_bin_dir, stack_config, "changes")
 
 
+@pytest.fixture
+def up(project: PulumiProject) -> PulumiProject:
+    """The shared stack, up: brought up where nothing runs (a fresh or destroyed stack)."""
+    if not stored_jobs(project.local_root):
+        project.up()
+    return project
+
+
+def _toggle_epochs(job: dict[str, Any]) -> None:
+    """A change of what the job runs (a replacement), whatever the epochs were."""
+    _set_arg(job, "--epochs", "1" if _arg(job, "--epochs") != "1" else "2")
+
+
 def _ops_by_job(steps: list[dict[str, Any]]) -> dict[str, set[str]]:
     ops: dict[str, set[str]] = {}
     for step in steps:
@@ -96,13 +115,15 @@ def _ops_by_job(steps: list[dict[str, Any]]) -> dict[str, set[str]]:
 
 
 def test_changed_args_replace_exactly_that_job(
-    project: PulumiProject, stack_config: dict[str, Any]
+    up: PulumiProject, stack_config: dict[str, Any]
 ) -> None:
-    project.up()
+    project = up
     [old_tuning] = jobs_named(project.local_root, TUNING_JOB)
     [custom] = jobs_named(project.local_root, CUSTOM_JOB)
 
-    _set_arg(_jobs(stack_config)[TUNING_JOB], "--synthetic-examples", "48")
+    tuning = _jobs(stack_config)[TUNING_JOB]
+    examples = _arg(tuning, "--synthetic-examples")
+    _set_arg(tuning, "--synthetic-examples", "48" if examples != "48" else "40")
     project.write_config(stack_config)
 
     steps = project.preview_steps("--diff")
@@ -126,10 +147,11 @@ def test_changed_args_replace_exactly_that_job(
 
 
 def test_interrupted_up_is_adopted_not_duplicated(
-    project: PulumiProject, stack_config: dict[str, Any]
+    up: PulumiProject, stack_config: dict[str, Any]
 ) -> None:
+    project = up
     [old_custom] = jobs_named(project.local_root, CUSTOM_JOB)
-    _set_arg(_jobs(stack_config)[CUSTOM_JOB], "--epochs", "2")
+    _toggle_epochs(_jobs(stack_config)[CUSTOM_JOB])
     project.write_config(stack_config)
     log = project.root / "interrupted-up.log"
 
@@ -214,12 +236,11 @@ def _read_all(master: int, into: list[bytes]) -> None:
 
 @pytest.mark.parametrize("how", ["typed in a terminal", "SIGINT to the runner alone"])
 def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
-    project: PulumiProject, stack_config: dict[str, Any], how: str
+    up: PulumiProject, stack_config: dict[str, Any], how: str
 ) -> None:
+    project = up
     [before] = jobs_named(project.local_root, CUSTOM_JOB)
-    job = _jobs(stack_config)[CUSTOM_JOB]
-    epochs = _arg(job, "--epochs")
-    _set_arg(job, "--epochs", "1" if epochs != "1" else "2")
+    _toggle_epochs(_jobs(stack_config)[CUSTOM_JOB])
     project.write_config(stack_config)
 
     chunks: list[bytes] = []
@@ -272,7 +293,10 @@ def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
     assert succeeded(after.state)
 
 
-def test_destroy_leaves_no_job_and_no_process(project: PulumiProject) -> None:
+def test_destroy_leaves_no_job_and_no_process(up: PulumiProject) -> None:
+    project = up
+    assert len(stored_jobs(project.local_root)) == 2
+
     project.stack("destroy")
 
     assert stored_jobs(project.local_root) == {}

@@ -2,7 +2,9 @@
 (``policy/run-pack``, what ``make preview POLICY=1`` passes): the local stack passes, a
 violating variant fails with the policy's own message, and the budget policy judges a real
 Vertex job body as the engine hands it over (read-only proxies of lists and mappings, which
-no mock produces). Needs the pack's environment (``make policy-venv``)."""
+no mock produces) in a platform team's own project: another directory, no ``stacks/``, the
+pack run from this repository with its budget in the pack config. Needs the pack's
+environment (``make policy-venv``)."""
 
 from __future__ import annotations
 
@@ -33,10 +35,12 @@ def _with_pack(project: PulumiProject) -> PulumiProject:
     return project
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def project(
     tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
 ) -> Iterator[PulumiProject]:
+    """This repository's local stack with the pack beside it (previews only: each test
+    sees the stack as created, whichever runs first)."""
     if not (POLICY_VENV / "bin" / "python").is_file():
         pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
     for project in make_project(
@@ -45,8 +49,10 @@ def project(
         yield _with_pack(project)
 
 
-def _preview(project: PulumiProject, config: dict[str, object] | None = None) -> tuple[int, str]:
-    args = ["preview", "--policy-pack", LAUNCHER]
+def _preview(
+    project: PulumiProject, config: dict[str, object] | None = None, pack: str = LAUNCHER
+) -> tuple[int, str]:
+    args = ["preview", "--policy-pack", pack]
     if config is not None:
         path = project.root / "policy-config.json"
         path.write_text(json.dumps(config), encoding="utf-8")
@@ -72,8 +78,10 @@ def test_a_violating_variant_fails(project: PulumiProject) -> None:
     assert "missing label(s) team, cost-center" in output
 
 
-# A job with no platform, on the Vertex backend: the engine previews it (check and diff
-# need no cloud), so the pack sees a Vertex body exactly as a dev or prod stack's.
+# A team's own program: a job with no platform, on the Vertex backend. The engine previews
+# it (check and diff need no cloud), so the pack sees a Vertex body exactly as a dev or
+# prod stack's.
+TEAM_PROJECT = "name: team-training\nruntime: python\n"
 VERTEX_JOB_PROGRAM = textwrap.dedent(
     """
     import vertex_training as vt
@@ -99,26 +107,31 @@ VERTEX_JOB_PROGRAM = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def vertex_job_project(
+@pytest.fixture(scope="module")
+def team_project(
     tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
 ) -> Iterator[PulumiProject]:
     if not (POLICY_VENV / "bin" / "python").is_file():
         pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
-    config = {"config": {"vertex-training:environment": "dev"}}
-    for project in make_project(tmp_path_factory, pulumi_bin_dir, config, "policy-vertex"):
-        (project.dir / "__main__.py").write_text(VERTEX_JOB_PROGRAM, encoding="utf-8")
-        yield _with_pack(project)
+    source = tmp_path_factory.mktemp("team-source")
+    (source / "Pulumi.yaml").write_text(TEAM_PROJECT, encoding="utf-8")
+    (source / "__main__.py").write_text(VERTEX_JOB_PROGRAM, encoding="utf-8")
+    yield from make_project(tmp_path_factory, pulumi_bin_dir, {}, "team-policy", source)
 
 
-def test_budget_policy_judges_a_real_vertex_job_body(vertex_job_project: PulumiProject) -> None:
-    within, output = _preview(vertex_job_project, {"budget": {"budget": 10_000}})
+def test_budget_policy_judges_a_team_projects_vertex_job_body(
+    team_project: PulumiProject,
+) -> None:
+    assert not (team_project.dir / "stacks").exists()
+    pack = str(REPO_ROOT / LAUNCHER)
+    within, output = _preview(team_project, {"budget": {"budget": 10_000}}, pack)
     assert within == 0, output[-4000:]
+    assert "vertex-training@" in output  # the pack ran and reported
     assert "unreadable" not in output, output[-4000:]
 
+    # The environment comes from the job's own label: the mandatory level makes it fail.
     code, output = _preview(
-        vertex_job_project,
-        {"budget": {"enforcementLevel": "mandatory", "budget": 1, "environment": "dev"}},
+        team_project, {"budget": {"enforcementLevel": "mandatory", "budget": 1}}, pack
     )
 
     assert code != 0, output[-4000:]

@@ -1,7 +1,10 @@
 """A platform team's own stack through the real engine: two platforms in one stack, jobs
 whose image is an Output (as when the stack builds it), then a label and display-name edit.
 The names of the two platforms do not collide, and the edit is an in-place update that
-starts no new training run."""
+starts no new training run.
+
+Each stage (up, the edit, destroy) is a module fixture that asks for the stages before it
+and records what its test reads, so each test runs alone and in any order."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.engine.conftest import PulumiProject, make_project
-from tests.engine.local_store import stored_jobs, succeeded
+from tests.engine.local_store import StoredJob, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
 
@@ -64,42 +67,70 @@ def project(
     yield from make_project(tmp_path_factory, pulumi_bin_dir, config, "team-stack", source)
 
 
-def _stored(project: PulumiProject) -> dict[str, Any]:
+def _stored(project: PulumiProject) -> dict[str, StoredJob]:
     return stored_jobs(project.dir / ".local-vertex")
 
 
-def test_two_platforms_preview_and_up_cleanly(project: PulumiProject) -> None:
-    steps = project.preview_steps()
-    assert {s["urn"].rsplit("::", 1)[-1] for s in steps} >= JOBS
+def _ops(steps: list[dict[str, Any]]) -> dict[str, str]:
+    return {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in steps if ":dynamic/vertex:" in s["urn"]}
 
+
+@pytest.fixture(scope="module")
+def first_up(project: PulumiProject) -> tuple[dict[str, str], dict[str, StoredJob]]:
+    """The preview's ops of a fresh stack, and the jobs its up left."""
+    ops = _ops(project.preview_steps())
     project.up()
+    return ops, _stored(project)
 
-    stored = _stored(project)
+
+@pytest.fixture(scope="module")
+def edited(
+    project: PulumiProject, first_up: object
+) -> tuple[dict[str, str], dict[str, StoredJob], dict[str, int]]:
+    """The preview's ops of the team's label edit, the jobs after its up, and its changes."""
+    project.write_config({"config": {"team-stack:team": "speech"}})
+    ops = _ops(project.preview_steps())
+    project.up()
+    return ops, _stored(project), project.last_update()["resourceChanges"]
+
+
+@pytest.fixture(scope="module")
+def destroyed(
+    project: PulumiProject, edited: object
+) -> tuple[dict[str, StoredJob], Any, list[str]]:
+    project.stack("destroy")
+    resources = project.export()["deployment"].get("resources")
+    return _stored(project), resources, project.processes()
+
+
+def test_two_platforms_preview_and_up_cleanly(
+    first_up: tuple[dict[str, str], dict[str, StoredJob]],
+) -> None:
+    ops, stored = first_up
+    assert ops == dict.fromkeys(JOBS, "create"), ops
     assert len(stored) == 2, stored
     assert all(succeeded(job.state) for job in stored.values()), stored
     assert {job.labels["team"] for job in stored.values()} == {"vision"}
 
 
-def test_a_label_and_display_name_edit_updates_in_place(project: PulumiProject) -> None:
-    before = _stored(project)
-    project.write_config({"config": {"team-stack:team": "speech"}})
-
-    steps = project.preview_steps()
-    ops = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in steps if ":dynamic/vertex:" in s["urn"]}
+def test_a_label_and_display_name_edit_updates_in_place(
+    first_up: tuple[dict[str, str], dict[str, StoredJob]],
+    edited: tuple[dict[str, str], dict[str, StoredJob], dict[str, int]],
+) -> None:
+    _, before = first_up
+    ops, after, changes = edited
     assert ops == dict.fromkeys(JOBS, "update"), ops
-
-    project.up()
-
-    after = _stored(project)
     assert set(after) == set(before), "no new training run"
     assert {job.labels["team"] for job in after.values()} == {"speech"}
-    update = project.last_update()["resourceChanges"]
-    assert update.get("update") == 2 and "create" not in update and "replace" not in update
+    assert changes.get("update") == 2 and "create" not in changes and "replace" not in changes
 
 
-def test_destroy_leaves_nothing(project: PulumiProject) -> None:
-    project.stack("destroy")
-
-    assert _stored(project) == {}
-    assert project.export()["deployment"].get("resources") in (None, [])
-    assert project.processes() == []
+def test_destroy_leaves_nothing(
+    first_up: tuple[dict[str, str], dict[str, StoredJob]],
+    destroyed: tuple[dict[str, StoredJob], Any, list[str]],
+) -> None:
+    assert first_up[1]
+    stored, resources, processes = destroyed
+    assert stored == {}
+    assert resources in (None, [])
+    assert processes == []

@@ -22,6 +22,10 @@ def props(spec: Any, backend: BackendSettings = VERTEX) -> dict[str, Any]:
         "backend": backend.to_props(),
         "identity": "vertex-training/dev/job",
         "provider_version": PROVIDER_VERSION,
+        "wait": True,
+        "wait_timeout_seconds": 3600.0,
+        "poll_interval_seconds": 30.0,
+        "delete_timeout_seconds": 1800.0,
     }
 
 

@@ -11,10 +11,23 @@ import pytest
 
 import vertex_training as vt
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
-from vertex_training.jobs.rules.hardware import catalog
+from vertex_training.jobs.rules.catalog import catalog
 
+FACTS = PlatformFacts(
+    environment="dev",
+    region="us-central1",
+    strict=False,
+    acknowledged=(),
+    labels=(),
+    kms_key_name=None,
+    network=None,
+    tensorboard=None,
+    service_account=LATER,
+    image=LATER,
+)
 DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
 
 
@@ -26,19 +39,31 @@ def refused(build: object) -> str:
     return str(caught.value)
 
 
-def test_gpus_that_fit_no_machine_anywhere_fail_where_the_pool_is_built() -> None:
-    message = refused(
-        lambda: vt.WorkerPool(
-            machine_type="n1-standard-16", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3)
-        )
+def on_a_job(pool: vt.WorkerPool) -> None:
+    """``pool`` as the chief of a job declared in a program (where it meets its region)."""
+    args = vt.CustomJobArgs(
+        project="p", region="us-central1", chief=pool, base_output_directory="gs://b/out"
     )
-    assert message == (
-        "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid; "
-        "valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
-        "(Vertex field machineSpec.acceleratorCount); where the hardware catalog (as of "
-        f"{catalog().as_of}) is out of date: WorkerPool(..., acknowledged_hardware_checks="
-        "['accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16']) only warns"
+    run_pulumi(lambda: vt.CustomJob("j", args), stack="dev")
+
+
+def test_gpus_that_fit_no_machine_fail_where_the_job_meets_its_catalog() -> None:
+    # The hardware catalog is the platform's (its as-of date, strictness and acknowledged
+    # rows): a pool's machine is judged where its job meets the platform, once.
+    pool = vt.WorkerPool(
+        machine_type="n1-standard-16",
+        accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
+        image=DIGEST,
     )
+    message = refused(lambda: on_a_job(pool))
+    assert (
+        "CustomJobArgs.chief.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not "
+        "valid; valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
+        "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount); where the "
+        f"hardware catalog (as of {catalog().as_of}) is out of date: CustomJobArgs(..., "
+        "acknowledged_hardware_checks=['accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16']) "
+        "only warns"
+    ) in message
 
 
 T4_X3 = "accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16"
@@ -53,7 +78,7 @@ def t4_x3(**fields: object) -> vt.WorkerPool:
     )
 
 
-def test_a_catalog_error_is_acknowledged_where_the_pool_is_built_and_the_job_warns(
+def test_a_catalog_error_the_pool_acknowledges_only_warns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The fix the message names, taken literally: the pool is built, its body is the
@@ -71,12 +96,10 @@ def test_a_catalog_error_is_acknowledged_where_the_pool_is_built_and_the_job_war
     assert spec["machineSpec"]["acceleratorCount"] == 3
     assert "CustomJobArgs.chief.accelerator.count: 3 x NVIDIA_TESLA_T4" in caplog.text
     assert "acknowledged" in caplog.text and T4_X3 in caplog.text
-    # The provider judges the body again: the pool's acknowledgement travels with it.
-    assert T4_X3 in run.named("t4").inputs["acknowledged_hardware"]
 
 
 def test_a_pool_acknowledges_only_the_checks_it_names() -> None:
-    message = refused(lambda: t4_x3(acknowledged_hardware_checks=[T4_X3 + "-not"]))
+    message = refused(lambda: on_a_job(t4_x3(acknowledged_hardware_checks=[T4_X3 + "-not"])))
     assert f"(check {T4_X3})" in message
     # What is wrong whatever the catalog says stays refused beside an acknowledged check.
     message = refused(lambda: t4_x3(acknowledged_hardware_checks=[T4_X3], replica_count=0))
@@ -97,7 +120,6 @@ def test_a_pool_reports_every_problem_it_has_in_one_message() -> None:
     lines = message.splitlines()
     assert [line.split(":", 1)[0] for line in lines] == [
         "WorkerPool.replica_count",
-        "WorkerPool.accelerator.count",
         "WorkerPool.env",
         "WorkerPool.boot_disk_size_gb",
     ]
@@ -176,18 +198,29 @@ def test_what_the_job_or_the_region_decides_waits_for_the_job() -> None:
 
 
 def test_values_not_known_yet_are_judged_later() -> None:
+    # 3 x T4 on n1-standard-16 is refused where the pool is built (the first test); a count
+    # that is an Output is not known there, so the pool is built and keeps it for the job.
+    pools: list[vt.WorkerPool] = []
+
     def program() -> None:
         count = pulumi.Output.from_input(3)
-        vt.WorkerPool(
-            machine_type="n1-standard-16", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", count)
+        pools.append(
+            vt.WorkerPool(
+                machine_type="n1-standard-16",
+                accelerator=vt.Accelerator("NVIDIA_TESLA_T4", count),
+            )
         )
 
     run_pulumi(program)
 
+    (pool,) = pools
+    assert pool.accelerator is not None
+    assert isinstance(pool.accelerator.count, pulumi.Output)
 
-def test_the_yaml_route_judges_pools_with_the_job_and_every_problem_in_one_run() -> None:
-    # The stack reader judges the whole job (the stack's acknowledgements apply), so a bad
-    # pool does not hide the job's own problems.
+
+def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one_run() -> None:
+    # The stack reader judges the job on the stack's platform (the stack's acknowledgements
+    # apply), so a machine the catalog refuses does not hide the job's own problems.
     job, problems = read_job(
         {
             "name": "x",
@@ -200,7 +233,8 @@ def test_the_yaml_route_judges_pools_with_the_job_and_every_problem_in_one_run()
         "jobs[0]",
     )
     assert problems == [] and job is not None
-    paths = sorted(f.path for f in job.findings(region="us-central1", remote=True, strict=False))
+    _, findings = job.on(FACTS)
+    paths = sorted(f.path for f in findings)
     assert paths == [
         "jobSpec.scheduling.maxWaitDuration",
         "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",

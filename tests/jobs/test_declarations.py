@@ -5,6 +5,7 @@ messages name YAML paths, and a stack file in the old shape is refused with what
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ import vertex_training as vt
 from tests import PROJECT_ROOT
 from vertex_training._checks import _field_types
 from vertex_training.jobs import api
+from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
 from vertex_training.jobs.fields import _flatten, camel
 from vertex_training.jobs.protos import parse_body
@@ -48,9 +50,20 @@ def _sample(expected: object, name: str, depth: int) -> Any:
         key_type, value_type = typing.get_args(option)
         if depth > 0 and name == "conditional":
             return {}
-        key = {int: 1, float: 1.0}.get(key_type, "k")  # type: ignore[call-overload]
+        # A parent value the parent has (its sampled values, from its minimum).
+        key = {int: 1, float: 1.5}.get(key_type, "v_values")  # type: ignore[call-overload]
         return {key: _sample(value_type, name, depth + 1)}
-    return {str: f"v-{name}", int: 2, float: 1.5, bool: True}.get(option, "any")  # type: ignore[call-overload]
+    if name in _VALID:  # a value the rules where the part is built take
+        return _VALID[name]
+    if name in ("parameter_id", "metric_id"):  # unique in a study
+        return f"{name}_{next(_IDS)}"
+    if name in ("min_value", "max_value"):
+        return {int: 1, float: 0.5}[option] if name == "min_value" else {int: 9, float: 9.5}[option]  # type: ignore[index]
+    return {str: f"v_{name}", int: 2, float: 1.5, bool: True}.get(option, "any")  # type: ignore[call-overload]
+
+
+_IDS = itertools.count()
+_VALID = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}
 
 
 def _sample_of(cls: type, depth: int = 0) -> dict[str, Any]:
@@ -182,37 +195,24 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
     assert "network" not in body["trialJobSpec"]
 
 
-def test_a_stack_file_in_the_old_shape_is_refused_with_what_to_write() -> None:
+def test_a_key_of_an_older_shape_is_an_unknown_key_with_what_was_meant() -> None:
     old = {
         "name": "horses",
         "kind": "tuning",
-        "workload": "horses_or_humans",
         "timeoutSeconds": 3600,
-        "chief": {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_TESLA_V100"},
+        "trial": {"chief": {"machineType": "n1-standard-4", "acceleratorType": "V100"}},
         "maxTrialCount": 6,
         "parallelTrialCount": 2,
-        "study": {
-            "metric": "accuracy",
-            "parameters": [{"parameterId": "lr", "type": "double", "min": 0.001, "max": 1}],
-        },
+        "study": {"parameters": [{"parameterId": "lr", "type": "DoubleParameter", "min": 0}]},
     }
     _, problems = read_job(old, "jobs[0]")
-    found = {p.path: p.valid for p in problems}
-    assert found == {
-        "jobs[0].kind": "tuning jobs are the entries with trial: and study: (drop kind)",
-        "jobs[0].workload": "put --workload <name> in each pool's args "
-        "(chief: {args: [--workload, ...]})",
-        "jobs[0].timeoutSeconds": "scheduling: {timeoutSeconds: ...}",
-        "jobs[0].chief": "trial: {chief: ...}",
-        "jobs[0].chief.acceleratorType": "accelerator: {type: NVIDIA_TESLA_V100, count: 1}",
-        "jobs[0].study.metric": "metrics: [{metricId: accuracy, goal: maximize}]",
-        "jobs[0].study.parameters[0].min": "minValue (with type: DoubleParameter or "
-        "IntegerParameter)",
-        "jobs[0].study.parameters[0].max": "maxValue (with type: DoubleParameter or "
-        "IntegerParameter)",
-        "jobs[0].study.parameters[0].type": "type: DoubleParameter",
-    }
-    assert all(p.problem == "the old job shape" for p in problems)
+    found = {p.path: p.problem for p in problems}
+    assert found["jobs[0].kind"] == "unknown key"
+    assert found["jobs[0].timeoutSeconds"].startswith("unknown key")
+    assert (
+        found["jobs[0].trial.chief.acceleratorType"] == "unknown key (did you mean 'accelerator'?)"
+    )
+    assert found["jobs[0].study.parameters[0].min"].startswith("unknown key")
 
 
 def test_the_repo_stack_files_are_in_the_new_shape() -> None:
@@ -278,10 +278,30 @@ def _declare(**fields: Any) -> JobDeclaration:
     return job
 
 
+def _facts(environment: str = "dev", strict: bool = False) -> PlatformFacts:
+    cloud = environment != "local"
+    return PlatformFacts(
+        environment=environment,
+        region="us-central1",
+        strict=strict,
+        acknowledged=(),
+        labels=(("stack", "dev"),),
+        kms_key_name=None,
+        network=None,
+        tensorboard=None,
+        service_account=LATER if cloud else None,
+        image=LATER,
+    )
+
+
+def _problems(jobs: tuple[JobDeclaration, ...], facts: PlatformFacts) -> list[Any]:
+    return job_problems(jobs, facts)[1]
+
+
 def test_job_problems_are_local_aware_and_name_config_keys() -> None:
     jobs = (_declare(baseOutputDirectory="/tmp/out"),)
-    assert job_problems(jobs, region=None, remote=False) == []
-    [(key, finding)] = job_problems(jobs, region="us-central1", remote=True)
+    assert _problems(jobs, _facts("local")) == []
+    [(key, finding)] = _problems(jobs, _facts())
     assert key == "jobs[0].baseOutputDirectory"
     assert finding.path == "jobSpec.baseOutputDirectory.outputUriPrefix"
     assert "gs://" in finding.message and finding.severity == "error"
@@ -289,7 +309,7 @@ def test_job_problems_are_local_aware_and_name_config_keys() -> None:
 
 def test_job_problems_map_hardware_to_the_pool_key() -> None:
     jobs = (_declare(), _declare(workers={"machineType": "n1-standard-5"}))
-    found = {key: f for key, f in job_problems(jobs, region="us-central1", remote=True)}
+    found = {key: f for key, f in _problems(jobs, _facts())}
     assert "repeats" in found["jobs[1].name"].message
     assert found["jobs[1].workers.machineType"].path == (
         "jobSpec.workerPoolSpecs[1].machineSpec.machineType"
@@ -299,13 +319,13 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
 def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:
     jobs = (_declare(chief={"machineType": "c2d-standard-3"}),)
     for strict in (False, True):
-        [(key, warning)] = job_problems(jobs, region="us-central1", remote=True, strict=strict)
+        [(key, warning)] = _problems(jobs, _facts(strict=strict))
         assert key == "jobs[0].chief.machineType" and warning.severity == "warning"
 
 
 def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
     jobs = (_declare(chief={"machineType": "gpu-large"}),)
-    [(key, error)] = job_problems(jobs, region="us-central1", remote=True)
+    [(key, error)] = _problems(jobs, _facts())
     assert key == "jobs[0].chief.machineType" and error.severity == "error"
 
 
@@ -317,7 +337,7 @@ def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
     found = {p.path: p for p in problems}
     assert "did you mean 'replicaCount'" in found["jobs[0].chief.replicaCnt"].problem
     assert "did you mean 'waitTimeoutSeconds'" in found["jobs[0].waitTimeoutSecond"].problem
-    assert found["jobs[0].chief.machineType"].problem == "got int 4"
+    assert found["jobs[0].chief.machineType"].problem == "got the number 4"
 
 
 def test_a_tuning_key_in_a_custom_job_says_how_the_entry_becomes_a_tuning_job() -> None:
@@ -368,3 +388,71 @@ def test_the_reference_lists_the_yaml_keys() -> None:
     text = (PROJECT_ROOT / "docs" / "reference.md").read_text()
     assert "| `machine_type` | `machineType` |" in text
     assert Path(PROJECT_ROOT / "docs" / "reference.md").exists()
+
+
+# ------------------------------------------------------------ words for YAML users
+
+
+def _read(entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    _, problems = read_job(entry, "jobs[0]")
+    return {p.path: (p.problem, p.valid) for p in problems}
+
+
+def test_yaml_values_are_named_in_yaml_words() -> None:
+    found = _read({"name": "x", "chief": None, "labels": [1], "displayName": 4})
+    assert found["jobs[0].chief"] == ("got null", "a mapping (WorkerPool)")
+    assert found["jobs[0].labels"][0] == "got a list"
+    assert found["jobs[0].displayName"] == ("got the number 4", "text or null")
+    assert not any("NoneType" in p or "dict" in v for p, v in found.values())
+
+
+def test_a_number_out_of_range_is_a_message() -> None:
+    # 1e400 reaches the program as infinity (JSON through Pulumi's config).
+    found = _read(
+        {
+            "name": "x",
+            "chief": {"machineType": "n1-standard-4"},
+            "scheduling": {"timeoutSeconds": float("inf")},
+        }
+    )
+    assert found["jobs[0].scheduling.timeoutSeconds"][0] == "inf is out of range"
+    assert "315576000000" in found["jobs[0].scheduling.timeoutSeconds"][1]
+
+
+def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
+    found = _read(
+        {"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-fast"}}
+    )
+    problem, valid = found["jobs[0].chief.bootDiskType"]
+    assert "'pd-fast' is not a boot disk type Vertex documents" in problem
+    assert valid.startswith("pd-ssd, pd-standard, hyperdisk-balanced")
+    assert (
+        _read({"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-ssd"}})
+        == {}
+    )
+
+
+@pytest.mark.parametrize("key", [64, "64"], ids=["yaml", "through-json"])
+def test_conditional_parameters_under_a_numeric_parent_can_be_declared(key: object) -> None:
+    child = {"type": "DoubleParameter", "parameterId": "dropout", "minValue": 0, "maxValue": 0.5}
+    discrete = {"type": "DiscreteParameter", "parameterId": "num_units", "values": [64, 128]}
+    integer = {"type": "IntegerParameter", "parameterId": "layers", "minValue": 1, "maxValue": 8}
+    entry = _tuning(
+        {
+            "parameters": [
+                {**discrete, "conditional": {key: [child]}},
+                {**integer, "conditional": {str(key)[:1]: [{**child, "parameterId": "width"}]}},
+            ]
+        }
+    )
+    job, problems = read_job(entry, "jobs[0]")
+    assert problems == [] and job is not None
+    num_units, layers = job.args.study.parameters  # type: ignore[union-attr]
+    assert num_units.conditional == {64.0: [vt.DoubleParameter("dropout", 0, 0.5)]}
+    assert layers.conditional == {6: [vt.DoubleParameter("width", 0, 0.5)]}
+    # A parent value the parent does not take is still refused.
+    entry["study"]["parameters"][0]["conditional"] = {"65": [child]}
+    assert (
+        "[65.0] are not values of the parent"
+        in _read(entry)["jobs[0].study.parameters[0].conditional"][0]
+    )

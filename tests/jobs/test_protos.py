@@ -60,7 +60,7 @@ def test_the_catalog_names_every_accelerator_type_of_the_api() -> None:
     # The rules refuse an accelerator the catalog does not name: it must name them all.
     from google.cloud.aiplatform_v1 import types as v1
 
-    from vertex_training.jobs.rules.hardware import catalog
+    from vertex_training.jobs.rules.catalog import catalog
 
     api = {e.name for e in v1.AcceleratorType} - {"ACCELERATOR_TYPE_UNSPECIFIED"}
     assert set(catalog().accelerators) == api

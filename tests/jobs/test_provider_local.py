@@ -88,6 +88,8 @@ def test_local_failure_fails_create(host: ProviderHost, tmp_path: Path) -> None:
     with pytest.raises(grpc.RpcError) as caught:
         engine.create(inputs)
     assert "ended FAILED" in caught.value.details()
+    # What the user needs to fix it: the tail of the failing replica's log.
+    assert "failing on purpose: boom" in caught.value.details()
 
 
 def test_local_destroy_of_a_running_job_cancels_then_deletes(

@@ -212,7 +212,7 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
             ("sgd", "adam"),
             (
                 ConditionalParameterSpec(
-                    IntegerParameterSpec("layers", 1, 4, ScaleType.LINEAR),
+                    IntegerParameterSpec("layers", 1, 4, ScaleType.UNSPECIFIED),
                     ("sgd",),
                 ),
             ),
@@ -272,7 +272,7 @@ TUNING = {"trial": {"chief": CHIEF}, "maxTrialCount": 1, "parallelTrialCount": 1
         (
             {"chief": CHIEF, "scheduling": {"strategy": "SPTO"}},
             "jobs[0].scheduling.strategy",
-            "got str 'SPTO' (did you mean 'SPOT'?)",
+            "got 'SPTO' (did you mean 'SPOT'?)",
         ),
         ({"chief": {**CHIEF, "gpus": 1}}, "jobs[0].chief.gpus", "unknown key"),
         (
@@ -295,7 +295,7 @@ TUNING = {"trial": {"chief": CHIEF}, "maxTrialCount": 1, "parallelTrialCount": 1
                 },
             },
             "jobs[0].study.parameters[0].values[0]",
-            "got str 'a'",
+            "got 'a'",
         ),
         (
             {
@@ -312,7 +312,7 @@ TUNING = {"trial": {"chief": CHIEF}, "maxTrialCount": 1, "parallelTrialCount": 1
                 },
             },
             "jobs[0].study.parameters[0].minValue",
-            "got float 0.5",
+            "got the number 0.5",
         ),
         (
             {
@@ -330,7 +330,7 @@ TUNING = {"trial": {"chief": CHIEF}, "maxTrialCount": 1, "parallelTrialCount": 1
                 },
             },
             "jobs[0].study.metrics[0].goal",
-            "got str 'maximise' (did you mean 'maximize'?)",
+            "got 'maximise' (did you mean 'maximize'?)",
         ),
     ],
 )

@@ -1,6 +1,6 @@
-"""``python -m vertex_training.runner tensorboard``: the real TensorBoard serves the local
-jobs' logs on a free port; a scalar written where a local job writes it is read back over
-TensorBoard's HTTP API."""
+"""``python -m vertex_training.stack tensorboard`` (``make tensorboard``): the real
+TensorBoard serves the local jobs' logs on a free port; a scalar written where a local job
+writes it is read back over TensorBoard's HTTP API."""
 
 from __future__ import annotations
 
@@ -41,10 +41,20 @@ def _get(url: str) -> Any:
 @pytest.mark.timeout(120)
 def test_tensorboard_serves_a_local_jobs_scalars(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    _write_scalars(root / "gcs" / RUN)
+    # Where the local stack's jobs write (its bucket is a directory of the local root).
+    _write_scalars(root / RUN)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
     process = subprocess.Popen(
-        [sys.executable, "-m", "vertex_training.runner", "tensorboard", "--root", str(root)],
+        [
+            sys.executable,
+            "-m",
+            "vertex_training.stack",
+            "tensorboard",
+            "--stack",
+            "local",
+            "--root",
+            str(root),
+        ],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -56,7 +66,7 @@ def test_tensorboard_serves_a_local_jobs_scalars(tmp_path: Path) -> None:
         line = process.stdout.readline()
         match = re.search(r"TensorBoard on (\S+): (http://\S+/)", line)
         assert match, line
-        assert match.group(1) == str(root / "gcs")
+        assert match.group(1) == str(root)
         url = match.group(2)
         assert not url.endswith(":6006/"), "a free port, not TensorBoard's default"
         deadline = time.monotonic() + 60

@@ -1,6 +1,8 @@
 """The real trainer (``python -m trainer.task``) on the local backend: TensorFlow, tiny data.
 
-The study with the real trainer runs in ``test_runner.py`` (the whole local stack)."""
+The two-replica MWMS job and the study with the real trainer run in
+``tests/engine/test_lifecycle.py`` (the whole local stack, through the engine: one cluster
+of two, one model, one model per trial)."""
 
 from __future__ import annotations
 
@@ -21,26 +23,6 @@ TINY = ("--data=synthetic", "--synthetic-examples=16", "--epochs=1", "--batch-si
 def _trainer_pool(args: tuple[str, ...]) -> dict[str, Any]:
     # No command: the image is ours, so the backend runs `python -m trainer.task` itself.
     return pool("n1-standard-4", image="trainer:local", args=args)
-
-
-def test_two_worker_mwms_job_succeeds_and_writes_one_model(tmp_path: Path) -> None:
-    backend = LocalBackend(str(tmp_path / "root"))
-    args = ("--workload=cassava", *TINY, "--image-size=32", "--weights=none")
-    spec = custom_job(
-        _trainer_pool(args),
-        _trainer_pool(args),
-        display_name="mwms",
-        output=str(tmp_path / "bucket" / "mwms"),
-    )
-    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, spec).name, timeout=540)
-    assert record.state is JobState.SUCCEEDED, record.error_message
-    assert record.model_dir == f"{tmp_path}/bucket/mwms/model"
-    models = list((tmp_path / "bucket").rglob("saved_model.pb"))
-    assert models == [tmp_path / "bucket" / "mwms" / "model" / "saved_model.pb"]
-    logs = {p.name: p.read_text() for p in (backend.jobs_dir / record.job_id).rglob("*.log")}
-    # Both replicas trained in one cluster of two.
-    assert "group_size = 2" in logs["workerpool0-0.log"]
-    assert "group_size = 2" in logs["workerpool1-0.log"]
 
 
 def test_single_replica_trainer_writes_through_gcs_paths_without_aip_variables(

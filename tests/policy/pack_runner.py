@@ -2,7 +2,9 @@
 on resources from a JSON file, printing {stack: {policy: [violations]}} as JSON.
 
 argv: resources.json config.json. resources.json: {stack: [{type, props, urn, name}]};
-config.json: {stack: {policy name: policy config}}.
+config.json: {run: {"stack": stack, "config": {policy name: policy config}}}. A policy that
+cannot run on values not known in a preview reports ``unknown: <message>``, as the engine
+does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
 )
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
 from policy.pack import policies
 
@@ -52,24 +55,46 @@ def main() -> None:
             ) -> None:
                 messages.append(message)
 
-            if isinstance(policy, ResourceValidationPolicy):
-                for r in resources:
-                    args = ResourceValidationArgs(
-                        r["type"], r["props"], r["urn"], r["name"], options(), None, config
-                    )
-                    policy.validate(args, report)
-            else:
-                items = [
-                    PolicyResource(
-                        r["type"], r["props"], r["urn"], r["name"], options(), None, None, [], {}
-                    )
-                    for r in resources
-                ]
-                policy.validate(StackValidationArgs(items, config), report)
+            try:
+                if isinstance(policy, ResourceValidationPolicy):
+                    for r in resources:
+                        # Read-only proxies that raise on an unknown value, as the engine's.
+                        props = unknown_checking_proxy(r["props"])
+                        args = ResourceValidationArgs(
+                            r["type"], props, r["urn"], r["name"], options(), None, config
+                        )
+                        policy.validate(args, report)
+                else:
+                    items = [
+                        PolicyResource(
+                            r["type"],
+                            unknown_checking_proxy(r["props"]),
+                            r["urn"],
+                            r["name"],
+                            options(),
+                            None,
+                            None,
+                            [],
+                            {},
+                        )
+                        for r in resources
+                    ]
+                    policy.validate(StackValidationArgs(items, config), report)
+            except UnknownValueError as error:
+                messages.append(f"unknown: {error.message}")
             if messages:
                 found[policy.name] = messages
         out[run] = found
-    print(json.dumps({"policies": meta, "runs": out}))
+    # Which modules of these families the pack loaded, once every policy has run.
+    families = (
+        "vertex_training.cost.estimate",
+        "vertex_training.stack",
+        "vertex_training._project",
+    )
+    loaded = {
+        f: sorted(m for m in sys.modules if m == f or m.startswith(f + ".")) for f in families
+    }
+    print(json.dumps({"policies": meta, "runs": out, "loaded": loaded}))
 
 
 if __name__ == "__main__":

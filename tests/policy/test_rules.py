@@ -19,7 +19,10 @@ from policy.rules import (
     WORKBENCH_TYPE,
     Resource,
 )
+from tests import PROJECT_ROOT
 from tests.policy.conftest import changed, one
+from vertex_training.cost.stack import estimate_stack
+from vertex_training.stack.config import load_stack_config
 
 Stacks = dict[str, list[Resource]]
 
@@ -45,8 +48,20 @@ def test_environment_comes_from_labels_or_config(stacks: Stacks) -> None:
     bucket = one(stacks["prod"], BUCKET_TYPE)
     assert rules.environment_of(bucket, {}) == "prod"
     assert rules.environment_of(bucket, {"environment": "dev"}) == "dev"
+    # No stack file is read: what a resource does not say, the pack does not guess.
     unlabelled = changed(bucket, labels={})
-    assert rules.environment_of(unlabelled, {}) == "prod"  # from the URN's stack file
+    assert rules.environment_of(unlabelled, {}) is None
+    assert rules.environment_of(unlabelled, {"environment": "prod"}) == "prod"
+
+
+def test_an_unlabelled_job_on_the_local_backend_is_local(stacks: Stacks) -> None:
+    job = jobs(stacks["local"])[0]
+    unlabelled = with_spec(job, lambda spec: spec.pop("labels"))
+    assert rules.environment_of(unlabelled, {}) == "local"
+    vertex = with_spec(
+        one(stacks["dev"], CUSTOM_JOB_TYPE, "cassava-mwms"), lambda s: s.pop("labels")
+    )
+    assert rules.environment_of(vertex, {}) is None
 
 
 class TestRequiredLabels:
@@ -57,7 +72,9 @@ class TestRequiredLabels:
             assert rules.required_labels(resource, ["app", "environment", "stack"]) == []
 
     def test_team_and_cost_center_are_missing_everywhere(self, stacks: Stacks) -> None:
-        for resource in [r for r in stacks["dev"] if r.type in rules.LABELLED_TYPES]:
+        labelled = [r for r in stacks["dev"] if r.type in rules.LABELLED_TYPES]
+        assert len(labelled) == 5
+        for resource in labelled:
             (message,) = rules.required_labels(resource)
             assert message.startswith("missing label(s) team, cost-center"), message
 
@@ -71,6 +88,7 @@ class TestGpus:
             "cassava-mwms-cpu": 0,
             "horses-humans-tuning": 4,
         }
+        assert len(jobs(stacks["dev"])) == 3
         for job in jobs(stacks["dev"]):
             assert rules.job_gpu_limit(job, "dev", rules.DEFAULT_MAX_GPUS_PER_JOB) == []
         assert rules.stack_gpu_limit(stacks["dev"], "dev", rules.DEFAULT_MAX_GPUS_PER_STACK) == []
@@ -92,7 +110,9 @@ class TestGpus:
 class TestAllowedAccelerators:
     def test_dev_v100_and_prod_t4_are_allowed(self, stacks: Stacks) -> None:
         allowed = rules.DEFAULT_ALLOWED_ACCELERATORS
-        for resource in stacks["dev"]:
+        with_gpus = [r for r in stacks["dev"] if rules.accelerators_of(r)]
+        assert {r.name for r in with_gpus} == {"cassava-mwms", "horses-humans-tuning"}
+        for resource in with_gpus:
             assert rules.allowed_accelerators(resource, "dev", allowed) == []
         notebook = one(stacks["prod"], WORKBENCH_TYPE)
         assert rules.accelerators_of(notebook) == [
@@ -112,7 +132,9 @@ class TestAllowedAccelerators:
 
 class TestJobTimeout:
     def test_every_real_job_has_one(self, stacks: Stacks) -> None:
-        for job in jobs(stacks["dev"]) + jobs(stacks["local"]):
+        real = jobs(stacks["dev"]) + jobs(stacks["local"])
+        assert len(real) == 5
+        for job in real:
             assert rules.job_timeout(job) == [], job.name
 
     def test_a_study_without_a_trial_timeout_is_refused(self, stacks: Stacks) -> None:
@@ -126,6 +148,7 @@ class TestJobTimeout:
 
 class TestImageByDigest:
     def test_dev_jobs_run_the_image_by_digest(self, stacks: Stacks) -> None:
+        assert len(jobs(stacks["dev"])) == 3
         for job in jobs(stacks["dev"]):
             assert rules.image_by_digest(job) == []
 
@@ -201,6 +224,7 @@ class TestBucketAccess:
 
 class TestCmek:
     def test_not_asked_by_default(self, stacks: Stacks) -> None:
+        assert len(stacks["dev"]) > 5
         for resource in stacks["dev"]:
             assert not rules.applies(resource, {}, ())
 
@@ -225,7 +249,7 @@ class TestCmek:
 class TestBudget:
     def test_dev_estimate_from_resources_matches_make_estimate(self, stacks: Stacks) -> None:
         from_resources = rules.estimate_from_resources(stacks["dev"])
-        from_config = rules.estimate_from_stack_config("dev")
+        from_config = estimate_stack(load_stack_config(PROJECT_ROOT / "stacks" / "Pulumi.dev.yaml"))
         assert from_resources.usd_high == pytest.approx(from_config.usd_high)
         assert from_resources.usd_low == pytest.approx(from_config.usd_low)
         assert from_resources.usd_high > 0
@@ -245,10 +269,10 @@ class TestBudget:
     def test_local_jobs_cost_nothing(self, stacks: Stacks) -> None:
         assert rules.estimate_from_resources(stacks["local"]).usd_high == 0
 
-    def test_budget_from_policy_config_or_stack(self, stacks: Stacks) -> None:
-        assert rules.budget_of({"budget": 20}, "dev") == (20.0, [])
-        assert rules.budget_of({}, "dev") == (None, [])  # dev sets no budget
-        assert rules.budget_of({"budget": -1}, "dev") == (
+    def test_budget_comes_from_the_policy_config_only(self) -> None:
+        assert rules.budget_of({"budget": 20}) == (20.0, [])
+        assert rules.budget_of({}) == (None, [])
+        assert rules.budget_of({"budget": -1}) == (
             None,
             ["policy config budget must be a number of USD > 0, got -1"],
         )

@@ -123,7 +123,7 @@ def test_a_model_image_by_tag_is_refused_at_its_key_in_prod() -> None:
 
 @pytest.mark.parametrize(
     ("value", "word"),
-    [([1], "got a list"), (None, "got null"), ("x", "got a string ('x')"), (3, "got a number (3)")],
+    [([1], "got a list"), (None, "got null"), ("x", "got 'x'"), (3, "got the number 3")],
 )
 def test_shapes_are_named_in_yaml_words(value: Any, word: str) -> None:
     problems = _problems(endpoints=[value] if value is not None else [None])

@@ -37,8 +37,8 @@ from vertex_training.cost.catalog import (
     Target,
     parse_price_catalog,
 )
-from vertex_training.jobs.rules.hardware import HardwareCatalog
-from vertex_training.jobs.rules.hardware import catalog as hardware_catalog
+from vertex_training.jobs.rules.catalog import HardwareCatalog
+from vertex_training.jobs.rules.catalog import catalog as hardware_catalog
 
 BILLING_API = "https://cloudbilling.googleapis.com/v1"
 BILLING_SCOPE = "https://www.googleapis.com/auth/cloud-billing.readonly"

@@ -18,12 +18,12 @@ from vertex_training.cost.estimate import (
     estimate_workbench,
     stack_estimate,
 )
-from vertex_training.jobs.declarations import (
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
-from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
 from vertex_training.serving.api import deployment_body
 from vertex_training.serving.estimate import estimate_endpoint

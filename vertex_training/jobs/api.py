@@ -2,44 +2,66 @@
 
 Every class here is a frozen dataclass whose fields follow the Vertex API in snake_case
 (``machine_type``, ``replica_count``, ``parameter_id``), and every field that can come
-from another resource is a ``pulumi.Input``. Types are checked at construction; the
-body a job's Args build is checked by the same rules as stack config when the job
-resource is constructed (``validate_body``), so a wrong job fails ``pulumi preview``
-before it is registered. Anything the Args do not type goes in ``extra_fields`` (the
-API's camelCase names), merged into the body and checked by the real protos in the
-provider's ``check``.
+from another resource is a ``pulumi.Input``. Types are checked at construction. Each
+rule runs once, where its inputs are first known: what a pool, study or parameter must be
+where each is built (``pools``, ``studies``); the rules of a job on its platform (region,
+hardware catalog, labels, key, images by digest) where the job meets its platform
+(``.on(platform)``, or ``platform=`` at construction; without one, where its resource is
+declared), so a wrong job fails before it is registered. Anything the Args do not type
+goes in ``extra_fields`` (the API's camelCase names), merged into the body and checked by
+the real protos in the provider's ``check``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 import dataclasses
-import functools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
-from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
-from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
-from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.hardware import acknowledge, catalog
-from vertex_training.jobs.rules.job import (
-    job_findings,
-    kms_findings,
-    label_findings,
-    parameter_findings,
-    pool_findings,
-    study_findings,
+from vertex_training._checks import Checked, InvalidArgumentsError, is_known
+from vertex_training.jobs.fields import (
+    caller_path,
+    map_known,
+    merge_fields,
+    to_body,
+    vertex,
 )
-from vertex_training.jobs.view import read_parameter, read_pool, read_study, read_view
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.pools import (
+    Accelerator,
+    NfsMount,
+    ReservationAffinity,
+    Scheduling,
+    WorkerPool,
+)
+from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.rules.catalog import catalog
+from vertex_training.jobs.rules.hardware import acknowledge
+from vertex_training.jobs.rules.job import (
+    display_name_findings,
+    platform_findings,
+)
+from vertex_training.jobs.studies import (
+    CategoricalParameter,
+    ConvexStopping,
+    DecayCurveStopping,
+    DiscreteParameter,
+    DoubleParameter,
+    IntegerParameter,
+    MedianStopping,
+    Metric,
+    Parameter,
+    ParameterBase,
+    Study,
+)
+from vertex_training.jobs.view import read_view
 
 __all__ = [
     "SERVING_IMAGE",
@@ -67,9 +89,6 @@ __all__ = [
     "WorkerPool",
     "merge_fields",
 ]
-
-DEFAULT_METRIC = "accuracy"
-"""The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
 
 
 SERVING_IMAGE = "serving"
@@ -129,35 +148,6 @@ class JobPlatform(Protocol):
     def resource_options(self) -> pulumi.ResourceOptions: ...
 
 
-class _Checked:
-    """Types checked at construction (``check_fields``); a positional call to a
-    keyword-only class gets a message that says so (not a bare TypeError)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-_WITH_THE_JOB: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "judged_with_the_job", default=False
-)
-
-
-@contextlib.contextmanager
-def judged_with_the_job() -> Iterator[None]:
-    """Within it, pools, studies and parameters are not judged where they are built but
-    with the job that holds them: the stack config reader judges every job of a stack
-    at once (every problem in one run, the stack's acknowledgements applied)."""
-    token = _WITH_THE_JOB.set(True)
-    try:
-        yield
-    finally:
-        _WITH_THE_JOB.reset(token)
-
-
-_LATER = object()
-"""A value the job's platform fills in (a pool's image): unknown where the pool is built."""
-
-
 def acknowledge_hint(where: str, check: str) -> str:
     """How to acknowledge ``check`` in the Args class ``where``, for the end of its error:
     a hardware catalog row can be out of date, and the message alone must say the way out."""
@@ -167,418 +157,11 @@ def acknowledge_hint(where: str, check: str) -> str:
     )
 
 
-def _refuse_wrong_everywhere(
-    obj: Any,
-    root: str,
-    read: Callable[[Any, str], tuple[Any, list[Finding]]],
-    rules: Callable[[Any], list[Finding]],
-    *,
-    filled_later: tuple[str, ...] = (),
-    acknowledged: Sequence[str] = (),
-) -> None:
-    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the job rules find it wrong whatever job, platform and region it meets: its body
-    read at the API path ``root`` and judged by the same rules the job is judged by, values
-    not known yet (and the ``filled_later`` paths the platform may fill) left unjudged.
-    Each line names the caller's own field; a hardware check ``acknowledged`` is not
-    refused here (the job that runs ``obj`` reports it as a warning)."""
-    if _WITH_THE_JOB.get():
-        return
-    body = to_body(obj)
-    for path in filled_later:
-        *parents, leaf = path.split(".")
-        node = body
-        for key in parents:
-            node = node.setdefault(key, {})
-        node.setdefault(leaf, _LATER)
-    known, unknown = with_placeholders(body, lambda v: v is _LATER or not is_known(v), root)
-    spec, unreadable = read(known, root)
-    findings = unreadable or (rules(spec) if spec is not None else [])
-    findings = acknowledge(drop_unknown(findings, unknown), acknowledged)
-    errors = [f for f in findings if f.severity == "error"]
-    if not errors:
-        return
-    cls = type(obj)
-    lines = []
-    for finding in errors:
-        api_path = finding.path.removeprefix(root).lstrip(".")
-        where = caller_path(cls, api_path) if api_path else ""
-        lines.append(
-            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
-            + (f" (Vertex field {api_path})" if api_path else "")
-            + (f"; {acknowledge_hint(cls.__name__, finding.check)}" if finding.check else "")
-        )
-    raise InvalidArgumentsError("\n".join(lines))
-
-
-def _keywords_only(cls: type[Any]) -> type[Any]:
-    """``WorkerPool("n1-standard-4")`` raises an ``InvalidArgumentsError`` naming the
-    keywords to use, instead of Python's bare ``TypeError``."""
-    init = cls.__init__
-
-    @functools.wraps(init)
-    def keyword_init(self: Any, *args: Any, **kwargs: Any) -> None:
-        if args:
-            names = [f.name for f in dataclasses.fields(cls) if f.init]
-            raise InvalidArgumentsError(
-                f"{cls.__name__}: takes keyword arguments only, got {len(args)} positional "
-                f"({', '.join(repr(a) for a in args)[:80]}); valid: "
-                f"{cls.__name__}({names[0]}=..., ...), keywords: {', '.join(names)}"
-            )
-        init(self, **kwargs)
-
-    cls.__init__ = keyword_init  # type: ignore[method-assign]
-    return cls
-
-
-def _map(value: Any, fn: Any) -> Any:
-    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(fn)
-    if not is_known(value):
-        return pulumi.Output.from_input(value).apply(fn)
-    return fn(value)
-
-
-def duration(seconds: float) -> str:
-    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
-    text = f"{float(seconds):.9f}".rstrip("0").rstrip(".")
-    return f"{text}s"
-
-
-def _int64(value: Any) -> Any:
-    """An int64 field's JSON: a string (``"3"``)."""
-    return _map(value, lambda n: str(int(n)))
-
-
-def _seconds(value: Any) -> Any:
-    return _map(value, duration)
-
-
-# --------------------------------------------------------------------------- pools
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class ReservationAffinity(_Checked):
-    """``MachineSpec.reservationAffinity``: which Compute Engine reservations a pool's VMs
-    may consume."""
-
-    type: Literal["NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"] = field(
-        metadata=vertex("reservationAffinityType")
-    )
-    key: str | None = field(default=None, metadata=vertex("key"))
-    """SPECIFIC_RESERVATION: the label key, ``compute.googleapis.com/reservation-name``."""
-    values: Sequence[str] = field(default=(), metadata=vertex("values"))
-    """SPECIFIC_RESERVATION: the reservations, ``projects/P/zones/Z/reservations/R``."""
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class NfsMount(_Checked):
-    """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
-
-    server: str = field(metadata=vertex("server"))
-    """IP address of the NFS server."""
-    path: str = field(metadata=vertex("path"))
-    """Source path exported by the server (starts with ``/``)."""
-    mount_point: str = field(metadata=vertex("mountPoint"))
-    """Mounted at ``/mnt/nfs/<mount_point>`` in the container."""
-
-
-@dataclass(frozen=True)
-class Accelerator(_Checked):
-    """GPUs (or TPU chips) attached to each replica: ``MachineSpec.acceleratorType``/``Count``."""
-
-    type: pulumi.Input[str] = field(metadata=vertex("acceleratorType"))
-    """The API's enum name, e.g. ``NVIDIA_TESLA_V100``, ``NVIDIA_H100_80GB``, ``TPU_V5_LITEPOD``."""
-    count: pulumi.Input[int] = field(default=1, metadata=vertex("acceleratorCount"))
-    tpu_topology: pulumi.Input[str] | None = field(
-        default=None, kw_only=True, metadata=vertex("tpuTopology")
-    )
-    """TPUs: the slice's topology (``MachineSpec.tpuTopology``), e.g. ``2x2``."""
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class WorkerPool(_Checked):
-    """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _refuse_wrong_everywhere(
-            self,
-            "workerPoolSpecs[0]",
-            read_pool,
-            pool_findings,
-            filled_later=("containerSpec.imageUri",),
-            acknowledged=self.acknowledged_hardware_checks,
-        )
-
-    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
-    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
-    replica_count: pulumi.Input[int] = field(
-        default=1, metadata=vertex("replicaCount", encode=_int64)
-    )
-    image: pulumi.Input[str] | None = field(default=None, metadata=vertex("containerSpec.imageUri"))
-    """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a
-    cloud platform, an image by digest (``platform.image("trainer")``)."""
-    command: pulumi.Input[Sequence[pulumi.Input[str]]] | None = field(
-        default=None, metadata=vertex("containerSpec.command")
-    )
-    args: pulumi.Input[Sequence[pulumi.Input[str]]] = field(
-        default=(), metadata=vertex("containerSpec.args")
-    )
-    env: Mapping[str, pulumi.Input[str]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "containerSpec.env",
-            encode=lambda env: [{"name": k, "value": v} for k, v in env.items()],
-        ),
-    )
-    boot_disk_type: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskType")
-    )
-    """None: the service's default for the machine family."""
-    boot_disk_size_gb: pulumi.Input[int] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
-    )
-    reservation_affinity: ReservationAffinity | None = field(
-        default=None, metadata=vertex("machineSpec.reservationAffinity")
-    )
-    """None: the service's default (consume any matching reservation)."""
-    nfs_mounts: Sequence[NfsMount] = field(default=(), metadata=vertex("nfsMounts"))
-    extra_fields: Mapping[str, Any] = field(default_factory=dict)
-    """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
-    e.g. ``{"lustreMounts": [...]}``."""
-    acknowledged_hardware_checks: Sequence[str] = ()
-    """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
-    for a catalog row that is out of date: not refused where the pool is built, and only
-    warned about by the job that runs the pool. Never part of the Vertex body."""
-
-    def with_replicas(self, replica_count: pulumi.Input[int]) -> WorkerPool:
-        """This pool with another replica count (e.g. the workers of a chief's pool)."""
-        return dataclasses.replace(self, replica_count=replica_count)
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class Scheduling(_Checked):
-    """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
-
-    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = field(
-        default=None, metadata=vertex("strategy")
-    )
-    """None: the service's default (on-demand). ``SPOT`` is cheaper and may be preempted."""
-    timeout_seconds: pulumi.Input[float] | None = field(
-        default=None, metadata=vertex("timeout", encode=_seconds)
-    )
-    """The job is cancelled after this long (the service default is 7 days)."""
-    max_wait_seconds: pulumi.Input[float] | None = field(
-        default=None, metadata=vertex("maxWaitDuration", encode=_seconds)
-    )
-    """FLEX_START: how long to wait for capacity."""
-    restart_job_on_worker_restart: bool = field(
-        default=False, metadata=vertex("restartJobOnWorkerRestart")
-    )
-    disable_retries: bool = field(default=False, metadata=vertex("disableRetries"))
-
-
-# --------------------------------------------------------------------------- studies
-
-
-Scale = Literal["linear", "log", "reverse_log"]
-_SCALES = {
-    "linear": "UNIT_LINEAR_SCALE",
-    "log": "UNIT_LOG_SCALE",
-    "reverse_log": "UNIT_REVERSE_LOG_SCALE",
-}
-
-
-def _scale(scale: Scale) -> str:
-    return _SCALES[scale]
-
-
-@dataclass(frozen=True)
-class Metric(_Checked):
-    """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
-
-    metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
-    goal: Literal["maximize", "minimize"] = field(
-        default="maximize", metadata=vertex("goal", encode=str.upper)
-    )
-
-
-class ParameterBase(_Checked):
-    """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
-    with ``--<parameter_id>=<value>``)."""
-
-    parameter_id: str
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _refuse_wrong_everywhere(
-            self,
-            "parameter",
-            read_parameter,
-            lambda spec: parameter_findings(spec, "parameter"),
-        )
-
-
-def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``conditional`` as ``conditionalParameterSpecs``: one entry per child parameter,
-    with every parent value it is searched under."""
-
-    def encode(conditional: Mapping[Any, Sequence[ParameterBase]]) -> list[dict[str, Any]]:
-        grouped: list[tuple[ParameterBase, list[Any]]] = []
-        for value, params in conditional.items():
-            for child in params:
-                entry = next((g for g in grouped if g[0] == child), None)
-                if entry is None:
-                    grouped.append((child, [value]))
-                else:
-                    entry[1].append(value)
-        return [
-            {parent_key: {"values": [cast(v) for v in values]}, "parameterSpec": to_body(child)}
-            for child, values in grouped
-        ]
-
-    return encode
-
-
-@dataclass(frozen=True)
-class DoubleParameter(ParameterBase):
-    """A real-valued hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
-    min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
-    max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
-
-
-@dataclass(frozen=True)
-class IntegerParameter(ParameterBase):
-    """A whole-number hyperparameter in ``[min_value, max_value]``."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
-    max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
-    conditional: Mapping[int, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex("conditionalParameterSpecs", encode=_conditional("parentIntValues", str)),
-    )
-    """Child parameters searched only when this one takes the key's value."""
-
-
-@dataclass(frozen=True)
-class DiscreteParameter(ParameterBase):
-    """A hyperparameter taking one of the listed numbers."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    values: Sequence[float] = field(
-        metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
-    )
-    scale: Scale = field(default="linear", metadata=vertex("scaleType", encode=_scale))
-    conditional: Mapping[float, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "conditionalParameterSpecs", encode=_conditional("parentDiscreteValues", float)
-        ),
-    )
-
-
-@dataclass(frozen=True)
-class CategoricalParameter(ParameterBase):
-    """A hyperparameter taking one of the listed strings."""
-
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
-    conditional: Mapping[str, Sequence[Parameter]] = field(
-        default_factory=dict,
-        metadata=vertex(
-            "conditionalParameterSpecs", encode=_conditional("parentCategoricalValues", str)
-        ),
-    )
-    """e.g. ``{"sgd": [DoubleParameter("momentum", 0, 1)]}``: momentum is searched only
-    in trials whose optimizer is sgd."""
-
-
-Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class MedianStopping(_Checked):
-    """Stop a trial whose objective falls below the running trials' median."""
-
-    VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class DecayCurveStopping(_Checked):
-    """Stop a trial whose extrapolated curve will not beat the best one."""
-
-    VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class ConvexStopping(_Checked):
-    """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
-
-    VERTEX_KEY: ClassVar[str] = "convexAutomatedStoppingSpec"
-    max_step_count: int | None = field(default=None, metadata=vertex("maxStepCount", encode=str))
-    min_step_count: int | None = field(default=None, metadata=vertex("minStepCount", encode=str))
-    min_measurement_count: int | None = field(
-        default=None, metadata=vertex("minMeasurementCount", encode=str)
-    )
-    learning_rate_parameter_name: str | None = field(
-        default=None, metadata=vertex("learningRateParameterName")
-    )
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-    update_all_stopped_trials: bool | None = field(
-        default=None, metadata=vertex("updateAllStoppedTrials")
-    )
-
-
-EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
-
-
-@_keywords_only
-@dataclass(frozen=True, kw_only=True)
-class Study(_Checked):
-    """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _refuse_wrong_everywhere(self, "studySpec", read_study, study_findings)
-
-    parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
-    metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
-    """The first metric chooses the best trial."""
-    algorithm: Literal["bayesian", "grid", "random"] = field(
-        default="bayesian",
-        metadata=vertex("algorithm", encode=lambda a: f"{a.upper()}_SEARCH", omit=("bayesian",)),
-    )
-    """``bayesian`` is the service's default search."""
-    measurement_selection: Literal["best", "last"] = field(
-        default="best",
-        metadata=vertex("measurementSelectionType", encode=lambda m: f"{m.upper()}_MEASUREMENT"),
-    )
-    early_stopping: EarlyStopping | None = field(default=None, metadata=vertex(""))
-
-
 # --------------------------------------------------------------------------- jobs
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
-class DnsPeeringConfig(_Checked):
+class DnsPeeringConfig(Checked):
     """``PscInterfaceConfig.dnsPeeringConfigs[]``: a DNS zone resolved in another network."""
 
     domain: str = field(metadata=vertex("domain"))
@@ -586,9 +169,8 @@ class DnsPeeringConfig(_Checked):
     target_network: str = field(metadata=vertex("targetNetwork"))
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
-class PscInterfaceConfig(_Checked):
+class PscInterfaceConfig(Checked):
     """``CustomJobSpec.pscInterfaceConfig``: reach a VPC through a Private Service Connect
     interface instead of VPC peering (``network``)."""
 
@@ -600,7 +182,7 @@ class PscInterfaceConfig(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class _RunFields(_Checked):
+class _RunFields(Checked):
     """The fields of a ``CustomJobSpec``: a job's run, or each trial of a study."""
 
     chief: WorkerPool = field(metadata=vertex("workerPoolSpecs[0]"))
@@ -648,10 +230,24 @@ class _RunFields(_Checked):
     reserved_ip_ranges: Sequence[str] = field(default=(), metadata=vertex("reservedIpRanges"))
     """Names of the ranges reserved for Vertex in ``network`` that the job's VMs take
     their addresses from (``CustomJobSpec.reservedIpRanges``); empty: any of them."""
+    protected_artifact_location_id: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("protectedArtifactLocationId")
+    )
+    """Where the job's artifacts are kept, a location id (``us-central1``), for data
+    residency (``CustomJobSpec.protectedArtifactLocationId``); None: the job's region."""
+
+
+def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
+    """How ``up`` waits: each a positive number of seconds."""
+    return [
+        f"{prefix}{key}: must be a positive number of seconds, got {value}"
+        for key, value in values.items()
+        if not value > 0
+    ]
 
 
 @dataclass(frozen=True, kw_only=True)
-class _JobFields(_Checked):
+class _JobFields(Checked):
     platform: JobPlatform | None = None
     """Where the job runs and what it uses by default (image, bucket, service account,
     labels). None: give ``project``, ``region`` and each pool's ``image``."""
@@ -689,30 +285,44 @@ class _JobFields(_Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        problems = check_settings(self)
+        problems = positive_seconds(
+            f"{type(self).__name__}.",
+            {
+                key: getattr(self, key)
+                for key in (
+                    "wait_timeout_seconds",
+                    "poll_interval_seconds",
+                    "delete_timeout_seconds",
+                )
+            },
+        )
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
+        if self.platform is not None:
+            # The job meets its platform: the rules that need it run now, once (a job
+            # without one meets its project and region where its resource is declared).
+            _judge_on_platform(self)  # type: ignore[arg-type]
+
+    def on(self, platform: JobPlatform) -> Any:
+        """These Args on ``platform`` (judged there, unless the rules see nothing new:
+        a stack job, judged where the stack was read, on the platform the stack declares)."""
+        if self.platform is not None and facts_of(self.platform) == facts_of(platform):
+            return _with(self, platform=platform)
+        return dataclasses.replace(self, platform=platform)
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class CustomJobArgs(_RunFields, _JobFields):
     """A Vertex AI CustomJob: one run of a chief and, optionally, more pools."""
 
     VERTEX_NESTED: ClassVar[dict[type, str]] = {_RunFields: "jobSpec"}
 
-    def on(self, platform: JobPlatform) -> CustomJobArgs:
-        """These Args on ``platform``."""
-        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
 
-
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class TrialJob(_RunFields):
     """What each trial of a study runs (``trialJobSpec``)."""
 
 
-@_keywords_only
 @dataclass(frozen=True, kw_only=True)
 class HyperparameterTuningJobArgs(_JobFields):
     """A Vertex AI HyperparameterTuningJob: trials of ``trial`` chosen by ``study``."""
@@ -726,19 +336,8 @@ class HyperparameterTuningJobArgs(_JobFields):
     )
     """0: the service's default."""
 
-    def on(self, platform: JobPlatform) -> HyperparameterTuningJobArgs:
-        return _carry_judgement(self, dataclasses.replace(self, platform=platform))
-
 
 JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
-
-
-def _carry_judgement(old: Any, new: Any) -> Any:
-    """``new`` (``old`` on a platform) with the judgement of ``old``'s body, if any."""
-    judgement = old.__dict__.get(_JUDGEMENT)
-    if judgement is not None:
-        object.__setattr__(new, _JUDGEMENT, judgement)
-    return new
 
 
 # --------------------------------------------------------------------------- bodies
@@ -749,7 +348,8 @@ class JobContext:
     """What the environment fills in: resolved from a platform or the Args themselves."""
 
     kind: JobKind
-    name: str
+    name: str | None
+    """The resource name; None where it is not known yet (where the Args meet a platform)."""
     region: str
     project: pulumi.Input[str]
     local: bool
@@ -767,7 +367,6 @@ class JobContext:
 
 
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
-_POOL_NAMES = POOL_NAMES
 
 
 def _with(obj: Any, **changes: Any) -> Any:
@@ -781,7 +380,7 @@ def _with(obj: Any, **changes: Any) -> Any:
 def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
     """``run`` with what the environment provides filled in where the caller left it unset."""
     changes: dict[str, Any] = {}
-    for name in _POOL_NAMES:
+    for name in POOL_NAMES:
         pool = getattr(run, name)
         if pool is None or pool.image is not None:
             continue
@@ -791,8 +390,10 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
         changes[name] = _with(pool, image=context.default_image)
-    if run.base_output_directory is None and context.bucket_url is not None:
-        changes["base_output_directory"] = _map(
+    if run.base_output_directory is None and context.bucket_url is LATER:
+        changes["base_output_directory"] = LATER
+    elif run.base_output_directory is None and context.bucket_url is not None:
+        changes["base_output_directory"] = map_known(
             context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
     for key in ("service_account", "network", "tensorboard"):
@@ -844,243 +445,129 @@ def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
     return keys
 
 
-def _in_extra(extra: Mapping[str, Any], api_path: str) -> str | None:
-    """``extra_fields[...]`` when the API path was set through ``extra_fields``."""
-    keys = extra_keys(extra, api_path)
-    if keys is None:
-        return None
-    return "extra_fields" + "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
-
-
-def _in_pool_extra(args: JobArgs, api_path: str) -> str | None:
-    """``chief.extra_fields[...]`` when a pool's ``extra_fields`` set the API path."""
+def extra_origin(args: JobArgs, api_path: str) -> tuple[str, list[str]] | None:
+    """Where ``extra_fields`` set the API path: the Args holding them (``""`` the job,
+    ``chief`` or ``trial.chief`` a pool) and the keys under them (list indexes as digits);
+    None when no ``extra_fields`` set it. Each route spells the two its own way."""
+    keys = extra_keys(args.extra_fields, api_path)
+    if keys:
+        return "", keys
     pool = _POOL_FIELD.search(api_path)
-    if pool is None or int(pool[1]) >= len(_POOL_NAMES):
+    if pool is None or int(pool[1]) >= len(POOL_NAMES):
         return None
+    name = POOL_NAMES[int(pool[1])]
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    name = _POOL_NAMES[int(pool[1])]
     spec = getattr(run, name)
-    where = name if isinstance(args, CustomJobArgs) else f"trial.{name}"
-    inner = _in_extra(spec.extra_fields, pool[2] or "") if spec is not None else None
-    return f"{where}.{inner}" if inner else None
+    keys = extra_keys(spec.extra_fields, pool[2] or "") if spec is not None else None
+    if not keys:
+        return None
+    return (name if isinstance(args, CustomJobArgs) else f"trial.{name}"), keys
 
 
-def _judge(context: JobContext, body: Mapping[str, Any]) -> tuple[list[Finding], list[str], bool]:
-    """(findings before acknowledgements, the paths of values not known yet, whether the
-    view could be read): the rules over ``body``."""
-    known, unknown = with_placeholders(body, lambda v: not is_known(v))
-    view, unreadable = read_view(context.kind, known)
+def _in_extra(args: JobArgs, api_path: str) -> str | None:
+    """``extra_fields[...]`` (the job's or a pool's) when they set the API path."""
+    origin = extra_origin(args, api_path)
+    if origin is None:
+        return None
+    owner, keys = origin
+    spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
+    return f"{owner + '.' if owner else ''}extra_fields{spelled}"
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What the job rules read of a platform: values known now, ``LATER`` for what it
+    fills in later, None for what it does not set. The stack reader judges its jobs on
+    the facts of the platform the stack declares (``stack_facts``)."""
+
+    environment: str
+    region: str
+    strict: bool
+    acknowledged: tuple[str, ...]
+    labels: tuple[tuple[str, Any], ...]
+    kms_key_name: Any
+    network: Any
+    tensorboard: Any
+    service_account: Any
+    image: Any
+
+
+def _fact(value: Any) -> Any:
+    return value if value is None or (is_known(value) and value is not LATER) else LATER
+
+
+def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
+    if isinstance(platform, PlatformFacts):
+        return platform
+    return PlatformFacts(
+        environment=platform.environment,
+        region=platform.region,
+        strict=platform.strict_hardware_checks,
+        acknowledged=tuple(platform.acknowledged_hardware_checks),
+        labels=tuple(platform.labels.items()),
+        kms_key_name=_fact(platform.kms_key_name),
+        network=_fact(platform.network),
+        tensorboard=_fact(platform.tensorboard),
+        service_account=_fact(platform.training_service_account),
+        image=None if platform.default_image() is None else LATER,
+    )
+
+
+def _facts_context(kind: JobKind, args: JobArgs, facts: PlatformFacts) -> JobContext:
+    return JobContext(
+        kind=kind,
+        name=None,
+        region=facts.region,
+        project="placeholder",
+        local=facts.environment == "local",
+        default_image=facts.image,
+        bucket_url=LATER,
+        service_account=facts.service_account,
+        network=facts.network,
+        tensorboard=facts.tensorboard,
+        kms_key_name=facts.kms_key_name,
+        labels=dict(facts.labels),
+        strict=facts.strict if args.strict_hardware_checks is None else args.strict_hardware_checks,
+        acknowledged=(*facts.acknowledged, *acknowledged_checks(args)),
+    )
+
+
+def judge_job(
+    args: JobArgs, facts: PlatformFacts | None = None, name: str | None = None
+) -> list[Finding]:
+    """The rules of a job on its platform (``facts``; None: the Args' own platform or
+    project and region), each finding at its API path, acknowledgements applied. What a
+    pool, study or parameter must be anywhere was judged where each was built."""
+    kind = (
+        JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
+    )
+    if facts is None and args.platform is not None:
+        if not isinstance(args.platform, PlatformFacts):
+            _same_place(args, args.platform)
+        facts = facts_of(args.platform)
+    context = job_context(kind, name, args) if facts is None else _facts_context(kind, args, facts)
+    body = job_body(args, context)
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
+    view, unreadable = read_view(kind, known)
     findings: list[Finding] = list(unreadable)
     if view is not None and not unreadable:
-        findings += job_findings(
+        findings += platform_findings(
             view,
             region=None if context.local else context.region,
             remote=not context.local,
             strict=context.strict,
         )
-    return findings, unknown, view is not None and not unreadable
-
-
-def body_findings(context: JobContext, body: Mapping[str, Any]) -> list[Finding]:
-    """Every finding on ``body`` by the rules (API paths); values not known yet (Outputs)
-    stand in as placeholders and what they could change is left unjudged."""
-    findings, unknown, _ = _judge(context, body)
     return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
 
 
-# ----------------------------------------------------------------- judged once
-#
-# A stack's job is judged where the stack is read (``declarations``: every problem with
-# its YAML path, before anything is registered), with stand-ins for what its platform
-# will provide. Its Args carry that judgement to the job resource, which takes it instead
-# of judging the same body again when its platform is, for the rules, the same
-# environment: same region, locality and strictness, and each value the platform puts in
-# the body the same, or not known yet where the stand-in was (the resource would leave
-# the value unjudged; the stand-in is valid), or unset where no rule but its own reads
-# whether it is set. The platform's labels were not known: the label rule (the only one
-# that reads labels) judges the body's labels; and so does the key rule a platform's CMEK
-# key. Anything else: judged again, in full.
-
-_JUDGEMENT = "_stack_judgement"
-"""The attribute of a stack job's Args that holds its ``_Judgement``."""
-
-_KMS = "encryptionSpec.kmsKeyName"
-_STAND_IN_EQUALS_UNSET = frozenset({_KMS, "serviceAccount", "tensorboard"})
-"""Environment fields whose presence no rule reads but their own (the job's tensorboard:
-only with an output directory, which it needs): unset there and set here judge alike.
-A CMEK key the reader did not know is judged here, by the key rule."""
-
-
-@dataclass(frozen=True)
-class _Judgement:
-    """What the stack reader found on a job's body (before acknowledgements) and what it
-    judged it with."""
-
-    fields: tuple[Any, ...]
-    """The Args' field values, platform aside: another value is another job."""
-    context: JobContext
-    environment: Mapping[str, Any]
-    """The body's values at ``_environment_paths``, as judged."""
-    findings: tuple[Finding, ...]
-
-
-_MISSING = object()
-
-
-def _fields_of(args: JobArgs) -> tuple[Any, ...]:
-    return tuple(getattr(args, f.name) for f in dataclasses.fields(args) if f.name != "platform")
-
-
-@functools.cache
-def _environment_paths(kind: JobKind) -> tuple[str, ...]:
-    """The body fields a job's environment may fill (``job_body``), besides its labels."""
-    run = "jobSpec" if kind is JobKind.CUSTOM_JOB else "trialJobSpec"
-    return (
-        "displayName",
-        "encryptionSpec.kmsKeyName",
-        *(f"{run}.{key}" for key in ("serviceAccount", "network", "tensorboard")),
-        f"{run}.baseOutputDirectory.outputUriPrefix",
-        *(f"{run}.workerPoolSpecs[{i}].containerSpec.imageUri" for i in range(len(POOL_NAMES))),
-    )
-
-
-@functools.cache
-def _steps(path: str) -> tuple[str | int, ...]:
-    return tuple(int(p) if p.isdigit() else p for p in re.findall(r"[^.\[\]]+", path))
-
-
-def _at(body: Mapping[str, Any], path: str) -> Any:
-    """The value at the API path ``path`` of ``body``; ``_MISSING`` where none (or None)."""
-    node: Any = body
-    for step in _steps(path):
-        if isinstance(step, str) and isinstance(node, Mapping):
-            node = node.get(step)
-        elif isinstance(step, int) and isinstance(node, list) and step < len(node):
-            node = node[step]
-        else:
-            return _MISSING
-        if node is None:
-            return _MISSING
-    return node
-
-
-def judge_declared(args: JobArgs, context: JobContext) -> list[Finding]:
-    """``body_findings`` on the body ``args`` declare in ``context`` (the stack reader's
-    stand-ins), the judgement kept on ``args`` for the job resource."""
-    body = job_body(args, context)
-    findings, unknown, readable = _judge(context, body)
-    if readable and not unknown:
-        judgement = _Judgement(
-            fields=_fields_of(args),
-            context=context,
-            environment={p: _at(body, p) for p in _environment_paths(context.kind)},
-            findings=tuple(findings),
-        )
-        object.__setattr__(args, _JUDGEMENT, judgement)
-    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
-
-
-def _same_environment(judgement: _Judgement, context: JobContext, body: Mapping[str, Any]) -> bool:
-    """The rules find on ``body`` in ``context`` what they found on the judged body (the
-    labels aside): same region, locality and strictness, and at each environment field the
-    same value; or, here, a value not known yet (left unjudged) where the judged one was
-    found right; or, for a field whose presence no other rule reads, unset on one side
-    and, on the other, unjudged or found right (or, for a CMEK key, judged by its rule)."""
-    then = judgement.context
-    if (then.kind, then.local, then.strict) != (context.kind, context.local, context.strict):
-        return False
-    if not context.local and then.region != context.region:
-        return False
-    run = "jobSpec" if context.kind is JobKind.CUSTOM_JOB else "trialJobSpec"
-    output = f"{run}.baseOutputDirectory.outputUriPrefix"
-    both_output = (
-        judgement.environment[output] is not _MISSING and _at(body, output) is not _MISSING
-    )
-    for path, was in judgement.environment.items():
-        now = _at(body, path)
-        if now is _MISSING and was is _MISSING:
-            continue
-        if now is not _MISSING and was is not _MISSING:
-            if not is_known(now):
-                same = not _judged_at(judgement, path)
-            else:
-                same = is_known(was) and type(now) is type(was) and now == was
-        else:
-            leaf = path.removeprefix(f"{run}.")
-            same = (
-                leaf in _STAND_IN_EQUALS_UNSET
-                and (leaf != "tensorboard" or both_output)
-                and (now is _MISSING or not is_known(now) or (path == _KMS and type(now) is str))
-                and not _judged_at(judgement, path)
-            )
-        if not same:
-            return False
-    return True
-
-
-def _judged_at(judgement: _Judgement, path: str) -> bool:
-    return any(
-        f.path == path or f.path.startswith((f"{path}.", f"{path}[")) for f in judgement.findings
-    )
-
-
-def _is_label(path: str) -> bool:
-    return path == "labels" or path.startswith("labels.")
-
-
-def _judged_where_declared(
-    args: JobArgs, context: JobContext, body: Mapping[str, Any]
-) -> list[Finding] | None:
-    """``body_findings(context, body)`` from the judgement ``args`` carry from the stack
-    reader, with the body's labels judged; None when it does not apply here."""
-    judgement: _Judgement | None = getattr(args, _JUDGEMENT, None)
-    if judgement is None:
-        return None
-    fields = _fields_of(args)
-    if len(fields) != len(judgement.fields) or any(
-        a is not b for a, b in zip(fields, judgement.fields, strict=True)
-    ):
-        return None
-    labels = body.get("labels", {})
-    if not isinstance(labels, Mapping) or not all(
-        type(k) is str and type(v) is str for k, v in labels.items()
-    ):
-        return None
-    if not _same_environment(judgement, context, body):
-        return None
-    then = judgement.findings
-    key = _at(body, _KMS)
-    found = [
-        *(f for f in then if f.path == "displayName"),
-        *label_findings(tuple(labels.items())),
-        *(
-            kms_findings(key, None if context.local else context.region)
-            if judgement.environment[_KMS] is _MISSING and type(key) is str
-            else ()
-        ),
-        *(f for f in then if f.path != "displayName" and not _is_label(f.path)),
-    ]
-    return acknowledge(found, context.acknowledged)
-
-
-def validate_body(
-    args: JobArgs, context: JobContext, body: Mapping[str, Any]
-) -> tuple[list[str], list[str]]:
-    """(errors, warnings) on ``body`` by the rules stack config is checked with, each naming
-    the Python argument and the Vertex field. A stack job's body was judged where the
-    stack was read: that judgement stands where it applies (``_judged_where_declared``)."""
+def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
+    """(errors, warnings): each finding naming the Python argument and the Vertex field."""
     where = type(args).__name__
     errors: list[str] = []
     warnings: list[str] = []
-    findings = _judged_where_declared(args, context, body)
-    if findings is None:
-        findings = body_findings(context, body)
     for finding in findings:
         argument = (
-            _in_extra(args.extra_fields, finding.path)
-            or _in_pool_extra(args, finding.path)
-            or caller_path(type(args), finding.path)
-            or finding.path
+            _in_extra(args, finding.path) or caller_path(type(args), finding.path) or finding.path
         )
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is
@@ -1094,6 +581,33 @@ def validate_body(
     return errors, warnings
 
 
+def on_facts(args: JobArgs, facts: PlatformFacts) -> Any:
+    """``args`` on the platform ``facts`` describe, judged by the caller (``judge_job``):
+    the stack reader's jobs, which ``args.on(platform)`` puts on the platform itself."""
+    return _with(args, platform=facts)
+
+
+def _judge_on_platform(args: JobArgs) -> None:
+    errors, warnings = phrase(args, judge_job(args))
+    if errors:
+        raise InvalidArgumentsError(
+            f"{type(args).__name__} would be refused on its platform:\n  " + "\n  ".join(errors)
+        )
+    for warning in warnings:
+        pulumi.log.warn(warning)
+
+
+def declared_problems(args: JobArgs, name: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) where the job's resource is declared: a job without a platform
+    meets its project and region here; a job on a platform was judged there, and only its
+    default display name (the resource name) is first known here."""
+    if args.platform is None:
+        return phrase(args, judge_job(args, name=name))
+    if args.display_name is not None:
+        return [], []
+    return phrase(args, display_name_findings(name))
+
+
 def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     """The hardware check ids a job's own Args acknowledge: the job's, then its pools'."""
     run = args if isinstance(args, CustomJobArgs) else args.trial
@@ -1105,10 +619,26 @@ def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
+def _same_place(args: JobArgs, platform: JobPlatform) -> None:
+    for key in ("project", "region"):
+        value = getattr(args, key)
+        if value is not None and value != getattr(platform, key):
+            raise InvalidArgumentsError(
+                f"{type(args).__name__}.{key}: {value!r} differs from the platform's "
+                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
+                "platform"
+            )
+
+
+def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
     """Where the job runs and what it uses, from its platform or its own Args."""
     where = type(args).__name__
     platform = args.platform
+    if isinstance(platform, PlatformFacts):
+        raise InvalidArgumentsError(
+            f"{where}: a stack's job runs on the stack's platform; valid: "
+            "vt.declare_job(name, args.on(platform))"
+        )
     if platform is None:
         missing = [k for k in ("project", "region") if getattr(args, k) is None]
         if missing:
@@ -1126,14 +656,7 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
             strict=bool(args.strict_hardware_checks),
             acknowledged=acknowledged_checks(args),
         )
-    for key in ("project", "region"):
-        value = getattr(args, key)
-        if value is not None and value != getattr(platform, key):
-            raise InvalidArgumentsError(
-                f"{where}.{key}: {value!r} differs from the platform's "
-                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
-                "platform"
-            )
+    _same_place(args, platform)
     strict = (
         platform.strict_hardware_checks
         if args.strict_hardware_checks is None
@@ -1156,13 +679,3 @@ def job_context(kind: JobKind, name: str, args: JobArgs) -> JobContext:
         strict=strict,
         acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )
-
-
-def check_settings(args: _JobFields) -> list[str]:
-    """Problems with how ``pulumi up`` waits (no Vertex field: named by argument)."""
-    where = type(args).__name__
-    return [
-        f"{where}.{key}: must be a positive number of seconds, got {getattr(args, key)}"
-        for key in ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-        if not getattr(args, key) > 0
-    ]

@@ -46,99 +46,18 @@ from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
     ConfigProblem,
     caller_path,
+    camel,
     from_config,
     required,
     yaml_keys,
+    yaml_value,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import (
-    PLACEHOLDER_BUCKET,
-    PLACEHOLDER_IMAGE,
-    PLACEHOLDER_SERVICE_ACCOUNT,
-)
 from vertex_training.jobs.records import JobKind
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})
 """The stack's platform is every declared job's."""
-
-_OLD_JOB_KEYS = {
-    "kind": "tuning jobs are the entries with trial: and study: (drop kind)",
-    "workload": "put --workload <name> in each pool's args (chief: {args: [--workload, ...]})",
-    "args": "args belong to a pool: chief: {args: [...]} (YAML anchors share them)",
-    "env": "env belongs to a pool: chief: {env: {...}}",
-    "outputDir": "baseOutputDirectory",
-    "timeoutSeconds": "scheduling: {timeoutSeconds: ...}",
-    "maxWaitSeconds": "scheduling: {maxWaitSeconds: ...}",
-    "restartJobOnWorkerRestart": "scheduling: {restartJobOnWorkerRestart: true}",
-    "schedulingStrategy": "scheduling: {strategy: SPOT} (STANDARD, SPOT or FLEX_START)",
-}
-_OLD_POOL_KEYS = {
-    "acceleratorType": "accelerator: {type: NVIDIA_TESLA_V100, count: 1}",
-    "acceleratorCount": "accelerator: {type: ..., count: N}",
-}
-_OLD_STUDY_KEYS = {
-    "metric": "metrics: [{metricId: accuracy, goal: maximize}]",
-    "goal": "metrics: [{metricId: accuracy, goal: maximize}]",
-    "earlyStoppingUsesElapsedDuration": "earlyStopping: {type: MedianStopping, "
-    "useElapsedDuration: true}",
-}
-_OLD_PARAMETER_KEYS = {
-    "min": "minValue (with type: DoubleParameter or IntegerParameter)",
-    "max": "maxValue (with type: DoubleParameter or IntegerParameter)",
-}
-_OLD_TYPES = {
-    "double": "DoubleParameter",
-    "integer": "IntegerParameter",
-    "discrete": "DiscreteParameter",
-    "categorical": "CategoricalParameter",
-}
-_POOLS = ("chief", "workers", "parameterServers", "evaluator")
-
-
-def _old_keys(node: Any, table: Mapping[str, str], path: str, out: list[ConfigProblem]) -> None:
-    if isinstance(node, Mapping):
-        for key in node:
-            if key in table:
-                out.append(ConfigProblem(f"{path}.{key}", "the old job shape", table[key]))
-
-
-def _old_shape(job: Mapping[str, Any], path: str, out: list[ConfigProblem]) -> None:
-    """Problems for keys of the shape before stack jobs were the Args, each saying what
-    to write instead."""
-    _old_keys(job, _OLD_JOB_KEYS, path, out)
-    tuning = "study" in job or "trial" in job
-    trial = job.get("trial")
-    run: Mapping[str, Any] = trial if isinstance(trial, Mapping) else job
-    run_path = f"{path}.trial" if run is not job else path
-    for pool in _POOLS:
-        if tuning and pool in job:
-            out.append(
-                ConfigProblem(f"{path}.{pool}", "the old job shape", f"trial: {{{pool}: ...}}")
-            )
-        _old_keys(run.get(pool), _OLD_POOL_KEYS, f"{run_path}.{pool}", out)
-    study = job.get("study")
-    if not isinstance(study, Mapping):
-        return
-    _old_keys(study, _OLD_STUDY_KEYS, f"{path}.study", out)
-    if isinstance(study.get("earlyStopping"), str):
-        out.append(
-            ConfigProblem(
-                f"{path}.study.earlyStopping",
-                "the old job shape",
-                "earlyStopping: {type: MedianStopping} (or DecayCurveStopping, ConvexStopping)",
-            )
-        )
-    parameters = study.get("parameters")
-    for index, param in enumerate(parameters if isinstance(parameters, list) else []):
-        where = f"{path}.study.parameters[{index}]"
-        _old_keys(param, _OLD_PARAMETER_KEYS, where, out)
-        if isinstance(param, Mapping) and param.get("type") in _OLD_TYPES:
-            out.append(
-                ConfigProblem(
-                    f"{where}.type", "the old job shape", f"type: {_OLD_TYPES[param['type']]}"
-                )
-            )
 
 
 def _the_other_kind(
@@ -263,30 +182,19 @@ class JobDeclaration:
             acknowledged=api.acknowledged_checks(self.args),
         )
 
-    def findings(self, *, region: str | None, remote: bool, strict: bool) -> list[Finding]:
-        """Validate with stand-ins for what the environment will provide (API paths). The
-        Args keep the judgement: their job resource takes it where it applies instead of
-        judging the same body again."""
-        context = self._context(
-            image=PLACEHOLDER_IMAGE,
-            bucket_url=PLACEHOLDER_BUCKET if remote else "/placeholder/bucket",
-            service_account=PLACEHOLDER_SERVICE_ACCOUNT if remote else None,
-            labels={"stack": "placeholder"},
-            region=region or "us-central1",
-            local=not remote,
-            strict=strict,
-        )
-        return api.judge_declared(self.args, context)
+    def on(self, facts: api.PlatformFacts) -> tuple[JobDeclaration, list[Finding]]:
+        """This job on the platform a stack declares (``facts``): the rules of a job on its
+        platform run here, once (API paths); its Args then go on that platform as they are
+        (``args.on(platform)`` judges them no more)."""
+        findings = api.judge_job(self.args, facts)
+        return JobDeclaration(self.name, api.on_facts(self.args, facts)), findings
 
 
 def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigProblem]]:
     """One YAML job entry as a declaration, or every problem it has (YAML paths)."""
     out: list[ConfigProblem] = []
     if not isinstance(item, Mapping):
-        return None, [ConfigProblem(path, f"got {type(item).__name__} {item!r}", "a mapping")]
-    _old_shape(item, path, out)
-    if out:
-        return None, out
+        return None, [ConfigProblem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
     name = item.get("name")
     if not isinstance(name, str) or not _NAME.match(name):
         out.append(
@@ -304,8 +212,7 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
         else api.CustomJobArgs
     )
     fields = _the_other_kind(fields, cls, path, out)
-    with api.judged_with_the_job():  # job_problems judges the whole job, pools included
-        args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
+    args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
     if out or args is None:
         return None, out
     # Like ``stack``, the stack adds ``job: <name>``: the console filters a stack's runs by it.
@@ -321,31 +228,23 @@ def config_path(kind: JobKind, api_path: str) -> str:
 
 def _extra_key(args: api.JobArgs, api_path: str) -> str | None:
     """``extraFields.<keys>`` (the job's or a pool's) when they set ``api_path``."""
-    extra = api.extra_keys(args.extra_fields, api_path)
-    if extra:
-        return "extraFields." + ".".join(extra)
-    pool = re.search(r"workerPoolSpecs\[(\d+)\]\.?(.*)$", api_path)
-    if pool is None:
+    origin = api.extra_origin(args, api_path)
+    if origin is None:
         return None
-    where = config_path(
-        JobKind.CUSTOM_JOB
-        if isinstance(args, api.CustomJobArgs)
-        else JobKind.HYPERPARAMETER_TUNING_JOB,
-        api_path[: pool.start()] + f"workerPoolSpecs[{pool[1]}]",
-    )
-    run = args if isinstance(args, api.CustomJobArgs) else args.trial
-    spec = getattr(run, api.POOL_NAMES[int(pool[1])], None) if int(pool[1]) < 4 else None
-    extra = api.extra_keys(spec.extra_fields, pool[2]) if spec is not None else None
-    return f"{where}.extraFields." + ".".join(extra) if extra else None
+    owner, keys = origin
+    where = ".".join(camel(part) for part in owner.split(".")) + "." if owner else ""
+    return f"{where}extraFields." + ".".join(keys)
 
 
 def job_problems(
-    jobs: tuple[JobDeclaration, ...], *, region: str | None, remote: bool, strict: bool = False
-) -> list[tuple[str, Finding]]:
-    """Every finding of the declared jobs, each with the config path it comes from
-    (``jobs[1].chief.accelerator.count``), errors and warnings alike."""
+    jobs: tuple[JobDeclaration, ...], facts: api.PlatformFacts
+) -> tuple[tuple[JobDeclaration, ...], list[tuple[str, Finding]]]:
+    """The declared jobs on the stack's platform (``facts``), and every finding of theirs,
+    each with the config path it comes from (``jobs[1].chief.accelerator.count``), errors
+    and warnings alike."""
     out: list[tuple[str, Finding]] = []
     seen: set[str] = set()
+    placed: list[JobDeclaration] = []
     for index, job in enumerate(jobs):
         where = f"jobs[{index}]"
         if job.name in seen:
@@ -356,14 +255,15 @@ def job_problems(
                 )
             )
         seen.add(job.name)
-        for finding in job.findings(region=region, remote=remote, strict=strict):
+        on_platform, findings = job.on(facts)
+        placed.append(on_platform)
+        for finding in findings:
             key = _extra_key(job.args, finding.path) or config_path(job.job_kind, finding.path)
             out.append((f"{where}.{key}" if key else where, finding))
-    return out
+    return tuple(placed), out
 
 
 __all__ = [
-    "PLACEHOLDER_IMAGE",
     "JobDeclaration",
     "config_path",
     "job_problems",

@@ -21,17 +21,27 @@ from vertex_training.cost.estimate import (
     pool_cost,
 )
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.view import CustomJobSpec, PoolRole, TuningJobView, read_view
+from vertex_training.jobs.view import (
+    CustomJobSpec,
+    PoolRole,
+    SchedulingStrategy,
+    TuningJobView,
+    read_view,
+)
 
 
 def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
-    strategy = (spec.scheduling_strategy or "STANDARD").upper()
-    if strategy == "SPOT":
+    strategy = spec.scheduling_strategy
+    if strategy is SchedulingStrategy.SPOT:
         return Pricing.SPOT, ()
-    if strategy in ("STANDARD", "ON_DEMAND", "STRATEGY_UNSPECIFIED"):
+    if strategy in (
+        SchedulingStrategy.STANDARD,
+        SchedulingStrategy.ON_DEMAND,
+        SchedulingStrategy.UNSPECIFIED,
+    ):
         return Pricing.ON_DEMAND, ()
     # FLEX_START / LOW_COST are billed at a discount the catalog does not hold.
-    return Pricing.ON_DEMAND, (f"strategy {strategy} priced on-demand (an upper bound)",)
+    return Pricing.ON_DEMAND, (f"strategy {strategy.value} priced on-demand (an upper bound)",)
 
 
 def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tuple[float, str, bool]:
@@ -102,7 +112,7 @@ def estimate_job(
         if view.study.early_stopping.value != "none":
             notes += ("early stopping may end trials sooner",)
     return JobEstimate(
-        name=name or view.display_name,
+        name=name or view.display_name or "",
         region=region,
         pricing=pricing,
         pools=tuple(pools),

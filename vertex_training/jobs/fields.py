@@ -24,9 +24,14 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from vertex_training._checks import _AnyOf, _field_types, _Later, is_known
+import pulumi
+
+from vertex_training._checks import InvalidArgumentsError, _AnyOf, _field_types, _Later, is_known
+from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 
 __all__ = [
     "VertexField",
@@ -317,8 +322,58 @@ def required(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
 
+def yaml_value(value: Any) -> str:
+    """``value`` in a YAML user's words: ``null``, ``true``, the number 4, 'text', a list,
+    a mapping (never a Python type name)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return f"the number {value:g}" if isinstance(value, float) else f"the number {value}"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def yaml_type(expected: object) -> str:
+    """What a YAML value of type ``expected`` is, in a YAML user's words (an Output is not
+    a YAML value: never named)."""
+    from vertex_training._checks import _options as alternatives
+
+    words: list[str] = []
+    for option in alternatives(expected):
+        origin = typing.get_origin(option)
+        args = typing.get_args(option)
+        if isinstance(option, _Later):
+            continue
+        if option is None or option is type(None):
+            word = "null"
+        elif origin is typing.Literal:
+            word = "one of " + ", ".join(repr(a) for a in args)
+        elif origin in (Sequence, list, tuple):
+            word = f"a list of ({yaml_type(args[0])})" if args else "a list"
+        elif origin in (Mapping, dict):
+            word = f"a mapping of {yaml_type(args[0])} to ({yaml_type(args[1])})"
+        elif dataclasses.is_dataclass(option):
+            word = f"a mapping ({option.__name__})"  # type: ignore[union-attr]
+        else:
+            word = {
+                str: "text",
+                int: "a whole number",
+                float: "a number",
+                bool: "true or false",
+                Path: "a path",
+            }.get(option, str(option))  # type: ignore[call-overload]
+        words.append(word)
+    return " or ".join(dict.fromkeys(words))
+
+
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._checks import _describe, _literals, _show, matches
+    from vertex_training._checks import _literals, matches
     from vertex_training._spelling import did_you_mean
 
     if isinstance(value, int) and not isinstance(value, bool):
@@ -327,12 +382,23 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
     if not matches(value, expected):
         hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
-        out.append(
-            ConfigProblem(
-                path, f"got {type(value).__name__} {_show(value)}{hint}", _describe(expected)
-            )
-        )
+        out.append(ConfigProblem(path, f"got {yaml_value(value)}{hint}", yaml_type(expected)))
     return value
+
+
+def _key(expected: object, key: Any) -> Any:
+    """A mapping key as its field's type: a conditional parameter's parent value is a
+    number under a numeric parent, and arrives as text where the YAML went through JSON
+    (Pulumi's config) or was quoted."""
+    if isinstance(key, str) and not isinstance(key, bool):
+        options = _options(expected)
+        for number in (int, float):
+            if number in options:
+                try:
+                    return number(key)
+                except ValueError:
+                    continue
+    return key
 
 
 _OPTIONS: dict[object, list[object]] = {}
@@ -377,7 +443,7 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
-                _scalar(key_type, k, f"{path}.{k}", out): _convert(
+                _scalar(key_type, _key(key_type, k), f"{path}.{k}", out): _convert(
                     value_type, v, f"{path}.{k}", out
                 )
                 for k, v in value.items()
@@ -399,7 +465,7 @@ def from_config(
     from vertex_training._spelling import did_you_mean
 
     if not isinstance(data, Mapping):
-        out.append(ConfigProblem(path, f"got {type(data).__name__} {data!r}", "a mapping"))
+        out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
     keys = yaml_keys(cls, skip)
     types_of = _field_types(cls)
@@ -431,3 +497,63 @@ def from_config(
                 ConfigProblem(f"{path}.{python}".rstrip("."), message, valid or "see the problem")
             )
         return None
+
+
+def refuse_where_built(
+    obj: Any,
+    root: str,
+    read: Callable[[Any, str], tuple[Any, list[Finding]]],
+    rules: Callable[[Any], list[Finding]],
+    *,
+    filled_later: tuple[str, ...] = (),
+) -> None:
+    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
+    if the rules of what it must be anywhere find it wrong: its body read at the API path
+    ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
+    left unjudged. Each line names the caller's own field."""
+    body = to_body(obj)
+    for path in filled_later:
+        *parents, leaf = path.split(".")
+        node = body
+        for key in parents:
+            node = node.setdefault(key, {})
+        node.setdefault(leaf, LATER)
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
+    spec, unreadable = read(known, root)
+    errors = drop_unknown(unreadable or (rules(spec) if spec is not None else []), unknown)
+    if not errors:
+        return
+    cls = type(obj)
+    lines = []
+    for finding in errors:
+        api_path = finding.path.removeprefix(root).lstrip(".")
+        where = caller_path(cls, api_path) if api_path else ""
+        lines.append(
+            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
+            + (f" (Vertex field {api_path})" if api_path else "")
+        )
+    raise InvalidArgumentsError("\n".join(lines))
+
+
+def map_known(value: Any, fn: Any) -> Any:
+    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
+    if isinstance(value, pulumi.Output):
+        return value.apply(fn)
+    if not is_known(value):
+        return pulumi.Output.from_input(value).apply(fn)
+    return fn(value)
+
+
+def duration(seconds: float) -> str:
+    """A protobuf Duration's JSON: ``3600s``, ``1.5s`` (fractions kept, never rounded)."""
+    text = f"{float(seconds):.9f}".rstrip("0").rstrip(".")
+    return f"{text}s"
+
+
+def int64(value: Any) -> Any:
+    """An int64 field's JSON: a string (``"3"``)."""
+    return map_known(value, lambda n: str(int(n)))
+
+
+def seconds(value: Any) -> Any:
+    return map_known(value, duration)

@@ -48,6 +48,11 @@ _BY_KEY: Mapping[str, Any] = {
 _DEFAULT = "placeholder"
 
 
+LATER: Any = object()
+"""A value filled in later (a pool's image, by its job's platform; what a platform fills
+in, where the job rules judge a job on it): left unjudged where it is not known yet."""
+
+
 def with_placeholders(
     body: Any, is_unknown: Callable[[Any], bool], path: str = ""
 ) -> tuple[Any, list[str]]:

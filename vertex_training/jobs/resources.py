@@ -33,9 +33,10 @@ from vertex_training.jobs.api import (
     HyperparameterTuningJobArgs,
     JobArgs,
     JobContext,
+    declared_problems,
     job_body,
     job_context,
-    validate_body,
+    positive_seconds,
 )
 from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
 from vertex_training.jobs.backends.base import (
@@ -46,9 +47,6 @@ from vertex_training.jobs.backends.base import (
 )
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
-from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import errors_of, job_findings
-from vertex_training.jobs.view import read_view
 
 if TYPE_CHECKING:
     from vertex_training.jobs.records import TrialResult
@@ -78,7 +76,7 @@ def _report_progress(line: str) -> None:
     _progress.info(line)
 
 
-PROVIDER_VERSION = "2"
+PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
@@ -102,9 +100,8 @@ SETTLE_KEYS = (
     "poll_interval_seconds",
     "delete_timeout_seconds",
     "provider_version",
+    "origin",
     "backend",
-    "strict_hardware",
-    "acknowledged_hardware",
     "expected_duration_seconds",
 )
 """Inputs that only shape how we wait or talk to the service: updated in place."""
@@ -123,6 +120,8 @@ OUTPUT_KEYS = (
     "best_trial",
     "web_access_uris",
 )
+_WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+"""How ``up`` waits: set (and judged) by the Args, read by the provider as they are."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
 
 _LABEL_SAFE = re.compile(r"[^a-z0-9_-]+")
@@ -207,12 +206,11 @@ class _Props:
         self.settings = BackendSettings.from_props(dict(props["backend"]))
         self.body: dict[str, Any] = dict(props["spec"])
         self.identity = str(props["identity"])
-        self.wait = bool(props.get("wait", True))
-        self.wait_timeout = float(props.get("wait_timeout_seconds", 24 * 3600))
-        self.poll_interval = float(props.get("poll_interval_seconds", 30))
-        self.delete_timeout = float(props.get("delete_timeout_seconds", 1800))
-        self.strict_hardware = bool(props.get("strict_hardware", False))
-        self.acknowledged_hardware = tuple(props.get("acknowledged_hardware") or ())
+        # The Args set every one of these (and judged them): no second default here.
+        self.wait = bool(props["wait"])
+        self.wait_timeout = float(props["wait_timeout_seconds"])
+        self.poll_interval = float(props["poll_interval_seconds"])
+        self.delete_timeout = float(props["delete_timeout_seconds"])
 
     def adoption_value(self) -> str:
         from vertex_training.jobs.protos import canonical_json
@@ -236,9 +234,10 @@ class _Props:
         return {ADOPTION_LABEL: self.adoption_value()}
 
     def problems(self) -> list[str]:
-        """Every reason Vertex would refuse the body: the real protos first (unknown
-        fields, wrong types, enum names), then the rules over its view. Values not known
-        yet (preview) stand in as placeholders, and what they could change is not judged."""
+        """What Vertex would refuse that the Args did not judge where they were built: the
+        body through the real protos (unknown fields, wrong types, enum names: what
+        ``extra_fields`` set), and on a local platform what only Vertex has. Values not
+        known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
 
         body, unknown = with_placeholders(self.body, _is_unknown)
@@ -250,23 +249,38 @@ class _Props:
             if not any(f"{key}" in text for key in keys):
                 return [text]
             return []
-        view, unreadable = read_view(self.kind, body)
-        if unreadable or view is None:
-            return [f"{f.path}: {f.message}" for f in drop_unknown(unreadable, unknown)]
-        findings = job_findings(
-            view,
-            region=self.settings.region,
-            remote=self.settings.kind.value == "vertex",
-            strict=self.strict_hardware,
-        )
-        findings = acknowledge(findings, self.acknowledged_hardware)
-        problems = [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(findings, unknown))]
+        problems = []
+        if self.props.get("origin") != "args":
+            problems += self._body_findings(body, unknown)
         if self.settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
             problems += local_refusals(self.kind, body)
         return problems
+
+    def _body_findings(self, body: Mapping[str, Any], unknown: list[str]) -> list[str]:
+        """A body that did not come from the Args (which judged theirs where each part was
+        built and where the job met its platform): every rule, here."""
+        from vertex_training.jobs.rules.hardware import acknowledge
+        from vertex_training.jobs.rules.job import errors_of, job_findings
+        from vertex_training.jobs.view import read_view
+
+        problems: list[str] = []
+        view, unreadable = read_view(self.kind, body)
+        if unreadable or view is None:
+            found = drop_unknown(unreadable, unknown)
+        else:
+            found = job_findings(
+                view,
+                region=self.settings.region,
+                remote=self.settings.kind is BackendKind.VERTEX,
+                strict=bool(self.props.get("strict_hardware")),
+            )
+            found = acknowledge(found, self.props.get("acknowledged_hardware") or ())
+        return problems + [
+            f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))
+        ]
 
     def inputs(self) -> dict[str, Any]:
         return {k: self.props[k] for k in INPUT_KEYS if k in self.props}
@@ -292,7 +306,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures: list[pulumi.dynamic.CheckFailure] = []
-        missing = [k for k in ("spec", "backend", "identity") if k not in news]
+        missing = [k for k in ("spec", "backend", "identity", *_WAITING) if k not in news]
         for key in missing:
             failures.append(pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing"))
         # In preview some values of the spec (the image digest) may not be known yet: the
@@ -309,17 +323,9 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         failures.extend(
             pulumi.dynamic.CheckFailure("spec", problem) for problem in props.problems()
         )
-        for key, value in (
-            ("wait_timeout_seconds", props.wait_timeout),
-            ("poll_interval_seconds", props.poll_interval),
-            ("delete_timeout_seconds", props.delete_timeout),
-        ):
-            if not value > 0:
-                failures.append(
-                    pulumi.dynamic.CheckFailure(
-                        key, f"must be a positive number of seconds, got {value}"
-                    )
-                )
+        if news.get("origin") != "args":  # the Args judged their own
+            for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
+                failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
         news = dict(news)
         news["backend_target"] = _backend_target(props.settings)
         return pulumi.dynamic.CheckResult(news, failures)
@@ -351,10 +357,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
     # --------------------------------------------------------------------- create
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        p = self._props(props)
-        problems = p.problems()
-        if problems:
-            raise ValueError("; ".join(problems))
+        p = self._props(props)  # judged by ``check``, which the engine runs first
         backend = backend_for(p.settings)
         found = backend.find(self.job_kind, p.adoption_labels())
         # A local job whose supervisor died with an interrupted `up` resumes: a study goes
@@ -505,7 +508,7 @@ class _JobResource(pulumi.dynamic.Resource):
         assert isinstance(args, CustomJobArgs | HyperparameterTuningJobArgs)
         context = job_context(self._kind, resource_name, args)
         body = job_body(args, context)
-        errors, warnings = validate_body(args, context, body)
+        errors, warnings = declared_problems(args, resource_name)
         if errors:
             raise InvalidArgumentsError(
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
@@ -530,10 +533,11 @@ class _JobResource(pulumi.dynamic.Resource):
             "wait_timeout_seconds": args.wait_timeout_seconds,
             "poll_interval_seconds": args.poll_interval_seconds,
             "delete_timeout_seconds": args.delete_timeout_seconds,
-            "strict_hardware": context.strict,
-            "acknowledged_hardware": list(context.acknowledged),
             "expected_duration_seconds": args.expected_duration_seconds,
             "provider_version": PROVIDER_VERSION,
+            # The Args judged this body where each part was built and where the job met
+            # its platform: ``check`` parses it with the protos and judges the rest.
+            "origin": "args",
             **dict.fromkeys(OUTPUT_KEYS),
         }
         if args.platform is not None:

@@ -25,6 +25,7 @@ from typing import Any
 from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.rules.hardware import normalize_accelerator
 
 
 class PoolRole(enum.IntEnum):
@@ -92,8 +93,6 @@ PROTO_NUMBERS: Mapping[type[enum.StrEnum], tuple[int, ...]] = {
 }
 """Each proto enum's numbers, in member order (the JSON may give a number for a name);
 ``tests/jobs/test_protos.py`` holds names and numbers to the real ``aiplatform_v1`` enums."""
-
-UNSPECIFIED_ACCELERATOR = "ACCELERATOR_TYPE_UNSPECIFIED"
 
 
 @dataclass(frozen=True)
@@ -225,7 +224,7 @@ class StudySpec:
 
 @dataclass(frozen=True)
 class CustomJobView:
-    display_name: str
+    display_name: str | None
     job: CustomJobSpec
     labels: tuple[tuple[str, str], ...] = ()
     kms_key_name: str | None = None
@@ -240,7 +239,7 @@ class CustomJobView:
 
 @dataclass(frozen=True)
 class TuningJobView:
-    display_name: str
+    display_name: str | None
     trial_job: CustomJobSpec
     study: StudySpec
     max_trial_count: int
@@ -475,7 +474,7 @@ def _pool(reader: _Reader, data: Any, path: str) -> WorkerPoolSpec | None:
         path=path,
         machine=MachineSpec(
             machine_type=reader.string(machine, "machineType", machine_path),
-            accelerator_type=None if accelerator == UNSPECIFIED_ACCELERATOR else accelerator,
+            accelerator_type=normalize_accelerator(accelerator),
             accelerator_count=reader.integer(machine, "acceleratorCount", machine_path),
             tpu_topology=reader.string(machine, "tpuTopology", machine_path),
         ),
@@ -624,7 +623,7 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     """The view of ``body`` and every field it could not read (errors at API paths)."""
     reader = _Reader()
     data = reader.message(body, "")
-    display_name = reader.string(data, "displayName", "") or ""
+    display_name = reader.string(data, "displayName", "")
     labels = _labels(reader, data, "")
     kms = _kms(reader, data, "")
     view: JobView

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Literal
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields, is_known
+from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
-from vertex_training.jobs.api import SERVING_IMAGE, Accelerator
+from vertex_training.jobs.api import SERVING_IMAGE
+from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform.names import (
     DEFAULT_COMPONENT,
     derived_bucket_name,
@@ -64,13 +65,8 @@ LOCAL_PROJECT = "local"
 """The project id a local platform reports (job names keep the Vertex shape)."""
 
 
-class _Checked:
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
 @dataclass(frozen=True, kw_only=True)
-class ImageBuild(_Checked):
+class ImageBuild(Checked):
     """A container image built from a Dockerfile and pushed to the platform's repository;
     jobs run it by digest (``platform.image(name)``). Needs a Docker engine at ``up``."""
 
@@ -86,7 +82,7 @@ class ImageBuild(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Workbench(_Checked):
+class Workbench(Checked):
     """A Vertex AI Workbench instance for interactive work."""
 
     machine_type: str = "n1-standard-4"
@@ -105,7 +101,7 @@ class Workbench(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TensorBoard(_Checked):
+class TensorBoard(Checked):
     """A Vertex AI TensorBoard the platform's jobs stream their logs to: jobs get
     ``tensorboard`` set to it by default, and the training account a custom role with
     only what the uploader writes (``vertex_training.platform.tensorboard``)."""
@@ -120,7 +116,7 @@ class TensorBoard(_Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainingPlatformArgs(_Checked):
+class TrainingPlatformArgs(Checked):
     """Everything a training environment is made of; each part can be brought instead."""
 
     environment: Literal["local", "dev", "prod"] = "local"

@@ -4,13 +4,20 @@ Runs one command of a stack through the real Pulumi engine, with the project's p
 served inline (no Python language host needed: see vertex_training/stack/engine.py). Run it
 in the project directory (the one holding Pulumi.yaml) or below it. Exits with the
 engine's status; a missing CLI or project is one line on stderr and status 2.
+
+Two commands around the engine read the stack's settings: ``policy-config --out FILE
+[--base FILE]`` writes the policy pack's config with the stack's budget (``make preview|up
+POLICY=1``), and ``tensorboard`` serves the local jobs' logs of the stack's ``localRoot``
+on a free port until Ctrl-C (``make tensorboard``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from vertex_training.stack.engine import (
     COMMANDS,
@@ -18,12 +25,16 @@ from vertex_training.stack.engine import (
     Options,
     StackCommandError,
     run,
+    stack_file,
 )
+
+POLICY_CONFIG = "policy-config"
+TENSORBOARD = "tensorboard"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m vertex_training.stack", description=__doc__)
-    parser.add_argument("command", choices=COMMANDS)
+    parser.add_argument("command", choices=(*COMMANDS, POLICY_CONFIG, TENSORBOARD))
     parser.add_argument("--stack", "-s", required=True, help="stack name, e.g. local, dev, prod")
     parser.add_argument("--diff", action="store_true", help="show the changes in full")
     parser.add_argument(
@@ -56,14 +67,58 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--expect-no-changes", action="store_true", help="fail if anything would change"
     )
+    tools = parser.add_argument_group("policy-config and tensorboard")
+    tools.add_argument("--out", type=Path, help="policy-config: the file to write")
+    tools.add_argument("--base", type=Path, help="policy-config: a pack config to start from")
+    tools.add_argument("--root", type=Path, help="tensorboard: a local backend root instead")
+    tools.add_argument("--host", default="127.0.0.1", help="tensorboard: address to listen on")
+    tools.add_argument("--port", type=int, default=0, help="tensorboard: port (0: a free one)")
     return parser
+
+
+def _policy_config(args: argparse.Namespace) -> int:
+    from vertex_training.stack.policy_config import write_policy_config
+
+    if args.out is None:
+        print("error: policy-config needs --out FILE", file=sys.stderr)
+        return EXIT_USAGE
+    write_policy_config(stack_file(args.stack), args.base, args.out)
+    return 0
+
+
+def _tensorboard(args: argparse.Namespace) -> int:
+    from vertex_training.stack.tensorboard import start_tensorboard
+
+    if args.root is not None:
+        root = args.root
+    else:
+        from vertex_training.stack.config import load_stack_config
+
+        root = load_stack_config(stack_file(args.stack)).local_root
+    logdir = Path(root)
+    _, url = start_tensorboard(logdir, host=args.host, port=args.port)
+    print(f"TensorBoard on {logdir}: {url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    options = Options(**vars(args))
+    tools = {POLICY_CONFIG: _policy_config, TENSORBOARD: _tensorboard}
     try:
-        return run(options)
+        if args.command in tools:
+            try:
+                return tools[args.command](args)
+            except (ValueError, OSError) as error:
+                # A stack file that does not validate (ConfigError) is its message alone.
+                raise StackCommandError(str(error)) from None
+        options = {
+            k: v for k, v in vars(args).items() if k not in {"out", "base", "root", "host", "port"}
+        }
+        return run(Options(**options))
     except StackCommandError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -4,7 +4,7 @@ Turns a stack's settings into a frozen ``StackConfig`` (``stack.settings``: one 
 section, a field's alias is its config key) before any resource is registered. The same
 reading runs whether the values come from the Pulumi engine (``load_pulumi_config``, inside a
 program) or straight from a stack file (``load_stack_config``, for tools that run without
-the engine, such as the job runner and the policy pack).
+the engine: ``make estimate``, the policy pack's config, ``make tensorboard``).
 
 The values are judged by the rules every route shares: ``platform.rules.judge_platform`` (the
 one ``TrainingPlatformArgs`` is judged by) and ``jobs.declarations.job_problems`` (the job
@@ -25,9 +25,11 @@ import yaml
 from pydantic import ValidationError
 
 from vertex_training._spelling import closest
+from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.rules.hardware import acknowledge, catalog
+from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.platform.names import derived_bucket_name
+from vertex_training.platform.platform import platform_labels
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
     EnvironmentKind,
@@ -409,14 +411,22 @@ def _jobs(
             indexes.append(index)
     cloud = general.environment.is_cloud
     warnings: list[str] = []
-    found = job_problems(
-        tuple(jobs),
-        region=general.region if cloud and not region_refused else None,
-        remote=cloud,
+    # What the stack's platform (``stack_definition``) will be, as the job rules see it.
+    facts = PlatformFacts(
+        environment=general.environment.value,
+        region=general.region,
         strict=general.strict_hardware_checks,
+        acknowledged=tuple(general.acknowledged_hardware_checks),
+        labels=tuple(platform_labels(general.environment.value, stack, {}).items()),
+        kms_key_name=general.kms_key_name,
+        network=None,
+        tensorboard=LATER if cloud and general.tensorboard_enabled else None,
+        service_account=LATER if cloud else None,
+        image=LATER,
     )
-    checked = acknowledge((f for _, f in found), general.acknowledged_hardware_checks)
-    for (path, _), finding in zip(found, checked, strict=True):
+    placed, found = job_problems(tuple(jobs), facts)
+    found = [(path, f) for path, f in found if not (region_refused and f.path == "region")]
+    for path, finding in found:
         if finding.path == "region" and finding.check.startswith("unknown-region:"):
             continue  # the stack's region itself: said once, at the region key
         # job_problems numbers the valid jobs; name them by their place in the list.
@@ -433,7 +443,7 @@ def _jobs(
             warnings.append(f"{key}: {text}")
         else:
             problems.append(ConfigProblem(key, text, "see the problem", fix))
-    return tuple(jobs), problems, warnings
+    return placed, problems, warnings
 
 
 # --------------------------------------------------------------------------- loaders

@@ -59,7 +59,8 @@ class StackDefinition:
     config: StackConfig
     platform: TrainingPlatformArgs
     jobs: Mapping[str, JobArgs]
-    """Name -> Args without a platform: ``args.on(platform)``."""
+    """Name -> Args on the platform the stack declares, as the job rules see it (judged
+    there): ``args.on(platform)`` puts them on the platform itself."""
     serving: ServingDeclarations = field(default_factory=ServingDeclarations)
     """The stack's models and endpoints: ``to_args(platform, jobs)`` /
     ``to_args(platform, models)``."""
@@ -67,7 +68,7 @@ class StackDefinition:
 
 def stack_definition(config: StackConfig) -> StackDefinition:
     """The Args a validated stack config declares."""
-    from vertex_training.jobs.api import Accelerator
+    from vertex_training.jobs.pools import Accelerator
 
     image: ImageBuild | str
     if config.image.pinned_reference is not None:

@@ -117,15 +117,28 @@ def find_cli(project_dir: Path) -> Path:
         return Path(on_path).resolve()
     raise StackCommandError(
         "no Pulumi CLI: `make pulumi-cli` builds the pinned one into .tools/bin from its Go "
-        "modules (needs `go`), or install Pulumi (https://www.pulumi.com/docs/install/); "
-        "`make local-run` runs the local stack's jobs without the engine"
+        "modules (needs `go`), or install Pulumi (https://www.pulumi.com/docs/install/)"
     )
+
+
+def _stack_file(project_dir: Path, settings: dict[str, Any], stack: str) -> Path:
+    """Where the project keeps the stack's settings (``stackConfigDir``)."""
+    return project_dir / str(settings.get("stackConfigDir") or ".") / f"Pulumi.{stack}.yaml"
+
+
+def stack_file(stack: str, start: Path | None = None) -> Path:
+    """The settings file of ``stack`` in the project of ``start`` (default: the working
+    directory); an error where the project or the file is missing."""
+    project_dir = find_project_dir(start or Path.cwd())
+    path = _stack_file(project_dir, _project_settings(project_dir), stack)
+    if not path.is_file():
+        raise StackCommandError(f"no stack {stack!r}: {path} does not exist")
+    return path
 
 
 def _stack_environment(project_dir: Path, settings: dict[str, Any], stack: str) -> str:
     """The stack file's ``environment`` (``local`` by the project's default)."""
-    config_dir = project_dir / str(settings.get("stackConfigDir") or ".")
-    path = config_dir / f"Pulumi.{stack}.yaml"
+    path = _stack_file(project_dir, settings, stack)
     if not path.is_file():
         return ""
     config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("config") or {}

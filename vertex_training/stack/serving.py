@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config
+from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config, yaml_value
 from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
 from vertex_training.serving.resources import Endpoint, Model
 from vertex_training.serving.rules import image_problems
@@ -83,23 +83,6 @@ class ServingDeclarations:
         return models, endpoints
 
 
-def _yaml_word(value: object) -> str:
-    """What a YAML reader calls ``value``'s kind: ``a list``, ``null``, ``a number`` ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({str(value).lower()})"
-    if isinstance(value, int | float):
-        return f"a number ({value})"
-    if isinstance(value, str):
-        return f"a string ({value!r})"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return f"a {type(value).__name__}"
-
-
 def _phrased(path: str, found: list[str]) -> list[ConfigProblem]:
     """The serving rules' problems (``<path>.deployments.<name>.<API path>: ...; valid:
     ...``) at the YAML key that sets each field, the Vertex field named."""
@@ -123,13 +106,13 @@ def _entries(
     if raw is None or raw == "":
         return []
     if not isinstance(raw, list | tuple):
-        out.append(ConfigProblem(key, f"got {_yaml_word(raw)}", f"a YAML list of {key} mappings"))
+        out.append(ConfigProblem(key, f"got {yaml_value(raw)}", f"a YAML list of {key} mappings"))
         return []
     entries = []
     for index, item in enumerate(raw):
         path = f"{key}[{index}]"
         if not isinstance(item, Mapping):
-            out.append(ConfigProblem(path, f"got {_yaml_word(item)}", "a mapping"))
+            out.append(ConfigProblem(path, f"got {yaml_value(item)}", "a mapping"))
             continue
         name = item.get("name")
         if not isinstance(name, str) or not _NAME.match(name):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from vertex_training.jobs.finding import Finding
+from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
-    catalog,
     check_machine_spec,
     check_region,
     check_zone,
@@ -146,7 +146,7 @@ def test_small_a3_high_is_spot_or_flex_start_only(machine: str) -> None:
 def test_every_list_says_whether_it_is_complete() -> None:
     import json
 
-    from vertex_training.jobs.rules.hardware import CATALOG_PATH
+    from vertex_training.jobs.rules.catalog import CATALOG_PATH
 
     data = json.loads(CATALOG_PATH.read_text())
     for name, item in data["accelerators"]["items"].items():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from vertex_training.jobs.rules import hardware_refresh as refresh
-from vertex_training.jobs.rules.hardware import CATALOG_PATH, parse_catalog
+from vertex_training.jobs.rules.catalog import CATALOG_PATH, parse_catalog
 from vertex_training.jobs.rules.hardware_refresh import RefreshError, main, refreshed_catalog
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "compute_aggregated.json").read_text())

@@ -29,7 +29,7 @@ from typing import Any
 
 from vertex_training import _google_api as google_api
 from vertex_training._google_api import Fetch
-from vertex_training.jobs.rules.hardware import CATALOG_PATH, parse_catalog
+from vertex_training.jobs.rules.catalog import CATALOG_PATH, parse_catalog
 
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
 COMPUTE_SCOPE = "https://www.googleapis.com/auth/compute.readonly"

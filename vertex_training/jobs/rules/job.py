@@ -24,6 +24,7 @@ from vertex_training.jobs.view import (
     EarlyStoppingKind,
     IntegerParameterSpec,
     JobView,
+    MetricGoal,
     ParameterSpec,
     PoolRole,
     ScaleType,
@@ -44,6 +45,11 @@ MAX_LABEL_LENGTH = 63
 MAX_LABEL_BYTES = 127
 INT32_MAX = 2**31 - 1
 BOOT_DISK_GB_RANGE = (100, 65536)
+# DiskSpec.bootDiskType: "Valid values: "pd-ssd" (Persistent Disk Solid State Drive) or
+# "pd-standard" (Persistent Disk Hard Disk Drive)"; hyperdisk-balanced for the machine
+# series that need it (Vertex AI API reference, DiskSpec; "Configure compute resources
+# for custom training", boot disk options).
+BOOT_DISK_TYPES = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 # ContainerSpec.env: "Environment variables to be passed to the container. Maximum limit
 # is 100." (Vertex AI API reference, ContainerSpec).
 MAX_ENV_VARS = 100
@@ -150,19 +156,10 @@ def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
 # ------------------------------------------------------------------------------- pools
 
 
-def _pool(
-    pool: WorkerPoolSpec, index: int | None, strict: bool, strategy: str | None, out: list[Finding]
-) -> None:
-    """``index``: the pool's place (None: not known yet, as where a pool is built)."""
+def _pool(pool: WorkerPoolSpec, out: list[Finding]) -> None:
+    """What one pool must be wherever it runs: judged where the pool is built."""
     path = pool.path
-    if index == PoolRole.CHIEF and pool.replica_count != 1:
-        _error(
-            out,
-            f"{path}.replicaCount",
-            f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
-            "put further replicas in workerPoolSpecs[1]",
-        )
-    elif pool.replica_count < 1:
+    if pool.replica_count < 1:
         _error(
             out,
             f"{path}.replicaCount",
@@ -173,18 +170,6 @@ def _pool(
         _error(out, f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
     elif not 0 <= machine.accelerator_count <= INT32_MAX:
         _error(out, f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
-    else:
-        out.extend(
-            check_machine_spec(
-                path=f"{path}.machineSpec",
-                machine_type=machine.machine_type,
-                accelerator_type=machine.accelerator_type,
-                accelerator_count=machine.accelerator_count,
-                tpu_topology=machine.tpu_topology,
-                strict=strict,
-                scheduling_strategy=strategy,
-            )
-        )
     container = pool.container
     if container is not None:
         if not container.image_uri.strip():
@@ -203,14 +188,49 @@ def _pool(
                     f"{path}.containerSpec.env[{i}].name",
                     f"{name!r}: names are letters, digits and '_', not starting with a digit",
                 )
-    if pool.disk is not None and pool.disk.boot_disk_size_gb is not None:
+    disk = pool.disk
+    if disk is not None and disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
+        _error(
+            out,
+            f"{path}.diskSpec.bootDiskType",
+            f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
+            + ", ".join(BOOT_DISK_TYPES),
+        )
+    if disk is not None and disk.boot_disk_size_gb is not None:
         low, high = BOOT_DISK_GB_RANGE
-        if not low <= pool.disk.boot_disk_size_gb <= high:
+        if not low <= disk.boot_disk_size_gb <= high:
             _error(
                 out,
                 f"{path}.diskSpec.bootDiskSizeGb",
-                f"{pool.disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
+                f"{disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
             )
+
+
+def _pool_in_job(
+    pool: WorkerPoolSpec, index: int, strict: bool, strategy: str | None, out: list[Finding]
+) -> None:
+    """What a pool must be in its place of its job, on the job's hardware catalog."""
+    path = pool.path
+    if index == PoolRole.CHIEF and pool.replica_count > 1:
+        _error(
+            out,
+            f"{path}.replicaCount",
+            f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
+            "put further replicas in workerPoolSpecs[1]",
+        )
+    machine = pool.machine
+    if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
+        out.extend(
+            check_machine_spec(
+                path=f"{path}.machineSpec",
+                machine_type=machine.machine_type,
+                accelerator_type=machine.accelerator_type,
+                accelerator_count=machine.accelerator_count,
+                tpu_topology=machine.tpu_topology,
+                strict=strict,
+                scheduling_strategy=strategy,
+            )
+        )
 
 
 def _image_by_digest(pool: WorkerPoolSpec, out: list[Finding]) -> None:
@@ -248,7 +268,7 @@ def _custom_job_spec(
     for index, pool in enumerate(pools[:MAX_POOLS]):
         if pool is None:
             continue
-        _pool(pool, index, strict, spec.scheduling_strategy, out)
+        _pool_in_job(pool, index, strict, spec.scheduling_strategy, out)
         if remote:
             _image_by_digest(pool, out)
         if pool.machine.accelerator_type and pool.machine.accelerator_count:
@@ -422,9 +442,9 @@ def _in_domain(param: ParameterSpec, value: float | int | str) -> bool:
     return False
 
 
-def _parameter(
-    param: ParameterSpec, path: str, grid: bool, seen: set[str], out: list[Finding]
-) -> None:
+def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
+    """What one parameter must be in any study: judged where the parameter is built (its
+    conditional children are parameters of their own, judged where each is built)."""
     pid = param.parameter_id
     if not pid.strip():
         _error(out, f"{path}.parameterId", "must not be empty")
@@ -435,9 +455,6 @@ def _parameter(
             f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
             "trainer gets it as --<parameterId>)",
         )
-    elif pid in seen:
-        _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
-    seen.add(pid)
     log_scale = getattr(param, "scale", ScaleType.UNSPECIFIED) in (
         ScaleType.LOG,
         ScaleType.REVERSE_LOG,
@@ -491,13 +508,6 @@ def _parameter(
             _error(out, v_path, "must list at least one category")
         elif len(set(param.values)) != len(param.values):
             _error(out, v_path, "categories must be unique")
-    if grid and isinstance(param, DoubleParameterSpec):
-        _error(
-            out,
-            path,
-            f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
-            "or categorical parameters, or another algorithm",
-        )
     for index, child in enumerate(param.conditional):
         child_path = f"{path}.conditionalParameterSpecs[{index}]"
         if isinstance(param, DoubleParameterSpec):
@@ -513,7 +523,27 @@ def _parameter(
             bad = [v for v in child.parent_values if not _in_domain(param, v)]
             if bad:
                 _error(out, child_path, f"{bad} are not values of the parent {pid!r}")
-        _parameter(child.parameter, f"{child_path}.parameterSpec", grid, seen, out)
+
+
+def _search_space(
+    param: ParameterSpec, path: str, grid: bool, seen: set[str], out: list[Finding]
+) -> None:
+    """What a study asks of all its parameters, conditional children included: unique ids,
+    and none a grid cannot enumerate."""
+    pid = param.parameter_id
+    if pid in seen:
+        _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
+    seen.add(pid)
+    if grid and isinstance(param, DoubleParameterSpec):
+        _error(
+            out,
+            path,
+            f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
+            "or categorical parameters, or another algorithm",
+        )
+    for index, child in enumerate(param.conditional):
+        child_path = f"{path}.conditionalParameterSpecs[{index}].parameterSpec"
+        _search_space(child.parameter, child_path, grid, seen, out)
 
 
 def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
@@ -530,7 +560,6 @@ def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
             "parallelTrialCount",
             f"{view.parallel_trial_count} exceeds maxTrialCount {view.max_trial_count}",
         )
-    _study(view.study, out)
 
 
 def _study(study: StudySpec, out: list[Finding]) -> None:
@@ -543,14 +572,14 @@ def _study(study: StudySpec, out: list[Finding]) -> None:
             _error(out, f"{path}.metricId", "must not be empty: it is the tag the trainer reports")
         elif ids.count(metric.metric_id) > 1:
             _error(out, f"{path}.metricId", f"{metric.metric_id!r} repeats")
-        if metric.goal.value == "GOAL_TYPE_UNSPECIFIED":
+        if metric.goal is MetricGoal.UNSPECIFIED:
             _error(out, f"{path}.goal", "must be MAXIMIZE or MINIMIZE")
     if not study.parameters:
         _error(out, "studySpec.parameters", "needs at least one parameter to tune")
     seen: set[str] = set()
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
-        _parameter(param, f"studySpec.parameters[{index}]", grid, seen, out)
+        _search_space(param, f"studySpec.parameters[{index}]", grid, seen, out)
     if (
         study.early_stopping is EarlyStoppingKind.NONE
         and study.early_stopping_uses_elapsed_duration
@@ -558,17 +587,20 @@ def _study(study: StudySpec, out: list[Finding]) -> None:
         _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
 
 
-def job_findings(
+def platform_findings(
     view: JobView, *, region: str | None, remote: bool, strict: bool = False
 ) -> list[Finding]:
-    """Every finding on ``view``: errors Vertex would refuse, warnings for what the hardware
-    catalog does not know (errors too when ``strict``).
+    """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
+    hardware catalog does not know (errors too when ``strict``). What a pool, study or
+    parameter must be anywhere is judged where each is built (``pool_findings``,
+    ``study_findings``, ``parameter_findings``), not here.
 
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     """
     out: list[Finding] = []
-    _display_name(view.display_name, out)
+    if view.display_name is not None:
+        _display_name(view.display_name, out)
     _labels(view.labels, "labels", out)
     _kms(view.kms_key_name, region, out)
     _custom_job_spec(view.trial_job, region, remote, strict, out)
@@ -577,46 +609,56 @@ def job_findings(
     return out
 
 
-def label_findings(labels: tuple[tuple[str, str], ...]) -> list[Finding]:
-    """What ``job_findings`` says about a job's labels (``labels``, ``labels.<key>``), and
-    no rule else reads them: a job judged before its platform's labels were known has
-    only these to judge again."""
-    out: list[Finding] = []
-    _labels(labels, "labels", out)
+def job_findings(
+    view: JobView, *, region: str | None, remote: bool, strict: bool = False
+) -> list[Finding]:
+    """Every rule on a body that did not come from the Args (which judged their parts where
+    each was built): ``platform_findings`` and what each pool, the study and each parameter
+    must be."""
+    out = platform_findings(view, region=region, remote=remote, strict=strict)
+    for pool in view.trial_job.worker_pools:
+        if pool is not None:
+            _pool(pool, out)
+    if isinstance(view, TuningJobView):
+        _study(view.study, out)
+        todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study.parameters)]
+        while todo:
+            param, path = todo.pop(0)
+            _parameter(param, path, out)
+            todo += [
+                (c.parameter, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
+                for i, c in enumerate(param.conditional)
+            ]
     return out
 
 
-def kms_findings(key: str, region: str | None) -> list[Finding]:
-    """What ``job_findings`` says about a job's CMEK key (``encryptionSpec.kmsKeyName``),
-    and no rule else reads it: a job judged before its platform's key was known has only
-    these to judge again."""
+def display_name_findings(name: str) -> list[Finding]:
+    """The display-name rule alone: a job's default display name is its resource name,
+    first known where the resource is declared."""
     out: list[Finding] = []
-    _kms(key, region, out)
+    _display_name(name, out)
     return out
 
 
 def pool_findings(pool: WorkerPoolSpec) -> list[Finding]:
-    """The errors of one pool in any place, job and region: the pool rules above without
-    what the job decides (the chief's single replica, the scheduling strategy a machine
-    may need) or the region, which are judged when the job meets its platform."""
+    """What one pool must be in any place, job and region (judged where it is built)."""
     out: list[Finding] = []
-    _pool(pool, None, False, None, out)
-    return [f for f in errors_of(out) if not f.check.startswith("provisioning:")]
+    _pool(pool, out)
+    return out
 
 
 def study_findings(study: StudySpec) -> list[Finding]:
-    """The errors of one study (``studySpec`` paths), whatever job runs it."""
+    """What one study must be (``studySpec`` paths), whatever job runs it."""
     out: list[Finding] = []
     _study(study, out)
-    return errors_of(out)
+    return out
 
 
 def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
-    """The errors of one parameter (and its conditional children) at ``path``, whatever
-    study searches it."""
+    """What one parameter must be at ``path``, whatever study searches it."""
     out: list[Finding] = []
-    _parameter(param, path, False, set(), out)
-    return errors_of(out)
+    _parameter(param, path, out)
+    return out
 
 
 def errors_of(findings: list[Finding]) -> list[Finding]:
@@ -625,13 +667,13 @@ def errors_of(findings: list[Finding]) -> list[Finding]:
 
 __all__ = [
     "MAX_LABEL_LENGTH",
+    "display_name_findings",
     "errors_of",
     "job_findings",
-    "kms_findings",
-    "label_findings",
     "label_key_valid",
     "label_value_valid",
     "parameter_findings",
+    "platform_findings",
     "pool_findings",
     "study_findings",
 ]

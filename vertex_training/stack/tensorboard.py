@@ -1,9 +1,10 @@
-"""``python -m vertex_training.runner tensorboard``: the local jobs' TensorBoard logs, served.
+"""``python -m vertex_training.stack tensorboard``: the local jobs' TensorBoard logs, served.
 
 The local backend gives every replica ``AIP_TENSORBOARD_LOG_DIR`` under the job's output
-directory in the local bucket (``<root>/gcs/<bucket>/.../logs/``, per trial
-``.../<trial>/logs/``), as Vertex does in Cloud Storage. This serves that whole tree with
-the real ``tensorboard`` package, so every job and trial is a run, named by its path.
+directory (per trial ``.../<trial>/logs/``), as Vertex does in Cloud Storage: in the local
+stack's bucket directory (``<root>/bucket/jobs/...``), or ``<root>/gcs/<bucket>/...`` for a
+job whose output is a ``gs://`` path. This serves the whole local root with the real
+``tensorboard`` package, so every job and trial is a run, named by its path.
 """
 
 from __future__ import annotations
@@ -11,14 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["local_log_root", "start_tensorboard"]
-
-
-def local_log_root(root: Path) -> Path:
-    """Where a local backend rooted at ``root`` keeps what jobs write to ``gs://``."""
-    from vertex_training.jobs.backends.local import LocalBackend
-
-    return LocalBackend(str(root)).gcs_dir
+__all__ = ["start_tensorboard"]
 
 
 def start_tensorboard(logdir: Path, *, host: str = "127.0.0.1", port: int = 0) -> tuple[Any, str]:

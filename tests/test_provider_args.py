@@ -1,0 +1,86 @@
+"""The provider's args are the Python Args: derived from their fields (a new field is in
+the schema without another file touched), and read back in stack YAML's spelling."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+
+from vertex_training.jobs import api
+from vertex_training.jobs.fields import vertex
+from vertex_training.provider.schema import args_type, yaml_spelling
+
+
+def test_a_field_added_to_the_args_is_in_the_derived_type() -> None:
+    @dataclass(frozen=True, kw_only=True)
+    class Grown(api.Scheduling):
+        """Scheduling with one more Vertex field."""
+
+        max_restarts: int | None = field(default=None, metadata=vertex("maxRestarts"))
+
+    derived = args_type(Grown)
+    assert typing.get_type_hints(derived)["max_restarts"] is int
+    assert "max_restarts" in derived.__optional_keys__
+    assert set(typing.get_type_hints(derived)) == {f.name for f in dataclasses.fields(Grown)}
+
+
+def test_required_fields_are_required() -> None:
+    derived = args_type(api.HyperparameterTuningJobArgs, frozenset({"platform"}))
+    assert derived.__required_keys__ == {
+        "trial",
+        "study",
+        "max_trial_count",
+        "parallel_trial_count",
+    }
+
+
+def test_values_are_read_back_in_stack_yaml_spelling() -> None:
+    derived = args_type(api.HyperparameterTuningJobArgs, frozenset({"platform"}))
+    received = {
+        "max_trial_count": 6.0,  # numbers cross the engine as floats
+        "trial": {"chief": {"machine_type": "n1-standard-4", "env": {"TF_CPP_MIN_LOG_LEVEL": "2"}}},
+        "labels": {"cost_center": "ml"},
+        "extra_fields": {"trialJobSpec": {"enable_web_access": True}},
+        "study": {
+            "parameters": [
+                {
+                    "type": "IntegerParameter",
+                    "parameter_id": "units",
+                    "min_value": 8.0,
+                    "max_value": 64.0,
+                },
+                {
+                    "type": "DoubleParameter",
+                    "parameter_id": "lr",
+                    "min_value": 0.5,
+                    "max_value": 1.0,
+                },
+            ]
+        },
+    }
+    assert yaml_spelling(received, derived) == {
+        "maxTrialCount": 6,
+        "trial": {"chief": {"machineType": "n1-standard-4", "env": {"TF_CPP_MIN_LOG_LEVEL": "2"}}},
+        # A mapping's own keys and extra_fields stay as written.
+        "labels": {"cost_center": "ml"},
+        "extraFields": {"trialJobSpec": {"enable_web_access": True}},
+        "study": {
+            "parameters": [
+                {"type": "IntegerParameter", "parameterId": "units", "minValue": 8, "maxValue": 64},
+                {"type": "DoubleParameter", "parameterId": "lr", "minValue": 0.5, "maxValue": 1.0},
+            ]
+        },
+    }
+
+
+def test_only_the_provider_process_imports_the_provider() -> None:
+    from tests.test_layers import _graph
+
+    importers = {
+        module
+        for module, targets in _graph().items()
+        if not module.startswith("vertex_training.provider")
+        and any(t.startswith("vertex_training.provider") for t in targets)
+    }
+    assert importers == set()

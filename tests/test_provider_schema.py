@@ -1,0 +1,212 @@
+"""The provider's schema, as the CLI reads it from the executable (``pulumi package
+get-schema``), has every field of the Python Args, under its camelCase name and with its
+type: a field added to the Args reaches every language."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from vertex_training._checks import _field_types
+from vertex_training.jobs import api
+from vertex_training.jobs.fields import camel
+from vertex_training.platform.platform import TrainingPlatformArgs
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN = REPO / "plugins" / "vertex-training" / "pulumi-resource-vertex-training"
+CLI = REPO / ".tools" / "bin" / "pulumi"
+PACKAGE = "vertex-training"
+COMPONENTS = {
+    "TrainingPlatform": TrainingPlatformArgs,
+    "CustomJob": api.CustomJobArgs,
+    "HyperparameterTuningJob": api.HyperparameterTuningJobArgs,
+}
+ANY = {"$ref": "pulumi.json#/Any"}
+SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean", Path: "string"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict[str, Any]:
+    if not CLI.is_file():
+        pytest.skip("no Pulumi CLI in .tools/bin (make pulumi-cli)")
+    done = subprocess.run(
+        [str(CLI), "package", "get-schema", str(PLUGIN)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(Path.home())},
+    )
+    return json.loads(done.stdout)
+
+
+def _options(hint: object) -> list[object]:
+    """The values a field may hold, ``pulumi.Input``'s wrappers and None dropped."""
+    if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType):
+        found = [o for option in typing.get_args(hint) for o in _options(option)]
+        return list(dict.fromkeys(found))
+    name = type(hint).__name__
+    if name in ("_Later", "_AnyOf"):  # pulumi.Input[T]: T, or an Output of it later
+        return [o for option in getattr(hint, "options", ()) for o in _options(option)]
+    return [] if hint is None or hint is type(None) else [hint]
+
+
+def _expected(hint: object) -> dict[str, Any]:
+    """The schema property a field of this annotation must be."""
+    options = [SCALARS.get(o, o) for o in _options(hint)]  # type: ignore[call-overload]
+    options = list(dict.fromkeys(options))
+    if len(options) != 1:
+        members = [o for o in options if dataclasses.is_dataclass(o)]
+        if members and len(members) == len(options):
+            return {"$ref": "union"}
+        return ANY
+    (option,) = options
+    origin = typing.get_origin(option)
+    if isinstance(option, str):
+        return {"type": option}
+    if origin is Literal:
+        return {"type": SCALARS[type(typing.get_args(option)[0])]}
+    if origin in (Sequence, list, tuple):
+        return {"type": "array", "items": _expected(typing.get_args(option)[0])}
+    if origin in (Mapping, dict):
+        return {"type": "object", "additionalProperties": _expected(typing.get_args(option)[1])}
+    if dataclasses.is_dataclass(option):
+        return {"$ref": f"#/types/{PACKAGE}:index:{typing.cast(type, option).__name__}"}
+    return ANY
+
+
+def _matches(expected: dict[str, Any], prop: dict[str, Any], schema: dict[str, Any]) -> bool:
+    if expected.get("$ref") == "union":
+        ref = prop.get("$ref", "")
+        return ref.startswith(f"#/types/{PACKAGE}:index:") and "type" in _type(schema, ref)
+    if "$ref" in expected:
+        return prop.get("$ref") == expected["$ref"]
+    if prop.get("type") != expected["type"]:
+        return False
+    for key in ("items", "additionalProperties"):
+        if key in expected and not _matches(expected[key], prop[key], schema):
+            return False
+    return True
+
+
+def _type(schema: dict[str, Any], ref: str) -> dict[str, Any]:
+    return schema["types"][ref.removeprefix("#/types/")]["properties"]
+
+
+def _problems(
+    cls: type,
+    properties: dict[str, Any],
+    schema: dict[str, Any],
+    seen: set[type],
+    in_union: bool = False,
+) -> list[str]:
+    """Each field of ``cls`` missing from ``properties`` or of another type there; in a
+    union's object, a field two members type differently may be any value."""
+    seen.add(cls)
+    problems = []
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name == "platform":
+            continue
+        hint = _field_types(cls)[f.name]
+        prop = properties.get(camel(f.name))
+        expected = _expected(hint)
+        if prop is None:
+            problems.append(f"{cls.__name__}.{f.name}: not in the schema as {camel(f.name)}")
+        elif not _matches(expected, prop, schema) and not (
+            in_union and prop.get("$ref") == ANY["$ref"]
+        ):
+            problems.append(f"{cls.__name__}.{f.name}: {prop} in the schema, not {expected}")
+        for option in _options(hint):
+            for inner in [option, *typing.get_args(option)]:
+                for member in _options(inner):
+                    if (
+                        isinstance(member, type)
+                        and dataclasses.is_dataclass(member)
+                        and member not in seen
+                        and prop
+                    ):
+                        ref = prop.get("$ref") or (prop.get("items") or {}).get("$ref")
+                        ref = ref or ((prop.get("additionalProperties") or {}).get("$ref"))
+                        if ref and ref.startswith("#/types/"):
+                            union = "type" in _type(schema, ref) and member.__name__ not in ref
+                            problems += _problems(member, _type(schema, ref), schema, seen, union)
+    return problems
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_every_args_field_is_in_the_schema_with_its_name_and_type(
+    schema: dict[str, Any], component: str
+) -> None:
+    resource = schema["resources"][f"{PACKAGE}:index:{component}"]
+    assert _problems(COMPONENTS[component], resource["inputProperties"], schema, set()) == []
+
+
+def test_the_provider_has_the_packages_version(schema: dict[str, Any]) -> None:
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert schema["version"] == project["version"]
+
+
+def test_a_job_names_its_platform_by_urn(schema: dict[str, Any]) -> None:
+    for kind in ("CustomJob", "HyperparameterTuningJob"):
+        inputs = schema["resources"][f"{PACKAGE}:index:{kind}"]["inputProperties"]
+        assert inputs["platform"] == {"type": "string"}
+
+
+def test_a_missing_or_retyped_field_is_caught(schema: dict[str, Any]) -> None:
+    pool = schema["types"][f"{PACKAGE}:index:WorkerPool"]["properties"]
+    without = {k: v for k, v in pool.items() if k != "machineType"}
+    retyped = {**pool, "replicaCount": {"type": "string"}}
+    assert _problems(api.WorkerPool, without, schema, set()) == [
+        "WorkerPool.machine_type: not in the schema as machineType"
+    ]
+    assert [p.split(":")[0] for p in _problems(api.WorkerPool, retyped, schema, set())] == [
+        "WorkerPool.replica_count"
+    ]
+
+
+def test_protected_artifact_location_reaches_the_body_and_every_language(
+    schema: dict[str, Any],
+) -> None:
+    """Added to the Args alone (one field in api.py): the body, stack YAML and the
+    provider's schema (YAML, TypeScript, Go) have it, with no other file touched."""
+    from vertex_training.jobs.api import JobContext, job_body
+    from vertex_training.jobs.declarations import read_job
+    from vertex_training.jobs.protos import parse_body
+    from vertex_training.jobs.records import JobKind
+
+    args = api.CustomJobArgs(
+        project="p",
+        region="us-central1",
+        chief=api.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
+        protected_artifact_location_id="us-central1",
+    )
+    context = JobContext(
+        kind=JobKind.CUSTOM_JOB, name="j", region="us-central1", project="p", local=False
+    )
+    body = job_body(args, context)
+    parse_body(JobKind.CUSTOM_JOB, body)
+    assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"
+    entry = {
+        "name": "j",
+        "chief": {"machineType": "n1-standard-4"},
+        "protectedArtifactLocationId": "eu",
+    }
+    job, problems = read_job(entry, "jobs[0]")
+    assert problems == [] and job is not None
+    assert job.args.protected_artifact_location_id == "eu"  # type: ignore[union-attr]
+    for kind, where in (("CustomJob", "inputProperties"), ("TrialJob", "properties")):
+        owner = (
+            schema["resources"].get(f"{PACKAGE}:index:{kind}")
+            or schema["types"][f"{PACKAGE}:index:{kind}"]
+        )
+        assert owner[where]["protectedArtifactLocationId"]["type"] == "string"

@@ -1,0 +1,329 @@
+"""The hardware catalog: ``hardware_catalog.json`` read into typed rows (machines,
+accelerators, TPU topologies, regions and zones), each section with its sources and the
+date it was read. ``rules.hardware`` applies it.
+
+Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
+``aiplatform_v1`` client.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from vertex_training.cost.catalog import Target
+
+CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
+"""The data file this module reads."""
+
+UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
+
+MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
+TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
+REGION_NAME = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
+ZONE_NAME = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
+
+
+class CatalogError(ValueError):
+    """The data file contradicts itself (an unknown source key, accelerator or field)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A page the catalog's facts come from."""
+
+    key: str
+    url: str
+    title: str
+
+
+@dataclass(frozen=True)
+class AcceleratorType:
+    """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
+
+    name: str
+    kind: Literal["gpu", "tpu"]
+    regions_complete: bool
+    """True: a region the catalog does not list for it does not offer it (error)."""
+    retired: str | None = None
+    """Why it can no longer be used, when Google retired it."""
+    replacement: str | None = None
+    absent_regions: frozenset[str] = frozenset()
+    """Regions known not to offer it, so refused even when ``regions_complete`` is false."""
+
+
+@dataclass(frozen=True)
+class MachineType:
+    """A machine type as one target sees it, with the accelerators it takes."""
+
+    name: str
+    family: str
+    kind: str
+    """The family's kind: ``general_purpose``, ``compute_optimized``, ``memory_optimized``,
+    ``gpu_built_in`` or ``tpu``."""
+    vcpus: int | None
+    memory_gb: float | None
+    accelerators: Mapping[str, frozenset[int]]
+    """Accelerator type -> valid counts; empty when the machine takes none."""
+    accelerator_required: bool = False
+    """The machine comes with its accelerators (a2/a3/a4/a4x/g2/g4, cloud-tpu)."""
+    counts_complete: bool = True
+    topologies: tuple[str, ...] = ()
+    topologies_complete: bool = True
+    provisioning: tuple[str, ...] = ()
+    """``scheduling.strategy`` values it is sold under, when not every one (e.g. SPOT,
+    FLEX_START); empty: any."""
+
+
+@dataclass(frozen=True)
+class Series:
+    """One series of a CPU family (``n1-standard``): its sizes per target."""
+
+    name: str
+    vertex_sizes: tuple[int, ...]
+    compute_engine_sizes: tuple[int, ...]
+
+    def sizes(self, target: Target) -> tuple[int, ...]:
+        return self.vertex_sizes if target == "training" else self.compute_engine_sizes
+
+
+@dataclass(frozen=True)
+class Family:
+    """A machine family (``n1``, ``a3``, ``ct5lp``) and what the catalog says of it."""
+
+    name: str
+    kind: str
+    complete: bool
+    """True: a type of this family the catalog does not list does not exist (error)."""
+    sources: tuple[str, ...]
+    series: Mapping[str, Series]
+    explicit: tuple[str, ...]
+    """Machine types listed one by one (accelerator-optimized and TPU families)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """A Vertex AI region: its zones and the accelerator types offered in them."""
+
+    name: str
+    zones: tuple[str, ...]
+    zone_sets: tuple[frozenset[str], ...]
+    """Accelerator sets one zone offers together; one set when no zone split is known."""
+    zone_accelerators: Mapping[str, frozenset[str]]
+    """Per zone name, where the split is known; empty otherwise."""
+
+    @property
+    def accelerators(self) -> frozenset[str]:
+        return frozenset().union(*self.zone_sets)
+
+
+@dataclass(frozen=True)
+class HardwareCatalog:
+    """The parsed data file."""
+
+    as_of: str
+    """The date the sources were read (YYYY-MM-DD)."""
+    sources: Mapping[str, Source]
+    accelerators: Mapping[str, AcceleratorType]
+    families: Mapping[str, Family]
+    training_machines: Mapping[str, MachineType]
+    workbench_machines: Mapping[str, MachineType]
+    regions: Mapping[str, Region]
+    attach_families_complete: bool = False
+    """True: an accelerator attaches only to the families of the machines listed for it."""
+    refreshed: Mapping[str, Any] | None = None
+    """When and from what the availability rows were last rebuilt (``refresh``)."""
+
+    def machines(self, target: Target) -> Mapping[str, MachineType]:
+        # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
+        return {"training": self.training_machines, "workbench": self.workbench_machines}[target]
+
+    def machine(self, name: str, target: Target = "training") -> MachineType | None:
+        return self.machines(target).get(name)
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def _check_sources(
+    section: str, keys: Iterable[str], sources: Mapping[str, Source]
+) -> tuple[str, ...]:
+    keys = tuple(keys)
+    if not keys:
+        raise CatalogError(f"{section}: names no source")
+    unknown = [k for k in keys if k not in sources]
+    if unknown:
+        raise CatalogError(f"{section}: unknown source keys {unknown}; known: {sorted(sources)}")
+    return keys
+
+
+def _cpu_machines(
+    family: str, kind: str, series: Mapping[str, Any], target: Target
+) -> dict[str, MachineType]:
+    machines = {}
+    for series_name, spec in series.items():
+        sizes = spec["vertex_sizes"] if target == "training" else spec["compute_engine_sizes"]
+        for size in sizes:
+            if "memory_gb_per_vcpu" in spec:
+                memory = round(size * spec["memory_gb_per_vcpu"], 2)
+            else:
+                memory = spec["memory_gb"][str(size)]
+            name = f"{family}-{series_name}-{size}"
+            machines[name] = MachineType(name, family, kind, size, memory, {})
+    return machines
+
+
+def _n1_vertex_gpus(table: Mapping[str, Any]) -> dict[str, dict[str, frozenset[int]]]:
+    columns = table["columns"]
+    return {
+        machine: {
+            gpu: frozenset(counts) for gpu, counts in zip(columns, row, strict=True) if counts
+        }
+        for machine, row in table["rows"].items()
+    }
+
+
+def _n1_workbench_gpus(
+    machine: MachineType, limits: Mapping[str, Sequence[Mapping[str, float]]]
+) -> dict[str, frozenset[int]]:
+    if machine.vcpus is None or machine.memory_gb is None:
+        raise CatalogError(f"{machine.name}: GPU limits need its vCPUs and memory")
+    offered = {}
+    for gpu, rows in limits.items():
+        counts = frozenset(
+            int(row["count"])
+            for row in rows
+            if machine.vcpus <= row["max_vcpus"] and machine.memory_gb <= row["max_memory_gb"]
+        )
+        if counts:
+            offered[gpu] = counts
+    return offered
+
+
+def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]) -> MachineType:
+    return MachineType(
+        name=name,
+        family=family,
+        kind=kind,
+        vcpus=spec.get("vcpus"),
+        memory_gb=spec.get("memory_gb"),
+        accelerators={gpu: frozenset(c) for gpu, c in spec.get("accelerators", {}).items()},
+        accelerator_required=spec.get("accelerator_required", kind == "gpu_built_in"),
+        counts_complete=spec.get("counts_complete", True),
+        topologies=tuple(spec.get("topologies", ())),
+        topologies_complete=spec.get("topologies_complete", True),
+        provisioning=tuple(spec.get("provisioning", ())),
+    )
+
+
+def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
+    """Build a ``HardwareCatalog`` from the data file's JSON, checking its cross-references."""
+    sources = {
+        key: Source(key, spec["url"], spec["title"]) for key, spec in data["sources"].items()
+    }
+    acc_section = data["accelerators"]
+    _check_sources("accelerators", acc_section["sources"], sources)
+    accelerators = {
+        name: AcceleratorType(
+            name=name,
+            kind=spec["kind"],
+            regions_complete=spec["regions_complete"],
+            retired=spec.get("retired"),
+            replacement=spec.get("replacement"),
+            absent_regions=frozenset(spec.get("absent_regions", ())),
+        )
+        for name, spec in acc_section["items"].items()
+    }
+
+    families: dict[str, Family] = {}
+    training: dict[str, MachineType] = {}
+    workbench: dict[str, MachineType] = {}
+    for fam_name, fam in data["families"].items():
+        kind = fam["kind"]
+        fam_sources = _check_sources(f"families.{fam_name}", fam["sources"], sources)
+        series = {
+            s: Series(s, tuple(spec["vertex_sizes"]), tuple(spec["compute_engine_sizes"]))
+            for s, spec in fam.get("series", {}).items()
+        }
+        explicit = {
+            name: _explicit_machine(fam_name, kind, name, spec)
+            for name, spec in fam.get("machines", {}).items()
+        }
+        families[fam_name] = Family(
+            fam_name, kind, fam["complete"], fam_sources, series, tuple(explicit)
+        )
+        fam_training = _cpu_machines(fam_name, kind, fam.get("series", {}), "training")
+        fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
+        if "vertex_gpu_counts" in fam:
+            table = fam["vertex_gpu_counts"]
+            _check_sources(f"families.{fam_name}.vertex_gpu_counts", table["sources"], sources)
+            for name, gpus in _n1_vertex_gpus(table).items():
+                if name not in fam_training:
+                    raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
+                fam_training[name] = MachineType(
+                    **{**vars(fam_training[name]), "accelerators": gpus}
+                )
+        if "workbench_gpu_limits" in fam:
+            limits = fam["workbench_gpu_limits"]
+            _check_sources(f"families.{fam_name}.workbench_gpu_limits", limits["sources"], sources)
+            for name, machine in fam_workbench.items():
+                gpus = _n1_workbench_gpus(machine, limits["limits"])
+                fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
+        training.update(fam_training)
+        training.update(explicit)
+        workbench.update(fam_workbench)
+        # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
+        workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
+
+    for machine in (*training.values(), *workbench.values()):
+        unknown = sorted(set(machine.accelerators) - set(accelerators))
+        if unknown:
+            raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
+
+    reg_section = data["regions"]
+    _check_sources("regions", reg_section["sources"], sources)
+    regions = {}
+    for name, spec in reg_section["items"].items():
+        split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
+        zone_sets = tuple(split.values()) if split else (frozenset(spec["accelerators"]),)
+        named = frozenset().union(*zone_sets)
+        if named - set(accelerators):
+            raise CatalogError(
+                f"region {name} names unknown accelerators {sorted(named - set(accelerators))}"
+            )
+        if set(split) - set(spec["zones"]):
+            raise CatalogError(f"region {name} splits zones it does not list")
+        regions[name] = Region(name, tuple(spec["zones"]), zone_sets, split)
+
+    for accelerator in accelerators.values():
+        unknown_regions = sorted(accelerator.absent_regions - set(regions))
+        if unknown_regions:
+            raise CatalogError(f"{accelerator.name}: absent_regions {unknown_regions} unknown")
+        offered = sorted(
+            r for r in accelerator.absent_regions if accelerator.name in regions[r].accelerators
+        )
+        if offered:
+            raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
+
+    return HardwareCatalog(
+        as_of=data["as_of"],
+        sources=sources,
+        accelerators=accelerators,
+        families=families,
+        training_machines=training,
+        workbench_machines=workbench,
+        regions=regions,
+        attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
+        refreshed=data.get("refreshed"),
+    )
+
+
+@functools.cache
+def catalog() -> HardwareCatalog:
+    """The catalog from ``hardware_catalog.json``, parsed once per process."""
+    return parse_catalog(json.loads(CATALOG_PATH.read_text(encoding="utf-8")))

@@ -1,0 +1,220 @@
+"""The typed Args of a study: what a tuning job searches (``StudySpec``), its parameters,
+metrics and early stopping, each built into its Vertex REST body and judged where it is
+built by what it must be in any study."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from vertex_training._checks import Checked
+from vertex_training.jobs.fields import refuse_where_built, to_body, vertex
+from vertex_training.jobs.rules.job import parameter_findings, study_findings
+from vertex_training.jobs.view import ScaleType, read_parameter, read_study
+
+DEFAULT_METRIC = "accuracy"
+"""The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
+
+
+Scale = Literal["linear", "log", "reverse_log"]
+_SCALES = {
+    "linear": ScaleType.LINEAR.value,
+    "log": ScaleType.LOG.value,
+    "reverse_log": ScaleType.REVERSE_LOG.value,
+}
+
+
+def _scale(scale: Scale) -> str:
+    return _SCALES[scale]
+
+
+@dataclass(frozen=True)
+class Metric(Checked):
+    """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
+
+    metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
+    goal: Literal["maximize", "minimize"] = field(
+        default="maximize", metadata=vertex("goal", encode=str.upper)
+    )
+
+
+class ParameterBase(Checked):
+    """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
+    with ``--<parameter_id>=<value>``)."""
+
+    parameter_id: str
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        refuse_where_built(
+            self,
+            "parameter",
+            read_parameter,
+            lambda spec: parameter_findings(spec, "parameter"),
+        )
+
+
+def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``conditional`` as ``conditionalParameterSpecs``: one entry per child parameter,
+    with every parent value it is searched under."""
+
+    def encode(conditional: Mapping[Any, Sequence[ParameterBase]]) -> list[dict[str, Any]]:
+        grouped: list[tuple[ParameterBase, list[Any]]] = []
+        for value, params in conditional.items():
+            for child in params:
+                entry = next((g for g in grouped if g[0] == child), None)
+                if entry is None:
+                    grouped.append((child, [value]))
+                else:
+                    entry[1].append(value)
+        return [
+            {parent_key: {"values": [cast(v) for v in values]}, "parameterSpec": to_body(child)}
+            for child, values in grouped
+        ]
+
+    return encode
+
+
+@dataclass(frozen=True)
+class DoubleParameter(ParameterBase):
+    """A real-valued hyperparameter in ``[min_value, max_value]``."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
+    min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
+    max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
+
+
+@dataclass(frozen=True)
+class IntegerParameter(ParameterBase):
+    """A whole-number hyperparameter in ``[min_value, max_value]``."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
+    max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
+    conditional: Mapping[int, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex("conditionalParameterSpecs", encode=_conditional("parentIntValues", str)),
+    )
+    """Child parameters searched only when this one takes the key's value."""
+
+
+@dataclass(frozen=True)
+class DiscreteParameter(ParameterBase):
+    """A hyperparameter taking one of the listed numbers."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    values: Sequence[float] = field(
+        metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
+    )
+    scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
+    """None: unset, the service's default (as the SDK sends ``scale=None``)."""
+    conditional: Mapping[float, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex(
+            "conditionalParameterSpecs", encode=_conditional("parentDiscreteValues", float)
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class CategoricalParameter(ParameterBase):
+    """A hyperparameter taking one of the listed strings."""
+
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
+    conditional: Mapping[str, Sequence[Parameter]] = field(
+        default_factory=dict,
+        metadata=vertex(
+            "conditionalParameterSpecs", encode=_conditional("parentCategoricalValues", str)
+        ),
+    )
+    """e.g. ``{"sgd": [DoubleParameter("momentum", 0, 1)]}``: momentum is searched only
+    in trials whose optimizer is sgd."""
+
+
+Parameter = DoubleParameter | IntegerParameter | DiscreteParameter | CategoricalParameter
+
+
+@dataclass(frozen=True, kw_only=True)
+class MedianStopping(Checked):
+    """Stop a trial whose objective falls below the running trials' median."""
+
+    VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecayCurveStopping(Checked):
+    """Stop a trial whose extrapolated curve will not beat the best one."""
+
+    VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvexStopping(Checked):
+    """``convexAutomatedStoppingSpec``; unset fields take the service's defaults."""
+
+    VERTEX_KEY: ClassVar[str] = "convexAutomatedStoppingSpec"
+    max_step_count: int | None = field(default=None, metadata=vertex("maxStepCount", encode=str))
+    min_step_count: int | None = field(default=None, metadata=vertex("minStepCount", encode=str))
+    min_measurement_count: int | None = field(
+        default=None, metadata=vertex("minMeasurementCount", encode=str)
+    )
+    learning_rate_parameter_name: str | None = field(
+        default=None, metadata=vertex("learningRateParameterName")
+    )
+    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+    update_all_stopped_trials: bool | None = field(
+        default=None, metadata=vertex("updateAllStoppedTrials")
+    )
+
+
+EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
+
+
+@dataclass(frozen=True, kw_only=True)
+class Study(Checked):
+    """``StudySpec``: what is tuned, towards what, and how trials are chosen."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        refuse_where_built(self, "studySpec", read_study, study_findings)
+
+    parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
+    metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
+    """The first metric chooses the best trial."""
+    algorithm: Literal["bayesian", "grid", "random"] = field(
+        default="bayesian",
+        metadata=vertex("algorithm", encode=lambda a: f"{a.upper()}_SEARCH", omit=("bayesian",)),
+    )
+    """``bayesian`` is the service's default search."""
+    measurement_selection: Literal["best", "last"] = field(
+        default="best",
+        metadata=vertex("measurementSelectionType", encode=lambda m: f"{m.upper()}_MEASUREMENT"),
+    )
+    early_stopping: EarlyStopping | None = field(default=None, metadata=vertex(""))
+
+
+__all__ = [
+    "DEFAULT_METRIC",
+    "CategoricalParameter",
+    "ConvexStopping",
+    "DecayCurveStopping",
+    "DiscreteParameter",
+    "DoubleParameter",
+    "EarlyStopping",
+    "IntegerParameter",
+    "MedianStopping",
+    "Metric",
+    "Parameter",
+    "ParameterBase",
+    "Scale",
+    "Study",
+]

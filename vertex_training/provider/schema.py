@@ -1,0 +1,243 @@
+"""The component provider's argument and output types, derived from the Python Args.
+
+Pulumi infers a provider's schema from ``TypedDict`` annotations (components receive
+their args as plain dicts), so each Args dataclass (``CustomJobArgs``, ``WorkerPool``,
+``TrainingPlatformArgs`` ...) is turned into a ``TypedDict`` of the same name and the
+same fields, here, when this module is imported: a field added to the Args is in every
+language's schema with no other file touched. The schema cannot say everything a Python
+annotation says, so each annotation is spelt in the schema's terms:
+
+- ``pulumi.Input[T]`` and ``T | None``: ``T`` (a field with a default is optional);
+- ``Literal["a", "b"]``: the literals' type (the Args refuse any other value, naming the
+  valid ones); ``Path``: ``str``;
+- ``Sequence[T]``: ``list[T]``; ``Mapping[K, V]``: ``dict[str, V]`` (schema keys are
+  strings);
+- a union of dataclasses (a parameter, an early-stopping rule): one object with every
+  member's fields and ``type``, the class name, as in stack YAML;
+- any other union (``str | Literal[False]``, ``ImageBuild | str``) and ``Any``: any value.
+
+The generated classes keep the dataclass's module and name, so the schema's
+descriptions are the Args' own docstrings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+import pulumi
+
+from vertex_training.jobs.fields import UNION_KEY, camel
+
+__all__ = ["args_type", "output_type", "schema_type", "yaml_spelling"]
+
+
+def _options(hint: object) -> tuple[list[object], bool]:
+    """(the options of ``hint``, whether None is one): ``pulumi.Input``'s Awaitable and
+    Output dropped."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        options = [
+            o
+            for o in typing.get_args(hint)
+            if typing.get_origin(o) not in (typing.Awaitable, pulumi.Output)
+            and o not in (typing.Awaitable, pulumi.Output)
+        ]
+        # ``pulumi.Input[Sequence[pulumi.Input[str]]]``'s options, each a list: the same.
+        unique = list(dict.fromkeys(str if _is_path(o) else o for o in options))
+        return [o for o in unique if o is not type(None)], type(None) in unique
+    if isinstance(hint, pulumi.Output):
+        return [hint], False
+    return [hint], False
+
+
+def _is_path(hint: object) -> bool:
+    return isinstance(hint, type) and issubclass(hint, os.PathLike | Path)
+
+
+def _is_record(hint: object) -> bool:
+    return isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint))
+
+
+def schema_type(hint: object) -> tuple[object, bool]:
+    """(the schema's spelling of the annotation ``hint``, whether it may be absent)."""
+    options, optional = _options(hint)
+    if len(options) > 1:
+        if all(_is_record(o) for o in options):
+            return _union_type(tuple(options)), optional  # type: ignore[arg-type]
+        return Any, optional
+    (option,) = options or [Any]
+    origin = typing.get_origin(option)
+    if option is Any or option is object:
+        return Any, optional
+    if origin is Literal:
+        kinds = {type(v) for v in typing.get_args(option)}
+        return (kinds.pop() if len(kinds) == 1 else Any), optional
+    if origin is pulumi.Output:
+        return schema_type(typing.get_args(option)[0])[0], optional
+    if origin in (Sequence, list, tuple):
+        return list[schema_type(typing.get_args(option)[0])[0]], optional  # type: ignore[misc]
+    if origin in (Mapping, dict):
+        return dict[str, schema_type(typing.get_args(option)[1])[0]], optional  # type: ignore[misc]
+    if option in (str, int, float, bool):
+        return option, optional
+    if _is_path(option):
+        return str, optional
+    if _is_record(option):
+        return _record_type(option), optional  # type: ignore[arg-type]
+    raise TypeError(f"no schema spelling for {option!r}")
+
+
+def _hints(cls: type) -> dict[str, tuple[object, bool]]:
+    """``cls``'s fields: name -> (annotation, whether it has a default)."""
+    if typing.is_typeddict(cls):
+        hints = typing.get_type_hints(cls)
+        optional: frozenset[str] = getattr(cls, "__optional_keys__", frozenset())
+        return {name: (hints[name], name in optional) for name in hints}
+
+    def home(name: str) -> dict[str, Any]:
+        """The namespace of the module whose class declares the field ``name``."""
+        owner = next(c for c in cls.__mro__ if name in inspect.get_annotations(c))
+        return {**vars(sys.modules[owner.__module__]), "pulumi": _Pulumi}
+
+    return {
+        f.name: (
+            eval(f.type, home(f.name)) if isinstance(f.type, str) else f.type,
+            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
+    }
+
+
+class _Inputs:
+    """``pulumi.Input[T]`` read as ``T``: the schema says where an Output may flow."""
+
+    def __getitem__(self, hint: object) -> object:
+        return hint
+
+
+class _Pulumi:
+    """``pulumi`` as the Args' annotations use it, ``Input`` unwrapped (``pulumi.Input``
+    names ``Output`` by a forward reference ``typing.get_type_hints`` cannot follow)."""
+
+    Input = _Inputs()
+    Output = pulumi.Output
+
+
+def _typed_dict(name: str, home: type | None) -> Any:
+    """An empty ``TypedDict`` named ``name`` (filled in by the caller: types refer to
+    themselves), placed where ``home`` is defined so that its docstrings are found."""
+    made: Any = TypedDict(name, {})  # type: ignore[misc]
+    if home is not None:
+        made.__module__ = home.__module__
+        made.__qualname__ = home.__qualname__
+        made.__doc__ = home.__doc__
+    return made
+
+
+def _fill(made: Any, fields: Mapping[str, tuple[object, bool]]) -> Any:
+    annotations = {
+        name: NotRequired[hint] if optional else Required[hint]
+        for name, (hint, optional) in fields.items()
+    }
+    made.__annotations__ = annotations
+    made.__required_keys__ = frozenset(n for n, (_, o) in fields.items() if not o)
+    made.__optional_keys__ = frozenset(n for n, (_, o) in fields.items() if o)
+    return made
+
+
+_MADE: dict[object, Any] = {}
+_MEMBERS: dict[Any, dict[str, type]] = {}
+"""A union's type -> its members by class name."""
+_BUILDING: set[Any] = set()
+
+
+def _record_type(cls: type, skip: frozenset[str] = frozenset()) -> Any:
+    key = (cls, skip)
+    if key in _MADE:
+        return _MADE[key]
+    made = _MADE[key] = _typed_dict(cls.__name__, cls)
+    fields: dict[str, tuple[object, bool]] = {}
+    for name, (hint, has_default) in _hints(cls).items():
+        if name in skip:
+            continue
+        spelt, optional = schema_type(hint)
+        fields[name] = (spelt, has_default or optional)
+    return _fill(made, fields)
+
+
+def _union_type(members: tuple[type, ...]) -> Any:
+    """One object type for a union of dataclasses: ``type`` (which member, by class name)
+    and every member's fields, each optional (the member named by ``type`` says which it
+    needs); a field two members type differently is any value."""
+    if members in _MADE:
+        made = _MADE[members]
+        # Within its own fields (a parameter's conditional children), by name: Pulumi's
+        # analyzer follows a type to itself only through a forward reference.
+        return typing.ForwardRef(made.__name__) if made in _BUILDING else made
+    names = [m.__name__ for m in members]
+    # The members' shared ending names the union: DoubleParameter ... -> Parameter.
+    suffix = os.path.commonprefix([n[::-1] for n in names])[::-1]  # noqa: RUF071
+    made = _MADE[members] = _typed_dict(suffix or "Or".join(names), None)
+    made.__doc__ = f"One of {', '.join(names)}, named by `{UNION_KEY}`."
+    _MEMBERS[made] = {m.__name__: m for m in members}
+    _BUILDING.add(made)
+    fields: dict[str, tuple[object, bool]] = {UNION_KEY: (str, False)}
+    for member in members:
+        for name, (hint, _) in _hints(member).items():
+            spelt = schema_type(hint)[0]
+            if name in fields and fields[name][0] != spelt:
+                spelt = Any
+            fields[name] = (spelt, True)
+    _BUILDING.discard(made)
+    return _fill(made, fields)
+
+
+@functools.cache
+def args_type(cls: type, skip: frozenset[str] = frozenset()) -> Any:
+    """The ``TypedDict`` of the Args dataclass ``cls`` (without the fields ``skip``)."""
+    return _record_type(cls, skip)
+
+
+def output_type(hint: object) -> Any:
+    """``pulumi.Output`` of the schema's spelling of ``hint`` (a component's output)."""
+    return pulumi.Output[schema_type(hint)[0]]  # type: ignore[misc]
+
+
+def yaml_spelling(value: Any, hint: object) -> Any:
+    """``value``, received for the schema type ``hint`` with Python's field names
+    (the provider maps the schema's camelCase back), with stack YAML's camelCase names:
+    what the stack config reader takes. Keys of a plain mapping stay as they are."""
+    options, _ = _options(hint)
+    option = options[0] if options else Any
+    origin = typing.get_origin(option)
+    if isinstance(value, Mapping) and option in _MEMBERS:
+        member = _MEMBERS[option].get(str(value.get(UNION_KEY)))
+        option = _record_type(member) if member is not None else option
+    if isinstance(option, typing.ForwardRef):
+        option = next(m for m in _MEMBERS if m.__name__ == option.__forward_arg__)
+    if isinstance(value, Mapping) and typing.is_typeddict(option):
+        fields = {name: typing.get_args(hint)[0] for name, hint in option.__annotations__.items()}
+        fields.setdefault(UNION_KEY, str)
+        return {
+            (camel(k) if k in fields else k): yaml_spelling(v, fields.get(k, Any))
+            for k, v in value.items()
+        }
+    if isinstance(value, Mapping) and origin is dict:
+        inner = typing.get_args(option)[1]
+        return {k: yaml_spelling(v, inner) for k, v in value.items()}
+    if isinstance(value, list) and origin is list:
+        inner = typing.get_args(option)[0]
+        return [yaml_spelling(v, inner) for v in value]
+    if option is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # numbers cross the engine as floats
+    return value
