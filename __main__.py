@@ -7,8 +7,8 @@ import vertex_training as vt
 stack = vt.load_stack()
 platform = vt.TrainingPlatform("platform", stack.platform)
 jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in stack.jobs.items()}
-vt.log_stack_cost(platform, jobs.values(), budget=stack.config.budget)
 models, endpoints = stack.serving.declare(platform, jobs)
+vt.log_stack_cost(platform, jobs.values(), endpoints.values(), budget=stack.config.budget)
 
 
 def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:

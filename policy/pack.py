@@ -242,8 +242,8 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
         _gpus_per_stack(),
         _resource_policy(
             "allowed-accelerators",
-            description="Jobs and notebooks use only the accelerator types allowed in their "
-            "environment.",
+            description="Jobs, endpoints and notebooks use only the accelerator types allowed "
+            "in their environment.",
             level=mandatory,
             check=lambda r, c: rules.allowed_accelerators(
                 r, rules.environment_of(r, c), c["allowed"]
@@ -257,6 +257,34 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
                     "additionalProperties": {"type": "array", "items": {"type": "string"}},
                 }
             },
+        ),
+        _resource_policy(
+            "endpoint-machines",
+            description="Endpoints deploy models only on the machine types allowed in their "
+            "environment (fnmatch patterns).",
+            level=mandatory,
+            check=lambda r, c: rules.endpoint_machines(r, rules.environment_of(r, c), c["allowed"]),
+            defaults={
+                "allowed": {
+                    k: list(v) for k, v in rules.DEFAULT_ALLOWED_PREDICTION_MACHINES.items()
+                }
+            },
+            properties={
+                "allowed": {
+                    "type": "object",
+                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                }
+            },
+        ),
+        _resource_policy(
+            "endpoint-replicas",
+            description="A deployed model scales to at most maxReplicas[environment] replicas.",
+            level=mandatory,
+            check=lambda r, c: rules.endpoint_replicas(
+                r, rules.environment_of(r, c), c["maxReplicas"]
+            ),
+            defaults={"maxReplicas": dict(rules.DEFAULT_MAX_REPLICAS)},
+            properties={"maxReplicas": _PER_ENVIRONMENT_INT},
         ),
         _resource_policy(
             "job-timeout",

@@ -17,6 +17,7 @@ policy config (``make preview|up POLICY=1`` writes the stack's ``budget`` key in
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 WORKBENCH_TYPE = "gcp:workbench/instance:Instance"
 LEGACY_NOTEBOOK_TYPE = "gcp:notebooks/instance:Instance"
 NOTEBOOK_TYPES = (WORKBENCH_TYPE, LEGACY_NOTEBOOK_TYPE)
+ENDPOINT_TYPE = "pulumi-python:dynamic/vertex:Endpoint"
+"""Its inputs: ``body`` (the Endpoint), ``deployments`` (a ``DeployedModel`` body by
+deployment name), ``traffic``, ``backend``."""
 
 EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
@@ -78,6 +82,8 @@ def _get(data: Any, *path: str) -> Any:
 def _labels(resource: Resource) -> Mapping[str, Any]:
     if resource.type in JOB_TYPES:
         labels = _get(resource.props, "spec", "labels")
+    elif resource.type == ENDPOINT_TYPE:
+        labels = _get(resource.props, "body", "labels")
     else:
         labels = resource.props.get("labels")
     return labels if isinstance(labels, Mapping) else {}
@@ -101,6 +107,28 @@ def _is_vertex_job(resource: Resource) -> bool:
     return resource.type in JOB_TYPES and _get(resource.props, "backend", "kind") != "local"
 
 
+def _runs_locally(resource: Resource) -> bool:
+    """A job or an endpoint on the local backend (this machine, not Vertex)."""
+    return (
+        resource.type in (*JOB_TYPES, ENDPOINT_TYPE)
+        and _get(resource.props, "backend", "kind") == "local"
+    )
+
+
+def _deployments(resource: Resource) -> list[tuple[str, Mapping[str, Any]]]:
+    """(name, ``dedicatedResources``) of each of an endpoint's deployed models."""
+    if resource.type != ENDPOINT_TYPE:
+        return []
+    deployments = resource.props.get("deployments")
+    if not isinstance(deployments, Mapping):
+        return []
+    out = []
+    for name, body in sorted(deployments.items()):
+        resources = _get(body, "dedicatedResources")
+        out.append((str(name), resources if isinstance(resources, Mapping) else {}))
+    return out
+
+
 def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:
     """The policy config's ``environment``, else the resource's ``environment`` label, else
     ``local`` for a job on the local backend; None where none of these says."""
@@ -110,7 +138,7 @@ def environment_of(resource: Resource, config: Mapping[str, Any]) -> str | None:
     label = _labels(resource).get("environment")
     if isinstance(label, str) and label:
         return label
-    if resource.type in JOB_TYPES and not _is_vertex_job(resource):
+    if _runs_locally(resource):
         return "local"
     return None
 
@@ -211,7 +239,14 @@ DEFAULT_ALLOWED_ACCELERATORS: Mapping[str, Sequence[str]] = {
 
 
 def accelerators_of(resource: Resource) -> list[tuple[str, str]]:
-    """(where, accelerator type) of a job's pools or a notebook's GPUs."""
+    """(where, accelerator type) of a job's pools, an endpoint's deployed models or a
+    notebook's GPUs."""
+    if resource.type == ENDPOINT_TYPE:
+        return [
+            (f"deployments.{name}.dedicatedResources.machineSpec", str(kind))
+            for name, dedicated in _deployments(resource)
+            if (kind := _get(dedicated, "machineSpec", "acceleratorType"))
+        ]
     if resource.type in JOB_TYPES:
         out = []
         for index, pool in _pools(resource):
@@ -240,6 +275,58 @@ def allowed_accelerators(
         for where, kind in accelerators_of(resource)
         if kind not in permitted
     ]
+
+
+# ----------------------------------------------------------------------- endpoints
+
+
+DEFAULT_ALLOWED_PREDICTION_MACHINES: Mapping[str, Sequence[str]] = {
+    "dev": ("e2-standard-2", "e2-standard-4", "n1-standard-2", "n1-standard-4", "n2-standard-2"),
+    "prod": ("e2-*", "n1-*", "n2-*", "n2d-*", "c3-*", "g2-standard-*", "a2-highgpu-*"),
+}
+"""Machine types (``fnmatch`` patterns) an endpoint's deployed models may use, by
+environment; an environment not listed (local: the twin runs on this machine) is not
+judged. dev: small CPU machines; prod: no A3 or 16-GPU machines unless the config says."""
+
+DEFAULT_MAX_REPLICAS: Mapping[str, int] = {"dev": 2, "prod": 20}
+"""The most replicas (``maxReplicaCount``, what autoscaling may reach) of one deployed model,
+by environment; an environment not listed is not judged."""
+
+
+def endpoint_machines(
+    resource: Resource, environment: str | None, allowed: Mapping[str, Sequence[str]]
+) -> list[str]:
+    if environment is None or environment not in allowed:
+        return []
+    patterns = list(allowed[environment])
+    out = []
+    for name, dedicated in _deployments(resource):
+        machine = _get(dedicated, "machineSpec", "machineType")
+        if not any(fnmatch.fnmatchcase(str(machine), pattern) for pattern in patterns):
+            out.append(
+                f"deployments.{name}.dedicatedResources.machineSpec.machineType: {machine} is "
+                f"not allowed for an endpoint in {environment} (allowed: "
+                f"{', '.join(patterns) or 'none'})"
+            )
+    return out
+
+
+def endpoint_replicas(
+    resource: Resource, environment: str | None, limits: Mapping[str, int]
+) -> list[str]:
+    if environment is None or environment not in limits:
+        return []
+    cap = limits[environment]
+    out = []
+    for name, dedicated in _deployments(resource):
+        low, high = dedicated.get("minReplicaCount"), dedicated.get("maxReplicaCount")
+        replicas = max(int(v) for v in (low, high, 1) if isinstance(v, int | float))
+        if replicas > cap:
+            out.append(
+                f"deployments.{name}.dedicatedResources: up to {replicas} replicas; "
+                f"{environment} allows {cap} per deployed model (maxReplicaCount)"
+            )
+    return out
 
 
 # ----------------------------------------------------------------------- jobs
@@ -387,9 +474,12 @@ __all__ = [
     "BUCKET_TYPE",
     "CUSTOM_JOB_TYPE",
     "DEFAULT_ALLOWED_ACCELERATORS",
+    "DEFAULT_ALLOWED_PREDICTION_MACHINES",
     "DEFAULT_MAX_GPUS_PER_JOB",
     "DEFAULT_MAX_GPUS_PER_STACK",
+    "DEFAULT_MAX_REPLICAS",
     "DEFAULT_REQUIRED_LABELS",
+    "ENDPOINT_TYPE",
     "EXPECTED_DURATION_PROP",
     "JOB_TYPES",
     "TUNING_JOB_TYPE",
@@ -401,6 +491,8 @@ __all__ = [
     "bucket_access",
     "budget_of",
     "cmek",
+    "endpoint_machines",
+    "endpoint_replicas",
     "environment_of",
     "estimate_errors",
     "estimate_from_resources",

@@ -12,11 +12,12 @@ from tests.pulumi_mocks import (
     MOCK_ACCESS_TOKEN,
     PulumiRun,
     RecordingMonitor,
+    Registration,
     run_program,
     stack_file_config,
 )
 from vertex_training.platform.trainer_image import content_tag
-from vertex_training.stack.definition import DOCKERFILE
+from vertex_training.stack.definition import DOCKERFILE, SERVING_DOCKERFILE, SERVING_IMAGE_SOURCES
 
 LOCAL_IMAGE_REFERENCE = "trainer:local"
 
@@ -25,6 +26,17 @@ STACK_FILES = {
     for path in sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 }
 SERVICE = "gcp:projects/service:Service"
+IMAGE = "docker-build:index:Image"
+JOB_TYPES = (
+    "pulumi-python:dynamic/vertex:CustomJob",
+    "pulumi-python:dynamic/vertex:HyperparameterTuningJob",
+)
+
+
+def image_named(run: PulumiRun, name: str) -> Registration:
+    """The platform's build of image ``name`` (``platform-image-<name>-image``)."""
+    (image,) = [r for r in run.of_type(IMAGE) if r.name == f"platform-image-{name}-image"]
+    return image
 
 
 def exported_names() -> set[str]:
@@ -120,7 +132,7 @@ def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, Pu
     assert "/locations/us-central1/tensorboards/" in tensorboard
     assert outputs["tensorboardUrl"].startswith("https://console.cloud.google.com/")
     for job in run.registrations:
-        if ":dynamic/vertex:" in job.type:
+        if job.type in JOB_TYPES:
             spec = job.inputs["spec"]
             run_spec = spec.get("jobSpec") or spec["trialJobSpec"]
             assert run_spec["tensorboard"] == tensorboard
@@ -175,8 +187,13 @@ def test_workbench_uses_the_workbench_account(runs: dict[str, PulumiRun]) -> Non
 
 def test_image_push_waits_for_the_repository(runs: dict[str, PulumiRun]) -> None:
     run = runs["dev"]
-    image = run.one("docker-build:index:Image")
-    assert run.one("gcp:artifactregistry/repository:Repository").urn in image.dependencies
+    repository = run.one("gcp:artifactregistry/repository:Repository")
+    assert {image.name for image in run.of_type(IMAGE)} == {
+        "platform-image-trainer-image",
+        "platform-image-serving-image",
+    }
+    for image in run.of_type(IMAGE):
+        assert repository.urn in image.dependencies
 
 
 def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
@@ -186,7 +203,7 @@ def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
     assert [call.token for call in run.calls] == [
         "gcp:organizations/getClientConfig:getClientConfig"
     ]
-    image = run.one("docker-build:index:Image")
+    image = image_named(run, "trainer")
     (registry,) = image.inputs["registries"]["value"]
     assert registry["password"] == MOCK_ACCESS_TOKEN
     assert image.inputs["tags"] == [
@@ -196,11 +213,43 @@ def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
     assert image.inputs["context"] == {"location": str(PROJECT_ROOT)}
 
 
+def test_dev_model_serves_with_the_platform_serving_image_by_digest(
+    runs: dict[str, PulumiRun],
+) -> None:
+    run = runs["dev"]
+    repository = run.outputs["repositoryUrl"]
+    image = image_named(run, "serving")
+    assert image.inputs["dockerfile"] == {"location": str(PROJECT_ROOT / SERVING_DOCKERFILE)}
+    assert image.inputs["tags"] == [
+        f"{repository}/serving:{content_tag(PROJECT_ROOT, SERVING_IMAGE_SOURCES)}"
+    ]
+    model = run.one("pulumi-python:dynamic/vertex:Model")
+    assert image.urn in model.dependencies
+    served = model.inputs["body"]["containerSpec"]["imageUri"]
+    assert served.startswith(f"{repository}/serving@sha256:")
+    assert len(served.rsplit(":", 1)[1]) == 64
+    # The jobs still run the trainer: the serving image is a model's, never a pool's default.
+    for job in run.registrations:
+        if job.type in JOB_TYPES:
+            spec = job.inputs["spec"]
+            pools = (spec.get("jobSpec") or spec["trialJobSpec"])["workerPoolSpecs"]
+            assert {p["containerSpec"]["imageUri"] for p in pools} == {
+                run.outputs["imageReference"]
+            }
+
+
+def test_the_local_model_builds_no_serving_image(runs: dict[str, PulumiRun]) -> None:
+    run = runs["local"]
+    assert run.of_type(IMAGE) == []
+    model = run.one("pulumi-python:dynamic/vertex:Model")
+    assert model.inputs["body"]["containerSpec"]["imageUri"] == "serving:local"
+
+
 def test_a_pinned_trainer_image_skips_the_build() -> None:
     digest = "europe-docker.pkg.dev/p/r/trainer@sha256:" + "b" * 64
     config = stack_file_config(STACK_FILES["dev"]) | {"vertex-training:trainerImage": digest}
     run = run_program("dev", config)
-    assert run.of_type("docker-build:index:Image") == []
+    assert [image.name for image in run.of_type(IMAGE)] == ["platform-image-serving-image"]
     assert run.outputs["imageReference"] == digest
 
 
@@ -268,7 +317,7 @@ def test_cmek_reaches_the_bucket_the_tensorboard_and_every_job() -> None:
     assert run.one("gcp:vertex/aiTensorboard:AiTensorboard").inputs["encryptionSpec"] == {
         "kmsKeyName": key
     }
-    jobs = [r for r in run.registrations if ":dynamic/vertex:" in r.type]
+    jobs = [r for r in run.registrations if r.type in JOB_TYPES]
     assert jobs and all(j.inputs["spec"]["encryptionSpec"] == {"kmsKeyName": key} for j in jobs)
 
 

@@ -156,11 +156,12 @@ def test_bad_serving_input_is_one_clear_message_and_nothing_is_created(
 
     output = done.stdout + done.stderr
     assert done.returncode != 0
+    # Named at their YAML keys, both in one message, as the jobs' problems are.
     assert (
-        "Endpoint 'horses-humans'.deployments.primary.dedicatedResources.machineSpec."
-        "machineType: 'n1-standard-3' is not a prediction machine type" in output
+        "vertex-training:endpoints[0].deployments.primary.machineType: 'n1-standard-3' is not "
+        "a prediction machine type" in output
     )
-    assert "Endpoint 'horses-humans'.traffic: sums to 90 (primary: 90)" in output
+    assert "vertex-training:endpoints[0].traffic: sums to 90 (primary: 90)" in output
     assert "Traceback" not in output
     resources = bad_project.export()["deployment"].get("resources") or []
     assert [r for r in resources if ":dynamic/vertex:" in r["type"]] == []

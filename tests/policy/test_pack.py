@@ -44,6 +44,8 @@ RUNS: dict[str, dict[str, Any]] = {
             "gpus-per-job": {"maxGpus": {"dev": 2}},
             "gpus-per-stack": {"maxGpus": {"dev": 4}},
             "allowed-accelerators": {"allowed": {"dev": ["NVIDIA_TESLA_T4"]}},
+            "endpoint-machines": {"allowed": {"dev": ["e2-*"]}},
+            "endpoint-replicas": {"maxReplicas": {"dev": 0}},
             "notebook-no-public-ip": {"environment": "prod"},
             "cmek": {"environments": ["dev"]},
             "budget": {"budget": 1},
@@ -118,6 +120,8 @@ def test_every_policy_has_an_enforcement_level_and_a_config_schema(pack: dict[st
         "gpus-per-job",
         "gpus-per-stack",
         "allowed-accelerators",
+        "endpoint-machines",
+        "endpoint-replicas",
         "job-timeout",
         "image-by-digest",
         "no-default-service-account",
@@ -153,6 +157,14 @@ def test_strict_config_turns_the_dev_stack_into_violations(pack: dict[str, Any])
     assert found["gpus-per-job"] == ["the job holds 4 accelerators at once; dev allows 2 per job"]
     assert found["gpus-per-stack"][0].startswith("the stack's jobs hold 6 accelerators")
     assert len(found["allowed-accelerators"]) == 3  # two cassava pools, one trial pool
+    assert found["endpoint-machines"] == [
+        "deployments.primary.dedicatedResources.machineSpec.machineType: n1-standard-2 is not "
+        "allowed for an endpoint in dev (allowed: e2-*)"
+    ]
+    assert found["endpoint-replicas"] == [
+        "deployments.primary.dedicatedResources: up to 1 replicas; dev allows 0 per deployed "
+        "model (maxReplicaCount)"
+    ]
     assert found["notebook-no-public-ip"] == [
         "gceSetup.disablePublicIp is not true: the notebook VM gets a public IP"
     ]

@@ -285,3 +285,58 @@ class TestBudget:
         )
         assert bounded.usd_low == 0 and not timed.jobs[0].upper_bound
         assert timed.usd_high == pytest.approx(bounded.usd_high / 8)  # 0.5 h of a 4 h timeout
+
+
+class TestEndpoints:
+    def test_the_real_endpoints_pass_their_environment(self, stacks: Stacks) -> None:
+        dev = one(stacks["dev"], rules.ENDPOINT_TYPE)
+        local = one(stacks["local"], rules.ENDPOINT_TYPE)
+        assert rules.environment_of(dev, {}) == "dev"
+        assert rules.environment_of(local, {}) == "local"
+        machines, replicas = rules.DEFAULT_ALLOWED_PREDICTION_MACHINES, rules.DEFAULT_MAX_REPLICAS
+        for endpoint in (dev, local):
+            environment = rules.environment_of(endpoint, {})
+            assert rules.endpoint_machines(endpoint, environment, machines) == []
+            assert rules.endpoint_replicas(endpoint, environment, replicas) == []
+        # The local twin runs on this machine: no environment default judges it.
+        assert "local" not in machines and "local" not in replicas
+
+    def test_an_unlabelled_local_endpoint_is_local(self, stacks: Stacks) -> None:
+        local = one(stacks["local"], rules.ENDPOINT_TYPE)
+        body = {k: v for k, v in local.props["body"].items() if k != "labels"}
+        assert rules.environment_of(changed(local, body=body), {}) == "local"
+
+    def test_a_machine_outside_the_list_is_refused(self, stacks: Stacks) -> None:
+        dev = one(stacks["dev"], rules.ENDPOINT_TYPE)
+        deployments = copy.deepcopy(dict(dev.props["deployments"]))
+        deployments["primary"]["dedicatedResources"]["machineSpec"] = {
+            "machineType": "a3-highgpu-8g",
+            "acceleratorType": "NVIDIA_H100_80GB",
+            "acceleratorCount": 8,
+        }
+        big = changed(dev, deployments=deployments)
+        assert rules.endpoint_machines(big, "dev", rules.DEFAULT_ALLOWED_PREDICTION_MACHINES) == [
+            "deployments.primary.dedicatedResources.machineSpec.machineType: a3-highgpu-8g is "
+            "not allowed for an endpoint in dev (allowed: e2-standard-2, e2-standard-4, "
+            "n1-standard-2, n1-standard-4, n2-standard-2)"
+        ]
+        # Patterns: prod allows the n1 family, not A3 machines; H100 is an allowed GPU there.
+        prod = rules.DEFAULT_ALLOWED_PREDICTION_MACHINES
+        assert rules.endpoint_machines(dev, "prod", prod) == []
+        assert len(rules.endpoint_machines(big, "prod", prod)) == 1
+        assert rules.allowed_accelerators(big, "dev", rules.DEFAULT_ALLOWED_ACCELERATORS) == [
+            "deployments.primary.dedicatedResources.machineSpec: NVIDIA_H100_80GB is not "
+            "allowed in dev (allowed: NVIDIA_L4, NVIDIA_TESLA_P100, NVIDIA_TESLA_T4, "
+            "NVIDIA_TESLA_V100)"
+        ]
+
+    def test_more_replicas_than_allowed_are_refused(self, stacks: Stacks) -> None:
+        dev = one(stacks["dev"], rules.ENDPOINT_TYPE)
+        deployments = copy.deepcopy(dict(dev.props["deployments"]))
+        deployments["primary"]["dedicatedResources"]["maxReplicaCount"] = 5.0
+        scaled = changed(dev, deployments=deployments)
+        assert rules.endpoint_replicas(scaled, "dev", rules.DEFAULT_MAX_REPLICAS) == [
+            "deployments.primary.dedicatedResources: up to 5 replicas; dev allows 2 per "
+            "deployed model (maxReplicaCount)"
+        ]
+        assert rules.endpoint_replicas(scaled, "prod", rules.DEFAULT_MAX_REPLICAS) == []

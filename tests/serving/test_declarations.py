@@ -122,7 +122,7 @@ def test_traffic_names_deployed_models() -> None:
             1,
             "europe-west1",
             "d.dedicatedResources.machineSpec.acceleratorType: NVIDIA_TESLA_V100 serves no "
-            "predictions in europe-west1; valid regions: asia-east1, europe-west4, "
+            "predictions in europe-west1; valid: one of the regions asia-east1, europe-west4, "
             "us-central1, us-west1",
         ),
         (
@@ -189,7 +189,7 @@ def test_serving_images() -> None:
     )
     assert errors == [
         "i: 'us-docker.pkg.dev/p/r/serving:latest' is not an image by digest (a tag can move "
-        "under a served model); valid in prod: REGISTRY/PATH@sha256:<64 hex digits>"
+        "under a served model in prod); valid: REGISTRY/PATH@sha256:<64 hex digits>"
     ]
     assert warnings == []
     prebuilt = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"

@@ -25,8 +25,12 @@ Target = Literal["training", "workbench"]
 """What the hardware is for, in this catalog and the hardware catalog alike: ``training``:
 Vertex AI custom training (Vertex's own machine and GPU tables and prices);
 ``workbench``: the Compute Engine VM under a Workbench instance."""
+PriceTarget = Literal["training", "workbench", "prediction"]
+"""The targets this catalog prices: the hardware catalog's, and ``prediction``: a Vertex AI
+online prediction node (machines and GPUs of ``serving/prediction_catalog.json``)."""
 ItemKind = Literal["machines", "accelerators"]
 TARGETS: tuple[Target, ...] = ("training", "workbench")
+PRICE_TARGETS: tuple[PriceTarget, ...] = (*TARGETS, "prediction")
 ITEM_KINDS: tuple[ItemKind, ...] = ("machines", "accelerators")
 _ITEM_KEY: Mapping[ItemKind, str] = {"machines": "machine_type", "accelerators": "accelerator_type"}
 
@@ -63,16 +67,16 @@ class PriceRow:
 class PriceCatalog:
     """Rows by (target, kind, region, item); an absent key is an unknown price."""
 
-    rows: Mapping[tuple[Target, ItemKind, str, str], PriceRow]
+    rows: Mapping[tuple[PriceTarget, ItemKind, str, str], PriceRow]
     currency: str = "USD"
 
-    def row(self, target: Target, kind: ItemKind, region: str, item: str) -> PriceRow | None:
+    def row(self, target: PriceTarget, kind: ItemKind, region: str, item: str) -> PriceRow | None:
         return self.rows.get((target, kind, region, item))
 
-    def regions(self, target: Target) -> frozenset[str]:
+    def regions(self, target: PriceTarget) -> frozenset[str]:
         return frozenset(key[2] for key in self.rows if key[0] == target)
 
-    def items(self, target: Target, kind: ItemKind) -> frozenset[str]:
+    def items(self, target: PriceTarget, kind: ItemKind) -> frozenset[str]:
         return frozenset(key[3] for key in self.rows if key[:2] == (target, kind))
 
     @property
@@ -166,9 +170,9 @@ def parse_price_catalog(data: Mapping[str, Any]) -> PriceCatalog:
     """Validate the JSON document of ``prices.json`` into a ``PriceCatalog``."""
     if data.get("currency", "USD") != "USD":
         raise PriceCatalogError(f"currency must be USD, got {data.get('currency')!r}")
-    rows: dict[tuple[Target, ItemKind, str, str], PriceRow] = {}
+    rows: dict[tuple[PriceTarget, ItemKind, str, str], PriceRow] = {}
     dates: dict[str, datetime.date | None] = {}
-    for target in TARGETS:
+    for target in PRICE_TARGETS:
         section = data.get(target) or {}
         if not isinstance(section, Mapping):
             raise PriceCatalogError(f"{target}: must be an object with machines/accelerators")
@@ -210,11 +214,13 @@ def price_catalog() -> PriceCatalog:
 __all__ = [
     "ITEM_KINDS",
     "PRICES_PATH",
+    "PRICE_TARGETS",
     "TARGETS",
     "ItemKind",
     "PriceCatalog",
     "PriceCatalogError",
     "PriceRow",
+    "PriceTarget",
     "Pricing",
     "Target",
     "load_price_catalog",

@@ -10,7 +10,10 @@ use them (``vertex_training.jobs.estimate`` prices a job's body with ``pool_cost
 - hours are the job's expected duration when the caller knows it, else its timeout (an
   upper bound, and the estimate says so);
 - a Workbench instance costs its machine and GPUs per hour while it is up (the boot disk,
-  a few dollars a month, is left out and the estimate says so).
+  a few dollars a month, is left out and the estimate says so);
+- an endpoint costs, per hour while it serves, the sum over its deployed models of
+  ``minReplicaCount x (machine + accelerators)`` at prediction prices: hourly, so it is
+  shown beside the stack's total, not added to it (nor to the budget, a one-off cap).
 
 A machine, accelerator or region without a price in the catalog is never counted as zero:
 the estimate names it (``unknown price: NVIDIA_H200_141GB in us-central1 (on-demand)``)
@@ -24,7 +27,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training.cost.catalog import ItemKind, PriceCatalog, Pricing, Target, price_catalog
+from vertex_training.cost.catalog import (
+    ItemKind,
+    PriceCatalog,
+    PriceTarget,
+    Pricing,
+    price_catalog,
+)
 
 VERTEX_DEFAULT_TIMEOUT_SECONDS = 7 * 24 * 3600
 """``Scheduling.timeout`` when a body sets none (the API reference: 7 days)."""
@@ -179,10 +188,33 @@ CostLine = JobEstimate | WorkbenchEstimate
 
 
 @dataclass(frozen=True)
+class EndpointEstimate:
+    """An endpoint per hour: each deployed model at its minimum replicas (one ``PoolCost``
+    each, ``replicas`` = ``minReplicaCount``; autoscaling can only add to it)."""
+
+    name: str
+    region: str
+    deployments: tuple[PoolCost, ...]
+    """One per deployed model: ``role`` is the deployment's name, ``replicas`` its minimum."""
+
+    @property
+    def usd_per_hour(self) -> float:
+        """Known prices only (see ``unknown``)."""
+        return sum(d.usd_per_hour for d in self.deployments)
+
+    @property
+    def unknown(self) -> tuple[UnknownPrice, ...]:
+        return _unique(u for d in self.deployments for u in d.unknown)
+
+
+@dataclass(frozen=True)
 class StackEstimate:
-    """Every line of a stack: its jobs (one run each) and its Workbench uptime."""
+    """Every line of a stack: its jobs (one run each) and its Workbench uptime; beside
+    them, its endpoints per hour."""
 
     lines: tuple[CostLine, ...]
+    endpoints: tuple[EndpointEstimate, ...] = ()
+    """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving_*``)."""
 
     @property
     def usd_low(self) -> float:
@@ -201,6 +233,15 @@ class StackEstimate:
         return _unique(u for line in self.lines for u in line.unknown)
 
     @property
+    def serving_usd_per_hour(self) -> float:
+        """Every endpoint at its minimum replicas, per hour (known prices only)."""
+        return sum(e.usd_per_hour for e in self.endpoints)
+
+    @property
+    def serving_unknown(self) -> tuple[UnknownPrice, ...]:
+        return _unique(u for e in self.endpoints for u in e.unknown)
+
+    @property
     def jobs(self) -> tuple[JobEstimate, ...]:
         return tuple(line for line in self.lines if isinstance(line, JobEstimate))
 
@@ -216,7 +257,7 @@ def _unique(items: Any) -> tuple[UnknownPrice, ...]:
 
 def _item_price(
     catalog: PriceCatalog,
-    target: Target,
+    target: PriceTarget,
     kind: ItemKind,
     *,
     region: str,
@@ -232,7 +273,7 @@ def _item_price(
 
 def pool_cost(
     catalog: PriceCatalog,
-    target: Target,
+    target: PriceTarget,
     region: str,
     pricing: Pricing,
     *,
@@ -306,16 +347,21 @@ def estimate_workbench(
 
 
 def stack_estimate(
-    jobs: Sequence[JobEstimate], workbench: WorkbenchEstimate | None = None
+    jobs: Sequence[JobEstimate],
+    workbench: WorkbenchEstimate | None = None,
+    endpoints: Sequence[EndpointEstimate] = (),
 ) -> StackEstimate:
-    """The stack's lines: every job once, then the Workbench instance."""
-    return StackEstimate((*jobs, *((workbench,) if workbench is not None else ())))
+    """The stack's lines: every job once, then the Workbench instance; its endpoints."""
+    return StackEstimate(
+        (*jobs, *((workbench,) if workbench is not None else ())), tuple(endpoints)
+    )
 
 
 __all__ = [
     "DEFAULT_WORKBENCH_HOURS",
     "VERTEX_DEFAULT_TIMEOUT_SECONDS",
     "CostLine",
+    "EndpointEstimate",
     "EstimateError",
     "JobEstimate",
     "PoolCost",

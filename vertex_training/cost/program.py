@@ -1,4 +1,5 @@
-"""The stack total where the program reads its stack: ``vt.log_stack_cost(platform, jobs)``.
+"""The stack total where the program reads its stack: ``vt.log_stack_cost(platform, jobs,
+endpoints)``.
 
 The jobs and the platform price themselves at construction (``cost_estimate``, from
 ``vertex_training.cost``); the total of a stack is summed here, by the program that
@@ -19,21 +20,25 @@ from vertex_training.cost.report import stack_total_message
 if TYPE_CHECKING:
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob
     from vertex_training.platform.platform import TrainingPlatform
+    from vertex_training.serving.resources import Endpoint
 
 
 def log_stack_cost(
     platform: TrainingPlatform,
     jobs: Iterable[CustomJob | HyperparameterTuningJob],
+    endpoints: Iterable[Endpoint] = (),
     *,
     budget: float | None = None,
 ) -> StackEstimate | None:
     """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour) as one ``pulumi preview`` diagnostic, with the budget when there is one; returns
-    the ``StackEstimate`` (None on a local platform: nothing there costs)."""
+    hour; beside it each endpoint per hour at its minimum replicas) as one ``pulumi
+    preview`` diagnostic, with the budget when there is one; returns the ``StackEstimate``
+    (None on a local platform: nothing there costs)."""
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
-    total = stack_estimate(estimates, platform.cost_estimate)
+    serving = [endpoint.cost_estimate for endpoint in endpoints]
+    total = stack_estimate(estimates, platform.cost_estimate, serving)
     log_stack_total(total, budget, platform.environment, resource=platform)
     return total
 

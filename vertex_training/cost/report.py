@@ -1,5 +1,5 @@
 """Estimates as text: one line per job for ``pulumi preview``, a stack total, the table of
-``make estimate``."""
+``make estimate``. Endpoints are hourly: their rate is shown per hour beside the total."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verd
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
     CostLine,
+    EndpointEstimate,
     JobEstimate,
     PoolCost,
     StackEstimate,
@@ -81,6 +82,36 @@ def cost_text(low: float, high: float, unknown: bool) -> str:
     return f"{usd_range(low, high)} + unknown"
 
 
+def hourly_text(usd_per_hour: float, unknown: bool) -> str:
+    """``$0.11 per hour``, ``$0.11 per hour + unknown`` or ``unknown per hour``."""
+    if unknown and usd_per_hour <= 0:
+        return "unknown per hour"
+    return f"{usd(usd_per_hour)} per hour" + (" + unknown" if unknown else "")
+
+
+def serving_text(total: StackEstimate) -> str:
+    """The endpoints' hourly rate at their minimum replicas ("" without endpoints)."""
+    if not total.endpoints:
+        return ""
+    count = len(total.endpoints)
+    text = hourly_text(total.serving_usd_per_hour, bool(total.serving_unknown))
+    return (
+        f"serving: {text} while deployed ({count} endpoint{'s' if count > 1 else ''} at "
+        "minimum replicas; not in the total or the budget)"
+    )
+
+
+def _endpoint_row(endpoint: EndpointEstimate) -> tuple[str, str, str, str, str]:
+    pools = endpoint.deployments
+    return (
+        f"{endpoint.name} (endpoint)",
+        _pool_machines(pools) or "(no deployments)",
+        _pool_accelerators(pools) or "-",
+        "per hour",
+        hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown)),
+    )
+
+
 def usd_text(line: CostLine) -> str:
     if isinstance(line, JobEstimate) and line.persistent_resource:
         return f"{usd(0)} (on {line.persistent_resource})"
@@ -137,6 +168,10 @@ def stack_total_message(total: StackEstimate, budget: float | None = None) -> st
         text += f"; budget {usd(verdict.budget)} ({verdict.status})"
         if verdict.status is not BudgetStatus.WITHIN:
             text += f": {verdict.message}"
+    if total.endpoints:
+        text += f"; {serving_text(total)}"
+        if total.serving_unknown:
+            text += "; " + ", ".join(str(u) for u in total.serving_unknown) + ", not counted"
     return text
 
 
@@ -165,6 +200,7 @@ def estimate_table(total: StackEstimate) -> str:
                 usd_text(line),
             )
         )
+    rows += [_endpoint_row(endpoint) for endpoint in total.endpoints]
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     out = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -174,12 +210,17 @@ def estimate_table(total: StackEstimate) -> str:
     for line in total.lines:
         for unknown in line.unknown:
             out.append(f"{line.name}: {unknown} (not counted in the total)")
+    for endpoint in total.endpoints:
+        for unknown in endpoint.unknown:
+            out.append(f"{endpoint.name}: {unknown} (not counted in its hourly rate)")
     if any(line.upper_bound for line in total.jobs):
         out.append("<= : no expected duration, hours are the job's timeout (an upper bound)")
     for job in total.jobs:
         if job.persistent_resource:
             out.append(f"{job.name}: {job.persistent_resource_note}")
     out.append(f"total: {cost_text(total.usd_low, total.usd_high, bool(total.unknown))}")
+    if total.endpoints:
+        out.append(serving_text(total))
     return "\n".join(out)
 
 
@@ -188,7 +229,9 @@ __all__ = [
     "budget_line",
     "cost_text",
     "estimate_table",
+    "hourly_text",
     "job_estimate_message",
+    "serving_text",
     "stack_total_message",
     "usd",
     "usd_range",

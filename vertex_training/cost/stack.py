@@ -1,4 +1,4 @@
-"""A stack's jobs and Workbench, estimated from its validated config.
+"""A stack's jobs, Workbench and endpoints, estimated from its validated config.
 
 ``stack_job_bodies`` is the one place that turns the stack's job declarations into REST
 bodies for estimating; the image, bucket and service account do not change a price, so
@@ -25,6 +25,8 @@ from vertex_training.jobs.placeholders import (
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
 from vertex_training.jobs.records import JobKind
+from vertex_training.serving.api import deployment_body
+from vertex_training.serving.estimate import estimate_endpoint
 from vertex_training.stack.config import StackConfig
 
 
@@ -65,7 +67,8 @@ def estimate_stack(
     catalog: PriceCatalog | None = None,
 ) -> StackEstimate:
     """Every job once (``expected_durations`` by job name override what the jobs declare)
-    and the Workbench instance, if the stack has one, for ``workbench_hours``."""
+    and the Workbench instance, if the stack has one, for ``workbench_hours``; each
+    endpoint per hour at its minimum replicas (cloud stacks)."""
     durations = dict(expected_durations or {})
     unknown_names = set(durations) - {job.name for job in config.jobs.jobs}
     if unknown_names:
@@ -94,7 +97,18 @@ def estimate_stack(
             hours=workbench_hours,
             catalog=catalog,
         )
-    return stack_estimate(jobs, workbench)
+    endpoints = []
+    if config.environment.is_cloud:
+        endpoints = [
+            estimate_endpoint(
+                endpoint.name,
+                {k: deployment_body(k, d) for k, d in endpoint.args.deployments.items()},
+                config.region,
+                catalog=catalog,
+            )
+            for endpoint in (config.serving.endpoints if config.serving else ())
+        ]
+    return stack_estimate(jobs, workbench, endpoints)
 
 
 __all__ = ["StackJob", "estimate_stack", "stack_job_bodies"]

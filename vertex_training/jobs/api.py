@@ -64,6 +64,7 @@ from vertex_training.jobs.studies import (
 from vertex_training.jobs.view import read_view
 
 __all__ = [
+    "SERVING_IMAGE",
     "Accelerator",
     "CategoricalParameter",
     "ConvexStopping",
@@ -88,6 +89,11 @@ __all__ = [
     "WorkerPool",
     "merge_fields",
 ]
+
+
+SERVING_IMAGE = "serving"
+"""The platform image a ``Model`` serves with by default (docker/serving.Dockerfile): a
+model's, never a pool's default (``JobPlatform.default_image`` leaves it out)."""
 
 
 @runtime_checkable
@@ -135,7 +141,8 @@ class JobPlatform(Protocol):
     def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
 
     def default_image(self) -> pulumi.Output[str] | None:
-        """The platform's only image, or None when it has none or several."""
+        """The platform's only image besides ``SERVING_IMAGE``, or None when it has none
+        or several."""
         ...
 
     def resource_options(self) -> pulumi.ResourceOptions: ...

@@ -23,6 +23,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
+from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform.names import (
     DEFAULT_COMPONENT,
@@ -282,8 +283,10 @@ class TrainingPlatform(pulumi.ComponentResource):
         return self._images[name]
 
     def default_image(self) -> pulumi.Output[str] | None:
-        """The platform's image when it has exactly one (a pool without ``image`` runs it)."""
-        return next(iter(self._images.values())) if len(self._images) == 1 else None
+        """The platform's image when it has exactly one besides the serving image (a pool
+        without ``image`` runs it)."""
+        images = [image for name, image in self._images.items() if name != SERVING_IMAGE]
+        return images[0] if len(images) == 1 else None
 
     def _after(self, *more: pulumi.Resource) -> pulumi.ResourceOptions:
         """A child's options: nothing may race the API enablement, so every child waits
@@ -430,12 +433,18 @@ class TrainingPlatform(pulumi.ComponentResource):
                 identity=identity,
             )
 
+        token: pulumi.Output[str] | None = None
         for image_name, image in args.images.items():
             if not isinstance(image, ImageBuild):
                 self._images[image_name] = pulumi.Output.from_input(image)
                 continue
             assert repository is not None
-            self._images[image_name] = self._build(name, image_name, image, repository)
+            if token is None:
+                import pulumi_gcp.organizations as gcp_organizations
+
+                # One access token pushes every image (the trainer's, the serving one).
+                token = gcp_organizations.get_client_config_output().access_token
+            self._images[image_name] = self._build(name, image_name, image, repository, token)
 
     def _tensorboard(
         self,
@@ -533,10 +542,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
-        self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository
+        self,
+        name: str,
+        image_name: str,
+        image: ImageBuild,
+        repository: TrainerRepository,
+        token: pulumi.Output[str],
     ) -> pulumi.Output[str]:
-        import pulumi_gcp.organizations as gcp_organizations
-
         from vertex_training.platform.trainer_image import (
             TrainerImage,
             TrainerImageArgs,
@@ -544,13 +556,12 @@ class TrainingPlatform(pulumi.ComponentResource):
         )
 
         context = Path(image.context).resolve()
-        client = gcp_organizations.get_client_config_output()
         built = TrainerImage(
             f"{name}-image-{image_name}",
             TrainerImageArgs(
                 repository_url=repository.url,
                 registry_host=repository.host,
-                registry_token=client.access_token,
+                registry_token=token,
                 context_dir=context,
                 dockerfile=Path(image.dockerfile).resolve()
                 if image.dockerfile is not None

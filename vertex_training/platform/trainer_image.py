@@ -1,4 +1,5 @@
-"""The trainer image: built from ``docker/``, pushed, and consumed by digest."""
+"""The platform's images (the trainer, the serving image): built from ``docker/``, pushed,
+and consumed by digest."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ class TrainerImageArgs:
 
 
 class TrainerImage(pulumi.ComponentResource):
-    """Builds ``docker/trainer.Dockerfile`` for linux/amd64 and pushes it to the repository."""
+    """Builds a Dockerfile of ``docker/`` (the trainer's, the serving image's) for linux/amd64
+    and pushes it to the repository."""
 
     image: docker_build.Image
     tagged_reference: pulumi.Output[str]

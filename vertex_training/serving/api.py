@@ -16,14 +16,13 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError, check_fields
-from vertex_training.jobs.api import JobPlatform
+from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
 from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.fields import to_body, vertex
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 
 LOCAL_SERVING_IMAGE = "serving:local"
 """The image a local model names: the local twin runs the same server from the checkout."""
-SERVING_IMAGE_NAME = "serving"
-"""The platform image a model serves with by default (docker/serving.Dockerfile)."""
 
 
 class _Checked:
@@ -69,28 +68,46 @@ class ModelArgs(_Placed):
     """Aliases of the newest version (``production``...): they move to each new version."""
 
 
+def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input[str]:
+    """What a deployment names: a ``Model``'s current version, or the name as given."""
+    version = getattr(model, "version_name", None)
+    return version if version is not None else model  # type: ignore[return-value]
+
+
 @dataclass(frozen=True, kw_only=True)
 class DeploymentArgs(_Checked):
     """One model deployed to an endpoint (``DeployedModel`` with ``dedicatedResources``)."""
 
-    model: pulumi.Resource | pulumi.Input[str]
+    model: pulumi.Resource | pulumi.Input[str] = field(
+        metadata=vertex("model", encode=model_version_of)
+    )
     """A ``Model`` (its current version), or a version's name
     ``projects/P/locations/L/models/ID@V``."""
-    machine_type: str = "n1-standard-2"
+    machine_type: str = field(
+        default="n1-standard-2", metadata=vertex("dedicatedResources.machineSpec.machineType")
+    )
     """``dedicatedResources.machineSpec.machineType``: a prediction machine
     (``vertex_training/serving/prediction_catalog.json``)."""
-    accelerator_type: str | None = None
+    accelerator_type: str | None = field(
+        default=None, metadata=vertex("dedicatedResources.machineSpec.acceleratorType")
+    )
     """``machineSpec.acceleratorType`` (``NVIDIA_TESLA_T4``...); a2, a3 and g2 machines
     come with theirs."""
-    accelerator_count: int | None = None
+    accelerator_count: int | None = field(
+        default=None, metadata=vertex("dedicatedResources.machineSpec.acceleratorCount")
+    )
     """``machineSpec.acceleratorCount``; None: 1 with an ``accelerator_type``."""
-    min_replica_count: int = 1
+    min_replica_count: int = field(default=1, metadata=vertex("dedicatedResources.minReplicaCount"))
     """``dedicatedResources.minReplicaCount``: replicas kept running (and billed)."""
-    max_replica_count: int | None = None
+    max_replica_count: int | None = field(
+        default=None, metadata=vertex("dedicatedResources.maxReplicaCount")
+    )
     """None: ``min_replica_count`` (no autoscaling)."""
-    display_name: str | None = None
+    display_name: str | None = field(default=None, metadata=vertex("displayName"))
     """None: the deployment's name."""
-    service_account: pulumi.Input[str] | None = None
+    service_account: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("serviceAccount")
+    )
     """The identity the serving container runs as; None: Vertex's default."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``DeployedModel`` field, in camelCase, merged in last."""
@@ -186,12 +203,12 @@ def model_body(
         else:
             platform_image = getattr(args.platform, "image", None)
             try:
-                image = platform_image(SERVING_IMAGE_NAME) if platform_image else None
+                image = platform_image(SERVING_IMAGE) if platform_image else None
             except (KeyError, ValueError, pulumi.RunError):
                 image = None
             if image is None:
                 errors.append(
-                    f"{where}.image: not set, and the platform has no {SERVING_IMAGE_NAME!r} "
+                    f"{where}.image: not set, and the platform has no {SERVING_IMAGE!r} "
                     "image; valid: images={'serving': ImageBuild(dockerfile="
                     "'docker/serving.Dockerfile')} on the platform, or an image by digest"
                 )
@@ -214,22 +231,29 @@ def model_body(
     return merged(body, args.extra_fields), warnings
 
 
-def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input[str]:
-    """What a deployment names: a ``Model``'s current version, or the name as given."""
-    version = getattr(model, "version_name", None)
-    return version if version is not None else model  # type: ignore[return-value]
+def deployment_body(key: str, deployment: DeploymentArgs) -> dict[str, Any]:
+    """The ``DeployedModel`` body (no id yet) of the deployment named ``key``."""
+    body = to_body(deployment)
+    body.setdefault("displayName", key)
+    body["dedicatedResources"].setdefault("maxReplicaCount", deployment.min_replica_count)
+    return body
 
 
-def endpoint_bodies(
-    name: str, args: EndpointArgs, context: ServingContext
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int], list[str]]:
-    """The ``Endpoint`` body, each deployment's ``DeployedModel`` body (no id yet), the
-    traffic split by deployment, and warnings; raises naming every problem."""
-    where = f"Endpoint {name!r}"
+def traffic_of(args: EndpointArgs) -> dict[str, int]:
+    """The declared split; empty with one deployment: all of it to that one."""
+    if not args.traffic and len(args.deployments) == 1:
+        return {next(iter(args.deployments)): 100}
+    return dict(args.traffic)
+
+
+def endpoint_problems(
+    where: str, args: EndpointArgs, region: str | None
+) -> tuple[list[str], list[str]]:
+    """Errors and warnings of an endpoint's deployments and traffic split, each
+    ``"<where>.deployments.<name>.<API path>: ...; valid: ..."`` or ``"<where>.traffic..."``
+    (``region`` None: local, only the shape is judged)."""
     errors: list[str] = []
     warnings: list[str] = []
-    region = context.region if context.backend.kind is BackendKind.VERTEX else None
-    deployments: dict[str, dict[str, Any]] = {}
     for key, deployment in sorted(args.deployments.items()):
         if not isinstance(deployment, DeploymentArgs):
             errors.append(
@@ -247,34 +271,26 @@ def endpoint_bodies(
         )
         errors += bad
         warnings += warn
-        machine = _present(
-            machineType=deployment.machine_type,
-            acceleratorType=deployment.accelerator_type,
-            acceleratorCount=deployment.accelerator_count,
-        )
-        body = _present(
-            model=model_version_of(deployment.model),
-            displayName=deployment.display_name or key,
-            serviceAccount=deployment.service_account,
-            dedicatedResources={
-                "machineSpec": machine,
-                "minReplicaCount": deployment.min_replica_count,
-                "maxReplicaCount": deployment.max_replica_count or deployment.min_replica_count,
-            },
-        )
-        deployments[key] = merged(body, deployment.extra_fields)
-    traffic = dict(args.traffic)
-    if not traffic and len(args.deployments) == 1:
-        traffic = {next(iter(args.deployments)): 100}
-    errors += traffic_problems(f"{where}.traffic", traffic, list(args.deployments))
+    errors += traffic_problems(f"{where}.traffic", traffic_of(args), list(args.deployments))
+    return errors, warnings
+
+
+def endpoint_bodies(
+    name: str, args: EndpointArgs, context: ServingContext
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int], list[str]]:
+    """The ``Endpoint`` body, each deployment's ``DeployedModel`` body (no id yet), the
+    traffic split by deployment, and warnings; raises naming every problem."""
+    region = context.region if context.backend.kind is BackendKind.VERTEX else None
+    errors, warnings = endpoint_problems(f"Endpoint {name!r}", args, region)
     if errors:
         raise InvalidArgumentsError("\n".join(errors))
+    deployments = {key: deployment_body(key, d) for key, d in sorted(args.deployments.items())}
     endpoint = _present(
         displayName=args.display_name or name,
         description=args.description,
         labels={**context.labels, **args.labels},
     )
-    return merged(endpoint, args.extra_fields), deployments, traffic, warnings
+    return merged(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
 
 
 __all__ = [
@@ -283,7 +299,9 @@ __all__ = [
     "EndpointArgs",
     "ModelArgs",
     "ServingContext",
+    "deployment_body",
     "endpoint_bodies",
+    "endpoint_problems",
     "model_body",
     "serving_context",
 ]

@@ -26,6 +26,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.resources import (
     ADOPTION_LABEL,
@@ -41,6 +42,7 @@ from vertex_training.serving.api import (
     model_body,
     serving_context,
 )
+from vertex_training.serving.estimate import estimate_endpoint
 
 _log = logging.getLogger(__name__)
 
@@ -527,6 +529,8 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
     """Where to POST ``{"instances": [...]}``."""
     deployed_model_ids: pulumi.Output[dict[str, str]]
     """``DeployedModel.id`` by deployment name."""
+    cost_estimate: EndpointEstimate
+    """Per hour at the deployments' minimum replicas (``vt.log_stack_cost`` shows it)."""
 
     def __init__(
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
@@ -559,6 +563,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
         super().__init__(EndpointProvider(), resource_name, props, opts)
+        self.cost_estimate = estimate_endpoint(resource_name, deployments, context.region)
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
 

@@ -130,7 +130,7 @@ def deployment_problems(
             if region not in where:
                 errors.append(
                     f"{spec}.machineSpec.acceleratorType: {accelerator_type} serves no "
-                    f"predictions in {region}; valid regions: {_listed(where)}"
+                    f"predictions in {region}; valid: one of the regions {_listed(where)}"
                 )
     if min_replica_count < 1:
         errors.append(
@@ -178,7 +178,7 @@ def image_problems(path: str, image: str, *, environment: str) -> tuple[list[str
     if environment == "prod" and not is_by_digest(image):
         errors.append(
             f"{path}: {image!r} is not an image by digest (a tag can move under a served "
-            f"model); valid in prod: {DIGEST_FORM}"
+            f"model in prod); valid: {DIGEST_FORM}"
         )
     catalog = prediction_catalog()
     prebuilt = catalog.prebuilt_pattern.search(image)

@@ -137,7 +137,12 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
     sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
     problems += job_problems_found
-    serving, unreadable = read_serving(ours, [job.name for job in jobs])
+    serving, unreadable = read_serving(
+        ours,
+        [job.name for job in jobs],
+        region=general.region if general.environment.is_cloud and not region_refused else None,
+        environment=general.environment.value,
+    )
     problems += [
         ConfigProblem(
             f"{PROJECT_NAME}:{p.path}",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vertex_training._project import project_root
-from vertex_training.jobs.api import JobArgs
+from vertex_training.jobs.api import SERVING_IMAGE, JobArgs
 from vertex_training.platform.platform import (
     ImageBuild,
     TensorBoard,
@@ -29,13 +29,27 @@ from vertex_training.stack.config import (
 )
 from vertex_training.stack.serving import ServingDeclarations
 
-__all__ = ["DOCKERFILE", "IMAGE_SOURCES", "StackDefinition", "load_stack", "stack_definition"]
+__all__ = [
+    "DOCKERFILE",
+    "IMAGE_SOURCES",
+    "SERVING_DOCKERFILE",
+    "SERVING_IMAGE_SOURCES",
+    "StackDefinition",
+    "load_stack",
+    "stack_definition",
+]
 
 DOCKERFILE = Path("docker") / "trainer.Dockerfile"
 """Relative to the project root, which is also the build context."""
 
 IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock", ".dockerignore")
 """Paths (relative to the build context) whose content decides the trainer image's tag."""
+
+SERVING_DOCKERFILE = Path("docker") / "serving.Dockerfile"
+"""The serving image (the prediction server, ``predictor/``): a model's default container."""
+
+SERVING_IMAGE_SOURCES: tuple[str, ...] = ("predictor", str(SERVING_DOCKERFILE), ".dockerignore")
+"""Paths whose content decides the serving image's tag."""
 
 
 @dataclass(frozen=True)
@@ -80,11 +94,23 @@ def stack_definition(config: StackConfig) -> StackDefinition:
             container_image=settings.container_image,
             idle_timeout_minutes=settings.idle_timeout_minutes,
         )
+    images: dict[str, ImageBuild | str] = {"trainer": image}
+    serving = config.serving or ServingDeclarations()
+    if any(model.args.image is None for model in serving.models):
+        # A model without an image serves with ours, built like the trainer's and used by
+        # digest (a local platform builds nothing: its twin runs predictor/ from here).
+        root = project_root()
+        images[SERVING_IMAGE] = ImageBuild(
+            context=root,
+            dockerfile=root / SERVING_DOCKERFILE,
+            image_name=SERVING_IMAGE,
+            sources=SERVING_IMAGE_SOURCES,
+        )
     platform = TrainingPlatformArgs(
         environment=config.environment.value,
         project=config.gcp_project if config.environment.is_cloud else None,
         region=config.region,
-        images={"trainer": image},
+        images=images,
         workbench=workbench,
         bucket_name=config.bucket_name,
         repository_name=config.registry.repository_name,
@@ -106,7 +132,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         config=config,
         platform=platform,
         jobs=jobs,
-        serving=config.serving or ServingDeclarations(),
+        serving=serving,
     )
 
 

@@ -14,8 +14,10 @@ vertex-training:endpoints:
 ```
 
 A deployment's ``model`` names a model of the stack (or is a version's resource name).
-The hardware and traffic rules judge the Args where they are declared (``vt.Endpoint``);
-this reader refuses what only the YAML can get wrong: shapes, names, references.
+Besides what only the YAML can get wrong (shapes, names, references), the serving rules
+judge each entry here, with the stack's region, so that every problem is named at its
+YAML key (``endpoints[0].deployments.primary.machineType``) with the jobs' problems,
+before anything is registered; their warnings are the resources' to log.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vertex_training.jobs.fields import ConfigProblem, from_config
-from vertex_training.serving.api import EndpointArgs, ModelArgs
+from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config, yaml_value
+from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
 from vertex_training.serving.resources import Endpoint, Model
+from vertex_training.serving.rules import image_problems
 
 SERVING_KEYS = ("models", "endpoints")
 """The stack keys this module reads."""
@@ -80,21 +83,36 @@ class ServingDeclarations:
         return models, endpoints
 
 
+def _phrased(path: str, found: list[str]) -> list[ConfigProblem]:
+    """The serving rules' problems (``<path>.deployments.<name>.<API path>: ...; valid:
+    ...``) at the YAML key that sets each field, the Vertex field named."""
+    out: list[ConfigProblem] = []
+    deployments = f"{path}.deployments."
+    for line in found:
+        where, _, text = line.partition(": ")
+        problem, _, valid = text.partition("; valid: ")
+        if where.startswith(deployments):
+            name, _, api = where.removeprefix(deployments).partition(".")
+            key = caller_path(DeploymentArgs, api, "yaml") if api else ""
+            where = f"{deployments}{name}" + (f".{key}" if key else "")
+            problem += f" (Vertex field DeployedModel.{api})" if api else ""
+        out.append(ConfigProblem(where, problem, valid or "see the problem"))
+    return out
+
+
 def _entries(
     raw: object, key: str, out: list[ConfigProblem]
 ) -> list[tuple[int, Mapping[str, Any]]]:
     if raw is None or raw == "":
         return []
     if not isinstance(raw, list | tuple):
-        out.append(
-            ConfigProblem(key, f"got {type(raw).__name__}", f"a YAML list of {key} mappings")
-        )
+        out.append(ConfigProblem(key, f"got {yaml_value(raw)}", f"a YAML list of {key} mappings"))
         return []
     entries = []
     for index, item in enumerate(raw):
         path = f"{key}[{index}]"
         if not isinstance(item, Mapping):
-            out.append(ConfigProblem(path, f"got {type(item).__name__} {item!r}", "a mapping"))
+            out.append(ConfigProblem(path, f"got {yaml_value(item)}", "a mapping"))
             continue
         name = item.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
@@ -111,9 +129,15 @@ def _entries(
 
 
 def read_serving(
-    ours: Mapping[str, object], job_names: Sequence[str]
+    ours: Mapping[str, object],
+    job_names: Sequence[str],
+    *,
+    region: str | None = None,
+    environment: str = "local",
 ) -> tuple[ServingDeclarations, list[ConfigProblem]]:
-    """The stack's models and endpoints, or every problem they have (YAML paths)."""
+    """The stack's models and endpoints, or every problem they have (YAML paths).
+    ``region``: where a cloud stack serves (None: local, or a region refused elsewhere:
+    only the shape of the hardware is judged)."""
     out: list[ConfigProblem] = []
     models: list[ModelDeclaration] = []
     for index, item in _entries(ours.get("models"), "models", out):
@@ -129,8 +153,12 @@ def read_serving(
             )
         fields = {k: v for k, v in item.items() if k not in ("name", "job")}
         args = from_config(ModelArgs, fields, path, out, skip=_NOT_IN_YAML | {"job"})
-        if args is not None:
-            models.append(ModelDeclaration(str(item["name"]), job, args))
+        if args is None:
+            continue
+        if isinstance(args.image, str):
+            bad, _ = image_problems(f"{path}.image", args.image, environment=environment)
+            out += _phrased(path, bad)
+        models.append(ModelDeclaration(str(item["name"]), job, args))
     model_names = [m.name for m in models]
     endpoints: list[EndpointDeclaration] = []
     for index, item in _entries(ours.get("endpoints"), "endpoints", out):
@@ -151,6 +179,7 @@ def read_serving(
                         "a model version's name projects/P/locations/L/models/ID@V",
                     )
                 )
+        out += _phrased(path, endpoint_problems(path, args, region)[0])
         endpoints.append(EndpointDeclaration(str(item["name"]), args))
     return ServingDeclarations(tuple(models), tuple(endpoints)), out
 
