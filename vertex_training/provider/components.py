@@ -23,7 +23,7 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from vertex_training._checks import InvalidArgumentsError
-from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs
+from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, facts_of
 from vertex_training.jobs.declarations import job_problems, read_job
 from vertex_training.jobs.fields import ConfigProblem, camel, from_config
 from vertex_training.jobs.records import TrialResult
@@ -161,12 +161,7 @@ class _Job(pulumi.ComponentResource):
                 ],
             )
         acknowledged = platform.acknowledged_hardware_checks
-        found = job_problems(
-            (declaration,),
-            region=None if platform.environment == "local" else platform.region,
-            remote=platform.environment != "local",
-            strict=platform.strict_hardware_checks,
-        )
+        placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
             ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, _IN_THE_PROBLEM)
             for path, f in found
@@ -183,7 +178,7 @@ class _Job(pulumi.ComponentResource):
         try:
             job = resource(
                 name,
-                declaration.to_args().on(platform),
+                placed[0].to_args().on(platform),
                 pulumi.ResourceOptions(parent=self, depends_on=[platform]),
             )
         except InvalidArgumentsError as error:
