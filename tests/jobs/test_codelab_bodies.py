@@ -39,7 +39,7 @@ def dev_bodies() -> dict[str, dict[str, Any]]:
     return {
         r.name: r.inputs["spec"]
         for r in run.registrations
-        if r.type.startswith("pulumi-python:dynamic/vertex:")
+        if r.type.endswith((":CustomJob", ":HyperparameterTuningJob"))
     }
 
 
