@@ -117,6 +117,38 @@ def _common_failures(news: Mapping[str, Any], keys: tuple[str, ...]) -> list[Any
     ]
 
 
+def _checked(
+    news: dict[str, Any], settings: BackendSettings, failures: list[Any], problems: list[str]
+) -> pulumi.dynamic.CheckResult:
+    """The check's answer: ``problems`` as failures of ``body``; the backend's target kept
+    beside the inputs (a new target replaces)."""
+    failures = failures + [pulumi.dynamic.CheckFailure("body", p) for p in problems]
+    return pulumi.dynamic.CheckResult(
+        {**news, "backend_target": _backend_target(settings)}, failures
+    )
+
+
+def _replaces_and_changes(
+    olds: Mapping[str, Any],
+    news: Mapping[str, Any],
+    *,
+    replace: tuple[str, ...],
+    update: tuple[str, ...],
+    metadata: tuple[str, ...],
+) -> tuple[list[str], list[str]]:
+    """Which inputs replace the resource and which change it in place. The body replaces
+    but for its ``metadata`` fields, which are updated in place."""
+    replaces = [k for k in replace if olds.get(k) != news.get(k)]
+    old_body, new_body = olds.get("body") or {}, news.get("body") or {}
+    content = lambda b: {k: v for k, v in b.items() if k not in metadata}  # noqa: E731
+    if _canonical(content(old_body)) != _canonical(content(new_body)):
+        replaces.insert(0, "body")
+    changed = [k for k in update if _canonical(olds.get(k)) != _canonical(news.get(k))]
+    if any(old_body.get(f) != new_body.get(f) for f in metadata):
+        changed.append("body")
+    return replaces, changed
+
+
 # ================================================================================ Model
 
 
@@ -178,31 +210,20 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
                 "artifactUri: the source job reports no model directory (it writes no "
                 "model); valid: a job with a baseOutputDirectory"
             )
-        failures += [pulumi.dynamic.CheckFailure("body", p) for p in problems]
-        news = {**news, "backend_target": _backend_target(settings)}
-        return pulumi.dynamic.CheckResult(news, failures)
+        return _checked(news, settings, failures, problems)
 
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         # A new run of the source job (its name changes) is a new artifact: a new version,
         # even where it writes to the same directory as the run before.
-        replaces = [
-            k
-            for k in ("source_job", "model_id", "backend_target", "identity")
-            if olds.get(k) != news.get(k)
-        ]
-        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-        content = lambda b: {k: v for k, v in b.items() if k not in MODEL_METADATA}  # noqa: E731
-        if _canonical(content(old_body)) != _canonical(content(new_body)):
-            replaces.insert(0, "body")
-        changed = [
-            k
-            for k in ("version_aliases", "provider_version", "backend")
-            if olds.get(k) != news.get(k)
-        ]
-        if any(old_body.get(f) != new_body.get(f) for f in MODEL_METADATA):
-            changed.append("body")
+        replaces, changed = _replaces_and_changes(
+            olds,
+            news,
+            replace=("source_job", "model_id", "backend_target", "identity"),
+            update=("version_aliases", "provider_version", "backend"),
+            metadata=MODEL_METADATA,
+        )
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or changed),
             replaces=replaces,
@@ -428,27 +449,18 @@ class EndpointProvider(pulumi.dynamic.ResourceProvider):
                 ]
         if settings.kind is BackendKind.LOCAL:
             problems += local_refusals("Endpoint", news["body"])
-        failures += [pulumi.dynamic.CheckFailure("body", p) for p in problems]
-        news = {**news, "backend_target": _backend_target(settings)}
-        return pulumi.dynamic.CheckResult(news, failures)
+        return _checked(news, settings, failures, problems)
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        replaces = [
-            k for k in ("endpoint_id", "backend_target", "identity") if olds.get(k) != news.get(k)
-        ]
-        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-        fixed = lambda b: {k: v for k, v in b.items() if k not in ENDPOINT_METADATA}  # noqa: E731
-        if _canonical(fixed(old_body)) != _canonical(fixed(new_body)):
-            replaces.insert(0, "body")
-        changed = [
-            k
-            for k in ("deployments", "traffic", "provider_version", "backend")
-            if _canonical(olds.get(k)) != _canonical(news.get(k))
-        ]
-        if any(old_body.get(f) != new_body.get(f) for f in ENDPOINT_METADATA):
-            changed.append("body")
+        replaces, changed = _replaces_and_changes(
+            olds,
+            news,
+            replace=("endpoint_id", "backend_target", "identity"),
+            update=("deployments", "traffic", "provider_version", "backend"),
+            metadata=ENDPOINT_METADATA,
+        )
         if not replaces and not changed and self._local_server_down(id_, news):
             # The machine restarted (or the server died): `up` starts it again.
             changed.append("serving")

@@ -53,6 +53,18 @@ def _kind_of(name: str) -> JobKind:
         raise JobNotFoundError(f"{name!r} is not a Vertex job resource name") from None
 
 
+def transient_retry(initial_seconds: float, timeout_seconds: float) -> api_retry.Retry:
+    """Retry transient errors with exponential backoff from ``initial_seconds`` (capped at
+    16 times that) until ``timeout_seconds`` have passed."""
+    return api_retry.Retry(
+        predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
+        initial=initial_seconds,
+        maximum=max(initial_seconds * 16, initial_seconds),
+        multiplier=2.0,
+        timeout=timeout_seconds,
+    )
+
+
 def label_filter(labels: Mapping[str, str]) -> str:
     """The list filter that matches jobs carrying every label (AIP-160 syntax)."""
     return " AND ".join(f'labels.{key}="{value}"' for key, value in sorted(labels.items()))
@@ -75,13 +87,7 @@ class VertexBackend:
             raise ValueError("location: the vertex backend needs a region, e.g. us-central1")
         self.project = project
         self.location = location
-        self.retry = api_retry.Retry(
-            predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
-            initial=retry_initial_seconds,
-            maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
-            multiplier=2.0,
-            timeout=retry_timeout_seconds,
-        )
+        self.retry = transient_retry(retry_initial_seconds, retry_timeout_seconds)
         self._client: JobServiceClient | None = None
 
     @property

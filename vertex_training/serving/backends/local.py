@@ -212,13 +212,21 @@ class LocalServingBackend:
                 return found
         raise ServingNotFoundError(f"model version {name}@{version_id} not found")
 
-    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
+    def _stored_version(
+        self, model: str, version_id: str
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The model's id, its stored ``model.json`` and the version in it (under the lock);
+        ``ServingNotFoundError`` when either is gone."""
         model_id = self._id(model, "models")
+        stored = self._read_model(model_id)
+        if stored is None:
+            raise ServingNotFoundError(f"model {model} not found")
+        return model_id, stored, self._version(stored, version_id, model)
+
+    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            return self._version_record(model_id, self._version(stored, version_id, model))
+            model_id, _, version = self._stored_version(model, version_id)
+            return self._version_record(model_id, version)
 
     def update_version(
         self,
@@ -229,12 +237,8 @@ class LocalServingBackend:
         description: str,
         labels: Mapping[str, str],
     ) -> None:
-        model_id = self._id(model, "models")
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            version = self._version(stored, version_id, model)
+            model_id, stored, version = self._stored_version(model, version_id)
             version.update(displayName=display_name, description=description, labels=dict(labels))
             _write_json(self._model_dir(model_id) / "model.json", stored)
 
@@ -246,12 +250,8 @@ class LocalServingBackend:
             ]
 
     def move_aliases(self, model: str, version_id: str, aliases: Sequence[str]) -> None:
-        model_id = self._id(model, "models")
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            version = self._version(stored, version_id, model)
+            model_id, stored, version = self._stored_version(model, version_id)
             keep_default = "default" in (version.get("versionAliases") or [])
             self._strip_aliases(stored, aliases)
             version["versionAliases"] = (["default"] if keep_default else []) + [

@@ -13,15 +13,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from google.api_core import exceptions as api_exceptions
-from google.api_core import retry as api_retry
 from google.cloud import aiplatform_v1 as v1
 from google.protobuf import field_mask_pb2, json_format
 
 from vertex_training.jobs.backends.vertex import (
-    TRANSIENT_ERRORS,
     label_filter,
     regional_endpoint,
     service_client,
+    transient_retry,
 )
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
@@ -74,13 +73,7 @@ class VertexServingBackend:
         self.location = location
         self.retry_initial = retry_initial_seconds
         self.retry_timeout = retry_timeout_seconds
-        self.retry = api_retry.Retry(
-            predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
-            initial=retry_initial_seconds,
-            maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
-            multiplier=2.0,
-            timeout=retry_timeout_seconds,
-        )
+        self.retry = transient_retry(retry_initial_seconds, retry_timeout_seconds)
         self._models: v1.ModelServiceClient | None = None
         self._endpoints: v1.EndpointServiceClient | None = None
 
