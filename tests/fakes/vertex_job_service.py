@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import grpc
 from google.cloud.aiplatform_v1 import types as v1
@@ -89,6 +89,17 @@ class FakeService:
         if self._server is not None:
             self._server.stop(grace=None)
             self._server = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def start(self) -> str:
+        """Serve every method of the service; the address."""
+        raise NotImplementedError
 
     def _call(self, method: str, context: grpc.ServicerContext, apply: Callable[[], Any]) -> Any:
         """One call of ``method``: counted, under the lock, with its injected fault (before

@@ -37,6 +37,7 @@ from vertex_training.jobs.resources import (
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
+    ServingContext,
     endpoint_bodies,
     model_body,
     serving_context,
@@ -128,25 +129,30 @@ def _checked(
     )
 
 
-def _replaces_and_changes(
-    olds: Mapping[str, Any],
-    news: Mapping[str, Any],
-    *,
-    replace: tuple[str, ...],
-    update: tuple[str, ...],
-    metadata: tuple[str, ...],
-) -> tuple[list[str], list[str]]:
-    """Which inputs replace the resource and which change it in place. The body replaces
-    but for its ``metadata`` fields, which are updated in place."""
-    replaces = [k for k in replace if olds.get(k) != news.get(k)]
-    old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-    content = lambda b: {k: v for k, v in b.items() if k not in metadata}  # noqa: E731
-    if _canonical(content(old_body)) != _canonical(content(new_body)):
-        replaces.insert(0, "body")
-    changed = [k for k in update if _canonical(olds.get(k)) != _canonical(news.get(k))]
-    if any(old_body.get(f) != new_body.get(f) for f in metadata):
-        changed.append("body")
-    return replaces, changed
+class _ServingProvider(pulumi.dynamic.ResourceProvider):
+    """What the serving providers share: which inputs replace, which update in place."""
+
+    serialize_as_secret_always = False
+    replacing: tuple[str, ...]
+    """Inputs a change of which replaces the resource (and so does the body's content)."""
+    updating: tuple[str, ...]
+    """Inputs changed in place."""
+    metadata: tuple[str, ...]
+    """Body fields changed in place."""
+
+    def _changes(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        """The inputs that replace the resource, and those that change it in place."""
+        replaces = [k for k in self.replacing if olds.get(k) != news.get(k)]
+        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
+        content = lambda b: {k: v for k, v in b.items() if k not in self.metadata}  # noqa: E731
+        if _canonical(content(old_body)) != _canonical(content(new_body)):
+            replaces.insert(0, "body")
+        changed = [k for k in self.updating if _canonical(olds.get(k)) != _canonical(news.get(k))]
+        if any(old_body.get(f) != new_body.get(f) for f in self.metadata):
+            changed.append("body")
+        return replaces, changed
 
 
 # ================================================================================ Model
@@ -189,10 +195,14 @@ MODEL_INPUTS = (
 MODEL_OUTPUTS = ("name", "version_id", "version_name", "aliases", "artifact_uri")
 
 
-class ModelProvider(pulumi.dynamic.ResourceProvider):
+class ModelProvider(_ServingProvider):
     """Uploads a version to Model Registry; stateless (it is pickled)."""
 
-    serialize_as_secret_always = False
+    # A new run of the source job (its name changes) is a new artifact: a new version,
+    # even where it writes to the same directory as the run before.
+    replacing = ("source_job", "model_id", "backend_target", "identity")
+    updating = ("version_aliases", "provider_version", "backend")
+    metadata = MODEL_METADATA
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = _common_failures(news, ("body", "model_id", "backend", "identity"))
@@ -215,15 +225,7 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        # A new run of the source job (its name changes) is a new artifact: a new version,
-        # even where it writes to the same directory as the run before.
-        replaces, changed = _replaces_and_changes(
-            olds,
-            news,
-            replace=("source_job", "model_id", "backend_target", "identity"),
-            update=("version_aliases", "provider_version", "backend"),
-            metadata=MODEL_METADATA,
-        )
+        replaces, changed = self._changes(olds, news)
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or changed),
             replaces=replaces,
@@ -290,6 +292,21 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
         _backend(props).delete_version(model, version)
 
 
+def _placement(resource_name: str, context: ServingContext) -> dict[str, Any]:
+    """The inputs every serving resource carries: its identity (project, stack, name), the
+    backend and its target (with the project on Vertex), the provider's version."""
+    backend = context.backend.to_props()
+    target = _backend_target(context.backend)
+    if context.backend.kind is BackendKind.VERTEX:
+        backend["project"] = target["project"] = context.project
+    return {
+        "backend": backend,
+        "backend_target": target,
+        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+        "provider_version": PROVIDER_VERSION,
+    }
+
+
 class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     """A model in Vertex AI Model Registry (``pulumi-python:dynamic/vertex:Model``).
 
@@ -318,20 +335,13 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
             )
         context = serving_context(f"Model {resource_name!r}", args)
         body, warnings = model_body(resource_name, args, context)
-        identity = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
-        backend = context.backend.to_props()
-        target = _backend_target(context.backend)
-        if context.backend.kind is BackendKind.VERTEX:
-            backend["project"] = target["project"] = context.project
+        where = _placement(resource_name, context)
         props = {
             "body": body,
             "source_job": getattr(args.job, "job_name", None),
-            "model_id": model_id_for(identity),
+            "model_id": model_id_for(where["identity"]),
             "version_aliases": list(args.version_aliases),
-            "backend": backend,
-            "backend_target": target,
-            "identity": identity,
-            "provider_version": PROVIDER_VERSION,
+            **where,
             **dict.fromkeys(MODEL_OUTPUTS),
         }
         if args.platform is not None:
@@ -423,10 +433,12 @@ def _endpoint_outputs(record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class EndpointProvider(pulumi.dynamic.ResourceProvider):
+class EndpointProvider(_ServingProvider):
     """An endpoint and its deployed models; stateless (it is pickled)."""
 
-    serialize_as_secret_always = False
+    replacing = ("endpoint_id", "backend_target", "identity")
+    updating = ("deployments", "traffic", "provider_version", "backend")
+    metadata = ENDPOINT_METADATA
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = _common_failures(
@@ -454,13 +466,7 @@ class EndpointProvider(pulumi.dynamic.ResourceProvider):
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        replaces, changed = _replaces_and_changes(
-            olds,
-            news,
-            replace=("endpoint_id", "backend_target", "identity"),
-            update=("deployments", "traffic", "provider_version", "backend"),
-            metadata=ENDPOINT_METADATA,
-        )
+        replaces, changed = self._changes(olds, news)
         if not replaces and not changed and self._local_server_down(id_, news):
             # The machine restarted (or the server died): `up` starts it again.
             changed.append("serving")
@@ -552,20 +558,13 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
             )
         context = serving_context(f"Endpoint {resource_name!r}", args)
         body, deployments, traffic, warnings = endpoint_bodies(resource_name, args, context)
-        identity = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
-        backend = context.backend.to_props()
-        target = _backend_target(context.backend)
-        if context.backend.kind is BackendKind.VERTEX:
-            backend["project"] = target["project"] = context.project
+        where = _placement(resource_name, context)
         props = {
             "body": body,
-            "endpoint_id": endpoint_id_for(identity),
+            "endpoint_id": endpoint_id_for(where["identity"]),
             "deployments": deployments,
             "traffic": traffic,
-            "backend": backend,
-            "backend_target": target,
-            "identity": identity,
-            "provider_version": PROVIDER_VERSION,
+            **where,
             **dict.fromkeys(ENDPOINT_OUTPUTS),
         }
         if args.platform is not None:
