@@ -30,6 +30,19 @@ def body(uri: str = "gs://b/jobs/train/model", key: str = "k1") -> dict[str, obj
     }
 
 
+def deployed(deployed_id: str, version_name: str) -> dict[str, object]:
+    """A ``DeployedModel`` body: one small machine serving ``version_name``."""
+    return {
+        "id": deployed_id,
+        "model": version_name,
+        "dedicatedResources": {
+            "machineSpec": {"machineType": "n1-standard-2"},
+            "minReplicaCount": 1,
+            "maxReplicaCount": 1,
+        },
+    }
+
+
 def test_upload_makes_the_model_then_versions_of_it(fake: FakeServingService) -> None:
     vertex = backend()
     first = vertex.upload("horses-1", body())
@@ -67,19 +80,7 @@ def test_a_deployed_version_is_not_deleted(fake: FakeServingService) -> None:
     vertex = backend()
     model = vertex.upload("m", body())
     endpoint = vertex.create_endpoint("123456789", {"displayName": "e"})
-    vertex.deploy(
-        endpoint.name,
-        {
-            "id": "1000000001",
-            "model": model.version_name,
-            "dedicatedResources": {
-                "machineSpec": {"machineType": "n1-standard-2"},
-                "minReplicaCount": 1,
-                "maxReplicaCount": 1,
-            },
-        },
-        {"1000000001": 100},
-    )
+    vertex.deploy(endpoint.name, deployed("1000000001", model.version_name), {"1000000001": 100})
     with pytest.raises(ModelInUseError) as refused:
         vertex.delete_version(model.model, "1")
     assert str(refused.value) == (
@@ -110,19 +111,8 @@ def test_endpoint_deploy_traffic_undeploy_delete(fake: FakeServingService) -> No
     name = vertex.create_endpoint("123456789", {"displayName": "e"}).name
     assert vertex.create_endpoint("123456789", {"displayName": "e"}).name == name  # adopted
     assert fake.calls["CreateEndpoint"] == 1
-    resources = {
-        "machineSpec": {"machineType": "n1-standard-2"},
-        "minReplicaCount": 1,
-        "maxReplicaCount": 1,
-    }
-    vertex.deploy(
-        name, {"id": "1", "model": v1.version_name, "dedicatedResources": resources}, {"1": 100}
-    )
-    vertex.deploy(
-        name,
-        {"id": "2", "model": v2.version_name, "dedicatedResources": resources},
-        {"1": 100, "2": 0},
-    )
+    vertex.deploy(name, deployed("1", v1.version_name), {"1": 100})
+    vertex.deploy(name, deployed("2", v2.version_name), {"1": 100, "2": 0})
     vertex.set_traffic(name, {"1": 20, "2": 80})
     record = vertex.get_endpoint(name)
     assert record.traffic == {"1": 20, "2": 80}
@@ -141,14 +131,7 @@ def test_a_delete_refused_right_after_an_undeploy_is_retried(fake: FakeServingSe
     vertex = backend()
     model = vertex.upload("m", body())
     name = vertex.create_endpoint("123456789", {"displayName": "e"}).name
-    resources = {
-        "machineSpec": {"machineType": "n1-standard-2"},
-        "minReplicaCount": 1,
-        "maxReplicaCount": 1,
-    }
-    vertex.deploy(
-        name, {"id": "1", "model": model.version_name, "dedicatedResources": resources}, {"1": 100}
-    )
+    vertex.deploy(name, deployed("1", model.version_name), {"1": 100})
     fake.undeploy_lag = 1  # the first delete after the undeploy is refused
     vertex.undeploy(name, "1", {})
     vertex.delete_endpoint(name)
