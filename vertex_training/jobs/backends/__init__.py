@@ -81,13 +81,7 @@ def backend_for(settings: BackendSettings) -> JobBackend:
     if settings.kind is BackendKind.VERTEX:
         from vertex_training.jobs.backends.vertex import VertexBackend
 
-        assert settings.project and settings.location  # checked in __post_init__
-        return VertexBackend(
-            settings.project,
-            settings.location,
-            retry_initial_seconds=settings.retry_initial_seconds,
-            retry_timeout_seconds=settings.retry_timeout_seconds,
-        )
+        return VertexBackend.for_settings(settings)
     from vertex_training.jobs.backends.local import LocalBackend  # type: ignore[attr-defined,import-not-found,unused-ignore]
 
     assert settings.local_root

@@ -6,10 +6,11 @@ dynamic provider builds inside each method: nothing here is ever pickled into st
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import grpc
 from google.api_core import exceptions as api_exceptions
@@ -25,6 +26,9 @@ from google.protobuf import timestamp_pb2
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, TrialRecord, best_trial, job_state
+
+if TYPE_CHECKING:
+    from vertex_training.jobs.backends import BackendSettings
 
 _log = logging.getLogger(__name__)
 
@@ -53,25 +57,15 @@ def _kind_of(name: str) -> JobKind:
         raise JobNotFoundError(f"{name!r} is not a Vertex job resource name") from None
 
 
-def transient_retry(initial_seconds: float, timeout_seconds: float) -> api_retry.Retry:
-    """Retry transient errors with exponential backoff from ``initial_seconds`` (capped at
-    16 times that) until ``timeout_seconds`` have passed."""
-    return api_retry.Retry(
-        predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
-        initial=initial_seconds,
-        maximum=max(initial_seconds * 16, initial_seconds),
-        multiplier=2.0,
-        timeout=timeout_seconds,
-    )
-
-
 def label_filter(labels: Mapping[str, str]) -> str:
     """The list filter that matches jobs carrying every label (AIP-160 syntax)."""
     return " AND ".join(f'labels.{key}="{value}"' for key, value in sorted(labels.items()))
 
 
-class VertexBackend:
-    """``JobBackend`` on Vertex AI for one project and region."""
+class VertexService:
+    """What every backend on Vertex AI shares: one project and region, and the retry
+    policy of its calls (transient errors, exponential backoff from
+    ``retry_initial_seconds``, capped at 16 times that, for ``retry_timeout_seconds``)."""
 
     def __init__(
         self,
@@ -87,18 +81,37 @@ class VertexBackend:
             raise ValueError("location: the vertex backend needs a region, e.g. us-central1")
         self.project = project
         self.location = location
-        self.retry = transient_retry(retry_initial_seconds, retry_timeout_seconds)
-        self._client: JobServiceClient | None = None
+        self.retry_initial = retry_initial_seconds
+        self.retry_timeout = retry_timeout_seconds
+        self.retry = api_retry.Retry(
+            predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
+            initial=retry_initial_seconds,
+            maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
+            multiplier=2.0,
+            timeout=retry_timeout_seconds,
+        )
+
+    @classmethod
+    def for_settings(cls, settings: BackendSettings) -> Self:
+        assert settings.project and settings.location  # checked in __post_init__
+        return cls(
+            settings.project,
+            settings.location,
+            retry_initial_seconds=settings.retry_initial_seconds,
+            retry_timeout_seconds=settings.retry_timeout_seconds,
+        )
 
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.location}"
 
-    @property
+
+class VertexBackend(VertexService):
+    """``JobBackend`` on Vertex AI for one project and region."""
+
+    @functools.cached_property
     def client(self) -> JobServiceClient:
-        if self._client is None:
-            self._client = job_service_client(self.location)
-        return self._client
+        return job_service_client(self.location)
 
     # The protocol -----------------------------------------------------------------
 
@@ -307,6 +320,7 @@ def service_client(client_type: Any, transport_type: Any, location: str) -> Any:
 __all__ = [
     "EMULATOR_HOST_ENV",
     "VertexBackend",
+    "VertexService",
     "console_url",
     "job_service_client",
     "label_filter",

@@ -25,13 +25,7 @@ def serving_backend_for(settings: BackendSettings) -> ServingBackend:
     if settings.kind is BackendKind.VERTEX:
         from vertex_training.serving.backends.vertex import VertexServingBackend
 
-        assert settings.project and settings.location
-        return VertexServingBackend(
-            settings.project,
-            settings.location,
-            retry_initial_seconds=settings.retry_initial_seconds,
-            retry_timeout_seconds=settings.retry_timeout_seconds,
-        )
+        return VertexServingBackend.for_settings(settings)
     from vertex_training.serving.backends.local import LocalServingBackend
 
     assert settings.local_root

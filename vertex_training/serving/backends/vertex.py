@@ -7,6 +7,7 @@ dynamic providers build inside each method: nothing here is pickled into state.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -17,10 +18,10 @@ from google.cloud import aiplatform_v1 as v1
 from google.protobuf import field_mask_pb2, json_format
 
 from vertex_training.jobs.backends.vertex import (
+    VertexService,
     label_filter,
     regional_endpoint,
     service_client,
-    transient_retry,
 )
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
@@ -58,52 +59,30 @@ def version_record(model: v1.Model) -> ModelVersionRecord:
     )
 
 
-class VertexServingBackend:
+class VertexServingBackend(VertexService):
     """``ServingBackend`` on Vertex AI for one project and region."""
 
-    def __init__(
-        self,
-        project: str,
-        location: str,
-        *,
-        retry_initial_seconds: float = 1.0,
-        retry_timeout_seconds: float = 120.0,
-    ) -> None:
-        self.project = project
-        self.location = location
-        self.retry_initial = retry_initial_seconds
-        self.retry_timeout = retry_timeout_seconds
-        self.retry = transient_retry(retry_initial_seconds, retry_timeout_seconds)
-        self._models: v1.ModelServiceClient | None = None
-        self._endpoints: v1.EndpointServiceClient | None = None
-
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.location}"
-
-    @property
+    @functools.cached_property
     def models(self) -> v1.ModelServiceClient:
-        if self._models is None:
-            from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
-                ModelServiceGrpcTransport,
-            )
+        from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
+            ModelServiceGrpcTransport,
+        )
 
-            self._models = service_client(
-                v1.ModelServiceClient, ModelServiceGrpcTransport, self.location
-            )
-        return self._models
+        client: v1.ModelServiceClient = service_client(
+            v1.ModelServiceClient, ModelServiceGrpcTransport, self.location
+        )
+        return client
 
-    @property
+    @functools.cached_property
     def endpoints(self) -> v1.EndpointServiceClient:
-        if self._endpoints is None:
-            from google.cloud.aiplatform_v1.services.endpoint_service.transports.grpc import (
-                EndpointServiceGrpcTransport,
-            )
+        from google.cloud.aiplatform_v1.services.endpoint_service.transports.grpc import (
+            EndpointServiceGrpcTransport,
+        )
 
-            self._endpoints = service_client(
-                v1.EndpointServiceClient, EndpointServiceGrpcTransport, self.location
-            )
-        return self._endpoints
+        client: v1.EndpointServiceClient = service_client(
+            v1.EndpointServiceClient, EndpointServiceGrpcTransport, self.location
+        )
+        return client
 
     # -- Model Registry ----------------------------------------------------------------
 
