@@ -18,9 +18,6 @@ from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1 import JobServiceClient
-from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
-    JobServiceGrpcTransport,
-)
 from google.protobuf import timestamp_pb2
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
@@ -298,17 +295,16 @@ def record_from_proto(message: JobMessage) -> JobRecord:
 
 def job_service_client(location: str) -> JobServiceClient:
     """A JobService client for ``location`` (see :func:`service_client`)."""
-    client: JobServiceClient = service_client(JobServiceClient, JobServiceGrpcTransport, location)
-    return client
+    return service_client(JobServiceClient, location)
 
 
-def service_client(client_type: Any, transport_type: Any, location: str) -> Any:
+def service_client(client_type: type[T], location: str) -> T:
     """A Vertex AI client (``client_type``) on ``{location}-aiplatform.googleapis.com``, or
     on the emulator named by ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with
-    anonymous credentials (``transport_type``: the service's gRPC transport)."""
+    anonymous credentials (through the service's own gRPC transport)."""
     emulator = os.environ.get(EMULATOR_HOST_ENV)
     if emulator:
-        transport = transport_type(
+        transport = client_type.get_transport_class("grpc")(  # type: ignore[attr-defined]
             host=emulator,
             credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
             channel=grpc.insecure_channel(emulator),

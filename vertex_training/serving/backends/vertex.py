@@ -64,25 +64,11 @@ class VertexServingBackend(VertexService):
 
     @functools.cached_property
     def models(self) -> v1.ModelServiceClient:
-        from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
-            ModelServiceGrpcTransport,
-        )
-
-        client: v1.ModelServiceClient = service_client(
-            v1.ModelServiceClient, ModelServiceGrpcTransport, self.location
-        )
-        return client
+        return service_client(v1.ModelServiceClient, self.location)
 
     @functools.cached_property
     def endpoints(self) -> v1.EndpointServiceClient:
-        from google.cloud.aiplatform_v1.services.endpoint_service.transports.grpc import (
-            EndpointServiceGrpcTransport,
-        )
-
-        client: v1.EndpointServiceClient = service_client(
-            v1.EndpointServiceClient, EndpointServiceGrpcTransport, self.location
-        )
-        return client
+        return service_client(v1.EndpointServiceClient, self.location)
 
     # -- Model Registry ----------------------------------------------------------------
 
