@@ -8,7 +8,11 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 from tests.fakes.vertex_serving_service import FakeServingService
-from vertex_training.serving.backends import ModelInUseError, ServingNotFoundError
+from vertex_training.serving.backends import (
+    ModelInUseError,
+    ServingNotFoundError,
+    ServingRefusedError,
+)
 from vertex_training.serving.backends.vertex import VertexServingBackend
 
 PARENT = "projects/test-project/locations/us-central1"
@@ -137,3 +141,12 @@ def test_a_delete_refused_right_after_an_undeploy_is_retried(fake: FakeServingSe
     vertex.delete_endpoint(name)
     assert fake.calls["DeleteEndpoint"] == 2
     assert name not in fake.endpoints
+
+
+def test_a_misspelled_field_is_refused_by_name_before_any_call(fake: FakeServingService) -> None:
+    with pytest.raises(ServingRefusedError) as refused:
+        backend().upload("m", {**body(), "artifactUrl": "gs://b/m"})
+    assert "artifactUrl: Model has no field 'artifactUrl'; did you mean 'artifactUri'?" in str(
+        refused.value
+    )
+    assert fake.calls["UploadModel"] == 0

@@ -100,13 +100,13 @@ def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
     """The body through the real proto (``message`` of aiplatform_v1): unknown fields and
     wrong types, named."""
     from google.cloud import aiplatform_v1 as v1
-    from google.protobuf import json_format
 
-    cls = getattr(v1, message)
+    from vertex_training.jobs.protos import BodyParseError, parse_message
+
     try:
-        json_format.ParseDict(dict(_canonical(body)), cls.pb(cls()), ignore_unknown_fields=False)
-    except json_format.ParseError as error:
-        return [f"not a valid {message} body: {str(error).splitlines()[0]}"]
+        parse_message(getattr(v1, message), _canonical(body))
+    except BodyParseError as error:
+        return [str(error)]
     return []
 
 
