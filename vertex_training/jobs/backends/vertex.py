@@ -302,15 +302,18 @@ def service_client(client_type: type[T], location: str) -> T:
     """A Vertex AI client (``client_type``) on ``{location}-aiplatform.googleapis.com``, or
     on the emulator named by ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with
     anonymous credentials (through the service's own gRPC transport)."""
+    gapic: Any = client_type  # every GAPIC client class: get_transport_class, transport=
     emulator = os.environ.get(EMULATOR_HOST_ENV)
     if emulator:
-        transport = client_type.get_transport_class("grpc")(  # type: ignore[attr-defined]
+        transport = gapic.get_transport_class("grpc")(
             host=emulator,
             credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
             channel=grpc.insecure_channel(emulator),
         )
-        return client_type(transport=transport)
-    return client_type(client_options={"api_endpoint": regional_endpoint(location)})
+        client: T = gapic(transport=transport)
+    else:
+        client = gapic(client_options={"api_endpoint": regional_endpoint(location)})
+    return client
 
 
 __all__ = [
