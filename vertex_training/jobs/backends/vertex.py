@@ -10,7 +10,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 from google.api_core import exceptions as api_exceptions
@@ -23,9 +23,6 @@ from google.protobuf import timestamp_pb2
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, TrialRecord, best_trial, job_state
-
-if TYPE_CHECKING:
-    from vertex_training.jobs.backends import BackendSettings
 
 _log = logging.getLogger(__name__)
 
@@ -86,16 +83,6 @@ class VertexService:
             maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
             multiplier=2.0,
             timeout=retry_timeout_seconds,
-        )
-
-    @classmethod
-    def for_settings(cls, settings: BackendSettings) -> Self:
-        assert settings.project and settings.location  # checked in __post_init__
-        return cls(
-            settings.project,
-            settings.location,
-            retry_initial_seconds=settings.retry_initial_seconds,
-            retry_timeout_seconds=settings.retry_timeout_seconds,
         )
 
     @property
