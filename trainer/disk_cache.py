@@ -39,7 +39,6 @@ __all__ = [
     "DISK_HEADROOM_BYTES",
     "DiskCache",
     "decoded_size_bytes",
-    "release_all",
 ]
 
 logger = logging.getLogger(__name__)
@@ -62,13 +61,6 @@ def decoded_size_bytes(num_examples: int, image_size: int) -> int:
 _LOCK = ".lock"
 _held: dict[str, int] = {}
 """Lock file -> the descriptor holding a shared lock on it, for this process's lifetime."""
-
-
-def release_all() -> None:
-    """Drop this process's hold on every split it used (the end of the process does too)."""
-    for descriptor in _held.values():
-        os.close(descriptor)
-    _held.clear()
 
 
 def _tree_bytes(path: str) -> int:

@@ -238,17 +238,7 @@ class PulumiProject:
     def processes(self) -> list[str]:
         """Processes started for this project (the CLI, plugins, job supervisors and
         replicas all inherit its environment, which names the temporary root)."""
-        marker = str(self.root).encode()
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue
-        return found
+        return processes_with(str(self.root).encode())
 
     def kill_session(self, session_id: int) -> None:
         """SIGKILL every process of one session, as when the terminal or machine that ran
@@ -270,6 +260,21 @@ class PulumiProject:
                     os.kill(int(proc.name), signal.SIGKILL)
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
+
+
+def processes_with(marker: bytes) -> list[str]:
+    """The command lines of this machine's processes (but this one) whose environment
+    holds ``marker``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if marker in (proc / "environ").read_bytes():
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return found
 
 
 def _session_members(session_id: int) -> list[int]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import COMMAND_TIMEOUT_S, REPO_ROOT
+from tests.engine.conftest import COMMAND_TIMEOUT_S, REPO_ROOT, processes_with
 
 pytestmark = pytest.mark.slow
 
@@ -87,17 +87,7 @@ class Example:
         ]
 
     def processes(self) -> list[str]:
-        marker = f"{MARKER}={self.root}".encode()
-        found = []
-        for proc in Path("/proc").iterdir():
-            if not proc.name.isdigit() or int(proc.name) == os.getpid():
-                continue
-            try:
-                if marker in (proc / "environ").read_bytes():
-                    found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except (FileNotFoundError, ProcessLookupError, PermissionError):
-                continue
-        return found
+        return processes_with(f"{MARKER}={self.root}".encode())
 
 
 def _example(tmp_path: Path, name: str, bin_dir: Path) -> Example:

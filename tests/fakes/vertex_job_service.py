@@ -13,10 +13,10 @@ import datetime as dt
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import grpc
 from google.cloud.aiplatform_v1 import types as v1
@@ -44,10 +44,18 @@ class Fault:
     """Apply the call, then fail: the client never learns it succeeded."""
 
 
-class FaultQueue:
-    """Faults to inject, by method name, in the order they were asked for."""
+class FakeService:
+    """What every fake service shares: one project and region, per-method call counts,
+    faults to inject by method name (in the order they were asked for), and the gRPC
+    server on a free local port."""
 
-    faults: dict[str, list[Fault]]
+    def __init__(self, project: str, location: str) -> None:
+        self.parent = f"projects/{project}/locations/{location}"
+        self.calls: Counter[str] = Counter()
+        self.faults: dict[str, list[Fault]] = {}
+        self._lock = threading.Lock()
+        self._server: grpc.Server | None = None
+        self.address = ""
 
     def inject(
         self, method: str, code: grpc.StatusCode, *, times: int = 1, after_effect: bool = False
@@ -64,6 +72,48 @@ class FaultQueue:
             queue.pop(0)
         return fault
 
+    def _serve(self, services: Mapping[str, Mapping[str, grpc.RpcMethodHandler]]) -> str:
+        """Serve the handlers of each service (by its full name); the address."""
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        for service, handlers in services.items():
+            server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(service, dict(handlers)),)
+            )
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self._server = server
+        self.address = f"127.0.0.1:{port}"
+        return self.address
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop(grace=None)
+            self._server = None
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def start(self) -> str:
+        """Serve every method of the service; the address."""
+        raise NotImplementedError
+
+    def _call(self, method: str, context: grpc.ServicerContext, apply: Callable[[], Any]) -> Any:
+        """One call of ``method``: counted, under the lock, with its injected fault (before
+        ``apply``, or after it took effect)."""
+        with self._lock:
+            self.calls[method] += 1
+            fault = self._take_fault(method)
+            if fault is not None and not fault.after_effect:
+                context.abort(fault.code, f"injected {fault.code.name}")
+            response = apply()
+        if fault is not None:
+            context.abort(fault.code, f"injected {fault.code.name} after the effect")
+        return response
+
 
 @dataclass
 class _Job:
@@ -73,7 +123,7 @@ class _Job:
     held: bool = False
 
 
-class FakeJobService(FaultQueue):
+class FakeJobService(FakeService):
     def __init__(
         self,
         project: str = "test-project",
@@ -82,18 +132,13 @@ class FakeJobService(FaultQueue):
         outcome: int = S.JOB_STATE_SUCCEEDED,
         error_message: str = "The replica workerpool0-0 exited with a non-zero status of 1.",
     ) -> None:
-        self.parent = f"projects/{project}/locations/{location}"
+        super().__init__(project, location)
         self.outcome = outcome
         self.hold_new_in: int | None = None
         """When set, new jobs go straight to this state and stay (e.g. RUNNING forever)."""
         self.error_message = error_message
-        self.calls: Counter[str] = Counter()
-        self.faults: dict[str, list[Fault]] = {}
         self.jobs: dict[str, _Job] = {}
         self._next_id = 1000
-        self._lock = threading.Lock()
-        self._server: grpc.Server | None = None
-        self.address = ""
 
     # ------------------------------------------------------------------- test controls
 
@@ -170,18 +215,7 @@ class FakeJobService(FaultQueue):
                 operations_pb2.Operation.SerializeToString,
                 self._delete,
             )
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        self._server = server
-        self.address = f"127.0.0.1:{port}"
-        return self.address
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop(grace=None)
-            self._server = None
+        return self._serve({SERVICE: handlers})
 
     def _handler(
         self,
@@ -191,15 +225,7 @@ class FakeJobService(FaultQueue):
         fn: Callable[[Any, grpc.ServicerContext], Any],
     ) -> grpc.RpcMethodHandler:
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            with self._lock:
-                self.calls[method] += 1
-                fault = self._take_fault(method)
-                if fault is not None and not fault.after_effect:
-                    context.abort(fault.code, f"injected {fault.code.name}")
-                response = fn(request, context)
-            if fault is not None:
-                context.abort(fault.code, f"injected {fault.code.name} after the effect")
-            return response
+            return self._call(method, context, lambda: fn(request, context))
 
         return grpc.unary_unary_rpc_method_handler(
             handle,

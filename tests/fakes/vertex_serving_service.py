@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
-from collections import Counter
 from collections.abc import Callable
-from concurrent import futures
 from typing import Any
 
 import grpc
@@ -25,7 +22,7 @@ from google.cloud.aiplatform_v1 import types as v1
 from google.longrunning import operations_pb2
 from google.protobuf import any_pb2, empty_pb2
 
-from tests.fakes.vertex_job_service import Fault, FaultQueue
+from tests.fakes.vertex_job_service import FakeService
 
 MODEL_SERVICE = "google.cloud.aiplatform.v1.ModelService"
 ENDPOINT_SERVICE = "google.cloud.aiplatform.v1.EndpointService"
@@ -48,20 +45,15 @@ class _RpcError(Exception):
         self.code = code
 
 
-class FakeServingService(FaultQueue):
+class FakeServingService(FakeService):
     def __init__(self, project: str = "test-project", location: str = "us-central1") -> None:
-        self.parent = f"projects/{project}/locations/{location}"
-        self.calls: Counter[str] = Counter()
-        self.faults: dict[str, list[Fault]] = {}
+        super().__init__(project, location)
         self.models: dict[str, list[v1.Model]] = {}
         self.endpoints: dict[str, v1.Endpoint] = {}
         self.undeploy_lag = 0
         """DeleteEndpoint calls refused (FAILED_PRECONDITION) after the last undeploy, as
         Vertex does for a while after one."""
         self._lag_left = 0
-        self._lock = threading.Lock()
-        self._server: grpc.Server | None = None
-        self.address = ""
 
     # ------------------------------------------------------------------- test controls
 
@@ -96,45 +88,30 @@ class FakeServingService(FaultQueue):
             "UndeployModel": (v1.UndeployModelRequest, self._undeploy),
             "DeleteEndpoint": (v1.DeleteEndpointRequest, self._delete_endpoint),
         }
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        for service, methods in (
-            (MODEL_SERVICE, model_methods),
-            (ENDPOINT_SERVICE, endpoint_methods),
-        ):
-            handlers = {
-                name: self._handler(name, request_type, fn)
-                for name, (request_type, fn) in methods.items()
+        return self._serve(
+            {
+                service: {
+                    name: self._handler(name, request_type, fn)
+                    for name, (request_type, fn) in methods.items()
+                }
+                for service, methods in (
+                    (MODEL_SERVICE, model_methods),
+                    (ENDPOINT_SERVICE, endpoint_methods),
+                )
             }
-            server.add_generic_rpc_handlers(
-                (grpc.method_handlers_generic_handler(service, handlers),)
-            )
-        port = server.add_insecure_port("127.0.0.1:0")
-        server.start()
-        self._server = server
-        self.address = f"127.0.0.1:{port}"
-        return self.address
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop(grace=None)
-            self._server = None
+        )
 
     def _handler(
         self, method: str, request_type: Any, fn: Callable[[Any], Any]
     ) -> grpc.RpcMethodHandler:
+        def apply(request: Any, context: grpc.ServicerContext) -> Any:
+            try:
+                return fn(request)
+            except _RpcError as error:
+                context.abort(error.code, str(error))
+
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            with self._lock:
-                self.calls[method] += 1
-                fault = self._take_fault(method)
-                if fault is not None and not fault.after_effect:
-                    context.abort(fault.code, f"injected {fault.code.name}")
-                try:
-                    response = fn(request)
-                except _RpcError as error:
-                    context.abort(error.code, str(error))
-            if fault is not None:
-                context.abort(fault.code, f"injected {fault.code.name} after the effect")
-            return response
+            return self._call(method, context, lambda: apply(request, context))
 
         def serialize(message: Any) -> bytes:
             if isinstance(message, operations_pb2.Operation | empty_pb2.Empty):

@@ -11,10 +11,8 @@ from tests.fakes.vertex_job_service import FakeJobService
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[FakeJobService]:
-    service = FakeJobService()
-    service.start()
-    yield service
-    service.stop()
+    with FakeJobService() as service:
+        yield service
 
 
 @pytest.fixture

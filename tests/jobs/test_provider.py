@@ -118,6 +118,14 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
     assert gone_id == ""
 
 
+def created_cassava(host: ProviderHost) -> tuple[Engine, str, dict[str, Any]]:
+    """An engine for custom jobs, and the cassava job it created (not waited on)."""
+    engine = Engine(host, JobKind.CUSTOM_JOB)
+    inputs, _ = engine.check(props(cassava(), wait=False))
+    job_id, outs = engine.create(inputs)
+    return engine, job_id, outs
+
+
 def relabelled(spec: dict[str, Any], **labels: str) -> dict[str, Any]:
     return {**spec, "labels": labels, "displayName": "cassava, renamed"}
 
@@ -125,9 +133,7 @@ def relabelled(spec: dict[str, Any], **labels: str) -> dict[str, Any]:
 def test_label_and_display_name_edits_update_in_place_and_start_no_run(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
-    engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
-    job_id, outs = engine.create(inputs)
+    engine, job_id, outs = created_cassava(host)
     edited, failures = engine.check(
         props(relabelled(cassava(), codelab="cassava", team="vision"), wait=False), olds=outs
     )
@@ -153,9 +159,7 @@ def test_label_and_display_name_edits_update_in_place_and_start_no_run(
 def test_a_run_field_changed_with_the_labels_still_replaces(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
-    engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
-    job_id, outs = engine.create(inputs)
+    engine, job_id, outs = created_cassava(host)
     both, _ = engine.check(props(relabelled(cassava(workers=3), team="vision"), wait=False))
     assert list(engine.diff(job_id, outs, both).replaces) == ["spec"]
 
@@ -224,9 +228,7 @@ def test_crash_after_submit_then_retry_adopts(host: ProviderHost, fake: FakeJobS
 def test_replacement_does_not_adopt_the_job_it_replaces(
     host: ProviderHost, fake: FakeJobService
 ) -> None:
-    engine = Engine(host, JobKind.CUSTOM_JOB)
-    first, _ = engine.check(props(cassava(), wait=False))
-    old_id, _ = engine.create(first)
+    engine, old_id, _ = created_cassava(host)
     second, _ = engine.check(props(cassava(workers=2), wait=False))
     new_id, _ = engine.create(second)
     assert new_id != old_id and len(fake.names("customJobs")) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -22,23 +23,26 @@ ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 PROJECT = "team-project-1"
 
 
+def platform(name: str, **extra: Any) -> None:
+    """A dev platform with a Workbench and a TensorBoard (everything named)."""
+    vt.TrainingPlatform(
+        name,
+        vt.TrainingPlatformArgs(
+            environment="dev",
+            project=PROJECT,
+            workbench=vt.Workbench(),
+            tensorboard=vt.TensorBoard(),
+            **extra,
+        ),
+    )
+
+
 def two_platforms(first: str = "research", second: str = "prod-like") -> None:
+    trainer = vt.ImageBuild(
+        context=PROJECT_ROOT, dockerfile=PROJECT_ROOT / "docker/trainer.Dockerfile"
+    )
     for name in (first, second):
-        vt.TrainingPlatform(
-            name,
-            vt.TrainingPlatformArgs(
-                environment="dev",
-                project=PROJECT,
-                workbench=vt.Workbench(),
-                tensorboard=vt.TensorBoard(),
-                images={
-                    "trainer": vt.ImageBuild(
-                        context=PROJECT_ROOT,
-                        dockerfile=PROJECT_ROOT / "docker/trainer.Dockerfile",
-                    )
-                },
-            ),
-        )
+        platform(name, images={"trainer": trainer})
 
 
 def cloud_names(run: PulumiRun) -> list[tuple[str, str]]:
@@ -66,19 +70,8 @@ def test_two_platforms_in_one_stack_name_everything_apart() -> None:
 def test_the_platform_named_platform_keeps_the_names_stacks_had(
     component: str, qualifier: str | None
 ) -> None:
-    def program() -> None:
-        vt.TrainingPlatform(
-            component,
-            vt.TrainingPlatformArgs(
-                environment="dev",
-                project=PROJECT,
-                workbench=vt.Workbench(),
-                tensorboard=vt.TensorBoard(),
-                name_qualifier=qualifier,
-            ),
-        )
-
-    assert sorted(cloud_names(run_pulumi(program, stack="dev"))) == [
+    program = run_pulumi(lambda: platform(component, name_qualifier=qualifier), stack="dev")
+    assert sorted(cloud_names(program)) == [
         ("gcp:projects/iAMCustomRole:IAMCustomRole", "vertexTensorboardWriter_dev"),
         ("gcp:serviceaccount/account:Account", "vtx-train-dev"),
         ("gcp:serviceaccount/account:Account", "vtx-workbench-dev"),

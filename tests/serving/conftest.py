@@ -15,10 +15,8 @@ STANDIN = Path(__file__).resolve().parent / "standin"
 
 @pytest.fixture(scope="module")
 def serving_fake() -> Iterator[FakeServingService]:
-    service = FakeServingService()
-    service.start()
-    yield service
-    service.stop()
+    with FakeServingService() as service:
+        yield service
 
 
 @pytest.fixture

@@ -45,12 +45,6 @@ def host(serving_fake: FakeServingService) -> Iterator[ServingHost]:
     provider_host.close()
 
 
-@pytest.fixture
-def fake(serving_fake: FakeServingService) -> FakeServingService:
-    serving_fake.reset()
-    return serving_fake
-
-
 def vertex_backend() -> dict[str, Any]:
     return BackendSettings(
         BackendKind.VERTEX,

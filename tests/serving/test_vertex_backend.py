@@ -8,7 +8,11 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 from tests.fakes.vertex_serving_service import FakeServingService
-from vertex_training.serving.backends import ModelInUseError, ServingNotFoundError
+from vertex_training.serving.backends import (
+    ModelInUseError,
+    ServingNotFoundError,
+    ServingRefusedError,
+)
 from vertex_training.serving.backends.vertex import VertexServingBackend
 
 PARENT = "projects/test-project/locations/us-central1"
@@ -27,6 +31,19 @@ def body(uri: str = "gs://b/jobs/train/model", key: str = "k1") -> dict[str, obj
         "artifactUri": uri,
         "containerSpec": {"imageUri": IMAGE},
         "labels": {"pulumi-job-key": key},
+    }
+
+
+def deployed(deployed_id: str, version_name: str) -> dict[str, object]:
+    """A ``DeployedModel`` body: one small machine serving ``version_name``."""
+    return {
+        "id": deployed_id,
+        "model": version_name,
+        "dedicatedResources": {
+            "machineSpec": {"machineType": "n1-standard-2"},
+            "minReplicaCount": 1,
+            "maxReplicaCount": 1,
+        },
     }
 
 
@@ -67,19 +84,7 @@ def test_a_deployed_version_is_not_deleted(fake: FakeServingService) -> None:
     vertex = backend()
     model = vertex.upload("m", body())
     endpoint = vertex.create_endpoint("123456789", {"displayName": "e"})
-    vertex.deploy(
-        endpoint.name,
-        {
-            "id": "1000000001",
-            "model": model.version_name,
-            "dedicatedResources": {
-                "machineSpec": {"machineType": "n1-standard-2"},
-                "minReplicaCount": 1,
-                "maxReplicaCount": 1,
-            },
-        },
-        {"1000000001": 100},
-    )
+    vertex.deploy(endpoint.name, deployed("1000000001", model.version_name), {"1000000001": 100})
     with pytest.raises(ModelInUseError) as refused:
         vertex.delete_version(model.model, "1")
     assert str(refused.value) == (
@@ -110,19 +115,8 @@ def test_endpoint_deploy_traffic_undeploy_delete(fake: FakeServingService) -> No
     name = vertex.create_endpoint("123456789", {"displayName": "e"}).name
     assert vertex.create_endpoint("123456789", {"displayName": "e"}).name == name  # adopted
     assert fake.calls["CreateEndpoint"] == 1
-    resources = {
-        "machineSpec": {"machineType": "n1-standard-2"},
-        "minReplicaCount": 1,
-        "maxReplicaCount": 1,
-    }
-    vertex.deploy(
-        name, {"id": "1", "model": v1.version_name, "dedicatedResources": resources}, {"1": 100}
-    )
-    vertex.deploy(
-        name,
-        {"id": "2", "model": v2.version_name, "dedicatedResources": resources},
-        {"1": 100, "2": 0},
-    )
+    vertex.deploy(name, deployed("1", v1.version_name), {"1": 100})
+    vertex.deploy(name, deployed("2", v2.version_name), {"1": 100, "2": 0})
     vertex.set_traffic(name, {"1": 20, "2": 80})
     record = vertex.get_endpoint(name)
     assert record.traffic == {"1": 20, "2": 80}
@@ -141,16 +135,18 @@ def test_a_delete_refused_right_after_an_undeploy_is_retried(fake: FakeServingSe
     vertex = backend()
     model = vertex.upload("m", body())
     name = vertex.create_endpoint("123456789", {"displayName": "e"}).name
-    resources = {
-        "machineSpec": {"machineType": "n1-standard-2"},
-        "minReplicaCount": 1,
-        "maxReplicaCount": 1,
-    }
-    vertex.deploy(
-        name, {"id": "1", "model": model.version_name, "dedicatedResources": resources}, {"1": 100}
-    )
+    vertex.deploy(name, deployed("1", model.version_name), {"1": 100})
     fake.undeploy_lag = 1  # the first delete after the undeploy is refused
     vertex.undeploy(name, "1", {})
     vertex.delete_endpoint(name)
     assert fake.calls["DeleteEndpoint"] == 2
     assert name not in fake.endpoints
+
+
+def test_a_misspelled_field_is_refused_by_name_before_any_call(fake: FakeServingService) -> None:
+    with pytest.raises(ServingRefusedError) as refused:
+        backend().upload("m", {**body(), "artifactUrl": "gs://b/m"})
+    assert "artifactUrl: Model has no field 'artifactUrl'; did you mean 'artifactUri'?" in str(
+        refused.value
+    )
+    assert fake.calls["UploadModel"] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -58,31 +59,36 @@ def test_optimizer_is_for_horses_only(capsys: pytest.CaptureFixture[str]) -> Non
     assert "--optimizer applies to horses_or_humans only" in err
 
 
+def resolved(environ: Mapping[str, str] | None = None, **flags: str) -> OutputPaths:
+    """``resolve_output_paths`` with the flags given (the others unset) and ``environ``."""
+    return resolve_output_paths(
+        job_dir=flags.get("job_dir"),
+        model_dir=flags.get("model_dir"),
+        checkpoint_dir=flags.get("checkpoint_dir"),
+        tensorboard_dir=flags.get("tensorboard_dir"),
+        environ=environ or {},
+    )
+
+
 def test_vertex_variables_win_over_flags() -> None:
     env = {
         "AIP_MODEL_DIR": "gs://b/out/model/",
         "AIP_CHECKPOINT_DIR": "gs://b/out/checkpoints/",
         "AIP_TENSORBOARD_LOG_DIR": "gs://b/out/logs/",
     }
-    paths = resolve_output_paths(
-        job_dir="/j", model_dir="/m", checkpoint_dir="/c", tensorboard_dir="/t", environ=env
-    )
+    paths = resolved(env, job_dir="/j", model_dir="/m", checkpoint_dir="/c", tensorboard_dir="/t")
     assert paths.model_dir == "gs://b/out/model/"
     assert paths.checkpoint_dir == "gs://b/out/checkpoints/"
     assert paths.tensorboard_dir == "gs://b/out/logs/"
 
 
 def test_explicit_flags_win_over_the_job_dir_layout() -> None:
-    paths = resolve_output_paths(
-        job_dir="/j/", model_dir="/m", checkpoint_dir="/c", tensorboard_dir=None, environ={}
-    )
+    paths = resolved(job_dir="/j/", model_dir="/m", checkpoint_dir="/c")
     assert (paths.model_dir, paths.checkpoint_dir, paths.tensorboard_dir) == ("/m", "/c", "/j/logs")
 
 
 def test_model_dir_alone_keeps_checkpoints_beside_the_model() -> None:
-    paths = resolve_output_paths(
-        job_dir=None, model_dir="gs://b/m/", checkpoint_dir=None, tensorboard_dir=None, environ={}
-    )
+    paths = resolved(model_dir="gs://b/m/")
     assert paths.checkpoint_dir == "gs://b/m-checkpoints"
     assert paths.tensorboard_dir is None
 
@@ -91,25 +97,11 @@ def test_a_trial_writes_its_model_under_its_own_directory() -> None:
     """Vertex gives each trial ``<base>/<trial id>/model``; from the flags, every directory
     gets ``trial-<id>``: parallel trials never share a model or a checkpoint."""
     vertex = {"AIP_MODEL_DIR": "gs://b/out/7/model/", "CLOUD_ML_TRIAL_ID": "7"}
-    paths = resolve_output_paths(
-        job_dir=None, model_dir=None, checkpoint_dir=None, tensorboard_dir=None, environ=vertex
-    )
+    paths = resolved(vertex)
     assert paths.model_dir == "gs://b/out/7/model/"
-    flags = resolve_output_paths(
-        job_dir="/j",
-        model_dir=None,
-        checkpoint_dir=None,
-        tensorboard_dir=None,
-        environ={"CLOUD_ML_TRIAL_ID": "7"},
-    )
+    flags = resolved({"CLOUD_ML_TRIAL_ID": "7"}, job_dir="/j")
     assert flags == OutputPaths("/j/model/trial-7", "/j/checkpoints/trial-7", "/j/logs/trial-7")
-    explicit = resolve_output_paths(
-        job_dir=None,
-        model_dir="/m/",
-        checkpoint_dir="/c",
-        tensorboard_dir=None,
-        environ={"CLOUD_ML_TRIAL_ID": "7"},
-    )
+    explicit = resolved({"CLOUD_ML_TRIAL_ID": "7"}, model_dir="/m/", checkpoint_dir="/c")
     assert (explicit.model_dir, explicit.checkpoint_dir) == ("/m/trial-7", "/c/trial-7")
 
 

@@ -370,8 +370,11 @@ def test_a_bounded_cache_removes_the_least_recently_used_split_to_make_room(
     old = fill(writer, "old", 1024**2)
     recent = fill(writer, "recent", 1024**2)
     os.utime(old, (1, 1))  # used long ago
-    # Held by nobody now: their readers (this process's cache objects) are gone.
-    disk_cache_module.release_all()
+    # Held by nobody now: their readers (this process's cache objects) are gone, as when
+    # the process that used them ends.
+    for descriptor in disk_cache_module._held.values():
+        os.close(descriptor)
+    disk_cache_module._held.clear()
     assert writer.has_room(1024**2 // 2, key="new")
     assert not os.path.exists(old) and os.path.isdir(recent)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.test_config import _exit_message
+from tests.trainer.test_config import _exit_message, resolved
 from tests.trainer.test_training import TINY, run, trainer_env
-from trainer.config import ProfileSteps, ProfileStepsError, parse_config, resolve_output_paths
+from trainer.config import ProfileSteps, ProfileStepsError, parse_config
 
 HORSES = ["--workload", "horses_or_humans"]
 # 64 generated examples in batches of 16: 4 steps per epoch.
@@ -56,21 +56,11 @@ def test_check_within() -> None:
 
 
 def test_trials_sharing_flags_get_their_own_tensorboard_dir() -> None:
-    paths = resolve_output_paths(
-        job_dir="/j",
-        model_dir=None,
-        checkpoint_dir=None,
-        tensorboard_dir=None,
-        environ={"CLOUD_ML_TRIAL_ID": "7"},
-    )
+    paths = resolved({"CLOUD_ML_TRIAL_ID": "7"}, job_dir="/j")
     assert paths.tensorboard_dir == "/j/logs/trial-7"
     # Vertex's (and the local backend's) AIP_TENSORBOARD_LOG_DIR is per trial already.
-    vertex = resolve_output_paths(
-        job_dir="/j",
-        model_dir=None,
-        checkpoint_dir=None,
-        tensorboard_dir=None,
-        environ={"CLOUD_ML_TRIAL_ID": "7", "AIP_TENSORBOARD_LOG_DIR": "gs://b/o/7/logs/"},
+    vertex = resolved(
+        {"CLOUD_ML_TRIAL_ID": "7", "AIP_TENSORBOARD_LOG_DIR": "gs://b/o/7/logs/"}, job_dir="/j"
     )
     assert vertex.tensorboard_dir == "gs://b/o/7/logs/"
 

@@ -11,7 +11,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from google.cloud import aiplatform_v1 as v1
 from google.protobuf import descriptor_pool, json_format
@@ -29,15 +29,23 @@ def message_class(kind: JobKind) -> type[JobMessage]:
     return v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob
 
 
-def parse_body(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
-    """The body as its proto-plus message; unknown fields and wrong types are refused."""
-    cls = message_class(kind)
+M = TypeVar("M")
+
+
+def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
+    """A REST body as the proto-plus message ``cls`` (any Vertex message); unknown fields
+    and wrong types raise ``BodyParseError``, which names the field."""
     message = cls()
     try:
-        json_format.ParseDict(dict(body), cls.pb(message), ignore_unknown_fields=False)
+        json_format.ParseDict(dict(body), cls.pb(message), ignore_unknown_fields=False)  # type: ignore[attr-defined]
     except json_format.ParseError as error:
         raise BodyParseError(f"not a valid {cls.__name__} body: {_explain(error)}") from error
     return message
+
+
+def parse_body(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
+    """The job body as its proto-plus message; unknown fields and wrong types are refused."""
+    return parse_message(message_class(kind), body)
 
 
 _NESTING = re.compile(r"Failed to parse \w+ field: ")

@@ -38,6 +38,7 @@ from vertex_training.jobs.resources import (
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
+    ServingContext,
     endpoint_bodies,
     model_body,
     serving_context,
@@ -101,13 +102,13 @@ def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
     """The body through the real proto (``message`` of aiplatform_v1): unknown fields and
     wrong types, named."""
     from google.cloud import aiplatform_v1 as v1
-    from google.protobuf import json_format
 
-    cls = getattr(v1, message)
+    from vertex_training.jobs.protos import BodyParseError, parse_message
+
     try:
-        json_format.ParseDict(dict(_canonical(body)), cls.pb(cls()), ignore_unknown_fields=False)
-    except json_format.ParseError as error:
-        return [f"not a valid {message} body: {str(error).splitlines()[0]}"]
+        parse_message(getattr(v1, message), _canonical(body))
+    except BodyParseError as error:
+        return [str(error)]
     return []
 
 
@@ -117,6 +118,43 @@ def _common_failures(news: Mapping[str, Any], keys: tuple[str, ...]) -> list[Any
         for key in keys
         if key not in news
     ]
+
+
+def _checked(
+    news: dict[str, Any], settings: BackendSettings, failures: list[Any], problems: list[str]
+) -> pulumi.dynamic.CheckResult:
+    """The check's answer: ``problems`` as failures of ``body``; the backend's target kept
+    beside the inputs (a new target replaces)."""
+    failures = failures + [pulumi.dynamic.CheckFailure("body", p) for p in problems]
+    return pulumi.dynamic.CheckResult(
+        {**news, "backend_target": _backend_target(settings)}, failures
+    )
+
+
+class _ServingProvider(pulumi.dynamic.ResourceProvider):
+    """What the serving providers share: which inputs replace, which update in place."""
+
+    serialize_as_secret_always = False
+    replacing: tuple[str, ...]
+    """Inputs a change of which replaces the resource (and so does the body's content)."""
+    updating: tuple[str, ...]
+    """Inputs changed in place."""
+    metadata: tuple[str, ...]
+    """Body fields changed in place."""
+
+    def _changes(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        """The inputs that replace the resource, and those that change it in place."""
+        replaces = [k for k in self.replacing if olds.get(k) != news.get(k)]
+        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
+        content = lambda b: {k: v for k, v in b.items() if k not in self.metadata}  # noqa: E731
+        if _canonical(content(old_body)) != _canonical(content(new_body)):
+            replaces.insert(0, "body")
+        changed = [k for k in self.updating if _canonical(olds.get(k)) != _canonical(news.get(k))]
+        if any(old_body.get(f) != new_body.get(f) for f in self.metadata):
+            changed.append("body")
+        return replaces, changed
 
 
 # ================================================================================ Model
@@ -159,10 +197,14 @@ MODEL_INPUTS = (
 MODEL_OUTPUTS = ("name", "version_id", "version_name", "aliases", "artifact_uri")
 
 
-class ModelProvider(pulumi.dynamic.ResourceProvider):
+class ModelProvider(_ServingProvider):
     """Uploads a version to Model Registry; stateless (it is pickled)."""
 
-    serialize_as_secret_always = False
+    # A new run of the source job (its name changes) is a new artifact: a new version,
+    # even where it writes to the same directory as the run before.
+    replacing = ("source_job", "model_id", "backend_target", "identity")
+    updating = ("version_aliases", "provider_version", "backend")
+    metadata = MODEL_METADATA
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = _common_failures(news, ("body", "model_id", "backend", "identity"))
@@ -180,31 +222,12 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
                 "artifactUri: the source job reports no model directory (it writes no "
                 "model); valid: a job with a baseOutputDirectory"
             )
-        failures += [pulumi.dynamic.CheckFailure("body", p) for p in problems]
-        news = {**news, "backend_target": _backend_target(settings)}
-        return pulumi.dynamic.CheckResult(news, failures)
+        return _checked(news, settings, failures, problems)
 
     def diff(
         self, _id: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        # A new run of the source job (its name changes) is a new artifact: a new version,
-        # even where it writes to the same directory as the run before.
-        replaces = [
-            k
-            for k in ("source_job", "model_id", "backend_target", "identity")
-            if olds.get(k) != news.get(k)
-        ]
-        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-        content = lambda b: {k: v for k, v in b.items() if k not in MODEL_METADATA}  # noqa: E731
-        if _canonical(content(old_body)) != _canonical(content(new_body)):
-            replaces.insert(0, "body")
-        changed = [
-            k
-            for k in ("version_aliases", "provider_version", "backend")
-            if olds.get(k) != news.get(k)
-        ]
-        if any(old_body.get(f) != new_body.get(f) for f in MODEL_METADATA):
-            changed.append("body")
+        replaces, changed = self._changes(olds, news)
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or changed),
             replaces=replaces,
@@ -271,6 +294,21 @@ class ModelProvider(pulumi.dynamic.ResourceProvider):
         _backend(props).delete_version(model, version)
 
 
+def _placement(resource_name: str, context: ServingContext) -> dict[str, Any]:
+    """The inputs every serving resource carries: its identity (project, stack, name), the
+    backend and its target (with the project on Vertex), the provider's version."""
+    backend = context.backend.to_props()
+    target = _backend_target(context.backend)
+    if context.backend.kind is BackendKind.VERTEX:
+        backend["project"] = target["project"] = context.project
+    return {
+        "backend": backend,
+        "backend_target": target,
+        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+        "provider_version": PROVIDER_VERSION,
+    }
+
+
 class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     """A model in Vertex AI Model Registry (``pulumi-python:dynamic/vertex:Model``).
 
@@ -299,20 +337,13 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
             )
         context = serving_context(f"Model {resource_name!r}", args)
         body, warnings = model_body(resource_name, args, context)
-        identity = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
-        backend = context.backend.to_props()
-        target = _backend_target(context.backend)
-        if context.backend.kind is BackendKind.VERTEX:
-            backend["project"] = target["project"] = context.project
+        where = _placement(resource_name, context)
         props = {
             "body": body,
             "source_job": getattr(args.job, "job_name", None),
-            "model_id": model_id_for(identity),
+            "model_id": model_id_for(where["identity"]),
             "version_aliases": list(args.version_aliases),
-            "backend": backend,
-            "backend_target": target,
-            "identity": identity,
-            "provider_version": PROVIDER_VERSION,
+            **where,
             **dict.fromkeys(MODEL_OUTPUTS),
         }
         if args.platform is not None:
@@ -404,10 +435,12 @@ def _endpoint_outputs(record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class EndpointProvider(pulumi.dynamic.ResourceProvider):
+class EndpointProvider(_ServingProvider):
     """An endpoint and its deployed models; stateless (it is pickled)."""
 
-    serialize_as_secret_always = False
+    replacing = ("endpoint_id", "backend_target", "identity")
+    updating = ("deployments", "traffic", "provider_version", "backend")
+    metadata = ENDPOINT_METADATA
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = _common_failures(
@@ -430,27 +463,12 @@ class EndpointProvider(pulumi.dynamic.ResourceProvider):
                 ]
         if settings.kind is BackendKind.LOCAL:
             problems += local_refusals("Endpoint", news["body"])
-        failures += [pulumi.dynamic.CheckFailure("body", p) for p in problems]
-        news = {**news, "backend_target": _backend_target(settings)}
-        return pulumi.dynamic.CheckResult(news, failures)
+        return _checked(news, settings, failures, problems)
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        replaces = [
-            k for k in ("endpoint_id", "backend_target", "identity") if olds.get(k) != news.get(k)
-        ]
-        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-        fixed = lambda b: {k: v for k, v in b.items() if k not in ENDPOINT_METADATA}  # noqa: E731
-        if _canonical(fixed(old_body)) != _canonical(fixed(new_body)):
-            replaces.insert(0, "body")
-        changed = [
-            k
-            for k in ("deployments", "traffic", "provider_version", "backend")
-            if _canonical(olds.get(k)) != _canonical(news.get(k))
-        ]
-        if any(old_body.get(f) != new_body.get(f) for f in ENDPOINT_METADATA):
-            changed.append("body")
+        replaces, changed = self._changes(olds, news)
         if not replaces and not changed and self._local_server_down(id_, news):
             # The machine restarted (or the server died): `up` starts it again.
             changed.append("serving")
@@ -544,20 +562,13 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
             )
         context = serving_context(f"Endpoint {resource_name!r}", args)
         body, deployments, traffic, warnings = endpoint_bodies(resource_name, args, context)
-        identity = f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}"
-        backend = context.backend.to_props()
-        target = _backend_target(context.backend)
-        if context.backend.kind is BackendKind.VERTEX:
-            backend["project"] = target["project"] = context.project
+        where = _placement(resource_name, context)
         props = {
             "body": body,
-            "endpoint_id": endpoint_id_for(identity),
+            "endpoint_id": endpoint_id_for(where["identity"]),
             "deployments": deployments,
             "traffic": traffic,
-            "backend": backend,
-            "backend_target": target,
-            "identity": identity,
-            "provider_version": PROVIDER_VERSION,
+            **where,
             **dict.fromkeys(ENDPOINT_OUTPUTS),
         }
         if args.platform is not None:

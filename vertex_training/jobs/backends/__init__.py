@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
+
+T = TypeVar("T")
 
 
 class BackendKind(enum.StrEnum):
@@ -76,18 +79,24 @@ class BackendSettings:
         return cls(**props)
 
 
+def vertex_backend(cls: Callable[..., T], settings: BackendSettings) -> T:
+    """A backend on Vertex AI (``cls``: jobs or serving) for the project, region and
+    retry policy of ``settings``."""
+    assert settings.project and settings.location  # checked in __post_init__
+    return cls(
+        settings.project,
+        settings.location,
+        retry_initial_seconds=settings.retry_initial_seconds,
+        retry_timeout_seconds=settings.retry_timeout_seconds,
+    )
+
+
 def backend_for(settings: BackendSettings) -> JobBackend:
     """A fresh backend for ``settings`` (imports the chosen implementation lazily)."""
     if settings.kind is BackendKind.VERTEX:
         from vertex_training.jobs.backends.vertex import VertexBackend
 
-        assert settings.project and settings.location  # checked in __post_init__
-        return VertexBackend(
-            settings.project,
-            settings.location,
-            retry_initial_seconds=settings.retry_initial_seconds,
-            retry_timeout_seconds=settings.retry_timeout_seconds,
-        )
+        return vertex_backend(VertexBackend, settings)
     from vertex_training.jobs.backends.local import LocalBackend  # type: ignore[attr-defined,import-not-found,unused-ignore]
 
     assert settings.local_root
@@ -95,4 +104,11 @@ def backend_for(settings: BackendSettings) -> JobBackend:
     return backend
 
 
-__all__ = ["BackendKind", "BackendSettings", "JobBackend", "JobNotFoundError", "backend_for"]
+__all__ = [
+    "BackendKind",
+    "BackendSettings",
+    "JobBackend",
+    "JobNotFoundError",
+    "backend_for",
+    "vertex_backend",
+]

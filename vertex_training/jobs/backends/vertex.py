@@ -6,6 +6,7 @@ dynamic provider builds inside each method: nothing here is ever pickled into st
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -17,9 +18,6 @@ from google.api_core import retry as api_retry
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1 import JobServiceClient
-from google.cloud.aiplatform_v1.services.job_service.transports.grpc import (
-    JobServiceGrpcTransport,
-)
 from google.protobuf import timestamp_pb2
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
@@ -58,8 +56,10 @@ def label_filter(labels: Mapping[str, str]) -> str:
     return " AND ".join(f'labels.{key}="{value}"' for key, value in sorted(labels.items()))
 
 
-class VertexBackend:
-    """``JobBackend`` on Vertex AI for one project and region."""
+class VertexService:
+    """What every backend on Vertex AI shares: one project and region, and the retry
+    policy of its calls (transient errors, exponential backoff from
+    ``retry_initial_seconds``, capped at 16 times that, for ``retry_timeout_seconds``)."""
 
     def __init__(
         self,
@@ -75,6 +75,8 @@ class VertexBackend:
             raise ValueError("location: the vertex backend needs a region, e.g. us-central1")
         self.project = project
         self.location = location
+        self.retry_initial = retry_initial_seconds
+        self.retry_timeout = retry_timeout_seconds
         self.retry = api_retry.Retry(
             predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
             initial=retry_initial_seconds,
@@ -82,17 +84,18 @@ class VertexBackend:
             multiplier=2.0,
             timeout=retry_timeout_seconds,
         )
-        self._client: JobServiceClient | None = None
 
     @property
     def parent(self) -> str:
         return f"projects/{self.project}/locations/{self.location}"
 
-    @property
+
+class VertexBackend(VertexService):
+    """``JobBackend`` on Vertex AI for one project and region."""
+
+    @functools.cached_property
     def client(self) -> JobServiceClient:
-        if self._client is None:
-            self._client = job_service_client(self.location)
-        return self._client
+        return job_service_client(self.location)
 
     # The protocol -----------------------------------------------------------------
 
@@ -279,28 +282,31 @@ def record_from_proto(message: JobMessage) -> JobRecord:
 
 def job_service_client(location: str) -> JobServiceClient:
     """A JobService client for ``location`` (see :func:`service_client`)."""
-    client: JobServiceClient = service_client(JobServiceClient, JobServiceGrpcTransport, location)
-    return client
+    return service_client(JobServiceClient, location)
 
 
-def service_client(client_type: Any, transport_type: Any, location: str) -> Any:
+def service_client(client_type: type[T], location: str) -> T:
     """A Vertex AI client (``client_type``) on ``{location}-aiplatform.googleapis.com``, or
     on the emulator named by ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with
-    anonymous credentials (``transport_type``: the service's gRPC transport)."""
+    anonymous credentials (through the service's own gRPC transport)."""
+    gapic: Any = client_type  # every GAPIC client class: get_transport_class, transport=
     emulator = os.environ.get(EMULATOR_HOST_ENV)
     if emulator:
-        transport = transport_type(
+        transport = gapic.get_transport_class("grpc")(
             host=emulator,
             credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
             channel=grpc.insecure_channel(emulator),
         )
-        return client_type(transport=transport)
-    return client_type(client_options={"api_endpoint": regional_endpoint(location)})
+        client: T = gapic(transport=transport)
+    else:
+        client = gapic(client_options={"api_endpoint": regional_endpoint(location)})
+    return client
 
 
 __all__ = [
     "EMULATOR_HOST_ENV",
     "VertexBackend",
+    "VertexService",
     "console_url",
     "job_service_client",
     "label_filter",

@@ -8,7 +8,7 @@ endpoints go where its jobs run. Each implementation is imported only when it is
 
 from __future__ import annotations
 
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training.jobs.backends import BackendKind, BackendSettings, vertex_backend
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
     EndpointRecord,
@@ -25,13 +25,7 @@ def serving_backend_for(settings: BackendSettings) -> ServingBackend:
     if settings.kind is BackendKind.VERTEX:
         from vertex_training.serving.backends.vertex import VertexServingBackend
 
-        assert settings.project and settings.location
-        return VertexServingBackend(
-            settings.project,
-            settings.location,
-            retry_initial_seconds=settings.retry_initial_seconds,
-            retry_timeout_seconds=settings.retry_timeout_seconds,
-        )
+        return vertex_backend(VertexServingBackend, settings)
     from vertex_training.serving.backends.local import LocalServingBackend
 
     assert settings.local_root

@@ -15,7 +15,6 @@ whole (a temporary file, then a rename).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -24,17 +23,21 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import process_alive, process_start_time
+from vertex_training.jobs.backends.local._store import (
+    atomic_write_text,
+    file_lock,
+    now_rfc3339,
+    process_alive,
+    process_start_time,
+)
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
     EndpointRecord,
@@ -55,16 +58,9 @@ HEALTH_ROUTE = "/health"
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _write_json(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as out:
-        json.dump(value, out, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True))
 
 
 def _free_port() -> int:
@@ -109,15 +105,9 @@ class LocalServingBackend:
     def _endpoint_dir(self, endpoint_id: str) -> Path:
         return self.dir / "endpoints" / endpoint_id
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        return file_lock(self.dir / ".lock")
 
     def local_path(self, uri: str) -> Path:
         """Where an artifact URI lives here: ``gs://b/p`` and ``/gcs/b/p`` under the local
@@ -197,7 +187,7 @@ class LocalServingBackend:
                 **{k: v for k, v in body.items() if k != "versionAliases"},
                 "versionId": version_id,
                 "versionAliases": aliases,
-                "createTime": _now(),
+                "createTime": now_rfc3339(),
                 "localDir": str(target),
             }
             model["versions"].append(version)
@@ -212,13 +202,21 @@ class LocalServingBackend:
                 return found
         raise ServingNotFoundError(f"model version {name}@{version_id} not found")
 
-    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
+    def _stored_version(
+        self, model: str, version_id: str
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The model's id, its stored ``model.json`` and the version in it (under the lock);
+        ``ServingNotFoundError`` when either is gone."""
         model_id = self._id(model, "models")
+        stored = self._read_model(model_id)
+        if stored is None:
+            raise ServingNotFoundError(f"model {model} not found")
+        return model_id, stored, self._version(stored, version_id, model)
+
+    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            return self._version_record(model_id, self._version(stored, version_id, model))
+            model_id, _, version = self._stored_version(model, version_id)
+            return self._version_record(model_id, version)
 
     def update_version(
         self,
@@ -229,12 +227,8 @@ class LocalServingBackend:
         description: str,
         labels: Mapping[str, str],
     ) -> None:
-        model_id = self._id(model, "models")
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            version = self._version(stored, version_id, model)
+            model_id, stored, version = self._stored_version(model, version_id)
             version.update(displayName=display_name, description=description, labels=dict(labels))
             _write_json(self._model_dir(model_id) / "model.json", stored)
 
@@ -246,12 +240,8 @@ class LocalServingBackend:
             ]
 
     def move_aliases(self, model: str, version_id: str, aliases: Sequence[str]) -> None:
-        model_id = self._id(model, "models")
         with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
-            version = self._version(stored, version_id, model)
+            model_id, stored, version = self._stored_version(model, version_id)
             keep_default = "default" in (version.get("versionAliases") or [])
             self._strip_aliases(stored, aliases)
             version["versionAliases"] = (["default"] if keep_default else []) + [
@@ -336,7 +326,7 @@ class LocalServingBackend:
             try:
                 endpoint = self._read_endpoint(endpoint_id)
             except ServingNotFoundError:
-                endpoint = {**body, "deployed": [], "trafficSplit": {}, "createTime": _now()}
+                endpoint = {**body, "deployed": [], "trafficSplit": {}, "createTime": now_rfc3339()}
                 self._write_endpoint(endpoint_id, endpoint)
             return self._endpoint_record(endpoint_id, endpoint)
 

@@ -7,22 +7,23 @@ dynamic providers build inside each method: nothing here is pickled into state.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from google.api_core import exceptions as api_exceptions
-from google.api_core import retry as api_retry
 from google.cloud import aiplatform_v1 as v1
-from google.protobuf import field_mask_pb2, json_format
+from google.protobuf import field_mask_pb2
 
 from vertex_training.jobs.backends.vertex import (
-    TRANSIENT_ERRORS,
+    VertexService,
     label_filter,
     regional_endpoint,
     service_client,
 )
+from vertex_training.jobs.protos import BodyParseError, parse_message
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
     EndpointRecord,
@@ -38,13 +39,14 @@ OPERATION_TIMEOUT_SECONDS = 3600.0
 """A deployment provisions machines and pulls the image: tens of minutes is normal."""
 
 
-def _parse(message_type: Any, body: Mapping[str, Any], what: str) -> Any:
-    message = message_type()
+M = TypeVar("M")
+
+
+def _parse(message_type: type[M], body: Mapping[str, Any]) -> M:
     try:
-        json_format.ParseDict(dict(body), message_type.pb(message), ignore_unknown_fields=False)
-    except json_format.ParseError as error:
-        raise ServingRefusedError(f"not a valid {what} body: {error}") from error
-    return message
+        return parse_message(message_type, body)
+    except BodyParseError as error:
+        raise ServingRefusedError(str(error)) from error
 
 
 def version_record(model: v1.Model) -> ModelVersionRecord:
@@ -59,58 +61,16 @@ def version_record(model: v1.Model) -> ModelVersionRecord:
     )
 
 
-class VertexServingBackend:
+class VertexServingBackend(VertexService):
     """``ServingBackend`` on Vertex AI for one project and region."""
 
-    def __init__(
-        self,
-        project: str,
-        location: str,
-        *,
-        retry_initial_seconds: float = 1.0,
-        retry_timeout_seconds: float = 120.0,
-    ) -> None:
-        self.project = project
-        self.location = location
-        self.retry_initial = retry_initial_seconds
-        self.retry_timeout = retry_timeout_seconds
-        self.retry = api_retry.Retry(
-            predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
-            initial=retry_initial_seconds,
-            maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
-            multiplier=2.0,
-            timeout=retry_timeout_seconds,
-        )
-        self._models: v1.ModelServiceClient | None = None
-        self._endpoints: v1.EndpointServiceClient | None = None
-
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.location}"
-
-    @property
+    @functools.cached_property
     def models(self) -> v1.ModelServiceClient:
-        if self._models is None:
-            from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
-                ModelServiceGrpcTransport,
-            )
+        return service_client(v1.ModelServiceClient, self.location)
 
-            self._models = service_client(
-                v1.ModelServiceClient, ModelServiceGrpcTransport, self.location
-            )
-        return self._models
-
-    @property
+    @functools.cached_property
     def endpoints(self) -> v1.EndpointServiceClient:
-        if self._endpoints is None:
-            from google.cloud.aiplatform_v1.services.endpoint_service.transports.grpc import (
-                EndpointServiceGrpcTransport,
-            )
-
-            self._endpoints = service_client(
-                v1.EndpointServiceClient, EndpointServiceGrpcTransport, self.location
-            )
-        return self._endpoints
+        return service_client(v1.EndpointServiceClient, self.location)
 
     # -- Model Registry ----------------------------------------------------------------
 
@@ -135,7 +95,7 @@ class VertexServingBackend:
         return version_record(max(found, key=lambda m: int(m.version_id or 0)))
 
     def upload(self, model_id: str, body: Mapping[str, Any]) -> ModelVersionRecord:
-        model = _parse(v1.Model, body, "Model")
+        model = _parse(v1.Model, body)
         name = f"{self.parent}/models/{model_id}"
         request = v1.UploadModelRequest(parent=self.parent, model=model)
         if self._versions(name):
@@ -254,7 +214,7 @@ class VertexServingBackend:
             return self.get_endpoint(name)  # left by an interrupted `up`: ids are ours
         except ServingNotFoundError:
             pass
-        endpoint = _parse(v1.Endpoint, body, "Endpoint")
+        endpoint = _parse(v1.Endpoint, body)
         try:
             operation = self.endpoints.create_endpoint(
                 parent=self.parent, endpoint=endpoint, endpoint_id=endpoint_id, retry=None
@@ -279,7 +239,7 @@ class VertexServingBackend:
     def deploy(
         self, name: str, deployed_model: Mapping[str, Any], traffic: Mapping[str, int]
     ) -> None:
-        message = _parse(v1.DeployedModel, deployed_model, "DeployedModel")
+        message = _parse(v1.DeployedModel, deployed_model)
         # The request names the model being deployed "0" in its traffic split.
         split = {("0" if k == message.id else k): int(v) for k, v in traffic.items()}
         operation = self.endpoints.deploy_model(

@@ -101,6 +101,17 @@ class LocalJobState:
 _STATE = TypeAdapter(LocalJobState)
 
 
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (made when missing) between processes."""
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Readers in other processes see the old file or the new one, never half of one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -143,15 +154,9 @@ class JobDir:
     def write(self, state: LocalJobState) -> None:
         atomic_write_text(self.state_file, _STATE.dump_json(state, indent=1).decode())
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """Serialise read-modify-write cycles between the supervisor and other callers."""
-        with open(self.path / "state.lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        return file_lock(self.path / "state.lock")
 
     @contextlib.contextmanager
     def update(self) -> Iterator[LocalJobState]:
