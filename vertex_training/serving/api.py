@@ -15,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields
+from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
@@ -26,13 +26,8 @@ SERVING_IMAGE_NAME = "serving"
 """The platform image a model serves with by default (docker/serving.Dockerfile)."""
 
 
-class _Checked:
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
 @dataclass(frozen=True, kw_only=True)
-class _Placed(_Checked):
+class _Placed(Checked):
     platform: JobPlatform | None = None
     """Where it lives (project, region, labels, local root); None: give project and region."""
     project: str | None = None
@@ -70,7 +65,7 @@ class ModelArgs(_Placed):
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeploymentArgs(_Checked):
+class DeploymentArgs(Checked):
     """One model deployed to an endpoint (``DeployedModel`` with ``dedicatedResources``)."""
 
     model: pulumi.Resource | pulumi.Input[str]
