@@ -117,24 +117,42 @@ def matches(value: object, expected: object) -> bool:
     return True
 
 
-def describe(expected: object) -> str:
-    """What a value of type ``expected`` is, in a Python user's words."""
+_YAML_WORDS: dict[object, str] = {
+    str: "text",
+    int: "a whole number",
+    float: "a number",
+    bool: "true or false",
+    Path: "a path",
+}
+
+
+def describe(expected: object, yaml: bool = False) -> str:
+    """What a value of type ``expected`` is, in a Python user's words, or a YAML user's
+    (``null``, "a number", "a mapping (WorkerPool)"; an Output is no YAML value: never
+    named)."""
     origin = typing.get_origin(expected)
     args = typing.get_args(expected)
     if origin is Annotated:
-        inner = describe(args[0])
-        return f"{inner} or an Output of {inner}" if LATER in args[1:] else inner
+        inner = describe(args[0], yaml)
+        return f"{inner} or an Output of {inner}" if LATER in args[1:] and not yaml else inner
     if origin is typing.Union or origin is types.UnionType:
-        return " or ".join(dict.fromkeys(describe(option) for option in args))
+        return " or ".join(dict.fromkeys(describe(option, yaml) for option in args))
     if expected is None or expected is type(None):
-        return "None"
+        return "null" if yaml else "None"
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in args)
     if origin in (Sequence, list, tuple):
-        return f"a list of ({describe(args[0])})" if args else "a list"
+        return f"a list of ({describe(args[0], yaml)})" if args else "a list"
     if origin in (Mapping, dict):
-        return f"a mapping of {describe(args[0])} to ({describe(args[1])})"
-    return getattr(expected, "__name__", str(expected))
+        return f"a mapping of {describe(args[0], yaml)} to ({describe(args[1], yaml)})"
+    name = getattr(expected, "__name__", str(expected))
+    if not yaml:
+        return name
+    return (
+        f"a mapping ({name})"
+        if dataclasses.is_dataclass(expected)
+        else _YAML_WORDS.get(expected, name)
+    )
 
 
 def literals(expected: object) -> list[str]:

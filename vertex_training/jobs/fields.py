@@ -23,7 +23,6 @@ import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -31,6 +30,7 @@ import pulumi
 from vertex_training._checks import (
     InvalidArgumentsError,
     alternatives,
+    describe,
     field_types,
     is_known,
     literals,
@@ -333,35 +333,6 @@ def yaml_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def yaml_type(expected: object) -> str:
-    """What a YAML value of type ``expected`` is, in a YAML user's words (an Output is not
-    a YAML value: never named)."""
-    words: list[str] = []
-    for option in alternatives(expected):
-        origin = typing.get_origin(option)
-        args = typing.get_args(option)
-        if option is None or option is type(None):
-            word = "null"
-        elif origin is typing.Literal:
-            word = "one of " + ", ".join(repr(a) for a in args)
-        elif origin in (Sequence, list, tuple):
-            word = f"a list of ({yaml_type(args[0])})" if args else "a list"
-        elif origin in (Mapping, dict):
-            word = f"a mapping of {yaml_type(args[0])} to ({yaml_type(args[1])})"
-        elif dataclasses.is_dataclass(option):
-            word = f"a mapping ({option.__name__})"  # type: ignore[union-attr]
-        else:
-            word = {
-                str: "text",
-                int: "a whole number",
-                float: "a number",
-                bool: "true or false",
-                Path: "a path",
-            }.get(option, str(option))  # type: ignore[call-overload]
-        words.append(word)
-    return " or ".join(dict.fromkeys(words))
-
-
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
     from vertex_training._spelling import did_you_mean
 
@@ -371,7 +342,9 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
     if not matches(value, expected):
         hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
-        out.append(ConfigProblem(path, f"got {yaml_value(value)}{hint}", yaml_type(expected)))
+        out.append(
+            ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
+        )
     return value
 
 
