@@ -26,7 +26,16 @@ from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
 
-__all__ = ["Checked", "InvalidArgumentsError", "alternatives", "field_types", "is_known"]
+__all__ = [
+    "Checked",
+    "InvalidArgumentsError",
+    "alternatives",
+    "describe",
+    "field_types",
+    "is_known",
+    "literals",
+    "matches",
+]
 
 
 class InvalidArgumentsError(pulumi.RunError, ValueError):
@@ -49,13 +58,13 @@ def _unless_unknown(value: object, handler: Any) -> object:
     return handler(value) if is_known(value) else value
 
 
-LATER = WrapValidator(_unless_unknown)
-"""The mark of ``pulumi.Input[T]`` (``Annotated[T, LATER]``): a value not known yet passes."""
+_INPUT = WrapValidator(_unless_unknown)
+"""The mark of ``pulumi.Input[T]`` (``Annotated[T, _INPUT]``): a value not known yet passes."""
 
 
 class _Input:
     def __class_getitem__(cls, inner: object) -> object:
-        return Annotated[inner, LATER]
+        return Annotated[inner, _INPUT]
 
 
 _PULUMI = types.SimpleNamespace(**{**vars(pulumi), "Input": _Input})
@@ -66,7 +75,7 @@ _PATH = Annotated[Path, Strict(False)]
 @cache
 def field_types(cls: type) -> dict[str, object]:
     """Each field's annotation of the dataclass ``cls``, evaluated (``pulumi.Input[T]`` is
-    ``Annotated[T, LATER]``)."""
+    ``Annotated[T, _INPUT]``)."""
     namespace = {**vars(sys.modules[cls.__module__]), "pulumi": _PULUMI, "Path": _PATH}
     return {
         f.name: eval(f.type, namespace) if isinstance(f.type, str) else f.type
@@ -74,15 +83,16 @@ def field_types(cls: type) -> dict[str, object]:
     }
 
 
-def alternatives(expected: object) -> list[object]:
+@cache
+def alternatives(expected: object) -> tuple[object, ...]:
     """The alternatives of an annotation (``X | Y``, ``Optional``), nested ones flattened
-    and ``Annotated`` unwrapped; ``[expected]`` for anything else."""
+    and ``Annotated`` unwrapped; ``(expected,)`` for anything else."""
     origin = typing.get_origin(expected)
     if origin is Annotated:
         return alternatives(typing.get_args(expected)[0])
     if origin is typing.Union or origin is types.UnionType:
-        return [o for option in typing.get_args(expected) for o in alternatives(option)]
-    return [expected]
+        return tuple(o for option in typing.get_args(expected) for o in alternatives(option))
+    return (expected,)
 
 
 _CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True)
@@ -101,17 +111,15 @@ def _adapter(cls: type) -> TypeAdapter[Any]:
     return _validator(cls.__name__, field_types(cls))
 
 
-_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+@cache
+def _value_adapter(expected: object) -> TypeAdapter[Any]:
+    return _validator("Value", {"value": expected})
 
 
 def matches(value: object, expected: object) -> bool:
     """``value`` has the type ``expected`` (an annotation of ``field_types``)."""
     try:
-        adapter = _ADAPTERS[expected]
-    except KeyError:
-        adapter = _ADAPTERS[expected] = _validator("Value", {"value": expected})
-    try:
-        adapter.validate_python({"value": value})
+        _value_adapter(expected).validate_python({"value": value})
     except ValidationError:
         return False
     return True
@@ -134,7 +142,7 @@ def describe(expected: object, yaml: bool = False) -> str:
     args = typing.get_args(expected)
     if origin is Annotated:
         inner = describe(args[0], yaml)
-        return f"{inner} or an Output of {inner}" if LATER in args[1:] and not yaml else inner
+        return f"{inner} or an Output of {inner}" if _INPUT in args[1:] and not yaml else inner
     if origin is typing.Union or origin is types.UnionType:
         return " or ".join(dict.fromkeys(describe(option, yaml) for option in args))
     if expected is None or expected is type(None):
@@ -171,32 +179,28 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def check_fields(obj: object) -> None:
-    """Raise ``InvalidArgumentsError`` naming every field of the dataclass ``obj`` whose
-    value does not have its declared type (values not known yet pass)."""
-    cls = type(obj)
-    try:
-        _adapter(cls).validate_python(obj.__dict__)
-    except ValidationError as error:
-        names = dict.fromkeys(str(e["loc"][0]) for e in error.errors())
-    else:
-        return
-    problems = []
-    for name in names:
-        value, expected = getattr(obj, name), field_types(cls)[name]
-        hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
-        problems.append(
-            f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
-            f"valid: {describe(expected)}"
-        )
-    raise InvalidArgumentsError("\n".join(problems))
-
-
 class Checked:
-    """A dataclass base whose fields' types are checked at construction (``check_fields``)."""
+    """A dataclass base whose fields' types are checked at construction: an
+    ``InvalidArgumentsError`` names every field whose value does not have its declared
+    type (values not known yet pass)."""
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        cls = type(self)
+        try:
+            _adapter(cls).validate_python(self.__dict__)
+        except ValidationError as error:
+            names = dict.fromkeys(str(e["loc"][0]) for e in error.errors())
+        else:
+            return
+        problems = []
+        for name in names:
+            value, expected = getattr(self, name), field_types(cls)[name]
+            hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
+            problems.append(
+                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
+                f"valid: {describe(expected)}"
+            )
+        raise InvalidArgumentsError("\n".join(problems))
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:

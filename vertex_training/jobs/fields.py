@@ -223,7 +223,7 @@ def dataclass_members(expected: object) -> list[type]:
     """The dataclasses an annotation may hold, directly or as items of a sequence or the
     values of a mapping (``Sequence[Parameter]`` -> the four parameter classes)."""
     out: list[type] = []
-    for option in _options(expected):
+    for option in alternatives(expected):
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple):
             out += dataclass_members(typing.get_args(option)[0])
@@ -235,11 +235,11 @@ def dataclass_members(expected: object) -> list[type]:
 
 
 def _is_mapping(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Mapping, dict) for o in _options(expected))
+    return any(typing.get_origin(o) in (Mapping, dict) for o in alternatives(expected))
 
 
 def _is_sequence(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in _options(expected))
+    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in alternatives(expected))
 
 
 # --------------------------------------------------------------------------- paths
@@ -337,7 +337,7 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
     from vertex_training._spelling import did_you_mean
 
     if isinstance(value, int) and not isinstance(value, bool):
-        options = _options(expected)
+        options = alternatives(expected)
         if float in options and int not in options:
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
     if not matches(value, expected):
@@ -353,7 +353,7 @@ def _key(expected: object, key: Any) -> Any:
     number under a numeric parent, and arrives as text where the YAML went through JSON
     (Pulumi's config) or was quoted."""
     if isinstance(key, str) and not isinstance(key, bool):
-        options = _options(expected)
+        options = alternatives(expected)
         for number in (int, float):
             if number in options:
                 try:
@@ -363,20 +363,8 @@ def _key(expected: object, key: Any) -> Any:
     return key
 
 
-_OPTIONS: dict[object, list[object]] = {}
-
-
-def _options(expected: object) -> list[object]:
-    """``alternatives(expected)``, derived once per annotation (do not change the list)."""
-    try:
-        return _OPTIONS[expected]
-    except KeyError:
-        options = _OPTIONS[expected] = alternatives(expected)
-        return options
-
-
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    options = _options(expected)
+    options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and classes:
         if len(classes) == 1:
