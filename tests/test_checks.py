@@ -40,7 +40,7 @@ POOL = api.WorkerPool(machine_type="n1-standard-4")
 PARAMETER = api.DoubleParameter(parameter_id="lr", min_value=0.1, max_value=1.0)
 IMAGE = platform.ImageBuild(context=Path("trainer"))
 
-CASES: list[tuple[object, str, Any, bool]] = [
+CASES: list[tuple[Any, str, Any, bool]] = [
     (POOL, "replica_count", 3, True),
     (POOL, "replica_count", True, False),  # a bool is not a number
     (POOL, "replica_count", "3", False),  # no coercion
@@ -69,7 +69,7 @@ CASES: list[tuple[object, str, Any, bool]] = [
 ]
 """(valid Args, field, value, accepted)."""
 
-LATER_CASES: list[tuple[object, str, Any]] = [
+LATER_CASES: list[tuple[Any, str, Any]] = [
     (POOL, "replica_count", _output()),
     (POOL, "machine_type", _Awaitable()),
     (POOL, "args", _output()),
@@ -79,7 +79,7 @@ LATER_CASES: list[tuple[object, str, Any]] = [
 """(valid Args, a ``pulumi.Input`` field, a value not known yet)."""
 
 
-def _check(args: object, name: str, value: Any) -> None:
+def _check(args: Any, name: str, value: Any) -> None:
     changed = dataclasses.replace(args, **{name: getattr(args, name)})  # a fresh copy
     object.__setattr__(changed, name, value)
     _checks.Checked.__post_init__(changed)  # the type checks alone
@@ -123,7 +123,7 @@ def test_a_value_not_known_yet_is_refused_where_no_input_is_declared() -> None:
 
 def test_the_message_names_the_argument_what_was_given_and_what_is_valid() -> None:
     with pytest.raises(_checks.InvalidArgumentsError) as caught:
-        api.WorkerPool(machine_type="n1-standard-4", replica_count="3", image=3)
+        api.WorkerPool(machine_type="n1-standard-4", replica_count="3", image=3)  # type: ignore[arg-type]
     assert isinstance(caught.value, pulumi.RunError)
     assert str(caught.value).splitlines() == [
         "WorkerPool.replica_count: got str '3'; valid: int or an Output of int",

@@ -99,7 +99,7 @@ _CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True)
 
 
 def _validator(name: str, fields: dict[str, object]) -> TypeAdapter[Any]:
-    checked = typing_extensions.TypedDict(name, fields)  # type: ignore[operator]
+    checked = typing_extensions.TypedDict(name, fields)  # type: ignore[misc]
     checked.__pydantic_config__ = _CONFIG  # type: ignore[attr-defined]
     return TypeAdapter(checked)
 
@@ -185,7 +185,7 @@ class Checked:
     type (values not known yet pass)."""
 
     def __post_init__(self) -> None:
-        cls = type(self)
+        cls: type = type(self)
         try:
             _adapter(cls).validate_python(self.__dict__)
         except ValidationError as error:
