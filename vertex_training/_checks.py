@@ -75,7 +75,7 @@ _PATH = Annotated[Path, Strict(False)]
 @cache
 def field_types(cls: type) -> dict[str, object]:
     """Each field's annotation of the dataclass ``cls``, evaluated (``pulumi.Input[T]`` is
-    ``Annotated[T, _INPUT]``)."""
+    ``Annotated[T, _INPUT]``); derived once per class: do not change the mapping."""
     namespace = {**vars(sys.modules[cls.__module__]), "pulumi": _PULUMI, "Path": _PATH}
     return {
         f.name: eval(f.type, namespace) if isinstance(f.type, str) else f.type
@@ -99,6 +99,8 @@ _CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True)
 
 
 def _validator(name: str, fields: dict[str, object]) -> TypeAdapter[Any]:
+    # A TypedDict of the fields, not the dataclass: pydantic's schema of a dataclass would
+    # build one (its __post_init__ again) where an instance's values are to be judged.
     checked = typing_extensions.TypedDict(name, fields)  # type: ignore[misc]
     checked.__pydantic_config__ = _CONFIG  # type: ignore[attr-defined]
     return TypeAdapter(checked)
