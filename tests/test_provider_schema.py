@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
-from vertex_training._checks import _field_types
+from vertex_training._checks import alternatives, field_types
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import camel
 from vertex_training.platform.platform import TrainingPlatformArgs
@@ -49,14 +49,9 @@ def schema() -> dict[str, Any]:
 
 
 def _options(hint: object) -> list[object]:
-    """The values a field may hold, ``pulumi.Input``'s wrappers and None dropped."""
-    if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType):
-        found = [o for option in typing.get_args(hint) for o in _options(option)]
-        return list(dict.fromkeys(found))
-    name = type(hint).__name__
-    if name in ("_Later", "_AnyOf"):  # pulumi.Input[T]: T, or an Output of it later
-        return [o for option in getattr(hint, "options", ()) for o in _options(option)]
-    return [] if hint is None or hint is type(None) else [hint]
+    """The values a field may hold, ``pulumi.Input``'s mark and None dropped."""
+    found = [o for o in alternatives(hint) if o is not None and o is not type(None)]
+    return list(dict.fromkeys(found))
 
 
 def _expected(hint: object) -> dict[str, Any]:
@@ -115,7 +110,7 @@ def _problems(
     for f in dataclasses.fields(cls):
         if not f.init or f.name == "platform":
             continue
-        hint = _field_types(cls)[f.name]
+        hint = field_types(cls)[f.name]
         prop = properties.get(camel(f.name))
         expected = _expected(hint)
         if prop is None:

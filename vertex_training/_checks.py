@@ -1,29 +1,41 @@
 """Runtime type checks for the public Args: a wrong type fails at construction, naming
 the Python argument and what it accepts, before any resource is registered.
 
-The Args are frozen dataclasses annotated with ``pulumi.Input[...]``; their annotations
-are read back here (``from __future__ import annotations`` keeps them as text) with a
-stand-in for ``pulumi`` whose ``Input[T]`` means "a T, or an Output/awaitable of one".
-A value that is not known yet (an Output) is accepted wherever an Input is.
+The Args are frozen dataclasses annotated with ``pulumi.Input[...]``; pydantic judges
+their values (strictly: no coercion, ``True`` is not a number). Their annotations are
+read back here (``from __future__ import annotations`` keeps them as text) with
+``pulumi.Input[T]`` meaning "a T, or a value not known yet (an Output or awaitable),
+which is judged where it resolves".
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import sys
 import types
 import typing
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pulumi
+import typing_extensions
+from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValidator
+from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
 
-__all__ = ["Checked", "InvalidArgumentsError", "check_fields", "is_known"]
+__all__ = [
+    "Checked",
+    "InvalidArgumentsError",
+    "alternatives",
+    "describe",
+    "field_types",
+    "is_known",
+    "literals",
+    "matches",
+]
 
 
 class InvalidArgumentsError(pulumi.RunError, ValueError):
@@ -42,125 +54,126 @@ def is_known(value: object) -> bool:
     return type(value) in _PLAIN or not isinstance(value, pulumi.Output | Awaitable)
 
 
-class _AnyOf:
-    def __init__(self, *options: object) -> None:
-        self.options = options
-
-    def __or__(self, other: object) -> _AnyOf:
-        return _AnyOf(*self.options, other)
-
-    def __ror__(self, other: object) -> _AnyOf:
-        return _AnyOf(other, *self.options)
+def _unless_unknown(value: object, handler: Any) -> object:
+    return handler(value) if is_known(value) else value
 
 
-class _Later:
-    """An Output or awaitable of ``inner``: checked when it resolves, not now."""
-
-    def __init__(self, inner: object) -> None:
-        self.inner = inner
-
-    def __or__(self, other: object) -> _AnyOf:
-        return _AnyOf(self, other)
-
-    def __ror__(self, other: object) -> _AnyOf:
-        return _AnyOf(other, self)
+_INPUT = WrapValidator(_unless_unknown)
+"""The mark of ``pulumi.Input[T]`` (``Annotated[T, _INPUT]``): a value not known yet passes."""
 
 
-class _Subscript:
-    def __init__(self, make: Any) -> None:
-        self.make = make
-
-    def __getitem__(self, item: object) -> object:
-        return self.make(item)
+class _Input:
+    def __class_getitem__(cls, inner: object) -> object:
+        return Annotated[inner, _INPUT]
 
 
-class _PulumiShim:
-    Input = _Subscript(lambda inner: _AnyOf(inner, _Later(inner)))
-    Output = _Subscript(_Later)
-    Resource = pulumi.Resource
-    ResourceOptions = pulumi.ResourceOptions
+_PULUMI = types.SimpleNamespace(**{**vars(pulumi), "Input": _Input})
+_PATH = Annotated[Path, Strict(False)]
+"""A path may be given as text."""
 
 
 @cache
-def _field_types(cls: type) -> dict[str, object]:
-    module = sys.modules[cls.__module__]
-    namespace = {**vars(module), "pulumi": _PulumiShim}
-    out: dict[str, object] = {}
-    for f in dataclasses.fields(cls):
-        out[f.name] = eval(f.type, namespace) if isinstance(f.type, str) else f.type
-    return out
+def field_types(cls: type) -> dict[str, object]:
+    """Each field's annotation of the dataclass ``cls``, evaluated (``pulumi.Input[T]`` is
+    ``Annotated[T, _INPUT]``); derived once per class: do not change the mapping."""
+    namespace = {**vars(sys.modules[cls.__module__]), "pulumi": _PULUMI, "Path": _PATH}
+    return {
+        f.name: eval(f.type, namespace) if isinstance(f.type, str) else f.type
+        for f in dataclasses.fields(cls)
+    }
 
 
-def _matches(value: object, expected: object) -> bool:
-    if expected is Any or expected is object:
-        return True
-    if isinstance(expected, _AnyOf):
-        return any(_matches(value, option) for option in expected.options)
-    if isinstance(expected, _Later):
-        return not is_known(value)
-    if expected is None or expected is type(None):
-        return value is None
+@cache
+def alternatives(expected: object) -> tuple[object, ...]:
+    """The alternatives of an annotation (``X | Y``, ``Optional``), nested ones flattened
+    and ``Annotated`` unwrapped; ``(expected,)`` for anything else."""
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return alternatives(typing.get_args(expected)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return tuple(o for option in typing.get_args(expected) for o in alternatives(option))
+    return (expected,)
+
+
+_CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True)
+
+
+def _validator(name: str, fields: dict[str, object]) -> TypeAdapter[Any]:
+    # A TypedDict of the fields, not the dataclass: pydantic's schema of a dataclass would
+    # build one (its __post_init__ again) where an instance's values are to be judged.
+    checked = typing_extensions.TypedDict(name, fields)  # type: ignore[misc]
+    checked.__pydantic_config__ = _CONFIG  # type: ignore[attr-defined]
+    return TypeAdapter(checked)
+
+
+@cache
+def _adapter(cls: type) -> TypeAdapter[Any]:
+    """A validator of the fields of ``cls``, built on first use: pydantic takes a few
+    milliseconds per class, which a program pays only for the classes it builds."""
+    return _validator(cls.__name__, field_types(cls))
+
+
+@cache
+def _value_adapter(expected: object) -> TypeAdapter[Any]:
+    return _validator("Value", {"value": expected})
+
+
+def matches(value: object, expected: object) -> bool:
+    """``value`` has the type ``expected`` (an annotation of ``field_types``)."""
+    try:
+        _value_adapter(expected).validate_python({"value": value})
+    except ValidationError:
+        return False
+    return True
+
+
+_YAML_WORDS: dict[object, str] = {
+    str: "text",
+    int: "a whole number",
+    float: "a number",
+    bool: "true or false",
+    Path: "a path",
+}
+
+
+def describe(expected: object, yaml: bool = False) -> str:
+    """What a value of type ``expected`` is, in a Python user's words, or a YAML user's
+    (``null``, "a number", "a mapping (WorkerPool)"; an Output is no YAML value: never
+    named)."""
     origin = typing.get_origin(expected)
     args = typing.get_args(expected)
+    if origin is Annotated:
+        inner = describe(args[0], yaml)
+        return f"{inner} or an Output of {inner}" if _INPUT in args[1:] and not yaml else inner
     if origin is typing.Union or origin is types.UnionType:
-        return any(_matches(value, option) for option in args)
-    if origin is typing.Literal:
-        return any(value == option and type(value) is type(option) for option in args)
-    if origin in (Sequence, list, tuple):
-        if isinstance(value, str | bytes) or not isinstance(value, list | tuple):
-            return False
-        inner = args[0] if args else Any
-        return all(_matches(item, inner) for item in value)
-    if origin in (Mapping, dict):
-        if not isinstance(value, Mapping):
-            return False
-        key_type, value_type = args or (Any, Any)
-        return all(_matches(k, key_type) and _matches(v, value_type) for k, v in value.items())
-    if expected is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if expected is Path:
-        return isinstance(value, str | Path)
-    if inspect.isclass(expected):
-        return isinstance(value, expected)
-    return True  # a construct this checker does not know: let the rules judge
-
-
-def _describe(expected: object) -> str:
-    if isinstance(expected, _AnyOf):
-        return " or ".join(dict.fromkeys(_describe(o) for o in expected.options))
-    if isinstance(expected, _Later):
-        return f"an Output of {_describe(expected.inner)}"
+        return " or ".join(dict.fromkeys(describe(option, yaml) for option in args))
     if expected is None or expected is type(None):
-        return "None"
-    origin = typing.get_origin(expected)
-    args = typing.get_args(expected)
-    if origin is typing.Union or origin is types.UnionType:
-        return " or ".join(dict.fromkeys(_describe(o) for o in args))
+        return "null" if yaml else "None"
     if origin is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in args)
     if origin in (Sequence, list, tuple):
-        return f"a list of ({_describe(args[0])})" if args else "a list"
+        return f"a list of ({describe(args[0], yaml)})" if args else "a list"
     if origin in (Mapping, dict):
-        return (
-            f"a mapping of {_describe(args[0])} to ({_describe(args[1])})" if args else "a mapping"
-        )
-    if inspect.isclass(expected):
-        return expected.__name__
-    return str(expected)
+        return f"a mapping of {describe(args[0], yaml)} to ({describe(args[1], yaml)})"
+    name = getattr(expected, "__name__", str(expected))
+    if not yaml:
+        return name
+    return (
+        f"a mapping ({name})"
+        if dataclasses.is_dataclass(expected)
+        else _YAML_WORDS.get(expected, name)
+    )
 
 
-def _literals(expected: object) -> list[str]:
+def literals(expected: object) -> list[str]:
     """The string options of every ``Literal`` in ``expected``."""
-    if isinstance(expected, _AnyOf):
-        return [o for option in expected.options for o in _literals(option)]
-    origin = typing.get_origin(expected)
-    if origin is typing.Union or origin is types.UnionType:
-        return [o for option in typing.get_args(expected) for o in _literals(option)]
-    if origin is typing.Literal:
-        return [a for a in typing.get_args(expected) if isinstance(a, str)]
-    return []
+    return [
+        a
+        for option in alternatives(expected)
+        if typing.get_origin(option) is typing.Literal
+        for a in typing.get_args(option)
+        if isinstance(a, str)
+    ]
 
 
 def _show(value: object) -> str:
@@ -168,137 +181,30 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_Check = Callable[[object], bool]
-
-
-def _always(_value: object) -> bool:
-    return True
-
-
-def _any_of(checks: list[_Check]) -> _Check:
-    if len(checks) == 1:
-        return checks[0]
-    if _always in checks:
-        return _always
-    if len(checks) == 2:
-        first, second = checks
-        return lambda value: first(value) or second(value)
-    return lambda value: any(check(value) for check in checks)
-
-
-def _options(expected: object) -> list[object]:
-    """The alternatives of a union (``_AnyOf``, ``X | Y``, ``Optional``), nested ones
-    flattened; ``[expected]`` for anything else."""
-    if isinstance(expected, _AnyOf):
-        return [o for option in expected.options for o in _options(option)]
-    origin = typing.get_origin(expected)
-    if origin is typing.Union or origin is types.UnionType:
-        return [o for option in typing.get_args(expected) for o in _options(option)]
-    return [expected]
-
-
-def _compile(expected: object) -> _Check:
-    """``lambda value: _matches(value, expected)``, with the annotation read once: the
-    same answer for every value, without taking the annotation apart on each call."""
-    options = _options(expected)
-    if len(options) != 1:
-        # Cheapest first (the answer does not depend on the order): None, then one
-        # isinstance over every plain class, then the rest.
-        nones = [_compile(o) for o in options if o is None or o is type(None)]
-        classes = tuple(typing.cast(type, o) for o in options if _plain_class(o))
-        rest = [
-            _compile(o)
-            for o in options
-            if not _plain_class(o) and o is not None and o is not type(None)
-        ]
-        if classes:
-            rest.insert(0, lambda value: isinstance(value, classes))
-        return _any_of(nones[:1] + rest)
-    expected = options[0]
-    if expected is Any or expected is object:
-        return _always
-    if isinstance(expected, _Later):
-        return lambda value: not is_known(value)
-    if expected is None or expected is type(None):
-        return lambda value: value is None
-    origin = typing.get_origin(expected)
-    args = typing.get_args(expected)
-    if origin is typing.Literal:
-        return lambda value: any(value == o and type(value) is type(o) for o in args)
-    if origin in (Sequence, list, tuple):
-        item = _compile(args[0]) if args else _always
-        if item is _always:
-            return lambda value: isinstance(value, list | tuple)
-        return lambda value: isinstance(value, list | tuple) and all(item(i) for i in value)
-    if origin in (Mapping, dict):
-        key, val = (_compile(args[0]), _compile(args[1])) if args else (_always, _always)
-        return lambda value: (
-            isinstance(value, Mapping) and all(key(k) and val(v) for k, v in value.items())
-        )
-    if expected is float:
-        return lambda value: isinstance(value, int | float) and not isinstance(value, bool)
-    if expected is int:
-        return lambda value: isinstance(value, int) and not isinstance(value, bool)
-    if expected is Path:
-        return lambda value: isinstance(value, str | Path)
-    if inspect.isclass(expected):
-        return lambda value: isinstance(value, expected)
-    return _always  # a construct this checker does not know: let the rules judge
-
-
-def _plain_class(expected: object) -> bool:
-    """A class whose check is exactly ``isinstance`` (not ``int``/``float``, which refuse
-    ``bool``, nor ``Path``, which takes text, nor ``object``, which takes anything)."""
-    return (
-        inspect.isclass(expected)
-        and expected is not Any
-        and not any(expected is special for special in (int, float, Path, object, type(None)))
-        and typing.get_origin(expected) is None
-    )
-
-
-_COMPILED: dict[object, _Check] = {}
-
-
-def matches(value: object, expected: object) -> bool:
-    """``value`` has the type ``expected`` (an annotation of ``_field_types``)."""
-    try:
-        check = _COMPILED[expected]
-    except KeyError:
-        check = _COMPILED[expected] = _compile(expected)
-    except TypeError:  # an annotation that cannot be a key
-        return _matches(value, expected)
-    return check(value)
-
-
-@cache
-def _field_checks(cls: type) -> tuple[tuple[str, object, _Check], ...]:
-    """(name, annotation, its compiled check) for each field of the dataclass ``cls``."""
-    return tuple(
-        (name, expected, _compile(expected))
-        for name, expected in _field_types(cls).items()  # type: ignore[arg-type]
-    )
-
-
-def check_fields(obj: object) -> None:
-    """Raise ``InvalidArgumentsError`` naming every field of the dataclass ``obj`` whose
-    value does not have its declared type (values not known yet pass)."""
-    cls = type(obj)
-    problems: list[str] = []
-    for name, expected, check in _field_checks(cls):  # type: ignore[arg-type]
-        value = getattr(obj, name)
-        if not check(value):
-            hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
-            problems.append(
-                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
-                f"valid: {_describe(expected)}"
-            )
-    if problems:
-        raise InvalidArgumentsError("\n".join(problems))
-
-
 class Checked:
-    """A dataclass base whose fields' types are checked at construction (``check_fields``)."""
+    """A dataclass base whose fields' types are checked at construction: an
+    ``InvalidArgumentsError`` names every field whose value does not have its declared
+    type (values not known yet pass)."""
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        cls: type = type(self)
+        try:
+            _adapter(cls).validate_python(self.__dict__)
+        except ValidationError as error:
+            names = dict.fromkeys(str(e["loc"][0]) for e in error.errors())
+        else:
+            return
+        problems = []
+        for name in names:
+            value, expected = getattr(self, name), field_types(cls)[name]
+            hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
+            problems.append(
+                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
+                f"valid: {describe(expected)}"
+            )
+        raise InvalidArgumentsError("\n".join(problems))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        # A field holding Args is checked by isinstance: the Args checked themselves.
+        return core_schema.is_instance_schema(cls)

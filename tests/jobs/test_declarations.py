@@ -16,11 +16,11 @@ import yaml
 
 import vertex_training as vt
 from tests import PROJECT_ROOT
-from vertex_training._checks import _field_types
+from vertex_training._checks import alternatives, field_types
 from vertex_training.jobs import api
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
-from vertex_training.jobs.fields import _flatten, camel
+from vertex_training.jobs.fields import camel
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 
@@ -30,7 +30,7 @@ ENV = {"image": IMAGE, "bucket_url": "gs://b", "service_account": "sa@p.iam.gser
 
 def _sample(expected: object, name: str, depth: int) -> Any:
     """A YAML value of type ``expected`` (every field of a dataclass set)."""
-    options = [o for o in _flatten(expected) if o is not type(None)]
+    options = [o for o in alternatives(expected) if o is not type(None)]
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if classes:
         chosen = max(classes, key=lambda c: len(dataclasses.fields(c)))
@@ -42,7 +42,7 @@ def _sample(expected: object, name: str, depth: int) -> Any:
         return typing.get_args(option)[0]
     if origin in (Sequence, list, tuple):
         (inner,) = typing.get_args(option)
-        members = [o for o in _flatten(inner) if dataclasses.is_dataclass(o)]
+        members = [o for o in alternatives(inner) if dataclasses.is_dataclass(o)]
         if len(members) > 1:  # one of each kind: every parameter class is readable
             return [{"type": m.__name__, **_sample_of(m, depth)} for m in members]  # type: ignore[arg-type]
         return [_sample(inner, name, depth)]
@@ -67,7 +67,7 @@ _VALID = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}
 
 
 def _sample_of(cls: type, depth: int = 0) -> dict[str, Any]:
-    types_of = _field_types(cls)
+    types_of = field_types(cls)
     return {
         camel(f.name): _sample(types_of[f.name], f.name, depth)
         for f in dataclasses.fields(cls)

@@ -20,16 +20,22 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, _AnyOf, _field_types, _Later, is_known
+from vertex_training._checks import (
+    InvalidArgumentsError,
+    alternatives,
+    describe,
+    field_types,
+    is_known,
+    literals,
+    matches,
+)
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 
@@ -213,23 +219,11 @@ def to_body(obj: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- types
 
 
-def _flatten(expected: object) -> list[object]:
-    """The options of a union/Input annotation, ``_Later`` dropped."""
-    if isinstance(expected, _AnyOf):
-        return [o for option in expected.options for o in _flatten(option)]
-    if isinstance(expected, _Later):
-        return []
-    origin = typing.get_origin(expected)
-    if origin is typing.Union or origin is types.UnionType:
-        return [o for option in typing.get_args(expected) for o in _flatten(option)]
-    return [expected]
-
-
 def dataclass_members(expected: object) -> list[type]:
     """The dataclasses an annotation may hold, directly or as items of a sequence or the
     values of a mapping (``Sequence[Parameter]`` -> the four parameter classes)."""
     out: list[type] = []
-    for option in _flatten(expected):
+    for option in alternatives(expected):
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple):
             out += dataclass_members(typing.get_args(option)[0])
@@ -241,11 +235,11 @@ def dataclass_members(expected: object) -> list[type]:
 
 
 def _is_mapping(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Mapping, dict) for o in _flatten(expected))
+    return any(typing.get_origin(o) in (Mapping, dict) for o in alternatives(expected))
 
 
 def _is_sequence(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in _flatten(expected))
+    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in alternatives(expected))
 
 
 # --------------------------------------------------------------------------- paths
@@ -255,7 +249,7 @@ def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int
     """(tokens consumed, caller path) of the deepest field of ``cls`` that sets a prefix
     of ``tokens``."""
     best = (0, "")
-    types_of = _field_types(cls)
+    types_of = field_types(cls)
     for f in dataclasses.fields(cls):
         spec = f.metadata.get(VERTEX)
         if spec is None:
@@ -339,50 +333,18 @@ def yaml_value(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def yaml_type(expected: object) -> str:
-    """What a YAML value of type ``expected`` is, in a YAML user's words (an Output is not
-    a YAML value: never named)."""
-    from vertex_training._checks import _options as alternatives
-
-    words: list[str] = []
-    for option in alternatives(expected):
-        origin = typing.get_origin(option)
-        args = typing.get_args(option)
-        if isinstance(option, _Later):
-            continue
-        if option is None or option is type(None):
-            word = "null"
-        elif origin is typing.Literal:
-            word = "one of " + ", ".join(repr(a) for a in args)
-        elif origin in (Sequence, list, tuple):
-            word = f"a list of ({yaml_type(args[0])})" if args else "a list"
-        elif origin in (Mapping, dict):
-            word = f"a mapping of {yaml_type(args[0])} to ({yaml_type(args[1])})"
-        elif dataclasses.is_dataclass(option):
-            word = f"a mapping ({option.__name__})"  # type: ignore[union-attr]
-        else:
-            word = {
-                str: "text",
-                int: "a whole number",
-                float: "a number",
-                bool: "true or false",
-                Path: "a path",
-            }.get(option, str(option))  # type: ignore[call-overload]
-        words.append(word)
-    return " or ".join(dict.fromkeys(words))
-
-
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._checks import _literals, matches
     from vertex_training._spelling import did_you_mean
 
     if isinstance(value, int) and not isinstance(value, bool):
-        options = _options(expected)
+        options = alternatives(expected)
         if float in options and int not in options:
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
     if not matches(value, expected):
-        hint = did_you_mean(value, _literals(expected)) if isinstance(value, str) else ""
-        out.append(ConfigProblem(path, f"got {yaml_value(value)}{hint}", yaml_type(expected)))
+        hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
+        out.append(
+            ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
+        )
     return value
 
 
@@ -391,7 +353,7 @@ def _key(expected: object, key: Any) -> Any:
     number under a numeric parent, and arrives as text where the YAML went through JSON
     (Pulumi's config) or was quoted."""
     if isinstance(key, str) and not isinstance(key, bool):
-        options = _options(expected)
+        options = alternatives(expected)
         for number in (int, float):
             if number in options:
                 try:
@@ -401,22 +363,8 @@ def _key(expected: object, key: Any) -> Any:
     return key
 
 
-_OPTIONS: dict[object, list[object]] = {}
-
-
-def _options(expected: object) -> list[object]:
-    """``_flatten(expected)``, derived once per annotation (do not change the list)."""
-    try:
-        return _OPTIONS[expected]
-    except KeyError:
-        options = _OPTIONS[expected] = _flatten(expected)
-        return options
-    except TypeError:  # an annotation that cannot be a key
-        return _flatten(expected)
-
-
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    options = _options(expected)
+    options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and classes:
         if len(classes) == 1:
@@ -461,14 +409,13 @@ def from_config(
     """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
     or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
     with its YAML path; None when there was one."""
-    from vertex_training._checks import InvalidArgumentsError
     from vertex_training._spelling import did_you_mean
 
     if not isinstance(data, Mapping):
         out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
     keys = yaml_keys(cls, skip)
-    types_of = _field_types(cls)
+    types_of = field_types(cls)
     before = len(out)
     kwargs: dict[str, Any] = {}
     for key, value in data.items():

@@ -15,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from vertex_training._checks import InvalidArgumentsError, check_fields
+from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.fields import to_body, vertex
@@ -25,13 +25,8 @@ LOCAL_SERVING_IMAGE = "serving:local"
 """The image a local model names: the local twin runs the same server from the checkout."""
 
 
-class _Checked:
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
 @dataclass(frozen=True, kw_only=True)
-class _Placed(_Checked):
+class _Placed(Checked):
     platform: JobPlatform | None = None
     """Where it lives (project, region, labels, local root); None: give project and region."""
     project: str | None = None
@@ -75,7 +70,7 @@ def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input
 
 
 @dataclass(frozen=True, kw_only=True)
-class DeploymentArgs(_Checked):
+class DeploymentArgs(Checked):
     """One model deployed to an endpoint (``DeployedModel`` with ``dedicatedResources``)."""
 
     model: pulumi.Resource | pulumi.Input[str] = field(
