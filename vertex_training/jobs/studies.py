@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 from vertex_training._checks import Checked
 from vertex_training.jobs.fields import refuse_where_built, to_body, vertex
 from vertex_training.jobs.rules.job import parameter_findings, study_findings
-from vertex_training.jobs.view import ScaleType, read_parameter, read_study
+from vertex_training.jobs.view import ParameterSpec, ScaleType, StudySpec
 
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
@@ -47,12 +47,7 @@ class ParameterBase(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(
-            self,
-            "parameter",
-            read_parameter,
-            lambda spec: parameter_findings(spec, "parameter"),
-        )
+        refuse_where_built(self, "parameter", ParameterSpec, parameter_findings)
 
 
 def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -185,7 +180,7 @@ class Study(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(self, "studySpec", read_study, study_findings)
+        refuse_where_built(self, "studySpec", StudySpec, study_findings)
 
     parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
     metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
