@@ -109,7 +109,9 @@ def test_jobs_use_the_environment(dev: PulumiRun) -> None:
     for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
         spec = spec_of(dev, name)
         trial = spec.trial_job
-        assert trial.base_output_directory == f"{outputs['bucketUrl']}/jobs/{name}"
+        assert (
+            trial.base_output_directory.output_uri_prefix == f"{outputs['bucketUrl']}/jobs/{name}"
+        )
         assert trial.service_account == outputs["trainingServiceAccount"]
         for pool in trial.worker_pool_specs:
             assert pool is not None and pool.container_spec is not None
