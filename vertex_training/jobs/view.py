@@ -433,8 +433,9 @@ def read(model: type[M], body: Any, path: str = "") -> tuple[M | None, list[Find
 
 def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     """The view of ``body`` and every field it could not read (errors at API paths)."""
-    model = CustomJob if kind is JobKind.CUSTOM_JOB else HyperparameterTuningJob
-    return read(model, body)
+    if kind is JobKind.CUSTOM_JOB:
+        return read(CustomJob, body)
+    return read(HyperparameterTuningJob, body)
 
 
 class BodyError(ValueError):
