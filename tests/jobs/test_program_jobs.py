@@ -21,7 +21,7 @@ from vertex_training.jobs.view import (
     MetricGoal,
     ParameterSpec,
     SearchAlgorithm,
-    view_of,
+    read_view,
 )
 from vertex_training.stack.config import PROJECT_NAME, ConfigError, parse_stack_config
 
@@ -39,7 +39,9 @@ def dev() -> PulumiRun:
 def spec_of(run: PulumiRun, name: str) -> JobView:
     registration = run.named(name)
     kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
-    return view_of(kind, dict(registration.inputs["spec"]))
+    view, unreadable = read_view(kind, dict(registration.inputs["spec"]))
+    assert view is not None, unreadable
+    return view
 
 
 def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
@@ -167,7 +169,7 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     registration = run.named("smoke")
     assert registration.inputs["backend"]["kind"] == "local"
     assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
-    spec = view_of(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"])).trial_job
+    spec = CustomJob.model_validate(dict(registration.inputs["spec"])).trial_job
     assert spec.base_output_directory.output_uri_prefix == f"{run.outputs['bucketUrl']}/jobs/smoke"
     assert spec.service_account is None
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]

@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
 from tests.bodies import cassava, categorical, horses_or_humans, integer, job_spec, pool, study
 from tests.bodies import tuning_job as tuning_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
-    BodyError,
     CustomJob,
     HyperparameterTuningJob,
     MetricGoal,
@@ -19,14 +16,13 @@ from vertex_training.jobs.view import (
     ScaleType,
     SearchAlgorithm,
     read_view,
-    view_of,
 )
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 
 
 def test_a_custom_job() -> None:
-    view = view_of(CUSTOM, cassava())
+    view = CustomJob.model_validate(cassava())
     assert isinstance(view, CustomJob) and view.trial_job is view.job_spec
     assert view.display_name == "multiworker-cassava"
     assert view.labels == {"codelab": "cassava"}
@@ -45,7 +41,7 @@ def test_a_custom_job() -> None:
 
 
 def test_a_tuning_job() -> None:
-    view = view_of(TUNING, horses_or_humans())
+    view = HyperparameterTuningJob.model_validate(horses_or_humans())
     assert isinstance(view, HyperparameterTuningJob)
     assert (view.max_trial_count, view.parallel_trial_count) == (6, 2)
     assert view.study_spec.algorithm is SearchAlgorithm.BAYESIAN
@@ -70,7 +66,7 @@ def test_conditional_parameters_and_early_stopping() -> None:
             medianAutomatedStoppingSpec={"useElapsedDuration": True},
         ),
     )
-    view = view_of(TUNING, body)
+    view = HyperparameterTuningJob.model_validate(body)
     assert isinstance(view, HyperparameterTuningJob)
     [opt] = view.study_spec.parameters
     [child] = opt.conditional_parameter_specs
@@ -94,7 +90,7 @@ def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
     chief["replica_count"] = 1.0
     del chief["replicaCount"]
     chief["machineSpec"]["acceleratorCount"] = 1.0
-    view = view_of(CUSTOM, body)
+    view = CustomJob.model_validate(body)
     first = view.trial_job.worker_pool_specs[0]
     assert first is not None and first.replica_count == 1
     assert first.machine_spec.accelerator_count == 1
@@ -103,13 +99,13 @@ def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
 def test_an_empty_pool_holds_a_place() -> None:
     body = cassava()
     body["jobSpec"]["workerPoolSpecs"][1] = {}
-    assert view_of(CUSTOM, body).trial_job.worker_pool_specs[1] is None
+    assert CustomJob.model_validate(body).trial_job.worker_pool_specs[1] is None
 
 
 def test_durations_keep_fractions_and_zero() -> None:
     body = cassava()
     body["jobSpec"]["scheduling"] = {"timeout": "1.5s", "maxWaitDuration": "0s"}
-    scheduling = view_of(CUSTOM, body).trial_job.scheduling
+    scheduling = CustomJob.model_validate(body).trial_job.scheduling
     assert (scheduling.timeout, scheduling.max_wait_duration) == (1.5, 0.0)
 
 
@@ -118,7 +114,10 @@ def test_an_unspecified_accelerator_reads_as_none() -> None:
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = (
         "ACCELERATOR_TYPE_UNSPECIFIED"
     )
-    chief = view_of(CUSTOM, body).trial_job.worker_pool_specs[0]
+    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
+    assert chief is not None and chief.machine_spec.accelerator_type is None
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = 0
+    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
     assert chief is not None and chief.machine_spec.accelerator_type is None
 
 
@@ -137,8 +136,6 @@ def test_every_unreadable_field_is_reported_at_its_path() -> None:
         "labels.team_name": "must be a string, got 3",  # a label key keeps its spelling
     }
     assert all(f.severity == "error" for f in unreadable)
-    with pytest.raises(BodyError, match=r"jobSpec\.scheduling\.timeout"):
-        view_of(CUSTOM, body)
 
 
 def test_int64_range_and_enum_names() -> None:

@@ -23,7 +23,7 @@ from vertex_training.jobs.view import (
     MetricGoal,
     ParameterSpec,
     SearchAlgorithm,
-    view_of,
+    read_view,
 )
 
 IMAGE = "r/trainer@sha256:" + "1" * 64
@@ -44,7 +44,8 @@ def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
 
 
 def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
-    view = view_of(job.job_kind, body)
+    view, unreadable = read_view(job.job_kind, body)
+    assert view is not None, unreadable
     assert job_findings(view, region="us-central1", remote=True) == []
 
 
@@ -106,7 +107,7 @@ def test_pools_in_vertex_order_with_placeholders() -> None:
         evaluator={**CHIEF, "image": "other@sha256:" + "2" * 64, "command": ["python", "-m", "x"]},
     )
     body = body_of(job)
-    view = view_of(JobKind.CUSTOM_JOB, body)
+    view = CustomJob.model_validate(body)
     assert isinstance(view, CustomJob)
     chief, workers, servers, evaluator = view.trial_job.worker_pool_specs
     assert body["jobSpec"]["workerPoolSpecs"][1] == {}
@@ -199,7 +200,7 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
     body = body_of(job, stack="dev")
     assert body["labels"] == {"stack": "dev", "job": "tune", "team": "ml"}
     assert "labels" not in body["trialJobSpec"]  # trials take the tuning job's labels
-    view = view_of(JobKind.HYPERPARAMETER_TUNING_JOB, body)
+    view = HyperparameterTuningJob.model_validate(body)
     assert isinstance(view, HyperparameterTuningJob)
     study = view.study_spec
     assert study.metrics[0].goal is MetricGoal.MINIMIZE

@@ -171,8 +171,13 @@ M = TypeVar("M", bound=Message)
 
 class MachineSpec(Message):
     machine_type: str | None = None
-    accelerator_type: Annotated[str | None, AfterValidator(normalize_accelerator)] = None
-    """Vertex accelerator enum name; None when unset or ``ACCELERATOR_TYPE_UNSPECIFIED``."""
+    accelerator_type: Annotated[
+        str | None,
+        BeforeValidator(lambda value: None if value == 0 else value),
+        AfterValidator(normalize_accelerator),
+    ] = None
+    """Vertex accelerator enum name; None when unset or ``ACCELERATOR_TYPE_UNSPECIFIED``
+    (by name or by its number, 0)."""
     accelerator_count: Int = 0
     tpu_topology: str | None = None
 
@@ -438,26 +443,9 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     return read(HyperparameterTuningJob, body)
 
 
-class BodyError(ValueError):
-    """A body the view cannot read; ``findings`` name every field at its API path."""
-
-    def __init__(self, findings: list[Finding]) -> None:
-        self.findings = findings
-        super().__init__("; ".join(f"{f.path}: {f.message}" for f in findings))
-
-
-def view_of(kind: JobKind, body: Any) -> JobView:
-    """The view of ``body``; raises ``BodyError`` naming every unreadable field."""
-    view, errors = read_view(kind, body)
-    if view is None:
-        raise BodyError(errors)
-    return view
-
-
 __all__ = [
     "MAX_DURATION_SECONDS",
     "PROTO_NUMBERS",
-    "BodyError",
     "CustomJob",
     "CustomJobSpec",
     "HyperparameterTuningJob",
@@ -473,5 +461,4 @@ __all__ = [
     "WorkerPoolSpec",
     "read",
     "read_view",
-    "view_of",
 ]
