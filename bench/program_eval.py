@@ -131,8 +131,7 @@ def main() -> None:
             f"{wall / TARGET_SECONDS:.2f}x the {TARGET_SECONDS} s target | "
             f"{wall / baseline:.2f}x baseline"
         )
-    # Python programs only: the other languages' examples run under the engine.
-    for example in sorted((ROOT / "examples").glob("*/__main__.py")):
+    for example in sorted((ROOT / "examples").glob("*/Pulumi.yaml")):
         wall, parts = median_of(options.repeat, "example", example.parent, {})
         print(
             f"examples/{example.parent.name}: {wall:.3f} s wall "
