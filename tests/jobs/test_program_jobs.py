@@ -9,21 +9,19 @@ from typing import Any
 import pytest
 
 from tests import PROJECT_ROOT
+from tests.bodies import discrete, double
 from tests.pulumi_mocks import PulumiRun, run_program, stack_file_config
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 from vertex_training.jobs.view import (
-    CustomJobView,
-    DiscreteParameterSpec,
-    DoubleParameterSpec,
+    CustomJob,
+    HyperparameterTuningJob,
     JobView,
     MetricGoal,
-    MetricSpec,
-    ScaleType,
+    ParameterSpec,
     SearchAlgorithm,
-    TuningJobView,
-    view_of,
+    read_view,
 )
 from vertex_training.stack.config import PROJECT_NAME, ConfigError, parse_stack_config
 
@@ -41,7 +39,9 @@ def dev() -> PulumiRun:
 def spec_of(run: PulumiRun, name: str) -> JobView:
     registration = run.named(name)
     kind = JobKind.CUSTOM_JOB if registration.type == CUSTOM else JobKind.HYPERPARAMETER_TUNING_JOB
-    return view_of(kind, dict(registration.inputs["spec"]))
+    view, unreadable = read_view(kind, dict(registration.inputs["spec"]))
+    assert view is not None, unreadable
+    return view
 
 
 def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
@@ -58,47 +58,51 @@ def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
 
 def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "cassava-mwms")
-    assert isinstance(spec, CustomJobView)
+    assert isinstance(spec, CustomJob)
     assert spec.display_name == "multiworker-cassava"
-    chief, workers = spec.job.worker_pools
+    chief, workers = spec.job_spec.worker_pool_specs
     assert chief is not None and workers is not None
     for pool in (chief, workers):
-        assert pool.machine.machine_type == "n1-standard-8"
-        assert (pool.machine.accelerator_type, pool.machine.accelerator_count) == (
+        assert pool.machine_spec.machine_type == "n1-standard-8"
+        assert (pool.machine_spec.accelerator_type, pool.machine_spec.accelerator_count) == (
             "NVIDIA_TESLA_V100",
             1,
         )
         assert pool.replica_count == 1
-        assert pool.container is not None
-        assert pool.container.args[:2] == ("--workload", "cassava")
-    cpu = spec_of(dev, "cassava-mwms-cpu").trial_job.worker_pools
-    assert all(p is not None and p.machine.accelerator_type is None for p in cpu)
-    assert [p.machine.machine_type for p in cpu if p] == ["n1-standard-8"] * 2
+        assert pool.container_spec is not None
+        assert pool.container_spec.args[:2] == ("--workload", "cassava")
+    cpu = spec_of(dev, "cassava-mwms-cpu").trial_job.worker_pool_specs
+    assert all(p is not None and p.machine_spec.accelerator_type is None for p in cpu)
+    assert [p.machine_spec.machine_type for p in cpu if p] == ["n1-standard-8"] * 2
 
 
 def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "horses-humans-tuning")
-    assert isinstance(spec, TuningJobView)
-    (pool,) = spec.trial_job.worker_pools
+    assert isinstance(spec, HyperparameterTuningJob)
+    (pool,) = spec.trial_job.worker_pool_specs
     assert pool is not None
     assert (
-        pool.machine.machine_type,
-        pool.machine.accelerator_type,
-        pool.machine.accelerator_count,
+        pool.machine_spec.machine_type,
+        pool.machine_spec.accelerator_type,
+        pool.machine_spec.accelerator_count,
     ) == (
         "n1-standard-4",
         "NVIDIA_TESLA_V100",
         2,
     )
-    assert pool.container is not None
-    assert pool.container.args == ("--workload", "horses_or_humans")
-    assert spec.study.metrics == (MetricSpec(HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE),)
-    assert spec.study.parameters == (
-        DoubleParameterSpec("learning_rate", 0.001, 1, ScaleType.LOG),
-        DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
-        DiscreteParameterSpec("num_units", (64, 128, 512), ScaleType.UNSPECIFIED),
+    assert pool.container_spec is not None
+    assert pool.container_spec.args == ("--workload", "horses_or_humans")
+    [metric] = spec.study_spec.metrics
+    assert (metric.metric_id, metric.goal) == (HYPERTUNE_METRIC_TAG, MetricGoal.MAXIMIZE)
+    assert spec.study_spec.parameters == tuple(
+        ParameterSpec.model_validate(p)
+        for p in (
+            double("learning_rate", 0.001, 1, "UNIT_LOG_SCALE"),
+            double("momentum", 0, 1),
+            discrete("num_units", (64, 128, 512)),
+        )
     )
-    assert spec.study.algorithm is SearchAlgorithm.BAYESIAN
+    assert spec.study_spec.algorithm is SearchAlgorithm.BAYESIAN
     assert (spec.max_trial_count, spec.parallel_trial_count) == (6, 2)
 
 
@@ -107,12 +111,14 @@ def test_jobs_use_the_environment(dev: PulumiRun) -> None:
     for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
         spec = spec_of(dev, name)
         trial = spec.trial_job
-        assert trial.base_output_directory == f"{outputs['bucketUrl']}/jobs/{name}"
+        assert (
+            trial.base_output_directory.output_uri_prefix == f"{outputs['bucketUrl']}/jobs/{name}"
+        )
         assert trial.service_account == outputs["trainingServiceAccount"]
-        for pool in trial.worker_pools:
-            assert pool is not None and pool.container is not None
-            assert pool.container.image_uri == outputs["imageReference"]
-            assert "@sha256:" in pool.container.image_uri
+        for pool in trial.worker_pool_specs:
+            assert pool is not None and pool.container_spec is not None
+            assert pool.container_spec.image_uri == outputs["imageReference"]
+            assert "@sha256:" in pool.container_spec.image_uri
         labels = dict(spec.labels)
         assert (
             labels["job"] == name and labels["stack"] == "dev" and labels["managed-by"] == "pulumi"
@@ -163,8 +169,8 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     registration = run.named("smoke")
     assert registration.inputs["backend"]["kind"] == "local"
     assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
-    spec = view_of(JobKind.CUSTOM_JOB, dict(registration.inputs["spec"])).trial_job
-    assert spec.base_output_directory == f"{run.outputs['bucketUrl']}/jobs/smoke"
+    spec = CustomJob.model_validate(dict(registration.inputs["spec"])).trial_job
+    assert spec.base_output_directory.output_uri_prefix == f"{run.outputs['bucketUrl']}/jobs/smoke"
     assert spec.service_account is None
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
 
@@ -263,10 +269,10 @@ def test_declared_args_follow_the_trainer_contract(dev: PulumiRun) -> None:
     parser = build_parser()
     for name in ("cassava-mwms", "cassava-mwms-cpu", "horses-humans-tuning"):
         spec = spec_of(dev, name)
-        for pool in spec.trial_job.worker_pools:
-            assert pool is not None and pool.container is not None
-            args = list(pool.container.args)
-            if isinstance(spec, TuningJobView):
+        for pool in spec.trial_job.worker_pool_specs:
+            assert pool is not None and pool.container_spec is not None
+            args = list(pool.container_spec.args)
+            if isinstance(spec, HyperparameterTuningJob):
                 # Vertex appends one --<parameter_id>=<value> per tuned parameter.
                 args += ["--learning_rate=0.01", "--momentum=0.5", "--num_units=64"]
             parsed = parser.parse_args(args)

@@ -5,63 +5,57 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
 from tests.bodies import cassava, categorical, horses_or_humans, integer, job_spec, pool, study
 from tests.bodies import tuning_job as tuning_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
-    BodyError,
-    ConditionalParameterSpec,
-    CustomJobView,
-    DiscreteParameterSpec,
-    DoubleParameterSpec,
-    EarlyStoppingKind,
-    IntegerParameterSpec,
+    CustomJob,
+    HyperparameterTuningJob,
     MetricGoal,
+    ParameterSpec,
     ScaleType,
     SearchAlgorithm,
-    TuningJobView,
-    json_name,
     read_view,
-    snake_case,
-    view_of,
 )
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 
 
 def test_a_custom_job() -> None:
-    view = view_of(CUSTOM, cassava())
-    assert isinstance(view, CustomJobView) and view.trial_job is view.job
+    view = CustomJob.model_validate(cassava())
+    assert isinstance(view, CustomJob) and view.trial_job is view.job_spec
     assert view.display_name == "multiworker-cassava"
-    assert view.labels == (("codelab", "cassava"),)
-    chief, workers = view.job.worker_pools
+    assert view.labels == {"codelab": "cassava"}
+    chief, workers = view.job_spec.worker_pool_specs
     assert chief is not None and workers is not None
-    assert chief.path == "jobSpec.workerPoolSpecs[0]"
-    assert (chief.machine.machine_type, chief.machine.accelerator_type) == (
+    assert (chief.machine_spec.machine_type, chief.machine_spec.accelerator_type) == (
         "n1-standard-8",
         "NVIDIA_TESLA_V100",
     )
-    assert chief.machine.accelerator_count == 1 and chief.replica_count == 1
-    assert chief.container is not None and chief.container.args[:2] == ("--workload", "cassava")
-    assert chief.disk is None  # not declared: the service's default
-    assert view.job.base_output_directory == "gs://p-bucket/jobs/cassava"
-    assert view.job.service_account == "training@p.iam.gserviceaccount.com"
+    assert chief.machine_spec.accelerator_count == 1 and chief.replica_count == 1
+    assert chief.container_spec is not None
+    assert chief.container_spec.args[:2] == ("--workload", "cassava")
+    assert chief.disk_spec is None  # not declared: the service's default
+    assert view.job_spec.base_output_directory.output_uri_prefix == "gs://p-bucket/jobs/cassava"
+    assert view.job_spec.service_account == "training@p.iam.gserviceaccount.com"
 
 
 def test_a_tuning_job() -> None:
-    view = view_of(TUNING, horses_or_humans())
-    assert isinstance(view, TuningJobView)
+    view = HyperparameterTuningJob.model_validate(horses_or_humans())
+    assert isinstance(view, HyperparameterTuningJob)
     assert (view.max_trial_count, view.parallel_trial_count) == (6, 2)
-    assert view.study.algorithm is SearchAlgorithm.BAYESIAN
-    assert view.study.metrics[0].goal is MetricGoal.MAXIMIZE
-    assert view.study.parameters == (
-        DoubleParameterSpec("learning_rate", 0.001, 1, ScaleType.LOG),
-        DoubleParameterSpec("momentum", 0, 1, ScaleType.LINEAR),
-        DiscreteParameterSpec("num_units", (64.0, 128.0, 512.0)),
+    assert view.study_spec.algorithm is SearchAlgorithm.BAYESIAN
+    assert view.study_spec.metrics[0].goal is MetricGoal.MAXIMIZE
+    learning_rate, momentum, units = view.study_spec.parameters
+    assert learning_rate.double_value_spec is not None
+    assert (learning_rate.double_value_spec.min_value, learning_rate.scale_type) == (
+        0.001,
+        ScaleType.LOG,
     )
-    assert view.study.early_stopping is EarlyStoppingKind.NONE
+    assert (momentum.domain, momentum.scale_type) == ("doubleValueSpec", ScaleType.LINEAR)
+    assert units.discrete_value_spec is not None
+    assert units.discrete_value_spec.values == (64.0, 128.0, 512.0)
+    assert view.study_spec.early_stopping is None
 
 
 def test_conditional_parameters_and_early_stopping() -> None:
@@ -72,14 +66,22 @@ def test_conditional_parameters_and_early_stopping() -> None:
             medianAutomatedStoppingSpec={"useElapsedDuration": True},
         ),
     )
-    view = view_of(TUNING, body)
-    assert isinstance(view, TuningJobView)
-    [opt] = view.study.parameters
-    assert opt.conditional == (
-        ConditionalParameterSpec(IntegerParameterSpec("layers", 1, 4, ScaleType.LINEAR), ("sgd",)),
-    )
-    assert view.study.early_stopping is EarlyStoppingKind.MEDIAN
-    assert view.study.early_stopping_uses_elapsed_duration
+    view = HyperparameterTuningJob.model_validate(body)
+    assert isinstance(view, HyperparameterTuningJob)
+    [opt] = view.study_spec.parameters
+    [child] = opt.conditional_parameter_specs
+    assert child.parameter_spec == ParameterSpec.model_validate(integer("layers", 1, 4))
+    assert child.parent_values == ("sgd",)
+    assert view.study_spec.early_stopping == "medianAutomatedStoppingSpec"
+
+
+def test_a_parameter_has_exactly_one_domain() -> None:
+    body = horses_or_humans()
+    del body["studySpec"]["parameters"][0]["doubleValueSpec"]
+    _, unreadable = read_view(TUNING, body)
+    [finding] = unreadable
+    assert finding.path == "studySpec.parameters[0]"
+    assert finding.message.startswith("a parameter needs exactly one of doubleValueSpec")
 
 
 def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
@@ -88,17 +90,23 @@ def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
     chief["replica_count"] = 1.0
     del chief["replicaCount"]
     chief["machineSpec"]["acceleratorCount"] = 1.0
-    view = view_of(CUSTOM, body)
-    first = view.trial_job.worker_pools[0]
+    view = CustomJob.model_validate(body)
+    first = view.trial_job.worker_pool_specs[0]
     assert first is not None and first.replica_count == 1
-    assert first.machine.accelerator_count == 1
+    assert first.machine_spec.accelerator_count == 1
+
+
+def test_an_empty_pool_holds_a_place() -> None:
+    body = cassava()
+    body["jobSpec"]["workerPoolSpecs"][1] = {}
+    assert CustomJob.model_validate(body).trial_job.worker_pool_specs[1] is None
 
 
 def test_durations_keep_fractions_and_zero() -> None:
     body = cassava()
     body["jobSpec"]["scheduling"] = {"timeout": "1.5s", "maxWaitDuration": "0s"}
-    spec = view_of(CUSTOM, body).trial_job
-    assert (spec.timeout_seconds, spec.max_wait_seconds) == (1.5, 0.0)
+    scheduling = CustomJob.model_validate(body).trial_job.scheduling
+    assert (scheduling.timeout, scheduling.max_wait_duration) == (1.5, 0.0)
 
 
 def test_an_unspecified_accelerator_reads_as_none() -> None:
@@ -106,26 +114,28 @@ def test_an_unspecified_accelerator_reads_as_none() -> None:
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = (
         "ACCELERATOR_TYPE_UNSPECIFIED"
     )
-    chief = view_of(CUSTOM, body).trial_job.worker_pools[0]
-    assert chief is not None and chief.machine.accelerator_type is None
+    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
+    assert chief is not None and chief.machine_spec.accelerator_type is None
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = 0
+    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
+    assert chief is not None and chief.machine_spec.accelerator_type is None
 
 
 def test_every_unreadable_field_is_reported_at_its_path() -> None:
     body = cassava()
-    body["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] = "two"
+    body["jobSpec"]["workerPoolSpecs"][0]["replica_count"] = "two"
+    del body["jobSpec"]["workerPoolSpecs"][0]["replicaCount"]
     body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["machineType"] = 8
     body["jobSpec"]["scheduling"] = {"timeout": "1h"}
-    body["labels"] = {"team": 3}
+    body["labels"] = {"team_name": 3}
     _, unreadable = read_view(CUSTOM, body)
-    assert {f.path for f in unreadable} == {
-        "jobSpec.workerPoolSpecs[0].replicaCount",
-        "jobSpec.workerPoolSpecs[1].machineSpec.machineType",
-        "jobSpec.scheduling.timeout",
-        "labels.team",
+    assert {f.path: f.message for f in unreadable} == {
+        "jobSpec.workerPoolSpecs[0].replicaCount": "must be an integer, got 'two'",
+        "jobSpec.workerPoolSpecs[1].machineSpec.machineType": "must be a string, got 8",
+        "jobSpec.scheduling.timeout": "must be a duration like '3600s' or '1.5s', got '1h'",
+        "labels.team_name": "must be a string, got 3",  # a label key keeps its spelling
     }
     assert all(f.severity == "error" for f in unreadable)
-    with pytest.raises(BodyError, match=r"jobSpec\.scheduling\.timeout"):
-        view_of(CUSTOM, body)
 
 
 def test_int64_range_and_enum_names() -> None:
@@ -141,11 +151,6 @@ def test_int64_range_and_enum_names() -> None:
 def test_not_an_object() -> None:
     _, unreadable = read_view(CUSTOM, ["not", "a", "body"])
     assert [f.path for f in unreadable] == [""]
-
-
-def test_names() -> None:
-    assert json_name("replica_count") == "replicaCount"
-    assert snake_case("replicaCount") == "replica_count"
 
 
 def test_the_view_does_not_import_the_protos() -> None:

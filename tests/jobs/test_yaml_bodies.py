@@ -10,23 +10,20 @@ from typing import Any
 
 import pytest
 
+from tests.bodies import categorical, integer
 from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
 from vertex_training.jobs.protos import canonical_json, parse_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import (
-    CategoricalParameterSpec,
-    ConditionalParameterSpec,
-    CustomJobView,
-    EarlyStoppingKind,
-    IntegerParameterSpec,
+    CustomJob,
+    HyperparameterTuningJob,
     MeasurementSelection,
     MetricGoal,
-    ScaleType,
+    ParameterSpec,
     SearchAlgorithm,
-    TuningJobView,
-    view_of,
+    read_view,
 )
 
 IMAGE = "r/trainer@sha256:" + "1" * 64
@@ -47,7 +44,8 @@ def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
 
 
 def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
-    view = view_of(job.job_kind, body)
+    view, unreadable = read_view(job.job_kind, body)
+    assert view is not None, unreadable
     assert job_findings(view, region="us-central1", remote=True) == []
 
 
@@ -109,18 +107,20 @@ def test_pools_in_vertex_order_with_placeholders() -> None:
         evaluator={**CHIEF, "image": "other@sha256:" + "2" * 64, "command": ["python", "-m", "x"]},
     )
     body = body_of(job)
-    view = view_of(JobKind.CUSTOM_JOB, body)
-    assert isinstance(view, CustomJobView)
-    chief, workers, servers, evaluator = view.trial_job.worker_pools
+    view = CustomJob.model_validate(body)
+    assert isinstance(view, CustomJob)
+    chief, workers, servers, evaluator = view.trial_job.worker_pool_specs
     assert body["jobSpec"]["workerPoolSpecs"][1] == {}
     assert workers is None and chief is not None and servers is not None and evaluator is not None
-    assert chief.container is not None and servers.container is not None
-    assert evaluator.container is not None
-    assert chief.container.args == ("--x",) and chief.container.env == (("A", "1"),)
-    assert servers.replica_count == 2 and servers.container.args == ("--ps",)
-    assert servers.container.env == (("A", "1"), ("B", "2"))
-    assert evaluator.container.image_uri.startswith("other@")
-    assert evaluator.container.command == ("python", "-m", "x")
+    chief_run, server_run = chief.container_spec, servers.container_spec
+    assert chief_run is not None and server_run is not None
+    assert evaluator.container_spec is not None
+    assert chief_run.args == ("--x",)
+    assert [(e.name, e.value) for e in chief_run.env] == [("A", "1")]
+    assert servers.replica_count == 2 and server_run.args == ("--ps",)
+    assert [(e.name, e.value) for e in server_run.env] == [("A", "1"), ("B", "2")]
+    assert evaluator.container_spec.image_uri.startswith("other@")
+    assert evaluator.container_spec.command == ("python", "-m", "x")
     no_findings(job, body)
 
 
@@ -200,22 +200,20 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
     body = body_of(job, stack="dev")
     assert body["labels"] == {"stack": "dev", "job": "tune", "team": "ml"}
     assert "labels" not in body["trialJobSpec"]  # trials take the tuning job's labels
-    view = view_of(JobKind.HYPERPARAMETER_TUNING_JOB, body)
-    assert isinstance(view, TuningJobView)
-    assert view.study.metrics[0].goal is MetricGoal.MINIMIZE
-    assert view.study.algorithm is SearchAlgorithm.RANDOM
-    assert view.study.measurement_selection is MeasurementSelection.LAST
-    assert view.study.early_stopping is EarlyStoppingKind.CONVEX
-    assert view.study.parameters == (
-        CategoricalParameterSpec(
-            "optimizer",
-            ("sgd", "adam"),
-            (
-                ConditionalParameterSpec(
-                    IntegerParameterSpec("layers", 1, 4, ScaleType.UNSPECIFIED),
-                    ("sgd",),
-                ),
-            ),
+    view = HyperparameterTuningJob.model_validate(body)
+    assert isinstance(view, HyperparameterTuningJob)
+    study = view.study_spec
+    assert study.metrics[0].goal is MetricGoal.MINIMIZE
+    assert study.algorithm is SearchAlgorithm.RANDOM
+    assert study.measurement_selection_type is MeasurementSelection.LAST
+    assert study.early_stopping == "convexAutomatedStoppingSpec"
+    assert study.parameters == (
+        ParameterSpec.model_validate(
+            categorical(
+                "optimizer",
+                ["sgd", "adam"],
+                sgd=[integer("layers", 1, 4, "SCALE_TYPE_UNSPECIFIED")],
+            )
         ),
     )
     assert (view.max_trial_count, view.parallel_trial_count, view.max_failed_trial_count) == (

@@ -23,15 +23,15 @@ from vertex_training.cost.estimate import (
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
     CustomJobSpec,
+    HyperparameterTuningJob,
     PoolRole,
     SchedulingStrategy,
-    TuningJobView,
     read_view,
 )
 
 
 def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
-    strategy = spec.scheduling_strategy
+    strategy = spec.scheduling.strategy
     if strategy is SchedulingStrategy.SPOT:
         return Pricing.SPOT, ()
     if strategy in (
@@ -56,8 +56,9 @@ def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tupl
                 f"{expected_duration_seconds!r}"
             )
         return expected_duration_seconds / 3600, "expected duration", False
-    if spec.timeout_seconds is not None and spec.timeout_seconds > 0:
-        return spec.timeout_seconds / 3600, "scheduling.timeout", True
+    timeout = spec.scheduling.timeout
+    if timeout is not None and timeout > 0:
+        return timeout / 3600, "scheduling.timeout", True
     return VERTEX_DEFAULT_TIMEOUT_SECONDS / 3600, "Vertex's default timeout (7 days)", True
 
 
@@ -79,7 +80,7 @@ def estimate_job(
     """
     job_kind = JobKind(kind)
     view, problems = read_view(job_kind, body)
-    if problems or view is None:
+    if view is None:
         listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
         raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
     catalog = catalog or price_catalog()
@@ -87,29 +88,30 @@ def estimate_job(
     pricing, notes = _pricing_of(spec)
     hours, basis, upper = _hours(spec, expected_duration_seconds)
     pools = []
-    for index, pool in enumerate(spec.worker_pools):
+    for index, pool in enumerate(spec.worker_pool_specs):
         if pool is None:
             continue
         role = PoolRole(index).name.lower() if index < len(PoolRole) else f"pool{index}"
+        machine = pool.machine_spec
         pools.append(
             pool_cost(
                 catalog,
                 "training",
                 region,
                 pricing,
-                path=pool.path,
+                path=f"{view.trial_job_path}.workerPoolSpecs[{index}]",
                 role=role,
                 replicas=max(pool.replica_count, 0),
-                machine_type=pool.machine.machine_type or "<no machineType>",
-                accelerator_type=pool.machine.accelerator_type,
-                accelerator_count=pool.machine.accelerator_count,
+                machine_type=machine.machine_type or "<no machineType>",
+                accelerator_type=machine.accelerator_type,
+                accelerator_count=machine.accelerator_count,
             )
         )
     trials, parallel = 1, 1
-    if isinstance(view, TuningJobView):
+    if isinstance(view, HyperparameterTuningJob):
         trials = max(view.max_trial_count, 0)
         parallel = max(view.parallel_trial_count, 1)
-        if view.study.early_stopping.value != "none":
+        if view.study_spec.early_stopping is not None:
             notes += ("early stopping may end trials sooner",)
     return JobEstimate(
         name=name or view.display_name or "",

@@ -38,6 +38,7 @@ from vertex_training._checks import (
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.view import Message, read
 
 __all__ = [
     "VertexField",
@@ -449,14 +450,14 @@ def from_config(
 def refuse_where_built(
     obj: Any,
     root: str,
-    read: Callable[[Any, str], tuple[Any, list[Finding]]],
-    rules: Callable[[Any], list[Finding]],
+    model: type[Message],
+    rules: Callable[[Any, str], list[Finding]],
     *,
     filled_later: tuple[str, ...] = (),
 ) -> None:
     """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find it wrong: its body read at the API path
-    ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
+    if the rules of what it must be anywhere find it wrong: its body read as ``model`` at the
+    API path ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
     left unjudged. Each line names the caller's own field."""
     body = to_body(obj)
     for path in filled_later:
@@ -466,8 +467,8 @@ def refuse_where_built(
             node = node.setdefault(key, {})
         node.setdefault(leaf, LATER)
     known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
-    spec, unreadable = read(known, root)
-    errors = drop_unknown(unreadable or (rules(spec) if spec is not None else []), unknown)
+    spec, unreadable = read(model, known, root)
+    errors = drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
     if not errors:
         return
     cls = type(obj)

@@ -14,7 +14,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training.jobs.fields import int64, refuse_where_built, seconds, vertex
 from vertex_training.jobs.rules.job import pool_findings
-from vertex_training.jobs.view import MAX_DURATION_SECONDS, read_pool
+from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,7 +65,7 @@ class WorkerPool(Checked):
         refuse_where_built(
             self,
             "workerPoolSpecs[0]",
-            read_pool,
+            WorkerPoolSpec,
             pool_findings,
             filled_later=("containerSpec.imageUri",),
         )

@@ -4,6 +4,7 @@ built by what it must be in any study."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -11,22 +12,29 @@ from typing import Any, ClassVar, Literal
 from vertex_training._checks import Checked
 from vertex_training.jobs.fields import refuse_where_built, to_body, vertex
 from vertex_training.jobs.rules.job import parameter_findings, study_findings
-from vertex_training.jobs.view import ScaleType, read_parameter, read_study
+from vertex_training.jobs.view import (
+    MeasurementSelection,
+    MetricGoal,
+    ParameterSpec,
+    ScaleType,
+    SearchAlgorithm,
+    StudySpec,
+)
 
 DEFAULT_METRIC = "accuracy"
 """The metric this repo's trainer reports to the tuning service (cloudml-hypertune)."""
 
 
 Scale = Literal["linear", "log", "reverse_log"]
-_SCALES = {
-    "linear": ScaleType.LINEAR.value,
-    "log": ScaleType.LOG.value,
-    "reverse_log": ScaleType.REVERSE_LOG.value,
-}
 
 
-def _scale(scale: Scale) -> str:
-    return _SCALES[scale]
+def _api_name(kind: type[enum.StrEnum]) -> Callable[[str], str]:
+    """An Args word (``reverse_log``) as its API enum name (``UNIT_REVERSE_LOG_SCALE``):
+    the word is the enum member's name."""
+    return lambda word: kind[word.upper()].value
+
+
+_scale = _api_name(ScaleType)
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,7 @@ class Metric(Checked):
 
     metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
     goal: Literal["maximize", "minimize"] = field(
-        default="maximize", metadata=vertex("goal", encode=str.upper)
+        default="maximize", metadata=vertex("goal", encode=_api_name(MetricGoal))
     )
 
 
@@ -47,12 +55,7 @@ class ParameterBase(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(
-            self,
-            "parameter",
-            read_parameter,
-            lambda spec: parameter_findings(spec, "parameter"),
-        )
+        refuse_where_built(self, "parameter", ParameterSpec, parameter_findings)
 
 
 def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -185,19 +188,19 @@ class Study(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(self, "studySpec", read_study, study_findings)
+        refuse_where_built(self, "studySpec", StudySpec, study_findings)
 
     parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
     metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
     """The first metric chooses the best trial."""
     algorithm: Literal["bayesian", "grid", "random"] = field(
         default="bayesian",
-        metadata=vertex("algorithm", encode=lambda a: f"{a.upper()}_SEARCH", omit=("bayesian",)),
+        metadata=vertex("algorithm", encode=_api_name(SearchAlgorithm), omit=("bayesian",)),
     )
     """``bayesian`` is the service's default search."""
     measurement_selection: Literal["best", "last"] = field(
         default="best",
-        metadata=vertex("measurementSelectionType", encode=lambda m: f"{m.upper()}_MEASUREMENT"),
+        metadata=vertex("measurementSelectionType", encode=_api_name(MeasurementSelection)),
     )
     early_stopping: EarlyStopping | None = field(default=None, metadata=vertex(""))
 

@@ -113,7 +113,7 @@ def test_a_timeout_beyond_the_api_range_is_refused_by_the_view() -> None:
 def test_fractional_timeouts_are_kept() -> None:
     view, unreadable = read_view(CUSTOM, custom_job(pool(), timeout_seconds=1.5))
     assert unreadable == [] and view is not None
-    assert view.trial_job.timeout_seconds == 1.5
+    assert view.trial_job.scheduling.timeout == 1.5
 
 
 def test_max_trial_count_zero_is_refused_with_a_message() -> None:

@@ -17,12 +17,8 @@ from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.view import (
-    CategoricalParameterSpec,
     CustomJobSpec,
-    DiscreteParameterSpec,
-    DoubleParameterSpec,
-    EarlyStoppingKind,
-    IntegerParameterSpec,
+    HyperparameterTuningJob,
     JobView,
     MetricGoal,
     ParameterSpec,
@@ -31,7 +27,6 @@ from vertex_training.jobs.view import (
     SchedulingStrategy,
     SearchAlgorithm,
     StudySpec,
-    TuningJobView,
     WorkerPoolSpec,
 )
 
@@ -107,10 +102,10 @@ def label_value_valid(value: str) -> bool:
     return _label_text_valid(value)
 
 
-def _labels(labels: tuple[tuple[str, str], ...], path: str, out: list[Finding]) -> None:
+def _labels(labels: dict[str, str], path: str, out: list[Finding]) -> None:
     if len(labels) > MAX_LABELS:
         _error(out, path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
-    for key, value in labels:
+    for key, value in labels.items():
         if not label_key_valid(key):
             _error(
                 out,
@@ -156,25 +151,24 @@ def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
 # ------------------------------------------------------------------------------- pools
 
 
-def _pool(pool: WorkerPoolSpec, out: list[Finding]) -> None:
+def _pool(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
     """What one pool must be wherever it runs: judged where the pool is built."""
-    path = pool.path
     if pool.replica_count < 1:
         _error(
             out,
             f"{path}.replicaCount",
             f"must be at least 1, got {pool.replica_count}; use an empty pool ({{}}) instead",
         )
-    machine = pool.machine
+    machine = pool.machine_spec
     if not machine.machine_type:
         _error(out, f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
     elif not 0 <= machine.accelerator_count <= INT32_MAX:
         _error(out, f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
-    container = pool.container
+    container = pool.container_spec
     if container is not None:
         if not container.image_uri.strip():
             _error(out, f"{path}.containerSpec.imageUri", "must not be empty")
-        names = [name for name, _ in container.env]
+        names = [variable.name for variable in container.env]
         if len(names) > MAX_ENV_VARS:
             _error(
                 out,
@@ -188,7 +182,7 @@ def _pool(pool: WorkerPoolSpec, out: list[Finding]) -> None:
                     f"{path}.containerSpec.env[{i}].name",
                     f"{name!r}: names are letters, digits and '_', not starting with a digit",
                 )
-    disk = pool.disk
+    disk = pool.disk_spec
     if disk is not None and disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
         _error(
             out,
@@ -207,10 +201,15 @@ def _pool(pool: WorkerPoolSpec, out: list[Finding]) -> None:
 
 
 def _pool_in_job(
-    pool: WorkerPoolSpec, index: int, strict: bool, strategy: str | None, out: list[Finding]
+    pool: WorkerPoolSpec,
+    path: str,
+    index: int,
+    out: list[Finding],
+    *,
+    strict: bool,
+    strategy: str | None,
 ) -> None:
     """What a pool must be in its place of its job, on the job's hardware catalog."""
-    path = pool.path
     if index == PoolRole.CHIEF and pool.replica_count > 1:
         _error(
             out,
@@ -218,7 +217,7 @@ def _pool_in_job(
             f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
             "put further replicas in workerPoolSpecs[1]",
         )
-    machine = pool.machine
+    machine = pool.machine_spec
     if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
         out.extend(
             check_machine_spec(
@@ -233,23 +232,29 @@ def _pool_in_job(
         )
 
 
-def _image_by_digest(pool: WorkerPoolSpec, out: list[Finding]) -> None:
+def _image_by_digest(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
     # On Vertex a tag can move under a running job (and its retries, and a study's later
     # trials); the local backend runs this checkout, whatever the tag.
-    image = pool.container.image_uri if pool.container is not None else ""
+    image = pool.container_spec.image_uri if pool.container_spec is not None else ""
     if image.strip() and not is_by_digest(image):
         _error(
             out,
-            f"{pool.path}.containerSpec.imageUri",
+            f"{path}.containerSpec.imageUri",
             f'{not_by_digest(image)}, e.g. platform.image("trainer")',
         )
 
 
 def _custom_job_spec(
-    spec: CustomJobSpec, region: str | None, remote: bool, strict: bool, out: list[Finding]
+    spec: CustomJobSpec,
+    path: str,
+    out: list[Finding],
+    *,
+    region: str | None,
+    remote: bool,
+    strict: bool,
 ) -> None:
-    path = spec.path
-    pools = spec.worker_pools
+    pools = spec.worker_pool_specs
+    strategy = spec.scheduling.strategy
     if not pools or pools[0] is None:
         _error(out, f"{path}.workerPoolSpecs", "the first pool (the chief) must be present")
     if len(pools) > MAX_POOLS:
@@ -268,17 +273,19 @@ def _custom_job_spec(
     for index, pool in enumerate(pools[:MAX_POOLS]):
         if pool is None:
             continue
-        _pool_in_job(pool, index, strict, spec.scheduling_strategy, out)
+        pool_path = f"{path}.workerPoolSpecs[{index}]"
+        _pool_in_job(pool, pool_path, index, out, strict=strict, strategy=strategy)
         if remote:
-            _image_by_digest(pool, out)
-        if pool.machine.accelerator_type and pool.machine.accelerator_count:
-            accelerators.append((f"{pool.path}.machineSpec", pool.machine.accelerator_type))
-        if pool.nfs_mount_count and spec.network is None and not spec.psc_interface:
+            _image_by_digest(pool, pool_path, out)
+        machine = pool.machine_spec
+        if machine.accelerator_type and machine.accelerator_count:
+            accelerators.append((f"{pool_path}.machineSpec", machine.accelerator_type))
+        if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
             # Private Service Connect interface ("Mount a Network File System share").
             _error(
                 out,
-                f"{pool.path}.nfsMounts",
+                f"{pool_path}.nfsMounts",
                 "NFS shares are reached over a VPC, and the job has no network; valid: set "
                 "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
                 "or drop nfsMounts",
@@ -288,7 +295,7 @@ def _custom_job_spec(
         out.extend(
             check_region(path="region", region=region, accelerators=accelerators, strict=strict)
         )
-    base = spec.base_output_directory
+    base = spec.base_output_directory.output_uri_prefix
     if base is not None:
         base_path = f"{path}.baseOutputDirectory.outputUriPrefix"
         if not base.strip():
@@ -303,7 +310,7 @@ def _custom_job_spec(
             f"{path}.network",
             f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME",
         )
-    if spec.psc_interface and spec.network is not None:
+    if spec.psc_interface_config is not None and spec.network is not None:
         # Two ways into a VPC, and Vertex takes one per job.
         _error(
             out,
@@ -311,25 +318,19 @@ def _custom_job_spec(
             "cannot be set with network (Vertex refuses both); valid: a Private Service "
             "Connect interface or a peered VPC network, not both",
         )
-    if spec.timeout_seconds is not None and spec.timeout_seconds <= 0:
+    timeout, max_wait = spec.scheduling.timeout, spec.scheduling.max_wait_duration
+    if timeout is not None and timeout <= 0:
         _error(out, f"{path}.scheduling.timeout", "must be positive when set")
-    if spec.max_wait_seconds is not None and spec.max_wait_seconds < 0:
+    if max_wait is not None and max_wait < 0:
         _error(out, f"{path}.scheduling.maxWaitDuration", "must not be negative")
-    elif (
-        spec.max_wait_seconds is not None
-        and spec.scheduling_strategy is not SchedulingStrategy.FLEX_START
-    ):
+    elif max_wait is not None and strategy is not SchedulingStrategy.FLEX_START:
         # Scheduling.max_wait_duration: how long a job waits for resources "if the
         # scheduling strategy is set to [Strategy.DWS_FLEX_START]" (Vertex AI API reference).
-        strategy = (
-            "unset"
-            if spec.scheduling_strategy is SchedulingStrategy.UNSPECIFIED
-            else spec.scheduling_strategy.value
-        )
+        named = "unset" if strategy is SchedulingStrategy.UNSPECIFIED else strategy.value
         _error(
             out,
             f"{path}.scheduling.maxWaitDuration",
-            f"applies only to the FLEX_START strategy (the strategy is {strategy}); valid: set "
+            f"applies only to the FLEX_START strategy (the strategy is {named}); valid: set "
             "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
     if spec.persistent_resource_id is not None and not _PERSISTENT_RESOURCE.match(
@@ -342,7 +343,7 @@ def _custom_job_spec(
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
-    _tracking(spec, region, out)
+    _tracking(spec, path, region, out)
 
 
 def _in_region(
@@ -368,10 +369,9 @@ def _in_region(
     return match
 
 
-def _tracking(spec: CustomJobSpec, region: str | None, out: list[Finding]) -> None:
+def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: list[Finding]) -> None:
     """TensorBoard and Vertex Experiments: the same region as the job, and the fields
     each needs beside it."""
-    path = spec.path
     if spec.tensorboard is not None:
         _in_region(
             out,
@@ -381,7 +381,7 @@ def _tracking(spec: CustomJobSpec, region: str | None, out: list[Finding]) -> No
             shape="projects/P/locations/L/tensorboards/ID",
             region=region,
         )
-        if spec.base_output_directory is None:
+        if spec.base_output_directory.output_uri_prefix is None:
             _error(
                 out,
                 f"{path}.baseOutputDirectory",
@@ -431,14 +431,15 @@ def _tracking(spec: CustomJobSpec, region: str | None, out: list[Finding]) -> No
 
 
 def _in_domain(param: ParameterSpec, value: float | int | str) -> bool:
-    if isinstance(param, CategoricalParameterSpec):
-        return isinstance(value, str) and value in param.values
+    if param.categorical_value_spec is not None:
+        return isinstance(value, str) and value in param.categorical_value_spec.values
     if isinstance(value, str | bool):
         return False
-    if isinstance(param, IntegerParameterSpec):
-        return float(value).is_integer() and param.min_value <= value <= param.max_value
-    if isinstance(param, DiscreteParameterSpec):
-        return value in param.values
+    if param.integer_value_spec is not None:
+        low, high = param.integer_value_spec.min_value, param.integer_value_spec.max_value
+        return float(value).is_integer() and low <= value <= high
+    if param.discrete_value_spec is not None:
+        return value in param.discrete_value_spec.values
     return False
 
 
@@ -455,28 +456,26 @@ def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
             f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
             "trainer gets it as --<parameterId>)",
         )
-    log_scale = getattr(param, "scale", ScaleType.UNSPECIFIED) in (
-        ScaleType.LOG,
-        ScaleType.REVERSE_LOG,
-    )
-    if isinstance(param, DoubleParameterSpec | IntegerParameterSpec):
-        kind = "doubleValueSpec" if isinstance(param, DoubleParameterSpec) else "integerValueSpec"
-        if not (math.isfinite(param.min_value) and math.isfinite(param.max_value)):
-            _error(out, f"{path}.{kind}", "minValue and maxValue must be finite")
-        elif param.min_value >= param.max_value:
+    log_scale = param.scale_type in (ScaleType.LOG, ScaleType.REVERSE_LOG)
+    domain = param.domain
+    bounds = param.double_value_spec or param.integer_value_spec
+    if bounds is not None:
+        if not (math.isfinite(bounds.min_value) and math.isfinite(bounds.max_value)):
+            _error(out, f"{path}.{domain}", "minValue and maxValue must be finite")
+        elif bounds.min_value >= bounds.max_value:
             _error(
                 out,
-                f"{path}.{kind}.minValue",
-                f"{param.min_value} must be less than maxValue {param.max_value}",
+                f"{path}.{domain}.minValue",
+                f"{bounds.min_value} must be less than maxValue {bounds.max_value}",
             )
-        if log_scale and param.min_value <= 0:
+        if log_scale and bounds.min_value <= 0:
             _error(
                 out,
                 f"{path}.scaleType",
-                f"a log scale needs minValue > 0, got {param.min_value}; use UNIT_LINEAR_SCALE",
+                f"a log scale needs minValue > 0, got {bounds.min_value}; use UNIT_LINEAR_SCALE",
             )
-    elif isinstance(param, DiscreteParameterSpec):
-        values = param.values
+    elif param.discrete_value_spec is not None:
+        values = param.discrete_value_spec.values
         v_path = f"{path}.discreteValueSpec.values"
         close = next(
             ((a, b) for a, b in itertools.pairwise(values) if 0 < b - a < MIN_DISCRETE_GAP), None
@@ -502,15 +501,16 @@ def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
             )
         elif log_scale and values[0] <= 0:
             _error(out, f"{path}.scaleType", "a log scale needs all values > 0")
-    else:
+    elif param.categorical_value_spec is not None:
+        categories = param.categorical_value_spec.values
         v_path = f"{path}.categoricalValueSpec.values"
-        if not param.values:
+        if not categories:
             _error(out, v_path, "must list at least one category")
-        elif len(set(param.values)) != len(param.values):
+        elif len(set(categories)) != len(categories):
             _error(out, v_path, "categories must be unique")
-    for index, child in enumerate(param.conditional):
+    for index, child in enumerate(param.conditional_parameter_specs):
         child_path = f"{path}.conditionalParameterSpecs[{index}]"
-        if isinstance(param, DoubleParameterSpec):
+        if param.double_value_spec is not None:
             _error(
                 out,
                 child_path,
@@ -534,57 +534,54 @@ def _search_space(
     if pid in seen:
         _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
     seen.add(pid)
-    if grid and isinstance(param, DoubleParameterSpec):
+    if grid and param.double_value_spec is not None:
         _error(
             out,
             path,
             f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
             "or categorical parameters, or another algorithm",
         )
-    for index, child in enumerate(param.conditional):
+    for index, child in enumerate(param.conditional_parameter_specs):
         child_path = f"{path}.conditionalParameterSpecs[{index}].parameterSpec"
-        _search_space(child.parameter, child_path, grid, seen, out)
+        _search_space(child.parameter_spec, child_path, grid, seen, out)
 
 
-def _tuning_job(view: TuningJobView, out: list[Finding]) -> None:
+def _tuning_job(job: HyperparameterTuningJob, out: list[Finding]) -> None:
     for key, value, low in (
-        ("maxTrialCount", view.max_trial_count, 1),
-        ("parallelTrialCount", view.parallel_trial_count, 1),
-        ("maxFailedTrialCount", view.max_failed_trial_count, 0),
+        ("maxTrialCount", job.max_trial_count, 1),
+        ("parallelTrialCount", job.parallel_trial_count, 1),
+        ("maxFailedTrialCount", job.max_failed_trial_count, 0),
     ):
         if not low <= value <= INT32_MAX:
             _error(out, key, f"must be between {low} and {INT32_MAX}, got {value}")
-    if 1 <= view.max_trial_count < view.parallel_trial_count:
+    if 1 <= job.max_trial_count < job.parallel_trial_count:
         _error(
             out,
             "parallelTrialCount",
-            f"{view.parallel_trial_count} exceeds maxTrialCount {view.max_trial_count}",
+            f"{job.parallel_trial_count} exceeds maxTrialCount {job.max_trial_count}",
         )
 
 
-def _study(study: StudySpec, out: list[Finding]) -> None:
+def _study(study: StudySpec, path: str, out: list[Finding]) -> None:
     if not study.metrics:
-        _error(out, "studySpec.metrics", "needs at least one metric")
+        _error(out, f"{path}.metrics", "needs at least one metric")
     ids = [m.metric_id for m in study.metrics]
     for index, metric in enumerate(study.metrics):
-        path = f"studySpec.metrics[{index}]"
+        m_path = f"{path}.metrics[{index}]"
         if not metric.metric_id.strip():
-            _error(out, f"{path}.metricId", "must not be empty: it is the tag the trainer reports")
+            _error(
+                out, f"{m_path}.metricId", "must not be empty: it is the tag the trainer reports"
+            )
         elif ids.count(metric.metric_id) > 1:
-            _error(out, f"{path}.metricId", f"{metric.metric_id!r} repeats")
+            _error(out, f"{m_path}.metricId", f"{metric.metric_id!r} repeats")
         if metric.goal is MetricGoal.UNSPECIFIED:
-            _error(out, f"{path}.goal", "must be MAXIMIZE or MINIMIZE")
+            _error(out, f"{m_path}.goal", "must be MAXIMIZE or MINIMIZE")
     if not study.parameters:
-        _error(out, "studySpec.parameters", "needs at least one parameter to tune")
+        _error(out, f"{path}.parameters", "needs at least one parameter to tune")
     seen: set[str] = set()
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
-        _search_space(param, f"studySpec.parameters[{index}]", grid, seen, out)
-    if (
-        study.early_stopping is EarlyStoppingKind.NONE
-        and study.early_stopping_uses_elapsed_duration
-    ):
-        _error(out, "studySpec", "useElapsedDuration needs an automated stopping spec")
+        _search_space(param, f"{path}.parameters[{index}]", grid, seen, out)
 
 
 def platform_findings(
@@ -602,9 +599,11 @@ def platform_findings(
     if view.display_name is not None:
         _display_name(view.display_name, out)
     _labels(view.labels, "labels", out)
-    _kms(view.kms_key_name, region, out)
-    _custom_job_spec(view.trial_job, region, remote, strict, out)
-    if isinstance(view, TuningJobView):
+    _kms(view.encryption_spec.kms_key_name, region, out)
+    _custom_job_spec(
+        view.trial_job, view.trial_job_path, out, region=region, remote=remote, strict=strict
+    )
+    if isinstance(view, HyperparameterTuningJob):
         _tuning_job(view, out)
     return out
 
@@ -616,18 +615,18 @@ def job_findings(
     each was built): ``platform_findings`` and what each pool, the study and each parameter
     must be."""
     out = platform_findings(view, region=region, remote=remote, strict=strict)
-    for pool in view.trial_job.worker_pools:
+    for index, pool in enumerate(view.trial_job.worker_pool_specs):
         if pool is not None:
-            _pool(pool, out)
-    if isinstance(view, TuningJobView):
-        _study(view.study, out)
-        todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study.parameters)]
+            _pool(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]", out)
+    if isinstance(view, HyperparameterTuningJob):
+        _study(view.study_spec, "studySpec", out)
+        todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study_spec.parameters)]
         while todo:
             param, path = todo.pop(0)
             _parameter(param, path, out)
             todo += [
-                (c.parameter, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
-                for i, c in enumerate(param.conditional)
+                (c.parameter_spec, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
+                for i, c in enumerate(param.conditional_parameter_specs)
             ]
     return out
 
@@ -640,17 +639,18 @@ def display_name_findings(name: str) -> list[Finding]:
     return out
 
 
-def pool_findings(pool: WorkerPoolSpec) -> list[Finding]:
-    """What one pool must be in any place, job and region (judged where it is built)."""
+def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
+    """What one pool at ``path`` must be in any place, job and region (judged where it is
+    built)."""
     out: list[Finding] = []
-    _pool(pool, out)
+    _pool(pool, path, out)
     return out
 
 
-def study_findings(study: StudySpec) -> list[Finding]:
-    """What one study must be (``studySpec`` paths), whatever job runs it."""
+def study_findings(study: StudySpec, path: str) -> list[Finding]:
+    """What one study at ``path`` must be, whatever job runs it."""
     out: list[Finding] = []
-    _study(study, out)
+    _study(study, path, out)
     return out
 
 
