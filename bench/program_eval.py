@@ -98,7 +98,9 @@ def jobs_config(count: int) -> dict[str, str] | None:
                     if isinstance(job, dict) and field in job:
                         job[field] = f"{job[field]}-{index}"
                 copies.append(job)
-            return {f"{PROJECT_NAME}:jobs": json.dumps(copies)}
+            # The stack's models and endpoints name its jobs, which the copies replace.
+            serving = {f"{PROJECT_NAME}:{key}": "[]" for key in ("models", "endpoints")}
+            return {f"{PROJECT_NAME}:jobs": json.dumps(copies), **serving}
     return None
 
 
