@@ -141,6 +141,9 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
         "backend": BackendSettings(BackendKind.LOCAL, local_root=str(backend.root)).to_props(),
         "identity": "vertex-training/local/up-study",
         "wait": False,
+        "wait_timeout_seconds": 600.0,
+        "poll_interval_seconds": 1.0,
+        "delete_timeout_seconds": 60.0,
         "provider_version": PROVIDER_VERSION,
     }
     provider = JobProvider(TUNING)
