@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from tests.platform import FORBIDDEN_ROLES
 from tests.pulumi_mocks import Registration, run_pulumi
-from vertex_training.platform.identity import (
-    FORBIDDEN_ROLES,
-    PlatformIdentity,
-    PlatformIdentityArgs,
-)
+from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
 
 ACCOUNT = "gcp:serviceaccount/account:Account"
 PROJECT_MEMBER = "gcp:projects/iAMMember:IAMMember"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from tests.platform import FORBIDDEN_ROLES
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.platform.identity import FORBIDDEN_ROLES
 from vertex_training.platform.tensorboard import (
     EXPERIMENT_PERMISSIONS,
     TENSORBOARD_WRITER_PERMISSIONS,

@@ -79,10 +79,6 @@ class PriceCatalog:
     def items(self, target: PriceTarget, kind: ItemKind) -> frozenset[str]:
         return frozenset(key[3] for key in self.rows if key[:2] == (target, kind))
 
-    @property
-    def oldest(self) -> datetime.date | None:
-        return min((row.as_of for row in self.rows.values()), default=None)
-
 
 def _price(value: Any, where: str, name: str) -> float | None:
     if value is None:

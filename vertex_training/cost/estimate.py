@@ -146,11 +146,6 @@ class JobEstimate:
         return _unique(u for pool in self.pools for u in pool.unknown)
 
     @property
-    def unknown_rates(self) -> tuple[UnknownPrice, ...]:
-        """Unknown prices of the pools' hourly rate, counted or not."""
-        return _unique(u for pool in self.pools for u in pool.unknown)
-
-    @property
     def gpus_at_once(self) -> int:
         """GPUs the job holds at the same time (parallel trials of a study)."""
         per_run = sum(pool.gpus for pool in self.pools)

@@ -36,10 +36,7 @@ import pulumi_gcp.storage as gcp_storage
 
 from vertex_training.platform._options import child_options
 
-__all__ = ["FORBIDDEN_ROLES", "PlatformIdentity", "PlatformIdentityArgs"]
-
-FORBIDDEN_ROLES = frozenset({"roles/owner", "roles/editor", "roles/viewer"})
-"""Primitive roles this component never grants (tests hold it to that)."""
+__all__ = ["PlatformIdentity", "PlatformIdentityArgs"]
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ _PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
 """Label text of ASCII characters only, each valid (the common case, told at once)."""
 
 
-def _label_text_valid(text: str) -> bool:
+def label_value_valid(text: str) -> bool:
     if len(text) <= MAX_LABEL_LENGTH and _PLAIN_LABEL.fullmatch(text):
         return True
     return (
@@ -95,11 +95,7 @@ def _label_text_valid(text: str) -> bool:
 
 
 def label_key_valid(key: str) -> bool:
-    return bool(key) and unicodedata.category(key[0]) in ("Ll", "Lo") and _label_text_valid(key)
-
-
-def label_value_valid(value: str) -> bool:
-    return _label_text_valid(value)
+    return bool(key) and unicodedata.category(key[0]) in ("Ll", "Lo") and label_value_valid(key)
 
 
 def _labels(labels: dict[str, str], path: str, out: list[Finding]) -> None:
