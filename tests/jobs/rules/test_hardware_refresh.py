@@ -69,7 +69,6 @@ def test_the_catalog_records_when_and_from_what_and_still_loads() -> None:
     assert any("machineTypes.aggregatedList" in source for source in refreshed["from"])
     assert refreshed["every_region"] is False
     catalog = parse_catalog(result.document)
-    assert catalog.refreshed == refreshed
     # Two regions answered of many: region lists are not claimed complete.
     assert not catalog.accelerators["NVIDIA_L4"].regions_complete
     assert catalog.regions["us-central1"].zone_accelerators["us-central1-f"] >= {"NVIDIA_L4"}

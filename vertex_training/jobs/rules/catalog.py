@@ -136,8 +136,6 @@ class HardwareCatalog:
     regions: Mapping[str, Region]
     attach_families_complete: bool = False
     """True: an accelerator attaches only to the families of the machines listed for it."""
-    refreshed: Mapping[str, Any] | None = None
-    """When and from what the availability rows were last rebuilt (``refresh``)."""
 
     def machines(self, target: Target) -> Mapping[str, MachineType]:
         # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
@@ -319,7 +317,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         workbench_machines=workbench,
         regions=regions,
         attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
-        refreshed=data.get("refreshed"),
     )
 
 

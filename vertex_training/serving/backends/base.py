@@ -31,8 +31,6 @@ class ModelVersionRecord:
     display_name: str = ""
     labels: Mapping[str, str] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
-    deployed_to: tuple[tuple[str, str], ...] = ()
-    """(endpoint name, deployed model id) for each endpoint serving this version."""
     create_time: str | None = None
 
     @property

@@ -141,7 +141,6 @@ class LocalServingBackend:
             display_name=str(version.get("displayName", "")),
             labels=dict(version.get("labels") or {}),
             aliases=tuple(version.get("versionAliases") or ()),
-            deployed_to=tuple(self._deployed_to(model, str(version["versionId"]))),
             create_time=version.get("createTime"),
         )
 

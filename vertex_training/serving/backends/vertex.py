@@ -57,7 +57,6 @@ def version_record(model: v1.Model) -> ModelVersionRecord:
         display_name=model.display_name,
         labels=dict(model.labels),
         aliases=tuple(model.version_aliases),
-        deployed_to=tuple((d.endpoint, d.deployed_model_id) for d in model.deployed_models),
     )
 
 
