@@ -107,13 +107,27 @@ def _resource_policy(
     )
 
 
-def _only_in(
-    default_environments: Sequence[str], check: Callable[[Resource], list[str]]
-) -> Callable[[Resource, Mapping[str, Any]], list[str]]:
+def _environment_policy(
+    name: str,
+    *,
+    description: str,
+    default_environments: Sequence[str],
+    check: Callable[[Resource], list[str]],
+) -> ResourceValidationPolicy:
+    """A mandatory rule that holds in ``default_environments``, or in the environments its
+    config names."""
+
     def scoped(resource: Resource, config: Mapping[str, Any]) -> list[str]:
         return check(resource) if rules.applies(resource, config, default_environments) else []
 
-    return scoped
+    return _resource_policy(
+        name,
+        description=description,
+        level=EnforcementLevel.MANDATORY,
+        check=scoped,
+        defaults={},
+        properties={"environments": _ENVIRONMENTS},
+    )
 
 
 def _stack_environment(resources: Sequence[Resource], config: Mapping[str, Any]) -> str | None:
@@ -220,7 +234,6 @@ def _gpus_per_stack() -> StackValidationPolicy:
 
 def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
     mandatory, advisory = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
-    environments = {"environments": _ENVIRONMENTS}
     return [
         _resource_policy(
             "required-labels",
@@ -294,29 +307,23 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={},
             properties={},
         ),
-        _resource_policy(
+        _environment_policy(
             "image-by-digest",
             description="Jobs run container images by digest, never by a tag that can move.",
-            level=mandatory,
-            check=_only_in(("dev", "prod"), rules.image_by_digest),
-            defaults={},
-            properties=environments,
+            default_environments=("dev", "prod"),
+            check=rules.image_by_digest,
         ),
-        _resource_policy(
+        _environment_policy(
             "no-default-service-account",
             description="No job or notebook runs as the default compute service account.",
-            level=mandatory,
-            check=_only_in(("dev", "prod"), rules.no_default_service_account),
-            defaults={},
-            properties=environments,
+            default_environments=("dev", "prod"),
+            check=rules.no_default_service_account,
         ),
-        _resource_policy(
+        _environment_policy(
             "notebook-no-public-ip",
             description="Notebooks in prod have no public IP.",
-            level=mandatory,
-            check=_only_in(("prod",), rules.notebook_no_public_ip),
-            defaults={},
-            properties=environments,
+            default_environments=("prod",),
+            check=rules.notebook_no_public_ip,
         ),
         _resource_policy(
             "bucket-access",
@@ -327,14 +334,12 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={},
             properties={},
         ),
-        _resource_policy(
+        _environment_policy(
             "cmek",
             description="Buckets and jobs use a customer-managed key where the stack asks for "
             "it (config environments; none by default).",
-            level=mandatory,
-            check=_only_in((), rules.cmek),
-            defaults={},
-            properties=environments,
+            default_environments=(),
+            check=rules.cmek,
         ),
         # One verdict, one rule for its action: refused where REFUSING_ENVIRONMENTS says.
         _budget_policy("budget", advisory, ("local", "dev")),

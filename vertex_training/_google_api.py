@@ -4,10 +4,13 @@ when a refresh runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Fetch", "authorized_fetch"]
+__all__ = ["Fetch", "authorized_fetch", "rewrite_json"]
 
 Fetch = Callable[[str, Mapping[str, str]], Mapping[str, Any]]
 """GET ``url`` with query ``params``; the decoded JSON body."""
@@ -37,3 +40,28 @@ def authorized_fetch(scope: str, error: type[Exception]) -> tuple[Fetch, str | N
         return body
 
     return fetch, project
+
+
+def rewrite_json(
+    output: Path,
+    refresh: Callable[[Any], tuple[Any, Sequence[str]]],
+    *,
+    error: type[Exception],
+    indent: int,
+    dry_run: bool,
+) -> int:
+    """A refresh tool's run on the JSON document at ``output``: ``refresh`` gives the new
+    document and the lines that report it, printed; the document is written unless
+    ``dry_run``. The caller's ``error``, a ``ValueError`` or an ``OSError`` leaves ``output``
+    as it was, says so on stderr and exits 2."""
+    try:
+        document, report = refresh(json.loads(output.read_text(encoding="utf-8")))
+    except (error, ValueError, OSError) as failure:
+        print(f"error: {failure}; {output} is unchanged", file=sys.stderr)
+        return 2
+    for line in report:
+        print(line)
+    if not dry_run:
+        output.write_text(json.dumps(document, indent=indent) + "\n", encoding="utf-8")
+        print(f"wrote {output}")
+    return 0

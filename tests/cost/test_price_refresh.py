@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.fakes.google_api import Replay
 from vertex_training.cost import price_refresh as refresh
 from vertex_training.cost.catalog import PRICES_PATH, Pricing, load_price_catalog
 from vertex_training.cost.price_refresh import (
@@ -24,21 +23,6 @@ RECORDED = json.loads((Path(__file__).parent / "fixtures" / "billing_catalog.jso
 VERTEX = "C7E2-9256-1C43"
 
 
-class Replay:
-    """The recorded exchanges, by URL and page token; what was asked is kept."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, dict[str, str]]] = []
-
-    def __call__(self, url: str, params: Mapping[str, str]) -> Mapping[str, Any]:
-        self.asked.append((url, dict(params)))
-        for exchange in RECORDED["exchanges"]:
-            if exchange["url"] == url and exchange["pageToken"] == params.get("pageToken", ""):
-                response: Mapping[str, Any] = exchange["response"]
-                return response
-        raise AssertionError(f"no recorded response for {url} {params}")
-
-
 @pytest.fixture
 def prices_file(tmp_path: Path) -> Path:
     path = tmp_path / "prices.json"
@@ -47,7 +31,7 @@ def prices_file(tmp_path: Path) -> Path:
 
 
 def test_refresh_rewrites_rows_from_the_recorded_catalog(prices_file: Path) -> None:
-    replay = Replay()
+    replay = Replay(RECORDED)
     assert main(["--output", str(prices_file)], fetch=replay) == 0
     # Both pages of services and of the Vertex SKUs were read, in USD.
     skus_asked = [p for url, p in replay.asked if url.endswith(f"{VERTEX}/skus")]
@@ -86,7 +70,7 @@ def test_the_refreshed_catalog_agrees_with_the_shipped_one(prices_file: Path) ->
     # The recorded SKUs hold the list prices the shipped rows were transcribed from: the
     # refreshed dev cassava job must cost what it costs today, to the cent.
     before = load_price_catalog(PRICES_PATH)
-    assert main(["--output", str(prices_file)], fetch=Replay()) == 0
+    assert main(["--output", str(prices_file)], fetch=Replay(RECORDED)) == 0
     after = load_price_catalog(prices_file)
     pool = {
         "machineSpec": {
@@ -108,7 +92,7 @@ def test_the_refreshed_catalog_agrees_with_the_shipped_one(prices_file: Path) ->
 
 def test_dry_run_writes_nothing(prices_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     before = prices_file.read_text()
-    assert main(["--output", str(prices_file), "--dry-run"], fetch=Replay()) == 0
+    assert main(["--output", str(prices_file), "--dry-run"], fetch=Replay(RECORDED)) == 0
     assert prices_file.read_text() == before
     out = capsys.readouterr().out
     assert "rows from the Billing Catalog" in out

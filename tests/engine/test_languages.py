@@ -128,25 +128,14 @@ def _wrong_accelerator_count(job: dict[str, Any]) -> None:
 
 def _python_message() -> str:
     """What the Python stack config reader says about the same mistake."""
-    from vertex_training.jobs.api import LATER, PlatformFacts
+    from tests.jobs.facts import platform_facts
     from vertex_training.jobs.declarations import job_problems, read_job
 
     entry = {"name": "cassava-mwms", "chief": {"machineType": "n1-standard-8"}}
     _wrong_accelerator_count(entry)
     declaration, problems = read_job(entry, "jobs[0]")
     assert declaration is not None, problems
-    local = PlatformFacts(
-        environment="local",
-        region="us-central1",
-        strict=False,
-        acknowledged=(),
-        labels=(),
-        kms_key_name=None,
-        network=None,
-        tensorboard=None,
-        service_account=None,
-        image=LATER,
-    )
+    local = platform_facts("local")
     _, found_all = job_problems((declaration,), local)
     (found,) = [f for _, f in found_all]
     return found.message

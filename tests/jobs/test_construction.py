@@ -10,24 +10,13 @@ import pulumi
 import pytest
 
 import vertex_training as vt
+from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.rules.catalog import catalog
 
-FACTS = PlatformFacts(
-    environment="dev",
-    region="us-central1",
-    strict=False,
-    acknowledged=(),
-    labels=(),
-    kms_key_name=None,
-    network=None,
-    tensorboard=None,
-    service_account=LATER,
-    image=LATER,
-)
+FACTS = platform_facts()
 DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
 
 

@@ -16,9 +16,10 @@ import yaml
 
 import vertex_training as vt
 from tests import PROJECT_ROOT
+from tests.jobs.facts import platform_facts
 from vertex_training._checks import alternatives, field_types
 from vertex_training.jobs import api
-from vertex_training.jobs.api import LATER, PlatformFacts
+from vertex_training.jobs.api import PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
 from vertex_training.jobs.fields import camel
 from vertex_training.jobs.protos import parse_body
@@ -279,19 +280,7 @@ def _declare(**fields: Any) -> JobDeclaration:
 
 
 def _facts(environment: str = "dev", strict: bool = False) -> PlatformFacts:
-    cloud = environment != "local"
-    return PlatformFacts(
-        environment=environment,
-        region="us-central1",
-        strict=strict,
-        acknowledged=(),
-        labels=(("stack", "dev"),),
-        kms_key_name=None,
-        network=None,
-        tensorboard=None,
-        service_account=LATER if cloud else None,
-        image=LATER,
-    )
+    return platform_facts(environment, strict=strict, labels=(("stack", "dev"),))
 
 
 def _problems(jobs: tuple[JobDeclaration, ...], facts: PlatformFacts) -> list[Any]:

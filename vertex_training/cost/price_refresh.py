@@ -284,19 +284,21 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
     parser.add_argument("--output", type=Path, default=PRICES_PATH)
     parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
     args = parser.parse_args(argv)
-    try:
-        existing = json.loads(args.output.read_text(encoding="utf-8"))
+
+    def refresh(existing: Any) -> tuple[Any, list[str]]:
         result = refreshed_document(fetch or authorized_fetch(), existing)
-    except (RefreshError, ValueError, OSError) as error:
-        print(f"error: {error}; {args.output} is unchanged", file=sys.stderr)
-        return 2
-    print(f"{result.updated} rows from the Billing Catalog, {result.kept} kept as they were")
-    if result.unclassified:
-        print(f"{len(result.unclassified)} SKUs not recognised, e.g. {result.unclassified[:3]}")
-    if not args.dry_run:
-        args.output.write_text(json.dumps(result.document, indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {args.output}")
-    return 0
+        report = [
+            f"{result.updated} rows from the Billing Catalog, {result.kept} kept as they were"
+        ]
+        if result.unclassified:
+            report.append(
+                f"{len(result.unclassified)} SKUs not recognised, e.g. {result.unclassified[:3]}"
+            )
+        return result.document, report
+
+    return google_api.rewrite_json(
+        args.output, refresh, error=RefreshError, indent=1, dry_run=args.dry_run
+    )
 
 
 if __name__ == "__main__":

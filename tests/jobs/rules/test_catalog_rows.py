@@ -3,15 +3,16 @@ wrongly refused, what was wrongly accepted, and what strict mode refuses."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from tests.jobs.rules import machine_spec
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
-    check_machine_spec,
     check_region,
     check_zone,
 )
@@ -20,26 +21,7 @@ SPEC = "jobSpec.workerPoolSpecs[0].machineSpec"
 POOL = [(SPEC, "NVIDIA_TESLA_T4")]
 
 
-def _spec(
-    machine: str,
-    accelerator: str | None = None,
-    count: int = 0,
-    topology: str | None = None,
-    *,
-    strict: bool = False,
-    target: str = "training",
-    strategy: str | None = None,
-) -> list[Finding]:
-    return check_machine_spec(
-        path=SPEC,
-        machine_type=machine,
-        accelerator_type=accelerator,
-        accelerator_count=count,
-        tpu_topology=topology,
-        strict=strict,
-        target=target,  # type: ignore[arg-type]
-        scheduling_strategy=strategy,
-    )
+_spec = partial(machine_spec, SPEC)
 
 
 def _region(region: str, accelerator: str, *, strict: bool = False) -> list[Finding]:
@@ -131,13 +113,13 @@ def test_a_gpu_on_a_family_it_does_not_attach_to_is_refused(machine: str) -> Non
 def test_small_a3_high_is_spot_or_flex_start_only(machine: str) -> None:
     count = int(machine[-2])
     for strategy in (None, "STANDARD", "ON_DEMAND"):
-        (error,) = _spec(machine, "NVIDIA_H100_80GB", count, strategy=strategy)
+        (error,) = _spec(machine, "NVIDIA_H100_80GB", count, scheduling_strategy=strategy)
         assert error.severity == "error"
         assert error.path == "jobSpec.scheduling.strategy"
         assert "SPOT or FLEX_START" in error.message
     for strategy in ("SPOT", "FLEX_START"):
-        assert _spec(machine, "NVIDIA_H100_80GB", count, strategy=strategy) == []
-    assert _spec("a3-highgpu-8g", "NVIDIA_H100_80GB", 8, strategy="STANDARD") == []
+        assert _spec(machine, "NVIDIA_H100_80GB", count, scheduling_strategy=strategy) == []
+    assert _spec("a3-highgpu-8g", "NVIDIA_H100_80GB", 8, scheduling_strategy="STANDARD") == []
 
 
 # --- item 13: what strict refuses; lists marked explicitly; one check overridden -----

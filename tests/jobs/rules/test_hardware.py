@@ -7,12 +7,14 @@ import json
 import re
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 
+from tests.jobs.rules import machine_spec
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
-from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
+from vertex_training.jobs.rules.hardware import check_region, check_zone
 
 SPEC = "jobSpec.workerPoolSpecs[1].machineSpec"
 
@@ -67,24 +69,7 @@ def _seed_cells() -> list[tuple[str, str, frozenset[int]]]:
 SEED_CELLS = _seed_cells()
 
 
-def _spec(
-    machine: str | None,
-    accelerator: str | None = None,
-    count: int = 0,
-    topology: str | None = None,
-    *,
-    strict: bool = False,
-    target: str = "training",
-) -> list[Finding]:
-    return check_machine_spec(
-        path=SPEC,
-        machine_type=machine,
-        accelerator_type=accelerator,
-        accelerator_count=count,
-        tpu_topology=topology,
-        strict=strict,
-        target=target,  # type: ignore[arg-type]
-    )
+_spec = partial(machine_spec, SPEC)
 
 
 def _errors(findings: list[Finding]) -> list[Finding]:

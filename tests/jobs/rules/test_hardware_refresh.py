@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.google_api import Replay
 from vertex_training.jobs.rules import hardware_refresh as refresh
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, parse_catalog
 from vertex_training.jobs.rules.hardware_refresh import RefreshError, main, refreshed_catalog
@@ -19,28 +19,13 @@ RECORDED = json.loads((Path(__file__).parent / "fixtures" / "compute_aggregated.
 NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
 
 
-class Replay:
-    """The recorded exchanges, by URL and page token; what was asked is kept."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, dict[str, str]]] = []
-
-    def __call__(self, url: str, params: Mapping[str, str]) -> Mapping[str, Any]:
-        self.asked.append((url, dict(params)))
-        for exchange in RECORDED["exchanges"]:
-            if exchange["url"] == url and exchange["pageToken"] == params.get("pageToken", ""):
-                response: Mapping[str, Any] = exchange["response"]
-                return response
-        raise AssertionError(f"no recorded response for {url} {params}")
-
-
 def _existing() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(CATALOG_PATH.read_text())
     return data
 
 
 def test_zones_are_rebuilt_from_both_lists_and_every_page() -> None:
-    replay = Replay()
+    replay = Replay(RECORDED)
     result = refreshed_catalog(replay, "demo-project", _existing(), now=NOW)
     assert [params.get("pageToken", "") for _, params in replay.asked] == ["", "page-2", ""]
     regions = result.document["regions"]["items"]
@@ -62,7 +47,7 @@ def test_zones_are_rebuilt_from_both_lists_and_every_page() -> None:
 
 
 def test_the_catalog_records_when_and_from_what_and_still_loads() -> None:
-    result = refreshed_catalog(Replay(), "demo-project", _existing(), now=NOW)
+    result = refreshed_catalog(Replay(RECORDED), "demo-project", _existing(), now=NOW)
     refreshed = result.document["refreshed"]
     assert refreshed["at"] == "2026-11-24T12:00:00+00:00"
     assert any("acceleratorTypes.aggregatedList" in source for source in refreshed["from"])
@@ -80,9 +65,12 @@ def test_main_writes_the_file_or_nothing(
     output = tmp_path / "hardware_catalog.json"
     output.write_text(CATALOG_PATH.read_text())
     before = output.read_text()
-    assert main(["--project", "demo-project", "--output", str(output), "--dry-run"], Replay()) == 0
+    assert (
+        main(["--project", "demo-project", "--output", str(output), "--dry-run"], Replay(RECORDED))
+        == 0
+    )
     assert output.read_text() == before
-    assert main(["--project", "demo-project", "--output", str(output)], Replay()) == 0
+    assert main(["--project", "demo-project", "--output", str(output)], Replay(RECORDED)) == 0
     assert json.loads(output.read_text())["refreshed"]["regions"] == ["europe-west4", "us-central1"]
     assert "machine types with GPUs the catalog lacks: a3-edgegpu-8g" in capsys.readouterr().out
 

@@ -206,32 +206,30 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
     parser.add_argument("--output", type=Path, default=CATALOG_PATH)
     parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
     args = parser.parse_args(argv)
-    try:
-        project = args.project
-        if fetch is None:
-            fetch, default_project = authorized_fetch()
-            project = project or default_project
+
+    def refresh(existing: Any) -> tuple[Any, list[str]]:
+        get, project = (fetch, None) if fetch is not None else authorized_fetch()
+        project = args.project or project
         if not project:
             raise RefreshError("no project: pass --project P")
-        existing = json.loads(args.output.read_text(encoding="utf-8"))
-        result = refreshed_catalog(
-            fetch, project, existing, now=datetime.datetime.now(datetime.UTC)
-        )
-    except (RefreshError, ValueError, OSError) as error:
-        print(f"error: {error}; {args.output} is unchanged", file=sys.stderr)
-        return 2
-    print(
-        f"{result.zones_seen} zones from the Compute Engine API; regions rebuilt: "
-        f"{', '.join(sorted(result.regions_updated))}"
+        result = refreshed_catalog(get, project, existing, now=datetime.datetime.now(datetime.UTC))
+        report = [
+            f"{result.zones_seen} zones from the Compute Engine API; regions rebuilt: "
+            f"{', '.join(sorted(result.regions_updated))}"
+        ]
+        if result.new_machine_types:
+            report.append(
+                f"machine types with GPUs the catalog lacks: {', '.join(result.new_machine_types)}"
+            )
+        if result.unknown_accelerators:
+            report.append(
+                f"accelerator types the catalog lacks: {', '.join(result.unknown_accelerators)}"
+            )
+        return result.document, report
+
+    return google_api.rewrite_json(
+        args.output, refresh, error=RefreshError, indent=2, dry_run=args.dry_run
     )
-    if result.new_machine_types:
-        print(f"machine types with GPUs the catalog lacks: {', '.join(result.new_machine_types)}")
-    if result.unknown_accelerators:
-        print(f"accelerator types the catalog lacks: {', '.join(result.unknown_accelerators)}")
-    if not args.dry_run:
-        args.output.write_text(json.dumps(result.document, indent=2) + "\n", encoding="utf-8")
-        print(f"wrote {args.output}")
-    return 0
 
 
 if __name__ == "__main__":
