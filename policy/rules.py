@@ -36,6 +36,7 @@ from vertex_training.cost.estimate import (
 )
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.rules.hardware import normalize_accelerator
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 
 CUSTOM_JOB_TYPE = "pulumi-python:dynamic/vertex:CustomJob"
@@ -251,7 +252,7 @@ def accelerators_of(resource: Resource) -> list[tuple[str, str]]:
         out = []
         for index, pool in _pools(resource):
             kind = _get(pool, "machineSpec", "acceleratorType")
-            if isinstance(kind, str) and kind not in ("", "ACCELERATOR_TYPE_UNSPECIFIED"):
+            if isinstance(kind, str) and normalize_accelerator(kind) is not None:
                 out.append((f"workerPoolSpecs[{index}]", kind))
         return out
     if resource.type == WORKBENCH_TYPE:
