@@ -190,21 +190,24 @@ class JobDeclaration:
         return JobDeclaration(self.name, api.on_facts(self.args, facts)), findings
 
 
+def name_problems(name: Any, path: str, what: str, why: str = "") -> list[ConfigProblem]:
+    """The problem of a stack entry's ``name`` (it names a resource), if it has one."""
+    if isinstance(name, str) and _NAME.match(name):
+        return []
+    found = f"{name!r} is not a {what} name" if name is not None else "missing"
+    valid = "1-63 lowercase letters, digits and '-', starting with a letter"
+    return [ConfigProblem(f"{path}.name", found, valid + why)]
+
+
 def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigProblem]]:
     """One YAML job entry as a declaration, or every problem it has (YAML paths)."""
     out: list[ConfigProblem] = []
     if not isinstance(item, Mapping):
         return None, [ConfigProblem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
     name = item.get("name")
-    if not isinstance(name, str) or not _NAME.match(name):
-        out.append(
-            ConfigProblem(
-                f"{path}.name",
-                f"{name!r} is not a job name" if name is not None else "missing",
-                "1-63 lowercase letters, digits and '-', starting with a letter (it names "
-                "the resource and the job's output directory)",
-            )
-        )
+    out += name_problems(
+        name, path, "job", " (it names the resource and the job's output directory)"
+    )
     fields = {k: v for k, v in item.items() if k != "name"}
     cls: type = (
         api.HyperparameterTuningJobArgs
@@ -267,5 +270,6 @@ __all__ = [
     "JobDeclaration",
     "config_path",
     "job_problems",
+    "name_problems",
     "read_job",
 ]

@@ -22,11 +22,11 @@ before anything is registered; their warnings are the resources' to log.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training.jobs.declarations import name_problems
 from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config, yaml_value
 from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
 from vertex_training.serving.resources import Endpoint, Model
@@ -35,7 +35,6 @@ from vertex_training.serving.rules import image_problems
 SERVING_KEYS = ("models", "endpoints")
 """The stack keys this module reads."""
 
-_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 _NOT_IN_YAML = frozenset({"platform", "project", "region"})
 """The stack's platform places every model and endpoint."""
 
@@ -114,17 +113,10 @@ def _entries(
         if not isinstance(item, Mapping):
             out.append(ConfigProblem(path, f"got {yaml_value(item)}", "a mapping"))
             continue
-        name = item.get("name")
-        if not isinstance(name, str) or not _NAME.match(name):
-            out.append(
-                ConfigProblem(
-                    f"{path}.name",
-                    f"{name!r} is not a name" if name is not None else "missing",
-                    "1-63 lowercase letters, digits and '-', starting with a letter",
-                )
-            )
-            continue
-        entries.append((index, item))
+        problems = name_problems(item.get("name"), path, key.removesuffix("s"))
+        out += problems
+        if not problems:
+            entries.append((index, item))
     return entries
 
 
