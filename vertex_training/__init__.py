@@ -71,33 +71,6 @@ if TYPE_CHECKING:
 _HOMES = {
     "InvalidArgumentsError": "vertex_training._checks",
     **dict.fromkeys(
-        (
-            "Accelerator",
-            "CategoricalParameter",
-            "ConvexStopping",
-            "CustomJobArgs",
-            "DecayCurveStopping",
-            "DiscreteParameter",
-            "DnsPeeringConfig",
-            "DoubleParameter",
-            "HyperparameterTuningJobArgs",
-            "IntegerParameter",
-            "JobPlatform",
-            "MedianStopping",
-            "Metric",
-            "NfsMount",
-            "Parameter",
-            "ParameterBase",
-            "PscInterfaceConfig",
-            "ReservationAffinity",
-            "Scheduling",
-            "Study",
-            "TrialJob",
-            "WorkerPool",
-        ),
-        "vertex_training.jobs.api",
-    ),
-    **dict.fromkeys(
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),
     "TrialResult": "vertex_training.jobs.records",
@@ -118,8 +91,10 @@ _HOMES = {
     # The stack YAML adapter (pydantic, yaml) loads only for programs that read stacks.
     **dict.fromkeys(("StackDefinition", "load_stack"), "vertex_training.stack.definition"),
 }
-"""Public name -> the module defining it. Names load on first use, so that importing a
-submodule (the hardware rules, the trainer-free cost tables) does not pull in Pulumi."""
+"""Public name -> the module defining it, where that is not ``_ARGS`` (the jobs' typed
+Args). Names load on first use, so that importing a submodule (the hardware rules, the
+trainer-free cost tables) does not pull in Pulumi."""
+_ARGS = "vertex_training.jobs.api"
 
 __all__ = [
     "Accelerator",
@@ -166,13 +141,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
+    if name not in __all__:
         raise AttributeError(f"module 'vertex_training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(importlib.import_module(_HOMES.get(name, _ARGS)), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    return sorted({*globals(), *__all__})
