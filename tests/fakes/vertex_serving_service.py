@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -26,6 +25,26 @@ from tests.fakes.vertex_job_service import FakeService
 
 MODEL_SERVICE = "google.cloud.aiplatform.v1.ModelService"
 ENDPOINT_SERVICE = "google.cloud.aiplatform.v1.EndpointService"
+SERVED = {
+    MODEL_SERVICE: (
+        "UploadModel",
+        "GetModel",
+        "ListModelVersions",
+        "UpdateModel",
+        "MergeVersionAliases",
+        "DeleteModel",
+        "DeleteModelVersion",
+    ),
+    ENDPOINT_SERVICE: (
+        "CreateEndpoint",
+        "GetEndpoint",
+        "UpdateEndpoint",
+        "DeployModel",
+        "UndeployModel",
+        "DeleteEndpoint",
+    ),
+}
+"""The methods served, by service; each by ``FakeServingService._<method in snake_case>``."""
 _FILTER_TERM = re.compile(r'^labels\.([a-z0-9_-]+)\s*=\s*"([^"]*)"$')
 
 
@@ -71,39 +90,19 @@ class FakeServingService(FakeService):
     # --------------------------------------------------------------------- server
 
     def start(self) -> str:
-        model_methods: dict[str, tuple[Any, Callable[[Any], Any]]] = {
-            "UploadModel": (v1.UploadModelRequest, self._upload),
-            "GetModel": (v1.GetModelRequest, self._get_model),
-            "ListModelVersions": (v1.ListModelVersionsRequest, self._list_versions),
-            "UpdateModel": (v1.UpdateModelRequest, self._update_model),
-            "MergeVersionAliases": (v1.MergeVersionAliasesRequest, self._merge_aliases),
-            "DeleteModel": (v1.DeleteModelRequest, self._delete_model),
-            "DeleteModelVersion": (v1.DeleteModelVersionRequest, self._delete_version),
-        }
-        endpoint_methods: dict[str, tuple[Any, Callable[[Any], Any]]] = {
-            "CreateEndpoint": (v1.CreateEndpointRequest, self._create_endpoint),
-            "GetEndpoint": (v1.GetEndpointRequest, self._get_endpoint),
-            "UpdateEndpoint": (v1.UpdateEndpointRequest, self._update_endpoint),
-            "DeployModel": (v1.DeployModelRequest, self._deploy),
-            "UndeployModel": (v1.UndeployModelRequest, self._undeploy),
-            "DeleteEndpoint": (v1.DeleteEndpointRequest, self._delete_endpoint),
-        }
         return self._serve(
             {
-                service: {
-                    name: self._handler(name, request_type, fn)
-                    for name, (request_type, fn) in methods.items()
-                }
-                for service, methods in (
-                    (MODEL_SERVICE, model_methods),
-                    (ENDPOINT_SERVICE, endpoint_methods),
-                )
+                service: {name: self._handler(name) for name in names}
+                for service, names in SERVED.items()
             }
         )
 
-    def _handler(
-        self, method: str, request_type: Any, fn: Callable[[Any], Any]
-    ) -> grpc.RpcMethodHandler:
+    def _handler(self, method: str) -> grpc.RpcMethodHandler:
+        """``method`` served by ``self._<method in snake_case>``, its request the
+        ``aiplatform_v1`` message ``<method>Request``."""
+        fn = getattr(self, "_" + re.sub(r"(?<!^)(?=[A-Z])", "_", method).lower())
+        request_type = getattr(v1, f"{method}Request")
+
         def apply(request: Any, context: grpc.ServicerContext) -> Any:
             try:
                 return fn(request)
@@ -136,7 +135,7 @@ class FakeServingService(FakeService):
                 return message
         raise _RpcError(grpc.StatusCode.NOT_FOUND, f"{name} not found")
 
-    def _upload(self, request: v1.UploadModelRequest) -> Any:
+    def _upload_model(self, request: v1.UploadModelRequest) -> Any:
         if request.parent != self.parent:
             raise _RpcError(grpc.StatusCode.PERMISSION_DENIED, f"parent {request.parent}")
         if request.parent_model:
@@ -168,7 +167,7 @@ class FakeServingService(FakeService):
     def _get_model(self, request: v1.GetModelRequest) -> v1.Model:
         return self._version(request.name)
 
-    def _list_versions(self, request: v1.ListModelVersionsRequest) -> Any:
+    def _list_model_versions(self, request: v1.ListModelVersionsRequest) -> Any:
         if request.name not in self.models:
             raise _RpcError(grpc.StatusCode.NOT_FOUND, f"{request.name} not found")
         wanted: dict[str, str] = {}
@@ -193,7 +192,7 @@ class FakeServingService(FakeService):
             setattr(message, path, getattr(request.model, path))
         return message
 
-    def _merge_aliases(self, request: v1.MergeVersionAliasesRequest) -> v1.Model:
+    def _merge_version_aliases(self, request: v1.MergeVersionAliasesRequest) -> v1.Model:
         message = self._version(request.name)
         versions = self.models[request.name.partition("@")[0]]
         aliases = list(message.version_aliases)
@@ -222,7 +221,7 @@ class FakeServingService(FakeService):
         del self.models[request.name]
         return _done(request.name)
 
-    def _delete_version(self, request: v1.DeleteModelVersionRequest) -> Any:
+    def _delete_model_version(self, request: v1.DeleteModelVersionRequest) -> Any:
         message = self._version(request.name)
         if message.deployed_models:
             raise _RpcError(grpc.StatusCode.FAILED_PRECONDITION, "version is deployed")
@@ -272,7 +271,7 @@ class FakeServingService(FakeService):
                 f"traffic split {split} must sum to 100 over deployed models {sorted(ids)}",
             )
 
-    def _deploy(self, request: v1.DeployModelRequest) -> Any:
+    def _deploy_model(self, request: v1.DeployModelRequest) -> Any:
         endpoint = self._endpoint(request.endpoint)
         deployed = v1.DeployedModel(request.deployed_model)
         model = self._version(deployed.model)
@@ -298,7 +297,7 @@ class FakeServingService(FakeService):
         )
         return _done(endpoint.name, v1.DeployModelResponse(deployed_model=deployed))
 
-    def _undeploy(self, request: v1.UndeployModelRequest) -> Any:
+    def _undeploy_model(self, request: v1.UndeployModelRequest) -> Any:
         endpoint = self._endpoint(request.endpoint)
         gone = next(
             (d for d in endpoint.deployed_models if d.id == request.deployed_model_id), None

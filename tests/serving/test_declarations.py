@@ -3,6 +3,8 @@ refused before anything is registered, naming the field and what is valid."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import vertex_training as vt
@@ -77,6 +79,27 @@ def test_a_model_from_a_job_that_writes_no_model_is_refused() -> None:
         "so Vertex gives it no AIP_MODEL_DIR; valid: a job with base_output_directory set "
         "(a platform sets one)"
     )
+
+
+@pytest.mark.parametrize(
+    ("resource", "args", "message"),
+    [
+        (
+            vt.Model,
+            vt.EndpointArgs(project="p", region="us-central1"),
+            "Model('m'): args must be a ModelArgs, got EndpointArgs",
+        ),
+        (
+            vt.Endpoint,
+            vt.ModelArgs(project="p", region="us-central1", image=DIGEST),
+            "Endpoint('m'): args must be an EndpointArgs, got ModelArgs",
+        ),
+    ],
+)
+def test_args_of_another_resource_are_refused(resource: Any, args: object, message: str) -> None:
+    with pytest.raises(vt.InvalidArgumentsError) as refused:
+        run_pulumi(lambda: resource("m", args), stack="dev")
+    assert str(refused.value) == message
 
 
 def test_an_endpoint_with_a_bad_split_and_machine_is_refused_with_every_problem() -> None:

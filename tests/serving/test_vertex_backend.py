@@ -70,6 +70,19 @@ def test_aliases_move_to_the_new_version(fake: FakeServingService) -> None:
     assert set(vertex.get_version(first.model, "2").aliases) == {"default", "production"}
 
 
+def test_a_version_is_updated_in_place(fake: FakeServingService) -> None:
+    vertex = backend()
+    first = vertex.upload("m", body())
+    vertex.update_version(first.model, "1", {"displayName": "renamed", "labels": {"a": "b"}})
+    (stored,) = fake.versions(first.model)
+    assert (stored.display_name, stored.description, dict(stored.labels)) == (
+        "renamed",
+        "",
+        {"a": "b"},
+    )
+    assert fake.calls["UpdateModel"] == 1 and fake.calls.get("UploadModel") == 1
+
+
 def test_an_interrupted_upload_is_found_not_repeated(fake: FakeServingService) -> None:
     fake.inject("UploadModel", grpc.StatusCode.UNAVAILABLE, after_effect=True)
     vertex = backend()

@@ -130,7 +130,18 @@ class ServingContext:
     labels: Mapping[str, str]
 
 
-def serving_context(where: str, args: _Placed) -> ServingContext:
+def serving_context(
+    resource: str, resource_name: str, args: object, args_type: type[_Placed]
+) -> ServingContext:
+    """Where the ``resource`` (``Model``, ``Endpoint``) ``resource_name`` lives; ``args``
+    that are not its ``args_type`` are refused."""
+    if not isinstance(args, args_type):
+        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
+        raise InvalidArgumentsError(
+            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
+            f"got {type(args).__name__}"
+        )
+    where = f"{resource} {resource_name!r}"
     platform = args.platform
     if platform is None:
         if args.project is None or args.region is None:

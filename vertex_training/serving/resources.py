@@ -276,13 +276,7 @@ class ModelProvider(_ServingProvider):
         body = _labelled_model_body(news)
         old_body = olds.get("body") or {}
         if any(old_body.get(f) != news["body"].get(f) for f in MODEL_METADATA):
-            backend.update_version(
-                model,
-                version,
-                display_name=str(body.get("displayName", "")),
-                description=str(body.get("description", "")),
-                labels=body["labels"],
-            )
+            backend.update_version(model, version, body)
         backend.move_aliases(model, version, [DEFAULT_ALIAS, *news.get("version_aliases", [])])
         record = backend.get_version(model, version)
         outs = {**{k: news.get(k) for k in MODEL_INPUTS}, **_model_outputs(record)}
@@ -329,13 +323,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     def __init__(
         self, resource_name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        from vertex_training._checks import InvalidArgumentsError
-
-        if not isinstance(args, ModelArgs):
-            raise InvalidArgumentsError(
-                f"Model({resource_name!r}): args must be a ModelArgs, got {type(args).__name__}"
-            )
-        context = serving_context(f"Model {resource_name!r}", args)
+        context = serving_context("Model", resource_name, args, ModelArgs)
         body, warnings = model_body(resource_name, args, context)
         where = _placement(resource_name, context)
         props = {
@@ -553,14 +541,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
     def __init__(
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        from vertex_training._checks import InvalidArgumentsError
-
-        if not isinstance(args, EndpointArgs):
-            raise InvalidArgumentsError(
-                f"Endpoint({resource_name!r}): args must be an EndpointArgs, got "
-                f"{type(args).__name__}"
-            )
-        context = serving_context(f"Endpoint {resource_name!r}", args)
+        context = serving_context("Endpoint", resource_name, args, EndpointArgs)
         body, deployments, traffic, warnings = endpoint_bodies(resource_name, args, context)
         where = _placement(resource_name, context)
         props = {

@@ -3,17 +3,15 @@ endpoints on Vertex AI, or their local twin under the local root.
 
 Both are chosen by the same ``BackendSettings`` the jobs carry, so a stack's models and
 endpoints go where its jobs run. Each implementation is imported only when it is used:
-``google.cloud.aiplatform_v1`` must stay out of program import.
+``google.cloud.aiplatform_v1`` must stay out of program import. The records the protocol
+returns live in ``base``; this package names what its callers catch.
 """
 
 from __future__ import annotations
 
 from vertex_training.jobs.backends import BackendKind, BackendSettings, vertex_backend
 from vertex_training.serving.backends.base import (
-    DeployedModelRecord,
-    EndpointRecord,
     ModelInUseError,
-    ModelVersionRecord,
     ServingBackend,
     ServingNotFoundError,
     ServingRefusedError,
@@ -33,10 +31,7 @@ def serving_backend_for(settings: BackendSettings) -> ServingBackend:
 
 
 __all__ = [
-    "DeployedModelRecord",
-    "EndpointRecord",
     "ModelInUseError",
-    "ModelVersionRecord",
     "ServingBackend",
     "ServingNotFoundError",
     "ServingRefusedError",

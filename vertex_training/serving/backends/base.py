@@ -82,15 +82,9 @@ class ServingBackend(Protocol):
         """Raises ``ServingNotFoundError`` when the version is gone."""
         ...
 
-    def update_version(
-        self,
-        model: str,
-        version_id: str,
-        *,
-        display_name: str,
-        description: str,
-        labels: Mapping[str, str],
-    ) -> None: ...
+    def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
+        """Display name, description and labels of ``body`` (a ``Model`` REST body) in place."""
+        ...
 
     def move_aliases(self, model: str, version_id: str, aliases: Sequence[str]) -> None:
         """Give ``aliases`` to this version, taking each away from any other version first;

@@ -217,18 +217,10 @@ class LocalServingBackend:
             model_id, _, version = self._stored_version(model, version_id)
             return self._version_record(model_id, version)
 
-    def update_version(
-        self,
-        model: str,
-        version_id: str,
-        *,
-        display_name: str,
-        description: str,
-        labels: Mapping[str, str],
-    ) -> None:
+    def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
         with self._locked():
             model_id, stored, version = self._stored_version(model, version_id)
-            version.update(displayName=display_name, description=description, labels=dict(labels))
+            _update_metadata(version, body)
             _write_json(self._model_dir(model_id) / "model.json", stored)
 
     @staticmethod
@@ -333,8 +325,7 @@ class LocalServingBackend:
         endpoint_id = self._id(name, "endpoints")
         with self._locked():
             endpoint = self._read_endpoint(endpoint_id)
-            for key in ("displayName", "description", "labels"):
-                endpoint[key] = body.get(key, "" if key != "labels" else {})
+            _update_metadata(endpoint, body)
             self._write_endpoint(endpoint_id, endpoint)
 
     def deploy(
@@ -498,6 +489,13 @@ class LocalServingBackend:
                     f"not become healthy (log {directory / 'server.log'}):\n{tail}"
                 )
             time.sleep(0.1)
+
+
+def _update_metadata(stored: dict[str, Any], body: Mapping[str, Any]) -> None:
+    """A model version's or an endpoint's display name, description and labels from
+    ``body`` (a Vertex REST body); one ``body`` leaves out is cleared."""
+    for key in ("displayName", "description", "labels"):
+        stored[key] = body.get(key, "" if key != "labels" else {})
 
 
 def _default_version(model: Mapping[str, Any]) -> str:

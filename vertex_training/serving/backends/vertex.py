@@ -49,6 +49,16 @@ def _parse(message_type: type[M], body: Mapping[str, Any]) -> M:
         raise ServingRefusedError(str(error)) from error
 
 
+def _metadata(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The display name, description and labels of a ``Model`` or ``Endpoint`` REST body,
+    as the message fields an update sets (and names in its mask)."""
+    return {
+        "display_name": str(body.get("displayName", "")),
+        "description": str(body.get("description", "")),
+        "labels": dict(body.get("labels") or {}),
+    }
+
+
 def version_record(model: v1.Model) -> ModelVersionRecord:
     return ModelVersionRecord(
         model=model.name.split("@", 1)[0],
@@ -116,23 +126,11 @@ class VertexServingBackend(VertexService):
         except api_exceptions.NotFound as error:
             raise ServingNotFoundError(f"{model}@{version_id} not found") from error
 
-    def update_version(
-        self,
-        model: str,
-        version_id: str,
-        *,
-        display_name: str,
-        description: str,
-        labels: Mapping[str, str],
-    ) -> None:
+    def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
+        metadata = _metadata(body)
         self.models.update_model(
-            model=v1.Model(
-                name=f"{model}@{version_id}",
-                display_name=display_name,
-                description=description,
-                labels=dict(labels),
-            ),
-            update_mask=field_mask_pb2.FieldMask(paths=["display_name", "description", "labels"]),
+            model=v1.Model(name=f"{model}@{version_id}", **metadata),
+            update_mask=field_mask_pb2.FieldMask(paths=list(metadata)),
             retry=self.retry,
         )
 
@@ -224,14 +222,10 @@ class VertexServingBackend(VertexService):
         return self.get_endpoint(name)
 
     def update_endpoint(self, name: str, body: Mapping[str, Any]) -> None:
+        metadata = _metadata(body)
         self.endpoints.update_endpoint(
-            endpoint=v1.Endpoint(
-                name=name,
-                display_name=str(body.get("displayName", "")),
-                description=str(body.get("description", "")),
-                labels=dict(body.get("labels") or {}),
-            ),
-            update_mask=field_mask_pb2.FieldMask(paths=["display_name", "description", "labels"]),
+            endpoint=v1.Endpoint(name=name, **metadata),
+            update_mask=field_mask_pb2.FieldMask(paths=list(metadata)),
             retry=self.retry,
         )
 
