@@ -58,6 +58,15 @@ _PER_ENVIRONMENT_INT = {
     "type": "object",
     "additionalProperties": {"type": "integer", "minimum": 0},
 }
+_PER_ENVIRONMENT_NAMES = {
+    "type": "object",
+    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+}
+
+
+def _per_environment_names(defaults: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """A rules module default (tuples by environment) as the config's JSON lists."""
+    return {environment: list(names) for environment, names in defaults.items()}
 
 
 def _config(args: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,15 +270,8 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             check=lambda r, c: rules.allowed_accelerators(
                 r, rules.environment_of(r, c), c["allowed"]
             ),
-            defaults={
-                "allowed": {k: list(v) for k, v in rules.DEFAULT_ALLOWED_ACCELERATORS.items()}
-            },
-            properties={
-                "allowed": {
-                    "type": "object",
-                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                }
-            },
+            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS)},
+            properties={"allowed": _PER_ENVIRONMENT_NAMES},
         ),
         _resource_policy(
             "endpoint-machines",
@@ -277,17 +279,8 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             "environment (fnmatch patterns).",
             level=mandatory,
             check=lambda r, c: rules.endpoint_machines(r, rules.environment_of(r, c), c["allowed"]),
-            defaults={
-                "allowed": {
-                    k: list(v) for k, v in rules.DEFAULT_ALLOWED_PREDICTION_MACHINES.items()
-                }
-            },
-            properties={
-                "allowed": {
-                    "type": "object",
-                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                }
-            },
+            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES)},
+            properties={"allowed": _PER_ENVIRONMENT_NAMES},
         ),
         _resource_policy(
             "endpoint-replicas",

@@ -18,10 +18,11 @@ policy config (``make preview|up POLICY=1`` writes the stack's ``budget`` key in
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
@@ -56,6 +57,10 @@ deployment name), ``traffic``, ``backend``."""
 EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
 
+R = TypeVar("R")
+"""What a rule judges: one ``Resource``, or the stack's resources."""
+V = TypeVar("V")
+"""A per-environment config's entry: a cap, allowed names."""
 _DEFAULT_COMPUTE_ACCOUNT = re.compile(r"^\d+-compute@developer\.gserviceaccount\.com$")
 
 
@@ -195,24 +200,35 @@ def job_gpus(resource: Resource) -> int:
     return _job_estimate(resource).gpus_at_once
 
 
-def job_gpu_limit(
-    resource: Resource, environment: str | None, limits: Mapping[str, int]
-) -> list[str]:
-    if resource.type not in JOB_TYPES or environment is None or environment not in limits:
+def per_environment(
+    rule: Callable[[R, str, V], list[str]],
+) -> Callable[[R, str | None, Mapping[str, V]], list[str]]:
+    """``rule`` judged with the entry its config holds for the resource's environment;
+    an environment the config does not list (or none) is not judged."""
+
+    @functools.wraps(rule)
+    def judged(resources: R, environment: str | None, config: Mapping[str, V]) -> list[str]:
+        if environment is None or environment not in config:
+            return []
+        return rule(resources, environment, config[environment])
+
+    return judged
+
+
+@per_environment
+def job_gpu_limit(resource: Resource, environment: str, cap: int) -> list[str]:
+    if resource.type not in JOB_TYPES:
         return []
-    gpus, cap = job_gpus(resource), limits[environment]
+    gpus = job_gpus(resource)
     if gpus <= cap:
         return []
     return [f"the job holds {gpus} accelerators at once; {environment} allows {cap} per job"]
 
 
-def stack_gpu_limit(
-    resources: Sequence[Resource], environment: str | None, limits: Mapping[str, int]
-) -> list[str]:
-    if environment is None or environment not in limits:
-        return []
+@per_environment
+def stack_gpu_limit(resources: Sequence[Resource], environment: str, cap: int) -> list[str]:
     jobs = [r for r in resources if r.type in JOB_TYPES]
-    gpus, cap = sum(job_gpus(r) for r in jobs), limits[environment]
+    gpus = sum(job_gpus(r) for r in jobs)
     if gpus <= cap:
         return []
     each = ", ".join(f"{r.name or r.urn}: {job_gpus(r)}" for r in jobs if job_gpus(r))
@@ -264,12 +280,9 @@ def accelerators_of(resource: Resource) -> list[tuple[str, str]]:
     return []
 
 
-def allowed_accelerators(
-    resource: Resource, environment: str | None, allowed: Mapping[str, Sequence[str]]
-) -> list[str]:
-    if environment is None or environment not in allowed:
-        return []
-    permitted = set(allowed[environment])
+@per_environment
+def allowed_accelerators(resource: Resource, environment: str, allowed: Sequence[str]) -> list[str]:
+    permitted = set(allowed)
     return [
         f"{where}: {kind} is not allowed in {environment} (allowed: "
         f"{', '.join(sorted(permitted)) or 'none'})"
@@ -294,12 +307,9 @@ DEFAULT_MAX_REPLICAS: Mapping[str, int] = {"dev": 2, "prod": 20}
 by environment; an environment not listed is not judged."""
 
 
-def endpoint_machines(
-    resource: Resource, environment: str | None, allowed: Mapping[str, Sequence[str]]
-) -> list[str]:
-    if environment is None or environment not in allowed:
-        return []
-    patterns = list(allowed[environment])
+@per_environment
+def endpoint_machines(resource: Resource, environment: str, allowed: Sequence[str]) -> list[str]:
+    patterns = list(allowed)
     out = []
     for name, dedicated in _deployments(resource):
         machine = _get(dedicated, "machineSpec", "machineType")
@@ -312,12 +322,8 @@ def endpoint_machines(
     return out
 
 
-def endpoint_replicas(
-    resource: Resource, environment: str | None, limits: Mapping[str, int]
-) -> list[str]:
-    if environment is None or environment not in limits:
-        return []
-    cap = limits[environment]
+@per_environment
+def endpoint_replicas(resource: Resource, environment: str, cap: int) -> list[str]:
     out = []
     for name, dedicated in _deployments(resource):
         low, high = dedicated.get("minReplicaCount"), dedicated.get("maxReplicaCount")
