@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tests.cost.bodies import custom_job, pool
 from vertex_training.cost.catalog import PriceCatalog, parse_price_catalog
+from vertex_training.cost.estimate import JobEstimate, WorkbenchEstimate, estimate_workbench
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.records import JobKind
 
 SOURCE = "https://example.test/prices"
 
@@ -54,3 +59,43 @@ TEST_PRICES: dict[str, Any] = {
 @pytest.fixture
 def prices() -> PriceCatalog:
     return parse_price_catalog(TEST_PRICES)
+
+
+@dataclass(frozen=True)
+class SmallStack:
+    exact: JobEstimate
+    """``a``: 2 x (n1-standard-8 + a V100) for its expected hour: $7.00."""
+    bounded: JobEstimate
+    """``b``: one n1-standard-4 bounded by a 4 h timeout: $0.00 - $1.00."""
+    workbench: WorkbenchEstimate
+    """An n1-standard-8 Workbench for one hour: $0.40."""
+
+
+@pytest.fixture
+def small_stack(prices: PriceCatalog) -> SmallStack:
+    """Two jobs, one of them bounded only by its timeout, and a Workbench."""
+    return SmallStack(
+        exact=estimate_job(
+            JobKind.CUSTOM_JOB,
+            custom_job(pool("n1-standard-8", 2, "NVIDIA_TESLA_V100", 1)),
+            "us-central1",
+            name="a",
+            expected_duration_seconds=3600,
+            catalog=prices,
+        ),
+        bounded=estimate_job(
+            JobKind.CUSTOM_JOB,
+            custom_job(pool("n1-standard-4"), timeout="14400s"),
+            "us-central1",
+            name="b",
+            catalog=prices,
+        ),
+        workbench=estimate_workbench(
+            machine_type="n1-standard-8",
+            gpu_type=None,
+            gpu_count=0,
+            region="us-central1",
+            hours=1,
+            catalog=prices,
+        ),
+    )

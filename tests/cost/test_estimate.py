@@ -7,6 +7,7 @@ import math
 import pytest
 
 from tests.cost.bodies import custom_job, pool, tuning_job
+from tests.cost.conftest import SmallStack
 from vertex_training.cost.budget import BudgetStatus, budget_verdict
 from vertex_training.cost.catalog import PriceCatalog, Pricing
 from vertex_training.cost.estimate import (
@@ -175,29 +176,9 @@ class TestWorkbench:
 
 
 class TestStack:
-    def test_total_range_and_budget(self, prices: PriceCatalog) -> None:
-        exact = estimate_job(
-            CUSTOM,
-            custom_job(pool("n1-standard-8", 2, V100, 1)),
-            "us-central1",
-            expected_duration_seconds=3600,
-            catalog=prices,
-        )
-        bounded = estimate_job(
-            CUSTOM,
-            custom_job(pool("n1-standard-4"), timeout="14400s"),
-            "us-central1",
-            catalog=prices,
-        )
-        workbench = estimate_workbench(
-            machine_type="n1-standard-8",
-            gpu_type=None,
-            gpu_count=0,
-            region="us-central1",
-            hours=1,
-            catalog=prices,
-        )
-        total = stack_estimate([exact, bounded], workbench)
+    def test_total_range_and_budget(self, small_stack: SmallStack) -> None:
+        jobs = [small_stack.exact, small_stack.bounded]
+        total = stack_estimate(jobs, small_stack.workbench)
         assert total.usd_low == pytest.approx(7.0 + 0.4)
         assert total.usd_high == pytest.approx(7.0 + 1.0 + 0.4)
         assert not total.exact

@@ -11,9 +11,10 @@ import pytest
 
 from tests import PROJECT_ROOT
 from tests.cost.bodies import custom_job, pool, tuning_job
+from tests.cost.conftest import SmallStack
 from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog
-from vertex_training.cost.estimate import estimate_workbench, stack_estimate
+from vertex_training.cost.estimate import stack_estimate
 from vertex_training.cost.report import (
     estimate_table,
     job_estimate_message,
@@ -57,37 +58,16 @@ def test_study_message_shows_trials_and_wall_time(prices: PriceCatalog) -> None:
     assert "6 trials x 0.17 h, 2 at a time (wall 0.50 h)" in message
 
 
-def test_table_ends_in_the_total(prices: PriceCatalog) -> None:
-    exact = estimate_job(
-        JobKind.CUSTOM_JOB,
-        custom_job(pool("n1-standard-4")),
-        "us-central1",
-        name="a",
-        expected_duration_seconds=3600,
-        catalog=prices,
-    )
-    bounded = estimate_job(
-        JobKind.CUSTOM_JOB,
-        custom_job(pool("n1-standard-8", 2), timeout="3600s"),
-        "us-central1",
-        name="b",
-        catalog=prices,
-    )
-    workbench = estimate_workbench(
-        machine_type="n1-standard-8",
-        gpu_type=None,
-        gpu_count=0,
-        region="us-central1",
-        catalog=prices,
-    )
-    table = estimate_table(stack_estimate([exact, bounded], workbench)).splitlines()
+def test_table_ends_in_the_total(small_stack: SmallStack) -> None:
+    exact, bounded = small_stack.exact, small_stack.bounded
+    table = estimate_table(stack_estimate([exact, bounded], small_stack.workbench)).splitlines()
     assert table[0].split() == ["job", "machines", "accelerators", "hours", "USD"]
-    assert table[-1] == "total: $0.65 - $1.65"
-    assert re.match(r"b\s+2 x n1-standard-8\s+-\s+<= 1.00\s+\$0.00 - \$1.00$", table[3])
+    assert table[-1] == "total: $7.40 - $8.40"
+    assert re.match(r"b\s+1 x n1-standard-4\s+-\s+<= 4.00\s+\$0.00 - \$1.00$", table[3])
     exact_only = estimate_table(stack_estimate([exact]))
-    assert exact_only.splitlines()[-1] == "total: $0.25"
+    assert exact_only.splitlines()[-1] == "total: $7.00"
     total = stack_estimate([exact, bounded])
-    assert "; budget $1.00 (over): estimated cost at most $1.25 is over" in stack_total_message(
+    assert "; budget $1.00 (over): estimated cost at most $8.00 is over" in stack_total_message(
         total, 1.0
     )
 
