@@ -67,14 +67,44 @@ def test_bring_your_own_creates_nothing_but_the_job() -> None:
     assert job["baseOutputDirectory"]["outputUriPrefix"] == "gs://team-ml-training/jobs/resnet"
 
 
-def test_the_tuning_example_has_spot_trials_and_a_conditional_parameter() -> None:
-    run = evaluate("tuning-study")
-    body = run.named("horses").inputs["spec"]
+@pytest.fixture(scope="module")
+def tuning_study() -> PulumiRun:
+    return evaluate("tuning-study")
+
+
+def test_the_tuning_example_has_spot_trials_and_a_conditional_parameter(
+    tuning_study: PulumiRun,
+) -> None:
+    body = tuning_study.named("horses").inputs["spec"]
     assert body["trialJobSpec"]["scheduling"]["strategy"] == "SPOT"
-    (conditional,) = body["studySpec"]["parameters"][1]["conditionalParameterSpecs"]
-    assert conditional["parentCategoricalValues"] == {"values": ["sgd"]}
-    assert conditional["parameterSpec"]["parameterId"] == "momentum"
-    assert "medianAutomatedStoppingSpec" in body["studySpec"]
+    study = body["studySpec"]
+    assert study["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
+    assert "algorithm" not in study  # unset is Vertex's Bayesian search
+    assert study["medianAutomatedStoppingSpec"] == {}
+    assert study["parameters"][1]["conditionalParameterSpecs"] == [
+        {
+            "parentCategoricalValues": {"values": ["sgd"]},
+            "parameterSpec": {
+                "parameterId": "momentum",
+                "doubleValueSpec": {"minValue": 0, "maxValue": 1},
+                # no scale declared: none sent (the service's default)
+            },
+        }
+    ]
+    assert (body["maxTrialCount"], body["parallelTrialCount"]) == (12, 3)
+    assert tuning_study.outputs.get("bestTrial") is None  # a tuning job's output, None under mocks
+    image = tuning_study.one("docker-build:index:Image")
+    assert image.urn in tuning_study.named("horses").dependencies  # the study waits for it
+
+
+def test_the_tuning_example_runs_the_trainer_with_flags_it_reads(tuning_study: PulumiRun) -> None:
+    from trainer.config import build_parser
+
+    (pool,) = tuning_study.named("horses").inputs["spec"]["trialJobSpec"]["workerPoolSpecs"]
+    # Vertex appends one --<parameter_id>=<value> per parameter of the trial.
+    trial = ["--learning_rate=0.01", "--optimizer=sgd", "--momentum=0.5", "--num_units=128"]
+    parsed = build_parser().parse_args([*pool["containerSpec"]["args"], *trial])
+    assert (parsed.optimizer, parsed.momentum, parsed.num_units) == ("sgd", 0.5, 128)
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import PROJECT_ROOT
+from tests import PROJECT_ROOT, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -75,14 +75,7 @@ def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path:
         "print(pool.with_replicas(2).replica_count)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run(
-        [str(python), "-c", program],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    ).stdout.split()
+    out = run_python(program, cwd=tmp_path, env=env, python=python).split()
     assert Path(out[0]).is_relative_to(venv), out[0]
     assert out[1] == "2"
 
@@ -119,14 +112,7 @@ def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
         "print(stack.platform.images['trainer'].context)\n"
     )
     # From a subdirectory too: the project is the nearest directory holding Pulumi.yaml.
-    out = subprocess.run(
-        [sys.executable, "-c", program],
-        check=True,
-        capture_output=True,
-        text=True,
-        cwd=project / "sub",
-        env=env,
-    ).stdout.split()
+    out = run_python(program, cwd=project / "sub", env=env).split()
     assert Path(out[0]).is_relative_to(site), out[0]
     assert out[1:] == [str(project / ".local-vertex"), str(project)]
     estimate = subprocess.run(

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests import PROJECT_ROOT
+from tests import PROJECT_ROOT, modules_loaded_by
 from tests.cost.bodies import custom_job, pool, tuning_job
 from tests.cost.conftest import SmallStack
 from vertex_training.cost.__main__ import main
@@ -151,8 +150,4 @@ def test_make_estimate_runs_the_module() -> None:
     ],
 )
 def test_estimating_imports_nothing_heavy(modules: str, heavy: tuple[str, ...]) -> None:
-    code = f"import sys, {modules};print([m for m in {heavy!r} if m in sys.modules])"
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert modules_loaded_by(f"import {modules}", heavy) == []

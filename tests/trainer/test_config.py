@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
+from tests import PROJECT_ROOT, modules_loaded_by, run_python
 from trainer.config import (
     CACHE_DIR_ENV,
     CACHE_MAX_BYTES_ENV,
@@ -16,8 +15,6 @@ from trainer.config import (
     parse_config,
     resolve_output_paths,
 )
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_cassava_defaults_are_the_codelab_settings() -> None:
@@ -189,31 +186,15 @@ def test_entry_point_module_runs_help_without_loading_tensorflow() -> None:
         "assert 'tensorflow' not in sys.modules, 'TensorFlow imported for --help'\n"
         "print('OK')"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "--workload {cassava,horses_or_humans}" in result.stdout
-    assert result.stdout.rstrip().endswith("OK")
+    out = run_python(code, timeout=60)
+    assert "--workload {cassava,horses_or_humans}" in out
+    assert out.rstrip().endswith("OK")
 
 
 def test_metric_module_is_cheap_to_import() -> None:
     """vertex_training imports trainer.metric for the tuning spec: no TensorFlow with it."""
-    code = (
-        "import sys; from trainer.metric import HYPERTUNE_METRIC_TAG as tag\n"
-        "assert tag == 'accuracy', tag\n"
-        "heavy = {'tensorflow', 'tf_keras', 'tensorflow_datasets'} & set(sys.modules)\n"
-        "assert not heavy, heavy"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
+    code = "from trainer.metric import HYPERTUNE_METRIC_TAG as tag\nassert tag == 'accuracy', tag"
+    assert modules_loaded_by(code, ("tensorflow", "tf_keras")) == []
 
 
 def test_trainer_code_logs_and_never_prints() -> None:
@@ -221,7 +202,7 @@ def test_trainer_code_logs_and_never_prints() -> None:
 
     offenders = [
         f"{source.name}:{node.lineno}"
-        for source in sorted((REPO / "trainer").glob("*.py"))
+        for source in sorted((PROJECT_ROOT / "trainer").glob("*.py"))
         for node in ast.walk(ast.parse(source.read_text()))
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print"
     ]
