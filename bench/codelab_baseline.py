@@ -3,7 +3,8 @@
 Copied from the codelabs (seeds 000 multi-worker cassava, 001 hyperparameter tuning
 horses_or_humans) with only what a bench needs changed: ``tfds.load`` gets a ``data_dir`` and
 a dataset ``name`` (so both pipelines read the same generated data), the image size and
-ImageNet weights are parameters (offline), and ``tf.keras`` is tf-keras (TF_USE_LEGACY_KERAS).
+ImageNet weights are parameters (offline), their one preprocess_data is written once, and
+``tf.keras`` is tf-keras (TF_USE_LEGACY_KERAS).
 Do not "improve" this file: it is what we measure against.
 """
 
@@ -20,13 +21,14 @@ CASSAVA_IMAGE_SIZE = 300
 HORSES_IMAGE_SIZE = 150
 
 
-# --- seed 000: multi-worker cassava --------------------------------------------------------
-def cassava_preprocess_data(image, label, image_size=CASSAVA_IMAGE_SIZE):  # type: ignore[no-untyped-def]
+# Both codelabs' own preprocess_data, the same code but for its default image size.
+def preprocess_data(image, label, image_size):  # type: ignore[no-untyped-def]
     """Resizes and scales images."""
     image = tf.image.resize(image, (image_size, image_size))
     return tf.cast(image, tf.float32) / 255.0, label
 
 
+# --- seed 000: multi-worker cassava --------------------------------------------------------
 def cassava_create_dataset(
     batch_size, name="cassava", data_dir=None, image_size=CASSAVA_IMAGE_SIZE
 ):  # type: ignore[no-untyped-def]
@@ -34,7 +36,7 @@ def cassava_create_dataset(
     data, info = tfds.load(name=name, as_supervised=True, with_info=True, data_dir=data_dir)
     number_of_classes = info.features["label"].num_classes
     train_data = data["train"].map(
-        lambda image, label: cassava_preprocess_data(image, label, image_size),
+        lambda image, label: preprocess_data(image, label, image_size),
         num_parallel_calls=tf.data.experimental.AUTOTUNE,
     )
     train_data = train_data.shuffle(1000)
@@ -67,12 +69,6 @@ def cassava_create_model(number_of_classes, weights="imagenet", image_size=None)
 
 
 # --- seed 001: hyperparameter tuning, horses_or_humans -------------------------------------
-def horses_preprocess_data(image, label, image_size=HORSES_IMAGE_SIZE):  # type: ignore[no-untyped-def]
-    """Resizes and scales images."""
-    image = tf.image.resize(image, (image_size, image_size))
-    return tf.cast(image, tf.float32) / 255.0, label
-
-
 def horses_create_dataset(
     batch_size, name="horses_or_humans", data_dir=None, image_size=HORSES_IMAGE_SIZE
 ):  # type: ignore[no-untyped-def]
@@ -80,7 +76,7 @@ def horses_create_dataset(
     data, info = tfds.load(name=name, as_supervised=True, with_info=True, data_dir=data_dir)  # noqa: RUF059
 
     def preprocess(image, label):  # type: ignore[no-untyped-def]
-        return horses_preprocess_data(image, label, image_size)
+        return preprocess_data(image, label, image_size)
 
     # Create train dataset
     train_data = data["train"].map(preprocess)
