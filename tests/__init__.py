@@ -11,24 +11,17 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_python(
-    code: str,
-    *,
+    *args: str,
     cwd: Path = PROJECT_ROOT,
     env: Mapping[str, str] | None = None,
-    timeout: float = 120,
     python: Path | str = sys.executable,
 ) -> str:
-    """``code`` run by a fresh interpreter (``python -c``; another ``python``, a virtual
-    environment's, when given): its output. The interpreter must exit 0; otherwise the test
-    fails with its stderr."""
+    """A fresh interpreter (another ``python``, a virtual environment's, when given) run
+    with ``args`` (``-c code``, ``-m module ...``): its output. It must exit 0 within two
+    minutes; otherwise the test fails with its stderr."""
+    command = [str(python), *args]
     result = subprocess.run(
-        [str(python), "-c", code],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=timeout,
+        command, check=False, capture_output=True, text=True, cwd=cwd, env=env, timeout=120
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -37,5 +30,5 @@ def run_python(
 def modules_loaded_by(code: str, heavy: tuple[str, ...]) -> list[str]:
     """The modules named in ``heavy`` (or under them) that a fresh interpreter holds after
     running ``code``: what a light import keeps empty."""
-    out = run_python(f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))")
+    out = run_python("-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))")
     return [m for m in json.loads(out.splitlines()[-1]) if m.startswith(heavy)]

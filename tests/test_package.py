@@ -75,7 +75,7 @@ def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path:
         "print(pool.with_replicas(2).replica_count)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = run_python(program, cwd=tmp_path, env=env, python=python).split()
+    out = run_python("-c", program, cwd=tmp_path, env=env, python=python).split()
     assert Path(out[0]).is_relative_to(venv), out[0]
     assert out[1] == "2"
 
@@ -112,17 +112,9 @@ def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
         "print(stack.platform.images['trainer'].context)\n"
     )
     # From a subdirectory too: the project is the nearest directory holding Pulumi.yaml.
-    out = run_python(program, cwd=project / "sub", env=env).split()
+    out = run_python("-c", program, cwd=project / "sub", env=env).split()
     assert Path(out[0]).is_relative_to(site), out[0]
     assert out[1:] == [str(project / ".local-vertex"), str(project)]
-    estimate = subprocess.run(
-        [sys.executable, "-m", "vertex_training.cost", "--stack", "dev"],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-    )
-    assert estimate.returncode == 0, estimate.stderr
-    assert estimate.stdout.startswith("stack dev (")
-    assert "total: $" in estimate.stdout
+    estimate = run_python("-m", "vertex_training.cost", "--stack", "dev", cwd=project, env=env)
+    assert estimate.startswith("stack dev (")
+    assert "total: $" in estimate

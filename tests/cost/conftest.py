@@ -71,25 +71,22 @@ class SmallStack:
     """An n1-standard-8 Workbench for one hour: $0.40."""
 
 
+def custom_job_estimate(
+    prices: PriceCatalog, *pools: dict[str, Any], timeout: str = "7200s", **options: Any
+) -> JobEstimate:
+    """A custom job of ``pools`` in us-central1, priced by ``prices``; ``options`` as
+    ``estimate_job`` takes them (``name``, ``expected_duration_seconds``)."""
+    body = custom_job(*pools, timeout=timeout)
+    return estimate_job(JobKind.CUSTOM_JOB, body, "us-central1", catalog=prices, **options)
+
+
 @pytest.fixture
 def small_stack(prices: PriceCatalog) -> SmallStack:
     """Two jobs, one of them bounded only by its timeout, and a Workbench."""
+    v100s = pool("n1-standard-8", 2, "NVIDIA_TESLA_V100", 1)
     return SmallStack(
-        exact=estimate_job(
-            JobKind.CUSTOM_JOB,
-            custom_job(pool("n1-standard-8", 2, "NVIDIA_TESLA_V100", 1)),
-            "us-central1",
-            name="a",
-            expected_duration_seconds=3600,
-            catalog=prices,
-        ),
-        bounded=estimate_job(
-            JobKind.CUSTOM_JOB,
-            custom_job(pool("n1-standard-4"), timeout="14400s"),
-            "us-central1",
-            name="b",
-            catalog=prices,
-        ),
+        exact=custom_job_estimate(prices, v100s, name="a", expected_duration_seconds=3600),
+        bounded=custom_job_estimate(prices, pool("n1-standard-4"), timeout="14400s", name="b"),
         workbench=estimate_workbench(
             machine_type="n1-standard-8",
             gpu_type=None,

@@ -10,7 +10,7 @@ import pytest
 
 from tests import PROJECT_ROOT, modules_loaded_by
 from tests.cost.bodies import custom_job, pool, tuning_job
-from tests.cost.conftest import SmallStack
+from tests.cost.conftest import SmallStack, custom_job_estimate
 from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import stack_estimate
@@ -72,14 +72,8 @@ def test_table_ends_in_the_total(small_stack: SmallStack) -> None:
 
 
 def test_unknown_prices_are_listed_under_the_table(prices: PriceCatalog) -> None:
-    job = estimate_job(
-        JobKind.CUSTOM_JOB,
-        custom_job(pool("n1-standard-4", 1, "NVIDIA_L4", 1)),
-        "us-central1",
-        name="l4",
-        expected_duration_seconds=3600,
-        catalog=prices,
-    )
+    l4 = pool("n1-standard-4", 1, "NVIDIA_L4", 1)
+    job = custom_job_estimate(prices, l4, name="l4", expected_duration_seconds=3600)
     lines = estimate_table(stack_estimate([job])).splitlines()
     assert (
         "l4: unknown price: NVIDIA_L4 in us-central1 (on-demand) (not counted in the total)"

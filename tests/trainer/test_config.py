@@ -186,7 +186,7 @@ def test_entry_point_module_runs_help_without_loading_tensorflow() -> None:
         "assert 'tensorflow' not in sys.modules, 'TensorFlow imported for --help'\n"
         "print('OK')"
     )
-    out = run_python(code, timeout=60)
+    out = run_python("-c", code)
     assert "--workload {cassava,horses_or_humans}" in out
     assert out.rstrip().endswith("OK")
 
