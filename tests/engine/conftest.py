@@ -98,6 +98,27 @@ def pulumi_bin_dir() -> Path:
     return cli.resolve().parent
 
 
+def run_command(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    check: bool = True,
+    timeout: float = COMMAND_TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
+    """``command`` run to its end, its output captured; with ``check``, an exit other than 0
+    fails the test with the end of that output."""
+    done = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and done.returncode != 0:
+        pytest.fail(
+            f"{Path(command[0]).name} {' '.join(command[1:4])} exited {done.returncode}:\n"
+            f"{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+        )
+    return done
+
+
 class PulumiProject:
     """A copy of this project (or of another project directory, ``source``, e.g. an
     example) with one stack in its own file backend."""
@@ -180,21 +201,7 @@ class PulumiProject:
     def _run(
         self, command: list[str], check: bool, timeout: float
     ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            command,
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            pytest.fail(
-                f"{' '.join(command[1:4])} exited {done.returncode}:\n"
-                f"{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
-            )
-        return done
+        return run_command(command, cwd=self.dir, env=self.env, check=check, timeout=timeout)
 
     def pulumi(
         self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import COMMAND_TIMEOUT_S, REPO_ROOT, processes_with
+from tests.engine.conftest import REPO_ROOT, processes_with, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -50,18 +50,7 @@ class Example:
         }
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [str(self.dir / "run"), *args],
-            cwd=self.dir,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
-        if check:
-            assert done.returncode == 0, f"./run {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-        return done
+        return run_command([str(self.dir / "run"), *args], cwd=self.dir, env=self.env, check=check)
 
     def outputs(self) -> dict[str, Any]:
         return json.loads(self.run("outputs").stdout)
