@@ -25,13 +25,16 @@ export type JobArgs = Args & { platform: pulumi.Input<string> };
 
 const jobOutputs = { jobName: undefined, state: undefined, consoleUrl: undefined, modelDir: undefined, endTime: undefined };
 
-export class CustomJob extends pulumi.ComponentResource {
+/** The outputs every job has, CustomJob's and HyperparameterTuningJob's. */
+abstract class Job extends pulumi.ComponentResource {
   public readonly jobName!: pulumi.Output<string>;
   public readonly state!: pulumi.Output<string>;
   public readonly consoleUrl!: pulumi.Output<string>;
   public readonly modelDir!: pulumi.Output<string>;
   public readonly endTime!: pulumi.Output<string>;
+}
 
+export class CustomJob extends Job {
   constructor(name: string, args: JobArgs, opts?: pulumi.ComponentResourceOptions) {
     super("vertex-training:index:CustomJob", name, { ...jobOutputs, ...args }, opts, true);
   }
@@ -44,12 +47,7 @@ export interface TrialResult {
   finalMetrics: { [id: string]: number };
 }
 
-export class HyperparameterTuningJob extends pulumi.ComponentResource {
-  public readonly jobName!: pulumi.Output<string>;
-  public readonly state!: pulumi.Output<string>;
-  public readonly consoleUrl!: pulumi.Output<string>;
-  public readonly modelDir!: pulumi.Output<string>;
-  public readonly endTime!: pulumi.Output<string>;
+export class HyperparameterTuningJob extends Job {
   public readonly bestTrial!: pulumi.Output<TrialResult>;
   public readonly trials!: pulumi.Output<TrialResult[]>;
 
