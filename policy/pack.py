@@ -116,27 +116,6 @@ def _resource_policy(
     )
 
 
-def _per_environment_policy(
-    name: str,
-    *,
-    description: str,
-    rule: Callable[[Resource, str | None, Mapping[str, Any]], list[str]],
-    key: str,
-    default: Mapping[str, Any],
-    schema: Mapping[str, Any],
-) -> ResourceValidationPolicy:
-    """A mandatory rule judged with the entry config ``key`` holds for the resource's
-    environment."""
-    return _resource_policy(
-        name,
-        description=description,
-        level=EnforcementLevel.MANDATORY,
-        check=lambda r, c: rule(r, rules.environment_of(r, c), c[key]),
-        defaults={key: dict(default)},
-        properties={key: schema},
-    )
-
-
 def _environment_policy(
     name: str,
     *,
@@ -274,40 +253,44 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={"keys": list(rules.DEFAULT_REQUIRED_LABELS)},
             properties={"keys": {"type": "array", "items": {"type": "string"}}},
         ),
-        _per_environment_policy(
+        _resource_policy(
             "gpus-per-job",
             description="A job holds at most maxGpus[environment] accelerators at once.",
-            rule=rules.job_gpu_limit,
-            key="maxGpus",
-            default=rules.DEFAULT_MAX_GPUS_PER_JOB,
-            schema=_PER_ENVIRONMENT_INT,
+            level=mandatory,
+            check=lambda r, c: rules.job_gpu_limit(r, rules.environment_of(r, c), c["maxGpus"]),
+            defaults={"maxGpus": dict(rules.DEFAULT_MAX_GPUS_PER_JOB)},
+            properties={"maxGpus": _PER_ENVIRONMENT_INT},
         ),
         _gpus_per_stack(),
-        _per_environment_policy(
+        _resource_policy(
             "allowed-accelerators",
             description="Jobs, endpoints and notebooks use only the accelerator types allowed "
             "in their environment.",
-            rule=rules.allowed_accelerators,
-            key="allowed",
-            default=_per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS),
-            schema=_PER_ENVIRONMENT_NAMES,
+            level=mandatory,
+            check=lambda r, c: rules.allowed_accelerators(
+                r, rules.environment_of(r, c), c["allowed"]
+            ),
+            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS)},
+            properties={"allowed": _PER_ENVIRONMENT_NAMES},
         ),
-        _per_environment_policy(
+        _resource_policy(
             "endpoint-machines",
             description="Endpoints deploy models only on the machine types allowed in their "
             "environment (fnmatch patterns).",
-            rule=rules.endpoint_machines,
-            key="allowed",
-            default=_per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES),
-            schema=_PER_ENVIRONMENT_NAMES,
+            level=mandatory,
+            check=lambda r, c: rules.endpoint_machines(r, rules.environment_of(r, c), c["allowed"]),
+            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES)},
+            properties={"allowed": _PER_ENVIRONMENT_NAMES},
         ),
-        _per_environment_policy(
+        _resource_policy(
             "endpoint-replicas",
             description="A deployed model scales to at most maxReplicas[environment] replicas.",
-            rule=rules.endpoint_replicas,
-            key="maxReplicas",
-            default=rules.DEFAULT_MAX_REPLICAS,
-            schema=_PER_ENVIRONMENT_INT,
+            level=mandatory,
+            check=lambda r, c: rules.endpoint_replicas(
+                r, rules.environment_of(r, c), c["maxReplicas"]
+            ),
+            defaults={"maxReplicas": dict(rules.DEFAULT_MAX_REPLICAS)},
+            properties={"maxReplicas": _PER_ENVIRONMENT_INT},
         ),
         _resource_policy(
             "job-timeout",
