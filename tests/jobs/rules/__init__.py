@@ -10,7 +10,7 @@ from vertex_training.jobs.rules.hardware import check_machine_spec
 
 def machine_spec(
     path: str,
-    machine: str | None,
+    machine: str,
     accelerator: str | None = None,
     count: int = 0,
     topology: str | None = None,

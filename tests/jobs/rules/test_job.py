@@ -295,6 +295,19 @@ def test_accelerator_count_without_a_type_is_refused() -> None:
     assert "acceleratorType is unset" in error.message
 
 
+def test_a_missing_machine_type_or_a_negative_count_is_refused() -> None:
+    body = custom_job(pool())
+    del body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"]
+    error = only_error(body)
+    assert error.path == f"{MACHINE}.machineType"
+    assert error.message == "is required, e.g. n1-standard-4"
+    body = custom_job(pool("n1-standard-8", "NVIDIA_TESLA_T4", 1))
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = -1
+    error = only_error(body)
+    assert error.path == f"{MACHINE}.acceleratorCount"
+    assert error.message == "must be between 0 and 2^31-1"
+
+
 @pytest.mark.parametrize("machine", ["gpu-large", "x9-mega-1", "z9-megagpu-8g"])
 def test_a_machine_type_of_no_machine_family_is_refused(machine: str) -> None:
     error = only_error(custom_job(pool(machine)))

@@ -1,6 +1,7 @@
 """The hardware catalog: ``hardware_catalog.json`` read into typed rows (machines,
-accelerators, TPU topologies, regions and zones), each section with its sources and the
-date it was read. ``rules.hardware`` applies it.
+accelerators, TPU topologies, regions and zones). Each section of the file names its
+sources and the date it was read (a test holds them to the file). ``rules.hardware``
+applies it.
 
 Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
 ``aiplatform_v1`` client.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,16 +31,7 @@ ZONE_NAME = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 
 
 class CatalogError(ValueError):
-    """The data file contradicts itself (an unknown source key, accelerator or field)."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """A page the catalog's facts come from."""
-
-    key: str
-    url: str
-    title: str
+    """The data file contradicts itself (an unknown accelerator, region or zone)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +92,6 @@ class Family:
     kind: str
     complete: bool
     """True: a type of this family the catalog does not list does not exist (error)."""
-    sources: tuple[str, ...]
     series: Mapping[str, Series]
     explicit: tuple[str, ...]
     """Machine types listed one by one (accelerator-optimized and TPU families)."""
@@ -128,7 +119,6 @@ class HardwareCatalog:
 
     as_of: str
     """The date the sources were read (YYYY-MM-DD)."""
-    sources: Mapping[str, Source]
     accelerators: Mapping[str, AcceleratorType]
     families: Mapping[str, Family]
     training_machines: Mapping[str, MachineType]
@@ -141,23 +131,8 @@ class HardwareCatalog:
         # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
         return {"training": self.training_machines, "workbench": self.workbench_machines}[target]
 
-    def machine(self, name: str, target: Target = "training") -> MachineType | None:
-        return self.machines(target).get(name)
-
 
 # --- loading ---------------------------------------------------------------------------
-
-
-def _check_sources(
-    section: str, keys: Iterable[str], sources: Mapping[str, Source]
-) -> tuple[str, ...]:
-    keys = tuple(keys)
-    if not keys:
-        raise CatalogError(f"{section}: names no source")
-    unknown = [k for k in keys if k not in sources]
-    if unknown:
-        raise CatalogError(f"{section}: unknown source keys {unknown}; known: {sorted(sources)}")
-    return keys
 
 
 def _cpu_machines(
@@ -221,11 +196,7 @@ def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]
 
 def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     """Build a ``HardwareCatalog`` from the data file's JSON, checking its cross-references."""
-    sources = {
-        key: Source(key, spec["url"], spec["title"]) for key, spec in data["sources"].items()
-    }
     acc_section = data["accelerators"]
-    _check_sources("accelerators", acc_section["sources"], sources)
     accelerators = {
         name: AcceleratorType(
             name=name,
@@ -243,7 +214,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     workbench: dict[str, MachineType] = {}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
-        fam_sources = _check_sources(f"families.{fam_name}", fam["sources"], sources)
         series = {
             s: Series(s, tuple(spec["vertex_sizes"]), tuple(spec["compute_engine_sizes"]))
             for s, spec in fam.get("series", {}).items()
@@ -252,25 +222,19 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             name: _explicit_machine(fam_name, kind, name, spec)
             for name, spec in fam.get("machines", {}).items()
         }
-        families[fam_name] = Family(
-            fam_name, kind, fam["complete"], fam_sources, series, tuple(explicit)
-        )
+        families[fam_name] = Family(fam_name, kind, fam["complete"], series, tuple(explicit))
         fam_training = _cpu_machines(fam_name, kind, fam.get("series", {}), "training")
         fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
         if "vertex_gpu_counts" in fam:
-            table = fam["vertex_gpu_counts"]
-            _check_sources(f"families.{fam_name}.vertex_gpu_counts", table["sources"], sources)
-            for name, gpus in _n1_vertex_gpus(table).items():
+            for name, gpus in _n1_vertex_gpus(fam["vertex_gpu_counts"]).items():
                 if name not in fam_training:
                     raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
                 fam_training[name] = MachineType(
                     **{**vars(fam_training[name]), "accelerators": gpus}
                 )
         if "workbench_gpu_limits" in fam:
-            limits = fam["workbench_gpu_limits"]
-            _check_sources(f"families.{fam_name}.workbench_gpu_limits", limits["sources"], sources)
             for name, machine in fam_workbench.items():
-                gpus = _n1_workbench_gpus(machine, limits["limits"])
+                gpus = _n1_workbench_gpus(machine, fam["workbench_gpu_limits"]["limits"])
                 fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
         training.update(fam_training)
         training.update(explicit)
@@ -283,10 +247,8 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         if unknown:
             raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
 
-    reg_section = data["regions"]
-    _check_sources("regions", reg_section["sources"], sources)
     regions = {}
-    for name, spec in reg_section["items"].items():
+    for name, spec in data["regions"]["items"].items():
         split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
         zone_sets = tuple(split.values()) if split else (frozenset(spec["accelerators"]),)
         named = frozenset().union(*zone_sets)
@@ -308,15 +270,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         if offered:
             raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
 
+    attach_complete = bool(acc_section.get("attach_families_complete", False))
     return HardwareCatalog(
-        as_of=data["as_of"],
-        sources=sources,
-        accelerators=accelerators,
-        families=families,
-        training_machines=training,
-        workbench_machines=workbench,
-        regions=regions,
-        attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
+        data["as_of"], accelerators, families, training, workbench, regions, attach_complete
     )
 
 

@@ -11,9 +11,6 @@ Two targets share the data (``Target``, the price catalog's too): ``"training"``
 custom training: Vertex's own machine and GPU tables) and ``"workbench"`` (Workbench
 instances are Compute Engine VMs, so GPUs on n1 follow Compute Engine's per-count vCPU and
 memory limits).
-
-Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
-``aiplatform_v1`` client.
 """
 
 from __future__ import annotations
@@ -76,7 +73,7 @@ def _unknown_severity(strict: bool) -> Severity:
     return "error" if strict else "warning"
 
 
-def machines_taking(accelerator_type: str, target: Target = "training") -> list[str]:
+def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
     return [
         name
@@ -97,16 +94,11 @@ def accelerator_counts_taken(target: Target = "training") -> list[int]:
     return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
 
 
-def regions_offering(accelerator_type: str) -> list[str]:
-    """Regions the catalog lists for ``accelerator_type``, sorted."""
-    return sorted(n for n, r in catalog().regions.items() if accelerator_type in r.accelerators)
-
-
 # --- machine spec ----------------------------------------------------------------------
 
 
-def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str) -> list[Finding]:
-    """Findings for a name-shaped machine type the target's table does not list."""
+def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
+    """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
     field = f"{path}.machineType"
     parts = machine_type.split("-")
@@ -119,66 +111,56 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
         guess = closest(machine_type, machines) or closest(parts[0], families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         where = "Vertex" if target == "training" else "Compute Engine"
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} matches no {where} machine family{hint}; families: "
-                f"{_fmt(families)} (hardware catalog of {cat.as_of})",
-                "error",
-                f"unknown-family:{parts[0]}",
-            )
-        ]
+        return Finding(
+            field,
+            f"{machine_type!r} matches no {where} machine family{hint}; families: "
+            f"{_fmt(families)} (hardware catalog of {cat.as_of})",
+            "error",
+            f"unknown-family:{parts[0]}",
+        )
     sizeless = "-".join(parts[1:])
     if sizeless in family.series:
         sizes = family.series[sizeless].sizes(target)
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} names a series without its size; valid: "
-                f"{_machine_list(f'{machine_type}-{size}' for size in sizes)}",
-                "error",
-            )
-        ]
+        return Finding(
+            field,
+            f"{machine_type!r} names a series without its size; valid: "
+            f"{_machine_list(f'{machine_type}-{size}' for size in sizes)}",
+            "error",
+        )
     # A size missing from a family the catalog marks partial cannot be called wrong, so it
     # stays a warning in strict mode too: strict refuses only unheard-of names.
     severity: Severity = "error" if family.complete else "warning"
     check = f"machine-type:{machine_type}"
     if target == "workbench" and family.kind == "tpu":
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
-                "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
-                "machine (a2, a3, a4, g2, g4) instead",
-                "error",
-                f"workbench-tpu:{machine_type}",
-            )
-        ]
+        return Finding(
+            field,
+            f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
+            "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
+            "machine (a2, a3, a4, g2, g4) instead",
+            "error",
+            f"workbench-tpu:{machine_type}",
+        )
     if family.explicit:
-        known = [n for n in family.explicit if n in cat.machines(target)]
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-                f"machine types: {_machine_list(known)}"
-                + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
-                severity,
-                check,
-            )
-        ]
+        known = [n for n in family.explicit if n in machines]
+        return Finding(
+            field,
+            f"{machine_type!r} is not a {family.name} machine type; {family.name} "
+            f"machine types: {_machine_list(known)}"
+            + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
+            severity,
+            check,
+        )
     series_name = "-".join(parts[1:-1])
     series = family.series.get(series_name)
     if series is None:
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-                f"{series_name or parts[-1]!r} series; {family.name} series: "
-                f"{_fmt(sorted(family.series))}",
-                severity,
-                check,
-            )
-        ]
+        return Finding(
+            field,
+            f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
+            f"{series_name or parts[-1]!r} series; {family.name} series: "
+            f"{_fmt(sorted(family.series))}",
+            severity,
+            check,
+        )
     sizes = series.sizes(target)
     where = "Vertex training" if target == "training" else "Compute Engine"
     other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
@@ -188,53 +170,39 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
         if size.isdigit() and int(size) in other
         else ""
     )
-    return [
-        Finding(
-            field,
-            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{series.name} sizes: {_fmt(sizes)}",
-            severity,
-            check,
-        )
-    ]
+    return Finding(
+        field,
+        f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
+        f"{series.name} sizes: {_fmt(sizes)}",
+        severity,
+        check,
+    )
 
 
 def _check_accelerator_fit(
-    machine: MachineType,
-    accelerator: str | None,
-    count: int,
-    target: Target,
-    path: str,
-) -> list[Finding]:
+    machine: MachineType, accelerator: str | None, count: int, target: Target, path: str
+) -> Finding | None:
     cat = catalog()
+    field = f"{path}.acceleratorType"
     if accelerator is None:
-        if machine.accelerator_required:
-            return [
-                Finding(
-                    f"{path}.acceleratorType",
-                    f"{machine.name} comes with its accelerators and needs them set: "
-                    f"{_offers(machine)}",
-                    "error",
-                    f"accelerator-required:{machine.name}",
-                )
-            ]
-        return []
+        if not machine.accelerator_required:
+            return None
+        return Finding(
+            field,
+            f"{machine.name} comes with its accelerators and needs them set: {_offers(machine)}",
+            "error",
+            f"accelerator-required:{machine.name}",
+        )
     info = cat.accelerators[accelerator]
-    findings = []
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""
-        return [
-            Finding(
-                f"{path}.acceleratorType",
-                f"{accelerator} {info.retired}{instead}",
-                "error",
-                f"retired:{accelerator}",
-            )
-        ]
+        return Finding(
+            field, f"{accelerator} {info.retired}{instead}", "error", f"retired:{accelerator}"
+        )
     counts = machine.accelerators.get(accelerator)
     if counts is None:
-        taking = machines_taking(accelerator, target)
+        taking = _machines_taking(accelerator, target)
         if machine.accelerators:
             message = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
         else:
@@ -244,158 +212,120 @@ def _check_accelerator_fit(
             if taking
             else f"; no {target} machine type in the catalog takes {accelerator}"
         )
-        findings.append(
-            Finding(
-                f"{path}.acceleratorType", message, "error", f"attach:{accelerator}@{machine.name}"
-            )
-        )
-        return findings
+        return Finding(field, message, "error", f"attach:{accelerator}@{machine.name}")
     if count == 0:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
-                f"valid counts on {machine.name}: {_counts(counts)}, or unset acceleratorType "
-                "for no accelerator",
-                "error",
-            )
+        return Finding(
+            f"{path}.acceleratorCount",
+            f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
+            f"valid counts on {machine.name}: {_counts(counts)}, or unset acceleratorType "
+            "for no accelerator",
+            "error",
         )
-    elif count not in counts:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
-                f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
-                "error" if machine.counts_complete else "warning",
-                f"accelerator-count:{accelerator}x{count}@{machine.name}",
-            )
-        )
-    return findings
+    if count in counts:
+        return None
+    return Finding(
+        f"{path}.acceleratorCount",
+        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
+        f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
+        "error" if machine.counts_complete else "warning",
+        f"accelerator-count:{accelerator}x{count}@{machine.name}",
+    )
 
 
-def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> list[Finding]:
+def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> Finding | None:
     field = f"{path}.tpuTopology"
     if not topology:
-        if machine is not None and machine.kind == "tpu" and len(machine.topologies) > 1:
-            return [
-                Finding(
-                    field,
-                    f"tpuTopology is unset; {machine.name} hosts the slices "
-                    f"{_fmt(machine.topologies)}: name the one to use",
-                    "warning",
-                    f"topology-unset:{machine.name}",
-                )
-            ]
-        return []
-    if not TOPOLOGY.match(topology):
-        return [
-            Finding(
-                field,
-                f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
-                "joined by 'x', e.g. '2x2' or '2x2x1'",
-                "error",
-                "topology-name",
-            )
-        ]
-    if machine is None:
-        return []
-    if machine.kind != "tpu":
-        return [
-            Finding(
-                field,
-                f"tpuTopology applies only to TPU machine types and {machine.name} is not "
-                "one: unset it",
-                "error",
-                f"topology:{machine.name}@{topology}",
-            )
-        ]
-    if topology in machine.topologies:
-        return []
-    if not machine.topologies:
-        return [
-            Finding(
-                field,
-                f"{machine.name} takes no tpuTopology: unset it",
-                "error",
-                f"topology:{machine.name}@{topology}",
-            )
-        ]
-    return [
-        Finding(
+        if machine is None or machine.kind != "tpu" or len(machine.topologies) < 2:
+            return None
+        return Finding(
             field,
-            f"{machine.name} does not host a {topology} slice; it hosts: "
-            f"{_fmt(machine.topologies)}"
-            + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
-            "error" if machine.topologies_complete else "warning",
-            f"topology:{machine.name}@{topology}",
+            f"tpuTopology is unset; {machine.name} hosts the slices "
+            f"{_fmt(machine.topologies)}: name the one to use",
+            "warning",
+            f"topology-unset:{machine.name}",
         )
-    ]
+    if not TOPOLOGY.match(topology):
+        return Finding(
+            field,
+            f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
+            "joined by 'x', e.g. '2x2' or '2x2x1'",
+            "error",
+            "topology-name",
+        )
+    if machine is None or topology in machine.topologies:
+        return None
+    check = f"topology:{machine.name}@{topology}"
+    if machine.kind != "tpu":
+        message = f"tpuTopology applies only to TPU machine types and {machine.name} is not one"
+        return Finding(field, f"{message}: unset it", "error", check)
+    if not machine.topologies:
+        return Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error", check)
+    return Finding(
+        field,
+        f"{machine.name} does not host a {topology} slice; it hosts: "
+        f"{_fmt(machine.topologies)}"
+        + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
+        "error" if machine.topologies_complete else "warning",
+        check,
+    )
 
 
 def _check_attach_family(
     machine_type: str, accelerator: str, target: Target, path: str
-) -> list[Finding]:
+) -> Finding | None:
     """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
     only to the families the catalog lists for them (the accelerators section marks that
     list complete), so another family is known wrong even when its size is unknown."""
     cat = catalog()
     if not cat.attach_families_complete:
-        return []
-    taking = machines_taking(accelerator, target)
+        return None
+    taking = _machines_taking(accelerator, target)
     families = sorted({cat.machines(target)[name].family for name in taking})
     if not families or machine_type.split("-", maxsplit=1)[0] in families:
-        return []
-    return [
-        Finding(
-            f"{path}.acceleratorType",
-            f"{accelerator} attaches only to {', '.join(families)} machine types, not to "
-            f"{machine_type}; {accelerator} goes with: {_machine_list(taking)}",
-            "error",
-            f"attach:{accelerator}@{machine_type}",
-        )
-    ]
+        return None
+    return Finding(
+        f"{path}.acceleratorType",
+        f"{accelerator} attaches only to {', '.join(families)} machine types, not to "
+        f"{machine_type}; {accelerator} goes with: {_machine_list(taking)}",
+        "error",
+        f"attach:{accelerator}@{machine_type}",
+    )
 
 
 def _check_provisioning(
     machine: MachineType, strategy: str | None, target: Target, path: str
-) -> list[Finding]:
+) -> Finding | None:
     """Machines Google sells only as Spot or Flex-start (a3-highgpu-1g/2g/4g)."""
-    if not machine.provisioning:
-        return []
     wanted = (strategy or "STANDARD").upper()
-    if wanted in machine.provisioning:
-        return []
+    if not machine.provisioning or wanted in machine.provisioning:
+        return None
     allowed = " or ".join(machine.provisioning)
     if target == "workbench":
-        return [
-            Finding(
-                f"{path}.machineType",
-                f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
-                "instance is not; pick another machine type",
-                "error",
-                f"provisioning:{machine.name}@WORKBENCH",
-            )
-        ]
+        return Finding(
+            f"{path}.machineType",
+            f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
+            "instance is not; pick another machine type",
+            "error",
+            f"provisioning:{machine.name}@WORKBENCH",
+        )
     spec_path = path.split(".workerPoolSpecs", 1)[0]
     machines = catalog().machines(target)
     family = catalog().families[machine.family].explicit
     unrestricted = [n for n in family if n in machines and not machines[n].provisioning]
-    return [
-        Finding(
-            f"{spec_path}.scheduling.strategy",
-            f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
-            f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
-            f"({_machine_list(unrestricted)})",
-            "error",
-            f"provisioning:{machine.name}@{wanted}",
-        )
-    ]
+    return Finding(
+        f"{spec_path}.scheduling.strategy",
+        f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
+        f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
+        f"({_machine_list(unrestricted)})",
+        "error",
+        f"provisioning:{machine.name}@{wanted}",
+    )
 
 
 def check_machine_spec(
     *,
     path: str,
-    machine_type: str | None,
+    machine_type: str,
     accelerator_type: str | None,
     accelerator_count: int,
     tpu_topology: str | None = None,
@@ -403,24 +333,15 @@ def check_machine_spec(
     target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:
-    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it).
+    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
+    machine type is set and accelerator count not negative (what a pool must be anywhere).
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start.
     """
     cat = catalog()
-    findings: list[Finding] = []
+    findings: list[Finding | None] = []
     accelerator = normalize_accelerator(accelerator_type)
-
-    if accelerator_count < 0:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount {accelerator_count} is negative",
-                "error",
-                "accelerator-count-negative",
-            )
-        )
     if accelerator is None and accelerator_count > 0:
         findings.append(
             Finding(
@@ -435,27 +356,17 @@ def check_machine_spec(
     if not known_accelerator:
         # The catalog names every value of the API's AcceleratorType enum (a test holds it
         # to the real protos): any other name is refused by Vertex, whatever the date.
-        assert accelerator is not None
         findings.append(
             Finding(
                 f"{path}.acceleratorType",
                 f"{accelerator!r} is not an AcceleratorType"
-                f"{did_you_mean(accelerator, cat.accelerators)}; valid: {_fmt(cat.accelerators)}",
+                f"{did_you_mean(str(accelerator), cat.accelerators)}; valid: "
+                f"{_fmt(cat.accelerators)}",
                 "error",
                 f"accelerator-name:{accelerator}",
             )
         )
-
-    if not machine_type:
-        findings.append(
-            Finding(
-                f"{path}.machineType",
-                "machineType is required (e.g. n1-standard-8)",
-                "error",
-                "machine-type-required",
-            )
-        )
-        return findings
+    machine = cat.machines(target).get(machine_type)
     if not MACHINE_NAME.match(machine_type):
         findings.append(
             Finding(
@@ -466,22 +377,18 @@ def check_machine_spec(
                 "machine-type-name",
             )
         )
-        findings.extend(_check_topology(None, tpu_topology, path))
-        return findings
-
-    machine = cat.machine(machine_type, target)
-    if machine is None:
-        findings.extend(_unknown_machine(machine_type, target, strict, path))
+    elif machine is None:
+        findings.append(_unknown_machine(machine_type, target, path))
         if known_accelerator and accelerator is not None:
-            findings.extend(_check_attach_family(machine_type, accelerator, target, path))
+            findings.append(_check_attach_family(machine_type, accelerator, target, path))
     else:
-        if known_accelerator and accelerator_count >= 0:
-            findings.extend(
+        if known_accelerator:
+            findings.append(
                 _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
             )
-        findings.extend(_check_provisioning(machine, scheduling_strategy, target, path))
-    findings.extend(_check_topology(machine, tpu_topology, path))
-    return findings
+        findings.append(_check_provisioning(machine, scheduling_strategy, target, path))
+    findings.append(_check_topology(machine, tpu_topology, path))
+    return [f for f in findings if f is not None]
 
 
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
@@ -536,7 +443,7 @@ def _not_offered(
     cat = catalog()
     info = cat.accelerators[accelerator]
     offered = sorted(offered)
-    elsewhere = regions_offering(accelerator)
+    elsewhere = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
     message = (
         f"{accelerator} is not offered in {where} (it offers "
         f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
@@ -688,7 +595,5 @@ __all__ = [
     "check_machine_spec",
     "check_region",
     "check_zone",
-    "machines_taking",
     "normalize_accelerator",
-    "regions_offering",
 ]
