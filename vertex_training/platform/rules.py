@@ -395,7 +395,6 @@ def workbench_findings(
             path="workbench.zone",
             zone=zone or f"{region}-a",
             accelerator_type=gpu_type,
-            strict=strict,
         )
     return [
         (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)

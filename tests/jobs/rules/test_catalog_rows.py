@@ -45,9 +45,7 @@ def test_v5e_2x4_is_a_multi_host_slice_of_4_chip_hosts() -> None:
 
 def test_a3_mega_in_us_central1_b_for_workbench() -> None:
     assert (
-        check_zone(
-            path="zone", zone="us-central1-b", accelerator_type="NVIDIA_H100_MEGA_80GB", strict=True
-        )
+        check_zone(path="zone", zone="us-central1-b", accelerator_type="NVIDIA_H100_MEGA_80GB")
         == []
     )
 

@@ -408,9 +408,8 @@ def test_zones() -> None:
     error = _only(check_zone(path="zone", zone="us-central1-z"))
     assert error.severity == "error"
     assert "us-central1-a, us-central1-b, us-central1-c, us-central1-f" in error.message
-    assert _only(check_zone(path="zone", zone="mars-north1-a")).severity == "warning"
-    assert _only(check_zone(path="zone", zone="mars-north1-a", strict=True)).severity == "error"
-    assert _only(check_zone(path="zone", zone="us-central1")).severity == "error"
+    # A region the catalog does not list is check_region's to judge (above), once.
+    assert check_zone(path="zone", zone="mars-north1-a") == []
     assert check_zone(path="zone", zone="us-central1-c", accelerator_type="NVIDIA_TESLA_P100") == []
     refused = _only(
         check_zone(path="zone", zone="us-central1-b", accelerator_type="NVIDIA_TESLA_P100")

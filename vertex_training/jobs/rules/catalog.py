@@ -27,7 +27,6 @@ UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
 MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 REGION_NAME = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-ZONE_NAME = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 
 
 class CatalogError(ValueError):

@@ -26,7 +26,6 @@ from vertex_training.jobs.rules.catalog import (
     REGION_NAME,
     TOPOLOGY,
     UNSPECIFIED,
-    ZONE_NAME,
     MachineType,
     catalog,
 )
@@ -67,10 +66,6 @@ def _machine_list(names: Iterable[str]) -> str:
 
 def _offers(machine: MachineType) -> str:
     return "; ".join(f"{t} x {_counts(c)}" for t, c in sorted(machine.accelerators.items()))
-
-
-def _unknown_severity(strict: bool) -> Severity:
-    return "error" if strict else "warning"
 
 
 def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
@@ -416,33 +411,35 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
 
 def _unknown_region(path: str, region: str, strict: bool) -> Finding:
     cat = catalog()
+    if not REGION_NAME.match(region):
+        message = f"region {region!r} is not a region name (e.g. 'us-central1')"
+        return Finding(path, message, "error", "region-name")
     known = sorted(cat.regions)
     guess = closest(region, known, cutoff=0.8)
     if guess is not None:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
-        return Finding(
-            path,
-            f"{region!r} is not a Vertex AI region (did you mean {guess!r}?); valid: {_fmt(known)}",
-            "error",
-        )
+        message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
+        return Finding(path, f"{message}; valid: {_fmt(known)}", "error")
     return Finding(
         path,
         f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
         f"decide at submit. Known regions: {_fmt(known)}",
-        _unknown_severity(strict),
+        "error" if strict else "warning",
         f"unknown-region:{region}",
     )
 
 
 def _not_offered(
-    path: str, accelerator: str, region: str, where: str, *, offered: Iterable[str], check: str
+    path: str, accelerator: str, region: str, check: str, zone: str | None = None
 ) -> Finding:
-    """An accelerator the catalog does not list in ``region``: an error when its region list
-    is complete or the region is known not to offer it, else a warning (strict or not: a
-    partial list cannot show that a pair is wrong)."""
+    """An accelerator the catalog does not list in ``region`` (or its ``zone``): an error
+    when its region list is complete or the region is known not to offer it, else a warning
+    (strict or not: a partial list cannot show that a pair is wrong)."""
     cat = catalog()
     info = cat.accelerators[accelerator]
-    offered = sorted(offered)
+    known = cat.regions[region]
+    offered = sorted(known.zone_accelerators.get(zone or "", known.accelerators))
+    where = f"zone {zone}" if zone else f"region {region}"
     elsewhere = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
     message = (
         f"{accelerator} is not offered in {where} (it offers "
@@ -474,15 +471,6 @@ def check_region(
     job's VMs run in one zone.
     """
     cat = catalog()
-    if not REGION_NAME.match(region):
-        return [
-            Finding(
-                path,
-                f"region {region!r} is not a region name (e.g. 'us-central1')",
-                "error",
-                "region-name",
-            )
-        ]
     known = cat.regions.get(region)
     if known is None:
         return [_unknown_region(path, region, strict)]
@@ -494,17 +482,9 @@ def check_region(
             continue  # check_machine_spec reports a type the catalog does not know
         if accelerator in known.accelerators:
             wanted.add(accelerator)
-        else:
-            findings.append(
-                _not_offered(
-                    f"{pool_path}.acceleratorType",
-                    accelerator,
-                    region,
-                    f"region {region}",
-                    offered=known.accelerators,
-                    check=f"accelerator-region:{accelerator}@{region}",
-                )
-            )
+            continue
+        check = f"accelerator-region:{accelerator}@{region}"
+        findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region, check))
     if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
         findings.append(
             Finding(
@@ -519,73 +499,29 @@ def check_region(
     return findings
 
 
-def check_zone(
-    *,
-    path: str,
-    zone: str,
-    accelerator_type: str | None = None,
-    strict: bool = False,
-) -> list[Finding]:
-    """Findings for a zone (e.g. a Workbench instance's): it exists and offers the accelerator."""
-    cat = catalog()
-    shaped = ZONE_NAME.match(zone)
-    if shaped is None:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r} is not a zone name (e.g. 'us-central1-a')",
-                "error",
-                "zone-name",
-            )
-        ]
-    region = cat.regions.get(shaped.group(1))
+def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> list[Finding]:
+    """Findings for a zone (e.g. a Workbench instance's) whose name its caller checked: it
+    exists and offers the accelerator. A zone of a region the catalog does not list is left
+    to ``check_region``, which judges that region."""
+    region = catalog().regions.get(zone.rsplit("-", 1)[0])
     if region is None:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r}: region {shaped.group(1)!r} is not in the hardware catalog "
-                f"(as of {cat.as_of}); Google Cloud will decide",
-                _unknown_severity(strict),
-                f"unknown-region:{shaped.group(1)}",
-            )
-        ]
+        return []
     if zone not in region.zones:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}",
-                "error",
-                f"zone:{zone}",
-            )
-        ]
+        message = f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}"
+        return [Finding(path, message, "error", f"zone:{zone}")]
     accelerator = normalize_accelerator(accelerator_type)
-    if accelerator is None or accelerator not in cat.accelerators:
+    if accelerator is None or accelerator not in catalog().accelerators:
         return []
     offered = region.zone_accelerators.get(zone, region.accelerators)
     if accelerator in offered:
         return []
-    if accelerator in region.accelerators:
-        # The zone split is known for this region, so the zone's own list is authoritative.
-        zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
-        return [
-            Finding(
-                path,
-                f"{accelerator} is not offered in zone {zone}; {region.name} zones offering "
-                f"it: {_fmt(zones)}",
-                "error",
-                f"accelerator-zone:{accelerator}@{zone}",
-            )
-        ]
-    return [
-        _not_offered(
-            path,
-            accelerator,
-            region.name,
-            f"zone {zone}",
-            offered=offered,
-            check=f"accelerator-zone:{accelerator}@{zone}",
-        )
-    ]
+    check = f"accelerator-zone:{accelerator}@{zone}"
+    if accelerator not in region.accelerators:
+        return [_not_offered(path, accelerator, region.name, check, zone)]
+    # The zone split is known for this region, so the zone's own list is authoritative.
+    zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
+    message = f"{accelerator} is not offered in zone {zone}; {region.name} zones offering it"
+    return [Finding(path, f"{message}: {_fmt(zones)}", "error", check)]
 
 
 __all__ = [

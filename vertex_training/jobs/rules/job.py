@@ -118,7 +118,10 @@ def _labels(labels: dict[str, str], path: str, out: list[Finding]) -> None:
             )
 
 
-def _display_name(name: str, out: list[Finding]) -> None:
+def display_name_findings(name: str) -> list[Finding]:
+    """The display-name rule alone: a job's default display name is its resource name,
+    first known where the resource is declared."""
+    out: list[Finding] = []
     if not name.strip():
         _error(out, "displayName", "must not be empty (1-128 characters)")
     elif len(name) > MAX_DISPLAY_NAME:
@@ -131,6 +134,7 @@ def _display_name(name: str, out: list[Finding]) -> None:
             f"has a control character ({control!r}) in {name!r}; valid: 1-128 printable "
             "characters (no tabs or line breaks)",
         )
+    return out
 
 
 def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
@@ -147,8 +151,10 @@ def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
 # ------------------------------------------------------------------------------- pools
 
 
-def _pool(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
-    """What one pool must be wherever it runs: judged where the pool is built."""
+def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
+    """What one pool at ``path`` must be in any place, job and region: judged where the pool
+    is built."""
+    out: list[Finding] = []
     if pool.replica_count < 1:
         _error(
             out,
@@ -194,6 +200,7 @@ def _pool(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
                 f"{path}.diskSpec.bootDiskSizeGb",
                 f"{disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
             )
+    return out
 
 
 def _pool_in_job(
@@ -439,9 +446,11 @@ def _in_domain(param: ParameterSpec, value: float | int | str) -> bool:
     return False
 
 
-def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
-    """What one parameter must be in any study: judged where the parameter is built (its
-    conditional children are parameters of their own, judged where each is built)."""
+def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
+    """What one parameter at ``path`` must be in any study: judged where the parameter is
+    built (its conditional children are parameters of their own, judged where each is
+    built)."""
+    out: list[Finding] = []
     pid = param.parameter_id
     if not pid.strip():
         _error(out, f"{path}.parameterId", "must not be empty")
@@ -519,6 +528,7 @@ def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
             bad = [v for v in child.parent_values if not _in_domain(param, v)]
             if bad:
                 _error(out, child_path, f"{bad} are not values of the parent {pid!r}")
+    return out
 
 
 def _search_space(
@@ -558,7 +568,9 @@ def _tuning_job(job: HyperparameterTuningJob, out: list[Finding]) -> None:
         )
 
 
-def _study(study: StudySpec, path: str, out: list[Finding]) -> None:
+def study_findings(study: StudySpec, path: str) -> list[Finding]:
+    """What one study at ``path`` must be, whatever job runs it."""
+    out: list[Finding] = []
     if not study.metrics:
         _error(out, f"{path}.metrics", "needs at least one metric")
     ids = [m.metric_id for m in study.metrics]
@@ -578,6 +590,7 @@ def _study(study: StudySpec, path: str, out: list[Finding]) -> None:
     grid = study.algorithm is SearchAlgorithm.GRID
     for index, param in enumerate(study.parameters):
         _search_space(param, f"{path}.parameters[{index}]", grid, seen, out)
+    return out
 
 
 def platform_findings(
@@ -591,9 +604,7 @@ def platform_findings(
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     """
-    out: list[Finding] = []
-    if view.display_name is not None:
-        _display_name(view.display_name, out)
+    out = [] if view.display_name is None else display_name_findings(view.display_name)
     _labels(view.labels, "labels", out)
     _kms(view.encryption_spec.kms_key_name, region, out)
     _custom_job_spec(
@@ -613,47 +624,17 @@ def job_findings(
     out = platform_findings(view, region=region, remote=remote, strict=strict)
     for index, pool in enumerate(view.trial_job.worker_pool_specs):
         if pool is not None:
-            _pool(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]", out)
+            out += pool_findings(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]")
     if isinstance(view, HyperparameterTuningJob):
-        _study(view.study_spec, "studySpec", out)
+        out += study_findings(view.study_spec, "studySpec")
         todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study_spec.parameters)]
         while todo:
             param, path = todo.pop(0)
-            _parameter(param, path, out)
+            out += parameter_findings(param, path)
             todo += [
                 (c.parameter_spec, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
                 for i, c in enumerate(param.conditional_parameter_specs)
             ]
-    return out
-
-
-def display_name_findings(name: str) -> list[Finding]:
-    """The display-name rule alone: a job's default display name is its resource name,
-    first known where the resource is declared."""
-    out: list[Finding] = []
-    _display_name(name, out)
-    return out
-
-
-def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
-    """What one pool at ``path`` must be in any place, job and region (judged where it is
-    built)."""
-    out: list[Finding] = []
-    _pool(pool, path, out)
-    return out
-
-
-def study_findings(study: StudySpec, path: str) -> list[Finding]:
-    """What one study at ``path`` must be, whatever job runs it."""
-    out: list[Finding] = []
-    _study(study, path, out)
-    return out
-
-
-def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
-    """What one parameter must be at ``path``, whatever study searches it."""
-    out: list[Finding] = []
-    _parameter(param, path, out)
     return out
 
 
@@ -662,7 +643,6 @@ def errors_of(findings: list[Finding]) -> list[Finding]:
 
 
 __all__ = [
-    "MAX_LABEL_LENGTH",
     "display_name_findings",
     "errors_of",
     "job_findings",
