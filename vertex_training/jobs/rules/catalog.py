@@ -134,47 +134,49 @@ class HardwareCatalog:
 # --- loading ---------------------------------------------------------------------------
 
 
-def _cpu_machines(
-    family: str, kind: str, series: Mapping[str, Any], target: Target
-) -> dict[str, MachineType]:
-    machines = {}
-    for series_name, spec in series.items():
-        sizes = spec["vertex_sizes"] if target == "training" else spec["compute_engine_sizes"]
-        for size in sizes:
-            if "memory_gb_per_vcpu" in spec:
-                memory = round(size * spec["memory_gb_per_vcpu"], 2)
-            else:
-                memory = spec["memory_gb"][str(size)]
-            name = f"{family}-{series_name}-{size}"
-            machines[name] = MachineType(name, family, kind, size, memory, {})
-    return machines
-
-
-def _n1_vertex_gpus(table: Mapping[str, Any]) -> dict[str, dict[str, frozenset[int]]]:
-    columns = table["columns"]
-    return {
-        machine: {
-            gpu: frozenset(counts) for gpu, counts in zip(columns, row, strict=True) if counts
-        }
-        for machine, row in table["rows"].items()
-    }
-
-
-def _n1_workbench_gpus(
-    machine: MachineType, limits: Mapping[str, Sequence[Mapping[str, float]]]
+def _workbench_gpus(
+    vcpus: int, memory_gb: float, limits: Mapping[str, Sequence[Mapping[str, float]]]
 ) -> dict[str, frozenset[int]]:
-    if machine.vcpus is None or machine.memory_gb is None:
-        raise CatalogError(f"{machine.name}: GPU limits need its vCPUs and memory")
+    """The GPU counts Compute Engine attaches to a machine of this size: each count has a
+    vCPU and a memory limit."""
     offered = {}
     for gpu, rows in limits.items():
         counts = frozenset(
             int(row["count"])
             for row in rows
-            if machine.vcpus <= row["max_vcpus"] and machine.memory_gb <= row["max_memory_gb"]
+            if vcpus <= row["max_vcpus"] and memory_gb <= row["max_memory_gb"]
         )
         if counts:
             offered[gpu] = counts
     return offered
+
+
+def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dict[str, MachineType]:
+    """The machines of a family's series on ``target``, each with the GPUs it takes there:
+    Vertex's table row by row (``vertex_gpu_counts``), Compute Engine's per-count limits
+    (``workbench_gpu_limits``)."""
+    table = fam.get("vertex_gpu_counts", {"columns": [], "rows": {}})
+    vertex_gpus = {
+        machine: {gpu: frozenset(c) for gpu, c in zip(table["columns"], row, strict=True) if c}
+        for machine, row in table["rows"].items()
+    }
+    limits = fam.get("workbench_gpu_limits", {}).get("limits", {})
+    machines = {}
+    for series_name, spec in fam.get("series", {}).items():
+        for size in spec["vertex_sizes" if target == "training" else "compute_engine_sizes"]:
+            if "memory_gb_per_vcpu" in spec:
+                memory = round(size * spec["memory_gb_per_vcpu"], 2)
+            else:
+                memory = spec["memory_gb"][str(size)]
+            name = f"{family}-{series_name}-{size}"
+            if target == "training":
+                gpus = vertex_gpus.pop(name, {})
+            else:
+                gpus = _workbench_gpus(size, memory, limits)
+            machines[name] = MachineType(name, family, fam["kind"], size, memory, gpus)
+    if target == "training" and vertex_gpus:
+        raise CatalogError(f"{sorted(vertex_gpus)} have GPU counts but no Vertex {family} size")
+    return machines
 
 
 def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]) -> MachineType:
@@ -222,22 +224,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             for name, spec in fam.get("machines", {}).items()
         }
         families[fam_name] = Family(fam_name, kind, fam["complete"], series, tuple(explicit))
-        fam_training = _cpu_machines(fam_name, kind, fam.get("series", {}), "training")
-        fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
-        if "vertex_gpu_counts" in fam:
-            for name, gpus in _n1_vertex_gpus(fam["vertex_gpu_counts"]).items():
-                if name not in fam_training:
-                    raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
-                fam_training[name] = MachineType(
-                    **{**vars(fam_training[name]), "accelerators": gpus}
-                )
-        if "workbench_gpu_limits" in fam:
-            for name, machine in fam_workbench.items():
-                gpus = _n1_workbench_gpus(machine, fam["workbench_gpu_limits"]["limits"])
-                fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
-        training.update(fam_training)
+        training.update(_series_machines(fam_name, fam, "training"))
         training.update(explicit)
-        workbench.update(fam_workbench)
+        workbench.update(_series_machines(fam_name, fam, "workbench"))
         # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
         workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
 

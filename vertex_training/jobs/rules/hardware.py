@@ -95,10 +95,14 @@ def accelerator_counts_taken(target: Target = "training") -> list[int]:
 def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    field = f"{path}.machineType"
     parts = machine_type.split("-")
     family = cat.families.get(parts[0])
     machines = cat.machines(target)
+    series_name = "-".join(parts[1:-1])
+    # A size missing from a family the catalog marks partial cannot be called wrong, so it
+    # stays a warning in strict mode too: strict refuses only unheard-of names.
+    severity: Severity = "error" if family is None or family.complete else "warning"
+    check = f"machine-type:{machine_type}"
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
@@ -106,72 +110,46 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         guess = closest(machine_type, machines) or closest(parts[0], families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         where = "Vertex" if target == "training" else "Compute Engine"
-        return Finding(
-            field,
+        message = (
             f"{machine_type!r} matches no {where} machine family{hint}; families: "
-            f"{_fmt(families)} (hardware catalog of {cat.as_of})",
-            "error",
-            f"unknown-family:{parts[0]}",
+            f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
-    sizeless = "-".join(parts[1:])
-    if sizeless in family.series:
+        check = f"unknown-family:{parts[0]}"
+    elif (sizeless := "-".join(parts[1:])) in family.series:
         sizes = family.series[sizeless].sizes(target)
-        return Finding(
-            field,
-            f"{machine_type!r} names a series without its size; valid: "
-            f"{_machine_list(f'{machine_type}-{size}' for size in sizes)}",
-            "error",
-        )
-    # A size missing from a family the catalog marks partial cannot be called wrong, so it
-    # stays a warning in strict mode too: strict refuses only unheard-of names.
-    severity: Severity = "error" if family.complete else "warning"
-    check = f"machine-type:{machine_type}"
-    if target == "workbench" and family.kind == "tpu":
-        return Finding(
-            field,
+        valid = _machine_list(f"{machine_type}-{size}" for size in sizes)
+        message = f"{machine_type!r} names a series without its size; valid: {valid}"
+        severity, check = "error", ""
+    elif target == "workbench" and family.kind == "tpu":
+        message = (
             f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
             "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
-            "machine (a2, a3, a4, g2, g4) instead",
-            "error",
-            f"workbench-tpu:{machine_type}",
+            "machine (a2, a3, a4, g2, g4) instead"
         )
-    if family.explicit:
-        known = [n for n in family.explicit if n in machines]
-        return Finding(
-            field,
+        severity, check = "error", f"workbench-tpu:{machine_type}"
+    elif family.explicit:
+        known = _machine_list(n for n in family.explicit if n in machines)
+        partial = "" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"
+        message = (
             f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-            f"machine types: {_machine_list(known)}"
-            + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
-            severity,
-            check,
+            f"machine types: {known}{partial}"
         )
-    series_name = "-".join(parts[1:-1])
-    series = family.series.get(series_name)
-    if series is None:
-        return Finding(
-            field,
+    elif (series := family.series.get(series_name)) is None:
+        message = (
             f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
             f"{series_name or parts[-1]!r} series; {family.name} series: "
-            f"{_fmt(sorted(family.series))}",
-            severity,
-            check,
+            f"{_fmt(sorted(family.series))}"
         )
-    sizes = series.sizes(target)
-    where = "Vertex training" if target == "training" else "Compute Engine"
-    other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
-    size = parts[-1]
-    note = (
-        f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
-        if size.isdigit() and int(size) in other
-        else ""
-    )
-    return Finding(
-        field,
-        f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-        f"{series.name} sizes: {_fmt(sizes)}",
-        severity,
-        check,
-    )
+    else:
+        where = "Vertex training" if target == "training" else "Compute Engine"
+        other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
+        offered = f"{machine_type} exists on Compute Engine but Vertex training does not offer it"
+        note = f" ({offered})" if parts[-1].isdigit() and int(parts[-1]) in other else ""
+        message = (
+            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
+            f"{series.name} sizes: {_fmt(series.sizes(target))}"
+        )
+    return Finding(f"{path}.machineType", message, severity, check)
 
 
 def _check_accelerator_fit(
