@@ -44,10 +44,6 @@ def _fmt(values: Iterable[object]) -> str:
     return ", ".join(str(v) for v in values)
 
 
-def _counts(counts: Iterable[int]) -> str:
-    return _fmt(sorted(counts))
-
-
 def _machine_list(names: Iterable[str]) -> str:
     """``n1-standard-{4,8,16}, a2-highgpu-1g``: machines grouped by their name's prefix."""
     groups: dict[str, list[str]] = {}
@@ -65,7 +61,7 @@ def _machine_list(names: Iterable[str]) -> str:
 
 
 def _offers(machine: MachineType) -> str:
-    return "; ".join(f"{t} x {_counts(c)}" for t, c in sorted(machine.accelerators.items()))
+    return "; ".join(f"{t} x {_fmt(sorted(c))}" for t, c in sorted(machine.accelerators.items()))
 
 
 def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
@@ -190,7 +186,7 @@ def _check_accelerator_fit(
         return Finding(
             f"{path}.acceleratorCount",
             f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
-            f"valid counts on {machine.name}: {_counts(counts)}, or unset acceleratorType "
+            f"valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset acceleratorType "
             "for no accelerator",
             "error",
         )
@@ -199,7 +195,7 @@ def _check_accelerator_fit(
     return Finding(
         f"{path}.acceleratorCount",
         f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
-        f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
+        f"{_fmt(sorted(counts))}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
         "error" if machine.counts_complete else "warning",
         f"accelerator-count:{accelerator}x{count}@{machine.name}",
     )
@@ -316,40 +312,25 @@ def check_machine_spec(
     findings: list[Finding | None] = []
     accelerator = normalize_accelerator(accelerator_type)
     if accelerator is None and accelerator_count > 0:
+        message = f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
+        message += "acceleratorType or use acceleratorCount 0"
         findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
-                "acceleratorType or use acceleratorCount 0",
-                "error",
-                "accelerator-count-without-type",
-            )
+            Finding(f"{path}.acceleratorCount", message, "error", "accelerator-count-without-type")
         )
     known_accelerator = accelerator is None or accelerator in cat.accelerators
     if not known_accelerator:
         # The catalog names every value of the API's AcceleratorType enum (a test holds it
         # to the real protos): any other name is refused by Vertex, whatever the date.
-        findings.append(
-            Finding(
-                f"{path}.acceleratorType",
-                f"{accelerator!r} is not an AcceleratorType"
-                f"{did_you_mean(str(accelerator), cat.accelerators)}; valid: "
-                f"{_fmt(cat.accelerators)}",
-                "error",
-                f"accelerator-name:{accelerator}",
-            )
-        )
+        message = f"{accelerator!r} is not an AcceleratorType"
+        message += f"{did_you_mean(str(accelerator), cat.accelerators)}; valid: "
+        message += _fmt(cat.accelerators)
+        check = f"accelerator-name:{accelerator}"
+        findings.append(Finding(f"{path}.acceleratorType", message, "error", check))
     machine = cat.machines(target).get(machine_type)
     if not MACHINE_NAME.match(machine_type):
-        findings.append(
-            Finding(
-                f"{path}.machineType",
-                f"machineType {machine_type!r} is not a machine type name (lowercase words "
-                "joined by '-', e.g. 'n1-standard-8')",
-                "error",
-                "machine-type-name",
-            )
-        )
+        message = f"machineType {machine_type!r} is not a machine type name (lowercase words "
+        message += "joined by '-', e.g. 'n1-standard-8')"
+        findings.append(Finding(f"{path}.machineType", message, "error", "machine-type-name"))
     elif machine is None:
         findings.append(_unknown_machine(machine_type, target, path))
         if known_accelerator and accelerator is not None:
@@ -372,16 +353,13 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
     id from the error.
     """
     ids = frozenset(acknowledged)
-    out = []
-    for finding in findings:
-        if finding.severity == "error" and finding.check in ids:
-            note = " [acknowledged hardware check: a warning, not refused]"
-            out.append(
-                dataclasses.replace(finding, message=finding.message + note, severity="warning")
-            )
-        else:
-            out.append(finding)
-    return out
+    note = " [acknowledged hardware check: a warning, not refused]"
+    return [
+        dataclasses.replace(f, message=f.message + note, severity="warning")
+        if f.severity == "error" and f.check in ids
+        else f
+        for f in findings
+    ]
 
 
 # --- regions and zones -----------------------------------------------------------------

@@ -70,6 +70,22 @@ class _Findings(list[Finding]):
     def error(self, path: str, message: str) -> None:
         self.append(Finding(path, message, "error"))
 
+    def in_region(
+        self, path: str, name: str, pattern: re.Pattern[str], shape: str, region: str | None
+    ) -> re.Match[str] | None:
+        """The resource name's match, after an error if it is malformed or in another
+        region."""
+        match = pattern.match(name)
+        if not match:
+            self.error(path, f"{name!r} must be {shape}")
+        elif region is not None and match.group(1) != region:
+            self.error(
+                path,
+                f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
+                f"(projects/P/locations/{region}/...)",
+            )
+        return match
+
 
 # ------------------------------------------------------------------------------ labels
 # Google's label syntax: lowercase letters (international ones too), digits, '_' and '-';
@@ -313,56 +329,22 @@ def _custom_job_spec(
     _tracking(spec, path, region, out)
 
 
-def _in_region(
-    out: _Findings,
-    path: str,
-    name: str,
-    *,
-    pattern: re.Pattern[str],
-    shape: str,
-    region: str | None,
-) -> re.Match[str] | None:
-    """The resource name's match, after an error if it is malformed or in another region."""
-    match = pattern.match(name)
-    if not match:
-        out.error(path, f"{name!r} must be {shape}")
-    elif region is not None and match.group(1) != region:
-        out.error(
-            path,
-            f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
-            f"(projects/P/locations/{region}/...)",
-        )
-    return match
-
-
 def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: _Findings) -> None:
     """TensorBoard and Vertex Experiments: the same region as the job, and the fields
     each needs beside it."""
     if spec.tensorboard is not None:
-        _in_region(
-            out,
-            f"{path}.tensorboard",
-            spec.tensorboard,
-            pattern=_TENSORBOARD,
-            shape="projects/P/locations/L/tensorboards/ID",
-            region=region,
-        )
+        shape = "projects/P/locations/L/tensorboards/ID"
+        out.in_region(f"{path}.tensorboard", spec.tensorboard, _TENSORBOARD, shape, region)
         if spec.base_output_directory.output_uri_prefix is None:
             out.error(
                 f"{path}.baseOutputDirectory",
                 "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
             )
-    context_shape = "projects/P/locations/L/metadataStores/default/contexts/NAME"
+    contexts = "projects/P/locations/L/metadataStores/default/contexts"
     experiment = None
     if spec.experiment is not None:
-        experiment = _in_region(
-            out,
-            f"{path}.experiment",
-            spec.experiment,
-            pattern=_CONTEXT,
-            shape=context_shape,
-            region=region,
-        )
+        shape = f"{contexts}/NAME"
+        experiment = out.in_region(f"{path}.experiment", spec.experiment, _CONTEXT, shape, region)
     if spec.experiment_run is None:
         return
     if spec.experiment is None:
@@ -371,14 +353,8 @@ def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: _Findings
             f"needs {path}.experiment (the run's experiment): name the experiment too",
         )
         return
-    run = _in_region(
-        out,
-        f"{path}.experimentRun",
-        spec.experiment_run,
-        pattern=_CONTEXT,
-        shape="projects/P/locations/L/metadataStores/default/contexts/EXPERIMENT-RUN",
-        region=region,
-    )
+    shape = f"{contexts}/EXPERIMENT-RUN"
+    run = out.in_region(f"{path}.experimentRun", spec.experiment_run, _CONTEXT, shape, region)
     if run is not None and experiment is not None:
         prefix = f"{experiment.group(3)}-"
         if run.group(2) != experiment.group(2) or not run.group(3).startswith(prefix):
