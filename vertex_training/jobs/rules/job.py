@@ -103,31 +103,24 @@ _PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
 """Label text of ASCII characters only, each valid (the common case, told at once)."""
 
 
-def label_value_valid(text: str) -> bool:
-    if len(text) <= MAX_LABEL_LENGTH and _PLAIN_LABEL.fullmatch(text):
-        return True
-    return (
-        len(text) <= MAX_LABEL_LENGTH
-        and len(text.encode("utf-8")) <= MAX_LABEL_BYTES
-        and all(_label_char(c) for c in text)
+def _label_valid(text: str) -> bool:
+    return len(text) <= MAX_LABEL_LENGTH and (
+        _PLAIN_LABEL.fullmatch(text) is not None
+        or (len(text.encode("utf-8")) <= MAX_LABEL_BYTES and all(map(_label_char, text)))
     )
-
-
-def label_key_valid(key: str) -> bool:
-    return bool(key) and unicodedata.category(key[0]) in ("Ll", "Lo") and label_value_valid(key)
 
 
 def _labels(labels: dict[str, str], path: str, out: _Findings) -> None:
     if len(labels) > MAX_LABELS:
         out.error(path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
     for key, value in labels.items():
-        if not label_key_valid(key):
+        if not (key and unicodedata.category(key[0]) in ("Ll", "Lo") and _label_valid(key)):
             out.error(
                 f"{path}.{key}",
                 "label keys are 1-63 characters (under 128 bytes): a lowercase letter, then "
                 "lowercase letters (international ones too), digits, '_' or '-'",
             )
-        if not label_value_valid(value):
+        if not _label_valid(value):
             out.error(
                 f"{path}.{key}",
                 f"label value {value!r} invalid: up to 63 (under 128 bytes) lowercase letters "
@@ -574,8 +567,6 @@ __all__ = [
     "display_name_findings",
     "errors_of",
     "job_findings",
-    "label_key_valid",
-    "label_value_valid",
     "parameter_findings",
     "platform_findings",
     "pool_findings",
