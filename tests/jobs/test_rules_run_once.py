@@ -26,7 +26,6 @@ RULES = {
     "pool_findings": "pool",
     "check_machine_spec": "pool",
     "parameter_findings": "parameter",
-    "_search_space": "parameter",
     "study_findings": "study",
     "_tuning_job": "study",
     "_custom_job_spec": "job",

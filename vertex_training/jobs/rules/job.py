@@ -12,6 +12,7 @@ import itertools
 import math
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
@@ -454,24 +455,17 @@ def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
     return out
 
 
-def _search_space(
-    param: ParameterSpec, path: str, grid: bool, seen: set[str], out: _Findings
-) -> None:
-    """What a study asks of all its parameters, conditional children included: unique ids,
-    and none a grid cannot enumerate."""
-    pid = param.parameter_id
-    if pid in seen:
-        out.error(f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
-    seen.add(pid)
-    if grid and param.double_value_spec is not None:
-        out.error(
-            path,
-            f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
-            "or categorical parameters, or another algorithm",
-        )
-    for index, child in enumerate(param.conditional_parameter_specs):
-        child_path = f"{path}.conditionalParameterSpecs[{index}].parameterSpec"
-        _search_space(child.parameter_spec, child_path, grid, seen, out)
+def _search_space(study: StudySpec, path: str) -> Iterator[tuple[ParameterSpec, str]]:
+    """Every parameter of ``study`` and its path, each followed by its conditional children
+    (and theirs)."""
+    todo = [(p, f"{path}.parameters[{i}]") for i, p in enumerate(study.parameters)]
+    while todo:
+        param, p_path = todo.pop(0)
+        yield param, p_path
+        todo[:0] = [
+            (c.parameter_spec, f"{p_path}.conditionalParameterSpecs[{i}].parameterSpec")
+            for i, c in enumerate(param.conditional_parameter_specs)
+        ]
 
 
 def _tuning_job(job: HyperparameterTuningJob, out: _Findings) -> None:
@@ -505,10 +499,20 @@ def study_findings(study: StudySpec, path: str) -> list[Finding]:
             out.error(f"{m_path}.goal", "must be MAXIMIZE or MINIMIZE")
     if not study.parameters:
         out.error(f"{path}.parameters", "needs at least one parameter to tune")
+    # What a study asks of all its parameters, conditional children included: unique ids,
+    # and none a grid cannot enumerate.
     seen: set[str] = set()
-    grid = study.algorithm is SearchAlgorithm.GRID
-    for index, param in enumerate(study.parameters):
-        _search_space(param, f"{path}.parameters[{index}]", grid, seen, out)
+    for param, p_path in _search_space(study, path):
+        pid = param.parameter_id
+        if pid in seen:
+            out.error(f"{p_path}.parameterId", f"{pid!r} is used twice; ids are unique")
+        seen.add(pid)
+        if study.algorithm is SearchAlgorithm.GRID and param.double_value_spec is not None:
+            out.error(
+                p_path,
+                f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, "
+                "discrete or categorical parameters, or another algorithm",
+            )
     return out
 
 
@@ -548,14 +552,8 @@ def job_findings(
             out += pool_findings(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]")
     if isinstance(view, HyperparameterTuningJob):
         out += study_findings(view.study_spec, "studySpec")
-        todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study_spec.parameters)]
-        while todo:
-            param, path = todo.pop(0)
+        for param, path in _search_space(view.study_spec, "studySpec"):
             out += parameter_findings(param, path)
-            todo += [
-                (c.parameter_spec, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
-                for i, c in enumerate(param.conditional_parameter_specs)
-            ]
     return out
 
 
