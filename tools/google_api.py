@@ -59,12 +59,11 @@ def pages(fetch: Fetch, url: str, params: Mapping[str, str]) -> Iterator[Mapping
 
 def run_refresh(
     argv: list[str] | None,
-    *,
-    prog: str,
     description: str | None,
     output: Path,
-    indent: int,
     refresh: Callable[[argparse.Namespace, Any], tuple[Any, Sequence[str]]],
+    *,
+    indent: int,
     project: bool = False,
 ) -> int:
     """A refresh tool's command line (``--output``, ``--dry-run``, and ``--project`` when
@@ -72,7 +71,7 @@ def run_refresh(
     ``--output`` and the lines that report it, printed; the document is written unless
     ``--dry-run``. A RefreshError, a ``ValueError`` or an ``OSError`` leaves the file as it
     was, says so on stderr and exits 2."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = argparse.ArgumentParser(description=description)
     if project:
         parser.add_argument("--project", help="project whose view to read (default: ADC's)")
     parser.add_argument("--output", type=Path, default=output)

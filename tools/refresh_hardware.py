@@ -202,15 +202,7 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
             )
         return result.document, report
 
-    return run_refresh(
-        argv,
-        prog="python -m tools.refresh_hardware",
-        description=__doc__,
-        output=CATALOG_PATH,
-        indent=2,
-        refresh=refresh,
-        project=True,
-    )
+    return run_refresh(argv, __doc__, CATALOG_PATH, refresh, indent=2, project=True)
 
 
 if __name__ == "__main__":

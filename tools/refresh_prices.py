@@ -273,14 +273,7 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
             )
         return result.document, report
 
-    return run_refresh(
-        argv,
-        prog="python -m tools.refresh_prices",
-        description=__doc__,
-        output=PRICES_PATH,
-        indent=1,
-        refresh=refresh,
-    )
+    return run_refresh(argv, __doc__, PRICES_PATH, refresh, indent=1)
 
 
 if __name__ == "__main__":
