@@ -17,7 +17,7 @@ def machine_spec(
     **rules: Any,
 ) -> list[Finding]:
     """The findings of one ``machineSpec`` at ``path``, its hardware given in order; ``rules``
-    are ``check_machine_spec``'s other keywords (``strict``, ``target``,
+    are ``check_machine_spec``'s other keywords (``target``,
     ``scheduling_strategy``)."""
     return check_machine_spec(
         path=path,

@@ -102,6 +102,15 @@ def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
         assert error.path == "jobSpec.workerPoolSpecs[0].machineSpec.machineType"
 
 
+def test_strict_refuses_no_machine_a_partial_family_may_have() -> None:
+    # Strict refuses unheard-of names only: a size missing from a family the catalog marks
+    # partial cannot be called wrong, so it stays a warning.
+    for machine in ("c2d-standard-3", "n1-standard-4"):
+        assert errors(custom_job(pool(machine)), strict=True) == []
+    [warning] = findings(custom_job(pool("c2d-standard-3")), strict=True)
+    assert warning.severity == "warning"
+
+
 def test_a_timeout_beyond_the_api_range_is_refused_by_the_view() -> None:
     body = custom_job(pool(), scheduling={"timeout": "1000000000000s"})
     _, unreadable = read_view(CUSTOM, body)

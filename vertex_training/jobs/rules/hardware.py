@@ -298,12 +298,12 @@ def check_machine_spec(
     accelerator_type: str | None,
     accelerator_count: int,
     tpu_topology: str | None = None,
-    strict: bool = False,
     target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:
     """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
     machine type is set and accelerator count not negative (what a pool must be anywhere).
+    Strict or not: a machine unknown to a partial family cannot be called wrong.
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start.

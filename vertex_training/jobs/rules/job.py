@@ -251,7 +251,6 @@ def _custom_job_spec(
                 accelerator_type=machine.accelerator_type,
                 accelerator_count=machine.accelerator_count,
                 tpu_topology=machine.tpu_topology,
-                strict=strict,
                 scheduling_strategy=strategy,
             )
         image = pool.container_spec.image_uri if pool.container_spec is not None else ""
