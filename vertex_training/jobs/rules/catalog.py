@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from vertex_training.cost.catalog import Target
 
@@ -38,7 +38,6 @@ class AcceleratorType:
     """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
 
     name: str
-    kind: Literal["gpu", "tpu"]
     regions_complete: bool
     """True: a region the catalog does not list for it does not offer it (error)."""
     retired: str | None = None
@@ -201,7 +200,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     accelerators = {
         name: AcceleratorType(
             name=name,
-            kind=spec["kind"],
             regions_complete=spec["regions_complete"],
             retired=spec.get("retired"),
             replacement=spec.get("replacement"),

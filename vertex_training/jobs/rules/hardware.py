@@ -64,6 +64,11 @@ def _offers(machine: MachineType) -> str:
     return "; ".join(f"{t} x {_fmt(sorted(c))}" for t, c in sorted(machine.accelerators.items()))
 
 
+def _partial(complete: bool) -> tuple[Severity, str]:
+    """A list the catalog marks partial cannot show a value wrong: a warning, and its date."""
+    return ("error", "") if complete else ("warning", f" (as of {catalog().as_of})")
+
+
 def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
     return [
@@ -171,17 +176,11 @@ def _check_accelerator_fit(
         )
     counts = machine.accelerators.get(accelerator)
     if counts is None:
-        taking = _machines_taking(accelerator, target)
         if machine.accelerators:
-            message = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
+            why = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
         else:
-            message = f"{machine.name} takes no accelerators"
-        message += (
-            f"; {accelerator} goes with: {_machine_list(taking)}"
-            if taking
-            else f"; no {target} machine type in the catalog takes {accelerator}"
-        )
-        return Finding(field, message, "error", f"attach:{accelerator}@{machine.name}")
+            why = f"{machine.name} takes no accelerators"
+        return _not_attached(path, accelerator, machine.name, target, why)
     if count == 0:
         return Finding(
             f"{path}.acceleratorCount",
@@ -192,11 +191,12 @@ def _check_accelerator_fit(
         )
     if count in counts:
         return None
+    severity, as_of = _partial(machine.counts_complete)
     return Finding(
         f"{path}.acceleratorCount",
         f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
-        f"{_fmt(sorted(counts))}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
-        "error" if machine.counts_complete else "warning",
+        f"{_fmt(sorted(counts))}{as_of}",
+        severity,
         f"accelerator-count:{accelerator}x{count}@{machine.name}",
     )
 
@@ -229,14 +229,9 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
         return Finding(field, f"{message}: unset it", "error", check)
     if not machine.topologies:
         return Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error", check)
-    return Finding(
-        field,
-        f"{machine.name} does not host a {topology} slice; it hosts: "
-        f"{_fmt(machine.topologies)}"
-        + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
-        "error" if machine.topologies_complete else "warning",
-        check,
-    )
+    severity, as_of = _partial(machine.topologies_complete)
+    hosts = f"{machine.name} does not host a {topology} slice; it hosts: "
+    return Finding(field, f"{hosts}{_fmt(machine.topologies)}{as_of}", severity, check)
 
 
 def _check_attach_family(
@@ -252,12 +247,21 @@ def _check_attach_family(
     families = sorted({cat.machines(target)[name].family for name in taking})
     if not families or machine_type.split("-", maxsplit=1)[0] in families:
         return None
+    why = (
+        f"{accelerator} attaches only to {', '.join(families)} machine types, not to {machine_type}"
+    )
+    return _not_attached(path, accelerator, machine_type, target, why)
+
+
+def _not_attached(path: str, accelerator: str, machine: str, target: Target, why: str) -> Finding:
+    """An accelerator on a machine it does not attach to: ``why``, and what it goes with."""
+    taking = _machines_taking(accelerator, target)
+    if taking:
+        goes = f"{accelerator} goes with: {_machine_list(taking)}"
+    else:
+        goes = f"no {target} machine type in the catalog takes {accelerator}"
     return Finding(
-        f"{path}.acceleratorType",
-        f"{accelerator} attaches only to {', '.join(families)} machine types, not to "
-        f"{machine_type}; {accelerator} goes with: {_machine_list(taking)}",
-        "error",
-        f"attach:{accelerator}@{machine_type}",
+        f"{path}.acceleratorType", f"{why}; {goes}", "error", f"attach:{accelerator}@{machine}"
     )
 
 
