@@ -100,14 +100,11 @@ def _label_char(char: str) -> bool:
     return char in "_-" or category in ("Ll", "Lo") or category.startswith("N")
 
 
-_PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
-"""Label text of ASCII characters only, each valid (the common case, told at once)."""
-
-
 def _label_valid(text: str) -> bool:
-    return len(text) <= MAX_LABEL_LENGTH and (
-        _PLAIN_LABEL.fullmatch(text) is not None
-        or (len(text.encode("utf-8")) <= MAX_LABEL_BYTES and all(map(_label_char, text)))
+    return (
+        len(text) <= MAX_LABEL_LENGTH
+        and len(text.encode("utf-8")) <= MAX_LABEL_BYTES
+        and all(map(_label_char, text))
     )
 
 
