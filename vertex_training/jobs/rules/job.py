@@ -307,12 +307,11 @@ def _custom_job_spec(
             f"applies only to the FLEX_START strategy (the strategy is {named}); valid: set "
             "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
-    if spec.persistent_resource_id is not None and not _PERSISTENT_RESOURCE.match(
-        spec.persistent_resource_id
-    ):
+    resource_id = spec.persistent_resource_id
+    if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
         out.error(
             f"{path}.persistentResourceId",
-            f"{spec.persistent_resource_id!r} is not a persistent resource id; valid: 1-63 "
+            f"{resource_id!r} is not a persistent resource id; valid: 1-63 "
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
