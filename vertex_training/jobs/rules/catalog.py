@@ -101,14 +101,9 @@ class Region:
 
     name: str
     zones: tuple[str, ...]
-    zone_sets: tuple[frozenset[str], ...]
-    """Accelerator sets one zone offers together; one set when no zone split is known."""
+    accelerators: frozenset[str]
     zone_accelerators: Mapping[str, frozenset[str]]
     """Per zone name, where the split is known; empty otherwise."""
-
-    @property
-    def accelerators(self) -> frozenset[str]:
-        return frozenset().union(*self.zone_sets)
 
 
 @dataclass(frozen=True)
@@ -236,15 +231,14 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     regions = {}
     for name, spec in data["regions"]["items"].items():
         split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
-        zone_sets = tuple(split.values()) if split else (frozenset(spec["accelerators"]),)
-        named = frozenset().union(*zone_sets)
+        named = frozenset().union(*split.values()) if split else frozenset(spec["accelerators"])
         if named - set(accelerators):
             raise CatalogError(
                 f"region {name} names unknown accelerators {sorted(named - set(accelerators))}"
             )
         if set(split) - set(spec["zones"]):
             raise CatalogError(f"region {name} splits zones it does not list")
-        regions[name] = Region(name, tuple(spec["zones"]), zone_sets, split)
+        regions[name] = Region(name, tuple(spec["zones"]), named, split)
 
     for accelerator in accelerators.values():
         unknown_regions = sorted(accelerator.absent_regions - set(regions))

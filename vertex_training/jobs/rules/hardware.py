@@ -445,7 +445,9 @@ def check_region(
             continue
         check = f"accelerator-region:{accelerator}@{region}"
         findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region, check))
-    if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
+    # Accelerator sets one zone offers together; one set when no zone split is known.
+    zone_sets = known.zone_accelerators.values() or [known.accelerators]
+    if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
         findings.append(
             Finding(
                 path,
