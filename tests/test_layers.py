@@ -14,7 +14,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vertex_training"
 LAYERS = {
     "vertex_training._spelling": 0,
     "vertex_training._project": 0,
-    "vertex_training._google_api": 0,
     "vertex_training._checks": 1,
     "vertex_training.cost": 1,
     "vertex_training.jobs": 2,
@@ -24,7 +23,6 @@ LAYERS = {
     "vertex_training.cost.stack": 5,
     "vertex_training.cost.program": 5,
     "vertex_training.cost.__main__": 5,
-    "vertex_training.cost.price_refresh": 5,
     # The component provider: imported only in its own process (pulumi-resource-vertex-training).
     "vertex_training.provider": 5,
     "vertex_training": 6,

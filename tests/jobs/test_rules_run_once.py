@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,19 +23,16 @@ DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
 
 RULES = {
     # rule: what it judges, each once
-    "_pool": "pool",
-    "_pool_in_job": "pool",
+    "pool_findings": "pool",
     "check_machine_spec": "pool",
-    "_image_by_digest": "pool",
-    "_parameter": "parameter",
-    "_search_space": "parameter",
-    "_study": "study",
+    "parameter_findings": "parameter",
+    "study_findings": "study",
     "_tuning_job": "study",
     "_custom_job_spec": "job",
     "check_region": "job",
     "_labels": "job",
     "_kms": "job",
-    "_display_name": "job",
+    "display_name_findings": "job",
 }
 
 
@@ -52,7 +50,15 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[str]]:
         return run
 
     for name in RULES:
-        monkeypatch.setattr(job_rules, name, counting(name, getattr(job_rules, name)))
+        rule = getattr(job_rules, name)
+        counted = counting(name, rule)
+        monkeypatch.setattr(job_rules, name, counted)
+        if rule.__module__ != job_rules.__name__:
+            continue  # a hardware rule: counted where the job rules call it
+        # The rules of a pool, study or parameter also run where each is built (imported).
+        for module_name, module in list(sys.modules.items()):
+            if module_name.startswith("vertex_training.") and getattr(module, name, None) is rule:
+                monkeypatch.setattr(module, name, counted)
     yield counts
 
 

@@ -3,8 +3,8 @@
 their text (``report``), below the jobs and the platform, which price themselves with it
 (``vertex_training.jobs.estimate`` for a job's body). Above them, a stack's cost where the
 stack is read (``stack``: ``python -m vertex_training.cost --stack dev``), in the program
-(``program``: ``vt.log_stack_cost``), and the catalog's refresh from the Cloud Billing
-Catalog API (``price_refresh``).
+(``program``: ``vt.log_stack_cost``). The catalog is refreshed from the Cloud Billing
+Catalog API by a maintainer's tool outside the package (``tools/refresh_prices.py``).
 
 Import the submodule you need; nothing here imports TensorFlow, ``aiplatform_v1`` or
 ``pulumi_gcp``.

@@ -377,7 +377,6 @@ def workbench_findings(
     gpu_type: str | None,
     gpu_count: int,
     cloud: bool,
-    strict: bool,
 ) -> list[tuple[str, Finding]]:
     """(field, finding) for the hardware catalog's view of a Workbench instance whose
     ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
@@ -387,7 +386,6 @@ def workbench_findings(
         machine_type=machine_type,
         accelerator_type=gpu_type,
         accelerator_count=gpu_count,
-        strict=strict,
         target="workbench",
     )
     if cloud:
@@ -395,7 +393,6 @@ def workbench_findings(
             path="workbench.zone",
             zone=zone or f"{region}-a",
             accelerator_type=gpu_type,
-            strict=strict,
         )
     return [
         (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
@@ -497,7 +494,6 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             findings += workbench_findings(
                 **shape,  # type: ignore[arg-type]
                 cloud=values.environment.is_cloud,
-                strict=values.strict,
             )
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [

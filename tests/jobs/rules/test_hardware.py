@@ -151,7 +151,6 @@ def test_accepts_current_machines(
     machine: str, accelerator: str | None, count: int, topology: str | None
 ) -> None:
     assert _spec(machine, accelerator, count, topology) == []
-    assert _spec(machine, accelerator, count, topology, strict=True) == []
 
 
 def test_count_zero_with_a_type_set_is_refused() -> None:
@@ -253,10 +252,6 @@ def test_count_without_type_is_refused() -> None:
     assert error.path == f"{SPEC}.acceleratorCount"
 
 
-def test_missing_machine_type_is_refused() -> None:
-    assert _only(_spec(None)).path == f"{SPEC}.machineType"
-
-
 # --- workbench: Compute Engine's attach limits -----------------------------------------
 
 
@@ -287,7 +282,7 @@ def test_workbench_refuses_retired_k80_and_tpu_machines() -> None:
 
 
 @pytest.mark.parametrize("machine", ["gpu-large", "x9-standard-8", "n9-superfast-4"])
-def test_a_machine_of_no_family_is_refused_strict_or_not(machine: str) -> None:
+def test_a_machine_of_no_family_is_refused(machine: str) -> None:
     # The catalog's machine types name every family Vertex has: no family, no machine.
     error = _only(_spec(machine))
     assert error.severity == "error"
@@ -296,7 +291,6 @@ def test_a_machine_of_no_family_is_refused_strict_or_not(machine: str) -> None:
         r"hardware catalog of \d{4}-\d{2}-\d{2}\) \(check unknown-family:\w+\)$", error.message
     )
     assert f"{machine!r} matches no Vertex machine family" in error.message
-    assert _only(_spec(machine, strict=True)).severity == "error"
 
 
 @pytest.mark.parametrize("machine", ["Has Spaces", "N1-STANDARD-8", "n1", "n1_standard_8", "-n1-x"])
@@ -306,13 +300,12 @@ def test_malformed_machine_type_is_an_error(machine: str) -> None:
     assert "not a machine type name" in error.message
 
 
-def test_an_accelerator_that_is_no_accelerator_type_is_refused_strict_or_not() -> None:
+def test_an_accelerator_that_is_no_accelerator_type_is_refused() -> None:
     # The catalog holds every AcceleratorType the API has (tests/jobs/test_protos.py).
     error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1))
     assert error.severity == "error"
     assert error.path == f"{SPEC}.acceleratorType"
     assert error.message.startswith("'NVIDIA_TESLA_Z9' is not an AcceleratorType")
-    assert _only(_spec("n1-standard-8", "NVIDIA_TESLA_Z9", 1, strict=True)).severity == "error"
     spelt = _only(_spec("n1-standard-8", "nvidia-tesla-t4", 1))
     assert spelt.severity == "error"
     assert "(did you mean 'NVIDIA_TESLA_T4'?)" in spelt.message
@@ -321,8 +314,6 @@ def test_an_accelerator_that_is_no_accelerator_type_is_refused_strict_or_not() -
 def test_family_not_known_complete_warns_on_unlisted_sizes() -> None:
     assert _spec("c2d-standard-56") == []
     assert _only(_spec("c2d-standard-3")).severity == "warning"
-    # Strict refuses only unheard-of names: a size missing from a partial family still warns.
-    assert _only(_spec("c2d-standard-3", strict=True)).severity == "warning"
 
 
 # --- TPU topologies --------------------------------------------------------------------
@@ -411,9 +402,8 @@ def test_zones() -> None:
     error = _only(check_zone(path="zone", zone="us-central1-z"))
     assert error.severity == "error"
     assert "us-central1-a, us-central1-b, us-central1-c, us-central1-f" in error.message
-    assert _only(check_zone(path="zone", zone="mars-north1-a")).severity == "warning"
-    assert _only(check_zone(path="zone", zone="mars-north1-a", strict=True)).severity == "error"
-    assert _only(check_zone(path="zone", zone="us-central1")).severity == "error"
+    # A region the catalog does not list is check_region's to judge (above), once.
+    assert check_zone(path="zone", zone="mars-north1-a") == []
     assert check_zone(path="zone", zone="us-central1-c", accelerator_type="NVIDIA_TESLA_P100") == []
     refused = _only(
         check_zone(path="zone", zone="us-central1-b", accelerator_type="NVIDIA_TESLA_P100")
@@ -496,10 +486,6 @@ def test_parse_catalog_refuses_a_file_that_contradicts_itself() -> None:
     broken = copy.deepcopy(data)
     broken["families"]["a3"]["machines"]["a3-highgpu-8g"]["accelerators"] = {"NVIDIA_X": [8]}
     with pytest.raises(CatalogError, match="unknown accelerators"):
-        parse_catalog(broken)
-    broken = copy.deepcopy(data)
-    broken["families"]["g2"]["sources"] = ["nowhere"]
-    with pytest.raises(CatalogError, match="unknown source keys"):
         parse_catalog(broken)
     broken = copy.deepcopy(data)
     broken["regions"]["items"]["us-west2"]["accelerators"].append("NVIDIA_X")

@@ -102,6 +102,15 @@ def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
         assert error.path == "jobSpec.workerPoolSpecs[0].machineSpec.machineType"
 
 
+def test_strict_refuses_no_machine_a_partial_family_may_have() -> None:
+    # Strict refuses unheard-of names only: a size missing from a family the catalog marks
+    # partial cannot be called wrong, so it stays a warning.
+    for machine in ("c2d-standard-3", "n1-standard-4"):
+        assert errors(custom_job(pool(machine)), strict=True) == []
+    [warning] = findings(custom_job(pool("c2d-standard-3")), strict=True)
+    assert warning.severity == "warning"
+
+
 def test_a_timeout_beyond_the_api_range_is_refused_by_the_view() -> None:
     body = custom_job(pool(), scheduling={"timeout": "1000000000000s"})
     _, unreadable = read_view(CUSTOM, body)
@@ -293,6 +302,19 @@ def test_accelerator_count_without_a_type_is_refused() -> None:
     error = only_error(body)
     assert error.path == f"{MACHINE}.acceleratorCount"
     assert "acceleratorType is unset" in error.message
+
+
+def test_a_missing_machine_type_or_a_negative_count_is_refused() -> None:
+    body = custom_job(pool())
+    del body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"]
+    error = only_error(body)
+    assert error.path == f"{MACHINE}.machineType"
+    assert error.message == "is required, e.g. n1-standard-4"
+    body = custom_job(pool("n1-standard-8", "NVIDIA_TESLA_T4", 1))
+    body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorCount"] = -1
+    error = only_error(body)
+    assert error.path == f"{MACHINE}.acceleratorCount"
+    assert error.message == "must be between 0 and 2^31-1"
 
 
 @pytest.mark.parametrize("machine", ["gpu-large", "x9-mega-1", "z9-megagpu-8g"])

@@ -1,6 +1,7 @@
 """The hardware catalog: ``hardware_catalog.json`` read into typed rows (machines,
-accelerators, TPU topologies, regions and zones), each section with its sources and the
-date it was read. ``rules.hardware`` applies it.
+accelerators, TPU topologies, regions and zones). Each section of the file names its
+sources and the date it was read (a test holds them to the file). ``rules.hardware``
+applies it.
 
 Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
 ``aiplatform_v1`` client.
@@ -11,10 +12,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from vertex_training.cost.catalog import Target
 
@@ -26,20 +27,10 @@ UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
 MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 REGION_NAME = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
-ZONE_NAME = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 
 
 class CatalogError(ValueError):
-    """The data file contradicts itself (an unknown source key, accelerator or field)."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """A page the catalog's facts come from."""
-
-    key: str
-    url: str
-    title: str
+    """The data file contradicts itself (an unknown accelerator, region or zone)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +38,6 @@ class AcceleratorType:
     """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
 
     name: str
-    kind: Literal["gpu", "tpu"]
     regions_complete: bool
     """True: a region the catalog does not list for it does not offer it (error)."""
     retired: str | None = None
@@ -100,7 +90,6 @@ class Family:
     kind: str
     complete: bool
     """True: a type of this family the catalog does not list does not exist (error)."""
-    sources: tuple[str, ...]
     series: Mapping[str, Series]
     explicit: tuple[str, ...]
     """Machine types listed one by one (accelerator-optimized and TPU families)."""
@@ -112,14 +101,9 @@ class Region:
 
     name: str
     zones: tuple[str, ...]
-    zone_sets: tuple[frozenset[str], ...]
-    """Accelerator sets one zone offers together; one set when no zone split is known."""
+    accelerators: frozenset[str]
     zone_accelerators: Mapping[str, frozenset[str]]
     """Per zone name, where the split is known; empty otherwise."""
-
-    @property
-    def accelerators(self) -> frozenset[str]:
-        return frozenset().union(*self.zone_sets)
 
 
 @dataclass(frozen=True)
@@ -128,7 +112,6 @@ class HardwareCatalog:
 
     as_of: str
     """The date the sources were read (YYYY-MM-DD)."""
-    sources: Mapping[str, Source]
     accelerators: Mapping[str, AcceleratorType]
     families: Mapping[str, Family]
     training_machines: Mapping[str, MachineType]
@@ -141,66 +124,53 @@ class HardwareCatalog:
         # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
         return {"training": self.training_machines, "workbench": self.workbench_machines}[target]
 
-    def machine(self, name: str, target: Target = "training") -> MachineType | None:
-        return self.machines(target).get(name)
-
 
 # --- loading ---------------------------------------------------------------------------
 
 
-def _check_sources(
-    section: str, keys: Iterable[str], sources: Mapping[str, Source]
-) -> tuple[str, ...]:
-    keys = tuple(keys)
-    if not keys:
-        raise CatalogError(f"{section}: names no source")
-    unknown = [k for k in keys if k not in sources]
-    if unknown:
-        raise CatalogError(f"{section}: unknown source keys {unknown}; known: {sorted(sources)}")
-    return keys
-
-
-def _cpu_machines(
-    family: str, kind: str, series: Mapping[str, Any], target: Target
-) -> dict[str, MachineType]:
-    machines = {}
-    for series_name, spec in series.items():
-        sizes = spec["vertex_sizes"] if target == "training" else spec["compute_engine_sizes"]
-        for size in sizes:
-            if "memory_gb_per_vcpu" in spec:
-                memory = round(size * spec["memory_gb_per_vcpu"], 2)
-            else:
-                memory = spec["memory_gb"][str(size)]
-            name = f"{family}-{series_name}-{size}"
-            machines[name] = MachineType(name, family, kind, size, memory, {})
-    return machines
-
-
-def _n1_vertex_gpus(table: Mapping[str, Any]) -> dict[str, dict[str, frozenset[int]]]:
-    columns = table["columns"]
-    return {
-        machine: {
-            gpu: frozenset(counts) for gpu, counts in zip(columns, row, strict=True) if counts
-        }
-        for machine, row in table["rows"].items()
-    }
-
-
-def _n1_workbench_gpus(
-    machine: MachineType, limits: Mapping[str, Sequence[Mapping[str, float]]]
+def _workbench_gpus(
+    vcpus: int, memory_gb: float, limits: Mapping[str, Sequence[Mapping[str, float]]]
 ) -> dict[str, frozenset[int]]:
-    if machine.vcpus is None or machine.memory_gb is None:
-        raise CatalogError(f"{machine.name}: GPU limits need its vCPUs and memory")
+    """The GPU counts Compute Engine attaches to a machine of this size: each count has a
+    vCPU and a memory limit."""
     offered = {}
     for gpu, rows in limits.items():
         counts = frozenset(
             int(row["count"])
             for row in rows
-            if machine.vcpus <= row["max_vcpus"] and machine.memory_gb <= row["max_memory_gb"]
+            if vcpus <= row["max_vcpus"] and memory_gb <= row["max_memory_gb"]
         )
         if counts:
             offered[gpu] = counts
     return offered
+
+
+def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dict[str, MachineType]:
+    """The machines of a family's series on ``target``, each with the GPUs it takes there:
+    Vertex's table row by row (``vertex_gpu_counts``), Compute Engine's per-count limits
+    (``workbench_gpu_limits``)."""
+    table = fam.get("vertex_gpu_counts", {"columns": [], "rows": {}})
+    vertex_gpus = {
+        machine: {gpu: frozenset(c) for gpu, c in zip(table["columns"], row, strict=True) if c}
+        for machine, row in table["rows"].items()
+    }
+    limits = fam.get("workbench_gpu_limits", {}).get("limits", {})
+    machines = {}
+    for series_name, spec in fam.get("series", {}).items():
+        for size in spec["vertex_sizes" if target == "training" else "compute_engine_sizes"]:
+            if "memory_gb_per_vcpu" in spec:
+                memory = round(size * spec["memory_gb_per_vcpu"], 2)
+            else:
+                memory = spec["memory_gb"][str(size)]
+            name = f"{family}-{series_name}-{size}"
+            if target == "training":
+                gpus = vertex_gpus.pop(name, {})
+            else:
+                gpus = _workbench_gpus(size, memory, limits)
+            machines[name] = MachineType(name, family, fam["kind"], size, memory, gpus)
+    if target == "training" and vertex_gpus:
+        raise CatalogError(f"{sorted(vertex_gpus)} have GPU counts but no Vertex {family} size")
+    return machines
 
 
 def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]) -> MachineType:
@@ -221,15 +191,10 @@ def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]
 
 def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     """Build a ``HardwareCatalog`` from the data file's JSON, checking its cross-references."""
-    sources = {
-        key: Source(key, spec["url"], spec["title"]) for key, spec in data["sources"].items()
-    }
     acc_section = data["accelerators"]
-    _check_sources("accelerators", acc_section["sources"], sources)
     accelerators = {
         name: AcceleratorType(
             name=name,
-            kind=spec["kind"],
             regions_complete=spec["regions_complete"],
             retired=spec.get("retired"),
             replacement=spec.get("replacement"),
@@ -243,7 +208,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     workbench: dict[str, MachineType] = {}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
-        fam_sources = _check_sources(f"families.{fam_name}", fam["sources"], sources)
         series = {
             s: Series(s, tuple(spec["vertex_sizes"]), tuple(spec["compute_engine_sizes"]))
             for s, spec in fam.get("series", {}).items()
@@ -252,29 +216,10 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             name: _explicit_machine(fam_name, kind, name, spec)
             for name, spec in fam.get("machines", {}).items()
         }
-        families[fam_name] = Family(
-            fam_name, kind, fam["complete"], fam_sources, series, tuple(explicit)
-        )
-        fam_training = _cpu_machines(fam_name, kind, fam.get("series", {}), "training")
-        fam_workbench = _cpu_machines(fam_name, kind, fam.get("series", {}), "workbench")
-        if "vertex_gpu_counts" in fam:
-            table = fam["vertex_gpu_counts"]
-            _check_sources(f"families.{fam_name}.vertex_gpu_counts", table["sources"], sources)
-            for name, gpus in _n1_vertex_gpus(table).items():
-                if name not in fam_training:
-                    raise CatalogError(f"{name} has GPU counts but is not a Vertex {fam_name} size")
-                fam_training[name] = MachineType(
-                    **{**vars(fam_training[name]), "accelerators": gpus}
-                )
-        if "workbench_gpu_limits" in fam:
-            limits = fam["workbench_gpu_limits"]
-            _check_sources(f"families.{fam_name}.workbench_gpu_limits", limits["sources"], sources)
-            for name, machine in fam_workbench.items():
-                gpus = _n1_workbench_gpus(machine, limits["limits"])
-                fam_workbench[name] = MachineType(**{**vars(machine), "accelerators": gpus})
-        training.update(fam_training)
+        families[fam_name] = Family(fam_name, kind, fam["complete"], series, tuple(explicit))
+        training.update(_series_machines(fam_name, fam, "training"))
         training.update(explicit)
-        workbench.update(fam_workbench)
+        workbench.update(_series_machines(fam_name, fam, "workbench"))
         # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
         workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
 
@@ -283,20 +228,17 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         if unknown:
             raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
 
-    reg_section = data["regions"]
-    _check_sources("regions", reg_section["sources"], sources)
     regions = {}
-    for name, spec in reg_section["items"].items():
+    for name, spec in data["regions"]["items"].items():
         split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
-        zone_sets = tuple(split.values()) if split else (frozenset(spec["accelerators"]),)
-        named = frozenset().union(*zone_sets)
+        named = frozenset().union(*split.values()) if split else frozenset(spec["accelerators"])
         if named - set(accelerators):
             raise CatalogError(
                 f"region {name} names unknown accelerators {sorted(named - set(accelerators))}"
             )
         if set(split) - set(spec["zones"]):
             raise CatalogError(f"region {name} splits zones it does not list")
-        regions[name] = Region(name, tuple(spec["zones"]), zone_sets, split)
+        regions[name] = Region(name, tuple(spec["zones"]), named, split)
 
     for accelerator in accelerators.values():
         unknown_regions = sorted(accelerator.absent_regions - set(regions))
@@ -308,15 +250,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         if offered:
             raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
 
+    attach_complete = bool(acc_section.get("attach_families_complete", False))
     return HardwareCatalog(
-        as_of=data["as_of"],
-        sources=sources,
-        accelerators=accelerators,
-        families=families,
-        training_machines=training,
-        workbench_machines=workbench,
-        regions=regions,
-        attach_families_complete=bool(acc_section.get("attach_families_complete", False)),
+        data["as_of"], accelerators, families, training, workbench, regions, attach_complete
     )
 
 

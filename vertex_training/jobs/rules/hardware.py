@@ -11,9 +11,6 @@ Two targets share the data (``Target``, the price catalog's too): ``"training"``
 custom training: Vertex's own machine and GPU tables) and ``"workbench"`` (Workbench
 instances are Compute Engine VMs, so GPUs on n1 follow Compute Engine's per-count vCPU and
 memory limits).
-
-Stdlib only, and loaded lazily: validating a job must not import TensorFlow or the
-``aiplatform_v1`` client.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ from vertex_training.jobs.rules.catalog import (
     REGION_NAME,
     TOPOLOGY,
     UNSPECIFIED,
-    ZONE_NAME,
     MachineType,
     catalog,
 )
@@ -46,10 +42,6 @@ def normalize_accelerator(accelerator_type: str | None) -> str | None:
 
 def _fmt(values: Iterable[object]) -> str:
     return ", ".join(str(v) for v in values)
-
-
-def _counts(counts: Iterable[int]) -> str:
-    return _fmt(sorted(counts))
 
 
 def _machine_list(names: Iterable[str]) -> str:
@@ -69,14 +61,15 @@ def _machine_list(names: Iterable[str]) -> str:
 
 
 def _offers(machine: MachineType) -> str:
-    return "; ".join(f"{t} x {_counts(c)}" for t, c in sorted(machine.accelerators.items()))
+    return "; ".join(f"{t} x {_fmt(sorted(c))}" for t, c in sorted(machine.accelerators.items()))
 
 
-def _unknown_severity(strict: bool) -> Severity:
-    return "error" if strict else "warning"
+def _partial(complete: bool) -> tuple[Severity, str]:
+    """A list the catalog marks partial cannot show a value wrong: a warning, and its date."""
+    return ("error", "") if complete else ("warning", f" (as of {catalog().as_of})")
 
 
-def machines_taking(accelerator_type: str, target: Target = "training") -> list[str]:
+def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
     return [
         name
@@ -97,21 +90,20 @@ def accelerator_counts_taken(target: Target = "training") -> list[int]:
     return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
 
 
-def regions_offering(accelerator_type: str) -> list[str]:
-    """Regions the catalog lists for ``accelerator_type``, sorted."""
-    return sorted(n for n, r in catalog().regions.items() if accelerator_type in r.accelerators)
-
-
 # --- machine spec ----------------------------------------------------------------------
 
 
-def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str) -> list[Finding]:
-    """Findings for a name-shaped machine type the target's table does not list."""
+def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
+    """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    field = f"{path}.machineType"
     parts = machine_type.split("-")
     family = cat.families.get(parts[0])
     machines = cat.machines(target)
+    series_name = "-".join(parts[1:-1])
+    # A size missing from a family the catalog marks partial cannot be called wrong, so it
+    # stays a warning in strict mode too: strict refuses only unheard-of names.
+    severity: Severity = "error" if family is None or family.complete else "warning"
+    check = f"machine-type:{machine_type}"
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
@@ -119,369 +111,242 @@ def _unknown_machine(machine_type: str, target: Target, strict: bool, path: str)
         guess = closest(machine_type, machines) or closest(parts[0], families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         where = "Vertex" if target == "training" else "Compute Engine"
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} matches no {where} machine family{hint}; families: "
-                f"{_fmt(families)} (hardware catalog of {cat.as_of})",
-                "error",
-                f"unknown-family:{parts[0]}",
-            )
-        ]
-    sizeless = "-".join(parts[1:])
-    if sizeless in family.series:
-        sizes = family.series[sizeless].sizes(target)
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} names a series without its size; valid: "
-                f"{_machine_list(f'{machine_type}-{size}' for size in sizes)}",
-                "error",
-            )
-        ]
-    # A size missing from a family the catalog marks partial cannot be called wrong, so it
-    # stays a warning in strict mode too: strict refuses only unheard-of names.
-    severity: Severity = "error" if family.complete else "warning"
-    check = f"machine-type:{machine_type}"
-    if target == "workbench" and family.kind == "tpu":
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
-                "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
-                "machine (a2, a3, a4, g2, g4) instead",
-                "error",
-                f"workbench-tpu:{machine_type}",
-            )
-        ]
-    if family.explicit:
-        known = [n for n in family.explicit if n in cat.machines(target)]
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-                f"machine types: {_machine_list(known)}"
-                + ("" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"),
-                severity,
-                check,
-            )
-        ]
-    series_name = "-".join(parts[1:-1])
-    series = family.series.get(series_name)
-    if series is None:
-        return [
-            Finding(
-                field,
-                f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-                f"{series_name or parts[-1]!r} series; {family.name} series: "
-                f"{_fmt(sorted(family.series))}",
-                severity,
-                check,
-            )
-        ]
-    sizes = series.sizes(target)
-    where = "Vertex training" if target == "training" else "Compute Engine"
-    other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
-    size = parts[-1]
-    note = (
-        f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
-        if size.isdigit() and int(size) in other
-        else ""
-    )
-    return [
-        Finding(
-            field,
-            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{series.name} sizes: {_fmt(sizes)}",
-            severity,
-            check,
+        message = (
+            f"{machine_type!r} matches no {where} machine family{hint}; families: "
+            f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
-    ]
+        check = f"unknown-family:{parts[0]}"
+    elif (sizeless := "-".join(parts[1:])) in family.series:
+        sizes = family.series[sizeless].sizes(target)
+        valid = _machine_list(f"{machine_type}-{size}" for size in sizes)
+        message = f"{machine_type!r} names a series without its size; valid: {valid}"
+        severity, check = "error", ""
+    elif target == "workbench" and family.kind == "tpu":
+        message = (
+            f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
+            "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
+            "machine (a2, a3, a4, g2, g4) instead"
+        )
+        severity, check = "error", f"workbench-tpu:{machine_type}"
+    elif family.explicit:
+        known = _machine_list(n for n in family.explicit if n in machines)
+        partial = "" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"
+        message = (
+            f"{machine_type!r} is not a {family.name} machine type; {family.name} "
+            f"machine types: {known}{partial}"
+        )
+    elif (series := family.series.get(series_name)) is None:
+        message = (
+            f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
+            f"{series_name or parts[-1]!r} series; {family.name} series: "
+            f"{_fmt(sorted(family.series))}"
+        )
+    else:
+        where = "Vertex training" if target == "training" else "Compute Engine"
+        other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
+        offered = f"{machine_type} exists on Compute Engine but Vertex training does not offer it"
+        note = f" ({offered})" if parts[-1].isdigit() and int(parts[-1]) in other else ""
+        message = (
+            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
+            f"{series.name} sizes: {_fmt(series.sizes(target))}"
+        )
+    return Finding(f"{path}.machineType", message, severity, check)
 
 
 def _check_accelerator_fit(
-    machine: MachineType,
-    accelerator: str | None,
-    count: int,
-    target: Target,
-    path: str,
-) -> list[Finding]:
+    machine: MachineType, accelerator: str | None, count: int, target: Target, path: str
+) -> Finding | None:
     cat = catalog()
+    field = f"{path}.acceleratorType"
     if accelerator is None:
-        if machine.accelerator_required:
-            return [
-                Finding(
-                    f"{path}.acceleratorType",
-                    f"{machine.name} comes with its accelerators and needs them set: "
-                    f"{_offers(machine)}",
-                    "error",
-                    f"accelerator-required:{machine.name}",
-                )
-            ]
-        return []
+        if not machine.accelerator_required:
+            return None
+        return Finding(
+            field,
+            f"{machine.name} comes with its accelerators and needs them set: {_offers(machine)}",
+            "error",
+            f"accelerator-required:{machine.name}",
+        )
     info = cat.accelerators[accelerator]
-    findings = []
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""
-        return [
-            Finding(
-                f"{path}.acceleratorType",
-                f"{accelerator} {info.retired}{instead}",
-                "error",
-                f"retired:{accelerator}",
-            )
-        ]
+        return Finding(
+            field, f"{accelerator} {info.retired}{instead}", "error", f"retired:{accelerator}"
+        )
     counts = machine.accelerators.get(accelerator)
     if counts is None:
-        taking = machines_taking(accelerator, target)
         if machine.accelerators:
-            message = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
+            why = f"{machine.name} does not take {accelerator}; it takes {_offers(machine)}"
         else:
-            message = f"{machine.name} takes no accelerators"
-        message += (
-            f"; {accelerator} goes with: {_machine_list(taking)}"
-            if taking
-            else f"; no {target} machine type in the catalog takes {accelerator}"
-        )
-        findings.append(
-            Finding(
-                f"{path}.acceleratorType", message, "error", f"attach:{accelerator}@{machine.name}"
-            )
-        )
-        return findings
+            why = f"{machine.name} takes no accelerators"
+        return _not_attached(path, accelerator, machine.name, target, why)
     if count == 0:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
-                f"valid counts on {machine.name}: {_counts(counts)}, or unset acceleratorType "
-                "for no accelerator",
-                "error",
-            )
+        return Finding(
+            f"{path}.acceleratorCount",
+            f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
+            f"valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset acceleratorType "
+            "for no accelerator",
+            "error",
         )
-    elif count not in counts:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
-                f"{_counts(counts)}" + ("" if machine.counts_complete else f" (as of {cat.as_of})"),
-                "error" if machine.counts_complete else "warning",
-                f"accelerator-count:{accelerator}x{count}@{machine.name}",
-            )
-        )
-    return findings
+    if count in counts:
+        return None
+    severity, as_of = _partial(machine.counts_complete)
+    return Finding(
+        f"{path}.acceleratorCount",
+        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
+        f"{_fmt(sorted(counts))}{as_of}",
+        severity,
+        f"accelerator-count:{accelerator}x{count}@{machine.name}",
+    )
 
 
-def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> list[Finding]:
+def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> Finding | None:
     field = f"{path}.tpuTopology"
     if not topology:
-        if machine is not None and machine.kind == "tpu" and len(machine.topologies) > 1:
-            return [
-                Finding(
-                    field,
-                    f"tpuTopology is unset; {machine.name} hosts the slices "
-                    f"{_fmt(machine.topologies)}: name the one to use",
-                    "warning",
-                    f"topology-unset:{machine.name}",
-                )
-            ]
-        return []
-    if not TOPOLOGY.match(topology):
-        return [
-            Finding(
-                field,
-                f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
-                "joined by 'x', e.g. '2x2' or '2x2x1'",
-                "error",
-                "topology-name",
-            )
-        ]
-    if machine is None:
-        return []
-    if machine.kind != "tpu":
-        return [
-            Finding(
-                field,
-                f"tpuTopology applies only to TPU machine types and {machine.name} is not "
-                "one: unset it",
-                "error",
-                f"topology:{machine.name}@{topology}",
-            )
-        ]
-    if topology in machine.topologies:
-        return []
-    if not machine.topologies:
-        return [
-            Finding(
-                field,
-                f"{machine.name} takes no tpuTopology: unset it",
-                "error",
-                f"topology:{machine.name}@{topology}",
-            )
-        ]
-    return [
-        Finding(
+        if machine is None or machine.kind != "tpu" or len(machine.topologies) < 2:
+            return None
+        return Finding(
             field,
-            f"{machine.name} does not host a {topology} slice; it hosts: "
-            f"{_fmt(machine.topologies)}"
-            + ("" if machine.topologies_complete else f" (as of {catalog().as_of})"),
-            "error" if machine.topologies_complete else "warning",
-            f"topology:{machine.name}@{topology}",
+            f"tpuTopology is unset; {machine.name} hosts the slices "
+            f"{_fmt(machine.topologies)}: name the one to use",
+            "warning",
+            f"topology-unset:{machine.name}",
         )
-    ]
+    if not TOPOLOGY.match(topology):
+        return Finding(
+            field,
+            f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
+            "joined by 'x', e.g. '2x2' or '2x2x1'",
+            "error",
+            "topology-name",
+        )
+    if machine is None or topology in machine.topologies:
+        return None
+    check = f"topology:{machine.name}@{topology}"
+    if machine.kind != "tpu":
+        message = f"tpuTopology applies only to TPU machine types and {machine.name} is not one"
+        return Finding(field, f"{message}: unset it", "error", check)
+    if not machine.topologies:
+        return Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error", check)
+    severity, as_of = _partial(machine.topologies_complete)
+    hosts = f"{machine.name} does not host a {topology} slice; it hosts: "
+    return Finding(field, f"{hosts}{_fmt(machine.topologies)}{as_of}", severity, check)
 
 
 def _check_attach_family(
     machine_type: str, accelerator: str, target: Target, path: str
-) -> list[Finding]:
+) -> Finding | None:
     """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
     only to the families the catalog lists for them (the accelerators section marks that
     list complete), so another family is known wrong even when its size is unknown."""
     cat = catalog()
     if not cat.attach_families_complete:
-        return []
-    taking = machines_taking(accelerator, target)
+        return None
+    taking = _machines_taking(accelerator, target)
     families = sorted({cat.machines(target)[name].family for name in taking})
     if not families or machine_type.split("-", maxsplit=1)[0] in families:
-        return []
-    return [
-        Finding(
-            f"{path}.acceleratorType",
-            f"{accelerator} attaches only to {', '.join(families)} machine types, not to "
-            f"{machine_type}; {accelerator} goes with: {_machine_list(taking)}",
-            "error",
-            f"attach:{accelerator}@{machine_type}",
-        )
-    ]
+        return None
+    why = (
+        f"{accelerator} attaches only to {', '.join(families)} machine types, not to {machine_type}"
+    )
+    return _not_attached(path, accelerator, machine_type, target, why)
+
+
+def _not_attached(path: str, accelerator: str, machine: str, target: Target, why: str) -> Finding:
+    """An accelerator on a machine it does not attach to: ``why``, and what it goes with."""
+    taking = _machines_taking(accelerator, target)
+    if taking:
+        goes = f"{accelerator} goes with: {_machine_list(taking)}"
+    else:
+        goes = f"no {target} machine type in the catalog takes {accelerator}"
+    return Finding(
+        f"{path}.acceleratorType", f"{why}; {goes}", "error", f"attach:{accelerator}@{machine}"
+    )
 
 
 def _check_provisioning(
     machine: MachineType, strategy: str | None, target: Target, path: str
-) -> list[Finding]:
+) -> Finding | None:
     """Machines Google sells only as Spot or Flex-start (a3-highgpu-1g/2g/4g)."""
-    if not machine.provisioning:
-        return []
     wanted = (strategy or "STANDARD").upper()
-    if wanted in machine.provisioning:
-        return []
+    if not machine.provisioning or wanted in machine.provisioning:
+        return None
     allowed = " or ".join(machine.provisioning)
     if target == "workbench":
-        return [
-            Finding(
-                f"{path}.machineType",
-                f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
-                "instance is not; pick another machine type",
-                "error",
-                f"provisioning:{machine.name}@WORKBENCH",
-            )
-        ]
+        return Finding(
+            f"{path}.machineType",
+            f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
+            "instance is not; pick another machine type",
+            "error",
+            f"provisioning:{machine.name}@WORKBENCH",
+        )
     spec_path = path.split(".workerPoolSpecs", 1)[0]
     machines = catalog().machines(target)
     family = catalog().families[machine.family].explicit
     unrestricted = [n for n in family if n in machines and not machines[n].provisioning]
-    return [
-        Finding(
-            f"{spec_path}.scheduling.strategy",
-            f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
-            f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
-            f"({_machine_list(unrestricted)})",
-            "error",
-            f"provisioning:{machine.name}@{wanted}",
-        )
-    ]
+    return Finding(
+        f"{spec_path}.scheduling.strategy",
+        f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
+        f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
+        f"({_machine_list(unrestricted)})",
+        "error",
+        f"provisioning:{machine.name}@{wanted}",
+    )
 
 
 def check_machine_spec(
     *,
     path: str,
-    machine_type: str | None,
+    machine_type: str,
     accelerator_type: str | None,
     accelerator_count: int,
     tpu_topology: str | None = None,
-    strict: bool = False,
     target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:
-    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it).
+    """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
+    machine type is set and accelerator count not negative (what a pool must be anywhere).
+    Strict or not: a machine unknown to a partial family cannot be called wrong.
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start.
     """
     cat = catalog()
-    findings: list[Finding] = []
+    findings: list[Finding | None] = []
     accelerator = normalize_accelerator(accelerator_type)
-
-    if accelerator_count < 0:
-        findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount {accelerator_count} is negative",
-                "error",
-                "accelerator-count-negative",
-            )
-        )
     if accelerator is None and accelerator_count > 0:
+        message = f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
+        message += "acceleratorType or use acceleratorCount 0"
         findings.append(
-            Finding(
-                f"{path}.acceleratorCount",
-                f"acceleratorCount is {accelerator_count} but acceleratorType is unset; set "
-                "acceleratorType or use acceleratorCount 0",
-                "error",
-                "accelerator-count-without-type",
-            )
+            Finding(f"{path}.acceleratorCount", message, "error", "accelerator-count-without-type")
         )
     known_accelerator = accelerator is None or accelerator in cat.accelerators
     if not known_accelerator:
         # The catalog names every value of the API's AcceleratorType enum (a test holds it
         # to the real protos): any other name is refused by Vertex, whatever the date.
-        assert accelerator is not None
-        findings.append(
-            Finding(
-                f"{path}.acceleratorType",
-                f"{accelerator!r} is not an AcceleratorType"
-                f"{did_you_mean(accelerator, cat.accelerators)}; valid: {_fmt(cat.accelerators)}",
-                "error",
-                f"accelerator-name:{accelerator}",
-            )
-        )
-
-    if not machine_type:
-        findings.append(
-            Finding(
-                f"{path}.machineType",
-                "machineType is required (e.g. n1-standard-8)",
-                "error",
-                "machine-type-required",
-            )
-        )
-        return findings
+        message = f"{accelerator!r} is not an AcceleratorType"
+        message += f"{did_you_mean(str(accelerator), cat.accelerators)}; valid: "
+        message += _fmt(cat.accelerators)
+        check = f"accelerator-name:{accelerator}"
+        findings.append(Finding(f"{path}.acceleratorType", message, "error", check))
+    machine = cat.machines(target).get(machine_type)
     if not MACHINE_NAME.match(machine_type):
-        findings.append(
-            Finding(
-                f"{path}.machineType",
-                f"machineType {machine_type!r} is not a machine type name (lowercase words "
-                "joined by '-', e.g. 'n1-standard-8')",
-                "error",
-                "machine-type-name",
-            )
-        )
-        findings.extend(_check_topology(None, tpu_topology, path))
-        return findings
-
-    machine = cat.machine(machine_type, target)
-    if machine is None:
-        findings.extend(_unknown_machine(machine_type, target, strict, path))
+        message = f"machineType {machine_type!r} is not a machine type name (lowercase words "
+        message += "joined by '-', e.g. 'n1-standard-8')"
+        findings.append(Finding(f"{path}.machineType", message, "error", "machine-type-name"))
+    elif machine is None:
+        findings.append(_unknown_machine(machine_type, target, path))
         if known_accelerator and accelerator is not None:
-            findings.extend(_check_attach_family(machine_type, accelerator, target, path))
+            findings.append(_check_attach_family(machine_type, accelerator, target, path))
     else:
-        if known_accelerator and accelerator_count >= 0:
-            findings.extend(
+        if known_accelerator:
+            findings.append(
                 _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
             )
-        findings.extend(_check_provisioning(machine, scheduling_strategy, target, path))
-    findings.extend(_check_topology(machine, tpu_topology, path))
-    return findings
+        findings.append(_check_provisioning(machine, scheduling_strategy, target, path))
+    findings.append(_check_topology(machine, tpu_topology, path))
+    return [f for f in findings if f is not None]
 
 
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
@@ -492,16 +357,13 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
     id from the error.
     """
     ids = frozenset(acknowledged)
-    out = []
-    for finding in findings:
-        if finding.severity == "error" and finding.check in ids:
-            note = " [acknowledged hardware check: a warning, not refused]"
-            out.append(
-                dataclasses.replace(finding, message=finding.message + note, severity="warning")
-            )
-        else:
-            out.append(finding)
-    return out
+    note = " [acknowledged hardware check: a warning, not refused]"
+    return [
+        dataclasses.replace(f, message=f.message + note, severity="warning")
+        if f.severity == "error" and f.check in ids
+        else f
+        for f in findings
+    ]
 
 
 # --- regions and zones -----------------------------------------------------------------
@@ -509,34 +371,36 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
 
 def _unknown_region(path: str, region: str, strict: bool) -> Finding:
     cat = catalog()
+    if not REGION_NAME.match(region):
+        message = f"region {region!r} is not a region name (e.g. 'us-central1')"
+        return Finding(path, message, "error", "region-name")
     known = sorted(cat.regions)
     guess = closest(region, known, cutoff=0.8)
     if guess is not None:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
-        return Finding(
-            path,
-            f"{region!r} is not a Vertex AI region (did you mean {guess!r}?); valid: {_fmt(known)}",
-            "error",
-        )
+        message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
+        return Finding(path, f"{message}; valid: {_fmt(known)}", "error")
     return Finding(
         path,
         f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
         f"decide at submit. Known regions: {_fmt(known)}",
-        _unknown_severity(strict),
+        "error" if strict else "warning",
         f"unknown-region:{region}",
     )
 
 
 def _not_offered(
-    path: str, accelerator: str, region: str, where: str, *, offered: Iterable[str], check: str
+    path: str, accelerator: str, region: str, check: str, zone: str | None = None
 ) -> Finding:
-    """An accelerator the catalog does not list in ``region``: an error when its region list
-    is complete or the region is known not to offer it, else a warning (strict or not: a
-    partial list cannot show that a pair is wrong)."""
+    """An accelerator the catalog does not list in ``region`` (or its ``zone``): an error
+    when its region list is complete or the region is known not to offer it, else a warning
+    (strict or not: a partial list cannot show that a pair is wrong)."""
     cat = catalog()
     info = cat.accelerators[accelerator]
-    offered = sorted(offered)
-    elsewhere = regions_offering(accelerator)
+    known = cat.regions[region]
+    offered = sorted(known.zone_accelerators.get(zone or "", known.accelerators))
+    where = f"zone {zone}" if zone else f"region {region}"
+    elsewhere = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
     message = (
         f"{accelerator} is not offered in {where} (it offers "
         f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
@@ -567,15 +431,6 @@ def check_region(
     job's VMs run in one zone.
     """
     cat = catalog()
-    if not REGION_NAME.match(region):
-        return [
-            Finding(
-                path,
-                f"region {region!r} is not a region name (e.g. 'us-central1')",
-                "error",
-                "region-name",
-            )
-        ]
     known = cat.regions.get(region)
     if known is None:
         return [_unknown_region(path, region, strict)]
@@ -587,18 +442,12 @@ def check_region(
             continue  # check_machine_spec reports a type the catalog does not know
         if accelerator in known.accelerators:
             wanted.add(accelerator)
-        else:
-            findings.append(
-                _not_offered(
-                    f"{pool_path}.acceleratorType",
-                    accelerator,
-                    region,
-                    f"region {region}",
-                    offered=known.accelerators,
-                    check=f"accelerator-region:{accelerator}@{region}",
-                )
-            )
-    if len(wanted) > 1 and not any(wanted <= zone for zone in known.zone_sets):
+            continue
+        check = f"accelerator-region:{accelerator}@{region}"
+        findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region, check))
+    # Accelerator sets one zone offers together; one set when no zone split is known.
+    zone_sets = known.zone_accelerators.values() or [known.accelerators]
+    if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
         findings.append(
             Finding(
                 path,
@@ -612,73 +461,29 @@ def check_region(
     return findings
 
 
-def check_zone(
-    *,
-    path: str,
-    zone: str,
-    accelerator_type: str | None = None,
-    strict: bool = False,
-) -> list[Finding]:
-    """Findings for a zone (e.g. a Workbench instance's): it exists and offers the accelerator."""
-    cat = catalog()
-    shaped = ZONE_NAME.match(zone)
-    if shaped is None:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r} is not a zone name (e.g. 'us-central1-a')",
-                "error",
-                "zone-name",
-            )
-        ]
-    region = cat.regions.get(shaped.group(1))
+def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> list[Finding]:
+    """Findings for a zone (e.g. a Workbench instance's) whose name its caller checked: it
+    exists and offers the accelerator. A zone of a region the catalog does not list is left
+    to ``check_region``, which judges that region."""
+    region = catalog().regions.get(zone.rsplit("-", 1)[0])
     if region is None:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r}: region {shaped.group(1)!r} is not in the hardware catalog "
-                f"(as of {cat.as_of}); Google Cloud will decide",
-                _unknown_severity(strict),
-                f"unknown-region:{shaped.group(1)}",
-            )
-        ]
+        return []
     if zone not in region.zones:
-        return [
-            Finding(
-                path,
-                f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}",
-                "error",
-                f"zone:{zone}",
-            )
-        ]
+        message = f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}"
+        return [Finding(path, message, "error", f"zone:{zone}")]
     accelerator = normalize_accelerator(accelerator_type)
-    if accelerator is None or accelerator not in cat.accelerators:
+    if accelerator is None or accelerator not in catalog().accelerators:
         return []
     offered = region.zone_accelerators.get(zone, region.accelerators)
     if accelerator in offered:
         return []
-    if accelerator in region.accelerators:
-        # The zone split is known for this region, so the zone's own list is authoritative.
-        zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
-        return [
-            Finding(
-                path,
-                f"{accelerator} is not offered in zone {zone}; {region.name} zones offering "
-                f"it: {_fmt(zones)}",
-                "error",
-                f"accelerator-zone:{accelerator}@{zone}",
-            )
-        ]
-    return [
-        _not_offered(
-            path,
-            accelerator,
-            region.name,
-            f"zone {zone}",
-            offered=offered,
-            check=f"accelerator-zone:{accelerator}@{zone}",
-        )
-    ]
+    check = f"accelerator-zone:{accelerator}@{zone}"
+    if accelerator not in region.accelerators:
+        return [_not_offered(path, accelerator, region.name, check, zone)]
+    # The zone split is known for this region, so the zone's own list is authoritative.
+    zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
+    message = f"{accelerator} is not offered in zone {zone}; {region.name} zones offering it"
+    return [Finding(path, f"{message}: {_fmt(zones)}", "error", check)]
 
 
 __all__ = [
@@ -688,7 +493,5 @@ __all__ = [
     "check_machine_spec",
     "check_region",
     "check_zone",
-    "machines_taking",
     "normalize_accelerator",
-    "regions_offering",
 ]

@@ -12,6 +12,7 @@ import itertools
 import math
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
@@ -64,8 +65,27 @@ _KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoK
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-def _error(out: list[Finding], path: str, message: str) -> None:
-    out.append(Finding(path, message, "error"))
+class _Findings(list[Finding]):
+    """What the rules found, each an error at its API path."""
+
+    def error(self, path: str, message: str) -> None:
+        self.append(Finding(path, message, "error"))
+
+    def in_region(
+        self, path: str, name: str, pattern: re.Pattern[str], shape: str, region: str | None
+    ) -> re.Match[str] | None:
+        """The resource name's match, after an error if it is malformed or in another
+        region."""
+        match = pattern.match(name)
+        if not match:
+            self.error(path, f"{name!r} must be {shape}")
+        elif region is not None and match.group(1) != region:
+            self.error(
+                path,
+                f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
+                f"(projects/P/locations/{region}/...)",
+            )
+        return match
 
 
 # ------------------------------------------------------------------------------ labels
@@ -80,108 +100,97 @@ def _label_char(char: str) -> bool:
     return char in "_-" or category in ("Ll", "Lo") or category.startswith("N")
 
 
-_PLAIN_LABEL = re.compile(r"[a-z0-9_-]*")
-"""Label text of ASCII characters only, each valid (the common case, told at once)."""
-
-
-def label_value_valid(text: str) -> bool:
-    if len(text) <= MAX_LABEL_LENGTH and _PLAIN_LABEL.fullmatch(text):
-        return True
+def _label_valid(text: str) -> bool:
     return (
         len(text) <= MAX_LABEL_LENGTH
         and len(text.encode("utf-8")) <= MAX_LABEL_BYTES
-        and all(_label_char(c) for c in text)
+        and all(map(_label_char, text))
     )
 
 
-def label_key_valid(key: str) -> bool:
-    return bool(key) and unicodedata.category(key[0]) in ("Ll", "Lo") and label_value_valid(key)
-
-
-def _labels(labels: dict[str, str], path: str, out: list[Finding]) -> None:
+def _labels(labels: dict[str, str], path: str, out: _Findings) -> None:
     if len(labels) > MAX_LABELS:
-        _error(out, path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
+        out.error(path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
     for key, value in labels.items():
-        if not label_key_valid(key):
-            _error(
-                out,
+        if not (key and unicodedata.category(key[0]) in ("Ll", "Lo") and _label_valid(key)):
+            out.error(
                 f"{path}.{key}",
                 "label keys are 1-63 characters (under 128 bytes): a lowercase letter, then "
                 "lowercase letters (international ones too), digits, '_' or '-'",
             )
-        if not label_value_valid(value):
-            _error(
-                out,
+        if not _label_valid(value):
+            out.error(
                 f"{path}.{key}",
                 f"label value {value!r} invalid: up to 63 (under 128 bytes) lowercase letters "
                 "(international ones too), digits, '_' or '-'",
             )
 
 
-def _display_name(name: str, out: list[Finding]) -> None:
+def display_name_findings(name: str) -> list[Finding]:
+    """The display-name rule alone: a job's default display name is its resource name,
+    first known where the resource is declared."""
+    out = _Findings()
     if not name.strip():
-        _error(out, "displayName", "must not be empty (1-128 characters)")
+        out.error("displayName", "must not be empty (1-128 characters)")
     elif len(name) > MAX_DISPLAY_NAME:
-        _error(out, "displayName", f"is {len(name)} characters long; at most 128 are allowed")
+        out.error("displayName", f"is {len(name)} characters long; at most 128 are allowed")
     control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
     if control is not None:
-        _error(
-            out,
+        out.error(
             "displayName",
             f"has a control character ({control!r}) in {name!r}; valid: 1-128 printable "
             "characters (no tabs or line breaks)",
         )
+    return out
 
 
-def _kms(key: str | None, region: str | None, out: list[Finding]) -> None:
+def _kms(key: str | None, region: str | None, out: _Findings) -> None:
     if key is None:
         return
     path = "encryptionSpec.kmsKeyName"
     match = _KMS_KEY.match(key)
     if not match:
-        _error(out, path, "must be projects/P/locations/L/keyRings/R/cryptoKeys/K (a CMEK key)")
+        out.error(path, "must be projects/P/locations/L/keyRings/R/cryptoKeys/K (a CMEK key)")
     elif region is not None and match.group(1) != region:
-        _error(out, path, f"the key is in {match.group(1)!r}; it must be in the job's region")
+        out.error(path, f"the key is in {match.group(1)!r}; it must be in the job's region")
 
 
 # ------------------------------------------------------------------------------- pools
 
 
-def _pool(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
-    """What one pool must be wherever it runs: judged where the pool is built."""
+def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
+    """What one pool at ``path`` must be in any place, job and region: judged where the pool
+    is built."""
+    out = _Findings()
     if pool.replica_count < 1:
-        _error(
-            out,
+        out.error(
             f"{path}.replicaCount",
             f"must be at least 1, got {pool.replica_count}; use an empty pool ({{}}) instead",
         )
     machine = pool.machine_spec
     if not machine.machine_type:
-        _error(out, f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
+        out.error(f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
     elif not 0 <= machine.accelerator_count <= INT32_MAX:
-        _error(out, f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
+        out.error(f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
     container = pool.container_spec
     if container is not None:
         if not container.image_uri.strip():
-            _error(out, f"{path}.containerSpec.imageUri", "must not be empty")
+            out.error(f"{path}.containerSpec.imageUri", "must not be empty")
         names = [variable.name for variable in container.env]
         if len(names) > MAX_ENV_VARS:
-            _error(
-                out,
+            out.error(
                 f"{path}.containerSpec.env",
                 f"has {len(names)} variables; a container takes at most {MAX_ENV_VARS}",
             )
         for i, name in enumerate(names):
             if not _ENV_NAME.match(name):
-                _error(
-                    out,
+                out.error(
                     f"{path}.containerSpec.env[{i}].name",
                     f"{name!r}: names are letters, digits and '_', not starting with a digit",
                 )
     disk = pool.disk_spec
     if disk is not None and disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
-        _error(
-            out,
+        out.error(
             f"{path}.diskSpec.bootDiskType",
             f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
             + ", ".join(BOOT_DISK_TYPES),
@@ -189,61 +198,17 @@ def _pool(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
     if disk is not None and disk.boot_disk_size_gb is not None:
         low, high = BOOT_DISK_GB_RANGE
         if not low <= disk.boot_disk_size_gb <= high:
-            _error(
-                out,
+            out.error(
                 f"{path}.diskSpec.bootDiskSizeGb",
                 f"{disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
             )
-
-
-def _pool_in_job(
-    pool: WorkerPoolSpec,
-    path: str,
-    index: int,
-    out: list[Finding],
-    *,
-    strict: bool,
-    strategy: str | None,
-) -> None:
-    """What a pool must be in its place of its job, on the job's hardware catalog."""
-    if index == PoolRole.CHIEF and pool.replica_count > 1:
-        _error(
-            out,
-            f"{path}.replicaCount",
-            f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
-            "put further replicas in workerPoolSpecs[1]",
-        )
-    machine = pool.machine_spec
-    if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
-        out.extend(
-            check_machine_spec(
-                path=f"{path}.machineSpec",
-                machine_type=machine.machine_type,
-                accelerator_type=machine.accelerator_type,
-                accelerator_count=machine.accelerator_count,
-                tpu_topology=machine.tpu_topology,
-                strict=strict,
-                scheduling_strategy=strategy,
-            )
-        )
-
-
-def _image_by_digest(pool: WorkerPoolSpec, path: str, out: list[Finding]) -> None:
-    # On Vertex a tag can move under a running job (and its retries, and a study's later
-    # trials); the local backend runs this checkout, whatever the tag.
-    image = pool.container_spec.image_uri if pool.container_spec is not None else ""
-    if image.strip() and not is_by_digest(image):
-        _error(
-            out,
-            f"{path}.containerSpec.imageUri",
-            f'{not_by_digest(image)}, e.g. platform.image("trainer")',
-        )
+    return out
 
 
 def _custom_job_spec(
     spec: CustomJobSpec,
     path: str,
-    out: list[Finding],
+    out: _Findings,
     *,
     region: str | None,
     remote: bool,
@@ -252,16 +217,14 @@ def _custom_job_spec(
     pools = spec.worker_pool_specs
     strategy = spec.scheduling.strategy
     if not pools or pools[0] is None:
-        _error(out, f"{path}.workerPoolSpecs", "the first pool (the chief) must be present")
+        out.error(f"{path}.workerPoolSpecs", "the first pool (the chief) must be present")
     if len(pools) > MAX_POOLS:
-        _error(
-            out,
+        out.error(
             f"{path}.workerPoolSpecs",
             f"has {len(pools)} pools; Vertex has 4 (chief, workers, parameter servers, evaluators)",
         )
     elif pools and pools[-1] is None:
-        _error(
-            out,
+        out.error(
             f"{path}.workerPoolSpecs[{len(pools) - 1}]",
             "an empty pool is only a placeholder before a later pool; drop trailing empty pools",
         )
@@ -270,17 +233,37 @@ def _custom_job_spec(
         if pool is None:
             continue
         pool_path = f"{path}.workerPoolSpecs[{index}]"
-        _pool_in_job(pool, pool_path, index, out, strict=strict, strategy=strategy)
-        if remote:
-            _image_by_digest(pool, pool_path, out)
+        if index == PoolRole.CHIEF and pool.replica_count > 1:
+            out.error(
+                f"{pool_path}.replicaCount",
+                f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
+                "put further replicas in workerPoolSpecs[1]",
+            )
         machine = pool.machine_spec
+        if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
+            # What a pool must be anywhere (pool_findings) goes first: a machine type, a count.
+            out += check_machine_spec(
+                path=f"{pool_path}.machineSpec",
+                machine_type=machine.machine_type,
+                accelerator_type=machine.accelerator_type,
+                accelerator_count=machine.accelerator_count,
+                tpu_topology=machine.tpu_topology,
+                scheduling_strategy=strategy,
+            )
+        image = pool.container_spec.image_uri if pool.container_spec is not None else ""
+        if remote and image.strip() and not is_by_digest(image):
+            # On Vertex a tag can move under a running job (and its retries, and a study's
+            # later trials); the local backend runs this checkout, whatever the tag.
+            out.error(
+                f"{pool_path}.containerSpec.imageUri",
+                f'{not_by_digest(image)}, e.g. platform.image("trainer")',
+            )
         if machine.accelerator_type and machine.accelerator_count:
             accelerators.append((f"{pool_path}.machineSpec", machine.accelerator_type))
         if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
             # Private Service Connect interface ("Mount a Network File System share").
-            _error(
-                out,
+            out.error(
                 f"{pool_path}.nfsMounts",
                 "NFS shares are reached over a VPC, and the job has no network; valid: set "
                 "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
@@ -288,134 +271,83 @@ def _custom_job_spec(
             )
     if region is not None:
         # The job's location: named "region" (the caller's argument or config key).
-        out.extend(
-            check_region(path="region", region=region, accelerators=accelerators, strict=strict)
-        )
+        out += check_region(path="region", region=region, accelerators=accelerators, strict=strict)
     base = spec.base_output_directory.output_uri_prefix
     if base is not None:
         base_path = f"{path}.baseOutputDirectory.outputUriPrefix"
         if not base.strip():
-            _error(out, base_path, "must not be empty when set")
+            out.error(base_path, "must not be empty when set")
         elif remote and not base.startswith("gs://"):
-            _error(out, base_path, f"{base!r} must be a Cloud Storage URI (gs://...)")
+            out.error(base_path, f"{base!r} must be a Cloud Storage URI (gs://...)")
     if spec.service_account is not None and not _SERVICE_ACCOUNT.match(spec.service_account):
-        _error(out, f"{path}.serviceAccount", f"{spec.service_account!r} is not an email")
+        out.error(f"{path}.serviceAccount", f"{spec.service_account!r} is not an email")
     if spec.network is not None and not _NETWORK.match(spec.network):
-        _error(
-            out,
+        out.error(
             f"{path}.network",
             f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME",
         )
     if spec.psc_interface_config is not None and spec.network is not None:
         # Two ways into a VPC, and Vertex takes one per job.
-        _error(
-            out,
+        out.error(
             f"{path}.pscInterfaceConfig",
             "cannot be set with network (Vertex refuses both); valid: a Private Service "
             "Connect interface or a peered VPC network, not both",
         )
     timeout, max_wait = spec.scheduling.timeout, spec.scheduling.max_wait_duration
     if timeout is not None and timeout <= 0:
-        _error(out, f"{path}.scheduling.timeout", "must be positive when set")
+        out.error(f"{path}.scheduling.timeout", "must be positive when set")
     if max_wait is not None and max_wait < 0:
-        _error(out, f"{path}.scheduling.maxWaitDuration", "must not be negative")
+        out.error(f"{path}.scheduling.maxWaitDuration", "must not be negative")
     elif max_wait is not None and strategy is not SchedulingStrategy.FLEX_START:
         # Scheduling.max_wait_duration: how long a job waits for resources "if the
         # scheduling strategy is set to [Strategy.DWS_FLEX_START]" (Vertex AI API reference).
         named = "unset" if strategy is SchedulingStrategy.UNSPECIFIED else strategy.value
-        _error(
-            out,
+        out.error(
             f"{path}.scheduling.maxWaitDuration",
             f"applies only to the FLEX_START strategy (the strategy is {named}); valid: set "
             "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
-    if spec.persistent_resource_id is not None and not _PERSISTENT_RESOURCE.match(
-        spec.persistent_resource_id
-    ):
-        _error(
-            out,
+    resource_id = spec.persistent_resource_id
+    if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
+        out.error(
             f"{path}.persistentResourceId",
-            f"{spec.persistent_resource_id!r} is not a persistent resource id; valid: 1-63 "
+            f"{resource_id!r} is not a persistent resource id; valid: 1-63 "
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
     _tracking(spec, path, region, out)
 
 
-def _in_region(
-    out: list[Finding],
-    path: str,
-    name: str,
-    *,
-    pattern: re.Pattern[str],
-    shape: str,
-    region: str | None,
-) -> re.Match[str] | None:
-    """The resource name's match, after an error if it is malformed or in another region."""
-    match = pattern.match(name)
-    if not match:
-        _error(out, path, f"{name!r} must be {shape}")
-    elif region is not None and match.group(1) != region:
-        _error(
-            out,
-            path,
-            f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
-            f"(projects/P/locations/{region}/...)",
-        )
-    return match
-
-
-def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: list[Finding]) -> None:
+def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: _Findings) -> None:
     """TensorBoard and Vertex Experiments: the same region as the job, and the fields
     each needs beside it."""
     if spec.tensorboard is not None:
-        _in_region(
-            out,
-            f"{path}.tensorboard",
-            spec.tensorboard,
-            pattern=_TENSORBOARD,
-            shape="projects/P/locations/L/tensorboards/ID",
-            region=region,
-        )
+        shape = "projects/P/locations/L/tensorboards/ID"
+        out.in_region(f"{path}.tensorboard", spec.tensorboard, _TENSORBOARD, shape, region)
         if spec.base_output_directory.output_uri_prefix is None:
-            _error(
-                out,
+            out.error(
                 f"{path}.baseOutputDirectory",
                 "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
             )
-    context_shape = "projects/P/locations/L/metadataStores/default/contexts/NAME"
+    contexts = "projects/P/locations/L/metadataStores/default/contexts"
     experiment = None
     if spec.experiment is not None:
-        experiment = _in_region(
-            out,
-            f"{path}.experiment",
-            spec.experiment,
-            pattern=_CONTEXT,
-            shape=context_shape,
-            region=region,
-        )
+        shape = f"{contexts}/NAME"
+        experiment = out.in_region(f"{path}.experiment", spec.experiment, _CONTEXT, shape, region)
     if spec.experiment_run is None:
         return
     if spec.experiment is None:
-        _error(
-            out,
+        out.error(
             f"{path}.experimentRun",
             f"needs {path}.experiment (the run's experiment): name the experiment too",
         )
         return
-    run = _in_region(
-        out,
-        f"{path}.experimentRun",
-        spec.experiment_run,
-        pattern=_CONTEXT,
-        shape="projects/P/locations/L/metadataStores/default/contexts/EXPERIMENT-RUN",
-        region=region,
-    )
+    shape = f"{contexts}/EXPERIMENT-RUN"
+    run = out.in_region(f"{path}.experimentRun", spec.experiment_run, _CONTEXT, shape, region)
     if run is not None and experiment is not None:
         prefix = f"{experiment.group(3)}-"
         if run.group(2) != experiment.group(2) or not run.group(3).startswith(prefix):
-            _error(
-                out,
+            out.error(
                 f"{path}.experimentRun",
                 f"context {run.group(3)!r} is not a run of the experiment "
                 f"{experiment.group(3)!r}: a run's context id is '<experiment>-<run>' in the "
@@ -439,15 +371,16 @@ def _in_domain(param: ParameterSpec, value: float | int | str) -> bool:
     return False
 
 
-def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
-    """What one parameter must be in any study: judged where the parameter is built (its
-    conditional children are parameters of their own, judged where each is built)."""
+def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
+    """What one parameter at ``path`` must be in any study: judged where the parameter is
+    built (its conditional children are parameters of their own, judged where each is
+    built)."""
+    out = _Findings()
     pid = param.parameter_id
     if not pid.strip():
-        _error(out, f"{path}.parameterId", "must not be empty")
+        out.error(f"{path}.parameterId", "must not be empty")
     elif any(c.isspace() for c in pid):
-        _error(
-            out,
+        out.error(
             f"{path}.parameterId",
             f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
             "trainer gets it as --<parameterId>)",
@@ -457,16 +390,14 @@ def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
     bounds = param.double_value_spec or param.integer_value_spec
     if bounds is not None:
         if not (math.isfinite(bounds.min_value) and math.isfinite(bounds.max_value)):
-            _error(out, f"{path}.{domain}", "minValue and maxValue must be finite")
+            out.error(f"{path}.{domain}", "minValue and maxValue must be finite")
         elif bounds.min_value >= bounds.max_value:
-            _error(
-                out,
+            out.error(
                 f"{path}.{domain}.minValue",
                 f"{bounds.min_value} must be less than maxValue {bounds.max_value}",
             )
         if log_scale and bounds.min_value <= 0:
-            _error(
-                out,
+            out.error(
                 f"{path}.scaleType",
                 f"a log scale needs minValue > 0, got {bounds.min_value}; use UNIT_LINEAR_SCALE",
             )
@@ -477,107 +408,107 @@ def _parameter(param: ParameterSpec, path: str, out: list[Finding]) -> None:
             ((a, b) for a, b in itertools.pairwise(values) if 0 < b - a < MIN_DISCRETE_GAP), None
         )
         if not values:
-            _error(out, v_path, "must list at least one value")
+            out.error(v_path, "must list at least one value")
         elif len(values) > MAX_DISCRETE_VALUES:
-            _error(
-                out,
+            out.error(
                 v_path,
                 f"has {len(values)} values; at most {MAX_DISCRETE_VALUES} are allowed",
             )
         elif any(not math.isfinite(v) for v in values):
-            _error(out, v_path, "values must be finite numbers")
+            out.error(v_path, "values must be finite numbers")
         elif any(b <= a for a, b in itertools.pairwise(values)):
-            _error(out, v_path, f"must be strictly increasing, got {list(values)}")
+            out.error(v_path, f"must be strictly increasing, got {list(values)}")
         elif close is not None:
-            _error(
-                out,
+            out.error(
                 v_path,
                 f"values must be at least {MIN_DISCRETE_GAP:g} apart: {close[0]!r} and "
                 f"{close[1]!r} are not",
             )
         elif log_scale and values[0] <= 0:
-            _error(out, f"{path}.scaleType", "a log scale needs all values > 0")
+            out.error(f"{path}.scaleType", "a log scale needs all values > 0")
     elif param.categorical_value_spec is not None:
         categories = param.categorical_value_spec.values
         v_path = f"{path}.categoricalValueSpec.values"
         if not categories:
-            _error(out, v_path, "must list at least one category")
+            out.error(v_path, "must list at least one category")
         elif len(set(categories)) != len(categories):
-            _error(out, v_path, "categories must be unique")
+            out.error(v_path, "categories must be unique")
     for index, child in enumerate(param.conditional_parameter_specs):
         child_path = f"{path}.conditionalParameterSpecs[{index}]"
         if param.double_value_spec is not None:
-            _error(
-                out,
+            out.error(
                 child_path,
                 "a double parameter cannot have conditional children; make the parent integer, "
                 "discrete or categorical",
             )
         elif not child.parent_values:
-            _error(out, child_path, "names no parent values")
+            out.error(child_path, "names no parent values")
         else:
             bad = [v for v in child.parent_values if not _in_domain(param, v)]
             if bad:
-                _error(out, child_path, f"{bad} are not values of the parent {pid!r}")
+                out.error(child_path, f"{bad} are not values of the parent {pid!r}")
+    return out
 
 
-def _search_space(
-    param: ParameterSpec, path: str, grid: bool, seen: set[str], out: list[Finding]
-) -> None:
-    """What a study asks of all its parameters, conditional children included: unique ids,
-    and none a grid cannot enumerate."""
-    pid = param.parameter_id
-    if pid in seen:
-        _error(out, f"{path}.parameterId", f"{pid!r} is used twice; ids are unique")
-    seen.add(pid)
-    if grid and param.double_value_spec is not None:
-        _error(
-            out,
-            path,
-            f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, discrete "
-            "or categorical parameters, or another algorithm",
-        )
-    for index, child in enumerate(param.conditional_parameter_specs):
-        child_path = f"{path}.conditionalParameterSpecs[{index}].parameterSpec"
-        _search_space(child.parameter_spec, child_path, grid, seen, out)
+def _search_space(study: StudySpec, path: str) -> Iterator[tuple[ParameterSpec, str]]:
+    """Every parameter of ``study`` and its path, each followed by its conditional children
+    (and theirs)."""
+    todo = [(p, f"{path}.parameters[{i}]") for i, p in enumerate(study.parameters)]
+    while todo:
+        param, p_path = todo.pop(0)
+        yield param, p_path
+        todo[:0] = [
+            (c.parameter_spec, f"{p_path}.conditionalParameterSpecs[{i}].parameterSpec")
+            for i, c in enumerate(param.conditional_parameter_specs)
+        ]
 
 
-def _tuning_job(job: HyperparameterTuningJob, out: list[Finding]) -> None:
+def _tuning_job(job: HyperparameterTuningJob, out: _Findings) -> None:
     for key, value, low in (
         ("maxTrialCount", job.max_trial_count, 1),
         ("parallelTrialCount", job.parallel_trial_count, 1),
         ("maxFailedTrialCount", job.max_failed_trial_count, 0),
     ):
         if not low <= value <= INT32_MAX:
-            _error(out, key, f"must be between {low} and {INT32_MAX}, got {value}")
+            out.error(key, f"must be between {low} and {INT32_MAX}, got {value}")
     if 1 <= job.max_trial_count < job.parallel_trial_count:
-        _error(
-            out,
+        out.error(
             "parallelTrialCount",
             f"{job.parallel_trial_count} exceeds maxTrialCount {job.max_trial_count}",
         )
 
 
-def _study(study: StudySpec, path: str, out: list[Finding]) -> None:
+def study_findings(study: StudySpec, path: str) -> list[Finding]:
+    """What one study at ``path`` must be, whatever job runs it."""
+    out = _Findings()
     if not study.metrics:
-        _error(out, f"{path}.metrics", "needs at least one metric")
+        out.error(f"{path}.metrics", "needs at least one metric")
     ids = [m.metric_id for m in study.metrics]
     for index, metric in enumerate(study.metrics):
         m_path = f"{path}.metrics[{index}]"
         if not metric.metric_id.strip():
-            _error(
-                out, f"{m_path}.metricId", "must not be empty: it is the tag the trainer reports"
-            )
+            out.error(f"{m_path}.metricId", "must not be empty: it is the tag the trainer reports")
         elif ids.count(metric.metric_id) > 1:
-            _error(out, f"{m_path}.metricId", f"{metric.metric_id!r} repeats")
+            out.error(f"{m_path}.metricId", f"{metric.metric_id!r} repeats")
         if metric.goal is MetricGoal.UNSPECIFIED:
-            _error(out, f"{m_path}.goal", "must be MAXIMIZE or MINIMIZE")
+            out.error(f"{m_path}.goal", "must be MAXIMIZE or MINIMIZE")
     if not study.parameters:
-        _error(out, f"{path}.parameters", "needs at least one parameter to tune")
+        out.error(f"{path}.parameters", "needs at least one parameter to tune")
+    # What a study asks of all its parameters, conditional children included: unique ids,
+    # and none a grid cannot enumerate.
     seen: set[str] = set()
-    grid = study.algorithm is SearchAlgorithm.GRID
-    for index, param in enumerate(study.parameters):
-        _search_space(param, f"{path}.parameters[{index}]", grid, seen, out)
+    for param, p_path in _search_space(study, path):
+        pid = param.parameter_id
+        if pid in seen:
+            out.error(f"{p_path}.parameterId", f"{pid!r} is used twice; ids are unique")
+        seen.add(pid)
+        if study.algorithm is SearchAlgorithm.GRID and param.double_value_spec is not None:
+            out.error(
+                p_path,
+                f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, "
+                "discrete or categorical parameters, or another algorithm",
+            )
+    return out
 
 
 def platform_findings(
@@ -591,9 +522,9 @@ def platform_findings(
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     """
-    out: list[Finding] = []
+    out = _Findings()
     if view.display_name is not None:
-        _display_name(view.display_name, out)
+        out += display_name_findings(view.display_name)
     _labels(view.labels, "labels", out)
     _kms(view.encryption_spec.kms_key_name, region, out)
     _custom_job_spec(
@@ -613,47 +544,11 @@ def job_findings(
     out = platform_findings(view, region=region, remote=remote, strict=strict)
     for index, pool in enumerate(view.trial_job.worker_pool_specs):
         if pool is not None:
-            _pool(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]", out)
+            out += pool_findings(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]")
     if isinstance(view, HyperparameterTuningJob):
-        _study(view.study_spec, "studySpec", out)
-        todo = [(p, f"studySpec.parameters[{i}]") for i, p in enumerate(view.study_spec.parameters)]
-        while todo:
-            param, path = todo.pop(0)
-            _parameter(param, path, out)
-            todo += [
-                (c.parameter_spec, f"{path}.conditionalParameterSpecs[{i}].parameterSpec")
-                for i, c in enumerate(param.conditional_parameter_specs)
-            ]
-    return out
-
-
-def display_name_findings(name: str) -> list[Finding]:
-    """The display-name rule alone: a job's default display name is its resource name,
-    first known where the resource is declared."""
-    out: list[Finding] = []
-    _display_name(name, out)
-    return out
-
-
-def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
-    """What one pool at ``path`` must be in any place, job and region (judged where it is
-    built)."""
-    out: list[Finding] = []
-    _pool(pool, path, out)
-    return out
-
-
-def study_findings(study: StudySpec, path: str) -> list[Finding]:
-    """What one study at ``path`` must be, whatever job runs it."""
-    out: list[Finding] = []
-    _study(study, path, out)
-    return out
-
-
-def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
-    """What one parameter must be at ``path``, whatever study searches it."""
-    out: list[Finding] = []
-    _parameter(param, path, out)
+        out += study_findings(view.study_spec, "studySpec")
+        for param, path in _search_space(view.study_spec, "studySpec"):
+            out += parameter_findings(param, path)
     return out
 
 
@@ -662,12 +557,9 @@ def errors_of(findings: list[Finding]) -> list[Finding]:
 
 
 __all__ = [
-    "MAX_LABEL_LENGTH",
     "display_name_findings",
     "errors_of",
     "job_findings",
-    "label_key_valid",
-    "label_value_valid",
     "parameter_findings",
     "platform_findings",
     "pool_findings",

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.jobs.rules.hardware_refresh --project P``: rebuild the hardware
+"""``.venv/bin/python -m tools.refresh_hardware --project P``: rebuild the hardware
 catalog's availability rows (which GPU is offered in which zone) from the Compute Engine
 API, ``acceleratorTypes.aggregatedList`` and ``machineTypes.aggregatedList``.
 
@@ -24,11 +24,9 @@ import json
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from vertex_training import _google_api as google_api
-from vertex_training._google_api import Fetch
+from tools.google_api import Fetch, RefreshError, authorized_fetch, pages, run_refresh
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, parse_catalog
 
 COMPUTE_API = "https://compute.googleapis.com/compute/v1"
@@ -37,10 +35,6 @@ SOURCES = (
     "acceleratorTypes.aggregatedList",
     "machineTypes.aggregatedList",
 )
-
-
-class RefreshError(RuntimeError):
-    """The catalog could not be refreshed; the file was left as it was."""
 
 
 @dataclass
@@ -57,9 +51,7 @@ class AvailabilityResult:
 def _aggregated(fetch: Fetch, url: str, key: str) -> Iterable[tuple[str, Mapping[str, Any] | None]]:
     """(zone, item) over every page of an ``aggregatedList``; a zone without items (a
     ``warning`` entry such as NO_RESULTS_ON_PAGE) still exists: (zone, None)."""
-    token = ""
-    while True:
-        page = fetch(url, {"pageToken": token} if token else {})
+    for page in pages(fetch, url, {}):
         for scope, entry in (page.get("items") or {}).items():
             if not scope.startswith("zones/"):
                 continue
@@ -69,9 +61,6 @@ def _aggregated(fetch: Fetch, url: str, key: str) -> Iterable[tuple[str, Mapping
                 yield zone, None
             for item in items:
                 yield zone, item
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return
 
 
 def _deprecated(item: Mapping[str, Any]) -> bool:
@@ -192,23 +181,9 @@ def refreshed_catalog(
     return result
 
 
-def authorized_fetch() -> tuple[Fetch, str | None]:
-    """GETs with Application Default Credentials and their project; RefreshError when
-    there are none."""
-    return google_api.authorized_fetch(COMPUTE_SCOPE, RefreshError)
-
-
 def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vertex_training.jobs.rules.hardware_refresh", description=__doc__
-    )
-    parser.add_argument("--project", help="project whose view of zones to read (default: ADC's)")
-    parser.add_argument("--output", type=Path, default=CATALOG_PATH)
-    parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
-    args = parser.parse_args(argv)
-
-    def refresh(existing: Any) -> tuple[Any, list[str]]:
-        get, project = (fetch, None) if fetch is not None else authorized_fetch()
+    def refresh(args: argparse.Namespace, existing: Any) -> tuple[Any, list[str]]:
+        get, project = (fetch, None) if fetch is not None else authorized_fetch(COMPUTE_SCOPE)
         project = args.project or project
         if not project:
             raise RefreshError("no project: pass --project P")
@@ -227,9 +202,7 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
             )
         return result.document, report
 
-    return google_api.rewrite_json(
-        args.output, refresh, error=RefreshError, indent=2, dry_run=args.dry_run
-    )
+    return run_refresh(argv, __doc__, CATALOG_PATH, refresh, indent=2, project=True)
 
 
 if __name__ == "__main__":
@@ -239,9 +212,6 @@ if __name__ == "__main__":
 __all__ = [
     "COMPUTE_API",
     "AvailabilityResult",
-    "Fetch",
-    "RefreshError",
-    "authorized_fetch",
     "main",
     "refreshed_catalog",
     "zone_accelerators",

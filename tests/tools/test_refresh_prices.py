@@ -8,15 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.google_api import Replay
-from vertex_training.cost import price_refresh as refresh
+from tools import refresh_prices as refresh
+from tools.google_api import Fetch, RefreshError, authorized_fetch
+from tools.refresh_prices import BILLING_API, BILLING_SCOPE, classify_sku, gpu_enum, main
 from vertex_training.cost.catalog import PRICES_PATH, Pricing, load_price_catalog
-from vertex_training.cost.price_refresh import (
-    BILLING_API,
-    RefreshError,
-    classify_sku,
-    gpu_enum,
-    main,
-)
 from vertex_training.jobs.estimate import estimate_job
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "billing_catalog.json").read_text())
@@ -120,7 +115,7 @@ def test_gpu_names(text: str, name: str) -> None:
 def test_without_credentials_it_says_so_and_changes_nothing(
     prices_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def no_credentials() -> refresh.Fetch:
+    def no_credentials(scope: str) -> tuple[Fetch, str | None]:
         raise RefreshError("no Google credentials: run `gcloud auth application-default login`")
 
     monkeypatch.setattr(refresh, "authorized_fetch", no_credentials)
@@ -137,4 +132,4 @@ def test_authorized_fetch_reports_missing_credentials(
     # A credentials file that does not exist fails before any network call.
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
     with pytest.raises(RefreshError, match="no Google credentials"):
-        refresh.authorized_fetch()
+        authorized_fetch(BILLING_SCOPE)

@@ -1,4 +1,4 @@
-"""``python -m vertex_training.cost.price_refresh``: rewrite ``prices.json`` from the Cloud Billing
+"""``.venv/bin/python -m tools.refresh_prices``: rewrite ``prices.json`` from the Cloud Billing
 Catalog API (``services.list`` and ``services.skus.list``, REST).
 
 Vertex AI custom training and Compute Engine bill machines by their family's per-vCPU
@@ -24,11 +24,9 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from vertex_training import _google_api as google_api
-from vertex_training._google_api import Fetch
+from tools.google_api import Fetch, RefreshError, authorized_fetch, pages, run_refresh
 from vertex_training.cost.catalog import (
     ITEM_KINDS,
     PRICES_PATH,
@@ -73,10 +71,6 @@ GPU_NAMES: Mapping[str, str] = {
 """The GPU names of SKU descriptions ("Nvidia Tesla V100 GPU ...") -> Vertex enum names."""
 
 
-class RefreshError(RuntimeError):
-    """The catalog could not be refreshed; ``prices.json`` was left as it was."""
-
-
 @dataclass(frozen=True)
 class SkuPrice:
     """One priced component: a family's core or RAM, or a GPU, in one region."""
@@ -105,13 +99,8 @@ class RefreshResult:
 
 
 def _pages(fetch: Fetch, url: str, key: str, params: Mapping[str, str]) -> Iterable[Any]:
-    token = ""
-    while True:
-        page = fetch(url, {**params, **({"pageToken": token} if token else {})})
+    for page in pages(fetch, url, params):
         yield from page.get(key, [])
-        token = str(page.get("nextPageToken") or "")
-        if not token:
-            return
 
 
 def service_id(fetch: Fetch, display_name: str) -> str:
@@ -119,11 +108,6 @@ def service_id(fetch: Fetch, display_name: str) -> str:
         if service.get("displayName") == display_name:
             return str(service["serviceId"])
     raise RefreshError(f"the Billing Catalog lists no service named {display_name!r}")
-
-
-def authorized_fetch() -> Fetch:
-    """GETs with Application Default Credentials; RefreshError when there are none."""
-    return google_api.authorized_fetch(BILLING_SCOPE, RefreshError)[0]
 
 
 # ----------------------------------------------------------------------- SKUs
@@ -278,15 +262,8 @@ def refreshed_document(fetch: Fetch, existing: Mapping[str, Any]) -> RefreshResu
 
 
 def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vertex_training.cost.price_refresh", description=__doc__
-    )
-    parser.add_argument("--output", type=Path, default=PRICES_PATH)
-    parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
-    args = parser.parse_args(argv)
-
-    def refresh(existing: Any) -> tuple[Any, list[str]]:
-        result = refreshed_document(fetch or authorized_fetch(), existing)
+    def refresh(_args: argparse.Namespace, existing: Any) -> tuple[Any, list[str]]:
+        result = refreshed_document(fetch or authorized_fetch(BILLING_SCOPE)[0], existing)
         report = [
             f"{result.updated} rows from the Billing Catalog, {result.kept} kept as they were"
         ]
@@ -296,9 +273,7 @@ def main(argv: list[str] | None = None, fetch: Fetch | None = None) -> int:
             )
         return result.document, report
 
-    return google_api.rewrite_json(
-        args.output, refresh, error=RefreshError, indent=1, dry_run=args.dry_run
-    )
+    return run_refresh(argv, __doc__, PRICES_PATH, refresh, indent=1)
 
 
 if __name__ == "__main__":
@@ -309,11 +284,8 @@ __all__ = [
     "BILLING_API",
     "GPU_NAMES",
     "SERVICE_NAMES",
-    "Fetch",
-    "RefreshError",
     "RefreshResult",
     "SkuPrice",
-    "authorized_fetch",
     "classify_sku",
     "gpu_enum",
     "main",

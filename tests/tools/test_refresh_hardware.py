@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from tests.fakes.google_api import Replay
-from vertex_training.jobs.rules import hardware_refresh as refresh
+from tools import refresh_hardware as refresh
+from tools.google_api import RefreshError
+from tools.refresh_hardware import main, refreshed_catalog
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, parse_catalog
-from vertex_training.jobs.rules.hardware_refresh import RefreshError, main, refreshed_catalog
 
 RECORDED = json.loads((Path(__file__).parent / "fixtures" / "compute_aggregated.json").read_text())
 NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
@@ -74,7 +75,7 @@ def test_main_writes_the_file_or_nothing(
     assert json.loads(output.read_text())["refreshed"]["regions"] == ["europe-west4", "us-central1"]
     assert "machine types with GPUs the catalog lacks: a3-edgegpu-8g" in capsys.readouterr().out
 
-    def no_credentials() -> Any:
+    def no_credentials(scope: str) -> Any:
         raise RefreshError("no Google credentials: run `gcloud auth application-default login`")
 
     monkeypatch.setattr(refresh, "authorized_fetch", no_credentials)
