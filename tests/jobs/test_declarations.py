@@ -183,13 +183,15 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
         labels={"job": "tuned"},
     )
     body = declared.to_body(**ENV)
-    context = declared._context(
-        image=IMAGE,
+    context = api.JobContext(
+        kind=JobKind.HYPERPARAMETER_TUNING_JOB,
+        name=declared.name,
+        region="us-central1",
+        project="placeholder",
+        local=False,
+        default_image=IMAGE,
         bucket_url=ENV["bucket_url"],
         service_account=ENV["service_account"],
-        labels={},
-        region="us-central1",
-        local=False,
     )
     assert body == api.job_body(python, context)
     parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)

@@ -27,20 +27,14 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import (
     caller_path,
+    camel,
     map_known,
-    merge_fields,
     to_body,
     vertex,
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
-from vertex_training.jobs.pools import (
-    Accelerator,
-    NfsMount,
-    ReservationAffinity,
-    Scheduling,
-    WorkerPool,
-)
+from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
@@ -48,46 +42,25 @@ from vertex_training.jobs.rules.job import (
     display_name_findings,
     platform_findings,
 )
-from vertex_training.jobs.studies import (
-    CategoricalParameter,
-    ConvexStopping,
-    DecayCurveStopping,
-    DiscreteParameter,
-    DoubleParameter,
-    IntegerParameter,
-    MedianStopping,
-    Metric,
-    Parameter,
-    ParameterBase,
-    Study,
-)
+from vertex_training.jobs.studies import Study
 from vertex_training.jobs.view import read_view
 
 __all__ = [
     "SERVING_IMAGE",
-    "Accelerator",
-    "CategoricalParameter",
-    "ConvexStopping",
     "CustomJobArgs",
-    "DecayCurveStopping",
-    "DiscreteParameter",
     "DnsPeeringConfig",
-    "DoubleParameter",
     "HyperparameterTuningJobArgs",
-    "IntegerParameter",
+    "JobArgs",
+    "JobContext",
     "JobPlatform",
-    "MedianStopping",
-    "Metric",
-    "NfsMount",
-    "Parameter",
-    "ParameterBase",
+    "PlatformFacts",
     "PscInterfaceConfig",
-    "ReservationAffinity",
-    "Scheduling",
-    "Study",
     "TrialJob",
-    "WorkerPool",
-    "merge_fields",
+    "declared_problems",
+    "facts_of",
+    "job_body",
+    "job_context",
+    "positive_seconds",
 ]
 
 
@@ -103,47 +76,35 @@ class JobPlatform(Protocol):
     @property
     def environment(self) -> str:
         """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
-        ...
 
     @property
     def project(self) -> pulumi.Input[str]: ...
-
     @property
     def region(self) -> str: ...
-
     @property
     def bucket_url(self) -> pulumi.Output[str]: ...
-
     @property
     def training_service_account(self) -> pulumi.Output[str] | None: ...
-
     @property
     def network(self) -> pulumi.Input[str] | None: ...
-
     @property
     def tensorboard(self) -> pulumi.Output[str] | None: ...
-
     @property
     def kms_key_name(self) -> pulumi.Input[str] | None:
         """CMEK the platform's jobs are encrypted with by default."""
-        ...
 
     @property
     def labels(self) -> Mapping[str, str]: ...
-
     @property
     def local_root(self) -> Path | None: ...
-
     @property
     def strict_hardware_checks(self) -> bool: ...
-
     @property
     def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
 
     def default_image(self) -> pulumi.Output[str] | None:
         """The platform's only image besides ``SERVING_IMAGE``, or None when it has none
         or several."""
-        ...
 
     def resource_options(self) -> pulumi.ResourceOptions: ...
 
@@ -428,68 +389,69 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
 _POOL_FIELD = re.compile(r"workerPoolSpecs\[(\d+)\](?:\.(.*))?$")
 
 
-def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
-    """The keys (list indexes as digits) under ``extra_fields`` that set the API path, or
-    None when ``extra_fields`` does not set it: each route spells them its own way."""
+def _extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
+    """The keys (list indexes as digits) under ``extra`` that set the API path, or None
+    when ``extra`` does not set it."""
     node: Any = extra
     keys: list[str] = []
     for part in re.findall(r"[^.\[\]]+", api_path):
         if isinstance(node, Mapping) and part in node:
             node = node[part]
-            keys.append(part)
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
-            keys.append(part)
         else:
             return None
+        keys.append(part)
     return keys
 
 
-def extra_origin(args: JobArgs, api_path: str) -> tuple[str, list[str]] | None:
-    """Where ``extra_fields`` set the API path: the Args holding them (``""`` the job,
-    ``chief`` or ``trial.chief`` a pool) and the keys under them (list indexes as digits);
-    None when no ``extra_fields`` set it. Each route spells the two its own way."""
-    keys = extra_keys(args.extra_fields, api_path)
-    if keys:
-        return "", keys
+def extra_path(args: JobArgs, api_path: str, spelling: str = "python") -> str | None:
+    """Where ``extra_fields`` (the job's, or a pool's) set the API path, in the caller's
+    spelling: Python ``chief.extra_fields['env'][0]``, YAML ``chief.extraFields.env.0``;
+    None when none does."""
+    origins = [("", args.extra_fields, api_path)]
     pool = _POOL_FIELD.search(api_path)
-    if pool is None or int(pool[1]) >= len(POOL_NAMES):
-        return None
-    name = POOL_NAMES[int(pool[1])]
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    spec = getattr(run, name)
-    keys = extra_keys(spec.extra_fields, pool[2] or "") if spec is not None else None
-    if not keys:
-        return None
-    return (name if isinstance(args, CustomJobArgs) else f"trial.{name}"), keys
+    if pool is not None and int(pool[1]) < len(POOL_NAMES):
+        name = POOL_NAMES[int(pool[1])]
+        run = args if isinstance(args, CustomJobArgs) else args.trial
+        spec = getattr(run, name)
+        if spec is not None:
+            origins.append((name if run is args else f"trial.{name}", spec.extra_fields, pool[2]))
+    for owner, extra, path in origins:
+        keys = _extra_keys(extra, path or "")
+        if not keys:
+            continue
+        if spelling == "yaml":
+            where = "".join(f"{camel(part)}." for part in owner.split(".") if part)
+            return f"{where}extraFields." + ".".join(keys)
+        spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
+        return f"{owner + '.' if owner else ''}extra_fields{spelled}"
+    return None
 
 
-def _in_extra(args: JobArgs, api_path: str) -> str | None:
-    """``extra_fields[...]`` (the job's or a pool's) when they set the API path."""
-    origin = extra_origin(args, api_path)
-    if origin is None:
-        return None
-    owner, keys = origin
-    spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
-    return f"{owner + '.' if owner else ''}extra_fields{spelled}"
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlatformFacts:
-    """What the job rules read of a platform: values known now, ``LATER`` for what it
-    fills in later, None for what it does not set. The stack reader judges its jobs on
-    the facts of the platform the stack declares (``stack_facts``)."""
+    """What the job rules read of a platform, under a ``JobPlatform``'s names: values known
+    now, ``LATER`` for what it fills in later, None for what it does not set. The stack
+    reader judges its jobs on the facts of the platform the stack declares."""
 
     environment: str
     region: str
-    strict: bool
-    acknowledged: tuple[str, ...]
-    labels: tuple[tuple[str, Any], ...]
-    kms_key_name: Any
-    network: Any
-    tensorboard: Any
-    service_account: Any
-    image: Any
+    strict_hardware_checks: bool = False
+    acknowledged_hardware_checks: tuple[str, ...] = ()
+    labels: tuple[tuple[str, Any], ...] = ()
+    kms_key_name: Any = None
+    network: Any = None
+    tensorboard: Any = None
+    training_service_account: Any = None
+    image: Any = None
+    project: Any = "placeholder"
+    """Never in a body: the rules do not read it."""
+    bucket_url: Any = LATER
+    local_root: Path | None = None
+
+    def default_image(self) -> Any:
+        return self.image
 
 
 def _fact(value: Any) -> Any:
@@ -502,33 +464,14 @@ def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
     return PlatformFacts(
         environment=platform.environment,
         region=platform.region,
-        strict=platform.strict_hardware_checks,
-        acknowledged=tuple(platform.acknowledged_hardware_checks),
+        strict_hardware_checks=platform.strict_hardware_checks,
+        acknowledged_hardware_checks=tuple(platform.acknowledged_hardware_checks),
         labels=tuple(platform.labels.items()),
         kms_key_name=_fact(platform.kms_key_name),
         network=_fact(platform.network),
         tensorboard=_fact(platform.tensorboard),
-        service_account=_fact(platform.training_service_account),
+        training_service_account=_fact(platform.training_service_account),
         image=None if platform.default_image() is None else LATER,
-    )
-
-
-def _facts_context(kind: JobKind, args: JobArgs, facts: PlatformFacts) -> JobContext:
-    return JobContext(
-        kind=kind,
-        name=None,
-        region=facts.region,
-        project="placeholder",
-        local=facts.environment == "local",
-        default_image=facts.image,
-        bucket_url=LATER,
-        service_account=facts.service_account,
-        network=facts.network,
-        tensorboard=facts.tensorboard,
-        kms_key_name=facts.kms_key_name,
-        labels=dict(facts.labels),
-        strict=facts.strict if args.strict_hardware_checks is None else args.strict_hardware_checks,
-        acknowledged=(*facts.acknowledged, *acknowledged_checks(args)),
     )
 
 
@@ -542,10 +485,8 @@ def judge_job(
         JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
     )
     if facts is None and args.platform is not None:
-        if not isinstance(args.platform, PlatformFacts):
-            _same_place(args, args.platform)
         facts = facts_of(args.platform)
-    context = job_context(kind, name, args) if facts is None else _facts_context(kind, args, facts)
+    context = job_context(kind, name, args, facts)
     body = job_body(args, context)
     known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
     view, unreadable = read_view(kind, known)
@@ -567,7 +508,7 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     warnings: list[str] = []
     for finding in findings:
         argument = (
-            _in_extra(args, finding.path) or caller_path(type(args), finding.path) or finding.path
+            extra_path(args, finding.path) or caller_path(type(args), finding.path) or finding.path
         )
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is
@@ -619,26 +560,30 @@ def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def _same_place(args: JobArgs, platform: JobPlatform) -> None:
-    for key in ("project", "region"):
-        value = getattr(args, key)
-        if value is not None and value != getattr(platform, key):
-            raise InvalidArgumentsError(
-                f"{type(args).__name__}.{key}: {value!r} differs from the platform's "
-                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
-                "platform"
-            )
-
-
-def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
-    """Where the job runs and what it uses, from its platform or its own Args."""
+def job_context(
+    kind: JobKind,
+    name: str | None,
+    args: JobArgs,
+    platform: JobPlatform | PlatformFacts | None = None,
+) -> JobContext:
+    """Where the job runs and what it uses: from ``platform`` (the facts the rules judge
+    it on), else from its own platform or Args."""
     where = type(args).__name__
-    platform = args.platform
-    if isinstance(platform, PlatformFacts):
+    if isinstance(args.platform, PlatformFacts) and platform is None:
         raise InvalidArgumentsError(
             f"{where}: a stack's job runs on the stack's platform; valid: "
             "vt.declare_job(name, args.on(platform))"
         )
+    own = None if isinstance(args.platform, PlatformFacts) else args.platform
+    for key in ("project", "region"):
+        value = getattr(args, key)
+        if own is not None and value is not None and value != getattr(own, key):
+            raise InvalidArgumentsError(
+                f"{where}.{key}: {value!r} differs from the platform's {getattr(own, key)!r}; "
+                "valid: leave it unset (the platform's) or drop platform"
+            )
+    if platform is None:
+        platform = args.platform
     if platform is None:
         missing = [k for k in ("project", "region") if getattr(args, k) is None]
         if missing:
@@ -656,12 +601,7 @@ def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
             strict=bool(args.strict_hardware_checks),
             acknowledged=acknowledged_checks(args),
         )
-    _same_place(args, platform)
-    strict = (
-        platform.strict_hardware_checks
-        if args.strict_hardware_checks is None
-        else args.strict_hardware_checks
-    )
+    strict = args.strict_hardware_checks
     return JobContext(
         kind=kind,
         name=name,
@@ -674,8 +614,8 @@ def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
         network=platform.network,
         tensorboard=platform.tensorboard,
         kms_key_name=platform.kms_key_name,
-        labels=platform.labels,
+        labels=dict(platform.labels),
         local_root=platform.local_root,
-        strict=strict,
+        strict=platform.strict_hardware_checks if strict is None else strict,
         acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )
