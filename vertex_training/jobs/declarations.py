@@ -113,14 +113,6 @@ class JobDeclaration:
             else JobKind.HYPERPARAMETER_TUNING_JOB
         )
 
-    @property
-    def expected_duration_seconds(self) -> float | None:
-        return self.args.expected_duration_seconds
-
-    def to_args(self) -> api.JobArgs:
-        """The public Args this declaration means (without a platform: ``.on(platform)``)."""
-        return self.args
-
     def to_body(
         self,
         *,

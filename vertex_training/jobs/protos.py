@@ -25,10 +25,6 @@ class BodyParseError(ValueError):
     """The body is not a valid message of its kind; the text names the field."""
 
 
-def message_class(kind: JobKind) -> type[JobMessage]:
-    return v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob
-
-
 M = TypeVar("M")
 
 
@@ -45,7 +41,9 @@ def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
 
 def parse_body(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     """The job body as its proto-plus message; unknown fields and wrong types are refused."""
-    return parse_message(message_class(kind), body)
+    return parse_message(
+        v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob, body
+    )
 
 
 _NESTING = re.compile(r"Failed to parse \w+ field: ")
