@@ -750,7 +750,6 @@ def _context(**extra: Any) -> Any:
     from vertex_training.jobs.api import JobContext
 
     return JobContext(
-        kind=JobKind.CUSTOM_JOB,
         name="j",
         region="us-central1",
         project="p",

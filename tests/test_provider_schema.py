@@ -185,9 +185,7 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
         chief=pools.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
         protected_artifact_location_id="us-central1",
     )
-    context = JobContext(
-        kind=JobKind.CUSTOM_JOB, name="j", region="us-central1", project="p", local=False
-    )
+    context = JobContext(name="j", region="us-central1", project="p", local=False)
     body = job_body(args, context)
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"

@@ -184,7 +184,6 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
     )
     body = declared.to_body(**ENV)
     context = api.JobContext(
-        kind=JobKind.HYPERPARAMETER_TUNING_JOB,
         name=declared.name,
         region="us-central1",
         project="placeholder",

@@ -28,14 +28,14 @@ from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import (
     caller_path,
     camel,
+    judge_body,
     map_known,
     to_body,
     vertex,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
-from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
@@ -43,7 +43,7 @@ from vertex_training.jobs.rules.job import (
     platform_findings,
 )
 from vertex_training.jobs.studies import Study
-from vertex_training.jobs.view import read_view
+from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
 
 __all__ = [
     "SERVING_IMAGE",
@@ -308,7 +308,6 @@ JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 class JobContext:
     """What the environment fills in: resolved from a platform or the Args themselves."""
 
-    kind: JobKind
     name: str | None
     """The resource name; None where it is not known yet (where the Args meet a platform)."""
     region: str
@@ -481,24 +480,20 @@ def judge_job(
     """The rules of a job on its platform (``facts``; None: the Args' own platform or
     project and region), each finding at its API path, acknowledgements applied. What a
     pool, study or parameter must be anywhere was judged where each was built."""
-    kind = (
-        JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
-    )
     if facts is None and args.platform is not None:
         facts = facts_of(args.platform)
-    context = job_context(kind, name, args, facts)
-    body = job_body(args, context)
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
-    view, unreadable = read_view(kind, known)
-    findings: list[Finding] = list(unreadable)
-    if view is not None and not unreadable:
-        findings += platform_findings(
+    context = job_context(name, args, facts)
+    findings = judge_body(
+        job_body(args, context),
+        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob,
+        lambda view, _: platform_findings(
             view,
             region=None if context.local else context.region,
             remote=not context.local,
             strict=context.strict,
-        )
-    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
+        ),
+    )
+    return acknowledge(findings, context.acknowledged)
 
 
 def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
@@ -561,7 +556,6 @@ def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
 
 
 def job_context(
-    kind: JobKind,
     name: str | None,
     args: JobArgs,
     platform: JobPlatform | PlatformFacts | None = None,
@@ -593,7 +587,6 @@ def job_context(
             )
         assert args.project is not None and args.region is not None
         return JobContext(
-            kind=kind,
             name=name,
             region=args.region,
             project=args.project,
@@ -603,7 +596,6 @@ def job_context(
         )
     strict = args.strict_hardware_checks
     return JobContext(
-        kind=kind,
         name=name,
         region=platform.region,
         project=platform.project,

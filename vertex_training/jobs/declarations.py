@@ -132,9 +132,7 @@ class JobDeclaration:
             image=image,
             bucket_url=bucket_url,
         )
-        return api.job_body(
-            self.args, api.job_context(self.job_kind, self.name, self.args, environment)
-        )
+        return api.job_body(self.args, api.job_context(self.name, self.args, environment))
 
     def on(self, facts: api.PlatformFacts) -> tuple[JobDeclaration, list[Finding]]:
         """This job on the platform a stack declares (``facts``): the rules of a job on its

@@ -126,4 +126,5 @@ def estimate_job(
         persistent_resource=spec.persistent_resource_id,
     )
 
+
 __all__ = ["estimate_job"]

@@ -40,7 +40,7 @@ from vertex_training._checks import (
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
-from vertex_training.jobs.view import Message, read
+from vertex_training.jobs.view import M, Message, read
 
 __all__ = [
     "VertexField",
@@ -432,28 +432,28 @@ def from_config(
         return None
 
 
+def judge_body(
+    body: Any, model: type[M], rules: Callable[[M, str], list[Finding]], root: str = ""
+) -> list[Finding]:
+    """The findings of ``rules`` on ``body`` read as ``model`` at the API path ``root`` (or
+    every field it could not read), values not known yet (Outputs, ``LATER``) left
+    unjudged."""
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
+    spec, unreadable = read(model, known, root)
+    return drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
+
+
 def refuse_where_built(
     obj: Any,
     root: str,
     model: type[Message],
     rules: Callable[[Any, str], list[Finding]],
-    *,
-    filled_later: tuple[str, ...] = (),
+    body: dict[str, Any] | None = None,
 ) -> None:
     """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find it wrong: its body read as ``model`` at the
-    API path ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
-    left unjudged. Each line names the caller's own field."""
-    body = to_body(obj)
-    for path in filled_later:
-        *parents, leaf = path.split(".")
-        node = body
-        for key in parents:
-            node = node.setdefault(key, {})
-        node.setdefault(leaf, LATER)
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
-    spec, unreadable = read(model, known, root)
-    errors = drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
+    if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
+    wrong at the API path ``root``. Each line names the caller's own field."""
+    errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
     if not errors:
         return
     cls = type(obj)

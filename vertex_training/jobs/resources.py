@@ -506,7 +506,7 @@ class _JobResource(pulumi.dynamic.Resource):
                 f"{type(args).__name__}"
             )
         assert isinstance(args, CustomJobArgs | HyperparameterTuningJobArgs)
-        context = job_context(self._kind, resource_name, args)
+        context = job_context(resource_name, args)
         body = job_body(args, context)
         errors, warnings = declared_problems(args, resource_name)
         if errors:
