@@ -174,7 +174,7 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
 ) -> None:
     """Added to the Args alone (one field in api.py): the body, stack YAML and the
     provider's schema (YAML, TypeScript, Go) have it, with no other file touched."""
-    from vertex_training.jobs.api import JobContext, job_body
+    from vertex_training.jobs.api import JobContext, PlatformFacts, job_body
     from vertex_training.jobs.declarations import read_job
     from vertex_training.jobs.protos import parse_body
     from vertex_training.jobs.records import JobKind
@@ -185,7 +185,8 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
         chief=pools.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
         protected_artifact_location_id="us-central1",
     )
-    context = JobContext(name="j", region="us-central1", project="p", local=False)
+    platform = PlatformFacts(environment="dev", region="us-central1", project="p", bucket_url=None)
+    context = JobContext(platform, "j")
     body = job_body(args, context)
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"

@@ -246,17 +246,8 @@ class _JobFields(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        problems = positive_seconds(
-            f"{type(self).__name__}.",
-            {
-                key: getattr(self, key)
-                for key in (
-                    "wait_timeout_seconds",
-                    "poll_interval_seconds",
-                    "delete_timeout_seconds",
-                )
-            },
-        )
+        waits = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
         if self.platform is not None:
@@ -304,26 +295,47 @@ JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 # --------------------------------------------------------------------------- bodies
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlatformFacts:
+    """What the job rules read of a platform, under a ``JobPlatform``'s names: values known
+    now, ``LATER`` for what it fills in later, None for what it does not set. The stack
+    reader judges its jobs on the facts of the platform the stack declares."""
+
+    environment: str
+    """``local``, ``dev`` or ``prod``; ``""`` for a job without a platform (on Vertex)."""
+    region: str
+    strict_hardware_checks: bool = False
+    acknowledged_hardware_checks: tuple[str, ...] = ()
+    labels: tuple[tuple[str, Any], ...] = ()
+    kms_key_name: Any = None
+    network: Any = None
+    tensorboard: Any = None
+    training_service_account: Any = None
+    image: Any = None
+    project: Any = "placeholder"
+    """Never in a body: the rules do not read it."""
+    bucket_url: Any = LATER
+    local_root: Path | None = None
+
+    def default_image(self) -> Any:
+        return self.image
+
+
 @dataclass(frozen=True)
 class JobContext:
-    """What the environment fills in: resolved from a platform or the Args themselves."""
+    """Where a job runs: its platform (or the facts the rules judge it on, or one of its own
+    project and region), its resource name, and how its hardware checks apply."""
 
+    platform: JobPlatform | PlatformFacts
     name: str | None
     """The resource name; None where it is not known yet (where the Args meet a platform)."""
-    region: str
-    project: pulumi.Input[str]
-    local: bool
-    default_image: pulumi.Input[str] | None = None
-    bucket_url: pulumi.Input[str] | None = None
-    service_account: pulumi.Input[str] | None = None
-    network: pulumi.Input[str] | None = None
-    tensorboard: pulumi.Input[str] | None = None
-    kms_key_name: pulumi.Input[str] | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    local_root: Path | None = None
     strict: bool = False
     acknowledged: tuple[str, ...] = ()
     """Hardware check ids whose errors only warn (``acknowledge``)."""
+
+    @property
+    def local(self) -> bool:
+        return self.platform.environment == "local"
 
 
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
@@ -344,21 +356,27 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
         pool = getattr(run, name)
         if pool is None or pool.image is not None:
             continue
-        if context.default_image is None:
+        image = context.platform.default_image()
+        if image is None:
             raise InvalidArgumentsError(
                 f"{where}.{name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[name] = _with(pool, image=context.default_image)
-    if run.base_output_directory is None and context.bucket_url is LATER:
+        changes[name] = _with(pool, image=image)
+    platform = context.platform
+    if run.base_output_directory is None and platform.bucket_url is LATER:
         changes["base_output_directory"] = LATER
-    elif run.base_output_directory is None and context.bucket_url is not None:
+    elif run.base_output_directory is None and platform.bucket_url is not None:
         changes["base_output_directory"] = map_known(
-            context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
+            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
-    for key in ("service_account", "network", "tensorboard"):
-        if getattr(run, key) is None and getattr(context, key) is not None:
-            changes[key] = getattr(context, key)
+    for key, value in (
+        ("service_account", platform.training_service_account),
+        ("network", platform.network),
+        ("tensorboard", platform.tensorboard),
+    ):
+        if getattr(run, key) is None and value is not None:
+            changes[key] = value
     return _with(run, **changes) if changes else run
 
 
@@ -370,10 +388,10 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
     where = type(args).__name__
     changes: dict[str, Any] = {
         "display_name": args.display_name if args.display_name is not None else context.name,
-        "labels": {**context.labels, **args.labels},
+        "labels": {**dict(context.platform.labels), **args.labels},
         "kms_key_name": args.kms_key_name
         if args.kms_key_name is not None
-        else context.kms_key_name,
+        else context.platform.kms_key_name,
     }
     if isinstance(args, CustomJobArgs):
         resolved = _resolved_run(_with(args, **changes), context, where)
@@ -428,31 +446,6 @@ def extra_path(args: JobArgs, api_path: str, spelling: str = "python") -> str | 
     return None
 
 
-@dataclass(frozen=True, kw_only=True)
-class PlatformFacts:
-    """What the job rules read of a platform, under a ``JobPlatform``'s names: values known
-    now, ``LATER`` for what it fills in later, None for what it does not set. The stack
-    reader judges its jobs on the facts of the platform the stack declares."""
-
-    environment: str
-    region: str
-    strict_hardware_checks: bool = False
-    acknowledged_hardware_checks: tuple[str, ...] = ()
-    labels: tuple[tuple[str, Any], ...] = ()
-    kms_key_name: Any = None
-    network: Any = None
-    tensorboard: Any = None
-    training_service_account: Any = None
-    image: Any = None
-    project: Any = "placeholder"
-    """Never in a body: the rules do not read it."""
-    bucket_url: Any = LATER
-    local_root: Path | None = None
-
-    def default_image(self) -> Any:
-        return self.image
-
-
 def _fact(value: Any) -> Any:
     return value if value is None or (is_known(value) and value is not LATER) else LATER
 
@@ -483,12 +476,15 @@ def judge_job(
     if facts is None and args.platform is not None:
         facts = facts_of(args.platform)
     context = job_context(name, args, facts)
+    model: type[CustomJob] | type[HyperparameterTuningJob] = (
+        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
+    )
     findings = judge_body(
         job_body(args, context),
-        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob,
+        model,
         lambda view, _: platform_findings(
             view,
-            region=None if context.local else context.region,
+            region=None if context.local else context.platform.region,
             remote=not context.local,
             strict=context.strict,
         ),
@@ -585,29 +581,14 @@ def job_context(
                 f"{where}: no platform, so {' and '.join(missing)} must be set; valid: "
                 "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
             )
-        assert args.project is not None and args.region is not None
-        return JobContext(
-            name=name,
-            region=args.region,
-            project=args.project,
-            local=False,
-            strict=bool(args.strict_hardware_checks),
-            acknowledged=acknowledged_checks(args),
+        assert args.region is not None
+        platform = PlatformFacts(
+            environment="", region=args.region, project=args.project, bucket_url=None
         )
     strict = args.strict_hardware_checks
     return JobContext(
-        name=name,
-        region=platform.region,
-        project=platform.project,
-        local=platform.environment == "local",
-        default_image=platform.default_image(),
-        bucket_url=platform.bucket_url,
-        service_account=platform.training_service_account,
-        network=platform.network,
-        tensorboard=platform.tensorboard,
-        kms_key_name=platform.kms_key_name,
-        labels=dict(platform.labels),
-        local_root=platform.local_root,
+        platform,
+        name,
         strict=platform.strict_hardware_checks if strict is None else strict,
         acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )

@@ -41,9 +41,10 @@ def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
 
 def parse_body(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     """The job body as its proto-plus message; unknown fields and wrong types are refused."""
-    return parse_message(
-        v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob, body
+    cls: type[JobMessage] = (
+        v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob
     )
+    return parse_message(cls, body)
 
 
 _NESTING = re.compile(r"Failed to parse \w+ field: ")
