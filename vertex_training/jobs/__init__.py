@@ -4,7 +4,7 @@
 a body: what rules, estimates and the local backend read), ``rules`` (the hardware
 catalog and the API's limits over a view; ``Finding`` is in ``finding``), ``estimate``
 (a job's cost from its body), ``declarations`` (jobs in stack config), ``backends``
-(``vertex`` and ``local`` behind one protocol, reporting ``model`` records) and
+(``vertex`` and ``local`` behind one protocol, reporting ``records``) and
 ``resources`` (the ``CustomJob`` / ``HyperparameterTuningJob`` dynamic resources). Import
 the submodule you need: importing this package loads none of them.
 """

@@ -63,15 +63,11 @@ def _explain(error: json_format.ParseError) -> str:
     valid = sorted(f.json_name for f in descriptor.fields)
     guess = difflib.get_close_matches(field, valid, n=1)
     hint = f"did you mean {guess[0]!r}? " if guess else ""
-    path = where.split(".", 1)[1] if "." in where else ""
+    path = f"{where.split('.', 1)[1]}.{field}" if "." in where else field
     return (
-        f"{_join(path, field)}: {type_name.rsplit('.', 1)[-1]} has no field {field!r}; "
+        f"{path}: {type_name.rsplit('.', 1)[-1]} has no field {field!r}; "
         f"{hint}valid: {', '.join(valid)}"
     )
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def body_of(message: JobMessage) -> dict[str, Any]:
