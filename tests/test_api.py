@@ -680,17 +680,12 @@ def test_a_typed_psc_interface_with_a_network_names_the_typed_field() -> None:
 
 
 def _context(**extra: Any) -> Any:
-    from vertex_training.jobs.api import JobContext
+    from vertex_training.jobs.api import JobContext, PlatformFacts
 
-    return JobContext(
-        kind=JobKind.CUSTOM_JOB,
-        name="j",
-        region="us-central1",
-        project="p",
-        local=False,
-        default_image=DIGEST,
-        **extra,
+    platform = PlatformFacts(
+        environment="dev", region="us-central1", project="p", image=DIGEST, bucket_url=None, **extra
     )
+    return JobContext(platform, "j")
 
 
 def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:

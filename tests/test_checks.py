@@ -36,8 +36,8 @@ def _output() -> pulumi.Output[str]:
     return pulumi.Output.from_input("later")
 
 
-POOL = api.WorkerPool(machine_type="n1-standard-4")
-PARAMETER = api.DoubleParameter(parameter_id="lr", min_value=0.1, max_value=1.0)
+POOL = pools.WorkerPool(machine_type="n1-standard-4")
+PARAMETER = studies.DoubleParameter(parameter_id="lr", min_value=0.1, max_value=1.0)
 IMAGE = platform.ImageBuild(context=Path("trainer"))
 
 CASES: list[tuple[Any, str, Any, bool]] = [
@@ -54,16 +54,16 @@ CASES: list[tuple[Any, str, Any, bool]] = [
     (POOL, "env", {"K": "v"}, True),
     (POOL, "env", {"K": 1}, False),
     (POOL, "env", ["K"], False),
-    (POOL, "accelerator", api.Accelerator("NVIDIA_TESLA_T4"), True),
+    (POOL, "accelerator", pools.Accelerator("NVIDIA_TESLA_T4"), True),
     (POOL, "accelerator", {"type": "NVIDIA_TESLA_T4"}, False),
-    (POOL, "nfs_mounts", [api.Accelerator("NVIDIA_TESLA_T4")], False),
+    (POOL, "nfs_mounts", [pools.Accelerator("NVIDIA_TESLA_T4")], False),
     (POOL, "extra_fields", {"lustreMounts": [{"a": 1}]}, True),
     (PARAMETER, "min_value", 1, True),  # a whole number is a number
     (PARAMETER, "min_value", True, False),
     (PARAMETER, "scale", "log", True),
     (PARAMETER, "scale", "LOG", False),
-    (api.Scheduling(), "strategy", "SPOT", True),
-    (api.Scheduling(), "strategy", "spot", False),
+    (pools.Scheduling(), "strategy", "SPOT", True),
+    (pools.Scheduling(), "strategy", "spot", False),
     (IMAGE, "context", "trainer", True),  # a path may be given as text
     (IMAGE, "context", 3, False),
 ]
@@ -123,7 +123,7 @@ def test_a_value_not_known_yet_is_refused_where_no_input_is_declared() -> None:
 
 def test_the_message_names_the_argument_what_was_given_and_what_is_valid() -> None:
     with pytest.raises(_checks.InvalidArgumentsError) as caught:
-        api.WorkerPool(machine_type="n1-standard-4", replica_count="3", image=3)  # type: ignore[arg-type]
+        pools.WorkerPool(machine_type="n1-standard-4", replica_count="3", image=3)  # type: ignore[arg-type]
     assert isinstance(caught.value, pulumi.RunError)
     assert str(caught.value).splitlines() == [
         "WorkerPool.replica_count: got str '3'; valid: int or an Output of int",

@@ -7,14 +7,14 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 
-from vertex_training.jobs import api
+from vertex_training.jobs import api, pools
 from vertex_training.jobs.fields import vertex
 from vertex_training.provider.schema import args_type, yaml_spelling
 
 
 def test_a_field_added_to_the_args_is_in_the_derived_type() -> None:
     @dataclass(frozen=True, kw_only=True)
-    class Grown(api.Scheduling):
+    class Grown(pools.Scheduling):
         """Scheduling with one more Vertex field."""
 
         max_restarts: int | None = field(default=None, metadata=vertex("maxRestarts"))

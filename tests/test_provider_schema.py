@@ -16,7 +16,7 @@ from typing import Any, Literal
 import pytest
 
 from vertex_training._checks import alternatives, field_types
-from vertex_training.jobs import api
+from vertex_training.jobs import api, pools
 from vertex_training.jobs.fields import camel
 from vertex_training.platform.platform import TrainingPlatformArgs
 
@@ -161,10 +161,10 @@ def test_a_missing_or_retyped_field_is_caught(schema: dict[str, Any]) -> None:
     pool = schema["types"][f"{PACKAGE}:index:WorkerPool"]["properties"]
     without = {k: v for k, v in pool.items() if k != "machineType"}
     retyped = {**pool, "replicaCount": {"type": "string"}}
-    assert _problems(api.WorkerPool, without, schema, set()) == [
+    assert _problems(pools.WorkerPool, without, schema, set()) == [
         "WorkerPool.machine_type: not in the schema as machineType"
     ]
-    assert [p.split(":")[0] for p in _problems(api.WorkerPool, retyped, schema, set())] == [
+    assert [p.split(":")[0] for p in _problems(pools.WorkerPool, retyped, schema, set())] == [
         "WorkerPool.replica_count"
     ]
 
@@ -174,7 +174,7 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
 ) -> None:
     """Added to the Args alone (one field in api.py): the body, stack YAML and the
     provider's schema (YAML, TypeScript, Go) have it, with no other file touched."""
-    from vertex_training.jobs.api import JobContext, job_body
+    from vertex_training.jobs.api import JobContext, PlatformFacts, job_body
     from vertex_training.jobs.declarations import read_job
     from vertex_training.jobs.protos import parse_body
     from vertex_training.jobs.records import JobKind
@@ -182,12 +182,11 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
     args = api.CustomJobArgs(
         project="p",
         region="us-central1",
-        chief=api.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
+        chief=pools.WorkerPool(machine_type="n1-standard-4", image="r/i@sha256:" + "0" * 64),
         protected_artifact_location_id="us-central1",
     )
-    context = JobContext(
-        kind=JobKind.CUSTOM_JOB, name="j", region="us-central1", project="p", local=False
-    )
+    platform = PlatformFacts(environment="dev", region="us-central1", project="p", bucket_url=None)
+    context = JobContext(platform, "j")
     body = job_body(args, context)
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"

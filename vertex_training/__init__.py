@@ -32,31 +32,35 @@ if TYPE_CHECKING:
     from vertex_training._checks import InvalidArgumentsError
     from vertex_training.cost.program import log_stack_cost
     from vertex_training.jobs.api import (
-        Accelerator,
-        CategoricalParameter,
-        ConvexStopping,
         CustomJobArgs,
-        DecayCurveStopping,
-        DiscreteParameter,
         DnsPeeringConfig,
-        DoubleParameter,
         HyperparameterTuningJobArgs,
-        IntegerParameter,
         JobPlatform,
-        MedianStopping,
-        Metric,
-        NfsMount,
-        Parameter,
-        ParameterBase,
         PscInterfaceConfig,
+        TrialJob,
+    )
+    from vertex_training.jobs.pools import (
+        Accelerator,
+        NfsMount,
         ReservationAffinity,
         Scheduling,
-        Study,
-        TrialJob,
         WorkerPool,
     )
     from vertex_training.jobs.records import TrialResult
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob, declare_job
+    from vertex_training.jobs.studies import (
+        CategoricalParameter,
+        ConvexStopping,
+        DecayCurveStopping,
+        DiscreteParameter,
+        DoubleParameter,
+        IntegerParameter,
+        MedianStopping,
+        Metric,
+        Parameter,
+        ParameterBase,
+        Study,
+    )
     from vertex_training.platform.platform import (
         ImageBuild,
         TensorBoard,
@@ -70,6 +74,26 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "InvalidArgumentsError": "vertex_training._checks",
+    **dict.fromkeys(
+        ("Accelerator", "NfsMount", "ReservationAffinity", "Scheduling", "WorkerPool"),
+        "vertex_training.jobs.pools",
+    ),
+    **dict.fromkeys(
+        (
+            "CategoricalParameter",
+            "ConvexStopping",
+            "DecayCurveStopping",
+            "DiscreteParameter",
+            "DoubleParameter",
+            "IntegerParameter",
+            "MedianStopping",
+            "Metric",
+            "Parameter",
+            "ParameterBase",
+            "Study",
+        ),
+        "vertex_training.jobs.studies",
+    ),
     **dict.fromkeys(
         ("CustomJob", "HyperparameterTuningJob", "declare_job"), "vertex_training.jobs.resources"
     ),

@@ -35,6 +35,7 @@ __all__ = [
     "is_known",
     "literals",
     "matches",
+    "shown",
 ]
 
 
@@ -176,7 +177,8 @@ def literals(expected: object) -> list[str]:
     ]
 
 
-def _show(value: object) -> str:
+def shown(value: object) -> str:
+    """``repr(value)``, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -199,7 +201,7 @@ class Checked:
             value, expected = getattr(self, name), field_types(cls)[name]
             hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
             problems.append(
-                f"{cls.__name__}.{name}: got {type(value).__name__} {_show(value)}{hint}; "
+                f"{cls.__name__}.{name}: got {type(value).__name__} {shown(value)}{hint}; "
                 f"valid: {describe(expected)}"
             )
         raise InvalidArgumentsError("\n".join(problems))

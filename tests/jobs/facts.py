@@ -15,12 +15,11 @@ def platform_facts(
     return PlatformFacts(
         environment=environment,
         region="us-central1",
-        strict=strict,
-        acknowledged=(),
+        strict_hardware_checks=strict,
         labels=labels,
         kms_key_name=None,
         network=None,
         tensorboard=None,
-        service_account=None if environment == "local" else LATER,
+        training_service_account=None if environment == "local" else LATER,
         image=LATER,
     )

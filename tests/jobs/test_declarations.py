@@ -183,14 +183,14 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
         labels={"job": "tuned"},
     )
     body = declared.to_body(**ENV)
-    context = declared._context(
+    platform = api.PlatformFacts(
+        environment="dev",
+        region="us-central1",
         image=IMAGE,
         bucket_url=ENV["bucket_url"],
-        service_account=ENV["service_account"],
-        labels={},
-        region="us-central1",
-        local=False,
+        training_service_account=ENV["service_account"],
     )
+    context = api.JobContext(platform, declared.name)
     assert body == api.job_body(python, context)
     parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert "network" not in body["trialJobSpec"]

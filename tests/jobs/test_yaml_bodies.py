@@ -145,7 +145,7 @@ def test_every_custom_job_option() -> None:
         kmsKeyName="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
     )
     body = body_of(job, stack="dev")
-    args = job.to_args()
+    args = job.args
     assert body["displayName"] == "All Options"
     assert body["labels"] == {"stack": "dev", "job": "all", "team": "ml"}
     assert body["encryptionSpec"] == {"kmsKeyName": args.kms_key_name}

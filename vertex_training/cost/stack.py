@@ -53,7 +53,7 @@ def stack_job_bodies(config: StackConfig) -> list[StackJob]:
                 service_account=PLACEHOLDER_SERVICE_ACCOUNT,
                 region=config.region,
             ),
-            expected_duration_seconds=job.expected_duration_seconds,
+            expected_duration_seconds=job.args.expected_duration_seconds,
         )
         for job in config.jobs.jobs
     ]

@@ -27,67 +27,40 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import (
     caller_path,
+    camel,
+    judge_body,
     map_known,
-    merge_fields,
     to_body,
     vertex,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
-from vertex_training.jobs.pools import (
-    Accelerator,
-    NfsMount,
-    ReservationAffinity,
-    Scheduling,
-    WorkerPool,
-)
-from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.placeholders import LATER
+from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import (
     display_name_findings,
     platform_findings,
 )
-from vertex_training.jobs.studies import (
-    CategoricalParameter,
-    ConvexStopping,
-    DecayCurveStopping,
-    DiscreteParameter,
-    DoubleParameter,
-    IntegerParameter,
-    MedianStopping,
-    Metric,
-    Parameter,
-    ParameterBase,
-    Study,
-)
-from vertex_training.jobs.view import read_view
+from vertex_training.jobs.studies import Study
+from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
 
 __all__ = [
     "SERVING_IMAGE",
-    "Accelerator",
-    "CategoricalParameter",
-    "ConvexStopping",
     "CustomJobArgs",
-    "DecayCurveStopping",
-    "DiscreteParameter",
     "DnsPeeringConfig",
-    "DoubleParameter",
     "HyperparameterTuningJobArgs",
-    "IntegerParameter",
+    "JobArgs",
+    "JobContext",
     "JobPlatform",
-    "MedianStopping",
-    "Metric",
-    "NfsMount",
-    "Parameter",
-    "ParameterBase",
+    "PlatformFacts",
     "PscInterfaceConfig",
-    "ReservationAffinity",
-    "Scheduling",
-    "Study",
     "TrialJob",
-    "WorkerPool",
-    "merge_fields",
+    "declared_problems",
+    "facts_of",
+    "job_body",
+    "job_context",
+    "positive_seconds",
 ]
 
 
@@ -103,47 +76,35 @@ class JobPlatform(Protocol):
     @property
     def environment(self) -> str:
         """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
-        ...
 
     @property
     def project(self) -> pulumi.Input[str]: ...
-
     @property
     def region(self) -> str: ...
-
     @property
     def bucket_url(self) -> pulumi.Output[str]: ...
-
     @property
     def training_service_account(self) -> pulumi.Output[str] | None: ...
-
     @property
     def network(self) -> pulumi.Input[str] | None: ...
-
     @property
     def tensorboard(self) -> pulumi.Output[str] | None: ...
-
     @property
     def kms_key_name(self) -> pulumi.Input[str] | None:
         """CMEK the platform's jobs are encrypted with by default."""
-        ...
 
     @property
     def labels(self) -> Mapping[str, str]: ...
-
     @property
     def local_root(self) -> Path | None: ...
-
     @property
     def strict_hardware_checks(self) -> bool: ...
-
     @property
     def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
 
     def default_image(self) -> pulumi.Output[str] | None:
         """The platform's only image besides ``SERVING_IMAGE``, or None when it has none
         or several."""
-        ...
 
     def resource_options(self) -> pulumi.ResourceOptions: ...
 
@@ -285,17 +246,8 @@ class _JobFields(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        problems = positive_seconds(
-            f"{type(self).__name__}.",
-            {
-                key: getattr(self, key)
-                for key in (
-                    "wait_timeout_seconds",
-                    "poll_interval_seconds",
-                    "delete_timeout_seconds",
-                )
-            },
-        )
+        waits = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
         if self.platform is not None:
@@ -343,27 +295,47 @@ JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 # --------------------------------------------------------------------------- bodies
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlatformFacts:
+    """What the job rules read of a platform, under a ``JobPlatform``'s names: values known
+    now, ``LATER`` for what it fills in later, None for what it does not set. The stack
+    reader judges its jobs on the facts of the platform the stack declares."""
+
+    environment: str
+    """``local``, ``dev`` or ``prod``; ``""`` for a job without a platform (on Vertex)."""
+    region: str
+    strict_hardware_checks: bool = False
+    acknowledged_hardware_checks: tuple[str, ...] = ()
+    labels: tuple[tuple[str, Any], ...] = ()
+    kms_key_name: Any = None
+    network: Any = None
+    tensorboard: Any = None
+    training_service_account: Any = None
+    image: Any = None
+    project: Any = "placeholder"
+    """Never in a body: the rules do not read it."""
+    bucket_url: Any = LATER
+    local_root: Path | None = None
+
+    def default_image(self) -> Any:
+        return self.image
+
+
 @dataclass(frozen=True)
 class JobContext:
-    """What the environment fills in: resolved from a platform or the Args themselves."""
+    """Where a job runs: its platform (or the facts the rules judge it on, or one of its own
+    project and region), its resource name, and how its hardware checks apply."""
 
-    kind: JobKind
+    platform: JobPlatform | PlatformFacts
     name: str | None
     """The resource name; None where it is not known yet (where the Args meet a platform)."""
-    region: str
-    project: pulumi.Input[str]
-    local: bool
-    default_image: pulumi.Input[str] | None = None
-    bucket_url: pulumi.Input[str] | None = None
-    service_account: pulumi.Input[str] | None = None
-    network: pulumi.Input[str] | None = None
-    tensorboard: pulumi.Input[str] | None = None
-    kms_key_name: pulumi.Input[str] | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    local_root: Path | None = None
     strict: bool = False
     acknowledged: tuple[str, ...] = ()
     """Hardware check ids whose errors only warn (``acknowledge``)."""
+
+    @property
+    def local(self) -> bool:
+        return self.platform.environment == "local"
 
 
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
@@ -384,21 +356,27 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
         pool = getattr(run, name)
         if pool is None or pool.image is not None:
             continue
-        if context.default_image is None:
+        image = context.platform.default_image()
+        if image is None:
             raise InvalidArgumentsError(
                 f"{where}.{name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[name] = _with(pool, image=context.default_image)
-    if run.base_output_directory is None and context.bucket_url is LATER:
+        changes[name] = _with(pool, image=image)
+    platform = context.platform
+    if run.base_output_directory is None and platform.bucket_url is LATER:
         changes["base_output_directory"] = LATER
-    elif run.base_output_directory is None and context.bucket_url is not None:
+    elif run.base_output_directory is None and platform.bucket_url is not None:
         changes["base_output_directory"] = map_known(
-            context.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
+            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
         )
-    for key in ("service_account", "network", "tensorboard"):
-        if getattr(run, key) is None and getattr(context, key) is not None:
-            changes[key] = getattr(context, key)
+    for key, value in (
+        ("service_account", platform.training_service_account),
+        ("network", platform.network),
+        ("tensorboard", platform.tensorboard),
+    ):
+        if getattr(run, key) is None and value is not None:
+            changes[key] = value
     return _with(run, **changes) if changes else run
 
 
@@ -410,10 +388,10 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
     where = type(args).__name__
     changes: dict[str, Any] = {
         "display_name": args.display_name if args.display_name is not None else context.name,
-        "labels": {**context.labels, **args.labels},
+        "labels": {**dict(context.platform.labels), **args.labels},
         "kms_key_name": args.kms_key_name
         if args.kms_key_name is not None
-        else context.kms_key_name,
+        else context.platform.kms_key_name,
     }
     if isinstance(args, CustomJobArgs):
         resolved = _resolved_run(_with(args, **changes), context, where)
@@ -428,68 +406,44 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
 _POOL_FIELD = re.compile(r"workerPoolSpecs\[(\d+)\](?:\.(.*))?$")
 
 
-def extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
-    """The keys (list indexes as digits) under ``extra_fields`` that set the API path, or
-    None when ``extra_fields`` does not set it: each route spells them its own way."""
+def _extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
+    """The keys (list indexes as digits) under ``extra`` that set the API path, or None
+    when ``extra`` does not set it."""
     node: Any = extra
     keys: list[str] = []
     for part in re.findall(r"[^.\[\]]+", api_path):
         if isinstance(node, Mapping) and part in node:
             node = node[part]
-            keys.append(part)
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
-            keys.append(part)
         else:
             return None
+        keys.append(part)
     return keys
 
 
-def extra_origin(args: JobArgs, api_path: str) -> tuple[str, list[str]] | None:
-    """Where ``extra_fields`` set the API path: the Args holding them (``""`` the job,
-    ``chief`` or ``trial.chief`` a pool) and the keys under them (list indexes as digits);
-    None when no ``extra_fields`` set it. Each route spells the two its own way."""
-    keys = extra_keys(args.extra_fields, api_path)
-    if keys:
-        return "", keys
+def extra_path(args: JobArgs, api_path: str, spelling: str = "python") -> str | None:
+    """Where ``extra_fields`` (the job's, or a pool's) set the API path, in the caller's
+    spelling: Python ``chief.extra_fields['env'][0]``, YAML ``chief.extraFields.env.0``;
+    None when none does."""
+    origins = [("", args.extra_fields, api_path)]
     pool = _POOL_FIELD.search(api_path)
-    if pool is None or int(pool[1]) >= len(POOL_NAMES):
-        return None
-    name = POOL_NAMES[int(pool[1])]
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    spec = getattr(run, name)
-    keys = extra_keys(spec.extra_fields, pool[2] or "") if spec is not None else None
-    if not keys:
-        return None
-    return (name if isinstance(args, CustomJobArgs) else f"trial.{name}"), keys
-
-
-def _in_extra(args: JobArgs, api_path: str) -> str | None:
-    """``extra_fields[...]`` (the job's or a pool's) when they set the API path."""
-    origin = extra_origin(args, api_path)
-    if origin is None:
-        return None
-    owner, keys = origin
-    spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
-    return f"{owner + '.' if owner else ''}extra_fields{spelled}"
-
-
-@dataclass(frozen=True)
-class PlatformFacts:
-    """What the job rules read of a platform: values known now, ``LATER`` for what it
-    fills in later, None for what it does not set. The stack reader judges its jobs on
-    the facts of the platform the stack declares (``stack_facts``)."""
-
-    environment: str
-    region: str
-    strict: bool
-    acknowledged: tuple[str, ...]
-    labels: tuple[tuple[str, Any], ...]
-    kms_key_name: Any
-    network: Any
-    tensorboard: Any
-    service_account: Any
-    image: Any
+    if pool is not None and int(pool[1]) < len(POOL_NAMES):
+        name = POOL_NAMES[int(pool[1])]
+        run = args if isinstance(args, CustomJobArgs) else args.trial
+        spec = getattr(run, name)
+        if spec is not None:
+            origins.append((name if run is args else f"trial.{name}", spec.extra_fields, pool[2]))
+    for owner, extra, path in origins:
+        keys = _extra_keys(extra, path or "")
+        if not keys:
+            continue
+        if spelling == "yaml":
+            where = "".join(f"{camel(part)}." for part in owner.split(".") if part)
+            return f"{where}extraFields." + ".".join(keys)
+        spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
+        return f"{owner + '.' if owner else ''}extra_fields{spelled}"
+    return None
 
 
 def _fact(value: Any) -> Any:
@@ -502,33 +456,14 @@ def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
     return PlatformFacts(
         environment=platform.environment,
         region=platform.region,
-        strict=platform.strict_hardware_checks,
-        acknowledged=tuple(platform.acknowledged_hardware_checks),
+        strict_hardware_checks=platform.strict_hardware_checks,
+        acknowledged_hardware_checks=tuple(platform.acknowledged_hardware_checks),
         labels=tuple(platform.labels.items()),
         kms_key_name=_fact(platform.kms_key_name),
         network=_fact(platform.network),
         tensorboard=_fact(platform.tensorboard),
-        service_account=_fact(platform.training_service_account),
+        training_service_account=_fact(platform.training_service_account),
         image=None if platform.default_image() is None else LATER,
-    )
-
-
-def _facts_context(kind: JobKind, args: JobArgs, facts: PlatformFacts) -> JobContext:
-    return JobContext(
-        kind=kind,
-        name=None,
-        region=facts.region,
-        project="placeholder",
-        local=facts.environment == "local",
-        default_image=facts.image,
-        bucket_url=LATER,
-        service_account=facts.service_account,
-        network=facts.network,
-        tensorboard=facts.tensorboard,
-        kms_key_name=facts.kms_key_name,
-        labels=dict(facts.labels),
-        strict=facts.strict if args.strict_hardware_checks is None else args.strict_hardware_checks,
-        acknowledged=(*facts.acknowledged, *acknowledged_checks(args)),
     )
 
 
@@ -538,26 +473,23 @@ def judge_job(
     """The rules of a job on its platform (``facts``; None: the Args' own platform or
     project and region), each finding at its API path, acknowledgements applied. What a
     pool, study or parameter must be anywhere was judged where each was built."""
-    kind = (
-        JobKind.CUSTOM_JOB if isinstance(args, CustomJobArgs) else JobKind.HYPERPARAMETER_TUNING_JOB
-    )
     if facts is None and args.platform is not None:
-        if not isinstance(args.platform, PlatformFacts):
-            _same_place(args, args.platform)
         facts = facts_of(args.platform)
-    context = job_context(kind, name, args) if facts is None else _facts_context(kind, args, facts)
-    body = job_body(args, context)
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v))
-    view, unreadable = read_view(kind, known)
-    findings: list[Finding] = list(unreadable)
-    if view is not None and not unreadable:
-        findings += platform_findings(
+    context = job_context(name, args, facts)
+    model: type[CustomJob] | type[HyperparameterTuningJob] = (
+        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
+    )
+    findings = judge_body(
+        job_body(args, context),
+        model,
+        lambda view, _: platform_findings(
             view,
-            region=None if context.local else context.region,
+            region=None if context.local else context.platform.region,
             remote=not context.local,
             strict=context.strict,
-        )
-    return drop_unknown(acknowledge(findings, context.acknowledged), unknown)
+        ),
+    )
+    return acknowledge(findings, context.acknowledged)
 
 
 def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
@@ -567,7 +499,7 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     warnings: list[str] = []
     for finding in findings:
         argument = (
-            _in_extra(args, finding.path) or caller_path(type(args), finding.path) or finding.path
+            extra_path(args, finding.path) or caller_path(type(args), finding.path) or finding.path
         )
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is
@@ -619,26 +551,29 @@ def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
-def _same_place(args: JobArgs, platform: JobPlatform) -> None:
-    for key in ("project", "region"):
-        value = getattr(args, key)
-        if value is not None and value != getattr(platform, key):
-            raise InvalidArgumentsError(
-                f"{type(args).__name__}.{key}: {value!r} differs from the platform's "
-                f"{getattr(platform, key)!r}; valid: leave it unset (the platform's) or drop "
-                "platform"
-            )
-
-
-def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
-    """Where the job runs and what it uses, from its platform or its own Args."""
+def job_context(
+    name: str | None,
+    args: JobArgs,
+    platform: JobPlatform | PlatformFacts | None = None,
+) -> JobContext:
+    """Where the job runs and what it uses: from ``platform`` (the facts the rules judge
+    it on), else from its own platform or Args."""
     where = type(args).__name__
-    platform = args.platform
-    if isinstance(platform, PlatformFacts):
+    if isinstance(args.platform, PlatformFacts) and platform is None:
         raise InvalidArgumentsError(
             f"{where}: a stack's job runs on the stack's platform; valid: "
             "vt.declare_job(name, args.on(platform))"
         )
+    own = None if isinstance(args.platform, PlatformFacts) else args.platform
+    for key in ("project", "region"):
+        value = getattr(args, key)
+        if own is not None and value is not None and value != getattr(own, key):
+            raise InvalidArgumentsError(
+                f"{where}.{key}: {value!r} differs from the platform's {getattr(own, key)!r}; "
+                "valid: leave it unset (the platform's) or drop platform"
+            )
+    if platform is None:
+        platform = args.platform
     if platform is None:
         missing = [k for k in ("project", "region") if getattr(args, k) is None]
         if missing:
@@ -646,36 +581,14 @@ def job_context(kind: JobKind, name: str | None, args: JobArgs) -> JobContext:
                 f"{where}: no platform, so {' and '.join(missing)} must be set; valid: "
                 "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
             )
-        assert args.project is not None and args.region is not None
-        return JobContext(
-            kind=kind,
-            name=name,
-            region=args.region,
-            project=args.project,
-            local=False,
-            strict=bool(args.strict_hardware_checks),
-            acknowledged=acknowledged_checks(args),
+        assert args.region is not None
+        platform = PlatformFacts(
+            environment="", region=args.region, project=args.project, bucket_url=None
         )
-    _same_place(args, platform)
-    strict = (
-        platform.strict_hardware_checks
-        if args.strict_hardware_checks is None
-        else args.strict_hardware_checks
-    )
+    strict = args.strict_hardware_checks
     return JobContext(
-        kind=kind,
-        name=name,
-        region=platform.region,
-        project=platform.project,
-        local=platform.environment == "local",
-        default_image=platform.default_image(),
-        bucket_url=platform.bucket_url,
-        service_account=platform.training_service_account,
-        network=platform.network,
-        tensorboard=platform.tensorboard,
-        kms_key_name=platform.kms_key_name,
-        labels=platform.labels,
-        local_root=platform.local_root,
-        strict=strict,
+        platform,
+        name,
+        strict=platform.strict_hardware_checks if strict is None else strict,
         acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
     )

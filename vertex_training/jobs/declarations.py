@@ -39,14 +39,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
     ConfigProblem,
     caller_path,
-    camel,
     from_config,
     required,
     yaml_keys,
@@ -96,26 +95,15 @@ def _the_other_kind(
     return kept
 
 
+@dataclass(frozen=True, slots=True)
 class JobDeclaration:
     """One job of a stack: its resource name and the Args it declares."""
 
-    __slots__ = ("args", "name")
-
-    def __init__(self, name: str, args: api.JobArgs) -> None:
-        self.name = name
-        self.args = args
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, JobDeclaration) and (self.name, self.args) == (
-            other.name,
-            other.args,
-        )
+    name: str
+    args: api.JobArgs
 
     def __hash__(self) -> int:
-        return hash(self.name)
-
-    def __repr__(self) -> str:
-        return f"JobDeclaration({self.name!r}, {self.args!r})"
+        return hash(self.name)  # the Args hold mappings
 
     @property
     def job_kind(self) -> JobKind:
@@ -124,14 +112,6 @@ class JobDeclaration:
             if isinstance(self.args, api.CustomJobArgs)
             else JobKind.HYPERPARAMETER_TUNING_JOB
         )
-
-    @property
-    def expected_duration_seconds(self) -> float | None:
-        return self.args.expected_duration_seconds
-
-    def to_args(self) -> api.JobArgs:
-        """The public Args this declaration means (without a platform: ``.on(platform)``)."""
-        return self.args
 
     def to_body(
         self,
@@ -144,43 +124,15 @@ class JobDeclaration:
         local: bool = False,
     ) -> dict[str, Any]:
         """The Vertex REST body in an environment with these handles."""
-        return api.job_body(
-            self.args,
-            self._context(
-                image=image,
-                bucket_url=bucket_url,
-                service_account=service_account,
-                labels=labels or {},
-                region=region,
-                local=local,
-            ),
-        )
-
-    def _context(
-        self,
-        *,
-        image: str,
-        bucket_url: str | None,
-        service_account: str | None,
-        labels: dict[str, str],
-        region: str,
-        local: bool,
-        strict: bool = False,
-    ) -> api.JobContext:
-        """The environment's handles as a job context (the project never shows in a body)."""
-        return api.JobContext(
-            kind=self.job_kind,
-            name=self.name,
+        environment = api.PlatformFacts(
+            environment="local" if local else "dev",
             region=region,
-            project="placeholder",
-            local=local,
-            default_image=image,
+            labels=tuple((labels or {}).items()),
+            training_service_account=service_account,
+            image=image,
             bucket_url=bucket_url,
-            service_account=service_account,
-            labels=labels,
-            strict=strict,
-            acknowledged=api.acknowledged_checks(self.args),
         )
+        return api.job_body(self.args, api.job_context(self.name, self.args, environment))
 
     def on(self, facts: api.PlatformFacts) -> tuple[JobDeclaration, list[Finding]]:
         """This job on the platform a stack declares (``facts``): the rules of a job on its
@@ -229,16 +181,6 @@ def config_path(kind: JobKind, api_path: str) -> str:
     return caller_path(cls, api_path, "yaml")
 
 
-def _extra_key(args: api.JobArgs, api_path: str) -> str | None:
-    """``extraFields.<keys>`` (the job's or a pool's) when they set ``api_path``."""
-    origin = api.extra_origin(args, api_path)
-    if origin is None:
-        return None
-    owner, keys = origin
-    where = ".".join(camel(part) for part in owner.split(".")) + "." if owner else ""
-    return f"{where}extraFields." + ".".join(keys)
-
-
 def job_problems(
     jobs: tuple[JobDeclaration, ...], facts: api.PlatformFacts
 ) -> tuple[tuple[JobDeclaration, ...], list[tuple[str, Finding]]]:
@@ -261,7 +203,9 @@ def job_problems(
         on_platform, findings = job.on(facts)
         placed.append(on_platform)
         for finding in findings:
-            key = _extra_key(job.args, finding.path) or config_path(job.job_kind, finding.path)
+            key = api.extra_path(job.args, finding.path, "yaml") or config_path(
+                job.job_kind, finding.path
+            )
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out
 

@@ -86,7 +86,6 @@ def estimate_job(
     catalog = catalog or price_catalog()
     spec = view.trial_job
     pricing, notes = _pricing_of(spec)
-    hours, basis, upper = _hours(spec, expected_duration_seconds)
     pools = []
     for index, pool in enumerate(spec.worker_pool_specs):
         if pool is None:
@@ -113,14 +112,14 @@ def estimate_job(
         parallel = max(view.parallel_trial_count, 1)
         if view.study_spec.early_stopping is not None:
             notes += ("early stopping may end trials sooner",)
+    # The required fields in order: name, region, pricing, pools, then hours, its basis and
+    # whether it is an upper bound (``_hours``).
     return JobEstimate(
-        name=name or view.display_name or "",
-        region=region,
-        pricing=pricing,
-        pools=tuple(pools),
-        hours=hours,
-        hours_basis=basis,
-        upper_bound=upper,
+        name or view.display_name or "",
+        region,
+        pricing,
+        tuple(pools),
+        *_hours(spec, expected_duration_seconds),
         trials=trials,
         parallel_trials=parallel,
         notes=notes,

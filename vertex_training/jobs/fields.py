@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -35,10 +36,11 @@ from vertex_training._checks import (
     is_known,
     literals,
     matches,
+    shown,
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
-from vertex_training.jobs.view import Message, read
+from vertex_training.jobs.view import M, Message, read
 
 __all__ = [
     "VertexField",
@@ -140,61 +142,45 @@ def _value(value: Any, spec: VertexField | None) -> Any:
     return value
 
 
-_Step = tuple[str | int, bool, bool]
-"""One step of a body path: the key (a list index for ``[i]``), whether it is the last
-step, whether the next one is a list index."""
-
-
-def _steps(tokens: list[str]) -> tuple[_Step, ...]:
-    keys: list[str | int] = [int(t[1:-1]) if t.startswith("[") else t for t in tokens]
-    return tuple(
-        (key, i == len(keys) - 1, i + 1 < len(keys) and isinstance(keys[i + 1], int))
-        for i, key in enumerate(keys)
-    )
-
-
-def _put(body: dict[str, Any], steps: tuple[_Step, ...], value: Any) -> None:
-    if not steps:
-        body.update(merge_fields(body, value))
-        return
+def _put(body: dict[str, Any], keys: tuple[str | int, ...], value: Any) -> None:
+    """``value`` at the body path ``keys`` (an int is a list index, and a gap before it
+    an empty pool, ``{}``), merged into a mapping already there."""
     node: Any = body
-    for key, last, next_index in steps:
+    for key, child in itertools.pairwise(keys):
         if isinstance(key, int):
-            while len(node) <= key:
-                node.append({})
-            if last:
-                node[key] = merge_fields(node[key], value) if node[key] else value
-                return
-            if not node[key]:
-                node[key] = [] if next_index else {}
-            node = node[key]
-        elif last:
-            current = node.get(key)
-            node[key] = (
-                merge_fields(current, value)
-                if isinstance(current, Mapping) and isinstance(value, Mapping)
-                else value
-            )
-            return
-        elif key in node:
+            node.extend({} for _ in range(key + 1 - len(node)))
             node = node[key]
         else:
-            child: Any = [] if next_index else {}
-            node[key] = child
-            node = child
+            node = node.setdefault(key, [] if isinstance(child, int) else {})
+    if not keys:
+        body.update(merge_fields(body, value))
+        return
+    last = keys[-1]
+    if isinstance(last, int):
+        node.extend({} for _ in range(last + 1 - len(node)))
+    current = node[last] if isinstance(last, int) else node.get(last)
+    both = isinstance(current, Mapping) and isinstance(value, Mapping)
+    node[last] = merge_fields(current, value) if both else value
 
 
-_Layout = tuple[tuple[str, VertexField, tuple[_Step, ...]], ...]
+_Layout = tuple[tuple[str, VertexField, tuple[str | int, ...]], ...]
 _LAYOUTS: dict[type, _Layout] = {}
 
 
 def _layout(cls: type) -> _Layout:
-    """(field name, its Vertex field, the body path's steps) for each Vertex field of
+    """(field name, its Vertex field, its body path's keys) for each Vertex field of
     ``cls``: derived once per class, since every job's body is built from it."""
     layout = _LAYOUTS.get(cls)
     if layout is None:
         layout = _LAYOUTS[cls] = tuple(
-            (f.name, spec, _steps(_tokens(_prefix(cls, f.name) + spec.path)))
+            (
+                f.name,
+                spec,
+                tuple(
+                    int(t[1:-1]) if t.startswith("[") else t
+                    for t in _tokens(_prefix(cls, f.name) + spec.path)
+                ),
+            )
             for f in dataclasses.fields(cls)
             if (spec := f.metadata.get(VERTEX)) is not None
         )
@@ -205,14 +191,14 @@ def to_body(obj: Any) -> dict[str, Any]:
     """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
     last. Values not known yet (Outputs) stay in place."""
     body: dict[str, Any] = {}
-    for name, spec, steps in _layout(type(obj)):
+    for name, spec, keys in _layout(type(obj)):
         value = getattr(obj, name)
         if _omitted(value, spec):
             continue
         out = _value(value, spec)
         if out == {} and dataclasses.is_dataclass(value):
             continue  # a nested spec with nothing set (``Scheduling()``)
-        _put(body, steps, out)
+        _put(body, keys, out)
     extra = getattr(obj, "extra_fields", None)
     return merge_fields(body, extra) if extra else body
 
@@ -330,8 +316,7 @@ def yaml_value(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list | tuple):
         return "a list"
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value)
 
 
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
@@ -447,28 +432,28 @@ def from_config(
         return None
 
 
+def judge_body(
+    body: Any, model: type[M], rules: Callable[[M, str], list[Finding]], root: str = ""
+) -> list[Finding]:
+    """The findings of ``rules`` on ``body`` read as ``model`` at the API path ``root`` (or
+    every field it could not read), values not known yet (Outputs, ``LATER``) left
+    unjudged."""
+    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
+    spec, unreadable = read(model, known, root)
+    return drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
+
+
 def refuse_where_built(
     obj: Any,
     root: str,
     model: type[Message],
     rules: Callable[[Any, str], list[Finding]],
-    *,
-    filled_later: tuple[str, ...] = (),
+    body: dict[str, Any] | None = None,
 ) -> None:
     """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find it wrong: its body read as ``model`` at the
-    API path ``root``, values not known yet (and the ``filled_later`` paths the platform may fill)
-    left unjudged. Each line names the caller's own field."""
-    body = to_body(obj)
-    for path in filled_later:
-        *parents, leaf = path.split(".")
-        node = body
-        for key in parents:
-            node = node.setdefault(key, {})
-        node.setdefault(leaf, LATER)
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
-    spec, unreadable = read(model, known, root)
-    errors = drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
+    if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
+    wrong at the API path ``root``. Each line names the caller's own field."""
+    errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
     if not errors:
         return
     cls = type(obj)

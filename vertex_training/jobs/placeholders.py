@@ -64,34 +64,14 @@ def with_placeholders(
         if is_unknown(value):
             unknown.append(where)
             return _BY_KEY.get(key, _DEFAULT)
-        return within(value, where, key)
-
-    def within(value: Any, where: str, key: str) -> Any:
-        """``value`` (known) with the unknown values inside it stood in for; a child's
-        path is spelt only for a child that is unknown or holds more."""
+        if type(value) in _LEAVES:
+            return value
         if isinstance(value, Mapping):
-            out = {}
-            for k, v in value.items():
-                name = str(k)
-                if is_unknown(v):
-                    unknown.append(f"{where}.{k}" if where else name)
-                    out[k] = _BY_KEY.get(name, _DEFAULT)
-                elif type(v) in _LEAVES:
-                    out[k] = v
-                else:
-                    out[k] = within(v, f"{where}.{k}" if where else name, name)
-            return out
+            return {
+                k: walk(v, f"{where}.{k}" if where else str(k), str(k)) for k, v in value.items()
+            }
         if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-            items = []
-            for i, v in enumerate(value):
-                if is_unknown(v):
-                    unknown.append(f"{where}[{i}]")
-                    items.append(_BY_KEY.get(key, _DEFAULT))
-                elif type(v) in _LEAVES:
-                    items.append(v)
-                else:
-                    items.append(within(v, f"{where}[{i}]", key))
-            return items
+            return [walk(v, f"{where}[{i}]", key) for i, v in enumerate(value)]
         return value
 
     return walk(body, path, ""), unknown

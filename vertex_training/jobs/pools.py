@@ -12,7 +12,8 @@ from typing import Any, Literal
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError
-from vertex_training.jobs.fields import int64, refuse_where_built, seconds, vertex
+from vertex_training.jobs.fields import int64, refuse_where_built, seconds, to_body, vertex
+from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.rules.job import pool_findings
 from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
 
@@ -62,13 +63,9 @@ class WorkerPool(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(
-            self,
-            "workerPoolSpecs[0]",
-            WorkerPoolSpec,
-            pool_findings,
-            filled_later=("containerSpec.imageUri",),
-        )
+        body = to_body(self)  # without an image, the job's platform gives one
+        body.setdefault("containerSpec", {}).setdefault("imageUri", LATER)
+        refuse_where_built(self, "workerPoolSpecs[0]", WorkerPoolSpec, pool_findings, body)
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
     accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))

@@ -25,10 +25,6 @@ class BodyParseError(ValueError):
     """The body is not a valid message of its kind; the text names the field."""
 
 
-def message_class(kind: JobKind) -> type[JobMessage]:
-    return v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob
-
-
 M = TypeVar("M")
 
 
@@ -45,7 +41,10 @@ def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
 
 def parse_body(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     """The job body as its proto-plus message; unknown fields and wrong types are refused."""
-    return parse_message(message_class(kind), body)
+    cls: type[JobMessage] = (
+        v1.CustomJob if kind is JobKind.CUSTOM_JOB else v1.HyperparameterTuningJob
+    )
+    return parse_message(cls, body)
 
 
 _NESTING = re.compile(r"Failed to parse \w+ field: ")
@@ -64,15 +63,11 @@ def _explain(error: json_format.ParseError) -> str:
     valid = sorted(f.json_name for f in descriptor.fields)
     guess = difflib.get_close_matches(field, valid, n=1)
     hint = f"did you mean {guess[0]!r}? " if guess else ""
-    path = where.split(".", 1)[1] if "." in where else ""
+    path = f"{where.split('.', 1)[1]}.{field}" if "." in where else field
     return (
-        f"{_join(path, field)}: {type_name.rsplit('.', 1)[-1]} has no field {field!r}; "
+        f"{path}: {type_name.rsplit('.', 1)[-1]} has no field {field!r}; "
         f"{hint}valid: {', '.join(valid)}"
     )
-
-
-def _join(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 def body_of(message: JobMessage) -> dict[str, Any]:

@@ -6,7 +6,9 @@ service's own messages (Vertex) or from the local store, and read by the resourc
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
@@ -92,16 +94,7 @@ class TrialRecord:
     def to_json(self) -> TrialResult:
         """Plain JSON (the stack output's trial row, the local store's); ``TrialRecord(**it)``
         reads it back."""
-        return {
-            "trial_id": self.trial_id,
-            "state": self.state,
-            "parameters": dict(self.parameters),
-            "final_metrics": dict(self.final_metrics),
-            "infeasible_reason": self.infeasible_reason,
-            "early_stopped": self.early_stopped,
-            "start_time": self.start_time,
-            "end_time": self.end_time,
-        }
+        return typing.cast(TrialResult, dataclasses.asdict(self))
 
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:

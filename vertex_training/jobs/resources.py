@@ -506,24 +506,25 @@ class _JobResource(pulumi.dynamic.Resource):
                 f"{type(args).__name__}"
             )
         assert isinstance(args, CustomJobArgs | HyperparameterTuningJobArgs)
-        context = job_context(self._kind, resource_name, args)
+        context = job_context(resource_name, args)
         body = job_body(args, context)
         errors, warnings = declared_problems(args, resource_name)
         if errors:
             raise InvalidArgumentsError(
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
             )
+        platform = context.platform
         if context.local:
-            assert context.local_root is not None
-            backend = BackendSettings(BackendKind.LOCAL, local_root=str(context.local_root))
+            assert platform.local_root is not None
+            backend = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
         else:
-            known = context.project if isinstance(context.project, str) else "(not known yet)"
-            backend = BackendSettings(BackendKind.VERTEX, project=known, location=context.region)
+            known = platform.project if isinstance(platform.project, str) else "(not known yet)"
+            backend = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
         backend_props = backend.to_props()
         target = _backend_target(backend)
         if not context.local:
             # The project may come from another resource: the engine resolves it in place.
-            backend_props["project"] = target["project"] = context.project
+            backend_props["project"] = target["project"] = platform.project
         props: dict[str, Any] = {
             "spec": body,
             "backend": backend_props,
@@ -564,7 +565,7 @@ class _JobResource(pulumi.dynamic.Resource):
             estimate = estimate_job(
                 self._kind,
                 known,
-                context.region,
+                context.platform.region,
                 name=context.name,
                 expected_duration_seconds=args.expected_duration_seconds,
             )

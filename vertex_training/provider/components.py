@@ -178,7 +178,7 @@ class _Job(pulumi.ComponentResource):
         try:
             job = resource(
                 name,
-                placed[0].to_args().on(platform),
+                placed[0].args.on(platform),
                 pulumi.ResourceOptions(parent=self, depends_on=[platform]),
             )
         except InvalidArgumentsError as error:

@@ -415,13 +415,13 @@ def _jobs(
     facts = PlatformFacts(
         environment=general.environment.value,
         region=general.region,
-        strict=general.strict_hardware_checks,
-        acknowledged=tuple(general.acknowledged_hardware_checks),
+        strict_hardware_checks=general.strict_hardware_checks,
+        acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
         labels=tuple(platform_labels(general.environment.value, stack, {}).items()),
         kms_key_name=general.kms_key_name,
         network=None,
         tensorboard=LATER if cloud and general.tensorboard_enabled else None,
-        service_account=LATER if cloud else None,
+        training_service_account=LATER if cloud else None,
         image=LATER,
     )
     placed, found = job_problems(tuple(jobs), facts)

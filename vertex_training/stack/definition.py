@@ -127,7 +127,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         kms_key_name=config.general.kms_key_name,
         local_root=config.local_root,
     )
-    jobs = {job.name: job.to_args() for job in config.jobs.jobs}
+    jobs = {job.name: job.args for job in config.jobs.jobs}
     return StackDefinition(
         config=config,
         platform=platform,
