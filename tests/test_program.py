@@ -17,7 +17,12 @@ from tests.pulumi_mocks import (
     stack_file_config,
 )
 from vertex_training.platform.trainer_image import content_tag
-from vertex_training.stack.definition import DOCKERFILE, SERVING_DOCKERFILE, SERVING_IMAGE_SOURCES
+from vertex_training.stack.definition import (
+    DOCKERFILE,
+    IMAGE_SOURCES,
+    SERVING_DOCKERFILE,
+    SERVING_IMAGE_SOURCES,
+)
 
 LOCAL_IMAGE_REFERENCE = "trainer:local"
 
@@ -207,7 +212,7 @@ def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
     (registry,) = image.inputs["registries"]["value"]
     assert registry["password"] == MOCK_ACCESS_TOKEN
     assert image.inputs["tags"] == [
-        f"{run.outputs['repositoryUrl']}/trainer:{content_tag(PROJECT_ROOT)}"
+        f"{run.outputs['repositoryUrl']}/trainer:{content_tag(PROJECT_ROOT, IMAGE_SOURCES)}"
     ]
     assert image.inputs["dockerfile"] == {"location": str(PROJECT_ROOT / DOCKERFILE)}
     assert image.inputs["context"] == {"location": str(PROJECT_ROOT)}

@@ -127,12 +127,14 @@ def test_an_existing_tensorboard_is_used_and_still_granted() -> None:
     [
         (
             {"existing_tensorboard": "projects/p-1/locations/us-central1/tensorboards/42"},
-            "existing_tensorboard is in 'us-central1', the jobs run in 'europe-west4'",
+            "tensorboard.existing: 'projects/p-1/locations/us-central1/tensorboards/42' is not "
+            "a TensorBoard in europe-west4; valid: projects/P/locations/europe-west4/",
         ),
-        ({"existing_tensorboard": "tb-42"}, "existing_tensorboard 'tb-42' must be projects/"),
+        ({"existing_tensorboard": "tb-42"}, "'tb-42' is not a TensorBoard in europe-west4"),
         (
             {"kms_key_name": "projects/p-1/locations/us/keyRings/r/cryptoKeys/k"},
-            "must be a key in the jobs' region: projects/P/locations/europe-west4/",
+            "kms_key_name: 'projects/p-1/locations/us/keyRings/r/cryptoKeys/k' is not a key "
+            "in the region europe-west4",
         ),
     ],
 )

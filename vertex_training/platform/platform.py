@@ -41,6 +41,7 @@ from vertex_training.platform.rules import (
     image_name_problems,
     image_reference_problems,
     judge_platform,
+    tensorboard_problems,
 )
 
 if TYPE_CHECKING:
@@ -243,11 +244,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.tensorboard_url = None
         self.kms_key_name = args.kms_key_name
         self.labels = platform_labels(args.environment, stack, args.labels)
-        self.strict_hardware_checks = (
-            args.environment == "prod"
-            if args.strict_hardware_checks is None
-            else args.strict_hardware_checks
-        )
+        self.strict_hardware_checks = _strict(args)
         self.acknowledged_hardware_checks = tuple(args.acknowledged_hardware_checks)
         self.workbench_service_account = None
         self.repository_url = None
@@ -416,22 +413,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 args.training_service_account  # type: ignore[arg-type]
             )
         if args.tensorboard is not None:
-            self._tensorboard(
-                name=name,
-                args=args,
-                tensorboard=args.tensorboard,
-                stack=stack,
-                role_id=names.tensorboard_role_id,
-                identity=identity,
-            )
+            self._tensorboard(name, args, stack, names.tensorboard_role_id, identity)
         if workbench is not None:
-            self._workbench(
-                name=name,
-                args=args,
-                workbench=workbench,
-                instance_name=names.workbench_instance,
-                identity=identity,
-            )
+            self._workbench(name, args, workbench, names.workbench_instance, identity)
 
         token: pulumi.Output[str] | None = None
         for image_name, image in args.images.items():
@@ -448,10 +432,8 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _tensorboard(
         self,
-        *,
         name: str,
         args: TrainingPlatformArgs,
-        tensorboard: TensorBoard,
         stack: str,
         role_id: str,
         identity: PlatformIdentity | None,
@@ -461,7 +443,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             ExperimentTrackingArgs,
         )
 
-        assert args.project is not None
+        assert args.project is not None and args.tensorboard is not None
+        tensorboard = args.tensorboard
         account = identity.training_account if identity is not None else None
         member: pulumi.Input[str] = (
             account.member
@@ -491,18 +474,20 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _workbench(
         self,
-        *,
         name: str,
         args: TrainingPlatformArgs,
         workbench: Workbench,
         instance_name: str,
         identity: PlatformIdentity | None,
     ) -> None:
+        from vertex_training.cost.estimate import EstimateError, estimate_workbench
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
 
         assert args.project is not None
         email = workbench.service_account or self.workbench_service_account
         assert email is not None
+        accelerator = workbench.accelerator
+        gpu_type, gpu_count = (accelerator.type, accelerator.count) if accelerator else (None, 0)
         instance = TrainingWorkbench(
             f"{name}-workbench",
             TrainingWorkbenchArgs(
@@ -511,8 +496,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 instance_name=instance_name,
                 service_account_email=email,
                 machine_type=workbench.machine_type,
-                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
-                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                gpu_type=gpu_type,  # type: ignore[arg-type]
+                gpu_count=gpu_count,  # type: ignore[arg-type]
                 disk_size_gb=workbench.disk_size_gb,
                 container_image=workbench.container_image,
                 idle_timeout_minutes=workbench.idle_timeout_minutes,
@@ -529,13 +514,11 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
-
         try:
             self.cost_estimate = estimate_workbench(
                 machine_type=workbench.machine_type,
-                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
-                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                gpu_type=gpu_type,  # type: ignore[arg-type]
+                gpu_count=gpu_count,  # type: ignore[arg-type]
                 region=args.region,
             )
         except EstimateError as error:
@@ -621,15 +604,13 @@ def platform_problems(
             staging_retention_days=args.staging_retention_days,
             soft_delete_retention_days=args.soft_delete_retention_days,
             workbench=_workbench_values(workbench) if workbench is not None else None,
-            strict=(
-                environment is EnvironmentKind.PROD
-                if args.strict_hardware_checks is None
-                else bool(args.strict_hardware_checks)
-            ),
+            strict=_strict(args),
             acknowledged=tuple(args.acknowledged_hardware_checks),
         )
     )
     problems = [p for p in judged if not p.warning]
+    if args.tensorboard is not None:
+        problems += tensorboard_problems(args.tensorboard.existing, args.region)
     for name, image in args.images.items():
         problems += _image_problems(f"images[{name!r}]", name, image, environment.is_cloud)
     errors = [f"{where}.{p.field}: {p.problem}; valid: {p.valid}" for p in problems]
@@ -640,20 +621,19 @@ def platform_problems(
             "component's name), '' (none) or lowercase letters, digits and '-', starting "
             "with a letter"
         )
-    if args.tensorboard is not None:
-        existing = args.tensorboard.existing
-        if existing is not None and f"/locations/{args.region}/tensorboards/" not in existing:
-            errors.append(
-                f"{where}.tensorboard.existing: {existing!r} is not a TensorBoard in "
-                f"{args.region}; valid: projects/P/locations/{args.region}/tensorboards/ID "
-                "(jobs stream only to a TensorBoard in their own region)"
-            )
-        if not environment.is_cloud:
-            warnings.append(
-                f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
-                "`make tensorboard STACK=local` serves the local jobs' logs"
-            )
+    if args.tensorboard is not None and not environment.is_cloud:
+        warnings.append(
+            f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
+            "`make tensorboard STACK=local` serves the local jobs' logs"
+        )
     return errors, warnings
+
+
+def _strict(args: TrainingPlatformArgs) -> bool:
+    """Whether hardware the catalog does not know is refused: by default in prod only."""
+    if args.strict_hardware_checks is None:
+        return args.environment == "prod"
+    return bool(args.strict_hardware_checks)
 
 
 def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[Problem]:

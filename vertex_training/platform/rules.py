@@ -50,6 +50,7 @@ __all__ = [
     "project_problems",
     "repository_problems",
     "settings_problems",
+    "tensorboard_problems",
     "workbench_findings",
     "workbench_problems",
 ]
@@ -69,6 +70,7 @@ GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 KMS_KEY = re.compile(
     r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
 )
+TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[^/]+$")
 
 
 class EnvironmentKind(enum.StrEnum):
@@ -275,6 +277,21 @@ def kms_key_problems(name: str | None, region: str) -> list[Problem]:
             )
         ]
     return []
+
+
+def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
+    """An existing Vertex AI TensorBoard's name, in ``region``: Vertex refuses a job whose
+    TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
+    if name is None or (TENSORBOARD.match(name) and f"/locations/{region}/" in name):
+        return []
+    return [
+        Problem(
+            "tensorboard.existing",
+            f"'{name}' is not a TensorBoard in {region}",
+            f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
+            "TensorBoard in their own region)",
+        )
+    ]
 
 
 def workbench_problems(
