@@ -16,6 +16,7 @@ LAYERS = {
     "vertex_training._project": 0,
     "vertex_training._google_api": 0,
     "vertex_training._checks": 1,
+    "vertex_training._dynamic": 1,
     "vertex_training.cost": 1,
     "vertex_training.jobs": 2,
     "vertex_training.platform": 3,

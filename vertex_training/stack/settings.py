@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
@@ -66,9 +66,8 @@ class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
 
 
-def _empty_to_none(value: object) -> object:
-    # Pulumi.yaml cannot declare a null default, so "" means "not set" for optional strings.
-    return None if value == "" else value
+OptionalText = Annotated[str | None, BeforeValidator(lambda v: None if v == "" else v)]
+"""An optional string: Pulumi.yaml cannot declare a null default, so "" means "not set"."""
 
 
 class GeneralSettings(Section):
@@ -120,7 +119,7 @@ class GeneralSettings(Section):
         "true or false",
         "true",
     )
-    kms_key_name: str | None = _key(
+    kms_key_name: OptionalText = _key(
         "kmsKeyName",
         None,
         'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
@@ -135,8 +134,6 @@ class GeneralSettings(Section):
         "a relative or absolute directory path",
         ".local-vertex",
     )
-
-    kms_empty_means_unset = field_validator("kms_key_name", mode="before")(_empty_to_none)
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -166,7 +163,7 @@ class GeneralSettings(Section):
 
 
 class StorageSettings(Section):
-    bucket_name: str | None = _key(
+    bucket_name: OptionalText = _key(
         "bucketName",
         None,
         'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
@@ -192,8 +189,6 @@ class StorageSettings(Section):
         "7",
         platform="soft_delete_retention_days",
     )
-
-    empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
 
 
 class RegistrySettings(Section):
@@ -224,7 +219,7 @@ class ImageSettings(Section):
         "trainer",
         platform="image_name",
     )
-    pinned_reference: str | None = _key(
+    pinned_reference: OptionalText = _key(
         "trainerImage",
         None,
         '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
@@ -233,8 +228,6 @@ class ImageSettings(Section):
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
         platform="trainer_image",
     )
-
-    empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
 
 
 class WorkbenchSettings(Section):
@@ -245,7 +238,7 @@ class WorkbenchSettings(Section):
         "true or false",
         "false",
     )
-    zone: str | None = _key(
+    zone: OptionalText = _key(
         "workbenchZone",
         None,
         'Zone of the Workbench instance; "" means <region>-a.',
@@ -261,7 +254,7 @@ class WorkbenchSettings(Section):
         "n1-standard-4",
         platform="workbench.machine_type",
     )
-    gpu_type: str | None = _key(
+    gpu_type: OptionalText = _key(
         "workbenchGpuType",
         None,
         '"" for no GPU, or the accelerator attached to the Workbench instance.',
@@ -285,7 +278,7 @@ class WorkbenchSettings(Section):
         "150",
         platform="workbench.disk_size_gb",
     )
-    container_image: str | None = _key(
+    container_image: OptionalText = _key(
         "workbenchContainerImage",
         None,
         '"" for the standard Workbench image, or a custom container image to run instead.',
@@ -300,10 +293,6 @@ class WorkbenchSettings(Section):
         "an integer from 10 to 1440",
         "60",
         platform="workbench.idle_timeout_minutes",
-    )
-
-    empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
-        _empty_to_none
     )
 
 
