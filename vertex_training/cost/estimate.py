@@ -209,7 +209,7 @@ class StackEstimate:
 
     lines: tuple[CostLine, ...]
     endpoints: tuple[EndpointEstimate, ...] = ()
-    """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving_*``)."""
+    """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving``)."""
 
     @property
     def usd_low(self) -> float:
@@ -228,13 +228,11 @@ class StackEstimate:
         return _unique(u for line in self.lines for u in line.unknown)
 
     @property
-    def serving_usd_per_hour(self) -> float:
-        """Every endpoint at its minimum replicas, per hour (known prices only)."""
-        return sum(e.usd_per_hour for e in self.endpoints)
-
-    @property
-    def serving_unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for e in self.endpoints for u in e.unknown)
+    def serving(self) -> EndpointEstimate:
+        """Every endpoint at its minimum replicas as one, per hour."""
+        return EndpointEstimate(
+            "serving", "", tuple(d for e in self.endpoints for d in e.deployments)
+        )
 
     @property
     def jobs(self) -> tuple[JobEstimate, ...]:

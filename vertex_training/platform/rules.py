@@ -42,7 +42,6 @@ __all__ = [
     "Problem",
     "WorkbenchValues",
     "bucket_name_problems",
-    "check_bucket_name",
     "image_name_problems",
     "image_reference_problems",
     "judge_platform",
@@ -95,28 +94,6 @@ class InvalidValueError(ValueError):
         super().__init__(problem)
         self.problem = problem
         self.valid = valid
-
-
-def check_bucket_name(name: str) -> None:
-    """Raise ``_FieldValueError`` unless ``name`` follows the Cloud Storage naming rules."""
-    valid = (
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
-    )
-    max_length = 222 if "." in name else 63
-    if not 3 <= len(name) <= max_length:
-        raise InvalidValueError(f"'{name}' has {len(name)} characters", valid)
-    if not _BUCKET_NAME.match(name):
-        raise InvalidValueError(f"'{name}' is not a valid bucket name", valid)
-    if any(len(part) > 63 or not part for part in name.split(".")):
-        raise InvalidValueError(f"'{name}' has an empty or over-long dot-separated part", valid)
-    if name.startswith("goog") or "google" in name:
-        raise InvalidValueError(f"'{name}' uses a name reserved by Google", valid)
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return
-    raise InvalidValueError(f"'{name}' looks like an IP address", valid)
 
 
 @dataclass(frozen=True)
@@ -203,22 +180,43 @@ def project_problems(project: str | None, environment: EnvironmentKind) -> list[
     return []
 
 
-def bucket_name_problems(name: str | None, field: str = "bucket_name") -> list[Problem]:
+def bucket_name_problems(name: str | None) -> list[Problem]:
+    """The Cloud Storage naming rules."""
     if name is None:
         return []
+    if not 3 <= len(name) <= (222 if "." in name else 63):
+        problem = f"'{name}' has {len(name)} characters"
+    elif not _BUCKET_NAME.match(name):
+        problem = f"'{name}' is not a valid bucket name"
+    elif any(len(part) > 63 or not part for part in name.split(".")):
+        problem = f"'{name}' has an empty or over-long dot-separated part"
+    elif name.startswith("goog") or "google" in name:
+        problem = f"'{name}' uses a name reserved by Google"
+    elif _is_ip_address(name):
+        problem = f"'{name}' looks like an IP address"
+    else:
+        return []
+    valid = (
+        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
+        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
+    )
+    return [Problem("bucket_name", problem, valid)]
+
+
+def _is_ip_address(text: str) -> bool:
     try:
-        check_bucket_name(name)
-    except InvalidValueError as error:
-        return [_problem(field, error)]
-    return []
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
-def repository_problems(name: str | None, field: str = "repository_name") -> list[Problem]:
+def repository_problems(name: str | None) -> list[Problem]:
     if name is None or REPOSITORY_ID.match(name):
         return []
     return [
         Problem(
-            field,
+            "repository_name",
             f"'{name}' is not a valid repository id",
             "1-63 characters: lowercase letters, digits and '-', starting with a letter",
         )

@@ -37,7 +37,6 @@ from vertex_training.platform.rules import (
     PlatformValues,
     Problem,
     WorkbenchValues,
-    check_bucket_name,
     image_name_problems,
     image_reference_problems,
     judge_platform,
@@ -47,35 +46,22 @@ from vertex_training.stack.settings import (
     PROJECT_NAME,
     SECTIONS,
     GeneralSettings,
-    ImageSettings,
     JobsSettings,
-    RegistrySettings,
     Section,
     StackConfig,
-    StorageSettings,
-    WorkbenchSettings,
     known_config_keys,
 )
 
 __all__ = [
-    "GCP_PROJECT_KEY",
     "PROJECT_NAME",
-    "SECTIONS",
     "ConfigError",
     "ConfigProblem",
     "EnvironmentKind",
-    "GeneralSettings",
-    "ImageSettings",
-    "RegistrySettings",
     "StackConfig",
-    "StorageSettings",
-    "WorkbenchSettings",
-    "check_bucket_name",
     "known_config_keys",
     "load_pulumi_config",
     "load_stack_config",
     "parse_stack_config",
-    "stack_name_of",
 ]
 
 GCP_PROJECT_KEY = "gcp:project"
@@ -125,17 +111,17 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         if model is not JobsSettings:
             sections[section_name] = _section(model, ours, stack, problems)
     gcp_project = raw.get(GCP_PROJECT_KEY)
-    if gcp_project is not None and not isinstance(gcp_project, str):
-        gcp_project = str(gcp_project)
-    general = sections["general"]
-    assert isinstance(general, GeneralSettings)
-    found, warnings = _platform_problems(stack, gcp_project, sections)
+    # What the rules judge: the sections as read (jobs and serving are read next).
+    project = None if gcp_project is None else str(gcp_project) or None
+    draft = StackConfig.model_construct(stack=stack, gcp_project=project, **sections)
+    general = draft.general
+    found, warnings = _platform_problems(draft)
     # A refused value's default stood in: what the rules say of that key is not news.
     refused = {p.key for p in problems}
     problems += [p for p in found if p.key not in refused]
     region_refused = any(p.key == f"{PROJECT_NAME}:region" for p in found)
     jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
-    sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
+    jobs_section = JobsSettings.model_construct(jobs=jobs)
     problems += job_problems_found
     serving, unreadable = read_serving(
         ours,
@@ -154,12 +140,9 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     ]
     if problems:
         raise ConfigError(stack, problems)
-    # model_validate rather than the constructor: sections is keyed by field name.
-    return StackConfig.model_validate(
-        {
-            "stack": stack,
-            "gcp_project": gcp_project or None,
-            **sections,
+    return draft.model_copy(
+        update={
+            "jobs": jobs_section,
             "serving": serving,
             "warnings": tuple(warnings + job_warnings),
         }
@@ -300,22 +283,12 @@ def _rule_keys() -> dict[str, str]:
     return keys
 
 
-def _platform_problems(
-    stack: str, gcp_project: str | None, sections: Mapping[str, Section]
-) -> tuple[list[ConfigProblem], list[str]]:
+def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[str]]:
     """The platform's rules on the stack's values (``judge_platform``, the ones
     ``TrainingPlatformArgs`` is judged by, then the trainer image's), each problem at the
     config key that holds its field."""
-    general, storage, registry, image, workbench = (
-        sections["general"],
-        sections["storage"],
-        sections["registry"],
-        sections["image"],
-        sections["workbench"],
-    )
-    assert isinstance(general, GeneralSettings) and isinstance(storage, StorageSettings)
-    assert isinstance(registry, RegistrySettings) and isinstance(image, ImageSettings)
-    assert isinstance(workbench, WorkbenchSettings)
+    stack, gcp_project, general = config.stack, config.gcp_project, config.general
+    storage, registry, workbench = config.storage, config.registry, config.workbench
     found = judge_platform(
         PlatformValues(
             environment=general.environment,
@@ -346,9 +319,10 @@ def _platform_problems(
             acknowledged=general.acknowledged_hardware_checks,
         )
     )
-    found += image_name_problems(image.image_name)
-    if image.pinned_reference is not None:
-        found += image_reference_problems(image.pinned_reference, "trainer_image", by_digest=True)
+    found += image_name_problems(config.image.image_name)
+    if config.image.pinned_reference is not None:
+        reference = config.image.pinned_reference
+        found += image_reference_problems(reference, "trainer_image", by_digest=True)
     problems = [_phrased(p, stack, general.region) for p in found if not p.warning]
     warnings = [f"{_config_key(p.field)}: {p.problem}" for p in found if p.warning]
     return problems, warnings
