@@ -115,15 +115,6 @@ _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_tim
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
 
 
-def adoption_value(identity: str, canonical_body: str) -> str:
-    """Same resource and same body -> same value; any change -> a different one, so a
-    replacement never adopts the job it replaces."""
-    canonical = json.dumps({"identity": identity, "spec": canonical_body}, sort_keys=True)
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
-    name = identity.rsplit("/", 1)[-1]
-    return label_value(f"{name[:40]}-{digest}")
-
-
 def placement(
     resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
 ) -> dict[str, Any]:
@@ -178,17 +169,19 @@ class _Props:
         self.poll_interval = float(props["poll_interval_seconds"])
         self.delete_timeout = float(props["delete_timeout_seconds"])
 
-    def adoption_value(self) -> str:
+    def adoption_labels(self) -> dict[str, str]:
+        """Same resource and same body -> same label; any change -> a different one, so
+        a replacement never adopts the job it replaces."""
         from vertex_training.jobs.protos import canonical_json
 
         # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
         # display name stay out: an edit of them is not a new run, so a crashed `up` whose
         # job they were edited after still adopts it.
         run = {k: v for k, v in self.body.items() if k not in METADATA_FIELDS}
-        return adoption_value(self.identity, canonical_json(self.kind, run))
-
-    def adoption_labels(self) -> dict[str, str]:
-        return {ADOPTION_LABEL: self.adoption_value()}
+        text = json.dumps({"identity": self.identity, "spec": canonical_json(self.kind, run)})
+        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+        name = self.identity.rsplit("/", 1)[-1]
+        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
 
     def labelled_body(self) -> dict[str, Any]:
         """The body as submitted: the declared one plus our stack and adoption labels."""
@@ -524,9 +517,7 @@ __all__ = [
     "JobFailedError",
     "JobProvider",
     "JobWaitTimeoutError",
-    "adoption_value",
     "declare_job",
-    "label_value",
 ]
 
 

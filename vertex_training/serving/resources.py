@@ -26,7 +26,13 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._dynamic import ADOPTION_LABEL, Provider, has_unknown, label_value, labelled
+from vertex_training._dynamic import (
+    ADOPTION_LABEL,
+    Provider,
+    has_unknown,
+    label_value,
+    labelled,
+)
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.resources import placement
