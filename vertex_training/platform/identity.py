@@ -41,10 +41,16 @@ from vertex_training.platform._component import PlatformComponent
 __all__ = ["PlatformIdentity", "PlatformIdentityArgs"]
 
 _ACCOUNTS = {
-    "training": ("Vertex AI training jobs", "Identity of the platform's training and tuning jobs"),
-    "workbench": ("Vertex AI Workbench", "Identity of the platform's Workbench instance"),
+    "training": {
+        "display_name": "Vertex AI training jobs",
+        "description": "Identity of the platform's training and tuning jobs",
+    },
+    "workbench": {
+        "display_name": "Vertex AI Workbench",
+        "description": "Identity of the platform's Workbench instance",
+    },
 }
-"""Each account's display name and description."""
+"""What each account says it is."""
 
 
 @dataclass(frozen=True)
@@ -145,14 +151,12 @@ class PlatformIdentity(PlatformComponent[PlatformIdentityArgs]):
     def _account(
         self, name: str, role: str, account_id: str, args: PlatformIdentityArgs
     ) -> gcp_serviceaccount.Account:
-        display_name, description = _ACCOUNTS[role]
         return gcp_serviceaccount.Account(
             f"{name}-{role}",
             project=args.project,
             account_id=account_id,
-            display_name=display_name,
-            description=description,
             opts=self._child(),
+            **_ACCOUNTS[role],
         )
 
     def _grant(

@@ -137,20 +137,15 @@ class GeneralSettings(Section):
 
     @field_validator("budget", mode="before")
     @classmethod
-    def _budget_not_a_flag(cls, value: object) -> object:
-        # Lax integers would take true as $1.
-        if isinstance(value, bool) or value in ("true", "false"):
+    def _budget_in_dollars(cls, value: object) -> object:
+        # Lax integers would take true as $1; below 0 is no budget either.
+        if (
+            isinstance(value, bool)
+            or str(value).strip() in ("true", "false")
+            or (str(value).strip().startswith("-"))
+        ):
             raise InvalidValueError(
                 f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
-            )
-        return value
-
-    @field_validator("budget")
-    @classmethod
-    def _budget_not_negative(cls, value: int) -> int:
-        if value < 0:
-            raise InvalidValueError(
-                f"{value} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
         return value
 
