@@ -40,7 +40,7 @@ from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["PlatformIdentity", "PlatformIdentityArgs"]
 
-_ACCOUNTS = {
+_ACCOUNTS: dict[str, dict[str, Any]] = {
     "training": {
         "display_name": "Vertex AI training jobs",
         "description": "Identity of the platform's training and tuning jobs",

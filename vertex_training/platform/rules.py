@@ -292,20 +292,28 @@ def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
     ]
 
 
-def workbench_problems(
-    *,
-    region: str,
-    zone: str | None,
-    machine_type: str,
-    gpu_type: str | None,
-    gpu_count: int,
-    container_image: str | None,
-    disk_size_gb: int,
-    idle_timeout_minutes: int,
-) -> list[Problem]:
+@dataclass(frozen=True)
+class WorkbenchValues:
+    """A Workbench instance's values, as both routes have them."""
+
+    zone: str | None
+    machine_type: str
+    gpu_type: str | None
+    gpu_count: int
+    container_image: str | None
+    disk_size_gb: int
+    idle_timeout_minutes: int
+    enabled: bool = True
+    """False: a stack that declares the values but no instance. The values are still held
+    to their rules (a typo is a typo); the catalog has nothing to say about them."""
+
+
+def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]:
     """The Workbench instance's own values: a zone of ``region``, a machine type name, a
     GPU type and count Workbench takes (a type with a count, a count with a type), a
     container image, the disk and idle timeout ranges. Fields: ``workbench.<name>``."""
+    zone, machine_type = workbench.zone, workbench.machine_type
+    gpu_type, gpu_count = workbench.gpu_type, workbench.gpu_count
     out: list[Problem] = []
     if zone is not None and not ZONE.match(zone):
         out.append(
@@ -365,12 +373,15 @@ def workbench_problems(
                 ", ".join(map(str, counts)),
             )
         )
-    if container_image is not None:
+    if workbench.container_image is not None:
         out += image_reference_problems(
-            container_image, "workbench.container_image", by_digest=False
+            workbench.container_image, "workbench.container_image", by_digest=False
         )
     out += settings_problems(
-        {"disk_size_gb": disk_size_gb, "idle_timeout_minutes": idle_timeout_minutes},
+        {
+            "disk_size_gb": workbench.disk_size_gb,
+            "idle_timeout_minutes": workbench.idle_timeout_minutes,
+        },
         "workbench.",
     )
     return out
@@ -385,31 +396,24 @@ _CATALOG_FIELDS = {
 
 
 def workbench_findings(
-    *,
-    region: str,
-    zone: str | None,
-    machine_type: str,
-    gpu_type: str | None,
-    gpu_count: int,
-    cloud: bool,
-    strict: bool,
+    region: str, workbench: WorkbenchValues, *, cloud: bool, strict: bool
 ) -> list[tuple[str, Finding]]:
     """(field, finding) for the hardware catalog's view of a Workbench instance whose
     ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
     offers them. Findings are to be acknowledged and phrased by the caller."""
     findings = check_machine_spec(
         path="workbench",
-        machine_type=machine_type,
-        accelerator_type=gpu_type,
-        accelerator_count=gpu_count,
+        machine_type=workbench.machine_type,
+        accelerator_type=workbench.gpu_type,
+        accelerator_count=workbench.gpu_count,
         strict=strict,
         target="workbench",
     )
     if cloud:
         findings += check_zone(
             path="workbench.zone",
-            zone=zone or f"{region}-a",
-            accelerator_type=gpu_type,
+            zone=workbench.zone or f"{region}-a",
+            accelerator_type=workbench.gpu_type,
             strict=strict,
         )
     return [
@@ -419,22 +423,6 @@ def workbench_findings(
 
 
 # --------------------------------------------------------------------------- a platform
-
-
-@dataclass(frozen=True)
-class WorkbenchValues:
-    """A Workbench instance's values, as both routes have them."""
-
-    zone: str | None
-    machine_type: str
-    gpu_type: str | None
-    gpu_count: int
-    container_image: str | None
-    disk_size_gb: int
-    idle_timeout_minutes: int
-    enabled: bool = True
-    """False: a stack that declares the values but no instance. The values are still held
-    to their rules (a typo is a typo); the catalog has nothing to say about them."""
 
 
 @dataclass(frozen=True)
@@ -494,25 +482,12 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
     ]
     workbench = values.workbench
     if workbench is not None:
-        shape = {
-            "region": values.region,
-            "zone": workbench.zone,
-            "machine_type": workbench.machine_type,
-            "gpu_type": workbench.gpu_type,
-            "gpu_count": workbench.gpu_count,
-        }
-        found = workbench_problems(
-            **shape,  # type: ignore[arg-type]
-            container_image=workbench.container_image,
-            disk_size_gb=workbench.disk_size_gb,
-            idle_timeout_minutes=workbench.idle_timeout_minutes,
-        )
+        found = workbench_problems(values.region, workbench)
         out += found
         if workbench.enabled and not found:
+            cloud = values.environment.is_cloud
             findings += workbench_findings(
-                **shape,  # type: ignore[arg-type]
-                cloud=values.environment.is_cloud,
-                strict=values.strict,
+                values.region, workbench, cloud=cloud, strict=values.strict
             )
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [

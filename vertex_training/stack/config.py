@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -106,7 +107,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     """
     problems: list[ConfigProblem] = []
     ours = _our_keys(stack, raw, problems)
-    sections: dict[str, Section] = {}
+    sections: dict[str, Any] = {}
     for section_name, model in SECTIONS.items():
         if model is not JobsSettings:
             sections[section_name] = _section(model, ours, stack, problems)
