@@ -14,7 +14,6 @@ from vertex_training.platform.tensorboard import (
     TENSORBOARD_WRITER_PERMISSIONS,
     ExperimentTracking,
     ExperimentTrackingArgs,
-    experiment_resource_name,
 )
 
 TENSORBOARD = "gcp:vertex/aiTensorboard:AiTensorboard"
@@ -106,12 +105,6 @@ def test_children_are_parented_and_named_after_the_component() -> None:
     children = run.children_of(component)
     assert len(children) == len(run.registrations) - 1 == 3
     assert all(r.name.startswith("tracking-") for r in children)
-
-
-def test_experiment_resource_name() -> None:
-    assert experiment_resource_name("p-1", "europe-west4", "horses") == (
-        "projects/p-1/locations/europe-west4/metadataStores/default/contexts/horses"
-    )
 
 
 def test_an_existing_tensorboard_is_used_and_still_granted() -> None:

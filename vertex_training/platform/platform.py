@@ -236,7 +236,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         super().__init__("vertex-training:index:TrainingPlatform", resource_name, None, opts)
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
-        self._args = args
         self.environment = args.environment
         self.region = args.region
         self.network = args.network

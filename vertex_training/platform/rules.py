@@ -66,6 +66,12 @@ _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+BUCKET_NAME_VALID = (
+    "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and ending "
+    "with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
+)
+REPOSITORY_ID_VALID = "1-63 characters: lowercase letters, digits and '-', starting with a letter"
+IMAGE_NAME_VALID = "lowercase letters, digits and single '.', '_', '-' or '/' separators"
 KMS_KEY = re.compile(
     r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
 )
@@ -196,11 +202,7 @@ def bucket_name_problems(name: str | None) -> list[Problem]:
         problem = f"'{name}' looks like an IP address"
     else:
         return []
-    valid = (
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
-    )
-    return [Problem("bucket_name", problem, valid)]
+    return [Problem("bucket_name", problem, BUCKET_NAME_VALID)]
 
 
 def _is_ip_address(text: str) -> bool:
@@ -218,7 +220,7 @@ def repository_problems(name: str | None) -> list[Problem]:
         Problem(
             "repository_name",
             f"'{name}' is not a valid repository id",
-            "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+            REPOSITORY_ID_VALID,
         )
     ]
 
@@ -230,7 +232,7 @@ def image_name_problems(name: str, field: str = "image_name") -> list[Problem]:
         Problem(
             field,
             f"'{name}' is not a valid image name",
-            "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+            IMAGE_NAME_VALID,
         )
     ]
 

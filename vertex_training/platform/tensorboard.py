@@ -36,8 +36,7 @@ backed by this instance, with the Vertex SDK::
 
 after which jobs name it as ``jobSpec.experiment =
 projects/P/locations/REGION/metadataStores/default/contexts/NAME`` (and optionally
-``jobSpec.experimentRun = .../contexts/NAME-RUN``); ``experiment_resource_name`` builds
-that path.
+``jobSpec.experimentRun = .../contexts/NAME-RUN``).
 """
 
 from __future__ import annotations
@@ -58,8 +57,6 @@ __all__ = [
     "TENSORBOARD_WRITER_PERMISSIONS",
     "ExperimentTracking",
     "ExperimentTrackingArgs",
-    "experiment_resource_name",
-    "tensorboard_console_url",
 ]
 
 TENSORBOARD_WRITER_PERMISSIONS: tuple[str, ...] = (
@@ -98,23 +95,6 @@ EXPERIMENT_PERMISSIONS: tuple[str, ...] = (
     "aiplatform.artifacts.update",
 )
 """What logging parameters and metrics to a Vertex Experiment run writes."""
-
-
-def experiment_resource_name(project: str, region: str, experiment: str) -> str:
-    """``jobSpec.experiment`` for an experiment in the region's default metadata store."""
-    return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{experiment}"
-
-
-def tensorboard_console_url(project: str) -> str:
-    """The console's TensorBoard instances page (Vertex AI > Experiments) of the project.
-
-    It lists every instance with a link to open its TensorBoard; a per-instance address is
-    not a documented URL, so this does not guess one.
-    """
-    return (
-        "https://console.cloud.google.com/vertex-ai/experiments/tensorboard-instances"
-        f"?project={project}"
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +144,9 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
     tensorboard_name: pulumi.Output[str]
     """``projects/P/locations/REGION/tensorboards/ID``: the value of ``jobSpec.tensorboard``."""
     console_url: pulumi.Output[str]
+    """The console's TensorBoard instances page (Vertex AI > Experiments) of the project:
+    it lists every instance with a link to open its TensorBoard (a per-instance address is
+    not a documented URL, so this does not guess one)."""
 
     def _build(self, name: str, args: ExperimentTrackingArgs) -> dict[str, Any]:
         self.tensorboard = None
@@ -185,8 +168,13 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
                 labels=dict(args.labels),
                 opts=self._child(),
             )
+            # The provider reports the id alone (its resource id is the full path).
             self.tensorboard_name = pulumi.Output.all(args.project, self.tensorboard.name).apply(
-                lambda values: _full_name(values[0], args.region, values[1])
+                lambda values: (
+                    values[1]
+                    if values[1].startswith("projects/")
+                    else f"projects/{values[0]}/locations/{args.region}/tensorboards/{values[1]}"
+                )
             )
         self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
             EXPERIMENT_PERMISSIONS if args.experiments else ()
@@ -209,13 +197,9 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
         )
         # Waits for the instance: the page shows nothing before it exists.
         self.console_url = pulumi.Output.all(args.project, self.tensorboard_name).apply(
-            lambda values: tensorboard_console_url(values[0])
+            lambda values: (
+                "https://console.cloud.google.com/vertex-ai/experiments/"
+                f"tensorboard-instances?project={values[0]}"
+            )
         )
         return {"tensorboard_name": self.tensorboard_name, "console_url": self.console_url}
-
-
-def _full_name(project: str, region: str, name: str) -> str:
-    # The provider reports the id alone (its resource id is the full path); accept both.
-    if name.startswith("projects/"):
-        return name
-    return f"projects/{project}/locations/{region}/tensorboards/{name}"

@@ -22,7 +22,14 @@ from pydantic.fields import FieldInfo
 from vertex_training._project import project_root
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.platform.names import derived_bucket_name
-from vertex_training.platform.rules import EnvironmentKind, InvalidValueError
+from vertex_training.platform.rules import (
+    BUCKET_NAME_VALID,
+    IMAGE_NAME_VALID,
+    REPOSITORY_ID_VALID,
+    SETTINGS,
+    EnvironmentKind,
+    InvalidValueError,
+)
 
 __all__ = [
     "PROJECT_NAME",
@@ -163,8 +170,7 @@ class StorageSettings(Section):
         None,
         'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
         "<gcp project>-<stack>-vertex.",
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address",
+        BUCKET_NAME_VALID,
         "my-project-dev-vertex",
         platform="bucket_name",
     )
@@ -172,7 +178,7 @@ class StorageSettings(Section):
         "stagingRetentionDays",
         7,
         "Days after which objects under staging/ are deleted (job packages, temporary files).",
-        "an integer from 1 to 3650",
+        SETTINGS["staging_retention_days"].valid,
         "7",
         platform="staging_retention_days",
     )
@@ -180,7 +186,7 @@ class StorageSettings(Section):
         "softDeleteRetentionDays",
         7,
         "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
-        "0, or an integer from 7 to 90",
+        SETTINGS["soft_delete_retention_days"].valid,
         "7",
         platform="soft_delete_retention_days",
     )
@@ -191,7 +197,7 @@ class RegistrySettings(Section):
         "repositoryName",
         "trainers",
         "Artifact Registry Docker repository id for the trainer images.",
-        "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+        REPOSITORY_ID_VALID,
         "trainers",
         platform="repository_name",
     )
@@ -199,7 +205,7 @@ class RegistrySettings(Section):
         "imageKeepCount",
         10,
         "Cleanup policy: how many most recent image versions the repository keeps.",
-        "an integer from 1 to 1000",
+        SETTINGS["image_keep_count"].valid,
         "10",
         platform="image_keep_count",
     )
@@ -210,7 +216,7 @@ class ImageSettings(Section):
         "imageName",
         "trainer",
         "Name of the trainer image inside the repository.",
-        "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+        IMAGE_NAME_VALID,
         "trainer",
         platform="image_name",
     )
@@ -269,7 +275,7 @@ class WorkbenchSettings(Section):
         "workbenchDiskSizeGb",
         150,
         "Boot disk size of the Workbench instance in GB.",
-        "an integer from 150 to 64000",
+        SETTINGS["disk_size_gb"].valid,
         "150",
         platform="workbench.disk_size_gb",
     )
@@ -285,7 +291,7 @@ class WorkbenchSettings(Section):
         "workbenchIdleTimeoutMinutes",
         60,
         "Minutes of inactivity after which the Workbench instance shuts down.",
-        "an integer from 10 to 1440",
+        SETTINGS["idle_timeout_minutes"].valid,
         "60",
         platform="workbench.idle_timeout_minutes",
     )
