@@ -326,10 +326,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.project = project
         self.local_root = None
         is_prod = args.environment == "prod"
-        parent = pulumi.ResourceOptions(parent=self)
         if args.enable_apis:
             services = ProjectServices(
-                f"{name}-services", ProjectServicesArgs(project=project), opts=parent
+                f"{name}-services",
+                ProjectServicesArgs(project=project),
+                opts=pulumi.ResourceOptions(parent=self),
             )
             self._services = [services]
             self._dependencies.append(services)

@@ -118,10 +118,8 @@ class Bounds:
         span = f"an integer from {self.low} to {self.high}"
         return span if self.off is None else f"{self.off}, or {span}"
 
-    def check(self, value: int) -> None:
-        """Raise ``InvalidValueError`` unless ``value`` is in range (or ``off``)."""
-        if value != self.off and not self.low <= value <= self.high:
-            raise InvalidValueError(f"{value} {self.unit} {self.what}", self.valid)
+    def in_range(self, value: int) -> bool:
+        return value == self.off or self.low <= value <= self.high
 
 
 SETTINGS: dict[str, Bounds] = {
@@ -150,20 +148,14 @@ class Problem:
     warning: bool = False
 
 
-def _problem(field: str, error: InvalidValueError) -> Problem:
-    return Problem(field, error.problem, error.valid)
-
-
 def settings_problems(values: dict[str, int], prefix: str = "") -> list[Problem]:
     """A problem for each of ``values`` (a ``SETTINGS`` name -> value) out of range, every
     one of them (one run reports them all); fields are ``prefix`` + the name."""
-    out = []
-    for name, value in values.items():
-        try:
-            SETTINGS[name].check(value)
-        except InvalidValueError as error:
-            out.append(_problem(prefix + name, error))
-    return out
+    return [
+        Problem(prefix + name, f"{value} {bounds.unit} {bounds.what}", bounds.valid)
+        for name, value in values.items()
+        if not (bounds := SETTINGS[name]).in_range(value)
+    ]
 
 
 def project_problems(project: str | None, environment: EnvironmentKind) -> list[Problem]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
 from vertex_training._spelling import closest
 from vertex_training.jobs.api import LATER, PlatformFacts
@@ -245,9 +246,7 @@ def _problems_from(error: ValidationError, model: type[Section], stack: str) -> 
     problems: list[ConfigProblem] = []
     for item in error.errors():
         alias = str(item["loc"][0]) if item["loc"] else "?"
-        info = by_alias.get(alias)
-        extra = info.json_schema_extra if info is not None else None
-        meta = extra if isinstance(extra, dict) else {}
+        meta = _meta(by_alias.get(alias))
         cause = item.get("ctx", {}).get("error")
         if isinstance(cause, InvalidValueError):
             problem, valid = cause.problem, cause.valid
@@ -278,10 +277,15 @@ def _rule_keys() -> dict[str, str]:
     holds its value (each key declares its field in ``stack.settings``)."""
     keys = {"project": GCP_PROJECT_KEY}
     for short, info in known_config_keys().items():
-        extra = info.json_schema_extra
-        if isinstance(extra, dict) and "platform" in extra:
-            keys[str(extra["platform"])] = f"{PROJECT_NAME}:{short}"
+        if "platform" in _meta(info):
+            keys[str(_meta(info)["platform"])] = f"{PROJECT_NAME}:{short}"
     return keys
+
+
+def _meta(info: FieldInfo | None) -> dict[str, Any]:
+    """A config key's ``valid``, ``example`` and ``platform`` (``settings._key``)."""
+    extra = info.json_schema_extra if info is not None else None
+    return extra if isinstance(extra, dict) else {}
 
 
 def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[str]]:
@@ -341,8 +345,8 @@ def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
     elif problem.field == "region":
         example = closest(region, sorted(catalog().regions), cutoff=0.8) or "<region>"
     else:
-        extra = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")].json_schema_extra
-        example = str(extra.get("example", "<value>")) if isinstance(extra, dict) else "<value>"
+        info = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")]
+        example = str(_meta(info).get("example", "<value>"))
     return ConfigProblem(key, problem.problem, problem.valid, _fix_set(key, example, stack))
 
 
