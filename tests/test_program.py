@@ -186,8 +186,11 @@ def test_dev_is_disposable_and_prod_is_protected(runs: dict[str, PulumiRun]) -> 
 
 def test_workbench_uses_the_workbench_account(runs: dict[str, PulumiRun]) -> None:
     run = runs["dev"]
-    setup = run.one("gcp:workbench/instance:Instance").inputs["gceSetup"]
-    assert setup["serviceAccounts"] == [{"email": run.outputs["workbenchServiceAccount"]}]
+    instance = run.one("gcp:workbench/instance:Instance").inputs
+    assert instance["gceSetup"]["serviceAccounts"] == [
+        {"email": run.outputs["workbenchServiceAccount"]}
+    ]
+    assert instance["location"] == "us-central1-a", "no workbenchZone: the region's zone a"
 
 
 def test_image_push_waits_for_the_repository(runs: dict[str, PulumiRun]) -> None:

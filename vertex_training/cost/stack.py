@@ -62,7 +62,7 @@ def estimate_stack(
             machine_type=config.workbench.machine_type,
             gpu_type=config.workbench.gpu_type,
             gpu_count=config.workbench.gpu_count,
-            region=config.workbench_zone.rsplit("-", 1)[0],
+            region=config.region,  # its zone is one of the stack's region (a rule)
             hours=workbench_hours,
             catalog=catalog,
         )

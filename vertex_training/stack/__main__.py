@@ -23,7 +23,6 @@ from pathlib import Path
 from vertex_training.stack.engine import (
     COMMANDS,
     EXIT_USAGE,
-    Options,
     StackCommandError,
     run,
     stack_file,
@@ -133,10 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (ValueError, OSError) as error:
                 # A stack file that does not validate (ConfigError) is its message alone.
                 raise StackCommandError(str(error)) from None
-        options = {
-            k: v for k, v in vars(args).items() if k not in {"out", "base", "root", "host", "port"}
-        }
-        return run(Options(**options))
+        return run(args)
     except StackCommandError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

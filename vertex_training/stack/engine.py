@@ -15,6 +15,7 @@ running and records them, as ``pulumi`` does); a second Ctrl-C stops it at once.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import runpy
@@ -22,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,23 +286,9 @@ def missing_plugin_message(output: str) -> str | None:
     )
 
 
-@dataclass
-class Options:
-    """What a user can ask of one command."""
-
-    command: str
-    stack: str
-    diff: bool = False
-    json: bool = False
-    policy_packs: Sequence[str] = ()
-    policy_pack_configs: Sequence[str] = ()
-    exclude_protected: bool = False
-    clear_pending_creates: bool = False
-    expect_no_changes: bool = False
-
-
-def run(options: Options, start: Path | None = None) -> int:
-    """Run one stack command through the engine; the CLI's exit status."""
+def run(options: argparse.Namespace, start: Path | None = None) -> int:
+    """Run one stack command through the engine (``options``: what the user asked of it,
+    ``python -m vertex_training.stack --help``); the CLI's exit status."""
     from pulumi import automation as auto
 
     def say(message: str) -> None:

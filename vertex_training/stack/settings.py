@@ -351,10 +351,6 @@ class StackConfig(BaseModel):
         return derived_bucket_name(self.gcp_project or PROJECT_NAME, self.stack)
 
     @property
-    def workbench_zone(self) -> str:
-        return self.workbench.zone or f"{self.region}-a"
-
-    @property
     def local_root(self) -> Path:
         """Absolute directory of the local stack's bucket, logs and job state."""
         root = Path(self.general.local_root)
