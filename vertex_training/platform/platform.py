@@ -26,7 +26,6 @@ from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform.names import (
-    DEFAULT_COMPONENT,
     derived_bucket_name,
     name_qualifier,
     platform_names,
@@ -195,16 +194,16 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
     training_service_account: pulumi.Output[str] | None
     """Email of the account jobs run as; None on a local platform."""
-    workbench_service_account: pulumi.Output[str] | None
+    workbench_service_account: pulumi.Output[str] | None = None
     """Email of the account the Workbench instance runs as; None without one."""
-    repository_url: pulumi.Output[str] | None
+    repository_url: pulumi.Output[str] | None = None
     """``<region>-docker.pkg.dev/<project>/<repository>``; None without image builds."""
-    workbench_url: pulumi.Output[str] | None
+    workbench_url: pulumi.Output[str] | None = None
     """The JupyterLab address; None without a Workbench instance."""
     network: pulumi.Input[str] | None
-    tensorboard: pulumi.Output[str] | None
+    tensorboard: pulumi.Output[str] | None = None
     """The Vertex AI TensorBoard's resource name; None without one."""
-    tensorboard_url: pulumi.Output[str] | None
+    tensorboard_url: pulumi.Output[str] | None = None
     """Where to look at the jobs' curves (the console's TensorBoard page)."""
     kms_key_name: pulumi.Input[str] | None
     labels: Mapping[str, str]
@@ -213,7 +212,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
     acknowledged_hardware_checks: tuple[str, ...]
-    cost_estimate: WorkbenchEstimate | None
+    cost_estimate: WorkbenchEstimate | None = None
     """The Workbench instance per hour while it is up; None without one."""
 
     def __init__(
@@ -239,17 +238,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.environment = args.environment
         self.region = args.region
         self.network = args.network
-        self.tensorboard = None
-        self.tensorboard_url = None
         self.kms_key_name = args.kms_key_name
         self.labels = platform_labels(args.environment, stack, args.labels)
         self.strict_hardware_checks = _strict(args)
         self.acknowledged_hardware_checks = tuple(args.acknowledged_hardware_checks)
-        self.workbench_service_account = None
-        self.repository_url = None
-        self.workbench_url = None
         self._images: dict[str, pulumi.Output[str]] = {}
-        self.cost_estimate = None
         self._dependencies: list[pulumi.Resource] = []
         self._services: list[pulumi.Resource] = []
         if args.environment == "local":
@@ -305,10 +298,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
         self.training_service_account = None
         for name, image in args.images.items():
-            if isinstance(image, ImageBuild):
-                self._images[name] = pulumi.Output.from_input(f"{image.image_name or name}:local")
-            else:
-                self._images[name] = pulumi.Output.from_input(image)
+            local = f"{image.image_name or name}:local" if isinstance(image, ImageBuild) else image
+            self._images[name] = pulumi.Output.from_input(local)
 
     # ------------------------------------------------------------------ cloud
 
@@ -365,9 +356,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.bucket_url = bucket.url
             self._dependencies.append(bucket)
 
-        builds = {n: i for n, i in args.images.items() if isinstance(i, ImageBuild)}
         repository = None
-        if builds:
+        if any(isinstance(image, ImageBuild) for image in args.images.values()):
             from vertex_training.platform.registry import TrainerRepository, TrainerRepositoryArgs
 
             repository = TrainerRepository(
@@ -445,14 +435,8 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         assert args.project is not None and args.tensorboard is not None
         tensorboard = args.tensorboard
-        account = identity.training_account if identity is not None else None
-        member: pulumi.Input[str] = (
-            account.member
-            if account is not None
-            else pulumi.Output.concat(
-                "serviceAccount:", pulumi.Output.from_input(self.training_service_account or "")
-            )
-        )
+        assert self.training_service_account is not None  # _cloud set it
+        member = pulumi.Output.concat("serviceAccount:", self.training_service_account)
         tracking = ExperimentTracking(
             f"{name}-tracking",
             ExperimentTrackingArgs(
@@ -573,7 +557,7 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
 
 
 def platform_problems(
-    args: TrainingPlatformArgs, resource_name: str = DEFAULT_COMPONENT
+    args: TrainingPlatformArgs, resource_name: str
 ) -> tuple[list[str], list[str]]:
     """(errors, warnings) on ``args``, each naming the argument and what would be valid:
     the platform rules every route shares (``judge_platform``), then what only a program
