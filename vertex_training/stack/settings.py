@@ -146,11 +146,8 @@ class GeneralSettings(Section):
     @classmethod
     def _budget_in_dollars(cls, value: object) -> object:
         # Lax integers would take true as $1; below 0 is no budget either.
-        if (
-            isinstance(value, bool)
-            or str(value).strip() in ("true", "false")
-            or (str(value).strip().startswith("-"))
-        ):
+        text = str(value).strip()
+        if isinstance(value, bool) or text in ("true", "false") or text.startswith("-"):
             raise InvalidValueError(
                 f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
