@@ -151,7 +151,7 @@ def test_defaults() -> None:
     config = parse_stack_config("dev", DEV)
     assert config.region == "us-central1"
     assert config.bucket_name == "my-project-dev-vertex"
-    assert config.workbench_zone == "us-central1-a"
+    assert config.workbench.zone is None  # the platform places it in <region>-a
     assert config.workbench.idle_timeout_minutes == 60
     assert config.image.pinned_reference is None
 

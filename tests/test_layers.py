@@ -15,6 +15,7 @@ LAYERS = {
     "vertex_training._spelling": 0,
     "vertex_training._project": 0,
     "vertex_training._checks": 1,
+    "vertex_training._dynamic": 1,
     "vertex_training.cost": 1,
     "vertex_training.jobs": 2,
     "vertex_training.platform": 3,

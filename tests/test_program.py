@@ -17,7 +17,12 @@ from tests.pulumi_mocks import (
     stack_file_config,
 )
 from vertex_training.platform.trainer_image import content_tag
-from vertex_training.stack.definition import DOCKERFILE, SERVING_DOCKERFILE, SERVING_IMAGE_SOURCES
+from vertex_training.stack.definition import (
+    DOCKERFILE,
+    IMAGE_SOURCES,
+    SERVING_DOCKERFILE,
+    SERVING_IMAGE_SOURCES,
+)
 
 LOCAL_IMAGE_REFERENCE = "trainer:local"
 
@@ -181,8 +186,11 @@ def test_dev_is_disposable_and_prod_is_protected(runs: dict[str, PulumiRun]) -> 
 
 def test_workbench_uses_the_workbench_account(runs: dict[str, PulumiRun]) -> None:
     run = runs["dev"]
-    setup = run.one("gcp:workbench/instance:Instance").inputs["gceSetup"]
-    assert setup["serviceAccounts"] == [{"email": run.outputs["workbenchServiceAccount"]}]
+    instance = run.one("gcp:workbench/instance:Instance").inputs
+    assert instance["gceSetup"]["serviceAccounts"] == [
+        {"email": run.outputs["workbenchServiceAccount"]}
+    ]
+    assert instance["location"] == "us-central1-a", "no workbenchZone: the region's zone a"
 
 
 def test_image_push_waits_for_the_repository(runs: dict[str, PulumiRun]) -> None:
@@ -207,7 +215,7 @@ def test_image_is_pushed_with_the_google_access_token_and_tagged_by_content(
     (registry,) = image.inputs["registries"]["value"]
     assert registry["password"] == MOCK_ACCESS_TOKEN
     assert image.inputs["tags"] == [
-        f"{run.outputs['repositoryUrl']}/trainer:{content_tag(PROJECT_ROOT)}"
+        f"{run.outputs['repositoryUrl']}/trainer:{content_tag(PROJECT_ROOT, IMAGE_SOURCES)}"
     ]
     assert image.inputs["dockerfile"] == {"location": str(PROJECT_ROOT / DOCKERFILE)}
     assert image.inputs["context"] == {"location": str(PROJECT_ROOT)}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pulumi.runtime.rpc import UNKNOWN
 
 from tests.bodies import cassava, horses_or_humans
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.resources import PROVIDER_VERSION, UNKNOWN, JobProvider
+from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 
 TAG = "us-central1-docker.pkg.dev/p/training/trainer:v1"
 VERTEX = BackendSettings(BackendKind.VERTEX, project="p-1", location="us-central1")

@@ -11,6 +11,7 @@ import grpc
 import pytest
 from google.protobuf import json_format
 from pulumi.runtime.proto import provider_pb2
+from pulumi.runtime.rpc import UNKNOWN
 
 from tests import bodies
 from tests.bodies import cassava, horses_or_humans
@@ -20,7 +21,7 @@ from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION, UNKNOWN
+from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from vertex_training.platform.names import (
     name_qualifier,
     platform_names,
 )
-from vertex_training.platform.rules import check_bucket_name
+from vertex_training.platform.rules import bucket_name_problems
 
 ACCOUNT_ID = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 PROJECT = "team-project-1"
@@ -98,7 +98,7 @@ def test_derived_names_stay_within_google_cloud_limits(stack: str, component: st
     assert re.match(r"^[a-zA-Z0-9_.]{3,64}$", names.tensorboard_role_id)
     bucket = derived_bucket_name("a-thirty-character-project-id1", stack, qualifier)
     assert len(bucket) <= BUCKET_NAME_MAX and bucket.endswith("-vertex")
-    check_bucket_name(bucket)
+    assert bucket_name_problems(bucket) == []
 
 
 def test_long_names_that_differ_only_at_their_end_stay_distinct() -> None:

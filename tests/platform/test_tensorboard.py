@@ -14,7 +14,6 @@ from vertex_training.platform.tensorboard import (
     TENSORBOARD_WRITER_PERMISSIONS,
     ExperimentTracking,
     ExperimentTrackingArgs,
-    experiment_resource_name,
 )
 
 TENSORBOARD = "gcp:vertex/aiTensorboard:AiTensorboard"
@@ -108,12 +107,6 @@ def test_children_are_parented_and_named_after_the_component() -> None:
     assert all(r.name.startswith("tracking-") for r in children)
 
 
-def test_experiment_resource_name() -> None:
-    assert experiment_resource_name("p-1", "europe-west4", "horses") == (
-        "projects/p-1/locations/europe-west4/metadataStores/default/contexts/horses"
-    )
-
-
 def test_an_existing_tensorboard_is_used_and_still_granted() -> None:
     existing = "projects/p-1/locations/europe-west4/tensorboards/42"
     run, found = outputs_of(args(existing_tensorboard=existing))
@@ -127,12 +120,14 @@ def test_an_existing_tensorboard_is_used_and_still_granted() -> None:
     [
         (
             {"existing_tensorboard": "projects/p-1/locations/us-central1/tensorboards/42"},
-            "existing_tensorboard is in 'us-central1', the jobs run in 'europe-west4'",
+            "tensorboard.existing: 'projects/p-1/locations/us-central1/tensorboards/42' is not "
+            "a TensorBoard in europe-west4; valid: projects/P/locations/europe-west4/",
         ),
-        ({"existing_tensorboard": "tb-42"}, "existing_tensorboard 'tb-42' must be projects/"),
+        ({"existing_tensorboard": "tb-42"}, "'tb-42' is not a TensorBoard in europe-west4"),
         (
             {"kms_key_name": "projects/p-1/locations/us/keyRings/r/cryptoKeys/k"},
-            "must be a key in the jobs' region: projects/P/locations/europe-west4/",
+            "kms_key_name: 'projects/p-1/locations/us/keyRings/r/cryptoKeys/k' is not a key "
+            "in the region europe-west4",
         ),
     ],
 )

@@ -8,6 +8,7 @@ from pulumi.runtime import rpc
 
 from tests.pulumi_mocks import MOCK_ACCESS_TOKEN, run_pulumi
 from vertex_training.platform.trainer_image import TrainerImage, TrainerImageArgs, content_tag
+from vertex_training.stack.definition import IMAGE_SOURCES
 
 IMAGE = "docker-build:index:Image"
 REPOSITORY = "us-central1-docker.pkg.dev/p-1/trainers"
@@ -70,22 +71,26 @@ def test_content_tag_follows_the_sources(tmp_path: Path) -> None:
     write(tmp_path, "trainer/task.py", "print(1)\n")
     write(tmp_path, "docker/trainer.Dockerfile", "FROM python:3.11\n")
     write(tmp_path, "requirements.lock", "tensorflow==2.21.0\n")
-    first = content_tag(tmp_path)
+    first = content_tag(tmp_path, IMAGE_SOURCES)
     assert first.startswith("src-") and len(first) == 20
-    assert content_tag(tmp_path) == first
+    assert content_tag(tmp_path, IMAGE_SOURCES) == first
 
     write(tmp_path, "trainer/__pycache__/task.cpython-311.pyc", "bytecode")
     write(tmp_path, "README.md", "not in the image")
-    assert content_tag(tmp_path) == first, "build by-products and other files do not count"
+    assert content_tag(tmp_path, IMAGE_SOURCES) == first, (
+        "build by-products and other files do not count"
+    )
 
     write(tmp_path, "trainer/task.py", "print(2)\n")
-    changed = content_tag(tmp_path)
+    changed = content_tag(tmp_path, IMAGE_SOURCES)
     assert changed != first
 
     (tmp_path / "trainer" / "task.py").rename(tmp_path / "trainer" / "main.py")
-    assert content_tag(tmp_path) not in {first, changed}, "a rename changes the tag too"
+    assert content_tag(tmp_path, IMAGE_SOURCES) not in {first, changed}, (
+        "a rename changes the tag too"
+    )
 
 
 def test_content_tag_of_the_repository_is_stable() -> None:
     root = Path(__file__).resolve().parents[2]
-    assert content_tag(root) == content_tag(root)
+    assert content_tag(root, IMAGE_SOURCES) == content_tag(root, IMAGE_SOURCES)

@@ -30,7 +30,7 @@ class BudgetStatus(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
-def _usd(amount: float) -> str:
+def usd(amount: float) -> str:
     return f"${amount:,.2f}"
 
 
@@ -61,13 +61,13 @@ def budget_verdict(total: StackEstimate, budget: float | None) -> BudgetVerdict 
     known = total.usd_high
     if known > budget:
         if total.unknown:
-            cost = f"at least {_usd(known)} (plus unknown prices)"
+            cost = f"at least {usd(known)} (plus unknown prices)"
         else:
-            cost = _usd(known) if total.exact else f"at most {_usd(known)}"
+            cost = usd(known) if total.exact else f"at most {usd(known)}"
         return BudgetVerdict(
             BudgetStatus.OVER,
             budget,
-            f"estimated cost {cost} is over the budget of {_usd(budget)} (jobs bounded by "
+            f"estimated cost {cost} is over the budget of {usd(budget)} (jobs bounded by "
             "their timeouts count at the timeout; declare an expected duration to narrow it)",
         )
     if total.unknown:
@@ -75,12 +75,19 @@ def budget_verdict(total: StackEstimate, budget: float | None) -> BudgetVerdict 
         return BudgetVerdict(
             BudgetStatus.UNKNOWN,
             budget,
-            f"the estimate cannot be checked against the budget of {_usd(budget)}: {named} "
-            f"(known part {_usd(known)}); price them in prices.json or refresh it",
+            f"the estimate cannot be checked against the budget of {usd(budget)}: {named} "
+            f"(known part {usd(known)}); price them in prices.json or refresh it",
         )
     return BudgetVerdict(
-        BudgetStatus.WITHIN, budget, f"estimated cost fits the budget of {_usd(budget)}"
+        BudgetStatus.WITHIN, budget, f"estimated cost fits the budget of {usd(budget)}"
     )
 
 
-__all__ = ["REFUSING_ENVIRONMENTS", "Action", "BudgetStatus", "BudgetVerdict", "budget_verdict"]
+__all__ = [
+    "REFUSING_ENVIRONMENTS",
+    "Action",
+    "BudgetStatus",
+    "BudgetVerdict",
+    "budget_verdict",
+    "usd",
+]

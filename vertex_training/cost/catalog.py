@@ -118,56 +118,11 @@ def _checked_row(entry: Any, kind: ItemKind, where: str) -> PriceRow:
     return row
 
 
-def _plain_row(
-    entry: Any, item_key: str, dates: dict[str, datetime.date | None]
-) -> PriceRow | None:
-    """The row of an entry that is plainly right (what ``_checked_row`` would build);
-    None for any other, which ``_checked_row`` then judges."""
-    if type(entry) is not dict:
-        return None
-    get = entry.get
-    item, region, source, day = get(item_key), get("region"), get("source"), get("as_of")
-    on_demand, spot = get("on_demand"), get("spot")
-    if not (
-        type(item) is str
-        and type(region) is str
-        and type(source) is str
-        and type(day) is str
-        and item.strip()
-        and region.strip()
-        and source.strip()
-        and (on_demand is None or (type(on_demand) in (int, float) and on_demand >= 0))
-        and (spot is None or (type(spot) in (int, float) and spot >= 0))
-        and (on_demand is not None or spot is not None)
-    ):
-        return None
-    as_of = dates.get(day, _UNREAD)
-    if as_of is _UNREAD:
-        try:
-            as_of = dates[day] = datetime.date.fromisoformat(day)
-        except ValueError:
-            as_of = dates[day] = None
-    if as_of is None:
-        return None
-    return PriceRow(
-        region=region,
-        item=item,
-        on_demand=None if on_demand is None else float(on_demand),
-        spot=None if spot is None else float(spot),
-        source=source,
-        as_of=as_of,  # type: ignore[arg-type]
-    )
-
-
-_UNREAD = object()
-
-
 def parse_price_catalog(data: Mapping[str, Any]) -> PriceCatalog:
     """Validate the JSON document of ``prices.json`` into a ``PriceCatalog``."""
     if data.get("currency", "USD") != "USD":
         raise PriceCatalogError(f"currency must be USD, got {data.get('currency')!r}")
     rows: dict[tuple[PriceTarget, ItemKind, str, str], PriceRow] = {}
-    dates: dict[str, datetime.date | None] = {}
     for target in PRICE_TARGETS:
         section = data.get(target) or {}
         if not isinstance(section, Mapping):
@@ -176,12 +131,8 @@ def parse_price_catalog(data: Mapping[str, Any]) -> PriceCatalog:
             entries = section.get(kind) or []
             if not isinstance(entries, list):
                 raise PriceCatalogError(f"{target}.{kind}: must be a list of rows")
-            item_key = _ITEM_KEY[kind]
             for index, entry in enumerate(entries):
-                # Most rows are plainly right: the row's name is spelt only for a problem.
-                row = _plain_row(entry, item_key, dates) or _checked_row(
-                    entry, kind, f"{target}.{kind}[{index}]"
-                )
+                row = _checked_row(entry, kind, f"{target}.{kind}[{index}]")
                 key = (target, kind, row.region, row.item)
                 if key in rows:
                     raise PriceCatalogError(

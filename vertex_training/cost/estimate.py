@@ -209,7 +209,7 @@ class StackEstimate:
 
     lines: tuple[CostLine, ...]
     endpoints: tuple[EndpointEstimate, ...] = ()
-    """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving_*``)."""
+    """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving``)."""
 
     @property
     def usd_low(self) -> float:
@@ -228,13 +228,11 @@ class StackEstimate:
         return _unique(u for line in self.lines for u in line.unknown)
 
     @property
-    def serving_usd_per_hour(self) -> float:
-        """Every endpoint at its minimum replicas, per hour (known prices only)."""
-        return sum(e.usd_per_hour for e in self.endpoints)
-
-    @property
-    def serving_unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for e in self.endpoints for u in e.unknown)
+    def serving(self) -> EndpointEstimate:
+        """Every endpoint at its minimum replicas as one, per hour."""
+        return EndpointEstimate(
+            "serving", "", tuple(d for e in self.endpoints for d in e.deployments)
+        )
 
     @property
     def jobs(self) -> tuple[JobEstimate, ...]:
@@ -248,22 +246,6 @@ class StackEstimate:
 
 def _unique(items: Any) -> tuple[UnknownPrice, ...]:
     return tuple(dict.fromkeys(items))
-
-
-def _item_price(
-    catalog: PriceCatalog,
-    target: PriceTarget,
-    kind: ItemKind,
-    *,
-    region: str,
-    item: str,
-    pricing: Pricing,
-) -> tuple[float, UnknownPrice | None]:
-    row = catalog.row(target, kind, region, item)
-    price = row.price(pricing) if row is not None else None
-    if price is None:
-        return 0.0, UnknownPrice(item, region, pricing)
-    return price, None
 
 
 def pool_cost(
@@ -280,19 +262,19 @@ def pool_cost(
     accelerator_count: int,
 ) -> PoolCost:
     unknown: list[UnknownPrice] = []
-    machine, missing = _item_price(
-        catalog, target, "machines", region=region, item=machine_type, pricing=pricing
-    )
-    if missing:
-        unknown.append(missing)
+
+    def price(kind: ItemKind, item: str) -> float:
+        """The catalog's price, or 0 with ``item`` named in ``unknown``."""
+        row = catalog.row(target, kind, region, item)
+        found = row.price(pricing) if row is not None else None
+        if found is None:
+            unknown.append(UnknownPrice(item, region, pricing))
+        return found or 0.0
+
+    machine = price("machines", machine_type)
     accelerators = 0.0
     if accelerator_type and accelerator_count:
-        each, missing = _item_price(
-            catalog, target, "accelerators", region=region, item=accelerator_type, pricing=pricing
-        )
-        if missing:
-            unknown.append(missing)
-        accelerators = each * accelerator_count
+        accelerators = price("accelerators", accelerator_type) * accelerator_count
     return PoolCost(
         path=path,
         role=role,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict
+from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict, usd
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
     CostLine,
@@ -17,10 +17,6 @@ from vertex_training.cost.estimate import (
 )
 
 TABLE_HEADER = ("job", "machines", "accelerators", "hours", "USD")
-
-
-def usd(amount: float) -> str:
-    return f"${amount:,.2f}"
 
 
 def usd_range(low: float, high: float) -> str:
@@ -94,7 +90,7 @@ def serving_text(total: StackEstimate) -> str:
     if not total.endpoints:
         return ""
     count = len(total.endpoints)
-    text = hourly_text(total.serving_usd_per_hour, bool(total.serving_unknown))
+    text = hourly_text(total.serving.usd_per_hour, bool(total.serving.unknown))
     return (
         f"serving: {text} while deployed ({count} endpoint{'s' if count > 1 else ''} at "
         "minimum replicas; not in the total or the budget)"
@@ -170,8 +166,8 @@ def stack_total_message(total: StackEstimate, budget: float | None = None) -> st
             text += f": {verdict.message}"
     if total.endpoints:
         text += f"; {serving_text(total)}"
-        if total.serving_unknown:
-            text += "; " + ", ".join(str(u) for u in total.serving_unknown) + ", not counted"
+        if total.serving.unknown:
+            text += "; " + ", ".join(str(u) for u in total.serving.unknown) + ", not counted"
     return text
 
 

@@ -1,15 +1,8 @@
-"""A stack's jobs, Workbench and endpoints, estimated from its validated config.
-
-``stack_job_bodies`` is the one place that turns the stack's job declarations into REST
-bodies for estimating; the image, bucket and service account do not change a price, so
-stand-ins fill them in.
-"""
+"""A stack's jobs, Workbench and endpoints, estimated from its validated config."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
@@ -24,39 +17,9 @@ from vertex_training.jobs.placeholders import (
     PLACEHOLDER_IMAGE,
     PLACEHOLDER_SERVICE_ACCOUNT,
 )
-from vertex_training.jobs.records import JobKind
 from vertex_training.serving.api import deployment_body
 from vertex_training.serving.estimate import estimate_endpoint
 from vertex_training.stack.config import StackConfig
-
-
-@dataclass(frozen=True)
-class StackJob:
-    """One declared job as its REST body."""
-
-    name: str
-    kind: JobKind
-    body: Mapping[str, Any]
-    expected_duration_seconds: float | None = None
-    """One run (or one trial) as the job declares it; None: its timeout bounds the estimate."""
-
-
-def stack_job_bodies(config: StackConfig) -> list[StackJob]:
-    """Every job of the stack, in declaration order, as the body it would send."""
-    return [
-        StackJob(
-            name=job.name,
-            kind=job.job_kind,
-            body=job.to_body(
-                image=PLACEHOLDER_IMAGE,
-                bucket_url=PLACEHOLDER_BUCKET,
-                service_account=PLACEHOLDER_SERVICE_ACCOUNT,
-                region=config.region,
-            ),
-            expected_duration_seconds=job.args.expected_duration_seconds,
-        )
-        for job in config.jobs.jobs
-    ]
 
 
 def estimate_stack(
@@ -78,14 +41,20 @@ def estimate_stack(
         )
     jobs = [
         estimate_job(
-            job.kind,
-            job.body,
+            job.job_kind,
+            # The image, bucket and service account do not change a price: stand-ins.
+            job.to_body(
+                image=PLACEHOLDER_IMAGE,
+                bucket_url=PLACEHOLDER_BUCKET,
+                service_account=PLACEHOLDER_SERVICE_ACCOUNT,
+                region=config.region,
+            ),
             config.region,
             name=job.name,
-            expected_duration_seconds=durations.get(job.name, job.expected_duration_seconds),
+            expected_duration_seconds=durations.get(job.name, job.args.expected_duration_seconds),
             catalog=catalog,
         )
-        for job in stack_job_bodies(config)
+        for job in config.jobs.jobs
     ]
     workbench = None
     if config.workbench.enabled and config.environment.is_cloud:
@@ -93,7 +62,7 @@ def estimate_stack(
             machine_type=config.workbench.machine_type,
             gpu_type=config.workbench.gpu_type,
             gpu_count=config.workbench.gpu_count,
-            region=config.workbench_zone.rsplit("-", 1)[0],
+            region=config.region,  # its zone is one of the stack's region (a rule)
             hours=workbench_hours,
             catalog=catalog,
         )
@@ -111,4 +80,4 @@ def estimate_stack(
     return stack_estimate(jobs, workbench, endpoints)
 
 
-__all__ = ["StackJob", "estimate_stack", "stack_job_bodies"]
+__all__ = ["estimate_stack"]

@@ -20,13 +20,21 @@ import logging
 import re
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pulumi
 import pulumi.dynamic
-from pulumi.runtime.rpc import UNKNOWN
 
 from vertex_training._checks import InvalidArgumentsError, is_known
+from vertex_training._dynamic import (
+    ADOPTION_LABEL,
+    Provider,
+    backend_target,
+    has_unknown,
+    is_unknown,
+    label_value,
+    labelled,
+)
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
     CustomJobArgs,
@@ -58,6 +66,8 @@ else:
 
 _log = logging.getLogger(__name__)
 
+ArgsT = TypeVar("ArgsT", CustomJobArgs, HyperparameterTuningJobArgs)
+
 
 _progress = logging.getLogger("vertex_training.jobs.progress")
 """A waiting job's state changes. The engine shows a dynamic provider's stderr as it comes
@@ -80,32 +90,12 @@ PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
-ADOPTION_LABEL = "pulumi-job-key"
-"""Label carrying a hash of (project, stack, resource name, spec): ``create`` looks for a
-job with it before submitting, because the create RPC has no request id."""
-STACK_LABEL = "pulumi-stack"
 
-
-RUN_KEYS = ("spec", "backend_target", "identity")
-"""Inputs that define what runs: a change replaces the job (a new run), except for a
-change to the body's ``METADATA_FIELDS`` alone."""
 METADATA_FIELDS = ("labels", "displayName")
 """Body fields that describe a job without changing what runs: an edit is an in-place
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
-SETTLE_KEYS = (
-    "wait",
-    "wait_timeout_seconds",
-    "poll_interval_seconds",
-    "delete_timeout_seconds",
-    "provider_version",
-    "origin",
-    "backend",
-    "expected_duration_seconds",
-)
-"""Inputs that only shape how we wait or talk to the service: updated in place."""
-INPUT_KEYS = RUN_KEYS + SETTLE_KEYS
 OUTPUT_KEYS = (
     "job_name",
     "job_id",
@@ -124,56 +114,23 @@ _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_tim
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
 
-_LABEL_SAFE = re.compile(r"[^a-z0-9_-]+")
 
-
-def label_value(text: str, max_length: int = 63) -> str:
-    """``text`` as a Vertex label value (lowercase, digits, ``-_``, at most 63
-    characters); hashed tail when it had to be cut so that values stay distinct."""
-    clean = _LABEL_SAFE.sub("-", text.lower()).strip("-")
-    if clean == text and len(clean) <= max_length:
-        return clean
-    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    return f"{clean[: max_length - len(digest) - 1].rstrip('-')}-{digest}".lstrip("-")
-
-
-def adoption_value(identity: str, canonical_body: str) -> str:
-    """Same resource and same body -> same value; any change -> a different one, so a
-    replacement never adopts the job it replaces."""
-    canonical = json.dumps({"identity": identity, "spec": canonical_body}, sort_keys=True)
-    digest = hashlib.sha256(canonical.encode()).hexdigest()[:20]
-    name = identity.rsplit("/", 1)[-1]
-    return label_value(f"{name[:40]}-{digest}")
-
-
-def run_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """``body`` without ``METADATA_FIELDS``: what decides the run."""
-    return {k: v for k, v in body.items() if k not in METADATA_FIELDS}
-
-
-def _is_unknown(value: Any) -> bool:
-    """One value not known yet (preview), without looking inside it."""
-    return isinstance(value, pulumi.output.Unknown) or (isinstance(value, str) and value == UNKNOWN)
-
-
-def _has_unknown(value: Any) -> bool:
-    # The host hands unknowns over as ``pulumi.output.Unknown`` (keep_unknowns=True);
-    # older SDKs passed the sentinel string.
-    if isinstance(value, pulumi.output.Unknown):
-        return True
-    if isinstance(value, str):
-        return value == UNKNOWN
-    if isinstance(value, Mapping):
-        return any(_has_unknown(v) for v in value.values())
-    if isinstance(value, list | tuple):
-        return any(_has_unknown(v) for v in value)
-    return False
-
-
-def _backend_target(settings: BackendSettings) -> dict[str, Any]:
-    """The part of the backend settings that decides *where* the job runs."""
-    props = settings.to_props()
-    return {k: props[k] for k in ("kind", "project", "location", "local_root") if k in props}
+def placement(
+    resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
+) -> dict[str, Any]:
+    """The inputs each of our resources carries: its identity (project, stack, name), the
+    backend and its target (with the project on Vertex: it may come from another resource,
+    which the engine resolves in place), the provider's version."""
+    props = backend.to_props()
+    target = backend_target(props)
+    if backend.kind is BackendKind.VERTEX:
+        props["project"] = target["project"] = project
+    return {
+        "backend": props,
+        "backend_target": target,
+        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+        "provider_version": version,
+    }
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
@@ -212,26 +169,23 @@ class _Props:
         self.poll_interval = float(props["poll_interval_seconds"])
         self.delete_timeout = float(props["delete_timeout_seconds"])
 
-    def adoption_value(self) -> str:
+    def adoption_labels(self) -> dict[str, str]:
+        """Same resource and same body -> same label; any change -> a different one, so
+        a replacement never adopts the job it replaces."""
         from vertex_training.jobs.protos import canonical_json
 
         # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
         # display name stay out: an edit of them is not a new run, so a crashed `up` whose
         # job they were edited after still adopts it.
-        return adoption_value(self.identity, canonical_json(self.kind, run_body(self.body)))
+        run = {k: v for k, v in self.body.items() if k not in METADATA_FIELDS}
+        text = json.dumps({"identity": self.identity, "spec": canonical_json(self.kind, run)})
+        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+        name = self.identity.rsplit("/", 1)[-1]
+        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
 
     def labelled_body(self) -> dict[str, Any]:
         """The body as submitted: the declared one plus our stack and adoption labels."""
-        stack = self.identity.split("/")[1] if "/" in self.identity else ""
-        labels = {
-            **dict(self.body.get("labels") or {}),
-            ADOPTION_LABEL: self.adoption_value(),
-            STACK_LABEL: label_value(stack),
-        }
-        return {**self.body, "labels": labels}
-
-    def adoption_labels(self) -> dict[str, str]:
-        return {ADOPTION_LABEL: self.adoption_value()}
+        return labelled(self.body, self.identity, self.adoption_labels())
 
     def problems(self) -> list[str]:
         """What Vertex would refuse that the Args did not judge where they were built: the
@@ -240,7 +194,7 @@ class _Props:
         known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
 
-        body, unknown = with_placeholders(self.body, _is_unknown)
+        body, unknown = with_placeholders(self.body, is_unknown)
         try:
             parse_body(self.kind, body)
         except BodyParseError as error:
@@ -262,34 +216,40 @@ class _Props:
     def _body_findings(self, body: Mapping[str, Any], unknown: list[str]) -> list[str]:
         """A body that did not come from the Args (which judged theirs where each part was
         built and where the job met its platform): every rule, here."""
-        from vertex_training.jobs.rules.hardware import acknowledge
         from vertex_training.jobs.rules.job import errors_of, job_findings
         from vertex_training.jobs.view import read_view
 
-        problems: list[str] = []
         view, unreadable = read_view(self.kind, body)
         if unreadable or view is None:
             found = drop_unknown(unreadable, unknown)
         else:
-            found = job_findings(
-                view,
-                region=self.settings.region,
-                remote=self.settings.kind is BackendKind.VERTEX,
-                strict=bool(self.props.get("strict_hardware")),
-            )
-            found = acknowledge(found, self.props.get("acknowledged_hardware") or ())
-        return problems + [
-            f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))
-        ]
-
-    def inputs(self) -> dict[str, Any]:
-        return {k: self.props[k] for k in INPUT_KEYS if k in self.props}
+            remote = self.settings.kind is BackendKind.VERTEX
+            found = job_findings(view, region=self.settings.region, remote=remote, strict=False)
+        return [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))]
 
 
-class JobProvider(pulumi.dynamic.ResourceProvider):
+class JobProvider(Provider):
     """Provider for one job kind; stateless apart from that kind (it is pickled)."""
 
-    serialize_as_secret_always = False  # nothing secret in here: keep the state readable
+    body = "spec"
+    required = ("spec", "backend", "identity", *_WAITING)
+    replacing = ("backend_target", "identity")
+    """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
+    updating = (
+        "wait",
+        "wait_timeout_seconds",
+        "poll_interval_seconds",
+        "delete_timeout_seconds",
+        "provider_version",
+        "origin",
+        "backend",
+        "expected_duration_seconds",
+    )
+    """Inputs that only shape how we wait or talk to the service."""
+    metadata = METADATA_FIELDS
+    # A replacement submits the new run before the old one is cancelled and deleted; the
+    # adoption label differs (it hashes the spec), so no mix-up.
+    delete_before_replace = False
 
     def __init__(self, kind: JobKind) -> None:
         super().__init__()
@@ -302,17 +262,12 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
     def _props(self, props: Mapping[str, Any]) -> _Props:
         return _Props(self.job_kind, props)
 
-    # ----------------------------------------------------------------- check / diff
-
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures: list[pulumi.dynamic.CheckFailure] = []
-        missing = [k for k in ("spec", "backend", "identity", *_WAITING) if k not in news]
-        for key in missing:
-            failures.append(pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing"))
+        failures = self.missing(news)
         # In preview some values of the spec (the image digest) may not be known yet: the
         # rest of it is checked now, with placeholders for those, and all of it at up.
         settings = {k: v for k, v in news.items() if k != "spec"}
-        if missing or _has_unknown(settings) or not isinstance(news["spec"], Mapping):
+        if failures or has_unknown(settings) or not isinstance(news["spec"], Mapping):
             return pulumi.dynamic.CheckResult(news, failures)
         try:
             props = self._props(news)
@@ -320,41 +275,10 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
-        failures.extend(
-            pulumi.dynamic.CheckFailure("spec", problem) for problem in props.problems()
-        )
         if news.get("origin") != "args":  # the Args judged their own
             for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
                 failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
-        news = dict(news)
-        news["backend_target"] = _backend_target(props.settings)
-        return pulumi.dynamic.CheckResult(news, failures)
-
-    def diff(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.DiffResult:
-        # Local only: an unchanged `up` makes no API call.
-        replaces = [k for k in RUN_KEYS if k != "spec" and olds.get(k) != news.get(k)]
-        old_spec, new_spec = olds.get("spec"), news.get("spec")
-        metadata_changed = False
-        if isinstance(old_spec, Mapping) and isinstance(new_spec, Mapping):
-            if run_body(old_spec) != run_body(new_spec):
-                replaces.insert(0, "spec")
-            metadata_changed = any(old_spec.get(f) != new_spec.get(f) for f in METADATA_FIELDS)
-        elif old_spec != new_spec:
-            replaces.insert(0, "spec")
-        changed = [k for k in SETTLE_KEYS if olds.get(k) != news.get(k)]
-        if metadata_changed:
-            changed.append("spec")
-        return pulumi.dynamic.DiffResult(
-            changes=bool(replaces or changed),
-            replaces=replaces,
-            # A replacement submits the new run before the old one is cancelled and
-            # deleted; the adoption label differs (it hashes the spec), so no mix-up.
-            delete_before_replace=False,
-        )
-
-    # --------------------------------------------------------------------- create
+        return self.checked(news, props.settings.to_props(), failures, props.problems())
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         p = self._props(props)  # judged by ``check``, which the engine runs first
@@ -377,7 +301,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             record = backend.submit(self.job_kind, p.labelled_body())
         if p.wait:
             record = self._wait_for_end(backend, record, p)
-        outs = {**p.inputs(), **record_outputs(record)}
+        outs = {**self.inputs(props), **record_outputs(record)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
     def _wait_for_end(self, backend: JobBackend, record: JobRecord, p: _Props) -> JobRecord:
@@ -398,27 +322,18 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
             )
         return record
 
-    # ----------------------------------------------------------------- read / update
-
-    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        p = self._props(props)
+    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            record = backend_for(p.settings).get(id_)
+            return record_outputs(backend_for(self._props(props).settings).get(id_))
         except JobNotFoundError:
-            # Deleted elsewhere: an empty id drops it from the state.
-            return pulumi.dynamic.ReadResult(id_="", outs={})
-        inputs = p.inputs()
-        return pulumi.dynamic.ReadResult(
-            id_=id_, outs={**inputs, **record_outputs(record)}, inputs=inputs
-        )
+            return None
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        # Only settle keys or the body's metadata changed (diff replaces otherwise).
+        # Only settling inputs or the body's metadata changed (diff replaces otherwise).
         p = self._props(news)
-        old_spec = olds.get("spec") or {}
-        if any(old_spec.get(f) != p.body.get(f) for f in METADATA_FIELDS):
+        if self.metadata_changed(olds, news):
             labels = p.labelled_body()["labels"]
             display_name = str(p.body.get("displayName", ""))
             try:
@@ -438,9 +353,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
                     id_,
                 )
         outs = {k: olds.get(k) for k in OUTPUT_KEYS}
-        return pulumi.dynamic.UpdateResult(outs={**p.inputs(), **outs})
-
-    # --------------------------------------------------------------------- delete
+        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **outs})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         p = self._props(props)
@@ -464,7 +377,7 @@ class JobProvider(pulumi.dynamic.ResourceProvider):
         backend.delete(id_)
 
 
-class _JobResource(pulumi.dynamic.Resource):
+class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
     _kind: ClassVar[JobKind]
     _args_type: ClassVar[type]
 
@@ -492,10 +405,7 @@ class _JobResource(pulumi.dynamic.Resource):
     body cannot be priced, with a warning saying why)."""
 
     def __init__(
-        self,
-        resource_name: str,
-        args: Any,
-        opts: pulumi.ResourceOptions | None = None,
+        self, resource_name: str, args: ArgsT, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         """Validate ``args`` (raising ``InvalidArgumentsError`` before anything is
         registered, naming each wrong argument) and register the job."""
@@ -505,7 +415,6 @@ class _JobResource(pulumi.dynamic.Resource):
                 f"{cls}({resource_name!r}): args must be a {self._args_type.__name__}, got "
                 f"{type(args).__name__}"
             )
-        assert isinstance(args, CustomJobArgs | HyperparameterTuningJobArgs)
         context = job_context(resource_name, args)
         body = job_body(args, context)
         errors, warnings = declared_problems(args, resource_name)
@@ -520,22 +429,14 @@ class _JobResource(pulumi.dynamic.Resource):
         else:
             known = platform.project if isinstance(platform.project, str) else "(not known yet)"
             backend = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
-        backend_props = backend.to_props()
-        target = _backend_target(backend)
-        if not context.local:
-            # The project may come from another resource: the engine resolves it in place.
-            backend_props["project"] = target["project"] = platform.project
         props: dict[str, Any] = {
             "spec": body,
-            "backend": backend_props,
-            "backend_target": target,
-            "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+            **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
             "wait": args.wait,
             "wait_timeout_seconds": args.wait_timeout_seconds,
             "poll_interval_seconds": args.poll_interval_seconds,
             "delete_timeout_seconds": args.delete_timeout_seconds,
             "expected_duration_seconds": args.expected_duration_seconds,
-            "provider_version": PROVIDER_VERSION,
             # The Args judged this body where each part was built and where the job met
             # its platform: ``check`` parses it with the protos and judges the rest.
             "origin": "args",
@@ -576,7 +477,7 @@ class _JobResource(pulumi.dynamic.Resource):
         return estimate
 
 
-class CustomJob(_JobResource, module="vertex", name="CustomJob"):
+class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):
     """A Vertex AI CustomJob (``pulumi-python:dynamic/vertex:CustomJob``).
 
     ``pulumi up`` submits it (or adopts the run a crashed ``up`` left) and, with
@@ -589,16 +490,10 @@ class CustomJob(_JobResource, module="vertex", name="CustomJob"):
     _kind = JobKind.CUSTOM_JOB
     _args_type = CustomJobArgs
 
-    def __init__(
-        self,
-        resource_name: str,
-        args: CustomJobArgs,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(resource_name, args, opts)
 
-
-class HyperparameterTuningJob(_JobResource, module="vertex", name="HyperparameterTuningJob"):
+class HyperparameterTuningJob(
+    _JobResource[HyperparameterTuningJobArgs], module="vertex", name="HyperparameterTuningJob"
+):
     """A Vertex AI HyperparameterTuningJob
     (``pulumi-python:dynamic/vertex:HyperparameterTuningJob``): trials chosen by the
     study, their metrics, and the best one."""
@@ -613,14 +508,6 @@ class HyperparameterTuningJob(_JobResource, module="vertex", name="Hyperparamete
     best_trial: pulumi.Output[TrialResult | None]
     """The trial with the best value of the study's first metric, by its goal."""
 
-    def __init__(
-        self,
-        resource_name: str,
-        args: HyperparameterTuningJobArgs,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(resource_name, args, opts)
-
 
 __all__ = [
     "ADOPTION_LABEL",
@@ -631,9 +518,7 @@ __all__ = [
     "JobFailedError",
     "JobProvider",
     "JobWaitTimeoutError",
-    "adoption_value",
     "declare_job",
-    "label_value",
 ]
 
 

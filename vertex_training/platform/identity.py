@@ -26,7 +26,9 @@ No owner, editor or other primitive role anywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp.artifactregistry as gcp_artifactregistry
@@ -34,9 +36,21 @@ import pulumi_gcp.projects as gcp_projects
 import pulumi_gcp.serviceaccount as gcp_serviceaccount
 import pulumi_gcp.storage as gcp_storage
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["PlatformIdentity", "PlatformIdentityArgs"]
+
+_ACCOUNTS: dict[str, dict[str, Any]] = {
+    "training": {
+        "display_name": "Vertex AI training jobs",
+        "description": "Identity of the platform's training and tuning jobs",
+    },
+    "workbench": {
+        "display_name": "Vertex AI Workbench",
+        "description": "Identity of the platform's Workbench instance",
+    },
+}
+"""What each account says it is."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class PlatformIdentityArgs:
     """An existing training service account's email (with ``training_account_id`` None)."""
 
 
-class PlatformIdentity(pulumi.ComponentResource):
+class PlatformIdentity(PlatformComponent[PlatformIdentityArgs]):
     """The training and Workbench service accounts and their grants."""
 
     training_account: gcp_serviceaccount.Account | None
@@ -66,13 +80,8 @@ class PlatformIdentity(pulumi.ComponentResource):
     grants: dict[str, pulumi.CustomResource]
     """Child name -> the IAM member resource, for inspection."""
 
-    def __init__(
-        self, name: str, args: PlatformIdentityArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:PlatformIdentity", name, None, opts)
-        child = child_options(self, opts)
+    def _build(self, name: str, args: PlatformIdentityArgs) -> dict[str, Any]:
         self.grants = {}
-
         self.training_account = None
         if args.training_account_id is None:
             if args.training_email is None:
@@ -83,34 +92,22 @@ class PlatformIdentity(pulumi.ComponentResource):
                 "projects/", args.project, "/serviceAccounts/", self.training_email
             )
         else:
-            self.training_account = gcp_serviceaccount.Account(
-                f"{name}-training",
-                project=args.project,
-                account_id=args.training_account_id,
-                display_name="Vertex AI training jobs",
-                description="Identity of the platform's training and tuning jobs",
-                opts=child,
-            )
+            self.training_account = self._account(name, "training", args.training_account_id, args)
             self.training_email = self.training_account.email
             training_account_name = self.training_account.name
-            self._grant_on_bucket(
+            self._grant(
                 f"{name}-training-bucket",
-                args,
+                gcp_storage.BucketIAMMember,
                 self.training_account.member,
                 "roles/storage.objectAdmin",
-                child,
+                bucket=args.bucket_name,
             )
 
         self.workbench_account = None
         self.workbench_email = None
         if args.workbench_account_id is not None:
-            self.workbench_account = gcp_serviceaccount.Account(
-                f"{name}-workbench",
-                project=args.project,
-                account_id=args.workbench_account_id,
-                display_name="Vertex AI Workbench",
-                description="Identity of the platform's Workbench instance",
-                opts=child,
+            self.workbench_account = self._account(
+                name, "workbench", args.workbench_account_id, args
             )
             self.workbench_email = self.workbench_account.email
             member = self.workbench_account.member
@@ -118,51 +115,60 @@ class PlatformIdentity(pulumi.ComponentResource):
                 ("roles/aiplatform.user", "aiplatform"),
                 ("roles/logging.logWriter", "logs"),
             ):
-                self.grants[f"{name}-workbench-{suffix}"] = gcp_projects.IAMMember(
+                self._grant(
                     f"{name}-workbench-{suffix}",
+                    gcp_projects.IAMMember,
+                    member,
+                    role,
                     project=args.project,
-                    role=role,
-                    member=member,
-                    opts=child,
                 )
-            self.grants[f"{name}-workbench-act-as-training"] = gcp_serviceaccount.IAMMember(
+            self._grant(
                 f"{name}-workbench-act-as-training",
+                gcp_serviceaccount.IAMMember,
+                member,
+                "roles/iam.serviceAccountUser",
                 service_account_id=training_account_name,
-                role="roles/iam.serviceAccountUser",
-                member=member,
-                opts=child,
             )
-            self._grant_on_bucket(
-                f"{name}-workbench-bucket", args, member, "roles/storage.objectAdmin", child
+            self._grant(
+                f"{name}-workbench-bucket",
+                gcp_storage.BucketIAMMember,
+                member,
+                "roles/storage.objectAdmin",
+                bucket=args.bucket_name,
             )
             if args.repository_id is not None:
-                self.grants[f"{name}-workbench-registry"] = (
-                    gcp_artifactregistry.RepositoryIamMember(
-                        f"{name}-workbench-registry",
-                        project=args.project,
-                        location=args.repository_location,
-                        repository=args.repository_id,
-                        role="roles/artifactregistry.writer",
-                        member=member,
-                        opts=child,
-                    )
+                self._grant(
+                    f"{name}-workbench-registry",
+                    gcp_artifactregistry.RepositoryIamMember,
+                    member,
+                    "roles/artifactregistry.writer",
+                    project=args.project,
+                    location=args.repository_location,
+                    repository=args.repository_id,
                 )
-        self.register_outputs(
-            {"training_email": self.training_email, "workbench_email": self.workbench_email}
+        return {"training_email": self.training_email, "workbench_email": self.workbench_email}
+
+    def _account(
+        self, name: str, role: str, account_id: str, args: PlatformIdentityArgs
+    ) -> gcp_serviceaccount.Account:
+        return gcp_serviceaccount.Account(
+            f"{name}-{role}",
+            project=args.project,
+            account_id=account_id,
+            opts=self._child(),
+            **_ACCOUNTS[role],
         )
 
-    def _grant_on_bucket(
+    def _grant(
         self,
         child_name: str,
-        args: PlatformIdentityArgs,
+        kind: Callable[..., pulumi.CustomResource],
         member: pulumi.Input[str],
         role: str,
-        child: pulumi.ResourceOptions,
+        **scope: pulumi.Input[str],
     ) -> None:
-        self.grants[child_name] = gcp_storage.BucketIAMMember(
-            child_name,
-            bucket=args.bucket_name,
-            role=role,
-            member=member,
-            opts=child,
+        """``role`` for ``member`` on the resource ``scope`` names (an IAM member resource
+        of ``kind``)."""
+        self.grants[child_name] = kind(
+            child_name, role=role, member=member, opts=self._child(), **scope
         )

@@ -26,7 +26,6 @@ from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform.names import (
-    DEFAULT_COMPONENT,
     derived_bucket_name,
     name_qualifier,
     platform_names,
@@ -41,6 +40,7 @@ from vertex_training.platform.rules import (
     image_name_problems,
     image_reference_problems,
     judge_platform,
+    tensorboard_problems,
 )
 
 if TYPE_CHECKING:
@@ -194,16 +194,16 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
     training_service_account: pulumi.Output[str] | None
     """Email of the account jobs run as; None on a local platform."""
-    workbench_service_account: pulumi.Output[str] | None
+    workbench_service_account: pulumi.Output[str] | None = None
     """Email of the account the Workbench instance runs as; None without one."""
-    repository_url: pulumi.Output[str] | None
+    repository_url: pulumi.Output[str] | None = None
     """``<region>-docker.pkg.dev/<project>/<repository>``; None without image builds."""
-    workbench_url: pulumi.Output[str] | None
+    workbench_url: pulumi.Output[str] | None = None
     """The JupyterLab address; None without a Workbench instance."""
     network: pulumi.Input[str] | None
-    tensorboard: pulumi.Output[str] | None
+    tensorboard: pulumi.Output[str] | None = None
     """The Vertex AI TensorBoard's resource name; None without one."""
-    tensorboard_url: pulumi.Output[str] | None
+    tensorboard_url: pulumi.Output[str] | None = None
     """Where to look at the jobs' curves (the console's TensorBoard page)."""
     kms_key_name: pulumi.Input[str] | None
     labels: Mapping[str, str]
@@ -212,7 +212,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """local: the directory holding the local bucket, logs and job state."""
     strict_hardware_checks: bool
     acknowledged_hardware_checks: tuple[str, ...]
-    cost_estimate: WorkbenchEstimate | None
+    cost_estimate: WorkbenchEstimate | None = None
     """The Workbench instance per hour while it is up; None without one."""
 
     def __init__(
@@ -235,25 +235,14 @@ class TrainingPlatform(pulumi.ComponentResource):
         super().__init__("vertex-training:index:TrainingPlatform", resource_name, None, opts)
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
-        self._args = args
         self.environment = args.environment
         self.region = args.region
         self.network = args.network
-        self.tensorboard = None
-        self.tensorboard_url = None
         self.kms_key_name = args.kms_key_name
         self.labels = platform_labels(args.environment, stack, args.labels)
-        self.strict_hardware_checks = (
-            args.environment == "prod"
-            if args.strict_hardware_checks is None
-            else args.strict_hardware_checks
-        )
+        self.strict_hardware_checks = _strict(args)
         self.acknowledged_hardware_checks = tuple(args.acknowledged_hardware_checks)
-        self.workbench_service_account = None
-        self.repository_url = None
-        self.workbench_url = None
         self._images: dict[str, pulumi.Output[str]] = {}
-        self.cost_estimate = None
         self._dependencies: list[pulumi.Resource] = []
         self._services: list[pulumi.Resource] = []
         if args.environment == "local":
@@ -309,10 +298,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.bucket_url = pulumi.Output.from_input(str(root / "bucket"))
         self.training_service_account = None
         for name, image in args.images.items():
-            if isinstance(image, ImageBuild):
-                self._images[name] = pulumi.Output.from_input(f"{image.image_name or name}:local")
-            else:
-                self._images[name] = pulumi.Output.from_input(image)
+            local = f"{image.image_name or name}:local" if isinstance(image, ImageBuild) else image
+            self._images[name] = pulumi.Output.from_input(local)
 
     # ------------------------------------------------------------------ cloud
 
@@ -330,10 +317,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.project = project
         self.local_root = None
         is_prod = args.environment == "prod"
-        parent = pulumi.ResourceOptions(parent=self)
         if args.enable_apis:
             services = ProjectServices(
-                f"{name}-services", ProjectServicesArgs(project=project), opts=parent
+                f"{name}-services",
+                ProjectServicesArgs(project=project),
+                opts=pulumi.ResourceOptions(parent=self),
             )
             self._services = [services]
             self._dependencies.append(services)
@@ -368,9 +356,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.bucket_url = bucket.url
             self._dependencies.append(bucket)
 
-        builds = {n: i for n, i in args.images.items() if isinstance(i, ImageBuild)}
         repository = None
-        if builds:
+        if any(isinstance(image, ImageBuild) for image in args.images.values()):
             from vertex_training.platform.registry import TrainerRepository, TrainerRepositoryArgs
 
             repository = TrainerRepository(
@@ -416,22 +403,9 @@ class TrainingPlatform(pulumi.ComponentResource):
                 args.training_service_account  # type: ignore[arg-type]
             )
         if args.tensorboard is not None:
-            self._tensorboard(
-                name=name,
-                args=args,
-                tensorboard=args.tensorboard,
-                stack=stack,
-                role_id=names.tensorboard_role_id,
-                identity=identity,
-            )
+            self._tensorboard(name, args, stack, names.tensorboard_role_id, identity)
         if workbench is not None:
-            self._workbench(
-                name=name,
-                args=args,
-                workbench=workbench,
-                instance_name=names.workbench_instance,
-                identity=identity,
-            )
+            self._workbench(name, args, workbench, names.workbench_instance, identity)
 
         token: pulumi.Output[str] | None = None
         for image_name, image in args.images.items():
@@ -448,10 +422,8 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _tensorboard(
         self,
-        *,
         name: str,
         args: TrainingPlatformArgs,
-        tensorboard: TensorBoard,
         stack: str,
         role_id: str,
         identity: PlatformIdentity | None,
@@ -461,15 +433,10 @@ class TrainingPlatform(pulumi.ComponentResource):
             ExperimentTrackingArgs,
         )
 
-        assert args.project is not None
-        account = identity.training_account if identity is not None else None
-        member: pulumi.Input[str] = (
-            account.member
-            if account is not None
-            else pulumi.Output.concat(
-                "serviceAccount:", pulumi.Output.from_input(self.training_service_account or "")
-            )
-        )
+        assert args.project is not None and args.tensorboard is not None
+        tensorboard = args.tensorboard
+        assert self.training_service_account is not None  # _cloud set it
+        member = pulumi.Output.concat("serviceAccount:", self.training_service_account)
         tracking = ExperimentTracking(
             f"{name}-tracking",
             ExperimentTrackingArgs(
@@ -491,18 +458,20 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _workbench(
         self,
-        *,
         name: str,
         args: TrainingPlatformArgs,
         workbench: Workbench,
         instance_name: str,
         identity: PlatformIdentity | None,
     ) -> None:
+        from vertex_training.cost.estimate import EstimateError, estimate_workbench
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
 
         assert args.project is not None
         email = workbench.service_account or self.workbench_service_account
         assert email is not None
+        accelerator = workbench.accelerator
+        gpu_type, gpu_count = (accelerator.type, accelerator.count) if accelerator else (None, 0)
         instance = TrainingWorkbench(
             f"{name}-workbench",
             TrainingWorkbenchArgs(
@@ -511,8 +480,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 instance_name=instance_name,
                 service_account_email=email,
                 machine_type=workbench.machine_type,
-                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
-                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                gpu_type=gpu_type,  # type: ignore[arg-type]
+                gpu_count=gpu_count,  # type: ignore[arg-type]
                 disk_size_gb=workbench.disk_size_gb,
                 container_image=workbench.container_image,
                 idle_timeout_minutes=workbench.idle_timeout_minutes,
@@ -529,13 +498,11 @@ class TrainingPlatform(pulumi.ComponentResource):
             opts=self._after(*([identity] if identity is not None else [])),
         )
         self.workbench_url = instance.url
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
-
         try:
             self.cost_estimate = estimate_workbench(
                 machine_type=workbench.machine_type,
-                gpu_type=workbench.accelerator.type if workbench.accelerator else None,  # type: ignore[arg-type]
-                gpu_count=workbench.accelerator.count if workbench.accelerator else 0,  # type: ignore[arg-type]
+                gpu_type=gpu_type,  # type: ignore[arg-type]
+                gpu_count=gpu_count,  # type: ignore[arg-type]
                 region=args.region,
             )
         except EstimateError as error:
@@ -590,7 +557,7 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
 
 
 def platform_problems(
-    args: TrainingPlatformArgs, resource_name: str = DEFAULT_COMPONENT
+    args: TrainingPlatformArgs, resource_name: str
 ) -> tuple[list[str], list[str]]:
     """(errors, warnings) on ``args``, each naming the argument and what would be valid:
     the platform rules every route shares (``judge_platform``), then what only a program
@@ -621,15 +588,13 @@ def platform_problems(
             staging_retention_days=args.staging_retention_days,
             soft_delete_retention_days=args.soft_delete_retention_days,
             workbench=_workbench_values(workbench) if workbench is not None else None,
-            strict=(
-                environment is EnvironmentKind.PROD
-                if args.strict_hardware_checks is None
-                else bool(args.strict_hardware_checks)
-            ),
+            strict=_strict(args),
             acknowledged=tuple(args.acknowledged_hardware_checks),
         )
     )
     problems = [p for p in judged if not p.warning]
+    if args.tensorboard is not None:
+        problems += tensorboard_problems(args.tensorboard.existing, args.region)
     for name, image in args.images.items():
         problems += _image_problems(f"images[{name!r}]", name, image, environment.is_cloud)
     errors = [f"{where}.{p.field}: {p.problem}; valid: {p.valid}" for p in problems]
@@ -640,20 +605,19 @@ def platform_problems(
             "component's name), '' (none) or lowercase letters, digits and '-', starting "
             "with a letter"
         )
-    if args.tensorboard is not None:
-        existing = args.tensorboard.existing
-        if existing is not None and f"/locations/{args.region}/tensorboards/" not in existing:
-            errors.append(
-                f"{where}.tensorboard.existing: {existing!r} is not a TensorBoard in "
-                f"{args.region}; valid: projects/P/locations/{args.region}/tensorboards/ID "
-                "(jobs stream only to a TensorBoard in their own region)"
-            )
-        if not environment.is_cloud:
-            warnings.append(
-                f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
-                "`make tensorboard STACK=local` serves the local jobs' logs"
-            )
+    if args.tensorboard is not None and not environment.is_cloud:
+        warnings.append(
+            f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
+            "`make tensorboard STACK=local` serves the local jobs' logs"
+        )
     return errors, warnings
+
+
+def _strict(args: TrainingPlatformArgs) -> bool:
+    """Whether hardware the catalog does not know is refused: by default in prod only."""
+    if args.strict_hardware_checks is None:
+        return args.environment == "prod"
+    return bool(args.strict_hardware_checks)
 
 
 def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[Problem]:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_gcp.projects as gcp_projects
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["PLATFORM_SERVICES", "ProjectServices", "ProjectServicesArgs"]
 
@@ -32,17 +33,13 @@ class ProjectServicesArgs:
     """API service names to enable."""
 
 
-class ProjectServices(pulumi.ComponentResource):
+class ProjectServices(PlatformComponent[ProjectServicesArgs]):
     """Enables the platform's APIs; everything else ``depends_on`` this component."""
 
     services: dict[str, gcp_projects.Service]
     """API service name -> the resource that enables it."""
 
-    def __init__(
-        self, name: str, args: ProjectServicesArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:ProjectServices", name, None, opts)
-        child = child_options(self, opts)
+    def _build(self, name: str, args: ProjectServicesArgs) -> dict[str, Any]:
         self.services = {
             service: gcp_projects.Service(
                 f"{name}-{service.split('.', 1)[0]}",
@@ -51,8 +48,8 @@ class ProjectServices(pulumi.ComponentResource):
                 # Other stacks and people may use these APIs: destroying us must not cut them off.
                 disable_on_destroy=False,
                 disable_dependent_services=False,
-                opts=child,
+                opts=self._child(),
             )
             for service in args.services
         }
-        self.register_outputs({"services": list(self.services)})
+        return {"services": list(self.services)}

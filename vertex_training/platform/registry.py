@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp.artifactregistry as gcp_artifactregistry
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["TrainerRepository", "TrainerRepositoryArgs"]
 
@@ -27,7 +28,7 @@ class TrainerRepositoryArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-class TrainerRepository(pulumi.ComponentResource):
+class TrainerRepository(PlatformComponent[TrainerRepositoryArgs]):
     """A Docker repository with a keep-N-most-recent cleanup policy."""
 
     repository: gcp_artifactregistry.Repository
@@ -36,10 +37,7 @@ class TrainerRepository(pulumi.ComponentResource):
     host: str
     """``REGION-docker.pkg.dev``: the registry address to authenticate against."""
 
-    def __init__(
-        self, name: str, args: TrainerRepositoryArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:TrainerRepository", name, None, opts)
+    def _build(self, name: str, args: TrainerRepositoryArgs) -> dict[str, Any]:
         self.repository = gcp_artifactregistry.Repository(
             f"{name}-repository",
             project=args.project,
@@ -66,10 +64,10 @@ class TrainerRepository(pulumi.ComponentResource):
                     ),
                 ),
             ],
-            opts=child_options(self, opts),
+            opts=self._child(),
         )
         self.host = f"{args.region}-docker.pkg.dev"
         self.url = pulumi.Output.concat(
             self.host, "/", args.project, "/", self.repository.repository_id
         )
-        self.register_outputs({"url": self.url})
+        return {"url": self.url}

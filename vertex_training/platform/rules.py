@@ -42,7 +42,6 @@ __all__ = [
     "Problem",
     "WorkbenchValues",
     "bucket_name_problems",
-    "check_bucket_name",
     "image_name_problems",
     "image_reference_problems",
     "judge_platform",
@@ -50,6 +49,7 @@ __all__ = [
     "project_problems",
     "repository_problems",
     "settings_problems",
+    "tensorboard_problems",
     "workbench_findings",
     "workbench_problems",
 ]
@@ -66,9 +66,16 @@ _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
+BUCKET_NAME_VALID = (
+    "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and ending "
+    "with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
+)
+REPOSITORY_ID_VALID = "1-63 characters: lowercase letters, digits and '-', starting with a letter"
+IMAGE_NAME_VALID = "lowercase letters, digits and single '.', '_', '-' or '/' separators"
 KMS_KEY = re.compile(
     r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
 )
+TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[^/]+$")
 
 
 class EnvironmentKind(enum.StrEnum):
@@ -95,28 +102,6 @@ class InvalidValueError(ValueError):
         self.valid = valid
 
 
-def check_bucket_name(name: str) -> None:
-    """Raise ``_FieldValueError`` unless ``name`` follows the Cloud Storage naming rules."""
-    valid = (
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address"
-    )
-    max_length = 222 if "." in name else 63
-    if not 3 <= len(name) <= max_length:
-        raise InvalidValueError(f"'{name}' has {len(name)} characters", valid)
-    if not _BUCKET_NAME.match(name):
-        raise InvalidValueError(f"'{name}' is not a valid bucket name", valid)
-    if any(len(part) > 63 or not part for part in name.split(".")):
-        raise InvalidValueError(f"'{name}' has an empty or over-long dot-separated part", valid)
-    if name.startswith("goog") or "google" in name:
-        raise InvalidValueError(f"'{name}' uses a name reserved by Google", valid)
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return
-    raise InvalidValueError(f"'{name}' looks like an IP address", valid)
-
-
 @dataclass(frozen=True)
 class Bounds:
     """The range Google Cloud accepts for one platform setting, and how to phrase it."""
@@ -133,10 +118,8 @@ class Bounds:
         span = f"an integer from {self.low} to {self.high}"
         return span if self.off is None else f"{self.off}, or {span}"
 
-    def check(self, value: int) -> None:
-        """Raise ``InvalidValueError`` unless ``value`` is in range (or ``off``)."""
-        if value != self.off and not self.low <= value <= self.high:
-            raise InvalidValueError(f"{value} {self.unit} {self.what}", self.valid)
+    def in_range(self, value: int) -> bool:
+        return value == self.off or self.low <= value <= self.high
 
 
 SETTINGS: dict[str, Bounds] = {
@@ -165,20 +148,14 @@ class Problem:
     warning: bool = False
 
 
-def _problem(field: str, error: InvalidValueError) -> Problem:
-    return Problem(field, error.problem, error.valid)
-
-
 def settings_problems(values: dict[str, int], prefix: str = "") -> list[Problem]:
     """A problem for each of ``values`` (a ``SETTINGS`` name -> value) out of range, every
     one of them (one run reports them all); fields are ``prefix`` + the name."""
-    out = []
-    for name, value in values.items():
-        try:
-            SETTINGS[name].check(value)
-        except InvalidValueError as error:
-            out.append(_problem(prefix + name, error))
-    return out
+    return [
+        Problem(prefix + name, f"{value} {bounds.unit} {bounds.what}", bounds.valid)
+        for name, value in values.items()
+        if not (bounds := SETTINGS[name]).in_range(value)
+    ]
 
 
 def project_problems(project: str | None, environment: EnvironmentKind) -> list[Problem]:
@@ -201,24 +178,41 @@ def project_problems(project: str | None, environment: EnvironmentKind) -> list[
     return []
 
 
-def bucket_name_problems(name: str | None, field: str = "bucket_name") -> list[Problem]:
+def bucket_name_problems(name: str | None) -> list[Problem]:
+    """The Cloud Storage naming rules."""
     if name is None:
         return []
+    if not 3 <= len(name) <= (222 if "." in name else 63):
+        problem = f"'{name}' has {len(name)} characters"
+    elif not _BUCKET_NAME.match(name):
+        problem = f"'{name}' is not a valid bucket name"
+    elif any(len(part) > 63 or not part for part in name.split(".")):
+        problem = f"'{name}' has an empty or over-long dot-separated part"
+    elif name.startswith("goog") or "google" in name:
+        problem = f"'{name}' uses a name reserved by Google"
+    elif _is_ip_address(name):
+        problem = f"'{name}' looks like an IP address"
+    else:
+        return []
+    return [Problem("bucket_name", problem, BUCKET_NAME_VALID)]
+
+
+def _is_ip_address(text: str) -> bool:
     try:
-        check_bucket_name(name)
-    except InvalidValueError as error:
-        return [_problem(field, error)]
-    return []
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
-def repository_problems(name: str | None, field: str = "repository_name") -> list[Problem]:
+def repository_problems(name: str | None) -> list[Problem]:
     if name is None or REPOSITORY_ID.match(name):
         return []
     return [
         Problem(
-            field,
+            "repository_name",
             f"'{name}' is not a valid repository id",
-            "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+            REPOSITORY_ID_VALID,
         )
     ]
 
@@ -230,7 +224,7 @@ def image_name_problems(name: str, field: str = "image_name") -> list[Problem]:
         Problem(
             field,
             f"'{name}' is not a valid image name",
-            "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+            IMAGE_NAME_VALID,
         )
     ]
 
@@ -277,20 +271,43 @@ def kms_key_problems(name: str | None, region: str) -> list[Problem]:
     return []
 
 
-def workbench_problems(
-    *,
-    region: str,
-    zone: str | None,
-    machine_type: str,
-    gpu_type: str | None,
-    gpu_count: int,
-    container_image: str | None,
-    disk_size_gb: int,
-    idle_timeout_minutes: int,
-) -> list[Problem]:
+def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
+    """An existing Vertex AI TensorBoard's name, in ``region``: Vertex refuses a job whose
+    TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
+    if name is None or (TENSORBOARD.match(name) and f"/locations/{region}/" in name):
+        return []
+    return [
+        Problem(
+            "tensorboard.existing",
+            f"'{name}' is not a TensorBoard in {region}",
+            f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
+            "TensorBoard in their own region)",
+        )
+    ]
+
+
+@dataclass(frozen=True)
+class WorkbenchValues:
+    """A Workbench instance's values, as both routes have them."""
+
+    zone: str | None
+    machine_type: str
+    gpu_type: str | None
+    gpu_count: int
+    container_image: str | None
+    disk_size_gb: int
+    idle_timeout_minutes: int
+    enabled: bool = True
+    """False: a stack that declares the values but no instance. The values are still held
+    to their rules (a typo is a typo); the catalog has nothing to say about them."""
+
+
+def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]:
     """The Workbench instance's own values: a zone of ``region``, a machine type name, a
     GPU type and count Workbench takes (a type with a count, a count with a type), a
     container image, the disk and idle timeout ranges. Fields: ``workbench.<name>``."""
+    zone, machine_type = workbench.zone, workbench.machine_type
+    gpu_type, gpu_count = workbench.gpu_type, workbench.gpu_count
     out: list[Problem] = []
     if zone is not None and not ZONE.match(zone):
         out.append(
@@ -350,12 +367,15 @@ def workbench_problems(
                 ", ".join(map(str, counts)),
             )
         )
-    if container_image is not None:
+    if workbench.container_image is not None:
         out += image_reference_problems(
-            container_image, "workbench.container_image", by_digest=False
+            workbench.container_image, "workbench.container_image", by_digest=False
         )
     out += settings_problems(
-        {"disk_size_gb": disk_size_gb, "idle_timeout_minutes": idle_timeout_minutes},
+        {
+            "disk_size_gb": workbench.disk_size_gb,
+            "idle_timeout_minutes": workbench.idle_timeout_minutes,
+        },
         "workbench.",
     )
     return out
@@ -370,29 +390,23 @@ _CATALOG_FIELDS = {
 
 
 def workbench_findings(
-    *,
-    region: str,
-    zone: str | None,
-    machine_type: str,
-    gpu_type: str | None,
-    gpu_count: int,
-    cloud: bool,
+    region: str, workbench: WorkbenchValues, *, cloud: bool
 ) -> list[tuple[str, Finding]]:
     """(field, finding) for the hardware catalog's view of a Workbench instance whose
     ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
     offers them. Findings are to be acknowledged and phrased by the caller."""
     findings = check_machine_spec(
         path="workbench",
-        machine_type=machine_type,
-        accelerator_type=gpu_type,
-        accelerator_count=gpu_count,
+        machine_type=workbench.machine_type,
+        accelerator_type=workbench.gpu_type,
+        accelerator_count=workbench.gpu_count,
         target="workbench",
     )
     if cloud:
         findings += check_zone(
             path="workbench.zone",
-            zone=zone or f"{region}-a",
-            accelerator_type=gpu_type,
+            zone=workbench.zone or f"{region}-a",
+            accelerator_type=workbench.gpu_type,
         )
     return [
         (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
@@ -401,22 +415,6 @@ def workbench_findings(
 
 
 # --------------------------------------------------------------------------- a platform
-
-
-@dataclass(frozen=True)
-class WorkbenchValues:
-    """A Workbench instance's values, as both routes have them."""
-
-    zone: str | None
-    machine_type: str
-    gpu_type: str | None
-    gpu_count: int
-    container_image: str | None
-    disk_size_gb: int
-    idle_timeout_minutes: int
-    enabled: bool = True
-    """False: a stack that declares the values but no instance. The values are still held
-    to their rules (a typo is a typo); the catalog has nothing to say about them."""
 
 
 @dataclass(frozen=True)
@@ -476,25 +474,11 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
     ]
     workbench = values.workbench
     if workbench is not None:
-        shape = {
-            "region": values.region,
-            "zone": workbench.zone,
-            "machine_type": workbench.machine_type,
-            "gpu_type": workbench.gpu_type,
-            "gpu_count": workbench.gpu_count,
-        }
-        found = workbench_problems(
-            **shape,  # type: ignore[arg-type]
-            container_image=workbench.container_image,
-            disk_size_gb=workbench.disk_size_gb,
-            idle_timeout_minutes=workbench.idle_timeout_minutes,
-        )
+        found = workbench_problems(values.region, workbench)
         out += found
         if workbench.enabled and not found:
-            findings += workbench_findings(
-                **shape,  # type: ignore[arg-type]
-                cloud=values.environment.is_cloud,
-            )
+            cloud = values.environment.is_cloud
+            findings += workbench_findings(values.region, workbench, cloud=cloud)
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [
         # The catalog's messages say what would be valid (the regions, the machines).

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp.storage as gcp_storage
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["STAGING_PREFIX", "TrainingBucket", "TrainingBucketArgs"]
 
@@ -42,7 +43,7 @@ class TrainingBucketArgs:
     """prod: the engine refuses to delete the bucket, and would leave it in place anyway."""
 
 
-class TrainingBucket(pulumi.ComponentResource):
+class TrainingBucket(PlatformComponent[TrainingBucketArgs]):
     """A regional bucket with uniform access, public access prevention and lifecycle rules."""
 
     bucket: gcp_storage.Bucket
@@ -50,10 +51,7 @@ class TrainingBucket(pulumi.ComponentResource):
     url: pulumi.Output[str]
     """``gs://<name>``."""
 
-    def __init__(
-        self, name: str, args: TrainingBucketArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:TrainingBucket", name, None, opts)
+    def _build(self, name: str, args: TrainingBucketArgs) -> dict[str, Any]:
         lifecycle_rules = [
             gcp_storage.BucketLifecycleRuleArgs(
                 action=gcp_storage.BucketLifecycleRuleActionArgs(type="Delete"),
@@ -93,8 +91,8 @@ class TrainingBucket(pulumi.ComponentResource):
                 if args.kms_key_name is not None
                 else None
             ),
-            opts=child_options(self, opts, protect=args.protect, retain_on_delete=args.protect),
+            opts=self._child(protect=args.protect, retain_on_delete=args.protect),
         )
         self.name = self.bucket.name
         self.url = self.bucket.name.apply(lambda bucket: f"gs://{bucket}")
-        self.register_outputs({"name": self.name, "url": self.url})
+        return {"name": self.name, "url": self.url}

@@ -36,29 +36,27 @@ backed by this instance, with the Vertex SDK::
 
 after which jobs name it as ``jobSpec.experiment =
 projects/P/locations/REGION/metadataStores/default/contexts/NAME`` (and optionally
-``jobSpec.experimentRun = .../contexts/NAME-RUN``); ``experiment_resource_name`` builds
-that path.
+``jobSpec.experimentRun = .../contexts/NAME-RUN``).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp.projects as gcp_projects
 import pulumi_gcp.vertex as gcp_vertex
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
+from vertex_training.platform.rules import kms_key_problems, tensorboard_problems
 
 __all__ = [
     "EXPERIMENT_PERMISSIONS",
     "TENSORBOARD_WRITER_PERMISSIONS",
     "ExperimentTracking",
     "ExperimentTrackingArgs",
-    "experiment_resource_name",
-    "tensorboard_console_url",
 ]
 
 TENSORBOARD_WRITER_PERMISSIONS: tuple[str, ...] = (
@@ -99,23 +97,6 @@ EXPERIMENT_PERMISSIONS: tuple[str, ...] = (
 """What logging parameters and metrics to a Vertex Experiment run writes."""
 
 
-def experiment_resource_name(project: str, region: str, experiment: str) -> str:
-    """``jobSpec.experiment`` for an experiment in the region's default metadata store."""
-    return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{experiment}"
-
-
-def tensorboard_console_url(project: str) -> str:
-    """The console's TensorBoard instances page (Vertex AI > Experiments) of the project.
-
-    It lists every instance with a link to open its TensorBoard; a per-instance address is
-    not a documented URL, so this does not guess one.
-    """
-    return (
-        "https://console.cloud.google.com/vertex-ai/experiments/tensorboard-instances"
-        f"?project={project}"
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
 class ExperimentTrackingArgs:
     project: pulumi.Input[str]
@@ -141,34 +122,17 @@ class ExperimentTrackingArgs:
     are then unused); the writer role is still granted."""
 
     def __post_init__(self) -> None:
-        # Refused here, before any resource is registered: Vertex would only refuse the
-        # first job that names the instance.
-        if self.existing_tensorboard is not None:
-            match = _TENSORBOARD_NAME.match(self.existing_tensorboard)
-            if match is None:
-                raise ValueError(
-                    f"existing_tensorboard {self.existing_tensorboard!r} must be "
-                    "projects/P/locations/REGION/tensorboards/ID"
-                )
-            if match.group(1) != self.region:
-                raise ValueError(
-                    f"existing_tensorboard is in {match.group(1)!r}, the jobs run in "
-                    f"{self.region!r}: Vertex needs the TensorBoard in the jobs' region"
-                )
+        # Refused here, before any resource is registered (the platform's rules).
+        problems = tensorboard_problems(self.existing_tensorboard, self.region)
         if isinstance(self.kms_key_name, str):
-            match = _KMS_KEY_NAME.match(self.kms_key_name)
-            if match is None or match.group(1) != self.region:
-                raise ValueError(
-                    f"kms_key_name {self.kms_key_name!r} must be a key in the jobs' region: "
-                    f"projects/P/locations/{self.region}/keyRings/R/cryptoKeys/K"
-                )
+            problems += kms_key_problems(self.kms_key_name, self.region)
+        if problems:
+            raise ValueError(
+                "; ".join(f"{p.field}: {p.problem}; valid: {p.valid}" for p in problems)
+            )
 
 
-_TENSORBOARD_NAME = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
-_KMS_KEY_NAME = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
-
-
-class ExperimentTracking(pulumi.ComponentResource):
+class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
     """A Vertex AI TensorBoard instance, and a least-privilege writer role for the jobs."""
 
     tensorboard: gcp_vertex.AiTensorboard | None
@@ -180,12 +144,11 @@ class ExperimentTracking(pulumi.ComponentResource):
     tensorboard_name: pulumi.Output[str]
     """``projects/P/locations/REGION/tensorboards/ID``: the value of ``jobSpec.tensorboard``."""
     console_url: pulumi.Output[str]
+    """The console's TensorBoard instances page (Vertex AI > Experiments) of the project:
+    it lists every instance with a link to open its TensorBoard (a per-instance address is
+    not a documented URL, so this does not guess one)."""
 
-    def __init__(
-        self, name: str, args: ExperimentTrackingArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:ExperimentTracking", name, None, opts)
-        child = child_options(self, opts)
+    def _build(self, name: str, args: ExperimentTrackingArgs) -> dict[str, Any]:
         self.tensorboard = None
         if args.existing_tensorboard is not None:
             self.tensorboard_name = pulumi.Output.from_input(args.existing_tensorboard)
@@ -203,10 +166,15 @@ class ExperimentTracking(pulumi.ComponentResource):
                 description=args.description,
                 encryption_spec=encryption,
                 labels=dict(args.labels),
-                opts=child,
+                opts=self._child(),
             )
+            # The provider reports the id alone (its resource id is the full path).
             self.tensorboard_name = pulumi.Output.all(args.project, self.tensorboard.name).apply(
-                lambda values: _full_name(values[0], args.region, values[1])
+                lambda values: (
+                    values[1]
+                    if values[1].startswith("projects/")
+                    else f"projects/{values[0]}/locations/{args.region}/tensorboards/{values[1]}"
+                )
             )
         self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
             EXPERIMENT_PERMISSIONS if args.experiments else ()
@@ -218,26 +186,20 @@ class ExperimentTracking(pulumi.ComponentResource):
             title="Vertex AI TensorBoard writer (training jobs)",
             description="Upload a training job's TensorBoard logs; nothing else in Vertex AI",
             permissions=list(self.permissions),
-            opts=child,
+            opts=self._child(),
         )
         self.grant = gcp_projects.IAMMember(
             f"{name}-training-writer",
             project=args.project,
             role=self.role.name,
             member=args.training_member,
-            opts=child,
+            opts=self._child(),
         )
         # Waits for the instance: the page shows nothing before it exists.
         self.console_url = pulumi.Output.all(args.project, self.tensorboard_name).apply(
-            lambda values: tensorboard_console_url(values[0])
+            lambda values: (
+                "https://console.cloud.google.com/vertex-ai/experiments/"
+                f"tensorboard-instances?project={values[0]}"
+            )
         )
-        self.register_outputs(
-            {"tensorboard_name": self.tensorboard_name, "console_url": self.console_url}
-        )
-
-
-def _full_name(project: str, region: str, name: str) -> str:
-    # The provider reports the id alone (its resource id is the full path); accept both.
-    if name.startswith("projects/"):
-        return name
-    return f"projects/{project}/locations/{region}/tensorboards/{name}"
+        return {"tensorboard_name": self.tensorboard_name, "console_url": self.console_url}

@@ -7,23 +7,22 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pulumi_docker_build as docker_build
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
-__all__ = ["IMAGE_SOURCES", "TrainerImage", "TrainerImageArgs", "content_tag"]
-
-IMAGE_SOURCES: tuple[str, ...] = ("trainer", "docker", "requirements.lock", ".dockerignore")
-"""Paths (relative to the build context) whose content decides the image tag."""
+__all__ = ["TrainerImage", "TrainerImageArgs", "content_tag"]
 
 _SKIPPED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 
 
-def content_tag(root: Path, sources: Iterable[str] = IMAGE_SOURCES) -> str:
-    """A tag that changes exactly when a file under ``sources`` changes (name or bytes)."""
+def content_tag(root: Path, sources: Iterable[str]) -> str:
+    """A tag that changes exactly when a file under ``sources`` (paths relative to
+    ``root``) changes, its name or its bytes."""
     digest = hashlib.sha256()
     for source in sorted(sources):
         path = root / source
@@ -54,7 +53,7 @@ class TrainerImageArgs:
     image_name: str = "trainer"
 
 
-class TrainerImage(pulumi.ComponentResource):
+class TrainerImage(PlatformComponent[TrainerImageArgs]):
     """Builds a Dockerfile of ``docker/`` (the trainer's, the serving image's) for linux/amd64
     and pushes it to the repository."""
 
@@ -64,10 +63,7 @@ class TrainerImage(pulumi.ComponentResource):
     reference: pulumi.Output[str]
     """``REPOSITORY/IMAGE@sha256:<digest>``: what jobs run; a digest cannot move."""
 
-    def __init__(
-        self, name: str, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:TrainerImage", name, None, opts)
+    def _build(self, name: str, args: TrainerImageArgs) -> dict[str, Any]:
         repository_image = pulumi.Output.concat(args.repository_url, "/", args.image_name)
         self.tagged_reference = pulumi.Output.concat(repository_image, ":", args.tag)
         self.image = docker_build.Image(
@@ -87,7 +83,7 @@ class TrainerImage(pulumi.ComponentResource):
                     password=pulumi.Output.secret(args.registry_token),
                 )
             ],
-            opts=child_options(self, opts),
+            opts=self._child(),
         )
         self.reference = pulumi.Output.concat(repository_image, "@", self.image.digest)
-        self.register_outputs({"reference": self.reference})
+        return {"reference": self.reference}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_gcp.workbench as gcp_workbench
 
-from vertex_training.platform._options import child_options
+from vertex_training.platform._component import PlatformComponent
 
 __all__ = [
     "SERVER_INJECTED_LABELS",
@@ -101,17 +102,14 @@ class TrainingWorkbenchArgs:
     labels: Mapping[str, str] = field(default_factory=dict)
 
 
-class TrainingWorkbench(pulumi.ComponentResource):
+class TrainingWorkbench(PlatformComponent[TrainingWorkbenchArgs]):
     """A shielded Workbench VM with idle shutdown, a terminal and the Workbench account."""
 
     instance: gcp_workbench.Instance
     url: pulumi.Output[str]
     """The JupyterLab address (through the Workbench proxy)."""
 
-    def __init__(
-        self, name: str, args: TrainingWorkbenchArgs, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
-        super().__init__("vertex-training:platform:TrainingWorkbench", name, None, opts)
+    def _build(self, name: str, args: TrainingWorkbenchArgs) -> dict[str, Any]:
         metadata = {
             # The codelab setting: an idle notebook shuts down after an hour, so it stops costing.
             IDLE_TIMEOUT_KEY: str(args.idle_timeout_minutes * 60),
@@ -168,9 +166,7 @@ class TrainingWorkbench(pulumi.ComponentResource):
                 ),
                 metadata=metadata,
             ),
-            opts=child_options(
-                self,
-                opts,
+            opts=self._child(
                 ignore_changes=[
                     *(f'gceSetup.metadata["{key}"]' for key in SERVER_INJECTED_METADATA),
                     *(f'labels["{key}"]' for key in SERVER_INJECTED_LABELS),
@@ -180,7 +176,7 @@ class TrainingWorkbench(pulumi.ComponentResource):
             ),
         )
         self.url = self.instance.proxy_uri.apply(lambda uri: f"https://{uri}" if uri else "")
-        self.register_outputs({"url": self.url})
+        return {"url": self.url}
 
 
 def _split_image(reference: str) -> tuple[str, str | None]:

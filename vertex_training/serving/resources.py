@@ -26,15 +26,16 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from vertex_training._dynamic import (
+    ADOPTION_LABEL,
+    Provider,
+    has_unknown,
+    label_value,
+    labelled,
+)
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.resources import (
-    ADOPTION_LABEL,
-    STACK_LABEL,
-    _backend_target,
-    _has_unknown,
-    label_value,
-)
+from vertex_training.jobs.resources import placement
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
@@ -112,67 +113,16 @@ def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _common_failures(news: Mapping[str, Any], keys: tuple[str, ...]) -> list[Any]:
-    return [
-        pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
-        for key in keys
-        if key not in news
-    ]
-
-
-def _checked(
-    news: dict[str, Any], settings: BackendSettings, failures: list[Any], problems: list[str]
-) -> pulumi.dynamic.CheckResult:
-    """The check's answer: ``problems`` as failures of ``body``; the backend's target kept
-    beside the inputs (a new target replaces)."""
-    failures = failures + [pulumi.dynamic.CheckFailure("body", p) for p in problems]
-    return pulumi.dynamic.CheckResult(
-        {**news, "backend_target": _backend_target(settings)}, failures
-    )
-
-
-class _ServingProvider(pulumi.dynamic.ResourceProvider):
-    """What the serving providers share: which inputs replace, which update in place."""
-
-    serialize_as_secret_always = False
-    replacing: tuple[str, ...]
-    """Inputs a change of which replaces the resource (and so does the body's content)."""
-    updating: tuple[str, ...]
-    """Inputs changed in place."""
-    metadata: tuple[str, ...]
-    """Body fields changed in place."""
-
-    def _changes(
-        self, olds: Mapping[str, Any], news: Mapping[str, Any]
-    ) -> tuple[list[str], list[str]]:
-        """The inputs that replace the resource, and those that change it in place."""
-        replaces = [k for k in self.replacing if olds.get(k) != news.get(k)]
-        old_body, new_body = olds.get("body") or {}, news.get("body") or {}
-        content = lambda b: {k: v for k, v in b.items() if k not in self.metadata}  # noqa: E731
-        if _canonical(content(old_body)) != _canonical(content(new_body)):
-            replaces.insert(0, "body")
-        changed = [k for k in self.updating if _canonical(olds.get(k)) != _canonical(news.get(k))]
-        if any(old_body.get(f) != new_body.get(f) for f in self.metadata):
-            changed.append("body")
-        return replaces, changed
-
-
 # ================================================================================ Model
 
 
 def _labelled_model_body(props: Mapping[str, Any]) -> dict[str, Any]:
     body = dict(props["body"])
     identity = str(props["identity"])
-    stack = identity.split("/")[1] if "/" in identity else ""
     content = {k: v for k, v in body.items() if k not in MODEL_METADATA}
     digest = _digest(identity, props.get("source_job"), _canonical(content))[:20]
     adoption = label_value(f"{identity.rsplit('/', 1)[-1][:30]}-{digest}")
-    labels = {
-        **dict(body.get("labels") or {}),
-        ADOPTION_LABEL: adoption,
-        STACK_LABEL: label_value(stack),
-    }
-    return {**body, "labels": labels}
+    return labelled(body, identity, {ADOPTION_LABEL: adoption})
 
 
 def _model_outputs(record: Any) -> dict[str, Any]:
@@ -185,30 +135,25 @@ def _model_outputs(record: Any) -> dict[str, Any]:
     }
 
 
-MODEL_INPUTS = (
-    "body",
-    "source_job",
-    "model_id",
-    "version_aliases",
-    "backend",
-    "identity",
-    "provider_version",
-)
 MODEL_OUTPUTS = ("name", "version_id", "version_name", "aliases", "artifact_uri")
 
 
-class ModelProvider(_ServingProvider):
+class ModelProvider(Provider):
     """Uploads a version to Model Registry; stateless (it is pickled)."""
 
+    body = "body"
+    required = ("body", "model_id", "backend", "identity")
     # A new run of the source job (its name changes) is a new artifact: a new version,
     # even where it writes to the same directory as the run before.
     replacing = ("source_job", "model_id", "backend_target", "identity")
     updating = ("version_aliases", "provider_version", "backend")
     metadata = MODEL_METADATA
+    # The new version is uploaded (and takes the aliases) before the old one goes.
+    delete_before_replace = False
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = _common_failures(news, ("body", "model_id", "backend", "identity"))
-        if failures or _has_unknown(news):
+        failures = self.missing(news)
+        if failures or has_unknown(news):
             return pulumi.dynamic.CheckResult(news, failures)
         from vertex_training.serving.rules import local_refusals
 
@@ -222,18 +167,7 @@ class ModelProvider(_ServingProvider):
                 "artifactUri: the source job reports no model directory (it writes no "
                 "model); valid: a job with a baseOutputDirectory"
             )
-        return _checked(news, settings, failures, problems)
-
-    def diff(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.DiffResult:
-        replaces, changed = self._changes(olds, news)
-        return pulumi.dynamic.DiffResult(
-            changes=bool(replaces or changed),
-            replaces=replaces,
-            # The new version is uploaded (and takes the aliases) before the old one goes.
-            delete_before_replace=False,
-        )
+        return self.checked(news, settings.to_props(), failures, problems)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         if not props["body"].get("artifactUri"):
@@ -251,22 +185,17 @@ class ModelProvider(_ServingProvider):
             record.model, record.version_id, [DEFAULT_ALIAS, *props.get("version_aliases", [])]
         )
         record = backend.get_version(record.model, record.version_id)
-        outs = {**{k: props.get(k) for k in MODEL_INPUTS}, **_model_outputs(record)}
-        outs["backend_target"] = props.get("backend_target")
+        outs = {**self.inputs(props), **_model_outputs(record)}
         return pulumi.dynamic.CreateResult(id_=record.version_name, outs=outs)
 
-    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         from vertex_training.serving.backends import ServingNotFoundError
 
         model, _, version = id_.partition("@")
         try:
-            record = _backend(props).get_version(model, version)
+            return _model_outputs(_backend(props).get_version(model, version))
         except ServingNotFoundError:
-            return pulumi.dynamic.ReadResult(id_="", outs={})
-        inputs = {k: props[k] for k in (*MODEL_INPUTS, "backend_target") if k in props}
-        return pulumi.dynamic.ReadResult(
-            id_=id_, outs={**inputs, **_model_outputs(record)}, inputs=inputs
-        )
+            return None
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -274,14 +203,11 @@ class ModelProvider(_ServingProvider):
         backend = _backend(news)
         model, _, version = id_.partition("@")
         body = _labelled_model_body(news)
-        old_body = olds.get("body") or {}
-        if any(old_body.get(f) != news["body"].get(f) for f in MODEL_METADATA):
+        if self.metadata_changed(olds, news):
             backend.update_version(model, version, body)
         backend.move_aliases(model, version, [DEFAULT_ALIAS, *news.get("version_aliases", [])])
         record = backend.get_version(model, version)
-        outs = {**{k: news.get(k) for k in MODEL_INPUTS}, **_model_outputs(record)}
-        outs["backend_target"] = news.get("backend_target")
-        return pulumi.dynamic.UpdateResult(outs=outs)
+        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **_model_outputs(record)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         model, _, version = id_.partition("@")
@@ -289,18 +215,7 @@ class ModelProvider(_ServingProvider):
 
 
 def _placement(resource_name: str, context: ServingContext) -> dict[str, Any]:
-    """The inputs every serving resource carries: its identity (project, stack, name), the
-    backend and its target (with the project on Vertex), the provider's version."""
-    backend = context.backend.to_props()
-    target = _backend_target(context.backend)
-    if context.backend.kind is BackendKind.VERTEX:
-        backend["project"] = target["project"] = context.project
-    return {
-        "backend": backend,
-        "backend_target": target,
-        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
-        "provider_version": PROVIDER_VERSION,
-    }
+    return placement(resource_name, context.backend, context.project, PROVIDER_VERSION)
 
 
 class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
@@ -346,15 +261,6 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
 
 # ============================================================================= Endpoint
 
-ENDPOINT_INPUTS = (
-    "body",
-    "endpoint_id",
-    "deployments",
-    "traffic",
-    "backend",
-    "identity",
-    "provider_version",
-)
 ENDPOINT_OUTPUTS = ("name", "deployed_model_ids", "predict_url", "serving")
 
 
@@ -407,10 +313,7 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
 
 
 def _endpoint_body(props: Mapping[str, Any]) -> dict[str, Any]:
-    body = dict(props["body"])
-    identity = str(props["identity"])
-    stack = identity.split("/")[1] if "/" in identity else ""
-    return {**body, "labels": {**dict(body.get("labels") or {}), STACK_LABEL: label_value(stack)}}
+    return labelled(props["body"], str(props["identity"]), {})
 
 
 def _endpoint_outputs(record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
@@ -423,18 +326,19 @@ def _endpoint_outputs(record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class EndpointProvider(_ServingProvider):
+class EndpointProvider(Provider):
     """An endpoint and its deployed models; stateless (it is pickled)."""
 
+    body = "body"
+    required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
     replacing = ("endpoint_id", "backend_target", "identity")
     updating = ("deployments", "traffic", "provider_version", "backend")
     metadata = ENDPOINT_METADATA
+    delete_before_replace = True
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = _common_failures(
-            news, ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
-        )
-        if failures or _has_unknown({k: v for k, v in news.items() if k != "deployments"}):
+        failures = self.missing(news)
+        if failures or has_unknown({k: v for k, v in news.items() if k != "deployments"}):
             return pulumi.dynamic.CheckResult(news, failures)
         from vertex_training.serving.rules import local_refusals, traffic_problems
 
@@ -442,7 +346,7 @@ class EndpointProvider(_ServingProvider):
         problems = _parse_problems("Endpoint", news["body"])
         problems += traffic_problems("traffic", news["traffic"], list(news["deployments"]))
         for name, body in sorted(news["deployments"].items()):
-            if _has_unknown(body):
+            if has_unknown(body):
                 continue  # the model's version is not known yet (preview)
             problems += [f"deployments.{name}: {p}" for p in _parse_problems("DeployedModel", body)]
             if settings.kind is BackendKind.LOCAL:
@@ -451,17 +355,19 @@ class EndpointProvider(_ServingProvider):
                 ]
         if settings.kind is BackendKind.LOCAL:
             problems += local_refusals("Endpoint", news["body"])
-        return _checked(news, settings, failures, problems)
+        return self.checked(news, settings.to_props(), failures, problems)
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
-        replaces, changed = self._changes(olds, news)
+        replaces, changed = self.changes(olds, news)
         if not replaces and not changed and self._local_server_down(id_, news):
             # The machine restarted (or the server died): `up` starts it again.
             changed.append("serving")
         return pulumi.dynamic.DiffResult(
-            changes=bool(replaces or changed), replaces=replaces, delete_before_replace=True
+            changes=bool(replaces or changed),
+            replaces=replaces,
+            delete_before_replace=self.delete_before_replace,
         )
 
     @staticmethod
@@ -478,33 +384,28 @@ class EndpointProvider(_ServingProvider):
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         backend = _backend(props)
         record = _reconcile(backend, props)
-        outs = {**{k: props.get(k) for k in ENDPOINT_INPUTS}, **_endpoint_outputs(record, props)}
-        outs["backend_target"] = props.get("backend_target")
+        outs = {**self.inputs(props), **_endpoint_outputs(record, props)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
-    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         from vertex_training.serving.backends import ServingNotFoundError
 
         try:
             # A refresh notices a dead local server and starts it again.
-            record = _backend(props).ensure_serving(id_)
+            return _endpoint_outputs(_backend(props).ensure_serving(id_), props)
         except ServingNotFoundError:
-            return pulumi.dynamic.ReadResult(id_="", outs={})
-        inputs = {k: props[k] for k in (*ENDPOINT_INPUTS, "backend_target") if k in props}
-        return pulumi.dynamic.ReadResult(
-            id_=id_, outs={**inputs, **_endpoint_outputs(record, props)}, inputs=inputs
-        )
+            return None
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
         backend = _backend(news)
-        if any((olds.get("body") or {}).get(f) != news["body"].get(f) for f in ENDPOINT_METADATA):
+        if self.metadata_changed(olds, news):
             backend.update_endpoint(id_, _endpoint_body(news))
         record = _reconcile(backend, news)
-        outs = {**{k: news.get(k) for k in ENDPOINT_INPUTS}, **_endpoint_outputs(record, news)}
-        outs["backend_target"] = news.get("backend_target")
-        return pulumi.dynamic.UpdateResult(outs=outs)
+        return pulumi.dynamic.UpdateResult(
+            outs={**self.inputs(news), **_endpoint_outputs(record, news)}
+        )
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         from vertex_training.serving.backends import ServingNotFoundError

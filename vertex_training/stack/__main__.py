@@ -14,6 +14,7 @@ on a free port until Ctrl-C (``make tensorboard``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Sequence
@@ -22,7 +23,6 @@ from pathlib import Path
 from vertex_training.stack.engine import (
     COMMANDS,
     EXIT_USAGE,
-    Options,
     StackCommandError,
     run,
     stack_file,
@@ -30,6 +30,8 @@ from vertex_training.stack.engine import (
 
 POLICY_CONFIG = "policy-config"
 TENSORBOARD = "tensorboard"
+BUDGET_POLICIES = ("budget", "budget-prod")
+"""The pack's policies that judge the stack's estimate against its budget."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,26 +79,41 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _policy_config(args: argparse.Namespace) -> int:
-    from vertex_training.stack.policy_config import write_policy_config
+    """The pack's config (``--base``, e.g. ``policy/config/<stack>.json``) with the stack's
+    ``budget`` given to the budget policies that do not set their own: the pack reads no
+    file of the project it judges (it runs on a platform team's program as on this one)."""
+    from vertex_training.stack.config import load_stack_config
 
     if args.out is None:
         print("error: policy-config needs --out FILE", file=sys.stderr)
         return EXIT_USAGE
-    write_policy_config(stack_file(args.stack), args.base, args.out)
+    base = json.loads(args.base.read_text(encoding="utf-8")) if args.base else {}
+    config = {name: dict(settings) for name, settings in base.items()}
+    budget = load_stack_config(stack_file(args.stack)).budget
+    if budget is not None:
+        for name in BUDGET_POLICIES:
+            config.setdefault(name, {}).setdefault("budget", budget)
+    args.out.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     return 0
 
 
 def _tensorboard(args: argparse.Namespace) -> int:
-    from vertex_training.stack.tensorboard import start_tensorboard
+    """The local jobs' TensorBoard logs, served: the local backend gives every replica
+    ``AIP_TENSORBOARD_LOG_DIR`` under the job's output directory (per trial
+    ``.../<trial>/logs/``), as Vertex does in Cloud Storage, so the whole local root served
+    by the real ``tensorboard`` package shows every job and trial as a run named by its
+    path."""
+    from tensorboard import program
 
-    if args.root is not None:
-        root = args.root
-    else:
-        from vertex_training.stack.config import load_stack_config
+    from vertex_training.stack.config import load_stack_config
 
-        root = load_stack_config(stack_file(args.stack)).local_root
-    logdir = Path(root)
-    _, url = start_tensorboard(logdir, host=args.host, port=args.port)
+    logdir = Path(args.root or load_stack_config(stack_file(args.stack)).local_root)
+    logdir.mkdir(parents=True, exist_ok=True)
+    server = program.TensorBoard()
+    # New trials appear while a study runs: reload every 5 seconds. Port 0: a free one.
+    argv = ["--logdir", str(logdir), "--host", args.host, "--port", str(args.port)]
+    server.configure(argv=["tensorboard", *argv, "--reload_interval", "5"])
+    url = server.launch()
     print(f"TensorBoard on {logdir}: {url}", flush=True)
     try:
         while True:
@@ -115,10 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (ValueError, OSError) as error:
                 # A stack file that does not validate (ConfigError) is its message alone.
                 raise StackCommandError(str(error)) from None
-        options = {
-            k: v for k, v in vars(args).items() if k not in {"out", "base", "root", "host", "port"}
-        }
-        return run(Options(**options))
+        return run(args)
     except StackCommandError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE

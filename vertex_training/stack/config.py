@@ -20,9 +20,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
 from vertex_training._spelling import closest
 from vertex_training.jobs.api import LATER, PlatformFacts
@@ -37,7 +39,6 @@ from vertex_training.platform.rules import (
     PlatformValues,
     Problem,
     WorkbenchValues,
-    check_bucket_name,
     image_name_problems,
     image_reference_problems,
     judge_platform,
@@ -47,35 +48,22 @@ from vertex_training.stack.settings import (
     PROJECT_NAME,
     SECTIONS,
     GeneralSettings,
-    ImageSettings,
     JobsSettings,
-    RegistrySettings,
     Section,
     StackConfig,
-    StorageSettings,
-    WorkbenchSettings,
     known_config_keys,
 )
 
 __all__ = [
-    "GCP_PROJECT_KEY",
     "PROJECT_NAME",
-    "SECTIONS",
     "ConfigError",
     "ConfigProblem",
     "EnvironmentKind",
-    "GeneralSettings",
-    "ImageSettings",
-    "RegistrySettings",
     "StackConfig",
-    "StorageSettings",
-    "WorkbenchSettings",
-    "check_bucket_name",
     "known_config_keys",
     "load_pulumi_config",
     "load_stack_config",
     "parse_stack_config",
-    "stack_name_of",
 ]
 
 GCP_PROJECT_KEY = "gcp:project"
@@ -120,22 +108,22 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     """
     problems: list[ConfigProblem] = []
     ours = _our_keys(stack, raw, problems)
-    sections: dict[str, Section] = {}
+    sections: dict[str, Any] = {}
     for section_name, model in SECTIONS.items():
         if model is not JobsSettings:
             sections[section_name] = _section(model, ours, stack, problems)
     gcp_project = raw.get(GCP_PROJECT_KEY)
-    if gcp_project is not None and not isinstance(gcp_project, str):
-        gcp_project = str(gcp_project)
-    general = sections["general"]
-    assert isinstance(general, GeneralSettings)
-    found, warnings = _platform_problems(stack, gcp_project, sections)
+    # What the rules judge: the sections as read (jobs and serving are read next).
+    project = None if gcp_project is None else str(gcp_project) or None
+    draft = StackConfig.model_construct(stack=stack, gcp_project=project, **sections)
+    general = draft.general
+    found, warnings = _platform_problems(draft)
     # A refused value's default stood in: what the rules say of that key is not news.
     refused = {p.key for p in problems}
     problems += [p for p in found if p.key not in refused]
     region_refused = any(p.key == f"{PROJECT_NAME}:region" for p in found)
     jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
-    sections["jobs"] = JobsSettings.model_construct(jobs=jobs)
+    jobs_section = JobsSettings.model_construct(jobs=jobs)
     problems += job_problems_found
     serving, unreadable = read_serving(
         ours,
@@ -154,12 +142,9 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     ]
     if problems:
         raise ConfigError(stack, problems)
-    # model_validate rather than the constructor: sections is keyed by field name.
-    return StackConfig.model_validate(
-        {
-            "stack": stack,
-            "gcp_project": gcp_project or None,
-            **sections,
+    return draft.model_copy(
+        update={
+            "jobs": jobs_section,
             "serving": serving,
             "warnings": tuple(warnings + job_warnings),
         }
@@ -261,9 +246,7 @@ def _problems_from(error: ValidationError, model: type[Section], stack: str) -> 
     problems: list[ConfigProblem] = []
     for item in error.errors():
         alias = str(item["loc"][0]) if item["loc"] else "?"
-        info = by_alias.get(alias)
-        extra = info.json_schema_extra if info is not None else None
-        meta = extra if isinstance(extra, dict) else {}
+        meta = _meta(by_alias.get(alias))
         cause = item.get("ctx", {}).get("error")
         if isinstance(cause, InvalidValueError):
             problem, valid = cause.problem, cause.valid
@@ -294,28 +277,23 @@ def _rule_keys() -> dict[str, str]:
     holds its value (each key declares its field in ``stack.settings``)."""
     keys = {"project": GCP_PROJECT_KEY}
     for short, info in known_config_keys().items():
-        extra = info.json_schema_extra
-        if isinstance(extra, dict) and "platform" in extra:
-            keys[str(extra["platform"])] = f"{PROJECT_NAME}:{short}"
+        if "platform" in _meta(info):
+            keys[str(_meta(info)["platform"])] = f"{PROJECT_NAME}:{short}"
     return keys
 
 
-def _platform_problems(
-    stack: str, gcp_project: str | None, sections: Mapping[str, Section]
-) -> tuple[list[ConfigProblem], list[str]]:
+def _meta(info: FieldInfo | None) -> dict[str, Any]:
+    """A config key's ``valid``, ``example`` and ``platform`` (``settings._key``)."""
+    extra = info.json_schema_extra if info is not None else None
+    return extra if isinstance(extra, dict) else {}
+
+
+def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[str]]:
     """The platform's rules on the stack's values (``judge_platform``, the ones
     ``TrainingPlatformArgs`` is judged by, then the trainer image's), each problem at the
     config key that holds its field."""
-    general, storage, registry, image, workbench = (
-        sections["general"],
-        sections["storage"],
-        sections["registry"],
-        sections["image"],
-        sections["workbench"],
-    )
-    assert isinstance(general, GeneralSettings) and isinstance(storage, StorageSettings)
-    assert isinstance(registry, RegistrySettings) and isinstance(image, ImageSettings)
-    assert isinstance(workbench, WorkbenchSettings)
+    stack, gcp_project, general = config.stack, config.gcp_project, config.general
+    storage, registry, workbench = config.storage, config.registry, config.workbench
     found = judge_platform(
         PlatformValues(
             environment=general.environment,
@@ -346,9 +324,10 @@ def _platform_problems(
             acknowledged=general.acknowledged_hardware_checks,
         )
     )
-    found += image_name_problems(image.image_name)
-    if image.pinned_reference is not None:
-        found += image_reference_problems(image.pinned_reference, "trainer_image", by_digest=True)
+    found += image_name_problems(config.image.image_name)
+    if config.image.pinned_reference is not None:
+        reference = config.image.pinned_reference
+        found += image_reference_problems(reference, "trainer_image", by_digest=True)
     problems = [_phrased(p, stack, general.region) for p in found if not p.warning]
     warnings = [f"{_config_key(p.field)}: {p.problem}" for p in found if p.warning]
     return problems, warnings
@@ -366,8 +345,8 @@ def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
     elif problem.field == "region":
         example = closest(region, sorted(catalog().regions), cutoff=0.8) or "<region>"
     else:
-        extra = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")].json_schema_extra
-        example = str(extra.get("example", "<value>")) if isinstance(extra, dict) else "<value>"
+        info = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")]
+        example = str(_meta(info).get("example", "<value>"))
     return ConfigProblem(key, problem.problem, problem.valid, _fix_set(key, example, stack))
 
 

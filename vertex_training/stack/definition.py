@@ -70,17 +70,13 @@ def stack_definition(config: StackConfig) -> StackDefinition:
     """The Args a validated stack config declares."""
     from vertex_training.jobs.pools import Accelerator
 
-    image: ImageBuild | str
-    if config.image.pinned_reference is not None:
-        image = config.image.pinned_reference
-    else:
-        root = project_root()
-        image = ImageBuild(
-            context=root,
-            dockerfile=root / DOCKERFILE,
-            image_name=config.image.image_name,
-            sources=IMAGE_SOURCES,
-        )
+    root = project_root()
+    image: ImageBuild | str = config.image.pinned_reference or ImageBuild(
+        context=root,
+        dockerfile=root / DOCKERFILE,
+        image_name=config.image.image_name,
+        sources=IMAGE_SOURCES,
+    )
     settings = config.workbench
     workbench = None
     if settings.enabled:
@@ -99,7 +95,6 @@ def stack_definition(config: StackConfig) -> StackDefinition:
     if any(model.args.image is None for model in serving.models):
         # A model without an image serves with ours, built like the trainer's and used by
         # digest (a local platform builds nothing: its twin runs predictor/ from here).
-        root = project_root()
         images[SERVING_IMAGE] = ImageBuild(
             context=root,
             dockerfile=root / SERVING_DOCKERFILE,

@@ -15,6 +15,7 @@ running and records them, as ``pulumi`` does); a second Ctrl-C stops it at once.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import runpy
@@ -22,7 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -285,23 +286,9 @@ def missing_plugin_message(output: str) -> str | None:
     )
 
 
-@dataclass
-class Options:
-    """What a user can ask of one command."""
-
-    command: str
-    stack: str
-    diff: bool = False
-    json: bool = False
-    policy_packs: Sequence[str] = ()
-    policy_pack_configs: Sequence[str] = ()
-    exclude_protected: bool = False
-    clear_pending_creates: bool = False
-    expect_no_changes: bool = False
-
-
-def run(options: Options, start: Path | None = None) -> int:
-    """Run one stack command through the engine; the CLI's exit status."""
+def run(options: argparse.Namespace, start: Path | None = None) -> int:
+    """Run one stack command through the engine (``options``: what the user asked of it,
+    ``python -m vertex_training.stack --help``); the CLI's exit status."""
     from pulumi import automation as auto
 
     def say(message: str) -> None:
@@ -338,37 +325,28 @@ def run(options: Options, start: Path | None = None) -> int:
     except auto.errors.CommandError as error:
         say(f"error: cannot select stack {options.stack!r}:{error}")
         return _exit_code(error)
-    common: dict[str, Any] = {"on_output": on_output, "on_error": on_error, "color": "auto"}
-    packs: dict[str, Any] = {
-        "policy_packs": list(options.policy_packs) or None,
-        "policy_pack_configs": list(options.policy_pack_configs) or None,
+    packs = {
+        "policy_packs": list(options.policy_packs),
+        "policy_pack_configs": list(options.policy_pack_configs),
     }
-    operations: dict[str, Callable[[], object]] = {
-        "preview": lambda: stack.preview(
-            diff=options.diff or None,
-            json=options.json or None,
-            expect_no_changes=options.expect_no_changes or None,
-            **packs,
-            **common,
-        ),
-        "up": lambda: stack.up(
-            diff=options.diff or None,
-            expect_no_changes=options.expect_no_changes or None,
-            **packs,
-            **common,
-        ),
-        "refresh": lambda: stack.refresh(
-            clear_pending_creates=options.clear_pending_creates or None,
-            expect_no_changes=options.expect_no_changes or None,
-            **common,
-        ),
-        "destroy": lambda: stack.destroy(
-            exclude_protected=options.exclude_protected or None, **common
-        ),
+    changes = {"expect_no_changes": options.expect_no_changes}
+    flags_of: dict[str, dict[str, Any]] = {
+        "preview": {"diff": options.diff, "json": options.json, **changes, **packs},
+        "up": {"diff": options.diff, **changes, **packs},
+        "refresh": {"clear_pending_creates": options.clear_pending_creates, **changes},
+        "destroy": {"exclude_protected": options.exclude_protected},
     }
+    flags = flags_of[options.command]
+    operation = getattr(stack, options.command)
     with _cancel_on_interrupt(say) as interrupts:
         try:
-            operations[options.command]()
+            # What the user did not ask for is left out (None), as the CLI's defaults.
+            operation(
+                **{k: v or None for k, v in flags.items()},
+                on_output=on_output,
+                on_error=on_error,
+                color="auto",
+            )
         except auto.errors.CommandError as error:
             code = _exit_code(error)
             hint = missing_plugin_message("\n".join(stdout_lines + stderr_lines))

@@ -14,15 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, field_validator
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.platform.names import derived_bucket_name
-from vertex_training.platform.rules import EnvironmentKind, InvalidValueError
+from vertex_training.platform.rules import (
+    BUCKET_NAME_VALID,
+    IMAGE_NAME_VALID,
+    REPOSITORY_ID_VALID,
+    SETTINGS,
+    EnvironmentKind,
+    InvalidValueError,
+)
 
 __all__ = [
     "PROJECT_NAME",
@@ -66,9 +73,8 @@ class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
 
 
-def _empty_to_none(value: object) -> object:
-    # Pulumi.yaml cannot declare a null default, so "" means "not set" for optional strings.
-    return None if value == "" else value
+OptionalText = Annotated[str | None, BeforeValidator(lambda v: None if v == "" else v)]
+"""An optional string: Pulumi.yaml cannot declare a null default, so "" means "not set"."""
 
 
 class GeneralSettings(Section):
@@ -120,7 +126,7 @@ class GeneralSettings(Section):
         "true or false",
         "true",
     )
-    kms_key_name: str | None = _key(
+    kms_key_name: OptionalText = _key(
         "kmsKeyName",
         None,
         'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
@@ -136,24 +142,14 @@ class GeneralSettings(Section):
         ".local-vertex",
     )
 
-    kms_empty_means_unset = field_validator("kms_key_name", mode="before")(_empty_to_none)
-
     @field_validator("budget", mode="before")
     @classmethod
-    def _budget_not_a_flag(cls, value: object) -> object:
-        # Lax integers would take true as $1.
-        if isinstance(value, bool) or value in ("true", "false"):
+    def _budget_in_dollars(cls, value: object) -> object:
+        # Lax integers would take true as $1; below 0 is no budget either.
+        text = str(value).strip()
+        if isinstance(value, bool) or text in ("true", "false") or text.startswith("-"):
             raise InvalidValueError(
                 f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
-            )
-        return value
-
-    @field_validator("budget")
-    @classmethod
-    def _budget_not_negative(cls, value: int) -> int:
-        if value < 0:
-            raise InvalidValueError(
-                f"{value} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
             )
         return value
 
@@ -166,13 +162,12 @@ class GeneralSettings(Section):
 
 
 class StorageSettings(Section):
-    bucket_name: str | None = _key(
+    bucket_name: OptionalText = _key(
         "bucketName",
         None,
         'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
         "<gcp project>-<stack>-vertex.",
-        "3-63 characters of lowercase letters, digits, '-', '_' and '.', starting and "
-        "ending with a letter or digit, no 'goog' prefix, no 'google', not an IP address",
+        BUCKET_NAME_VALID,
         "my-project-dev-vertex",
         platform="bucket_name",
     )
@@ -180,7 +175,7 @@ class StorageSettings(Section):
         "stagingRetentionDays",
         7,
         "Days after which objects under staging/ are deleted (job packages, temporary files).",
-        "an integer from 1 to 3650",
+        SETTINGS["staging_retention_days"].valid,
         "7",
         platform="staging_retention_days",
     )
@@ -188,12 +183,10 @@ class StorageSettings(Section):
         "softDeleteRetentionDays",
         7,
         "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
-        "0, or an integer from 7 to 90",
+        SETTINGS["soft_delete_retention_days"].valid,
         "7",
         platform="soft_delete_retention_days",
     )
-
-    empty_means_unset = field_validator("bucket_name", mode="before")(_empty_to_none)
 
 
 class RegistrySettings(Section):
@@ -201,7 +194,7 @@ class RegistrySettings(Section):
         "repositoryName",
         "trainers",
         "Artifact Registry Docker repository id for the trainer images.",
-        "1-63 characters: lowercase letters, digits and '-', starting with a letter",
+        REPOSITORY_ID_VALID,
         "trainers",
         platform="repository_name",
     )
@@ -209,7 +202,7 @@ class RegistrySettings(Section):
         "imageKeepCount",
         10,
         "Cleanup policy: how many most recent image versions the repository keeps.",
-        "an integer from 1 to 1000",
+        SETTINGS["image_keep_count"].valid,
         "10",
         platform="image_keep_count",
     )
@@ -220,11 +213,11 @@ class ImageSettings(Section):
         "imageName",
         "trainer",
         "Name of the trainer image inside the repository.",
-        "lowercase letters, digits and single '.', '_', '-' or '/' separators",
+        IMAGE_NAME_VALID,
         "trainer",
         platform="image_name",
     )
-    pinned_reference: str | None = _key(
+    pinned_reference: OptionalText = _key(
         "trainerImage",
         None,
         '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
@@ -233,8 +226,6 @@ class ImageSettings(Section):
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
         platform="trainer_image",
     )
-
-    empty_means_unset = field_validator("pinned_reference", mode="before")(_empty_to_none)
 
 
 class WorkbenchSettings(Section):
@@ -245,7 +236,7 @@ class WorkbenchSettings(Section):
         "true or false",
         "false",
     )
-    zone: str | None = _key(
+    zone: OptionalText = _key(
         "workbenchZone",
         None,
         'Zone of the Workbench instance; "" means <region>-a.',
@@ -261,7 +252,7 @@ class WorkbenchSettings(Section):
         "n1-standard-4",
         platform="workbench.machine_type",
     )
-    gpu_type: str | None = _key(
+    gpu_type: OptionalText = _key(
         "workbenchGpuType",
         None,
         '"" for no GPU, or the accelerator attached to the Workbench instance.',
@@ -281,11 +272,11 @@ class WorkbenchSettings(Section):
         "workbenchDiskSizeGb",
         150,
         "Boot disk size of the Workbench instance in GB.",
-        "an integer from 150 to 64000",
+        SETTINGS["disk_size_gb"].valid,
         "150",
         platform="workbench.disk_size_gb",
     )
-    container_image: str | None = _key(
+    container_image: OptionalText = _key(
         "workbenchContainerImage",
         None,
         '"" for the standard Workbench image, or a custom container image to run instead.',
@@ -297,13 +288,9 @@ class WorkbenchSettings(Section):
         "workbenchIdleTimeoutMinutes",
         60,
         "Minutes of inactivity after which the Workbench instance shuts down.",
-        "an integer from 10 to 1440",
+        SETTINGS["idle_timeout_minutes"].valid,
         "60",
         platform="workbench.idle_timeout_minutes",
-    )
-
-    empty_means_unset = field_validator("zone", "gpu_type", "container_image", mode="before")(
-        _empty_to_none
     )
 
 
@@ -359,10 +346,6 @@ class StackConfig(BaseModel):
         if self.storage.bucket_name is not None:
             return self.storage.bucket_name
         return derived_bucket_name(self.gcp_project or PROJECT_NAME, self.stack)
-
-    @property
-    def workbench_zone(self) -> str:
-        return self.workbench.zone or f"{self.region}-a"
 
     @property
     def local_root(self) -> Path:

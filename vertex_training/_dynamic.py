@@ -1,0 +1,162 @@
+"""What our dynamic providers share (the jobs', the served models'): the labels every
+resource we submit carries, values not known yet in preview, and the provider base that
+decides which inputs a check requires, which replace and which change in place.
+
+Providers are pickled by reference: a subclass's import path is part of every stack's
+state, this module's is not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pulumi
+import pulumi.dynamic
+from pulumi.runtime.rpc import UNKNOWN
+
+__all__ = [
+    "ADOPTION_LABEL",
+    "STACK_LABEL",
+    "Provider",
+    "backend_target",
+    "has_unknown",
+    "is_unknown",
+    "label_value",
+    "labelled",
+]
+
+ADOPTION_LABEL = "pulumi-job-key"
+"""Label carrying a hash of (project, stack, resource name, spec): ``create`` looks for a
+job with it before submitting, because the create RPC has no request id."""
+STACK_LABEL = "pulumi-stack"
+
+_LABEL_SAFE = re.compile(r"[^a-z0-9_-]+")
+
+
+def label_value(text: str, max_length: int = 63) -> str:
+    """``text`` as a Vertex label value (lowercase, digits, ``-_``, at most 63
+    characters); hashed tail when it had to be cut so that values stay distinct."""
+    clean = _LABEL_SAFE.sub("-", text.lower()).strip("-")
+    if clean == text and len(clean) <= max_length:
+        return clean
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    return f"{clean[: max_length - len(digest) - 1].rstrip('-')}-{digest}".lstrip("-")
+
+
+def labelled(body: Mapping[str, Any], identity: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """``body`` as sent: its own labels, ``labels`` and the stack's label."""
+    stack = identity.split("/")[1] if "/" in identity else ""
+    own = dict(body.get("labels") or {})
+    return {**body, "labels": {**own, **labels, STACK_LABEL: label_value(stack)}}
+
+
+def is_unknown(value: Any) -> bool:
+    """One value not known yet (preview), without looking inside it: the host hands
+    unknowns over as ``pulumi.output.Unknown`` (keep_unknowns=True); older SDKs passed
+    the sentinel string."""
+    return isinstance(value, pulumi.output.Unknown) or (isinstance(value, str) and value == UNKNOWN)
+
+
+def has_unknown(value: Any) -> bool:
+    """Whether ``value`` holds a value not known yet, however deep."""
+    if isinstance(value, Mapping):
+        return any(has_unknown(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(has_unknown(v) for v in value)
+    return is_unknown(value)
+
+
+def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a backend's settings (``BackendSettings.to_props()``) that decides
+    *where* a resource lives: a change replaces it."""
+    return {k: backend[k] for k in ("kind", "project", "location", "local_root") if k in backend}
+
+
+class Provider(pulumi.dynamic.ResourceProvider):
+    """What our dynamic providers share (the jobs' and the served models'): the inputs a
+    check requires, which inputs replace and which change in place, the inputs kept beside
+    the outputs."""
+
+    serialize_as_secret_always = False  # nothing secret in here: keep the state readable
+    body: ClassVar[str]
+    """The input holding the REST body."""
+    required: ClassVar[tuple[str, ...]]
+    replacing: ClassVar[tuple[str, ...]]
+    """Inputs a change of which replaces the resource (so does the body's, outside
+    ``metadata``)."""
+    updating: ClassVar[tuple[str, ...]]
+    """Inputs changed in place."""
+    metadata: ClassVar[tuple[str, ...]]
+    """Body fields changed in place."""
+    delete_before_replace: ClassVar[bool] = False
+
+    def inputs(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        keys = (self.body, *self.replacing, *self.updating)
+        return {k: props[k] for k in keys if k in props}
+
+    def missing(self, news: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailure]:
+        return [
+            pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
+            for key in self.required
+            if key not in news
+        ]
+
+    def checked(
+        self,
+        news: Mapping[str, Any],
+        backend: Mapping[str, Any],
+        failures: list[pulumi.dynamic.CheckFailure],
+        problems: list[str],
+    ) -> pulumi.dynamic.CheckResult:
+        """The check's answer: ``problems`` as failures of the body; the ``backend``'s
+        target kept beside the inputs (a new target replaces)."""
+        failures = [pulumi.dynamic.CheckFailure(self.body, p) for p in problems] + failures
+        news = {**news, "backend_target": backend_target(backend)}
+        return pulumi.dynamic.CheckResult(news, failures)
+
+    def metadata_changed(self, olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+        old, new = olds.get(self.body), news.get(self.body)
+        if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
+            return False
+        return any(old.get(f) != new.get(f) for f in self.metadata)
+
+    def changes(
+        self, olds: Mapping[str, Any], news: Mapping[str, Any]
+    ) -> tuple[list[str], list[str]]:
+        """The inputs that replace the resource, and those that change it in place. An
+        unchanged ``up`` makes no API call."""
+        replaces = [k for k in self.replacing if olds.get(k) != news.get(k)]
+        old, new = olds.get(self.body), news.get(self.body)
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            old, new = ({k: v for k, v in b.items() if k not in self.metadata} for b in (old, new))
+        if old != new:
+            replaces.insert(0, self.body)
+        changed = [k for k in self.updating if olds.get(k) != news.get(k)]
+        if self.metadata_changed(olds, news):
+            changed.append(self.body)
+        return replaces, changed
+
+    def diff(
+        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
+    ) -> pulumi.dynamic.DiffResult:
+        replaces, changed = self.changes(olds, news)
+        return pulumi.dynamic.DiffResult(
+            changes=bool(replaces or changed),
+            replaces=replaces,
+            delete_before_replace=self.delete_before_replace,
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        outputs = self.current(id_, props)
+        if outputs is None:
+            # Deleted elsewhere: an empty id drops it from the state.
+            return pulumi.dynamic.ReadResult(id_="", outs={})
+        inputs = self.inputs(props)
+        return pulumi.dynamic.ReadResult(id_=id_, outs={**inputs, **outputs}, inputs=inputs)
+
+    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The resource's outputs as the service has them now; None where it is gone."""
+        raise NotImplementedError
