@@ -26,6 +26,7 @@ from vertex_training.jobs.rules.hardware import (
     check_zone,
 )
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
+from vertex_training.jobs.rules.kms import KMS_KEY, kms_key_problem
 
 __all__ = [
     "GCP_PROJECT_ID",
@@ -64,11 +65,6 @@ IMAGE_REFERENCE = re.compile(
 ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
 _MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-
-
-KMS_KEY = re.compile(
-    r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
-)
 
 
 class EnvironmentKind(enum.StrEnum):
@@ -258,23 +254,9 @@ def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> 
 
 
 def kms_key_problems(name: str | None, region: str) -> list[Problem]:
-    """A Cloud KMS key name, in ``region`` (CMEK keys must be in the region of what they
-    encrypt)."""
-    in_region = f"projects/P/locations/{region}/keyRings/K/cryptoKeys/C"
-    if name is None:
-        return []
-    if not KMS_KEY.match(name):
-        return [Problem("kms_key_name", f"'{name}' is not a Cloud KMS key name", in_region)]
-    if f"/locations/{region}/" not in name:
-        return [
-            Problem(
-                "kms_key_name",
-                f"'{name}' is not a key in the region {region} (CMEK keys must be in the "
-                "region of what they encrypt)",
-                in_region,
-            )
-        ]
-    return []
+    """A Cloud KMS key name, in ``region`` (the jobs' CMEK rule)."""
+    problem = None if name is None else kms_key_problem(name, region)
+    return [] if problem is None else [Problem("kms_key_name", *problem)]
 
 
 def workbench_problems(
