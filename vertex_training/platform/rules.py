@@ -15,11 +15,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    accelerator_counts_taken,
-    accelerators_taken,
     acknowledge,
     check_machine_spec,
     check_region,
@@ -271,8 +268,8 @@ def workbench_problems(
     idle_timeout_minutes: int,
 ) -> list[Problem]:
     """The Workbench instance's own values: a zone of ``region``, a machine type name, a
-    GPU type and count Workbench takes (a type with a count, a count with a type), a
-    container image, the disk and idle timeout ranges. Fields: ``workbench.<name>``."""
+    container image, the disk and idle timeout ranges (its GPUs are the hardware catalog's,
+    ``workbench_findings``). Fields: ``workbench.<name>``."""
     out: list[Problem] = []
     if zone is not None and not ZONE.match(zone):
         out.append(
@@ -296,40 +293,6 @@ def workbench_problems(
                 "workbench.machine_type",
                 f"'{machine_type}' is not a machine type name",
                 "e.g. n1-standard-4, e2-standard-8",
-            )
-        )
-    taken = accelerators_taken("workbench")
-    counts = accelerator_counts_taken("workbench")
-    if gpu_type is not None and gpu_type not in taken:
-        out.append(
-            Problem(
-                "workbench.accelerator.type",
-                f"'{gpu_type}' is not a GPU type Workbench accepts{did_you_mean(gpu_type, taken)}",
-                "unset or one of " + ", ".join(taken),
-            )
-        )
-    if gpu_count != 0 and gpu_count not in counts:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"{gpu_count} GPUs is not a valid count",
-                "0, or " + ", ".join(map(str, counts)),
-            )
-        )
-    elif gpu_type is None and gpu_count:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"{gpu_count} GPUs requested but no GPU type is set",
-                "0 without a GPU type, or set the GPU type too",
-            )
-        )
-    elif gpu_type in taken and gpu_count == 0:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"the GPU type is {gpu_type} but the GPU count is 0",
-                ", ".join(map(str, counts)),
             )
         )
     if container_image is not None:
@@ -360,9 +323,9 @@ def workbench_findings(
     gpu_count: int,
     cloud: bool,
 ) -> list[tuple[str, Finding]]:
-    """(field, finding) for the hardware catalog's view of a Workbench instance whose
-    ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
-    offers them. Findings are to be acknowledged and phrased by the caller."""
+    """(field, finding) for the hardware catalog's view of a Workbench instance: a GPU type
+    with a count, a count with a type, the machine takes them, and (cloud) the zone offers
+    them. Findings are to be acknowledged and phrased by the caller."""
     findings = check_machine_spec(
         path="workbench",
         machine_type=machine_type,
@@ -472,11 +435,18 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             idle_timeout_minutes=workbench.idle_timeout_minutes,
         )
         out += found
-        if workbench.enabled and not found:
-            findings += workbench_findings(
-                **shape,  # type: ignore[arg-type]
-                cloud=values.environment.is_cloud,
-            )
+        if workbench.enabled:
+            # A field workbench_problems refused (a zone or machine type name) is not
+            # judged again; the others are, so one run shows them all.
+            refused = {p.field for p in found}
+            findings += [
+                (field, finding)
+                for field, finding in workbench_findings(
+                    **shape,  # type: ignore[arg-type]
+                    cloud=values.environment.is_cloud,
+                )
+                if field not in refused
+            ]
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [
         # The catalog's messages say what would be valid (the regions, the machines).

@@ -40,6 +40,10 @@ def normalize_accelerator(accelerator_type: str | None) -> str | None:
     return accelerator_type
 
 
+_SERVICE: dict[Target, str] = {"training": "Vertex", "workbench": "Compute Engine"}
+"""Who refuses what each target gets wrong."""
+
+
 def _fmt(values: Iterable[object]) -> str:
     return ", ".join(str(v) for v in values)
 
@@ -74,18 +78,6 @@ def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
     return [m for m in catalog().machines(target).values() if accelerator_type in m.accelerators]
 
 
-def accelerators_taken(target: Target = "training") -> list[str]:
-    """Accelerators some machine type of ``target`` takes, sorted (the GPUs a Workbench
-    instance can have, for ``"workbench"``)."""
-    return sorted({a for m in catalog().machines(target).values() for a in m.accelerators})
-
-
-def accelerator_counts_taken(target: Target = "training") -> list[int]:
-    """Accelerator counts some machine type of ``target`` takes, sorted."""
-    machines = catalog().machines(target).values()
-    return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
-
-
 # --- machine spec ----------------------------------------------------------------------
 
 
@@ -103,9 +95,8 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         families = sorted({m.family for m in machines.values()})
         guess = closest(machine_type, machines) or closest(family_name, families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
-        where = "Vertex" if target == "training" else "Compute Engine"
         message = (
-            f"{machine_type!r} matches no {where} machine family{hint}; families: "
+            f"{machine_type!r} matches no {_SERVICE[target]} machine family{hint}; families: "
             f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
         return Finding(f"{path}.machineType", message, "error", f"unknown-family:{family_name}")
@@ -178,9 +169,9 @@ def _check_accelerator_fit(
     if count == 0:
         return Finding(
             f"{path}.acceleratorCount",
-            f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
-            f"valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset acceleratorType "
-            "for no accelerator",
+            f"acceleratorCount 0 with acceleratorType {accelerator}: {_SERVICE[target]} refuses "
+            f"it; valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset "
+            "acceleratorType for no accelerator",
             "error",
         )
     if count in counts:
@@ -475,8 +466,6 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
 
 
 __all__ = [
-    "accelerator_counts_taken",
-    "accelerators_taken",
     "acknowledge",
     "check_machine_spec",
     "check_region",
