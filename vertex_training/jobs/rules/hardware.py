@@ -421,7 +421,8 @@ def check_region(
     for pool_path, accelerator in accelerators:
         if accelerator in known.accelerators:
             wanted.add(accelerator)
-        elif accelerator in cat.accelerators:  # check_machine_spec reports any other name
+        elif accelerator is not None and accelerator in cat.accelerators:
+            # (check_machine_spec reports a name the catalog does not know)
             check = f"accelerator-region:{accelerator}@{region}"
             findings.append(
                 _not_offered(f"{pool_path}.acceleratorType", accelerator, region, check)
