@@ -252,7 +252,7 @@ def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> 
 
 def kms_key_problems(name: str | None, region: str) -> list[Problem]:
     """A Cloud KMS key name, in ``region`` (the jobs' CMEK rule)."""
-    problem = None if name is None else kms_key_problem(name, region)
+    problem = kms_key_problem(name, region)
     return [] if problem is None else [Problem("kms_key_name", *problem)]
 
 

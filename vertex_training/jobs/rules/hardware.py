@@ -84,11 +84,11 @@ def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
 def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    family_name, *series_parts, size = machine_type.split("-")
+    family_name, *middle, size = machine_type.split("-")
+    series_name = "-".join(middle)
     family = cat.families.get(family_name)
     machines = cat.machines(target)
-    series = family.series.get("-".join(series_parts)) if family else None
-    check = f"machine-type:{machine_type}"
+    series = family.series.get(series_name) if family else None
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
@@ -100,7 +100,7 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
             f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
         return Finding(f"{path}.machineType", message, "error", f"unknown-family:{family_name}")
-    if (sizeless := "-".join([*series_parts, size])) in family.series:
+    if (sizeless := "-".join([*middle, size])) in family.series:
         valid = _machine_list(f"{machine_type}-{n}" for n in family.series[sizeless][target])
         message = f"{machine_type!r} names a series without its size; valid: {valid}"
         return Finding(f"{path}.machineType", message, "error")
@@ -111,17 +111,19 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
             "machine (a2, a3, a4, g2, g4) instead"
         )
         return Finding(f"{path}.machineType", message, "error", f"workbench-tpu:{machine_type}")
+    # A size missing from a family the catalog marks partial cannot be called wrong, so it
+    # stays a warning in strict mode too: strict refuses only unheard-of names.
+    severity, as_of = _partial(family.complete)
     if not family.series:
         known = _machine_list(n for n, m in machines.items() if m.family == family.name)
-        partial = "" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"
         message = (
             f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-            f"machine types: {known}{partial}"
+            f"machine types: {known}{as_of}"
         )
     elif series is None:
         message = (
             f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-            f"{'-'.join(series_parts) or size!r} series; {family.name} series: "
+            f"{series_name or size!r} series; {family.name} series: "
             f"{_fmt(sorted(family.series))}"
         )
     else:
@@ -131,17 +133,14 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         note = f" ({offered})" if size.isdigit() and int(size) in other else ""
         message = (
             f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{'-'.join(series_parts)} sizes: {_fmt(series[target])}"
+            f"{series_name} sizes: {_fmt(series[target])}"
         )
-    # A size missing from a family the catalog marks partial cannot be called wrong, so it
-    # stays a warning in strict mode too: strict refuses only unheard-of names.
-    return Finding(f"{path}.machineType", message, _partial(family.complete)[0], check)
+    return Finding(f"{path}.machineType", message, severity, f"machine-type:{machine_type}")
 
 
 def _check_accelerator_fit(
     machine: MachineType, accelerator: str | None, count: int, target: Target, path: str
 ) -> Finding | None:
-    cat = catalog()
     field = f"{path}.acceleratorType"
     if accelerator is None:
         if not machine.accelerator_required:
@@ -152,7 +151,7 @@ def _check_accelerator_fit(
             "error",
             f"accelerator-required:{machine.name}",
         )
-    info = cat.accelerators[accelerator]
+    info = catalog().accelerators[accelerator]
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""

@@ -515,8 +515,7 @@ def platform_findings(
     if view.display_name is not None:
         out += display_name_findings(view.display_name)
     _labels(view.labels, "labels", out)
-    key = view.encryption_spec.kms_key_name
-    if key is not None and (problem := kms_key_problem(key, region)):
+    if problem := kms_key_problem(view.encryption_spec.kms_key_name, region):
         out.error("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem))
     _custom_job_spec(
         view.trial_job, view.trial_job_path, out, region=region, remote=remote, strict=strict

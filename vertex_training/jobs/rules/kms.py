@@ -11,9 +11,11 @@ KMS_KEY = re.compile(
 """A Cloud KMS key's resource name; its first group is the key's location."""
 
 
-def kms_key_problem(name: str, region: str | None) -> tuple[str, str] | None:
-    """(what is wrong, what would be valid) with the key ``name``, or None. A CMEK key must
-    be in the region of what it encrypts (``region``; None: not known, any)."""
+def kms_key_problem(name: str | None, region: str | None) -> tuple[str, str] | None:
+    """(what is wrong, what would be valid) with the key ``name``, or None (as for no key). A
+    CMEK key must be in the region of what it encrypts (``region``; None: not known, any)."""
+    if name is None:
+        return None
     valid = f"projects/P/locations/{region or 'L'}/keyRings/K/cryptoKeys/C"
     match = KMS_KEY.match(name)
     if match is None:
