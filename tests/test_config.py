@@ -222,7 +222,7 @@ def test_regions_and_workbench_gpus_come_from_the_hardware_catalog() -> None:
     # A Workbench GPU the hand table lacked and the catalog has (a2-ultragpu takes A100 80GB).
     error = problems_of("dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_V10"})
     assert "(did you mean 'NVIDIA_TESLA_V100'?)" in error.problems[0].problem
-    assert "NVIDIA_H100_80GB" in error.problems[0].valid
+    assert "NVIDIA_H100_80GB" in error.problems[0].problem
 
 
 @pytest.mark.parametrize(
@@ -512,9 +512,14 @@ def test_trainer_image_must_be_a_digest() -> None:
 @pytest.mark.parametrize(
     ("extra", "bad_key", "text"),
     [
-        ({"workbenchGpuCount": "1"}, "workbenchGpuCount", "no GPU type is set"),
-        ({"workbenchGpuType": "NVIDIA_TESLA_T4"}, "workbenchGpuCount", "the GPU count is 0"),
-        ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "3 GPUs is not a valid count"),
+        ({"workbenchGpuCount": "1"}, "workbenchGpuCount", "acceleratorType is unset; set "),
+        (
+            {"workbenchGpuType": "NVIDIA_TESLA_T4"},
+            "workbenchGpuCount",
+            "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4: Compute Engine refuses it; "
+            "valid counts on n1-standard-4: 1, 2, 4",
+        ),
+        ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "acceleratorCount is 3 but"),
         (
             {"workbenchGpuType": "NVIDIA_L4", "workbenchGpuCount": "1"},
             "workbenchGpuType",
@@ -544,7 +549,7 @@ def test_trainer_image_must_be_a_digest() -> None:
             "workbenchContainerImage",
             "not a container image reference",
         ),
-        ({"workbenchGpuType": "TPU"}, "workbenchGpuType", "'TPU' is not a GPU type"),
+        ({"workbenchGpuType": "TPU"}, "workbenchGpuType", "'TPU' is not an AcceleratorType"),
         ({"workbenchZone": "europe-west4-a"}, "workbenchZone", "not a zone of the region"),
         ({"workbenchZone": "central"}, "workbenchZone", "not a zone name"),
         ({"softDeleteRetentionDays": "3"}, "softDeleteRetentionDays", "3 days is not a soft"),
@@ -557,6 +562,15 @@ def test_rules_between_and_within_keys(extra: dict[str, str], bad_key: str, text
     assert [p.key for p in error.problems] == [key(bad_key)]
     assert text in error.problems[0].problem
     assert error.problems[0].fix.startswith(f"pulumi config set {key(bad_key)} ")
+
+
+def test_a_refused_workbench_zone_hides_no_gpu_problem() -> None:
+    # The GPU rules are the hardware catalog's: they run beside the zone's own rule, and the
+    # catalog does not judge the zone a second time.
+    extra = {key("workbenchZone"): "central", key("workbenchGpuCount"): "2"}
+    error = problems_of("dev", {**DEV, **extra})
+    assert [p.key for p in error.problems] == [key("workbenchZone"), key("workbenchGpuCount")]
+    assert "acceleratorCount is 2 but acceleratorType is unset" in error.problems[1].problem
 
 
 def test_all_problems_are_reported_at_once() -> None:

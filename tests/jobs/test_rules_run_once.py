@@ -31,7 +31,7 @@ RULES = {
     "_custom_job_spec": "job",
     "check_region": "job",
     "_labels": "job",
-    "_kms": "job",
+    "kms_key_problem": "job",
     "display_name_findings": "job",
 }
 
@@ -54,7 +54,7 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[str]]:
         counted = counting(name, rule)
         monkeypatch.setattr(job_rules, name, counted)
         if rule.__module__ != job_rules.__name__:
-            continue  # a hardware rule: counted where the job rules call it
+            continue  # a hardware or CMEK rule: counted where the job rules call it
         # The rules of a pool, study or parameter also run where each is built (imported).
         for module_name, module in list(sys.modules.items()):
             if module_name.startswith("vertex_training.") and getattr(module, name, None) is rule:

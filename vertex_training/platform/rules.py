@@ -15,17 +15,15 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import (
-    accelerator_counts_taken,
-    accelerators_taken,
     acknowledge,
     check_machine_spec,
     check_region,
     check_zone,
 )
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
+from vertex_training.jobs.rules.kms import KMS_KEY, kms_key_problem
 
 __all__ = [
     "GCP_PROJECT_ID",
@@ -72,9 +70,6 @@ BUCKET_NAME_VALID = (
 )
 REPOSITORY_ID_VALID = "1-63 characters: lowercase letters, digits and '-', starting with a letter"
 IMAGE_NAME_VALID = "lowercase letters, digits and single '.', '_', '-' or '/' separators"
-KMS_KEY = re.compile(
-    r"^projects/[^/]+/locations/[a-z0-9-]+/keyRings/[A-Za-z0-9_-]+/cryptoKeys/[A-Za-z0-9_-]+$"
-)
 TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[^/]+$")
 
 
@@ -252,23 +247,9 @@ def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> 
 
 
 def kms_key_problems(name: str | None, region: str) -> list[Problem]:
-    """A Cloud KMS key name, in ``region`` (CMEK keys must be in the region of what they
-    encrypt)."""
-    in_region = f"projects/P/locations/{region}/keyRings/K/cryptoKeys/C"
-    if name is None:
-        return []
-    if not KMS_KEY.match(name):
-        return [Problem("kms_key_name", f"'{name}' is not a Cloud KMS key name", in_region)]
-    if f"/locations/{region}/" not in name:
-        return [
-            Problem(
-                "kms_key_name",
-                f"'{name}' is not a key in the region {region} (CMEK keys must be in the "
-                "region of what they encrypt)",
-                in_region,
-            )
-        ]
-    return []
+    """A Cloud KMS key name, in ``region`` (the jobs' CMEK rule)."""
+    problem = kms_key_problem(name, region)
+    return [] if problem is None else [Problem("kms_key_name", *problem)]
 
 
 def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
@@ -304,10 +285,9 @@ class WorkbenchValues:
 
 def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]:
     """The Workbench instance's own values: a zone of ``region``, a machine type name, a
-    GPU type and count Workbench takes (a type with a count, a count with a type), a
-    container image, the disk and idle timeout ranges. Fields: ``workbench.<name>``."""
+    container image, the disk and idle timeout ranges (its GPUs are the hardware catalog's,
+    ``workbench_findings``). Fields: ``workbench.<name>``."""
     zone, machine_type = workbench.zone, workbench.machine_type
-    gpu_type, gpu_count = workbench.gpu_type, workbench.gpu_count
     out: list[Problem] = []
     if zone is not None and not ZONE.match(zone):
         out.append(
@@ -331,40 +311,6 @@ def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]
                 "workbench.machine_type",
                 f"'{machine_type}' is not a machine type name",
                 "e.g. n1-standard-4, e2-standard-8",
-            )
-        )
-    taken = accelerators_taken("workbench")
-    counts = accelerator_counts_taken("workbench")
-    if gpu_type is not None and gpu_type not in taken:
-        out.append(
-            Problem(
-                "workbench.accelerator.type",
-                f"'{gpu_type}' is not a GPU type Workbench accepts{did_you_mean(gpu_type, taken)}",
-                "unset or one of " + ", ".join(taken),
-            )
-        )
-    if gpu_count != 0 and gpu_count not in counts:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"{gpu_count} GPUs is not a valid count",
-                "0, or " + ", ".join(map(str, counts)),
-            )
-        )
-    elif gpu_type is None and gpu_count:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"{gpu_count} GPUs requested but no GPU type is set",
-                "0 without a GPU type, or set the GPU type too",
-            )
-        )
-    elif gpu_type in taken and gpu_count == 0:
-        out.append(
-            Problem(
-                "workbench.accelerator.count",
-                f"the GPU type is {gpu_type} but the GPU count is 0",
-                ", ".join(map(str, counts)),
             )
         )
     if workbench.container_image is not None:
@@ -392,9 +338,9 @@ _CATALOG_FIELDS = {
 def workbench_findings(
     region: str, workbench: WorkbenchValues, *, cloud: bool
 ) -> list[tuple[str, Finding]]:
-    """(field, finding) for the hardware catalog's view of a Workbench instance whose
-    ``workbench_problems`` are none: the machine takes the GPUs, and (cloud) the zone
-    offers them. Findings are to be acknowledged and phrased by the caller."""
+    """(field, finding) for the hardware catalog's view of a Workbench instance: a GPU type
+    with a count, a count with a type, the machine takes them, and (cloud) the zone offers
+    them. Findings are to be acknowledged and phrased by the caller."""
     findings = check_machine_spec(
         path="workbench",
         machine_type=workbench.machine_type,
@@ -476,9 +422,17 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
     if workbench is not None:
         found = workbench_problems(values.region, workbench)
         out += found
-        if workbench.enabled and not found:
-            cloud = values.environment.is_cloud
-            findings += workbench_findings(values.region, workbench, cloud=cloud)
+        if workbench.enabled:
+            # A field workbench_problems refused (a zone or machine type name) is not
+            # judged again; the others are, so one run shows them all.
+            refused = {p.field for p in found}
+            findings += [
+                (field, finding)
+                for field, finding in workbench_findings(
+                    values.region, workbench, cloud=values.environment.is_cloud
+                )
+                if field not in refused
+            ]
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [
         # The catalog's messages say what would be valid (the regions, the machines).

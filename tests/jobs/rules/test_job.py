@@ -471,6 +471,26 @@ def test_labels_within_the_limits_pass(labels: dict[str, str]) -> None:
     assert errors(custom_job(pool(), labels=labels)) == []
 
 
+KEY_EU = "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"
+
+
+def test_a_cmek_key_is_judged_by_the_platform_rule_at_the_jobs_field() -> None:
+    from vertex_training.platform.rules import kms_key_problems
+
+    body = {**custom_job(pool()), "encryptionSpec": {"kmsKeyName": KEY_EU}}
+    assert findings(body, region="europe-west4") == []
+    for key in (KEY_EU, "key-1"):
+        body["encryptionSpec"]["kmsKeyName"] = key
+        error = only_error(body, region="us-central1")
+        assert error.path == "encryptionSpec.kmsKeyName"
+        [problem] = kms_key_problems(key, "us-central1")
+        assert error.message == f"{problem.problem}; valid: {problem.valid}"
+    # On the local backend (no region) only the key's shape is judged.
+    assert only_error(body).message.startswith("'key-1' is not a Cloud KMS key name; valid: ")
+    body["encryptionSpec"]["kmsKeyName"] = KEY_EU
+    assert findings(body) == []
+
+
 # ------------------------------------------------------------- day one: network settings
 
 NETWORK = "projects/123/global/networks/vpc"

@@ -71,18 +71,6 @@ class MachineType:
 
 
 @dataclass(frozen=True)
-class Series:
-    """One series of a CPU family (``n1-standard``): its sizes per target."""
-
-    name: str
-    vertex_sizes: tuple[int, ...]
-    compute_engine_sizes: tuple[int, ...]
-
-    def sizes(self, target: Target) -> tuple[int, ...]:
-        return self.vertex_sizes if target == "training" else self.compute_engine_sizes
-
-
-@dataclass(frozen=True)
 class Family:
     """A machine family (``n1``, ``a3``, ``ct5lp``) and what the catalog says of it."""
 
@@ -90,9 +78,9 @@ class Family:
     kind: str
     complete: bool
     """True: a type of this family the catalog does not list does not exist (error)."""
-    series: Mapping[str, Series]
-    explicit: tuple[str, ...]
-    """Machine types listed one by one (accelerator-optimized and TPU families)."""
+    series: Mapping[str, Mapping[Target, tuple[int, ...]]]
+    """A CPU family's series (``standard``) and their sizes per target; empty for a family
+    whose machine types are listed one by one (accelerator-optimized and TPU families)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +115,9 @@ class HardwareCatalog:
 
 # --- loading ---------------------------------------------------------------------------
 
+_SIZES: Mapping[Target, str] = {"training": "vertex_sizes", "workbench": "compute_engine_sizes"}
+"""Where a series lists its sizes for each target."""
+
 
 def _workbench_gpus(
     vcpus: int, memory_gb: float, limits: Mapping[str, Sequence[Mapping[str, float]]]
@@ -157,7 +148,7 @@ def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dic
     limits = fam.get("workbench_gpu_limits", {}).get("limits", {})
     machines = {}
     for series_name, spec in fam.get("series", {}).items():
-        for size in spec["vertex_sizes" if target == "training" else "compute_engine_sizes"]:
+        for size in spec[_SIZES[target]]:
             if "memory_gb_per_vcpu" in spec:
                 memory = round(size * spec["memory_gb_per_vcpu"], 2)
             else:
@@ -209,14 +200,14 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
         series = {
-            s: Series(s, tuple(spec["vertex_sizes"]), tuple(spec["compute_engine_sizes"]))
+            s: {target: tuple(spec[key]) for target, key in _SIZES.items()}
             for s, spec in fam.get("series", {}).items()
         }
+        families[fam_name] = Family(fam_name, kind, fam["complete"], series)
         explicit = {
             name: _explicit_machine(fam_name, kind, name, spec)
             for name, spec in fam.get("machines", {}).items()
         }
-        families[fam_name] = Family(fam_name, kind, fam["complete"], series, tuple(explicit))
         training.update(_series_machines(fam_name, fam, "training"))
         training.update(explicit)
         workbench.update(_series_machines(fam_name, fam, "workbench"))

@@ -40,6 +40,10 @@ def normalize_accelerator(accelerator_type: str | None) -> str | None:
     return accelerator_type
 
 
+_SERVICE: dict[Target, str] = {"training": "Vertex", "workbench": "Compute Engine"}
+"""Who refuses what each target gets wrong."""
+
+
 def _fmt(values: Iterable[object]) -> str:
     return ", ".join(str(v) for v in values)
 
@@ -69,25 +73,9 @@ def _partial(complete: bool) -> tuple[Severity, str]:
     return ("error", "") if complete else ("warning", f" (as of {catalog().as_of})")
 
 
-def _machines_taking(accelerator_type: str, target: Target) -> list[str]:
+def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
-    return [
-        name
-        for name, machine in catalog().machines(target).items()
-        if accelerator_type in machine.accelerators
-    ]
-
-
-def accelerators_taken(target: Target = "training") -> list[str]:
-    """Accelerators some machine type of ``target`` takes, sorted (the GPUs a Workbench
-    instance can have, for ``"workbench"``)."""
-    return sorted({a for m in catalog().machines(target).values() for a in m.accelerators})
-
-
-def accelerator_counts_taken(target: Target = "training") -> list[int]:
-    """Accelerator counts some machine type of ``target`` takes, sorted."""
-    machines = catalog().machines(target).values()
-    return sorted({c for m in machines for counts in m.accelerators.values() for c in counts})
+    return [m for m in catalog().machines(target).values() if accelerator_type in m.accelerators]
 
 
 # --- machine spec ----------------------------------------------------------------------
@@ -96,67 +84,63 @@ def accelerator_counts_taken(target: Target = "training") -> list[int]:
 def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    parts = machine_type.split("-")
-    family = cat.families.get(parts[0])
+    family_name, *middle, size = machine_type.split("-")
+    series_name = "-".join(middle)
+    family = cat.families.get(family_name)
     machines = cat.machines(target)
-    series_name = "-".join(parts[1:-1])
-    # A size missing from a family the catalog marks partial cannot be called wrong, so it
-    # stays a warning in strict mode too: strict refuses only unheard-of names.
-    severity: Severity = "error" if family is None or family.complete else "warning"
-    check = f"machine-type:{machine_type}"
+    series = family.series.get(series_name) if family else None
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
         families = sorted({m.family for m in machines.values()})
-        guess = closest(machine_type, machines) or closest(parts[0], families)
+        guess = closest(machine_type, machines) or closest(family_name, families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
-        where = "Vertex" if target == "training" else "Compute Engine"
         message = (
-            f"{machine_type!r} matches no {where} machine family{hint}; families: "
+            f"{machine_type!r} matches no {_SERVICE[target]} machine family{hint}; families: "
             f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
-        check = f"unknown-family:{parts[0]}"
-    elif (sizeless := "-".join(parts[1:])) in family.series:
-        sizes = family.series[sizeless].sizes(target)
-        valid = _machine_list(f"{machine_type}-{size}" for size in sizes)
+        return Finding(f"{path}.machineType", message, "error", f"unknown-family:{family_name}")
+    if (sizeless := "-".join([*middle, size])) in family.series:
+        valid = _machine_list(f"{machine_type}-{n}" for n in family.series[sizeless][target])
         message = f"{machine_type!r} names a series without its size; valid: {valid}"
-        severity, check = "error", ""
-    elif target == "workbench" and family.kind == "tpu":
+        return Finding(f"{path}.machineType", message, "error")
+    if target == "workbench" and family.kind == "tpu":
         message = (
             f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
             "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
             "machine (a2, a3, a4, g2, g4) instead"
         )
-        severity, check = "error", f"workbench-tpu:{machine_type}"
-    elif family.explicit:
-        known = _machine_list(n for n in family.explicit if n in machines)
-        partial = "" if family.complete else f" (as far as the catalog of {cat.as_of} knows)"
+        return Finding(f"{path}.machineType", message, "error", f"workbench-tpu:{machine_type}")
+    # A size missing from a family the catalog marks partial cannot be called wrong, so it
+    # stays a warning in strict mode too: strict refuses only unheard-of names.
+    severity, as_of = _partial(family.complete)
+    if not family.series:
+        known = _machine_list(n for n, m in machines.items() if m.family == family.name)
         message = (
             f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-            f"machine types: {known}{partial}"
+            f"machine types: {known}{as_of}"
         )
-    elif (series := family.series.get(series_name)) is None:
+    elif series is None:
         message = (
             f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-            f"{series_name or parts[-1]!r} series; {family.name} series: "
+            f"{series_name or size!r} series; {family.name} series: "
             f"{_fmt(sorted(family.series))}"
         )
     else:
         where = "Vertex training" if target == "training" else "Compute Engine"
-        other = series.compute_engine_sizes if target == "training" else series.vertex_sizes
+        other = series["workbench" if target == "training" else "training"]
         offered = f"{machine_type} exists on Compute Engine but Vertex training does not offer it"
-        note = f" ({offered})" if parts[-1].isdigit() and int(parts[-1]) in other else ""
+        note = f" ({offered})" if size.isdigit() and int(size) in other else ""
         message = (
             f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{series.name} sizes: {_fmt(series.sizes(target))}"
+            f"{series_name} sizes: {_fmt(series[target])}"
         )
-    return Finding(f"{path}.machineType", message, severity, check)
+    return Finding(f"{path}.machineType", message, severity, f"machine-type:{machine_type}")
 
 
 def _check_accelerator_fit(
     machine: MachineType, accelerator: str | None, count: int, target: Target, path: str
 ) -> Finding | None:
-    cat = catalog()
     field = f"{path}.acceleratorType"
     if accelerator is None:
         if not machine.accelerator_required:
@@ -167,7 +151,7 @@ def _check_accelerator_fit(
             "error",
             f"accelerator-required:{machine.name}",
         )
-    info = cat.accelerators[accelerator]
+    info = catalog().accelerators[accelerator]
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""
@@ -184,9 +168,9 @@ def _check_accelerator_fit(
     if count == 0:
         return Finding(
             f"{path}.acceleratorCount",
-            f"acceleratorCount 0 with acceleratorType {accelerator}: Vertex refuses it; "
-            f"valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset acceleratorType "
-            "for no accelerator",
+            f"acceleratorCount 0 with acceleratorType {accelerator}: {_SERVICE[target]} refuses "
+            f"it; valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset "
+            "acceleratorType for no accelerator",
             "error",
         )
     if count in counts:
@@ -240,24 +224,19 @@ def _check_attach_family(
     """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
     only to the families the catalog lists for them (the accelerators section marks that
     list complete), so another family is known wrong even when its size is unknown."""
-    cat = catalog()
-    if not cat.attach_families_complete:
+    families = sorted({m.family for m in _taking(accelerator, target)})
+    if not catalog().attach_families_complete or not families:
         return None
-    taking = _machines_taking(accelerator, target)
-    families = sorted({cat.machines(target)[name].family for name in taking})
-    if not families or machine_type.split("-", maxsplit=1)[0] in families:
+    if machine_type.split("-", maxsplit=1)[0] in families:
         return None
-    why = (
-        f"{accelerator} attaches only to {', '.join(families)} machine types, not to {machine_type}"
-    )
+    why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine_type}"
     return _not_attached(path, accelerator, machine_type, target, why)
 
 
 def _not_attached(path: str, accelerator: str, machine: str, target: Target, why: str) -> Finding:
     """An accelerator on a machine it does not attach to: ``why``, and what it goes with."""
-    taking = _machines_taking(accelerator, target)
-    if taking:
-        goes = f"{accelerator} goes with: {_machine_list(taking)}"
+    if taking := _machine_list(m.name for m in _taking(accelerator, target)):
+        goes = f"{accelerator} goes with: {taking}"
     else:
         goes = f"no {target} machine type in the catalog takes {accelerator}"
     return Finding(
@@ -282,9 +261,11 @@ def _check_provisioning(
             f"provisioning:{machine.name}@WORKBENCH",
         )
     spec_path = path.split(".workerPoolSpecs", 1)[0]
-    machines = catalog().machines(target)
-    family = catalog().families[machine.family].explicit
-    unrestricted = [n for n in family if n in machines and not machines[n].provisioning]
+    unrestricted = [
+        m.name
+        for m in catalog().machines(target).values()
+        if m.family == machine.family and not m.provisioning
+    ]
     return Finding(
         f"{spec_path}.scheduling.strategy",
         f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
@@ -436,15 +417,15 @@ def check_region(
         return [_unknown_region(path, region, strict)]
     findings = []
     wanted: set[str] = set()
-    for pool_path, accelerator_type in accelerators:
-        accelerator = normalize_accelerator(accelerator_type)
-        if accelerator is None or accelerator not in cat.accelerators:
-            continue  # check_machine_spec reports a type the catalog does not know
+    for pool_path, accelerator in accelerators:
         if accelerator in known.accelerators:
             wanted.add(accelerator)
-            continue
-        check = f"accelerator-region:{accelerator}@{region}"
-        findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region, check))
+        elif accelerator is not None and accelerator in cat.accelerators:
+            # (check_machine_spec reports a name the catalog does not know)
+            check = f"accelerator-region:{accelerator}@{region}"
+            findings.append(
+                _not_offered(f"{pool_path}.acceleratorType", accelerator, region, check)
+            )
     # Accelerator sets one zone offers together; one set when no zone split is known.
     zone_sets = known.zone_accelerators.values() or [known.accelerators]
     if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
@@ -471,12 +452,10 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
     if zone not in region.zones:
         message = f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}"
         return [Finding(path, message, "error", f"zone:{zone}")]
-    accelerator = normalize_accelerator(accelerator_type)
-    if accelerator is None or accelerator not in catalog().accelerators:
-        return []
+    accelerator = accelerator_type or ""
     offered = region.zone_accelerators.get(zone, region.accelerators)
-    if accelerator in offered:
-        return []
+    if accelerator not in catalog().accelerators or accelerator in offered:
+        return []  # no accelerator, one check_machine_spec refuses, or one the zone offers
     check = f"accelerator-zone:{accelerator}@{zone}"
     if accelerator not in region.accelerators:
         return [_not_offered(path, accelerator, region.name, check, zone)]
@@ -487,8 +466,6 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
 
 
 __all__ = [
-    "accelerator_counts_taken",
-    "accelerators_taken",
     "acknowledge",
     "check_machine_spec",
     "check_region",

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
+from vertex_training.jobs.rules.kms import kms_key_problem
 from vertex_training.jobs.view import (
     CustomJobSpec,
     HyperparameterTuningJob,
@@ -59,7 +60,6 @@ _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
 _CONTEXT = re.compile(r"^projects/[^/]+/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)$")
-_KMS_KEY = re.compile(r"^projects/[^/]+/locations/([^/]+)/keyRings/[^/]+/cryptoKeys/[^/]+$")
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -142,17 +142,6 @@ def display_name_findings(name: str) -> list[Finding]:
             "characters (no tabs or line breaks)",
         )
     return out
-
-
-def _kms(key: str | None, region: str | None, out: _Findings) -> None:
-    if key is None:
-        return
-    path = "encryptionSpec.kmsKeyName"
-    match = _KMS_KEY.match(key)
-    if not match:
-        out.error(path, "must be projects/P/locations/L/keyRings/R/cryptoKeys/K (a CMEK key)")
-    elif region is not None and match.group(1) != region:
-        out.error(path, f"the key is in {match.group(1)!r}; it must be in the job's region")
 
 
 # ------------------------------------------------------------------------------- pools
@@ -526,7 +515,8 @@ def platform_findings(
     if view.display_name is not None:
         out += display_name_findings(view.display_name)
     _labels(view.labels, "labels", out)
-    _kms(view.encryption_spec.kms_key_name, region, out)
+    if problem := kms_key_problem(view.encryption_spec.kms_key_name, region):
+        out.error("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem))
     _custom_job_spec(
         view.trial_job, view.trial_job_path, out, region=region, remote=remote, strict=strict
     )
