@@ -211,7 +211,7 @@ class LocalBackend:
     def resume_interrupted(self, name: str) -> JobRecord | None:
         """Start a new supervisor for a job whose supervisor died (killed, or the machine
         went down): a tuning job resumes its study from its journal (finished trials
-        count, interrupted ones run again; see ``tuner``), a CustomJob starts its replicas
+        count, interrupted ones run again; see ``study``), a CustomJob starts its replicas
         again (the trainer resumes from its checkpoints). None when the job ended (or
         runs) otherwise."""
         job = self._job_dir(name)

@@ -5,7 +5,7 @@ submitted it (a Pulumi provider process ends with its deployment). It alone move
 through PENDING -> RUNNING -> SUCCEEDED / FAILED, and to CANCELLED when ``cancel`` asks
 (SIGTERM or the cancel file). Every replica runs in its own process group, which is what
 cancel, failure and success stop. The job's state and its clusters are ``job_run.JobRun``;
-a tuning job's study loop is ``tuner.Tuner``.
+a tuning job's study is ``study.Tuner``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
 from vertex_training.jobs.backends.local._store import now_rfc3339
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS
 from vertex_training.jobs.backends.local.job_run import JobCancelledError, JobRun
-from vertex_training.jobs.backends.local.tuner import Tuner
+from vertex_training.jobs.backends.local.study import Tuner
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobState
 
