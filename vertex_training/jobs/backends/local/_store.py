@@ -32,8 +32,13 @@ _NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
 SUPERVISOR_LOG = "supervisor.log"
 
 
+def rfc3339(moment: datetime) -> str:
+    """``moment`` in UTC as the records write times (a naive one is local time)."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return rfc3339(datetime.now(UTC))
 
 
 def job_name(kind: JobKind, job_id: str) -> str:

@@ -12,20 +12,14 @@ until ``maxTrialCount`` (or the grid is exhausted, or ``maxFailedTrialCount`` tr
 failed). A trial reads its hypertune reports, stops early when the study asks for
 automated stopping, and keeps the job's trial table and best trial up to date.
 
-The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``), so a
-supervisor started again for a job whose supervisor died resumes it:
-
-- trials the job's state records as finished keep their results and count towards
-  ``maxTrialCount``; a trial finished and recorded but not yet told to Optuna is told now;
-- trials that were running are re-run under the same trial id with the same parameters
-  (their Optuna trial is marked FAIL, a new one is enqueued with those parameters): their
-  processes were stopped with the supervisor, and the trainer resumes them from their
-  checkpoints. The interrupted attempt's files move to ``trials/<id>.interrupted``;
-- a trial Optuna handed out but the job never recorded (the supervisor died between the
-  two) is marked FAIL and its trial id is given to the next new trial.
-
-A trial's result is written to the job's state before Optuna is told of it, which is what
-makes the job's state the record of what finished.
+The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``): it is the
+record of every trial, and the job's trial table is read from it. A supervisor started
+again for a job whose supervisor died resumes the study: finished trials keep their
+results and count towards ``maxTrialCount``; trials that were running are re-run under the
+same trial id with the same parameters (their Optuna trial is marked FAIL, a new one is
+enqueued with those parameters): their processes were stopped with the supervisor, and the
+trainer resumes them from their checkpoints. The interrupted attempt's files move to
+``trials/<id>.interrupted``.
 """
 
 from __future__ import annotations
@@ -46,7 +40,7 @@ from typing import Any
 import optuna
 from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec, HyperparameterTuningJob, Trial
 
-from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339
+from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339, rfc3339
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
 from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
 from vertex_training.jobs.backends.local.study import (
@@ -79,8 +73,16 @@ _ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
     )
 )
 """The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
-_FINISHED = (_SUCCEEDED, _INFEASIBLE)
 _TrialState = optuna.trial.TrialState
+_STATES = {
+    _TrialState.RUNNING: _ACTIVE,
+    _TrialState.COMPLETE: _SUCCEEDED,
+    _TrialState.PRUNED: _SUCCEEDED,
+}
+"""A trial's Vertex state by its Optuna state; a failed one is INFEASIBLE when it ran to
+its end, else STOPPING (cancelled, or the study ended under it)."""
+_PARAMETERS, _STOPPED_AT, _INFEASIBLE_REASON = "parameters", "stopped_at", "infeasible_reason"
+"""Optuna user attributes: what the job's trial table shows beyond Optuna's own record."""
 
 
 class JobCancelledError(Exception):
@@ -219,7 +221,6 @@ class Tuner:
             self.max_trials = min(self.max_trials, grid_size(job.study_spec))
         self.lock = threading.RLock()
         """Held while the trials' threads change what they share, and while it is saved."""
-        self.trials: dict[str, TrialRecord] = {}
         self.runs: dict[str, ClusterRun] = {}
         self.started = 0
         """The highest trial id handed out."""
@@ -231,18 +232,20 @@ class Tuner:
     def run(self) -> str | None:
         """Run the study; why it failed, None when it succeeded."""
         try:
-            reruns = self._resume()
+            self._resume()
             self.supervisor.set_state(
                 JobState.RUNNING,
                 start_time=self.supervisor.job.read().record.start_time or now_rfc3339(),
             )
+            waiting = self.study.get_trials(deepcopy=False, states=(_TrialState.WAITING,))
             with contextlib.suppress(_HaltError):
                 self.study.optimize(
                     self._objective,
-                    n_trials=reruns + max(0, self.max_trials - self.started),
+                    n_trials=len(waiting) + max(0, self.max_trials - self.started),
                     # The provider's check refuses an unset count; never a study of nothing.
                     n_jobs=max(1, self.job.parallel_trial_count),
                     catch=(_TrialFailedError,),
+                    callbacks=[lambda study, trial: self.save()],
                 )
         finally:
             self.save()
@@ -250,48 +253,35 @@ class Tuner:
         self.supervisor.check_cancel()
         if self.failure is not None:
             return self.failure
-        if best_trial(list(self.trials.values()), self.metric.metric_id, self.maximize) is None:
+        if best_trial(self.records(), self.metric.metric_id, self.maximize) is None:
             return f"no trial succeeded with a metric; last failure: {self.last_failure}"
         return None
 
-    def _resume(self) -> int:
-        """Settle what a previous supervisor of this job left in the study (see the module
-        docstring) and enqueue the trials to run again; how many they are."""
-        prior = {t.trial_id: t for t in self.supervisor.job.read().record.trials}
-        reruns: dict[str, dict[str, Any]] = {}
-        unsettled = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
-        for frozen in unsettled:
-            record = prior.get(frozen.user_attrs.get(VERTEX_TRIAL_ID, ""))
-            value = record.final_metrics.get(self.metric.metric_id) if record else None
-            if record is None or record.state not in _FINISHED:
-                _tell(self.study, frozen.number, state=_TrialState.FAIL)
-                if record is not None:
-                    reruns[record.trial_id] = dict(frozen.params)
-            elif record.early_stopped:
-                _tell(self.study, frozen.number, state=_TrialState.PRUNED)
-            elif record.state == _SUCCEEDED and value is not None:
-                _tell(self.study, frozen.number, value)
-            else:
-                _tell(self.study, frozen.number, state=_TrialState.FAIL)
-        self.trials = {k: t for k, t in prior.items() if t.state in _FINISHED}
-        self.failed = sum(t.state == _INFEASIBLE for t in self.trials.values())
-        self.started = max((int(k) for k in prior), default=0)
-        if unsettled or self.trials:
-            _log.info(
-                "resuming the study: %d trials finished, %d to run again (%s)",
-                len(self.trials),
-                len(reruns),
-                ", ".join(reruns) or "none",
-            )
-        for trial_id, params in sorted(reruns.items(), key=lambda item: int(item[0])):
-            # The interrupted attempt's parameters; its files are kept beside for a look.
-            self.study.enqueue_trial(params, user_attrs={VERTEX_TRIAL_ID: trial_id})
+    def _resume(self) -> None:
+        """Settle what a previous supervisor of this job left running: each of its trials
+        runs again under its trial id, with its parameters (see the module docstring)."""
+        interrupted = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
+        for frozen in interrupted:
+            _tell(self.study, frozen.number, state=_TrialState.FAIL)
+            trial_id = frozen.user_attrs.get(VERTEX_TRIAL_ID)
+            if trial_id is None:
+                continue  # asked, but not yet a Vertex trial: its id was never handed out
+            self.study.enqueue_trial(frozen.params, user_attrs={VERTEX_TRIAL_ID: trial_id})
+            # The interrupted attempt's files are kept beside for a look.
             trial_dir = self.supervisor.job.path / "trials" / trial_id
             if trial_dir.exists():
                 kept = trial_dir.with_name(f"{trial_id}.interrupted")
                 shutil.rmtree(kept, ignore_errors=True)
                 trial_dir.rename(kept)
-        return len(reruns)
+        trials = self.records()
+        self.started = max((int(t.trial_id) for t in trials), default=0)
+        self.failed = sum(t.state == _INFEASIBLE for t in trials)
+        if trials:
+            _log.info(
+                "resuming the study: %d trials finished, %d to run again",
+                sum(t.state in (_SUCCEEDED, _INFEASIBLE) for t in trials),
+                len(interrupted),
+            )
 
     def _objective(self, trial: optuna.Trial) -> float:
         try:
@@ -312,35 +302,27 @@ class Tuner:
                 trial_id = str(self.started)
                 trial.set_user_attr(VERTEX_TRIAL_ID, trial_id)
             params = suggest_parameters(trial, self.job.study_spec.parameters, self.grid)
+            # As Vertex reports them (struct Values): every number a double.
+            trial.set_user_attr(
+                _PARAMETERS, {k: v if isinstance(v, str) else float(v) for k, v in params}
+            )
             run = self.supervisor.cluster(
                 self.job.trial_job_spec,
                 self.supervisor.job.path / "trials" / trial_id,
                 trial_id=trial_id,
                 extra_args=parameter_args(params),
             )
-            record = TrialRecord(
-                trial_id=trial_id,
-                state=_ACTIVE,
-                # As Vertex reports them (struct Values): every number a double.
-                parameters={k: v if isinstance(v, str) else float(v) for k, v in params},
-                start_time=now_rfc3339(),
-            )
-            self.trials[trial_id] = record
             self.runs[trial_id] = run
             run.start()  # under the lock: the machine's GPUs go to one trial at a time
             self.save()
         try:
-            return self._follow(trial, record, run)
+            return self._follow(trial, run)
         finally:
             with self.lock:
                 run.terminate()
                 del self.runs[trial_id]
-                if self.trials[trial_id].state == _ACTIVE:
-                    # Cancelled, or the study ended: stopped, with what it found.
-                    self.trials[trial_id] = replace(record, state=_STOPPING, end_time=now_rfc3339())
-                self.save()
 
-    def _follow(self, trial: optuna.Trial, record: TrialRecord, run: ClusterRun) -> float:
+    def _follow(self, trial: optuna.Trial, run: ClusterRun) -> float:
         """Poll the trial's cluster and its reports until it ends."""
         measurements: list[Measurement] = []
         while True:
@@ -352,30 +334,30 @@ class Tuner:
                     for m in new[len(measurements) :]:
                         trial.report(m.value, m.step)
                 measurements = new
+            value = final_metric(
+                measurements, self.metric.goal, self.job.study_spec.measurement_selection_type
+            )
             if succeeded is not None:
                 break
             self.supervisor.check_cancel()
             if self.failure is not None:
                 raise _HaltError
             if self.stops_early and measurements and trial.should_prune():
-                _log.info("trial %s stopped early by median stopping", record.trial_id)
-                run.terminate()
-                self._close(record, _SUCCEEDED, self._final(measurements), early_stopped=True)
+                _log.info("trial %s stopped early by median stopping", run.trial_id)
+                trial.set_user_attr(_STOPPED_AT, value)
                 raise optuna.TrialPruned
             time.sleep(POLL_SECONDS)
-        value = self._final(measurements)
         if succeeded and value is not None:
-            self._close(record, _SUCCEEDED, value)
             return value
         reason = run.error_message or (
-            f"trial {record.trial_id} reported no {self.metric.metric_id!r} metric "
+            f"trial {run.trial_id} reported no {self.metric.metric_id!r} metric "
             f"through hypertune (file {run.chief_metric_file}); last log lines:\n"
             f"{log_tail(run.replicas[0].log_path)}"
         )
+        trial.set_user_attr(_INFEASIBLE_REASON, reason)
         with self.lock:
             self.failed += 1
             self.last_failure = reason
-            self._close(record, _INFEASIBLE, None, reason=reason)
             limit = self.job.max_failed_trial_count
             if limit > 0 and self.failed >= limit:
                 self.failure = (
@@ -385,35 +367,30 @@ class Tuner:
                 raise _HaltError
         raise _TrialFailedError(reason)
 
-    def _final(self, measurements: list[Measurement]) -> float | None:
-        selection = self.job.study_spec.measurement_selection_type
-        return final_metric(measurements, self.metric.goal, selection)
-
-    def _close(
-        self,
-        record: TrialRecord,
-        state: str,
-        value: float | None,
-        *,
-        early_stopped: bool = False,
-        reason: str | None = None,
-    ) -> None:
-        # Recorded before Optuna hears of it: a supervisor that dies in between leaves a
-        # result that the next one tells Optuna, never a result that is lost.
-        with self.lock:
-            self.trials[record.trial_id] = replace(
-                record,
-                state=state,
+    def records(self) -> tuple[TrialRecord, ...]:
+        """The job's trial table, read from the study: each trial id's latest attempt."""
+        records: dict[str, TrialRecord] = {}
+        for trial in self.study.get_trials(deepcopy=False):
+            attrs = trial.user_attrs
+            if _PARAMETERS not in attrs:
+                continue  # asked, not yet started
+            value = trial.value if trial.state is _TrialState.COMPLETE else attrs.get(_STOPPED_AT)
+            records[attrs[VERTEX_TRIAL_ID]] = TrialRecord(
+                trial_id=attrs[VERTEX_TRIAL_ID],
+                state=_STATES.get(trial.state)
+                or (_INFEASIBLE if _INFEASIBLE_REASON in attrs else _STOPPING),
+                parameters=attrs[_PARAMETERS],
                 final_metrics={} if value is None else {self.metric.metric_id: value},
-                early_stopped=early_stopped,
-                infeasible_reason=reason,
-                end_time=now_rfc3339(),
+                infeasible_reason=attrs.get(_INFEASIBLE_REASON),
+                early_stopped=trial.state is _TrialState.PRUNED,
+                start_time=trial.datetime_start and rfc3339(trial.datetime_start),
+                end_time=trial.datetime_complete and rfc3339(trial.datetime_complete),
             )
-            self.save()
+        return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
 
     def save(self) -> None:
         with self.lock:
-            trials = tuple(sorted(self.trials.values(), key=lambda t: int(t.trial_id)))
+            trials = self.records()
             best = best_trial(trials, self.metric.metric_id, self.maximize)
             model_dir = None
             if best is not None and self.supervisor.output_dir:
