@@ -63,15 +63,8 @@ _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
 VERTEX_TRIAL_ID = "vertex_trial_id"
 """Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
-_ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
-    Trial.State(state).name
-    for state in (
-        Trial.State.ACTIVE,
-        Trial.State.STOPPING,
-        Trial.State.SUCCEEDED,
-        Trial.State.INFEASIBLE,
-    )
-)
+_ACTIVE, _STOPPING = Trial.State.ACTIVE.name, Trial.State.STOPPING.name
+_SUCCEEDED, _INFEASIBLE = Trial.State.SUCCEEDED.name, Trial.State.INFEASIBLE.name
 """The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
 _TrialState = optuna.trial.TrialState
 _STATES = {
@@ -120,9 +113,9 @@ class Supervisor:
         with self.job.update() as current:
             current.record = replace(current.record, state=state, end_time=now_rfc3339(), **changes)
 
-    def save_replicas(self, runs: list[ClusterRun]) -> None:
+    def save_replicas(self, run: ClusterRun) -> None:
         with self.job.update() as current:
-            current.replicas = [s for run in runs for s in run.statuses()]
+            current.replicas = run.statuses()
 
     def cluster(
         self,
@@ -161,10 +154,8 @@ class Supervisor:
             self.finish(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
             return 1
         else:
-            if failure is None:
-                self.finish(JobState.SUCCEEDED)
-            else:
-                self.finish(JobState.FAILED, error_message=failure)
+            state = JobState.SUCCEEDED if failure is None else JobState.FAILED
+            self.finish(state, error_message=failure)
         return 0
 
     def run_custom_job(self, job: CustomJob) -> str | None:
@@ -173,18 +164,18 @@ class Supervisor:
         try:
             run.start()
             # Replicas first: whoever reads RUNNING finds the processes that run it.
-            self.save_replicas([run])
+            self.save_replicas(run)
             self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
             seen = [s.state for s in run.statuses()]
             while (succeeded := run.poll()) is None:
                 self.check_cancel()
                 if (states := [s.state for s in run.statuses()]) != seen:
                     seen = states
-                    self.save_replicas([run])
+                    self.save_replicas(run)
                 time.sleep(POLL_SECONDS)
         finally:
             run.terminate()
-            self.save_replicas([run])
+            self.save_replicas(run)
         return None if succeeded else run.error_message
 
 
