@@ -61,10 +61,12 @@ from vertex_training.jobs.records import JobState, TrialRecord, best_trial
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
+_State = Trial.State
 VERTEX_TRIAL_ID = "vertex_trial_id"
 """Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
-_ACTIVE, _STOPPING = Trial.State.ACTIVE.name, Trial.State.STOPPING.name
-_SUCCEEDED, _INFEASIBLE = Trial.State.SUCCEEDED.name, Trial.State.INFEASIBLE.name
+_ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
+    _State(s).name for s in (_State.ACTIVE, _State.STOPPING, _State.SUCCEEDED, _State.INFEASIBLE)
+)
 """The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
 _TrialState = optuna.trial.TrialState
 _STATES = {
@@ -374,8 +376,8 @@ class Tuner:
                 final_metrics={} if value is None else {self.metric.metric_id: value},
                 infeasible_reason=attrs.get(_INFEASIBLE_REASON),
                 early_stopped=trial.state is _TrialState.PRUNED,
-                start_time=trial.datetime_start and rfc3339(trial.datetime_start),
-                end_time=trial.datetime_complete and rfc3339(trial.datetime_complete),
+                start_time=rfc3339(trial.datetime_start) if trial.datetime_start else None,
+                end_time=rfc3339(trial.datetime_complete) if trial.datetime_complete else None,
             )
         return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
 
