@@ -84,11 +84,6 @@ class ReplicaStatus:
     start: str | None = None
     """``/proc`` start time of ``pid``: only that very process is ever signalled later."""
 
-    @property
-    def label(self) -> str:
-        prefix = f"trial {self.trial_id} " if self.trial_id else ""
-        return f"{prefix}workerpool{self.pool}-{self.index}"
-
 
 @dataclass
 class LocalJobState:

@@ -266,8 +266,9 @@ class Tuner:
                 kept = trial_dir.with_name(f"{trial_id}.interrupted")
                 shutil.rmtree(kept, ignore_errors=True)
                 trial_dir.rename(kept)
+        ids = [t.user_attrs.get(VERTEX_TRIAL_ID) for t in self.study.get_trials(deepcopy=False)]
+        self.started = max((int(i) for i in ids if i is not None), default=0)
         trials = self.records()
-        self.started = max((int(t.trial_id) for t in trials), default=0)
         self.failed = sum(t.state == _INFEASIBLE for t in trials)
         if trials:
             _log.info(
