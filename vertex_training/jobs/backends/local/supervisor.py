@@ -307,9 +307,10 @@ class Tuner:
                 extra_args=parameter_args(params),
             )
             self.runs[trial_id] = run
-            run.start()  # under the lock: the machine's GPUs go to one trial at a time
-            self.save()
         try:
+            with self.lock:
+                run.start()  # under the lock: the machine's GPUs go to one trial at a time
+                self.save()
             return self._follow(trial, run)
         finally:
             with self.lock:
