@@ -193,9 +193,9 @@ def test_failing_replica_fails_the_job_with_its_log_tail(
     assert "workerpool1-1 exited with code 3" in message
     assert "failing on purpose: boom" in message
     assert "noise line 0" not in message  # only the tail
-    replicas = {r.label: r for r in backend.details(record.name).replicas}
-    assert replicas["workerpool1-1"].state == "FAILED"
-    assert replicas["workerpool0-0"].state == "KILLED"
+    replicas = {(r.pool, r.index): r for r in backend.details(record.name).replicas}
+    assert replicas[1, 1].state == "FAILED"  # workerpool1-1
+    assert replicas[0, 0].state == "KILLED"
     assert all(pid_gone(r.pid) for r in replicas.values() if r.pid)
     logs = (backend.jobs_dir / record.job_id / "logs").glob("workerpool*.log")
     assert len(list(logs)) == 3

@@ -11,9 +11,10 @@ import pytest
 from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
 from tests.bodies import custom_job, pool
+from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local.environment import (
+    TF_CONFIG_TASK_TYPES,
     GpuAllocator,
-    LocalSpecError,
     expand_references,
     is_repo_trainer_image,
     local_bucket_paths,
@@ -52,7 +53,7 @@ def _full_job() -> CustomJobSpec:
 class TestClusterLayout:
     def test_every_replica_gets_a_distinct_localhost_port_in_vertex_order(self) -> None:
         slots = plan_replicas(_full_job())
-        assert [(s.task_type, s.index) for s in slots] == [
+        assert [(TF_CONFIG_TASK_TYPES[s.pool], s.index) for s in slots] == [
             ("chief", 0),
             ("worker", 0),
             ("worker", 1),
@@ -296,7 +297,7 @@ def test_command_replaces_the_image_python_with_this_interpreter() -> None:
 
 
 def test_foreign_image_without_command_is_refused_with_the_fix() -> None:
-    with pytest.raises(LocalSpecError, match=r"'python:3.11'.*set container.command"):
+    with pytest.raises(JobRefusedError, match=r"'python:3.11'.*set container.command"):
         replica_command(_pool(image="python:3.11"), [])
 
 

@@ -17,7 +17,7 @@ from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED
 from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
-from vertex_training.jobs.backends.local.tuner import VERTEX_TRIAL_ID
+from vertex_training.jobs.backends.local.supervisor import VERTEX_TRIAL_ID
 from vertex_training.jobs.records import JobKind, JobState
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,24 +51,12 @@ class BackendSettings:
         return self.location if self.kind is BackendKind.VERTEX else None
 
     def to_props(self) -> dict[str, Any]:
-        props: dict[str, Any] = {"kind": self.kind.value}
-        for key in ("project", "location", "local_root"):
-            if getattr(self, key) is not None:
-                props[key] = getattr(self, key)
-        props["retry_initial_seconds"] = self.retry_initial_seconds
-        props["retry_timeout_seconds"] = self.retry_timeout_seconds
-        return props
+        props = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return props | {"kind": self.kind.value}
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> BackendSettings:
-        known = {
-            "kind",
-            "project",
-            "location",
-            "local_root",
-            "retry_initial_seconds",
-            "retry_timeout_seconds",
-        }
+        known = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(props) - known)
         if unknown:
             raise ValueError(f"backend: unknown keys {unknown}; valid: {sorted(known)}")

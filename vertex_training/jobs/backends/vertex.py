@@ -38,6 +38,12 @@ TRANSIENT_ERRORS = (
 
 T = TypeVar("T")
 
+_NOUN = {
+    JobKind.CUSTOM_JOB: "custom_job",
+    JobKind.HYPERPARAMETER_TUNING_JOB: "hyperparameter_tuning_job",
+}
+"""Each kind as the JobService client spells it (``get_custom_job``, ``custom_job=``)."""
+
 
 def regional_endpoint(location: str) -> str:
     return f"{location}-aiplatform.googleapis.com"
@@ -97,6 +103,11 @@ class VertexBackend(VertexService):
     def client(self) -> JobServiceClient:
         return job_service_client(self.location)
 
+    def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
+        """The client's method for ``kind``: ``get_{}`` -> ``get_custom_job`` ..."""
+        rpc: Callable[..., Any] = getattr(self.client, template.format(_NOUN[kind]))
+        return rpc
+
     # The protocol -----------------------------------------------------------------
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
@@ -106,58 +117,34 @@ class VertexBackend(VertexService):
             raise JobRefusedError(str(error)) from error
         # retry=None: a create whose answer was lost may still have made a job; the
         # caller looks for it by label (find) instead of submitting twice.
-        if isinstance(message, v1.HyperparameterTuningJob):
-            created: JobMessage = self.client.create_hyperparameter_tuning_job(
-                parent=self.parent, hyperparameter_tuning_job=message, retry=None
-            )
-        else:
-            created = self.client.create_custom_job(
-                parent=self.parent, custom_job=message, retry=None
-            )
+        created: JobMessage = self._rpc("create_{}", kind)(
+            parent=self.parent, **{_NOUN[kind]: message}, retry=None
+        )
         record = record_from_proto(created)
         _log.info("submitted %s (%s)", record.name, record.display_name)
         return record
 
     def get(self, name: str) -> JobRecord:
-        kind = _kind_of(name)
-        getter: Callable[..., Any] = (
-            self.client.get_custom_job
-            if kind is JobKind.CUSTOM_JOB
-            else self.client.get_hyperparameter_tuning_job
-        )
         try:
-            return record_from_proto(getter(name=name, retry=self.retry))
+            return record_from_proto(
+                self._rpc("get_{}", _kind_of(name))(name=name, retry=self.retry)
+            )
         except api_exceptions.NotFound as error:
             raise JobNotFoundError(f"{name} not found: {error.message}") from error
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        lister: Callable[..., Any] = (
-            self.client.list_custom_jobs
-            if kind is JobKind.CUSTOM_JOB
-            else self.client.list_hyperparameter_tuning_jobs
-        )
-        pager = lister(
-            request={"parent": self.parent, "filter": label_filter(labels)}, retry=self.retry
-        )
+        request = {"parent": self.parent, "filter": label_filter(labels)}
         # The filter is the server's job; checking again keeps a lax server honest.
         records = [
             record_from_proto(job)
-            for job in pager
+            for job in self._rpc("list_{}s", kind)(request=request, retry=self.retry)
             if all(job.labels.get(k) == v for k, v in labels.items())
         ]
-        if not records:
-            return None
-        return max(records, key=lambda r: (r.create_time or "", r.name))
+        return max(records, key=lambda r: (r.create_time or "", r.name), default=None)
 
     def cancel(self, name: str) -> None:
-        kind = _kind_of(name)
-        canceller: Callable[..., Any] = (
-            self.client.cancel_custom_job
-            if kind is JobKind.CUSTOM_JOB
-            else self.client.cancel_hyperparameter_tuning_job
-        )
         try:
-            canceller(name=name, retry=self.retry)
+            self._rpc("cancel_{}", _kind_of(name))(name=name, retry=self.retry)
         except api_exceptions.NotFound:
             _log.info("cancel: %s is already gone", name)
         except api_exceptions.FailedPrecondition as error:
@@ -174,14 +161,8 @@ class VertexBackend(VertexService):
         return None
 
     def delete(self, name: str) -> None:
-        kind = _kind_of(name)
-        deleter: Callable[..., Any] = (
-            self.client.delete_custom_job
-            if kind is JobKind.CUSTOM_JOB
-            else self.client.delete_hyperparameter_tuning_job
-        )
         try:
-            operation = deleter(name=name, retry=self.retry)
+            operation = self._rpc("delete_{}", _kind_of(name))(name=name, retry=self.retry)
         except api_exceptions.NotFound:
             _log.info("delete: %s is already gone", name)
             return

@@ -13,7 +13,7 @@ from google.cloud import aiplatform_v1 as v1
 from tests.bodies import custom_job, double, job_spec, pool, study, tuning_job
 from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend, LocalSpecError
+from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support
 from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.jobs.resources import JobProvider
@@ -298,6 +298,6 @@ def test_what_vertex_refuses_is_refused_at_check_and_what_cannot_start_here_at_s
     assert any(re.search(r"workerPoolSpecs\[0\]\.replicaCount", m) for m in messages), messages
     backend = LocalBackend(str(tmp_path / "root"))
     foreign_image = custom_job(pool(image="python:3.11"))
-    with pytest.raises(LocalSpecError, match=r"container\.command"):
+    with pytest.raises(JobRefusedError, match=r"container\.command"):
         backend.submit(JobKind.CUSTOM_JOB, foreign_image)
     assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())

@@ -6,6 +6,5 @@ replica with the environment Vertex sets (``TF_CONFIG``, ``CLUSTER_SPEC``, ``AIP
 """
 
 from vertex_training.jobs.backends.local.backend import LocalBackend
-from vertex_training.jobs.backends.local.environment import LocalSpecError
 
-__all__ = ["LocalBackend", "LocalSpecError"]
+__all__ = ["LocalBackend"]

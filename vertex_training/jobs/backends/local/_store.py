@@ -32,8 +32,13 @@ _NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
 SUPERVISOR_LOG = "supervisor.log"
 
 
+def rfc3339(moment: datetime) -> str:
+    """``moment`` in UTC as the records write times (a naive one is local time)."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return rfc3339(datetime.now(UTC))
 
 
 def job_name(kind: JobKind, job_id: str) -> str:
@@ -78,11 +83,6 @@ class ReplicaStatus:
     trial_id: str | None = None
     start: str | None = None
     """``/proc`` start time of ``pid``: only that very process is ever signalled later."""
-
-    @property
-    def label(self) -> str:
-        prefix = f"trial {self.trial_id} " if self.trial_id else ""
-        return f"{prefix}workerpool{self.pool}-{self.index}"
 
 
 @dataclass

@@ -72,6 +72,13 @@ class LocalBackend:
             raise JobNotFoundError(f"local job {job_id} is not a {kind.value} job")
         return job
 
+    def _existing(self, name: str) -> JobDir | None:
+        """The job's directory; None when it is gone (cancel and delete: that is fine)."""
+        try:
+            return self._job_dir(name)
+        except JobNotFoundError:
+            return None
+
     # -- protocol --------------------------------------------------------------------
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
@@ -165,9 +172,7 @@ class LocalBackend:
         return records
 
     def cancel(self, name: str) -> None:
-        try:
-            job = self._job_dir(name)
-        except JobNotFoundError:
+        if (job := self._existing(name)) is None:
             return
         with job.update() as state:
             if state.record.state.is_terminal:
@@ -190,9 +195,7 @@ class LocalBackend:
         return True
 
     def delete(self, name: str) -> None:
-        try:
-            job = self._job_dir(name)
-        except JobNotFoundError:
+        if (job := self._existing(name)) is None:
             return
         if not job.read().record.state.is_terminal:
             # Callers cancel and wait first; this is the safety net for those who do not.
@@ -211,7 +214,7 @@ class LocalBackend:
     def resume_interrupted(self, name: str) -> JobRecord | None:
         """Start a new supervisor for a job whose supervisor died (killed, or the machine
         went down): a tuning job resumes its study from its journal (finished trials
-        count, interrupted ones run again; see ``tuner``), a CustomJob starts its replicas
+        count, interrupted ones run again; see ``study``), a CustomJob starts its replicas
         again (the trainer resumes from its checkpoints). None when the job ended (or
         runs) otherwise."""
         job = self._job_dir(name)

@@ -25,6 +25,7 @@ https://cloud.google.com/vertex-ai/docs/training/distributed-training):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -65,10 +66,6 @@ LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
 
 
-class LocalSpecError(JobRefusedError):
-    """A job spec the local backend cannot run; raised before any process starts."""
-
-
 @dataclass(frozen=True)
 class ReplicaSlot:
     """One replica of one pool, with the localhost address it listens on."""
@@ -78,26 +75,8 @@ class ReplicaSlot:
     address: str
 
     @property
-    def task_type(self) -> str:
-        return TF_CONFIG_TASK_TYPES[self.pool]
-
-    @property
     def label(self) -> str:
         return f"{WORKERPOOLS[self.pool]}-{self.index}"
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct free TCP ports on localhost (held open together so none repeats)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("localhost", 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> list[ReplicaSlot]:
@@ -108,7 +87,13 @@ def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> li
         for pool, spec_of_pool in enumerate(spec.worker_pool_specs)
         for index in range(spec_of_pool.replica_count)
     ]
-    ports = list(ports) if ports is not None else free_ports(len(replicas))
+    if ports is None:
+        # Held open together, so that no port is handed out twice.
+        with contextlib.ExitStack() as held:
+            sockets = [held.enter_context(socket.socket()) for _ in replicas]
+            for sock in sockets:
+                sock.bind(("localhost", 0))
+            ports = [sock.getsockname()[1] for sock in sockets]
     return [
         ReplicaSlot(pool, index, f"localhost:{port}")
         for (pool, index), port in zip(replicas, ports, strict=True)
@@ -256,7 +241,7 @@ def replica_command(pool: WorkerPoolSpec, args: Sequence[str]) -> list[str]:
         return [*command, *args]
     if is_repo_trainer_image(container.image_uri):
         return [sys.executable, "-m", TRAINER_MODULE, *args]
-    raise LocalSpecError(
+    raise JobRefusedError(
         f"worker pool image {container.image_uri!r} has no command, and the local backend "
         "can run an image without a command only when it is this repository's trainer "
         "(image 'trainer:local' or a repository named 'trainer'); set container.command"

@@ -2,8 +2,7 @@
 
 Vertex algorithm -> Optuna sampler: unset (Vertex's Bayesian search) -> TPE, GRID_SEARCH ->
 grid, RANDOM_SEARCH -> random; all seeded, so a local study is reproducible. The study's
-first metric is its objective; any automated stopping spec is Optuna's median pruner.
-"""
+first metric is its objective; any automated stopping spec is Optuna's median pruner."""
 
 from __future__ import annotations
 

@@ -1,40 +1,143 @@
 """The detached process that runs one local job: ``python -m ...supervisor <job dir>``.
 
 Started by ``LocalBackend.submit`` in a new session, so it outlives the process that
-submitted it (a Pulumi provider process ends with its deployment). It alone moves the job
-through PENDING -> RUNNING -> SUCCEEDED / FAILED, and to CANCELLED when ``cancel`` asks
-(SIGTERM or the cancel file). Every replica runs in its own process group, which is what
-cancel, failure and success stop. The job's state and its clusters are ``job_run.JobRun``;
-a tuning job's study loop is ``tuner.Tuner``.
+submitted it (a Pulumi provider process ends with its deployment). It alone writes the
+job's state while it runs, moving it through PENDING -> RUNNING -> SUCCEEDED / FAILED, and
+to CANCELLED when ``cancel`` asks (SIGTERM or the cancel file). Every replica runs in its
+own process group, which is what cancel, failure and success stop.
+
+A tuning job's ``Tuner`` runs the study through Optuna's own ``optimize``:
+``parallelTrialCount`` trials at a time (its threads), each trial one cluster of processes,
+until ``maxTrialCount`` (or the grid is exhausted, or ``maxFailedTrialCount`` trials
+failed). A trial reads its hypertune reports, stops early when the study asks for
+automated stopping, and keeps the job's trial table and best trial up to date.
+
+The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``): it is the
+record of every trial, and the job's trial table is read from it. A supervisor started
+again for a job whose supervisor died resumes the study: finished trials keep their
+results and count towards ``maxTrialCount``; trials that were running are re-run under the
+same trial id with the same parameters (their Optuna trial is marked FAIL, a new one is
+enqueued with those parameters): their processes were stopped with the supervisor, and the
+trainer resumes them from their checkpoints. The interrupted attempt's files move to
+``trials/<id>.interrupted``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import shutil
 import signal
 import sys
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
-from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob
+import optuna
+from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec, HyperparameterTuningJob, Trial
 
-from vertex_training.jobs.backends.local._store import now_rfc3339
-from vertex_training.jobs.backends.local.cluster import POLL_SECONDS
-from vertex_training.jobs.backends.local.job_run import JobCancelledError, JobRun
-from vertex_training.jobs.backends.local.tuner import Tuner
+from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339, rfc3339
+from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
+from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
+from vertex_training.jobs.backends.local.study import (
+    STUDY_JOURNAL,
+    Algorithm,
+    Goal,
+    Measurement,
+    create_study,
+    final_metric,
+    grid_size,
+    parameter_args,
+    read_measurements,
+    stops_early,
+    suggest_parameters,
+)
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobState
+from vertex_training.jobs.records import JobState, TrialRecord, best_trial
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
+_State = Trial.State
+VERTEX_TRIAL_ID = "vertex_trial_id"
+"""Optuna user attribute: the Vertex trial id a trial ran (or runs) as."""
+_ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
+    _State(s).name for s in (_State.ACTIVE, _State.STOPPING, _State.SUCCEEDED, _State.INFEASIBLE)
+)
+"""The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
+_TrialState = optuna.trial.TrialState
+_STATES = {
+    _TrialState.RUNNING: _ACTIVE,
+    _TrialState.COMPLETE: _SUCCEEDED,
+    _TrialState.PRUNED: _SUCCEEDED,
+}
+"""A trial's Vertex state by its Optuna state; a failed one is INFEASIBLE when it ran to
+its end, else STOPPING (cancelled, or the study ended under it)."""
+_PARAMETERS, _STOPPED_AT, _INFEASIBLE_REASON = "parameters", "stopped_at", "infeasible_reason"
+"""Optuna user attributes: what the job's trial table shows beyond Optuna's own record."""
 
-class Supervisor(JobRun):
-    """The job's process: its signals, and which loop runs it."""
+
+class JobCancelledError(Exception):
+    """``cancel`` asked (SIGTERM or the cancel file): the job ends CANCELLED."""
+
+
+class Supervisor:
+    """The job in ``job_dir``: the only writer of its state while it runs."""
+
+    def __init__(self, job_dir: Path) -> None:
+        self.job = JobDir(job_dir)
+        self.cancel_requested = False
+        state = self.job.read()
+        self.job_id = state.record.job_id
+        self.output_dir = state.output_dir
+        """The job's base output directory as a local path; None when the body has none."""
+        self.gpus = GpuAllocator(detect_gpus())
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.cancel_requested = True
+
+    def check_cancel(self) -> None:
+        if self.cancel_requested or self.job.cancel_file.exists():
+            raise JobCancelledError
+
+    def set_state(self, state: JobState, **changes: Any) -> None:
+        with self.job.update() as current:
+            if current.record.state is JobState.CANCELLING and state is not JobState.CANCELLED:
+                # A cancel arrived between our polls: do not overwrite it.
+                self.cancel_requested = True
+                return
+            current.record = replace(current.record, state=state, **changes)
+
+    def finish(self, state: JobState, **changes: Any) -> None:
+        with self.job.update() as current:
+            current.record = replace(current.record, state=state, end_time=now_rfc3339(), **changes)
+
+    def save_replicas(self, run: ClusterRun) -> None:
+        with self.job.update() as current:
+            current.replicas = run.statuses()
+
+    def cluster(
+        self,
+        spec: CustomJobSpec,
+        run_dir: Path,
+        *,
+        trial_id: str | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> ClusterRun:
+        """The replicas of ``spec`` (the job's, or one trial's), logging under ``run_dir``."""
+        return ClusterRun(
+            spec=spec,
+            job_id=self.job_id,
+            run_dir=run_dir,
+            root=self.job.root,
+            base_output_dir=self.output_dir,
+            gpus=self.gpus,
+            trial_id=trial_id,
+            extra_args=extra_args,
+        )
 
     def run(self) -> int:
         try:
@@ -43,38 +146,274 @@ class Supervisor(JobRun):
             self.set_state(JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
                 seed = self.job.seed_file
-                Tuner(self, job, int(seed.read_text()) if seed.exists() else None).run()
+                failure = Tuner(self, job, int(seed.read_text()) if seed.exists() else None).run()
             else:
-                self.run_custom_job(job)
+                failure = self.run_custom_job(job)
         except JobCancelledError:
             self.finish(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
         except Exception as exc:
             _log.exception("supervisor failed")
             self.finish(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
             return 1
+        else:
+            state = JobState.SUCCEEDED if failure is None else JobState.FAILED
+            self.finish(state, error_message=failure)
         return 0
 
-    def run_custom_job(self, job: CustomJob) -> None:
+    def run_custom_job(self, job: CustomJob) -> str | None:
+        """Run the job's replicas; why it failed, None when it succeeded."""
         run = self.cluster(job.job_spec, self.job.path)
         try:
             run.start()
             # Replicas first: whoever reads RUNNING finds the processes that run it.
-            self.save_replicas([run])
+            self.save_replicas(run)
             self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
             seen = [s.state for s in run.statuses()]
             while (succeeded := run.poll()) is None:
                 self.check_cancel()
                 if (states := [s.state for s in run.statuses()]) != seen:
                     seen = states
-                    self.save_replicas([run])
+                    self.save_replicas(run)
                 time.sleep(POLL_SECONDS)
         finally:
             run.terminate()
-            self.save_replicas([run])
-        if succeeded:
-            self.finish(JobState.SUCCEEDED)
-        else:
-            self.finish(JobState.FAILED, error_message=run.error_message)
+            self.save_replicas(run)
+        return None if succeeded else run.error_message
+
+
+class _TrialFailedError(Exception):
+    """The trial failed or reported no metric: INFEASIBLE, and the study goes on."""
+
+
+class _HaltError(Exception):
+    """The study ends now (too many trials failed, or a trial met an error): every running
+    trial stops."""
+
+
+class Tuner:
+    """Runs trials ``parallel_trial_count`` at a time until ``max_trial_count``."""
+
+    def __init__(
+        self, supervisor: Supervisor, job: HyperparameterTuningJob, seed: int | None
+    ) -> None:
+        self.supervisor = supervisor
+        self.job = job
+        self.metric = job.study_spec.metrics[0]
+        self.maximize = self.metric.goal == Goal.MAXIMIZE
+        self.grid = job.study_spec.algorithm == Algorithm.GRID_SEARCH
+        self.stops_early = stops_early(job.study_spec)
+        self.study = create_study(
+            job.study_spec,
+            seed,
+            storage=supervisor.job.path / STUDY_JOURNAL,
+            name=job.display_name or supervisor.job_id,
+        )
+        self.max_trials = job.max_trial_count
+        if self.grid:
+            # Vertex ends a grid study when the grid is exhausted.
+            self.max_trials = min(self.max_trials, grid_size(job.study_spec))
+        self.lock = threading.RLock()
+        """Held while the trials' threads change what they share, and while it is saved."""
+        self.runs: dict[str, ClusterRun] = {}
+        self.started = 0
+        """The highest trial id handed out."""
+        self.failed = 0
+        self.last_failure: str | None = None
+        self.failure: str | None = None
+        """Why the study ends now, when a trial ended it."""
+
+    def run(self) -> str | None:
+        """Run the study; why it failed, None when it succeeded."""
+        try:
+            self._resume()
+            self.supervisor.set_state(
+                JobState.RUNNING,
+                start_time=self.supervisor.job.read().record.start_time or now_rfc3339(),
+            )
+            waiting = self.study.get_trials(deepcopy=False, states=(_TrialState.WAITING,))
+            with contextlib.suppress(_HaltError):
+                self.study.optimize(
+                    self._objective,
+                    n_trials=len(waiting) + max(0, self.max_trials - self.started),
+                    # The provider's check refuses an unset count; never a study of nothing.
+                    n_jobs=max(1, self.job.parallel_trial_count),
+                    catch=(_TrialFailedError,),
+                    callbacks=[lambda study, trial: self.save()],
+                )
+        finally:
+            self.save()
+        # With several threads, optimize does not raise what its last trials raised.
+        self.supervisor.check_cancel()
+        if self.failure is not None:
+            return self.failure
+        if best_trial(self.records(), self.metric.metric_id, self.maximize) is None:
+            return f"no trial succeeded with a metric; last failure: {self.last_failure}"
+        return None
+
+    def _resume(self) -> None:
+        """Settle what a previous supervisor of this job left running: each of its trials
+        runs again under its trial id, with its parameters (see the module docstring)."""
+        interrupted = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
+        for frozen in interrupted:
+            _tell(self.study, frozen.number, state=_TrialState.FAIL)
+            trial_id = frozen.user_attrs.get(VERTEX_TRIAL_ID)
+            if trial_id is None:
+                continue  # asked, but not yet a Vertex trial: its id was never handed out
+            self.study.enqueue_trial(frozen.params, user_attrs={VERTEX_TRIAL_ID: trial_id})
+            # The interrupted attempt's files are kept beside for a look.
+            trial_dir = self.supervisor.job.path / "trials" / trial_id
+            if trial_dir.exists():
+                kept = trial_dir.with_name(f"{trial_id}.interrupted")
+                shutil.rmtree(kept, ignore_errors=True)
+                trial_dir.rename(kept)
+        ids = [t.user_attrs.get(VERTEX_TRIAL_ID) for t in self.study.get_trials(deepcopy=False)]
+        self.started = max((int(i) for i in ids if i is not None), default=0)
+        trials = self.records()
+        self.failed = sum(t.state == _INFEASIBLE for t in trials)
+        if trials:
+            _log.info(
+                "resuming the study: %d trials finished, %d to run again",
+                sum(t.state in (_SUCCEEDED, _INFEASIBLE) for t in trials),
+                len(interrupted),
+            )
+
+    def _objective(self, trial: optuna.Trial) -> float:
+        try:
+            return self._run_trial(trial)
+        except (_TrialFailedError, _HaltError, optuna.TrialPruned, JobCancelledError):
+            raise
+        except Exception as error:
+            # Every other trial stops too; the job fails with it, as with any supervisor error.
+            self.failure = self.failure or f"local supervisor error: {error!r}"
+            raise
+
+    def _run_trial(self, trial: optuna.Trial) -> float:
+        """One trial, from its parameters to its value (raised when it has none)."""
+        with self.lock:
+            trial_id = trial.user_attrs.get(VERTEX_TRIAL_ID)
+            if trial_id is None:
+                self.started += 1
+                trial_id = str(self.started)
+                trial.set_user_attr(VERTEX_TRIAL_ID, trial_id)
+            params = suggest_parameters(trial, self.job.study_spec.parameters, self.grid)
+            # As Vertex reports them (struct Values): every number a double.
+            trial.set_user_attr(
+                _PARAMETERS, {k: v if isinstance(v, str) else float(v) for k, v in params}
+            )
+            run = self.supervisor.cluster(
+                self.job.trial_job_spec,
+                self.supervisor.job.path / "trials" / trial_id,
+                trial_id=trial_id,
+                extra_args=parameter_args(params),
+            )
+            self.runs[trial_id] = run
+        try:
+            with self.lock:
+                run.start()  # under the lock: the machine's GPUs go to one trial at a time
+                self.save()
+            return self._follow(trial, run)
+        finally:
+            with self.lock:
+                run.terminate()
+                del self.runs[trial_id]
+
+    def _follow(self, trial: optuna.Trial, run: ClusterRun) -> float:
+        """Poll the trial's cluster and its reports until it ends."""
+        measurements: list[Measurement] = []
+        while True:
+            succeeded = run.poll()
+            new = read_measurements(run.chief_metric_file, self.metric.metric_id)
+            # Shorter than before: the file caught half rewritten (hypertune rewrites it whole).
+            if len(new) > len(measurements):
+                if self.stops_early:
+                    for m in new[len(measurements) :]:
+                        trial.report(m.value, m.step)
+                measurements = new
+            value = final_metric(
+                measurements, self.metric.goal, self.job.study_spec.measurement_selection_type
+            )
+            if succeeded is not None:
+                break
+            self.supervisor.check_cancel()
+            if self.failure is not None:
+                raise _HaltError
+            if self.stops_early and measurements and trial.should_prune():
+                _log.info("trial %s stopped early by median stopping", run.trial_id)
+                trial.set_user_attr(_STOPPED_AT, value)
+                raise optuna.TrialPruned
+            time.sleep(POLL_SECONDS)
+        if succeeded and value is not None:
+            return value
+        reason = run.error_message or (
+            f"trial {run.trial_id} reported no {self.metric.metric_id!r} metric "
+            f"through hypertune (file {run.chief_metric_file}); last log lines:\n"
+            f"{log_tail(run.replicas[0].log_path)}"
+        )
+        trial.set_user_attr(_INFEASIBLE_REASON, reason)
+        with self.lock:
+            self.failed += 1
+            self.last_failure = reason
+            limit = self.job.max_failed_trial_count
+            if limit > 0 and self.failed >= limit:
+                self.failure = (
+                    f"{self.failed} trials failed (max_failed_trial_count {limit}); "
+                    f"last failure: {reason}"
+                )
+                raise _HaltError
+        raise _TrialFailedError(reason)
+
+    def records(self) -> tuple[TrialRecord, ...]:
+        """The job's trial table, read from the study: each trial id's latest attempt."""
+        records: dict[str, TrialRecord] = {}
+        for trial in self.study.get_trials(deepcopy=False):
+            attrs = trial.user_attrs
+            if _PARAMETERS not in attrs:
+                continue  # asked, not yet started
+            value = trial.value if trial.state is _TrialState.COMPLETE else attrs.get(_STOPPED_AT)
+            records[attrs[VERTEX_TRIAL_ID]] = TrialRecord(
+                trial_id=attrs[VERTEX_TRIAL_ID],
+                state=_STATES.get(trial.state)
+                or (_INFEASIBLE if _INFEASIBLE_REASON in attrs else _STOPPING),
+                parameters=attrs[_PARAMETERS],
+                final_metrics={} if value is None else {self.metric.metric_id: value},
+                infeasible_reason=attrs.get(_INFEASIBLE_REASON),
+                early_stopped=trial.state is _TrialState.PRUNED,
+                start_time=rfc3339(trial.datetime_start) if trial.datetime_start else None,
+                end_time=rfc3339(trial.datetime_complete) if trial.datetime_complete else None,
+            )
+        return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
+
+    def save(self) -> None:
+        with self.lock:
+            trials = self.records()
+            best = best_trial(trials, self.metric.metric_id, self.maximize)
+            model_dir = None
+            if best is not None and self.supervisor.output_dir:
+                # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
+                model_dir = f"{self.supervisor.output_dir.rstrip('/')}/{best.trial_id}/model"
+            with self.supervisor.job.update() as current:
+                current.record = replace(
+                    current.record, trials=trials, best_trial=best, model_dir=model_dir
+                )
+                current.replicas = [s for run in self.runs.values() for s in run.statuses()]
+
+
+def _tell(
+    study: optuna.Study,
+    number: int,
+    value: float | None = None,
+    state: _TrialState = _TrialState.COMPLETE,
+) -> None:
+    """Settle a trial a previous supervisor left RUNNING."""
+    try:
+        study.tell(number, value, state=state)
+    except RuntimeError as exc:
+        # GridSampler calls study.stop() once the grid is exhausted, which works only
+        # inside optimize(); optuna stores the trial before that (in a finally), and we
+        # stop at the grid size ourselves, so this is safe to pass over.
+        if "Study.stop" not in str(exc):
+            raise
+        _log.debug("grid exhausted: %s", exc)
 
 
 def main(argv: list[str] | None = None) -> int:
