@@ -13,7 +13,6 @@ leaves nothing half-registered.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
+from vertex_training.platform._gc import frozen_once_loaded
 from vertex_training.platform.names import (
     DEFAULT_COMPONENT,
     derived_bucket_name,
@@ -261,21 +261,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             self._local(args)
         else:
             qualifier = name_qualifier(resource_name, args.name_qualifier)
-            # Building it loads pulumi_gcp's generated modules (some 90,000 objects that live
-            # until the program ends): garbage collections meanwhile would only walk them.
-            collecting = gc.isenabled()
-            gc.disable()
-            try:
+            with frozen_once_loaded():
                 self._cloud(resource_name, args, stack, qualifier)
-            finally:
-                if collecting:
-                    gc.enable()
-        # What is loaded by now lives until the program ends: frozen, the collections while
-        # jobs are declared skip it. With the pause above, the dev stack's collections took
-        # 0.07 s instead of 0.16 (100 jobs: 0.16 instead of 0.40). Once per process, so a
-        # test session freezes at one platform, not at each.
-        if gc.get_freeze_count() == 0:
-            gc.freeze()
         self.register_outputs(
             {
                 "bucket_url": self.bucket_url,
