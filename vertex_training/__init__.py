@@ -25,8 +25,17 @@ platform).
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 from typing import TYPE_CHECKING, Any
+
+# A program's process ends right after evaluation, yet the interpreter's shutdown scans
+# every object left for reference cycles, several times: with pulumi_gcp's generated
+# classes loaded (some 80,000 objects) that took 0.3 s of the dev stack's `pulumi up`.
+# Frozen objects are skipped and left for the OS to reclaim; other atexit hooks and
+# weakref finalizers still run.
+atexit.register(gc.freeze)
 
 if TYPE_CHECKING:
     from vertex_training._checks import InvalidArgumentsError

@@ -25,6 +25,7 @@ from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
+from vertex_training.platform._gc import frozen_once_loaded
 from vertex_training.platform.names import (
     derived_bucket_name,
     name_qualifier,
@@ -249,7 +250,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             self._local(args)
         else:
             qualifier = name_qualifier(resource_name, args.name_qualifier)
-            self._cloud(resource_name, args, stack, qualifier)
+            with frozen_once_loaded():
+                self._cloud(resource_name, args, stack, qualifier)
         self.register_outputs(
             {
                 "bucket_url": self.bucket_url,
