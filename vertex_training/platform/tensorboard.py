@@ -50,7 +50,6 @@ import pulumi_gcp.projects as gcp_projects
 import pulumi_gcp.vertex as gcp_vertex
 
 from vertex_training.platform._component import PlatformComponent
-from vertex_training.platform.rules import kms_key_problems, tensorboard_problems
 
 __all__ = [
     "EXPERIMENT_PERMISSIONS",
@@ -121,15 +120,6 @@ class ExperimentTrackingArgs:
     elsewhere. Nothing is created for it (``kms_key_name``, ``labels`` and ``description``
     are then unused); the writer role is still granted."""
 
-    def __post_init__(self) -> None:
-        # Refused here, before any resource is registered (the platform's rules).
-        problems = tensorboard_problems(self.existing_tensorboard, self.region)
-        if isinstance(self.kms_key_name, str):
-            problems += kms_key_problems(self.kms_key_name, self.region)
-        if problems:
-            raise ValueError(
-                "; ".join(f"{p.field}: {p.problem}; valid: {p.valid}" for p in problems)
-            )
 
 
 class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
