@@ -313,8 +313,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         assert args.project is not None  # platform_problems made sure
         names = platform_names(stack, qualifier)
-        project = args.project
-        self.project = project
+        self.project = project = args.project
         self.local_root = None
         is_prod = args.environment == "prod"
         if args.enable_apis:
@@ -358,6 +357,8 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         repository = None
         if any(isinstance(image, ImageBuild) for image in args.images.values()):
+            import pulumi_gcp.organizations as gcp_organizations
+
             from vertex_training.platform.registry import TrainerRepository, TrainerRepositoryArgs
 
             repository = TrainerRepository(
@@ -372,6 +373,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 opts=self._after(),
             )
             self.repository_url = repository.url
+            # One access token pushes every image (the trainer's, the serving one).
+            self._registry_token = gcp_organizations.get_client_config_output().access_token
 
         workbench = args.workbench
         creates_workbench_account = workbench is not None and workbench.service_account is None
@@ -407,18 +410,12 @@ class TrainingPlatform(pulumi.ComponentResource):
         if workbench is not None:
             self._workbench(name, args, workbench, names.workbench_instance, identity)
 
-        token: pulumi.Output[str] | None = None
         for image_name, image in args.images.items():
-            if not isinstance(image, ImageBuild):
+            if isinstance(image, ImageBuild):
+                assert repository is not None
+                self._images[image_name] = self._build(name, image_name, image, repository)
+            else:
                 self._images[image_name] = pulumi.Output.from_input(image)
-                continue
-            assert repository is not None
-            if token is None:
-                import pulumi_gcp.organizations as gcp_organizations
-
-                # One access token pushes every image (the trainer's, the serving one).
-                token = gcp_organizations.get_client_config_output().access_token
-            self._images[image_name] = self._build(name, image_name, image, repository, token)
 
     def _tensorboard(
         self,
@@ -433,14 +430,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             ExperimentTrackingArgs,
         )
 
-        assert args.project is not None and args.tensorboard is not None
         tensorboard = args.tensorboard
-        assert self.training_service_account is not None  # _cloud set it
+        assert tensorboard is not None and self.training_service_account is not None
         member = pulumi.Output.concat("serviceAccount:", self.training_service_account)
         tracking = ExperimentTracking(
             f"{name}-tracking",
             ExperimentTrackingArgs(
-                project=args.project,
+                project=self.project,
                 region=args.region,
                 display_name=tensorboard.display_name or f"{stack} training",
                 training_member=member,
@@ -467,7 +463,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         from vertex_training.cost.estimate import EstimateError, estimate_workbench
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
 
-        assert args.project is not None
         email = workbench.service_account or self.workbench_service_account
         assert email is not None
         accelerator = workbench.accelerator
@@ -475,7 +470,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         instance = TrainingWorkbench(
             f"{name}-workbench",
             TrainingWorkbenchArgs(
-                project=args.project,
+                project=self.project,
                 zone=workbench.zone or f"{args.region}-a",
                 instance_name=instance_name,
                 service_account_email=email,
@@ -509,12 +504,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
-        self,
-        name: str,
-        image_name: str,
-        image: ImageBuild,
-        repository: TrainerRepository,
-        token: pulumi.Output[str],
+        self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository
     ) -> pulumi.Output[str]:
         from vertex_training.platform.trainer_image import (
             TrainerImage,
@@ -528,7 +518,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             TrainerImageArgs(
                 repository_url=repository.url,
                 registry_host=repository.host,
-                registry_token=token,
+                registry_token=self._registry_token,
                 context_dir=context,
                 dockerfile=Path(image.dockerfile).resolve()
                 if image.dockerfile is not None

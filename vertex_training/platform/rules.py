@@ -148,14 +148,8 @@ def project_problems(project: str | None, environment: EnvironmentKind) -> list[
         "starting with a letter (optionally prefixed by a domain and ':')"
     )
     if environment.is_cloud and not project:
-        return [
-            Problem(
-                "project",
-                f"missing: a {environment.value} environment needs a Google Cloud project to "
-                "create resources in",
-                valid,
-            )
-        ]
+        problem = f"missing: a {environment.value} environment needs a Google Cloud project"
+        return [Problem("project", f"{problem} to create resources in", valid)]
     if project and not GCP_PROJECT_ID.match(project):
         return [Problem("project", f"'{project}' is not a Google Cloud project id", valid)]
     return []
@@ -198,21 +192,11 @@ def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> 
     """An image reference; ``by_digest``: jobs must run exactly the image that was tested
     (a tag can move, a digest cannot)."""
     if not IMAGE_REFERENCE.match(reference):
-        return [
-            Problem(
-                field,
-                f"'{reference}' is not a container image reference",
-                DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}",
-            )
-        ]
+        valid = DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}"
+        return [Problem(field, f"'{reference}' is not a container image reference", valid)]
     if by_digest and not is_by_digest(reference):
-        return [
-            Problem(
-                field,
-                f"'{reference}' is not an image by digest (a tag can move while a job runs)",
-                DIGEST_FORM,
-            )
-        ]
+        problem = f"'{reference}' is not an image by digest (a tag can move while a job runs)"
+        return [Problem(field, problem, DIGEST_FORM)]
     return []
 
 
@@ -221,14 +205,10 @@ def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
     TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
     if name is None or (TENSORBOARD.match(name) and f"/locations/{region}/" in name):
         return []
-    return [
-        Problem(
-            "tensorboard.existing",
-            f"'{name}' is not a TensorBoard in {region}",
-            f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
-            "TensorBoard in their own region)",
-        )
-    ]
+    valid = f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
+    valid += "TensorBoard in their own region)"
+    problem = f"'{name}' is not a TensorBoard in {region}"
+    return [Problem("tensorboard.existing", problem, valid)]
 
 
 @dataclass(frozen=True)
@@ -269,13 +249,9 @@ def _judge_workbench(
         valid = "REGION-LETTER, e.g. us-central1-a"
         out.append(Problem("workbench.zone", f"'{zone}' is not a zone name", valid))
     elif zone is not None and not zone.startswith(f"{region}-"):
-        out.append(
-            Problem(
-                "workbench.zone",
-                f"'{zone}' is not a zone of the region {region}",
-                f"unset (means {region}-a) or {region}-<letter>",
-            )
-        )
+        problem = f"'{zone}' is not a zone of the region {region}"
+        valid = f"unset (means {region}-a) or {region}-<letter>"
+        out.append(Problem("workbench.zone", problem, valid))
     findings = check_machine_spec(
         path="workbench",
         machine_type=workbench.machine_type,

@@ -25,18 +25,9 @@ Roles, and why (the least that works):
   ``roles/storage.objectAdmin`` on the training bucket (``identity.py``), which covers
   writing the event files and the uploader reading them back.
 
-Vertex Experiments: pulumi-gcp (10.2.0) has no resource for a metadata store context (an
-experiment is a context of schema ``system.Experiment`` in the ``default`` metadata store),
-only ``vertex.AiMetadataStore`` and TensorBoard experiments. Create the experiment once,
-backed by this instance, with the Vertex SDK::
-
-    from google.cloud import aiplatform
-    aiplatform.init(project=PROJECT, location=REGION,
-                    experiment=NAME, experiment_tensorboard=TENSORBOARD_RESOURCE_NAME)
-
-after which jobs name it as ``jobSpec.experiment =
-projects/P/locations/REGION/metadataStores/default/contexts/NAME`` (and optionally
-``jobSpec.experimentRun = .../contexts/NAME-RUN``).
+Vertex Experiments: pulumi-gcp (10.2.0) has no resource for an experiment (a metadata store
+context), so it is created once with the Vertex SDK, backed by this instance
+(``docs/tracking.md``); jobs then name it in ``jobSpec.experiment``.
 """
 
 from __future__ import annotations
@@ -113,13 +104,11 @@ class ExperimentTrackingArgs:
     Vertex's service agent needs ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it."""
     experiments: bool = False
     """Also grant what logging to Vertex Experiments needs (``EXPERIMENT_PERMISSIONS``)."""
-    description: str = "TensorBoard logs of the platform's training jobs"
     labels: Mapping[str, str] = field(default_factory=dict)
     existing_tensorboard: str | None = None
     """Bring your own: ``projects/P/locations/REGION/tensorboards/ID`` of an instance made
-    elsewhere. Nothing is created for it (``kms_key_name``, ``labels`` and ``description``
-    are then unused); the writer role is still granted."""
-
+    elsewhere. Nothing is created for it (``kms_key_name`` and ``labels`` are then
+    unused); the writer role is still granted."""
 
 
 class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
@@ -153,7 +142,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
                 project=args.project,
                 region=args.region,
                 display_name=args.display_name,
-                description=args.description,
+                description="TensorBoard logs of the platform's training jobs",
                 encryption_spec=encryption,
                 labels=dict(args.labels),
                 opts=self._child(),
