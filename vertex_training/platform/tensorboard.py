@@ -32,7 +32,7 @@ context), so it is created once with the Vertex SDK, backed by this instance
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,40 +49,30 @@ __all__ = [
     "ExperimentTrackingArgs",
 ]
 
+_READ_WRITE = ("create", "get", "list", "update")
+
 TENSORBOARD_WRITER_PERMISSIONS: tuple[str, ...] = (
     "aiplatform.tensorboards.get",
-    "aiplatform.tensorboardExperiments.create",
-    "aiplatform.tensorboardExperiments.get",
-    "aiplatform.tensorboardExperiments.list",
-    "aiplatform.tensorboardExperiments.update",
-    "aiplatform.tensorboardExperiments.write",
-    "aiplatform.tensorboardRuns.create",
-    "aiplatform.tensorboardRuns.get",
-    "aiplatform.tensorboardRuns.list",
-    "aiplatform.tensorboardRuns.update",
-    "aiplatform.tensorboardRuns.write",
-    "aiplatform.tensorboardTimeSeries.create",
-    "aiplatform.tensorboardTimeSeries.get",
-    "aiplatform.tensorboardTimeSeries.list",
-    "aiplatform.tensorboardTimeSeries.update",
+    *(
+        f"aiplatform.{collection}.{verb}"
+        for collection, verbs in (
+            ("tensorboardExperiments", (*_READ_WRITE, "write")),
+            ("tensorboardRuns", (*_READ_WRITE, "write")),
+            ("tensorboardTimeSeries", _READ_WRITE),
+        )
+        for verb in verbs
+    ),
 )
 """What the TensorBoard uploader of a training job calls (REST reference: experiments /
 runs / timeSeries ``create``, ``batchCreate`` (needs ``create``), ``write``)."""
 
 EXPERIMENT_PERMISSIONS: tuple[str, ...] = (
     "aiplatform.metadataStores.get",
-    "aiplatform.contexts.create",
-    "aiplatform.contexts.get",
-    "aiplatform.contexts.list",
-    "aiplatform.contexts.update",
-    "aiplatform.executions.create",
-    "aiplatform.executions.get",
-    "aiplatform.executions.list",
-    "aiplatform.executions.update",
-    "aiplatform.artifacts.create",
-    "aiplatform.artifacts.get",
-    "aiplatform.artifacts.list",
-    "aiplatform.artifacts.update",
+    *(
+        f"aiplatform.{collection}.{verb}"
+        for collection in ("contexts", "executions", "artifacts")
+        for verb in _READ_WRITE
+    ),
 )
 """What logging parameters and metrics to a Vertex Experiment run writes."""
 
@@ -118,8 +108,6 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
     """None when ``existing_tensorboard`` was given."""
     role: gcp_projects.IAMCustomRole
     grant: gcp_projects.IAMMember
-    permissions: Sequence[str]
-    """The custom role's permissions, for inspection."""
     tensorboard_name: pulumi.Output[str]
     """``projects/P/locations/REGION/tensorboards/ID``: the value of ``jobSpec.tensorboard``."""
     console_url: pulumi.Output[str]
@@ -155,7 +143,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
                     else f"projects/{values[0]}/locations/{args.region}/tensorboards/{values[1]}"
                 )
             )
-        self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
+        permissions = TENSORBOARD_WRITER_PERMISSIONS + (
             EXPERIMENT_PERMISSIONS if args.experiments else ()
         )
         self.role = gcp_projects.IAMCustomRole(
@@ -164,7 +152,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
             role_id=args.role_id,
             title="Vertex AI TensorBoard writer (training jobs)",
             description="Upload a training job's TensorBoard logs; nothing else in Vertex AI",
-            permissions=list(self.permissions),
+            permissions=list(permissions),
             opts=self._child(),
         )
         self.grant = gcp_projects.IAMMember(
