@@ -25,12 +25,7 @@ from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
-from vertex_training.platform.names import (
-    derived_bucket_name,
-    name_qualifier,
-    platform_names,
-    slug,
-)
+from vertex_training.platform.names import derived_bucket_name, name_qualifier, platform_names, slug
 from vertex_training.platform.rules import (
     REPOSITORY_ID,
     EnvironmentKind,
@@ -306,10 +301,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
         from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
-        from vertex_training.platform.project_services import (
-            ProjectServices,
-            ProjectServicesArgs,
-        )
+        from vertex_training.platform.project_services import ProjectServices, ProjectServicesArgs
 
         assert args.project is not None  # platform_problems made sure
         names = platform_names(stack, qualifier)
@@ -425,10 +417,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         role_id: str,
         identity: PlatformIdentity | None,
     ) -> None:
-        from vertex_training.platform.tensorboard import (
-            ExperimentTracking,
-            ExperimentTrackingArgs,
-        )
+        from vertex_training.platform.tensorboard import ExperimentTracking, ExperimentTrackingArgs
 
         tensorboard = args.tensorboard
         assert tensorboard is not None and self.training_service_account is not None
@@ -565,9 +554,7 @@ def platform_problems(
             bucket_name=args.bucket_name,
             derived_bucket_name=(
                 derived_bucket_name(
-                    project,
-                    pulumi.get_stack(),
-                    name_qualifier(resource_name, args.name_qualifier),
+                    project, pulumi.get_stack(), name_qualifier(resource_name, args.name_qualifier)
                 )
                 if project is not None and args.existing_bucket is None
                 else None

@@ -264,9 +264,7 @@ def _judge_workbench(
         findings = [f for f in findings if f.check == "machine-type-name"]
     elif cloud and not out:  # a refused zone is not judged again
         findings += check_zone(
-            path="workbench.zone",
-            zone=zone or f"{region}-a",
-            accelerator_type=workbench.gpu_type,
+            path="workbench.zone", zone=zone or f"{region}-a", accelerator_type=workbench.gpu_type
         )
     if workbench.container_image is not None:
         out += image_reference_problems(
