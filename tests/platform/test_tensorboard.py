@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import vertex_training as vt
 from tests.platform import FORBIDDEN_ROLES
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.platform.tensorboard import (
@@ -119,21 +120,37 @@ def test_an_existing_tensorboard_is_used_and_still_granted() -> None:
     ("changes", "message"),
     [
         (
-            {"existing_tensorboard": "projects/p-1/locations/us-central1/tensorboards/42"},
+            {
+                "tensorboard": vt.TensorBoard(
+                    existing="projects/p-1/locations/us-central1/tensorboards/42"
+                )
+            },
             "tensorboard.existing: 'projects/p-1/locations/us-central1/tensorboards/42' is not "
             "a TensorBoard in europe-west4; valid: projects/P/locations/europe-west4/",
         ),
-        ({"existing_tensorboard": "tb-42"}, "'tb-42' is not a TensorBoard in europe-west4"),
         (
-            {"kms_key_name": "projects/p-1/locations/us/keyRings/r/cryptoKeys/k"},
+            {"tensorboard": vt.TensorBoard(existing="tb-42")},
+            "'tb-42' is not a TensorBoard in europe-west4",
+        ),
+        (
+            {
+                "tensorboard": vt.TensorBoard(),
+                "kms_key_name": "projects/p-1/locations/us/keyRings/r/cryptoKeys/k",
+            },
             "kms_key_name: 'projects/p-1/locations/us/keyRings/r/cryptoKeys/k' is not a key "
             "in the region europe-west4",
         ),
     ],
 )
 def test_bad_input_is_refused_before_anything_is_registered(
-    changes: dict[str, str], message: str
+    changes: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")) as error:
-        args(**changes)
+    # The platform's rules judge what it hands ExperimentTracking, before any child exists.
+    sink: list[Any] = []
+    platform_args = vt.TrainingPlatformArgs(
+        environment="dev", project="p-1", region="europe-west4", **changes
+    )
+    with pytest.raises(vt.InvalidArgumentsError) as error:
+        run_pulumi(lambda: vt.TrainingPlatform("p", platform_args), monitor_sink=sink)
     assert message in str(error.value)
+    assert sink[0].registrations == []

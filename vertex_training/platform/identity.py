@@ -40,17 +40,11 @@ from vertex_training.platform._component import PlatformComponent
 
 __all__ = ["PlatformIdentity", "PlatformIdentityArgs"]
 
-_ACCOUNTS: dict[str, dict[str, Any]] = {
-    "training": {
-        "display_name": "Vertex AI training jobs",
-        "description": "Identity of the platform's training and tuning jobs",
-    },
-    "workbench": {
-        "display_name": "Vertex AI Workbench",
-        "description": "Identity of the platform's Workbench instance",
-    },
+_ACCOUNTS = {
+    "training": ("Vertex AI training jobs", "training and tuning jobs"),
+    "workbench": ("Vertex AI Workbench", "Workbench instance"),
 }
-"""What each account says it is."""
+"""Each account's display name, and whose identity it is."""
 
 
 @dataclass(frozen=True)
@@ -77,11 +71,8 @@ class PlatformIdentity(PlatformComponent[PlatformIdentityArgs]):
     training_email: pulumi.Output[str]
     workbench_account: gcp_serviceaccount.Account | None
     workbench_email: pulumi.Output[str] | None
-    grants: dict[str, pulumi.CustomResource]
-    """Child name -> the IAM member resource, for inspection."""
 
     def _build(self, name: str, args: PlatformIdentityArgs) -> dict[str, Any]:
-        self.grants = {}
         self.training_account = None
         if args.training_account_id is None:
             if args.training_email is None:
@@ -151,12 +142,14 @@ class PlatformIdentity(PlatformComponent[PlatformIdentityArgs]):
     def _account(
         self, name: str, role: str, account_id: str, args: PlatformIdentityArgs
     ) -> gcp_serviceaccount.Account:
+        display_name, whose = _ACCOUNTS[role]
         return gcp_serviceaccount.Account(
             f"{name}-{role}",
             project=args.project,
             account_id=account_id,
+            display_name=display_name,
+            description=f"Identity of the platform's {whose}",
             opts=self._child(),
-            **_ACCOUNTS[role],
         )
 
     def _grant(
@@ -169,6 +162,4 @@ class PlatformIdentity(PlatformComponent[PlatformIdentityArgs]):
     ) -> None:
         """``role`` for ``member`` on the resource ``scope`` names (an IAM member resource
         of ``kind``)."""
-        self.grants[child_name] = kind(
-            child_name, role=role, member=member, opts=self._child(), **scope
-        )
+        kind(child_name, role=role, member=member, opts=self._child(), **scope)

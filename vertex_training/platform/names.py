@@ -86,32 +86,26 @@ class PlatformNames:
     """The Artifact Registry repository's default id (``trainers`` before components)."""
 
 
-def _account_id(prefix: str, stack: str, qualifier: str) -> str:
-    if not qualifier:
-        # The names accounts had before: cut, not hashed (a new id is a new account).
-        return f"{prefix}-{stack}"[:SERVICE_ACCOUNT_ID_MAX].rstrip("-")
-    return _fit(f"{prefix}-{stack}-{qualifier}", "", SERVICE_ACCOUNT_ID_MAX)
+def _cut(name: str, qualifier: str, max_length: int, separator: str = "-") -> str:
+    """``name`` within ``max_length``: with a qualifier, cut and hashed (``_fit``); without
+    one, cut as names were before components (hashing would rename, and so replace, it)."""
+    if qualifier:
+        return _fit(name, "", max_length, separator)
+    return name[:max_length].rstrip("-")
 
 
 def platform_names(stack: str, qualifier: str = "") -> PlatformNames:
     """The names a component of stack ``stack`` gives its resources (``qualifier`` from
     ``name_qualifier``)."""
     stack = slug(stack)
-    role_suffix = f"_{qualifier}" if qualifier else ""
-    role_id = f"vertexTensorboardWriter_{stack}{role_suffix}".replace("-", "_")
-    instance = f"vertex-workbench-{stack}" + (f"-{qualifier}" if qualifier else "")
+    tail = f"-{qualifier}" if qualifier else ""
+    role_id = f"vertexTensorboardWriter_{stack}{tail}".replace("-", "_")
     return PlatformNames(
-        training_account_id=_account_id("vtx-train", stack, qualifier),
-        workbench_account_id=_account_id("vtx-workbench", stack, qualifier),
-        workbench_instance=(
-            _fit(instance, "", _INSTANCE_NAME_MAX)
-            if qualifier
-            else instance[:_INSTANCE_NAME_MAX].rstrip("-")
+        training_account_id=_cut(f"vtx-train-{stack}{tail}", qualifier, SERVICE_ACCOUNT_ID_MAX),
+        workbench_account_id=_cut(
+            f"vtx-workbench-{stack}{tail}", qualifier, SERVICE_ACCOUNT_ID_MAX
         ),
-        tensorboard_role_id=(
-            _fit(role_id, "", _ROLE_ID_MAX, separator="_") if qualifier else role_id[:_ROLE_ID_MAX]
-        ),
-        repository_id=_fit(f"trainers-{qualifier}", "", _REPOSITORY_ID_MAX)
-        if qualifier
-        else "trainers",
+        workbench_instance=_cut(f"vertex-workbench-{stack}{tail}", qualifier, _INSTANCE_NAME_MAX),
+        tensorboard_role_id=_cut(role_id, qualifier, _ROLE_ID_MAX, separator="_"),
+        repository_id=_cut(f"trainers{tail}", qualifier, _REPOSITORY_ID_MAX),
     )

@@ -26,12 +26,7 @@ from vertex_training.cost.estimate import WorkbenchEstimate
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform._gc import frozen_once_loaded
-from vertex_training.platform.names import (
-    derived_bucket_name,
-    name_qualifier,
-    platform_names,
-    slug,
-)
+from vertex_training.platform.names import derived_bucket_name, name_qualifier, platform_names, slug
 from vertex_training.platform.rules import (
     REPOSITORY_ID,
     EnvironmentKind,
@@ -308,15 +303,11 @@ class TrainingPlatform(pulumi.ComponentResource):
     def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
         from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
-        from vertex_training.platform.project_services import (
-            ProjectServices,
-            ProjectServicesArgs,
-        )
+        from vertex_training.platform.project_services import ProjectServices, ProjectServicesArgs
 
         assert args.project is not None  # platform_problems made sure
         names = platform_names(stack, qualifier)
-        project = args.project
-        self.project = project
+        self.project = project = args.project
         self.local_root = None
         is_prod = args.environment == "prod"
         if args.enable_apis:
@@ -360,6 +351,8 @@ class TrainingPlatform(pulumi.ComponentResource):
 
         repository = None
         if any(isinstance(image, ImageBuild) for image in args.images.values()):
+            import pulumi_gcp.organizations as gcp_organizations
+
             from vertex_training.platform.registry import TrainerRepository, TrainerRepositoryArgs
 
             repository = TrainerRepository(
@@ -374,6 +367,8 @@ class TrainingPlatform(pulumi.ComponentResource):
                 opts=self._after(),
             )
             self.repository_url = repository.url
+            # One access token pushes every image (the trainer's, the serving one).
+            self._registry_token = gcp_organizations.get_client_config_output().access_token
 
         workbench = args.workbench
         creates_workbench_account = workbench is not None and workbench.service_account is None
@@ -409,18 +404,12 @@ class TrainingPlatform(pulumi.ComponentResource):
         if workbench is not None:
             self._workbench(name, args, workbench, names.workbench_instance, identity)
 
-        token: pulumi.Output[str] | None = None
         for image_name, image in args.images.items():
-            if not isinstance(image, ImageBuild):
+            if isinstance(image, ImageBuild):
+                assert repository is not None
+                self._images[image_name] = self._build(name, image_name, image, repository)
+            else:
                 self._images[image_name] = pulumi.Output.from_input(image)
-                continue
-            assert repository is not None
-            if token is None:
-                import pulumi_gcp.organizations as gcp_organizations
-
-                # One access token pushes every image (the trainer's, the serving one).
-                token = gcp_organizations.get_client_config_output().access_token
-            self._images[image_name] = self._build(name, image_name, image, repository, token)
 
     def _tensorboard(
         self,
@@ -430,19 +419,15 @@ class TrainingPlatform(pulumi.ComponentResource):
         role_id: str,
         identity: PlatformIdentity | None,
     ) -> None:
-        from vertex_training.platform.tensorboard import (
-            ExperimentTracking,
-            ExperimentTrackingArgs,
-        )
+        from vertex_training.platform.tensorboard import ExperimentTracking, ExperimentTrackingArgs
 
-        assert args.project is not None and args.tensorboard is not None
         tensorboard = args.tensorboard
-        assert self.training_service_account is not None  # _cloud set it
+        assert tensorboard is not None and self.training_service_account is not None
         member = pulumi.Output.concat("serviceAccount:", self.training_service_account)
         tracking = ExperimentTracking(
             f"{name}-tracking",
             ExperimentTrackingArgs(
-                project=args.project,
+                project=self.project,
                 region=args.region,
                 display_name=tensorboard.display_name or f"{stack} training",
                 training_member=member,
@@ -469,7 +454,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         from vertex_training.cost.estimate import EstimateError, estimate_workbench
         from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
 
-        assert args.project is not None
         email = workbench.service_account or self.workbench_service_account
         assert email is not None
         accelerator = workbench.accelerator
@@ -477,7 +461,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         instance = TrainingWorkbench(
             f"{name}-workbench",
             TrainingWorkbenchArgs(
-                project=args.project,
+                project=self.project,
                 zone=workbench.zone or f"{args.region}-a",
                 instance_name=instance_name,
                 service_account_email=email,
@@ -511,12 +495,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
-        self,
-        name: str,
-        image_name: str,
-        image: ImageBuild,
-        repository: TrainerRepository,
-        token: pulumi.Output[str],
+        self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository
     ) -> pulumi.Output[str]:
         from vertex_training.platform.trainer_image import (
             TrainerImage,
@@ -530,7 +509,7 @@ class TrainingPlatform(pulumi.ComponentResource):
             TrainerImageArgs(
                 repository_url=repository.url,
                 registry_host=repository.host,
-                registry_token=token,
+                registry_token=self._registry_token,
                 context_dir=context,
                 dockerfile=Path(image.dockerfile).resolve()
                 if image.dockerfile is not None
@@ -577,9 +556,7 @@ def platform_problems(
             bucket_name=args.bucket_name,
             derived_bucket_name=(
                 derived_bucket_name(
-                    project,
-                    pulumi.get_stack(),
-                    name_qualifier(resource_name, args.name_qualifier),
+                    project, pulumi.get_stack(), name_qualifier(resource_name, args.name_qualifier)
                 )
                 if project is not None and args.existing_bucket is None
                 else None

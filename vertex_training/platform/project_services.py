@@ -28,9 +28,6 @@ PLATFORM_SERVICES: tuple[str, ...] = (
 @dataclass(frozen=True)
 class ProjectServicesArgs:
     project: pulumi.Input[str]
-    """Google Cloud project id."""
-    services: tuple[str, ...] = PLATFORM_SERVICES
-    """API service names to enable."""
 
 
 class ProjectServices(PlatformComponent[ProjectServicesArgs]):
@@ -50,6 +47,6 @@ class ProjectServices(PlatformComponent[ProjectServicesArgs]):
                 disable_dependent_services=False,
                 opts=self._child(),
             )
-            for service in args.services
+            for service in PLATFORM_SERVICES
         }
         return {"services": list(self.services)}

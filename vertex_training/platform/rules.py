@@ -23,17 +23,12 @@ from vertex_training.jobs.rules.hardware import (
     check_zone,
 )
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
-from vertex_training.jobs.rules.kms import KMS_KEY, kms_key_problem
+from vertex_training.jobs.rules.kms import kms_key_problem
 
 __all__ = [
     "GCP_PROJECT_ID",
-    "IMAGE_NAME",
-    "IMAGE_REFERENCE",
-    "KMS_KEY",
     "REPOSITORY_ID",
     "SETTINGS",
-    "ZONE",
-    "Bounds",
     "EnvironmentKind",
     "InvalidValueError",
     "PlatformValues",
@@ -43,13 +38,7 @@ __all__ = [
     "image_name_problems",
     "image_reference_problems",
     "judge_platform",
-    "kms_key_problems",
-    "project_problems",
-    "repository_problems",
-    "settings_problems",
     "tensorboard_problems",
-    "workbench_findings",
-    "workbench_problems",
 ]
 
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*[a-z0-9]$")
@@ -60,7 +49,6 @@ IMAGE_REFERENCE = re.compile(
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})?$"
 )
 ZONE = re.compile(r"^(?P<region>[a-z]+-[a-z]+[0-9]+)-[a-z]$")
-_MACHINE_TYPE = re.compile(r"^[a-z][a-z0-9]*-[a-z0-9-]+$")
 GCP_PROJECT_ID = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
 
 
@@ -160,14 +148,8 @@ def project_problems(project: str | None, environment: EnvironmentKind) -> list[
         "starting with a letter (optionally prefixed by a domain and ':')"
     )
     if environment.is_cloud and not project:
-        return [
-            Problem(
-                "project",
-                f"missing: a {environment.value} environment needs a Google Cloud project to "
-                "create resources in",
-                valid,
-            )
-        ]
+        problem = f"missing: a {environment.value} environment needs a Google Cloud project"
+        return [Problem("project", f"{problem} to create resources in", valid)]
     if project and not GCP_PROJECT_ID.match(project):
         return [Problem("project", f"'{project}' is not a Google Cloud project id", valid)]
     return []
@@ -200,56 +182,22 @@ def _is_ip_address(text: str) -> bool:
     return True
 
 
-def repository_problems(name: str | None) -> list[Problem]:
-    if name is None or REPOSITORY_ID.match(name):
-        return []
-    return [
-        Problem(
-            "repository_name",
-            f"'{name}' is not a valid repository id",
-            REPOSITORY_ID_VALID,
-        )
-    ]
-
-
 def image_name_problems(name: str, field: str = "image_name") -> list[Problem]:
     if IMAGE_NAME.match(name):
         return []
-    return [
-        Problem(
-            field,
-            f"'{name}' is not a valid image name",
-            IMAGE_NAME_VALID,
-        )
-    ]
+    return [Problem(field, f"'{name}' is not a valid image name", IMAGE_NAME_VALID)]
 
 
 def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> list[Problem]:
     """An image reference; ``by_digest``: jobs must run exactly the image that was tested
     (a tag can move, a digest cannot)."""
     if not IMAGE_REFERENCE.match(reference):
-        return [
-            Problem(
-                field,
-                f"'{reference}' is not a container image reference",
-                DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}",
-            )
-        ]
+        valid = DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}"
+        return [Problem(field, f"'{reference}' is not a container image reference", valid)]
     if by_digest and not is_by_digest(reference):
-        return [
-            Problem(
-                field,
-                f"'{reference}' is not an image by digest (a tag can move while a job runs)",
-                DIGEST_FORM,
-            )
-        ]
+        problem = f"'{reference}' is not an image by digest (a tag can move while a job runs)"
+        return [Problem(field, problem, DIGEST_FORM)]
     return []
-
-
-def kms_key_problems(name: str | None, region: str) -> list[Problem]:
-    """A Cloud KMS key name, in ``region`` (the jobs' CMEK rule)."""
-    problem = kms_key_problem(name, region)
-    return [] if problem is None else [Problem("kms_key_name", *problem)]
 
 
 def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
@@ -257,14 +205,10 @@ def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
     TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
     if name is None or (TENSORBOARD.match(name) and f"/locations/{region}/" in name):
         return []
-    return [
-        Problem(
-            "tensorboard.existing",
-            f"'{name}' is not a TensorBoard in {region}",
-            f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
-            "TensorBoard in their own region)",
-        )
-    ]
+    valid = f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
+    valid += "TensorBoard in their own region)"
+    problem = f"'{name}' is not a TensorBoard in {region}"
+    return [Problem("tensorboard.existing", problem, valid)]
 
 
 @dataclass(frozen=True)
@@ -283,35 +227,44 @@ class WorkbenchValues:
     to their rules (a typo is a typo); the catalog has nothing to say about them."""
 
 
-def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]:
-    """The Workbench instance's own values: a zone of ``region``, a machine type name, a
-    container image, the disk and idle timeout ranges (its GPUs are the hardware catalog's,
-    ``workbench_findings``). Fields: ``workbench.<name>``."""
-    zone, machine_type = workbench.zone, workbench.machine_type
+_CATALOG_FIELDS = {
+    "machineType": "workbench.machine_type",
+    "acceleratorType": "workbench.accelerator.type",
+    "acceleratorCount": "workbench.accelerator.count",
+    "zone": "workbench.zone",
+}
+
+
+def _judge_workbench(
+    region: str, workbench: WorkbenchValues, *, cloud: bool
+) -> tuple[list[Problem], list[tuple[str, Finding]]]:
+    """The Workbench instance's own values (a zone of ``region``, a container image, the
+    disk and idle timeout ranges), and (field, finding) for the hardware catalog's view of
+    it, to be acknowledged by the caller: a machine type name, a GPU type with a count, a
+    count with a type, the machine takes them, and (cloud) the zone offers them. Fields:
+    ``workbench.<name>``."""
+    zone = workbench.zone
     out: list[Problem] = []
     if zone is not None and not ZONE.match(zone):
-        out.append(
-            Problem(
-                "workbench.zone",
-                f"'{zone}' is not a zone name",
-                "REGION-LETTER, e.g. us-central1-a",
-            )
-        )
+        valid = "REGION-LETTER, e.g. us-central1-a"
+        out.append(Problem("workbench.zone", f"'{zone}' is not a zone name", valid))
     elif zone is not None and not zone.startswith(f"{region}-"):
-        out.append(
-            Problem(
-                "workbench.zone",
-                f"'{zone}' is not a zone of the region {region}",
-                f"unset (means {region}-a) or {region}-<letter>",
-            )
-        )
-    if not _MACHINE_TYPE.match(machine_type):
-        out.append(
-            Problem(
-                "workbench.machine_type",
-                f"'{machine_type}' is not a machine type name",
-                "e.g. n1-standard-4, e2-standard-8",
-            )
+        problem = f"'{zone}' is not a zone of the region {region}"
+        valid = f"unset (means {region}-a) or {region}-<letter>"
+        out.append(Problem("workbench.zone", problem, valid))
+    findings = check_machine_spec(
+        path="workbench",
+        machine_type=workbench.machine_type,
+        accelerator_type=workbench.gpu_type,
+        accelerator_count=workbench.gpu_count,
+        target="workbench",
+    )
+    if not workbench.enabled:
+        # No instance: the catalog has nothing to say of it, but a typo is a typo.
+        findings = [f for f in findings if f.check == "machine-type-name"]
+    elif cloud and not out:  # a refused zone is not judged again
+        findings += check_zone(
+            path="workbench.zone", zone=zone or f"{region}-a", accelerator_type=workbench.gpu_type
         )
     if workbench.container_image is not None:
         out += image_reference_problems(
@@ -324,37 +277,7 @@ def workbench_problems(region: str, workbench: WorkbenchValues) -> list[Problem]
         },
         "workbench.",
     )
-    return out
-
-
-_CATALOG_FIELDS = {
-    "machineType": "workbench.machine_type",
-    "acceleratorType": "workbench.accelerator.type",
-    "acceleratorCount": "workbench.accelerator.count",
-    "zone": "workbench.zone",
-}
-
-
-def workbench_findings(
-    region: str, workbench: WorkbenchValues, *, cloud: bool
-) -> list[tuple[str, Finding]]:
-    """(field, finding) for the hardware catalog's view of a Workbench instance: a GPU type
-    with a count, a count with a type, the machine takes them, and (cloud) the zone offers
-    them. Findings are to be acknowledged and phrased by the caller."""
-    findings = check_machine_spec(
-        path="workbench",
-        machine_type=workbench.machine_type,
-        accelerator_type=workbench.gpu_type,
-        accelerator_count=workbench.gpu_count,
-        target="workbench",
-    )
-    if cloud:
-        findings += check_zone(
-            path="workbench.zone",
-            zone=workbench.zone or f"{region}-a",
-            accelerator_type=workbench.gpu_type,
-        )
-    return [
+    return out, [
         (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
         for f in findings
     ]
@@ -403,8 +326,12 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             Problem(p.field, f"not set, and the derived name {p.problem}", p.valid)
             for p in bucket_name_problems(values.derived_bucket_name)
         ]
-    out += repository_problems(values.repository_name)
-    out += kms_key_problems(values.kms_key_name, values.region)
+    repository = values.repository_name
+    if repository is not None and not REPOSITORY_ID.match(repository):
+        problem = f"'{repository}' is not a valid repository id"
+        out.append(Problem("repository_name", problem, REPOSITORY_ID_VALID))
+    if (kms := kms_key_problem(values.kms_key_name, values.region)) is not None:
+        out.append(Problem("kms_key_name", *kms))
     out += settings_problems(
         {
             "image_keep_count": values.image_keep_count,
@@ -418,21 +345,12 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             path="region", region=values.region, accelerators=(), strict=values.strict
         )
     ]
-    workbench = values.workbench
-    if workbench is not None:
-        found = workbench_problems(values.region, workbench)
-        out += found
-        if workbench.enabled:
-            # A field workbench_problems refused (a zone or machine type name) is not
-            # judged again; the others are, so one run shows them all.
-            refused = {p.field for p in found}
-            findings += [
-                (field, finding)
-                for field, finding in workbench_findings(
-                    values.region, workbench, cloud=values.environment.is_cloud
-                )
-                if field not in refused
-            ]
+    if values.workbench is not None:
+        problems, found = _judge_workbench(
+            values.region, values.workbench, cloud=values.environment.is_cloud
+        )
+        out += problems
+        findings += found
     checked = acknowledge((f for _, f in findings), values.acknowledged)
     out += [
         # The catalog's messages say what would be valid (the regions, the machines).

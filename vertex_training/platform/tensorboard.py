@@ -25,23 +25,14 @@ Roles, and why (the least that works):
   ``roles/storage.objectAdmin`` on the training bucket (``identity.py``), which covers
   writing the event files and the uploader reading them back.
 
-Vertex Experiments: pulumi-gcp (10.2.0) has no resource for a metadata store context (an
-experiment is a context of schema ``system.Experiment`` in the ``default`` metadata store),
-only ``vertex.AiMetadataStore`` and TensorBoard experiments. Create the experiment once,
-backed by this instance, with the Vertex SDK::
-
-    from google.cloud import aiplatform
-    aiplatform.init(project=PROJECT, location=REGION,
-                    experiment=NAME, experiment_tensorboard=TENSORBOARD_RESOURCE_NAME)
-
-after which jobs name it as ``jobSpec.experiment =
-projects/P/locations/REGION/metadataStores/default/contexts/NAME`` (and optionally
-``jobSpec.experimentRun = .../contexts/NAME-RUN``).
+Vertex Experiments: pulumi-gcp (10.2.0) has no resource for an experiment (a metadata store
+context), so it is created once with the Vertex SDK, backed by this instance
+(``docs/tracking.md``); jobs then name it in ``jobSpec.experiment``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +41,6 @@ import pulumi_gcp.projects as gcp_projects
 import pulumi_gcp.vertex as gcp_vertex
 
 from vertex_training.platform._component import PlatformComponent
-from vertex_training.platform.rules import kms_key_problems, tensorboard_problems
 
 __all__ = [
     "EXPERIMENT_PERMISSIONS",
@@ -59,40 +49,30 @@ __all__ = [
     "ExperimentTrackingArgs",
 ]
 
+_READ_WRITE = ("create", "get", "list", "update")
+
 TENSORBOARD_WRITER_PERMISSIONS: tuple[str, ...] = (
     "aiplatform.tensorboards.get",
-    "aiplatform.tensorboardExperiments.create",
-    "aiplatform.tensorboardExperiments.get",
-    "aiplatform.tensorboardExperiments.list",
-    "aiplatform.tensorboardExperiments.update",
-    "aiplatform.tensorboardExperiments.write",
-    "aiplatform.tensorboardRuns.create",
-    "aiplatform.tensorboardRuns.get",
-    "aiplatform.tensorboardRuns.list",
-    "aiplatform.tensorboardRuns.update",
-    "aiplatform.tensorboardRuns.write",
-    "aiplatform.tensorboardTimeSeries.create",
-    "aiplatform.tensorboardTimeSeries.get",
-    "aiplatform.tensorboardTimeSeries.list",
-    "aiplatform.tensorboardTimeSeries.update",
+    *(
+        f"aiplatform.{collection}.{verb}"
+        for collection, verbs in (
+            ("tensorboardExperiments", (*_READ_WRITE, "write")),
+            ("tensorboardRuns", (*_READ_WRITE, "write")),
+            ("tensorboardTimeSeries", _READ_WRITE),
+        )
+        for verb in verbs
+    ),
 )
 """What the TensorBoard uploader of a training job calls (REST reference: experiments /
 runs / timeSeries ``create``, ``batchCreate`` (needs ``create``), ``write``)."""
 
 EXPERIMENT_PERMISSIONS: tuple[str, ...] = (
     "aiplatform.metadataStores.get",
-    "aiplatform.contexts.create",
-    "aiplatform.contexts.get",
-    "aiplatform.contexts.list",
-    "aiplatform.contexts.update",
-    "aiplatform.executions.create",
-    "aiplatform.executions.get",
-    "aiplatform.executions.list",
-    "aiplatform.executions.update",
-    "aiplatform.artifacts.create",
-    "aiplatform.artifacts.get",
-    "aiplatform.artifacts.list",
-    "aiplatform.artifacts.update",
+    *(
+        f"aiplatform.{collection}.{verb}"
+        for collection in ("contexts", "executions", "artifacts")
+        for verb in _READ_WRITE
+    ),
 )
 """What logging parameters and metrics to a Vertex Experiment run writes."""
 
@@ -114,22 +94,11 @@ class ExperimentTrackingArgs:
     Vertex's service agent needs ``roles/cloudkms.cryptoKeyEncrypterDecrypter`` on it."""
     experiments: bool = False
     """Also grant what logging to Vertex Experiments needs (``EXPERIMENT_PERMISSIONS``)."""
-    description: str = "TensorBoard logs of the platform's training jobs"
     labels: Mapping[str, str] = field(default_factory=dict)
     existing_tensorboard: str | None = None
     """Bring your own: ``projects/P/locations/REGION/tensorboards/ID`` of an instance made
-    elsewhere. Nothing is created for it (``kms_key_name``, ``labels`` and ``description``
-    are then unused); the writer role is still granted."""
-
-    def __post_init__(self) -> None:
-        # Refused here, before any resource is registered (the platform's rules).
-        problems = tensorboard_problems(self.existing_tensorboard, self.region)
-        if isinstance(self.kms_key_name, str):
-            problems += kms_key_problems(self.kms_key_name, self.region)
-        if problems:
-            raise ValueError(
-                "; ".join(f"{p.field}: {p.problem}; valid: {p.valid}" for p in problems)
-            )
+    elsewhere. Nothing is created for it (``kms_key_name`` and ``labels`` are then
+    unused); the writer role is still granted."""
 
 
 class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
@@ -139,8 +108,6 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
     """None when ``existing_tensorboard`` was given."""
     role: gcp_projects.IAMCustomRole
     grant: gcp_projects.IAMMember
-    permissions: Sequence[str]
-    """The custom role's permissions, for inspection."""
     tensorboard_name: pulumi.Output[str]
     """``projects/P/locations/REGION/tensorboards/ID``: the value of ``jobSpec.tensorboard``."""
     console_url: pulumi.Output[str]
@@ -163,7 +130,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
                 project=args.project,
                 region=args.region,
                 display_name=args.display_name,
-                description=args.description,
+                description="TensorBoard logs of the platform's training jobs",
                 encryption_spec=encryption,
                 labels=dict(args.labels),
                 opts=self._child(),
@@ -176,7 +143,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
                     else f"projects/{values[0]}/locations/{args.region}/tensorboards/{values[1]}"
                 )
             )
-        self.permissions = TENSORBOARD_WRITER_PERMISSIONS + (
+        permissions = TENSORBOARD_WRITER_PERMISSIONS + (
             EXPERIMENT_PERMISSIONS if args.experiments else ()
         )
         self.role = gcp_projects.IAMCustomRole(
@@ -185,7 +152,7 @@ class ExperimentTracking(PlatformComponent[ExperimentTrackingArgs]):
             role_id=args.role_id,
             title="Vertex AI TensorBoard writer (training jobs)",
             description="Upload a training job's TensorBoard logs; nothing else in Vertex AI",
-            permissions=list(self.permissions),
+            permissions=list(permissions),
             opts=self._child(),
         )
         self.grant = gcp_projects.IAMMember(

@@ -76,10 +76,6 @@ SERVER_INJECTED_LABELS: tuple[str, ...] = (
     "resource-name",
 )
 
-IDLE_TIMEOUT_KEY = "idle-timeout-seconds"
-TERMINAL_KEY = "notebook-disable-terminal"
-GPU_DRIVER_KEY = "install-nvidia-driver"
-
 
 @dataclass(frozen=True)
 class TrainingWorkbenchArgs:
@@ -112,12 +108,12 @@ class TrainingWorkbench(PlatformComponent[TrainingWorkbenchArgs]):
     def _build(self, name: str, args: TrainingWorkbenchArgs) -> dict[str, Any]:
         metadata = {
             # The codelab setting: an idle notebook shuts down after an hour, so it stops costing.
-            IDLE_TIMEOUT_KEY: str(args.idle_timeout_minutes * 60),
-            TERMINAL_KEY: "false",
+            "idle-timeout-seconds": str(args.idle_timeout_minutes * 60),
+            "notebook-disable-terminal": "false",
         }
         accelerators = None
         if args.gpu_type is not None and args.gpu_count > 0:
-            metadata[GPU_DRIVER_KEY] = "True"
+            metadata["install-nvidia-driver"] = "True"
             accelerators = [
                 gcp_workbench.InstanceGceSetupAcceleratorConfigArgs(
                     type=args.gpu_type, core_count=str(args.gpu_count)

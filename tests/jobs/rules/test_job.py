@@ -475,7 +475,7 @@ KEY_EU = "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"
 
 
 def test_a_cmek_key_is_judged_by_the_platform_rule_at_the_jobs_field() -> None:
-    from vertex_training.platform.rules import kms_key_problems
+    from vertex_training.jobs.rules.kms import kms_key_problem
 
     body = {**custom_job(pool()), "encryptionSpec": {"kmsKeyName": KEY_EU}}
     assert findings(body, region="europe-west4") == []
@@ -483,8 +483,9 @@ def test_a_cmek_key_is_judged_by_the_platform_rule_at_the_jobs_field() -> None:
         body["encryptionSpec"]["kmsKeyName"] = key
         error = only_error(body, region="us-central1")
         assert error.path == "encryptionSpec.kmsKeyName"
-        [problem] = kms_key_problems(key, "us-central1")
-        assert error.message == f"{problem.problem}; valid: {problem.valid}"
+        problem = kms_key_problem(key, "us-central1")
+        assert problem is not None
+        assert error.message == f"{problem[0]}; valid: {problem[1]}"
     # On the local backend (no region) only the key's shape is judged.
     assert only_error(body).message.startswith("'key-1' is not a Cloud KMS key name; valid: ")
     body["encryptionSpec"]["kmsKeyName"] = KEY_EU
