@@ -313,6 +313,9 @@ class ConfigProblem:
     valid: str
 
 
+SEE_THE_PROBLEM = "see the problem"
+"""What is valid, where the problem itself says it (a rule's message does)."""
+
 UNION_KEY = "type"
 """Which class a YAML mapping means where several fit (a parameter, an early-stopping
 rule): the Python class name, ``type: DoubleParameter``."""
@@ -448,15 +451,25 @@ def from_config(
     try:
         return cls(**kwargs)
     except InvalidArgumentsError as error:
-        for line in str(error).splitlines():
-            where, _, text = line.partition(": ")
-            inner = where.partition(".")[2]
-            python = ".".join(camel(p) for p in inner.split(".")) if inner else ""
-            message, _, valid = text.partition("; valid: ")
-            out.append(
-                ConfigProblem(f"{path}.{python}".rstrip("."), message, valid or "see the problem")
-            )
+        out += refusal_problems(error, path)
         return None
+
+
+def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[ConfigProblem]:
+    """The lines of an ``InvalidArgumentsError`` of the Args (``Class.field['key'][0]:
+    problem; valid: ...``) as problems at the caller's path under ``root`` in YAML
+    spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
+    problems = []
+    for line in str(error).splitlines():
+        where, _, text = line.strip().partition(": ")
+        if not text:
+            continue
+        message, _, valid = text.partition("; valid: ")
+        inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
+        keys = [camel(key) for key in inner.split(".") if key]
+        where = ".".join([root, *keys]).lstrip(".")
+        problems.append(ConfigProblem(where, message, valid or SEE_THE_PROBLEM))
+    return problems
 
 
 def judge_body(
