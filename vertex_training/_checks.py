@@ -69,9 +69,11 @@ class _Input:
         return Annotated[inner, _INPUT]
 
 
-_PULUMI = types.SimpleNamespace(**{**vars(pulumi), "Input": _Input})
-_PATH = Annotated[Path, Strict(False)]
-"""A path may be given as text."""
+_NAMES = {
+    "pulumi": types.SimpleNamespace(**{**vars(pulumi), "Input": _Input}),
+    "Path": Annotated[Path, Strict(False)],  # a path may be given as text
+}
+"""What the annotations' names mean here, over their module's."""
 
 
 @cache
@@ -84,8 +86,7 @@ def field_types(cls: type) -> dict[str, object]:
         if not isinstance(f.type, str):
             return f.type
         owner = next(c for c in cls.__mro__ if f.name in inspect.get_annotations(c))
-        namespace = {**vars(sys.modules[owner.__module__]), "pulumi": _PULUMI, "Path": _PATH}
-        return eval(f.type, namespace)
+        return eval(f.type, vars(sys.modules[owner.__module__]), _NAMES)
 
     return {f.name: evaluated(f) for f in dataclasses.fields(cls)}
 
