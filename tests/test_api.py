@@ -264,6 +264,16 @@ def test_extra_fields_problems_are_named_in_extra_fields() -> None:
     assert "CustomJobArgs.extra_fields['jobSpec']['scheduling']['timeout']" in message
 
 
+def test_a_pools_own_problem_in_its_extra_fields_is_named_there() -> None:
+    with pytest.raises(vt.InvalidArgumentsError) as error:
+        vt.WorkerPool(
+            machine_type="n1-standard-4", extra_fields={"diskSpec": {"bootDiskType": "pd-bad"}}
+        )
+    assert str(error.value).startswith(
+        "WorkerPool.extra_fields['diskSpec']['bootDiskType']: 'pd-bad' is not a boot disk type"
+    )
+
+
 def test_values_not_known_yet_are_not_judged() -> None:
     def program() -> None:
         machine = pulumi.Output.from_input("a2-highgpu-1g")  # as if from another resource

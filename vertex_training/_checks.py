@@ -11,6 +11,7 @@ which is judged where it resolves".
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import sys
 import types
 import typing
@@ -68,20 +69,26 @@ class _Input:
         return Annotated[inner, _INPUT]
 
 
-_PULUMI = types.SimpleNamespace(**{**vars(pulumi), "Input": _Input})
-_PATH = Annotated[Path, Strict(False)]
-"""A path may be given as text."""
+_NAMES = {
+    "pulumi": types.SimpleNamespace(**{**vars(pulumi), "Input": _Input}),
+    "Path": Annotated[Path, Strict(False)],  # a path may be given as text
+}
+"""What the annotations' names mean here, over their module's."""
 
 
 @cache
 def field_types(cls: type) -> dict[str, object]:
-    """Each field's annotation of the dataclass ``cls``, evaluated (``pulumi.Input[T]`` is
+    """Each field's annotation of the dataclass ``cls``, evaluated in the module of the class
+    that declares it, so a subclass elsewhere keeps its base's types (``pulumi.Input[T]`` is
     ``Annotated[T, _INPUT]``); derived once per class: do not change the mapping."""
-    namespace = {**vars(sys.modules[cls.__module__]), "pulumi": _PULUMI, "Path": _PATH}
-    return {
-        f.name: eval(f.type, namespace) if isinstance(f.type, str) else f.type
-        for f in dataclasses.fields(cls)
-    }
+
+    def evaluated(f: dataclasses.Field[Any]) -> object:
+        if not isinstance(f.type, str):
+            return f.type
+        owner = next(c for c in cls.__mro__ if f.name in inspect.get_annotations(c))
+        return eval(f.type, vars(sys.modules[owner.__module__]), _NAMES)
+
+    return {f.name: evaluated(f) for f in dataclasses.fields(cls)}
 
 
 @cache

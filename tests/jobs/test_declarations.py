@@ -20,8 +20,8 @@ from tests.jobs.facts import platform_facts
 from vertex_training._checks import alternatives, field_types
 from vertex_training.jobs import api
 from vertex_training.jobs.api import PlatformFacts
-from vertex_training.jobs.declarations import JobDeclaration, config_path, job_problems, read_job
-from vertex_training.jobs.fields import camel
+from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
+from vertex_training.jobs.fields import caller_path, camel
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 
@@ -268,7 +268,8 @@ def test_the_repo_stack_files_are_in_the_new_shape() -> None:
     ],
 )
 def test_config_path(kind: JobKind, api_path: str, key: str) -> None:
-    assert config_path(kind, api_path) == key
+    cls = api.CustomJobArgs if kind is JobKind.CUSTOM_JOB else api.HyperparameterTuningJobArgs
+    assert caller_path(cls, api_path, "yaml") == key
 
 
 def _declare(**fields: Any) -> JobDeclaration:

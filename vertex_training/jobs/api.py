@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,6 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import (
     caller_path,
-    camel,
     judge_body,
     map_known,
     to_body,
@@ -403,48 +401,6 @@ def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- validation
 
-_POOL_FIELD = re.compile(r"workerPoolSpecs\[(\d+)\](?:\.(.*))?$")
-
-
-def _extra_keys(extra: Mapping[str, Any], api_path: str) -> list[str] | None:
-    """The keys (list indexes as digits) under ``extra`` that set the API path, or None
-    when ``extra`` does not set it."""
-    node: Any = extra
-    keys: list[str] = []
-    for part in re.findall(r"[^.\[\]]+", api_path):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-        keys.append(part)
-    return keys
-
-
-def extra_path(args: JobArgs, api_path: str, spelling: str = "python") -> str | None:
-    """Where ``extra_fields`` (the job's, or a pool's) set the API path, in the caller's
-    spelling: Python ``chief.extra_fields['env'][0]``, YAML ``chief.extraFields.env.0``;
-    None when none does."""
-    origins = [("", args.extra_fields, api_path)]
-    pool = _POOL_FIELD.search(api_path)
-    if pool is not None and int(pool[1]) < len(POOL_NAMES):
-        name = POOL_NAMES[int(pool[1])]
-        run = args if isinstance(args, CustomJobArgs) else args.trial
-        spec = getattr(run, name)
-        if spec is not None:
-            origins.append((name if run is args else f"trial.{name}", spec.extra_fields, pool[2]))
-    for owner, extra, path in origins:
-        keys = _extra_keys(extra, path or "")
-        if not keys:
-            continue
-        if spelling == "yaml":
-            where = "".join(f"{camel(part)}." for part in owner.split(".") if part)
-            return f"{where}extraFields." + ".".join(keys)
-        spelled = "".join(f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in keys)
-        return f"{owner + '.' if owner else ''}extra_fields{spelled}"
-    return None
-
 
 def _fact(value: Any) -> Any:
     return value if value is None or (is_known(value) and value is not LATER) else LATER
@@ -498,9 +454,7 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     errors: list[str] = []
     warnings: list[str] = []
     for finding in findings:
-        argument = (
-            extra_path(args, finding.path) or caller_path(type(args), finding.path) or finding.path
-        )
+        argument = caller_path(args, finding.path) or finding.path
         if finding.path == "region" and args.region is None:
             argument = "platform.region"  # the job runs where its platform is
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"

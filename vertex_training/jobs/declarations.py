@@ -174,13 +174,6 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
     return JobDeclaration(str(name), replace(args, labels={"job": name, **args.labels})), out
 
 
-def config_path(kind: JobKind, api_path: str) -> str:
-    """The YAML key an API path comes from (``jobSpec.workerPoolSpecs[0].machineSpec
-    .acceleratorCount`` -> ``chief.accelerator.count``); ``""`` if none does."""
-    cls = api.CustomJobArgs if kind is JobKind.CUSTOM_JOB else api.HyperparameterTuningJobArgs
-    return caller_path(cls, api_path, "yaml")
-
-
 def job_problems(
     jobs: tuple[JobDeclaration, ...], facts: api.PlatformFacts
 ) -> tuple[tuple[JobDeclaration, ...], list[tuple[str, Finding]]]:
@@ -203,16 +196,13 @@ def job_problems(
         on_platform, findings = job.on(facts)
         placed.append(on_platform)
         for finding in findings:
-            key = api.extra_path(job.args, finding.path, "yaml") or config_path(
-                job.job_kind, finding.path
-            )
+            key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out
 
 
 __all__ = [
     "JobDeclaration",
-    "config_path",
     "job_problems",
     "name_problems",
     "read_job",

@@ -232,9 +232,34 @@ def _is_sequence(expected: object) -> bool:
 # --------------------------------------------------------------------------- paths
 
 
-def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int, str]:
+def _extra_keys(extra: Any, tokens: list[str]) -> list[str] | None:
+    """The keys (list indexes as digits) under ``extra`` that set the API path ``tokens``,
+    or None when ``extra`` does not set it all."""
+    node = extra
+    keys: list[str] = []
+    for token in tokens:
+        key = token.strip("[]")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.startswith("[") and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+        keys.append(key)
+    return keys
+
+
+def _walk(cls: type, obj: Any, tokens: list[str], yaml: bool) -> tuple[int, str]:
     """(tokens consumed, caller path) of the deepest field of ``cls`` that sets a prefix
-    of ``tokens``."""
+    of ``tokens``; the ``extra_fields`` of ``obj`` (a ``cls``, or None) that set them all
+    come first, as the body merges them in last."""
+    extra = _extra_keys(getattr(obj, "extra_fields", None), tokens) if tokens else None
+    if extra and yaml:
+        return len(tokens) + 1, "extraFields." + ".".join(extra)
+    if extra:
+        return len(tokens) + 1, "extra_fields" + "".join(
+            f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in extra
+        )
     best = (0, "")
     types_of = field_types(cls)
     for f in dataclasses.fields(cls):
@@ -244,7 +269,7 @@ def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int
         own = _tokens(_prefix(cls, f.name) + spec.path)
         if tokens[: len(own)] != own:
             continue
-        used, here, rest = len(own), name(f.name), tokens[len(own) :]
+        used, here, rest = len(own), camel(f.name) if yaml else f.name, tokens[len(own) :]
         if rest and rest[0].startswith("[") and _is_sequence(types_of[f.name]):
             used, here, rest = used + 1, here + rest[0], rest[1:]
         if rest and spec.encode is None and _is_mapping(types_of[f.name]):
@@ -252,6 +277,7 @@ def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int
             used, here, rest = used + len(rest), ".".join([here, *rest]), []
         if used > best[0]:
             best = (used, here)
+        value = getattr(obj, f.name, None)
         for member in dataclass_members(types_of[f.name]):
             key = getattr(member, "VERTEX_KEY", None)
             inner = rest
@@ -259,19 +285,20 @@ def _walk(cls: type, tokens: list[str], name: Callable[[str], str]) -> tuple[int
                 if not rest or rest[0] != key:
                     continue
                 inner = rest[1:]
-            depth, path = _walk(member, inner, name)
+            depth, path = _walk(member, value if isinstance(value, member) else None, inner, yaml)
             total = used + depth + (1 if key else 0)
             if depth and total > best[0]:
                 best = (total, f"{here}.{path}")
     return best
 
 
-def caller_path(cls: type, api_path: str, spelling: str = "python") -> str:
-    """The caller's path to what sets ``api_path`` in a body of ``cls``: the deepest field
-    whose Vertex path is a prefix of it, in Python (snake_case) or YAML (camelCase)
-    spelling; ``""`` when no field sets it (a field only ``extra_fields`` can give)."""
-    name: Callable[[str], str] = camel if spelling == "yaml" else (lambda n: n)
-    return _walk(cls, _tokens(api_path), name)[1]
+def caller_path(args: Any, api_path: str, spelling: str = "python") -> str:
+    """The caller's path to what sets ``api_path`` in the body of ``args`` (Args, or their
+    class): the ``extra_fields`` that set it (Python ``chief.extra_fields['env'][0]``, YAML
+    ``chief.extraFields.env.0``), else the deepest field whose Vertex path is a prefix of
+    it, in Python (snake_case) or YAML (camelCase) spelling; ``""`` when none does."""
+    cls, obj = (args, None) if isinstance(args, type) else (type(args), args)
+    return _walk(cls, obj, _tokens(api_path), spelling == "yaml")[1]
 
 
 # --------------------------------------------------------------------------- YAML
@@ -285,6 +312,9 @@ class ConfigProblem:
     problem: str
     valid: str
 
+
+SEE_THE_PROBLEM = "see the problem"
+"""What is valid, where the problem itself says it (a rule's message does)."""
 
 UNION_KEY = "type"
 """Which class a YAML mapping means where several fit (a parameter, an early-stopping
@@ -421,15 +451,25 @@ def from_config(
     try:
         return cls(**kwargs)
     except InvalidArgumentsError as error:
-        for line in str(error).splitlines():
-            where, _, text = line.partition(": ")
-            inner = where.partition(".")[2]
-            python = ".".join(camel(p) for p in inner.split(".")) if inner else ""
-            message, _, valid = text.partition("; valid: ")
-            out.append(
-                ConfigProblem(f"{path}.{python}".rstrip("."), message, valid or "see the problem")
-            )
+        out += refusal_problems(error, path)
         return None
+
+
+def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[ConfigProblem]:
+    """The lines of an ``InvalidArgumentsError`` of the Args (``Class.field['key'][0]:
+    problem; valid: ...``) as problems at the caller's path under ``root`` in YAML
+    spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
+    problems = []
+    for line in str(error).splitlines():
+        where, _, text = line.strip().partition(": ")
+        if not text:
+            continue
+        message, _, valid = text.partition("; valid: ")
+        inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
+        keys = [camel(key) for key in inner.split(".") if key]
+        where = ".".join([root, *keys]).lstrip(".")
+        problems.append(ConfigProblem(where, message, valid or SEE_THE_PROBLEM))
+    return problems
 
 
 def judge_body(
@@ -460,7 +500,7 @@ def refuse_where_built(
     lines = []
     for finding in errors:
         api_path = finding.path.removeprefix(root).lstrip(".")
-        where = caller_path(cls, api_path) if api_path else ""
+        where = caller_path(obj, api_path) if api_path else ""
         lines.append(
             f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
             + (f" (Vertex field {api_path})" if api_path else "")

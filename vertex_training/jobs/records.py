@@ -78,16 +78,14 @@ class TrialResult(TypedDict):
 
 @dataclass(frozen=True)
 class TrialRecord:
+    """One trial as a backend reports it: the fields of ``TrialResult``, its JSON."""
+
     trial_id: str
-    """Vertex trial ids are strings counting from "1"."""
     state: str
-    """Vertex ``Trial.State`` name: REQUESTED, ACTIVE, STOPPING, SUCCEEDED, INFEASIBLE."""
     parameters: Mapping[str, ParameterValue] = field(default_factory=dict)
     final_metrics: Mapping[str, float] = field(default_factory=dict)
-    """The final measurement's metrics by metric id."""
     infeasible_reason: str | None = None
     early_stopped: bool = False
-    """Stopped by the study's automated stopping before its last step."""
     start_time: str | None = None
     end_time: str | None = None
 

@@ -16,7 +16,6 @@ to the engine as the message alone (no traceback).
 
 import asyncio
 import dataclasses
-import re
 from typing import Any
 
 import pulumi
@@ -25,7 +24,12 @@ from pulumi.errors import InputPropertyErrorDetails
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, facts_of
 from vertex_training.jobs.declarations import job_problems, read_job
-from vertex_training.jobs.fields import ConfigProblem, camel, from_config
+from vertex_training.jobs.fields import (
+    SEE_THE_PROBLEM,
+    ConfigProblem,
+    from_config,
+    refusal_problems,
+)
 from vertex_training.jobs.records import TrialResult
 from vertex_training.jobs.resources import CustomJob as CustomJobResource
 from vertex_training.jobs.resources import HyperparameterTuningJob as TuningJobResource
@@ -36,8 +40,6 @@ from vertex_training.provider.schema import args_type, output_type, yaml_spellin
 __all__ = ["COMPONENTS", "ArgsError", "CustomJob", "HyperparameterTuningJob", "TrainingPlatform"]
 
 PACKAGE = "vertex-training"
-_IN_THE_PROBLEM = "see the problem"
-"""What a rule's problem says is valid: the problem itself says it."""
 
 
 class ArgsError(Exception):
@@ -49,7 +51,7 @@ class ArgsError(Exception):
             {
                 "property_path": p.path,
                 "reason": p.problem
-                + (f". Valid: {p.valid}" if p.valid != _IN_THE_PROBLEM else "")
+                + (f". Valid: {p.valid}" if p.valid != SEE_THE_PROBLEM else "")
                 + f". Fix: set {p.path} in the args of {component} {name!r} in your program",
             }
             for p in problems
@@ -61,18 +63,7 @@ class ArgsError(Exception):
 
 def _refused(component: str, name: str, error: InvalidArgumentsError) -> ArgsError:
     """An ``InvalidArgumentsError`` of the Args (Python spelling) as an ``ArgsError``."""
-    problems = []
-    for raw in str(error).splitlines():
-        line = raw.strip()
-        if not line or line.endswith("would be refused:"):
-            continue
-        where, _, text = line.partition(": ")
-        message, _, valid = text.partition("; valid: ")
-        # ``TrainingPlatformArgs.images['trainer']``: the caller's spelling, ``images.trainer``.
-        inner = where.partition(".")[2] or where
-        where = ".".join(camel(part) for part in re.findall(r"[^.\[\]'\"]+", inner))
-        problems.append(ConfigProblem(where, message, valid or _IN_THE_PROBLEM))
-    return ArgsError(component, name, problems)
+    return ArgsError(component, name, refusal_problems(error))
 
 
 _PLATFORMS: dict[str, Platform] = {}
@@ -163,7 +154,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, _IN_THE_PROBLEM)
+            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, SEE_THE_PROBLEM)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]

@@ -24,10 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
-import sys
-import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,28 +32,17 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pulumi
 
-from vertex_training.jobs.fields import UNION_KEY, camel
+from vertex_training._checks import alternatives, field_types
+from vertex_training.jobs.fields import UNION_KEY, camel, required
 
 __all__ = ["args_type", "output_type", "schema_type", "yaml_spelling"]
 
 
 def _options(hint: object) -> tuple[list[object], bool]:
-    """(the options of ``hint``, whether None is one): ``pulumi.Input``'s Awaitable and
-    Output dropped."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        options = [
-            o
-            for o in typing.get_args(hint)
-            if typing.get_origin(o) not in (typing.Awaitable, pulumi.Output)
-            and o not in (typing.Awaitable, pulumi.Output)
-        ]
-        # ``pulumi.Input[Sequence[pulumi.Input[str]]]``'s options, each a list: the same.
-        unique = list(dict.fromkeys(str if _is_path(o) else o for o in options))
-        return [o for o in unique if o is not type(None)], type(None) in unique
-    if isinstance(hint, pulumi.Output):
-        return [hint], False
-    return [hint], False
+    """(the options of ``hint``, an annotation of ``field_types``, whether None is one):
+    ``pulumi.Input[T]`` is ``T``, and a path is text."""
+    unique = list(dict.fromkeys(str if _is_path(o) else o for o in alternatives(hint)))
+    return [o for o in unique if o is not type(None)], type(None) in unique
 
 
 def _is_path(hint: object) -> bool:
@@ -102,35 +88,8 @@ def _hints(cls: type) -> dict[str, tuple[object, bool]]:
         hints = typing.get_type_hints(cls)
         optional: frozenset[str] = getattr(cls, "__optional_keys__", frozenset())
         return {name: (hints[name], name in optional) for name in hints}
-
-    def home(name: str) -> dict[str, Any]:
-        """The namespace of the module whose class declares the field ``name``."""
-        owner = next(c for c in cls.__mro__ if name in inspect.get_annotations(c))
-        return {**vars(sys.modules[owner.__module__]), "pulumi": _Pulumi}
-
-    return {
-        f.name: (
-            eval(f.type, home(f.name)) if isinstance(f.type, str) else f.type,
-            f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING,
-        )
-        for f in dataclasses.fields(cls)
-        if f.init
-    }
-
-
-class _Inputs:
-    """``pulumi.Input[T]`` read as ``T``: the schema says where an Output may flow."""
-
-    def __getitem__(self, hint: object) -> object:
-        return hint
-
-
-class _Pulumi:
-    """``pulumi`` as the Args' annotations use it, ``Input`` unwrapped (``pulumi.Input``
-    names ``Output`` by a forward reference ``typing.get_type_hints`` cannot follow)."""
-
-    Input = _Inputs()
-    Output = pulumi.Output
+    types_of = field_types(cls)
+    return {f.name: (types_of[f.name], not required(f)) for f in dataclasses.fields(cls) if f.init}
 
 
 def _typed_dict(name: str, home: type | None) -> Any:
