@@ -272,18 +272,20 @@ def _problems_from(error: ValidationError, model: type[Section], stack: str) -> 
 # --------------------------------------------------------------------------- the rules
 
 
-def _rule_keys() -> dict[str, str]:
-    """A platform rule's field (``TrainingPlatformArgs``' spelling) -> the config key that
-    holds its value (each key declares its field in ``stack.settings``)."""
-    keys = {"project": GCP_PROJECT_KEY}
-    for short, info in known_config_keys().items():
-        if "platform" in _meta(info):
-            keys[str(_meta(info)["platform"])] = f"{PROJECT_NAME}:{short}"
-    return keys
+def _config_key(field: str) -> str:
+    """The config key that holds a platform rule's field (``TrainingPlatformArgs``'
+    spelling): the section field of that name, the Workbench's in its section (its
+    ``accelerator.type``/``count`` as ``gpu_type``/``gpu_count``)."""
+    if field == "project":
+        return GCP_PROJECT_KEY
+    section, _, name = field.replace("accelerator.", "gpu_").rpartition(".")
+    models = [SECTIONS[section]] if section else SECTIONS.values()
+    info = next(m.model_fields[name] for m in models if name in m.model_fields)
+    return f"{PROJECT_NAME}:{info.alias}"
 
 
 def _meta(info: FieldInfo | None) -> dict[str, Any]:
-    """A config key's ``valid``, ``example`` and ``platform`` (``settings._key``)."""
+    """A config key's ``valid`` and ``example`` (``settings._key``)."""
     extra = info.json_schema_extra if info is not None else None
     return extra if isinstance(extra, dict) else {}
 
@@ -307,34 +309,23 @@ def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[s
             ),
             repository_name=registry.repository_name,
             kms_key_name=general.kms_key_name,
-            image_keep_count=registry.keep_count,
+            image_keep_count=registry.image_keep_count,
             staging_retention_days=storage.staging_retention_days,
             soft_delete_retention_days=storage.soft_delete_retention_days,
-            workbench=WorkbenchValues(
-                zone=workbench.zone,
-                machine_type=workbench.machine_type,
-                gpu_type=workbench.gpu_type,
-                gpu_count=workbench.gpu_count,
-                container_image=workbench.container_image,
-                disk_size_gb=workbench.disk_size_gb,
-                idle_timeout_minutes=workbench.idle_timeout_minutes,
-                enabled=workbench.enabled,
-            ),
+            # The section's fields are the Workbench values' (settings._key).
+            workbench=WorkbenchValues(**workbench.model_dump()),
             strict=general.strict_hardware_checks,
             acknowledged=general.acknowledged_hardware_checks,
         )
     )
     found += image_name_problems(config.image.image_name)
-    if config.image.pinned_reference is not None:
-        reference = config.image.pinned_reference
-        found += image_reference_problems(reference, "trainer_image", by_digest=True)
+    if config.image.trainer_image is not None:
+        found += image_reference_problems(
+            config.image.trainer_image, "trainer_image", by_digest=True
+        )
     problems = [_phrased(p, stack, general.region) for p in found if not p.warning]
     warnings = [f"{_config_key(p.field)}: {p.problem}" for p in found if p.warning]
     return problems, warnings
-
-
-def _config_key(field: str) -> str:
-    return _rule_keys()[field]
 
 
 def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:

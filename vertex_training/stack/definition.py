@@ -71,7 +71,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
     from vertex_training.jobs.pools import Accelerator
 
     root = project_root()
-    image: ImageBuild | str = config.image.pinned_reference or ImageBuild(
+    image: ImageBuild | str = config.image.trainer_image or ImageBuild(
         context=root,
         dockerfile=root / DOCKERFILE,
         image_name=config.image.image_name,
@@ -109,7 +109,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         workbench=workbench,
         bucket_name=config.bucket_name,
         repository_name=config.registry.repository_name,
-        image_keep_count=config.registry.keep_count,
+        image_keep_count=config.registry.image_keep_count,
         staging_retention_days=config.storage.staging_retention_days,
         soft_delete_retention_days=config.storage.soft_delete_retention_days,
         strict_hardware_checks=config.general.strict_hardware_checks,

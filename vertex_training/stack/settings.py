@@ -49,21 +49,12 @@ PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
 
-def _key(
-    alias: str,
-    default: Any,
-    description: str,
-    valid: str,
-    example: str,
-    *,
-    platform: str | None = None,
-) -> Any:
-    """A config field: its alias is the config key; ``valid``/``example`` feed errors;
-    ``platform`` is the field of ``TrainingPlatformArgs`` that takes the value (the
-    platform rules' spelling, ``workbench.zone``), so their problems land on this key."""
-    extra: dict[str, JsonValue] = {"valid": valid, "example": example}
-    if platform is not None:
-        extra["platform"] = platform
+def _key(alias: str, default: Any, description: str, valid: str, example: str = "") -> Any:
+    """A config field: its alias is the config key; ``valid`` and ``example`` (by default
+    the default) feed errors. A value the platform rules judge is held by the field of
+    ``TrainingPlatformArgs``' name (the Workbench's in its section), so that their problems
+    land on its key (``stack.config``)."""
+    extra: dict[str, JsonValue] = {"valid": valid, "example": example or str(default)}
     return Field(default, alias=alias, description=description, json_schema_extra=extra)
 
 
@@ -90,8 +81,6 @@ class GeneralSettings(Section):
         "us-central1",
         "Google Cloud region of the bucket, the registry and the training jobs.",
         "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
-        "us-central1",
-        platform="region",
     )
     strict_hardware_checks: bool = _key(
         "strictHardwareChecks",
@@ -132,14 +121,12 @@ class GeneralSettings(Section):
         'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
         "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
         "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
-        platform="kms_key_name",
     )
     local_root: str = _key(
         "localRoot",
         ".local-vertex",
         "local stack: directory (relative to the project) that holds the local bucket and logs.",
         "a relative or absolute directory path",
-        ".local-vertex",
     )
 
     @field_validator("budget", mode="before")
@@ -169,23 +156,18 @@ class StorageSettings(Section):
         "<gcp project>-<stack>-vertex.",
         BUCKET_NAME_VALID,
         "my-project-dev-vertex",
-        platform="bucket_name",
     )
     staging_retention_days: int = _key(
         "stagingRetentionDays",
         7,
         "Days after which objects under staging/ are deleted (job packages, temporary files).",
         SETTINGS["staging_retention_days"].valid,
-        "7",
-        platform="staging_retention_days",
     )
     soft_delete_retention_days: int = _key(
         "softDeleteRetentionDays",
         7,
         "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
         SETTINGS["soft_delete_retention_days"].valid,
-        "7",
-        platform="soft_delete_retention_days",
     )
 
 
@@ -195,16 +177,12 @@ class RegistrySettings(Section):
         "trainers",
         "Artifact Registry Docker repository id for the trainer images.",
         REPOSITORY_ID_VALID,
-        "trainers",
-        platform="repository_name",
     )
-    keep_count: int = _key(
+    image_keep_count: int = _key(
         "imageKeepCount",
         10,
         "Cleanup policy: how many most recent image versions the repository keeps.",
         SETTINGS["image_keep_count"].valid,
-        "10",
-        platform="image_keep_count",
     )
 
 
@@ -214,17 +192,14 @@ class ImageSettings(Section):
         "trainer",
         "Name of the trainer image inside the repository.",
         IMAGE_NAME_VALID,
-        "trainer",
-        platform="image_name",
     )
-    pinned_reference: OptionalText = _key(
+    trainer_image: OptionalText = _key(
         "trainerImage",
         None,
         '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
         "by digest to use as is.",
         '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
-        platform="trainer_image",
     )
 
 
@@ -242,15 +217,12 @@ class WorkbenchSettings(Section):
         'Zone of the Workbench instance; "" means <region>-a.',
         '"" or a zone of the stack\'s region, e.g. us-central1-a',
         "us-central1-a",
-        platform="workbench.zone",
     )
     machine_type: str = _key(
         "workbenchMachineType",
         "n1-standard-4",
         "Compute Engine machine type of the Workbench instance.",
         "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
-        "n1-standard-4",
-        platform="workbench.machine_type",
     )
     gpu_type: OptionalText = _key(
         "workbenchGpuType",
@@ -258,7 +230,6 @@ class WorkbenchSettings(Section):
         '"" for no GPU, or the accelerator attached to the Workbench instance.',
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
-        platform="workbench.accelerator.type",
     )
     gpu_count: int = _key(
         "workbenchGpuCount",
@@ -266,15 +237,12 @@ class WorkbenchSettings(Section):
         "Number of GPUs on the Workbench instance (0 without workbenchGpuType).",
         "0 without a GPU type; 1, 2, 4 or 8 with one",
         "1",
-        platform="workbench.accelerator.count",
     )
     disk_size_gb: int = _key(
         "workbenchDiskSizeGb",
         150,
         "Boot disk size of the Workbench instance in GB.",
         SETTINGS["disk_size_gb"].valid,
-        "150",
-        platform="workbench.disk_size_gb",
     )
     container_image: OptionalText = _key(
         "workbenchContainerImage",
@@ -282,15 +250,12 @@ class WorkbenchSettings(Section):
         '"" for the standard Workbench image, or a custom container image to run instead.',
         '"" or an image reference, REGISTRY/PATH[:TAG]',
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
-        platform="workbench.container_image",
     )
     idle_timeout_minutes: int = _key(
         "workbenchIdleTimeoutMinutes",
         60,
         "Minutes of inactivity after which the Workbench instance shuts down.",
         SETTINGS["idle_timeout_minutes"].valid,
-        "60",
-        platform="workbench.idle_timeout_minutes",
     )
 
 
