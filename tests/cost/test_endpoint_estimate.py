@@ -51,7 +51,7 @@ def test_each_deployment_costs_its_minimum_replicas_per_hour(
         ),
     )
     estimate = estimate_endpoint("e", bodies, "us-central1", catalog=prediction_prices)
-    assert [(d.role, d.replicas) for d in estimate.deployments] == [("blue", 2), ("green", 1)]
+    assert [(d.role, d.replicas) for d in estimate.pools] == [("blue", 2), ("green", 1)]
     # 2 x 0.1 + 1 x (0.1 + 2 x 0.4): the maximum replicas do not count.
     assert estimate.usd_per_hour == pytest.approx(0.2 + 0.9)
     assert estimate.unknown == ()
@@ -63,7 +63,7 @@ def test_a_machine_that_comes_with_its_gpu_is_priced_with_it(
     bodies = _bodies(primary=DeploymentArgs(model="m", machine_type="a2-highgpu-1g"))
     estimate = estimate_endpoint("e", bodies, "us-central1", catalog=prediction_prices)
     assert estimate.usd_per_hour == pytest.approx(1.0 + 3.0)
-    assert estimate.deployments[0].accelerator_type == "NVIDIA_TESLA_A100"
+    assert estimate.pools[0].accelerator_type == "NVIDIA_TESLA_A100"
 
 
 def test_an_unknown_price_is_named_never_zero(prediction_prices: PriceCatalog) -> None:

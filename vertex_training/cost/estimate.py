@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from vertex_training.cost.catalog import (
     ItemKind,
@@ -92,7 +91,7 @@ class _Pools:
 
     @property
     def unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for pool in self.pools for u in pool.unknown)
+        return tuple(dict.fromkeys(u for pool in self.pools for u in pool.unknown))
 
 
 @dataclass(frozen=True)
@@ -187,23 +186,15 @@ CostLine = JobEstimate | WorkbenchEstimate
 
 
 @dataclass(frozen=True)
-class EndpointEstimate:
-    """An endpoint per hour: each deployed model at its minimum replicas (one ``PoolCost``
-    each, ``replicas`` = ``minReplicaCount``; autoscaling can only add to it)."""
+class EndpointEstimate(_Pools):
+    """An endpoint per hour: each deployed model at its minimum replicas (autoscaling can
+    only add to it)."""
 
     name: str
     region: str
-    deployments: tuple[PoolCost, ...]
-    """One per deployed model: ``role`` is the deployment's name, ``replicas`` its minimum."""
-
-    @property
-    def usd_per_hour(self) -> float:
-        """Known prices only (see ``unknown``)."""
-        return sum(d.usd_per_hour for d in self.deployments)
-
-    @property
-    def unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for d in self.deployments for u in d.unknown)
+    pools: tuple[PoolCost, ...]
+    """One per deployed model: ``role`` is the deployment's name, ``replicas`` its
+    ``minReplicaCount``."""
 
 
 @dataclass(frozen=True)
@@ -229,22 +220,18 @@ class StackEstimate:
 
     @property
     def unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for line in self.lines for u in line.unknown)
+        return tuple(dict.fromkeys(u for line in self.lines for u in line.unknown))
 
     @property
     def serving(self) -> EndpointEstimate:
         """Every endpoint at its minimum replicas as one, per hour."""
         return EndpointEstimate(
-            "serving", "", tuple(d for e in self.endpoints for d in e.deployments)
+            "serving", "", tuple(pool for e in self.endpoints for pool in e.pools)
         )
 
     @property
     def jobs(self) -> tuple[JobEstimate, ...]:
         return tuple(line for line in self.lines if isinstance(line, JobEstimate))
-
-
-def _unique(items: Any) -> tuple[UnknownPrice, ...]:
-    return tuple(dict.fromkeys(items))
 
 
 def pool_cost(

@@ -165,7 +165,7 @@ def estimate_table(total: StackEstimate) -> str:
             (line.name, machines_text(line), accelerators, hours_text(line), usd_text(line))
         )
     for endpoint in total.endpoints:
-        machines, accelerators = _hardware(endpoint.deployments)
+        machines, accelerators = _hardware(endpoint.pools)
         rate = hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown))
         name = f"{endpoint.name} (endpoint)"
         rows.append((name, machines or "(no deployments)", accelerators, "per hour", rate))
