@@ -62,8 +62,7 @@ class StackDefinition:
     """Name -> Args on the platform the stack declares, as the job rules see it (judged
     there): ``args.on(platform)`` puts them on the platform itself."""
     serving: ServingDeclarations = field(default_factory=ServingDeclarations)
-    """The stack's models and endpoints: ``to_args(platform, jobs)`` /
-    ``to_args(platform, models)``."""
+    """The stack's models and endpoints: ``declare(platform, jobs)``."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:
