@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.cost.conftest import TEST_PRICES, accelerator, machine
+from tests.cost.conftest import TEST_PRICES, accelerator, machine, priced
 from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog, parse_price_catalog, price_catalog
 from vertex_training.cost.estimate import stack_estimate
@@ -114,10 +114,9 @@ def test_the_endpoint_is_hourly_beside_the_total_not_in_it(
 def test_the_shipped_catalog_prices_every_prediction_machine_of_the_default_regions() -> None:
     prices = price_catalog()
     hardware = prediction_catalog()
-    priced = prices.items("prediction", "machines")
-    assert priced <= hardware.machine_types
-    assert prices.items("prediction", "accelerators") <= hardware.accelerators
-    assert prices.regions("prediction") == {"us-central1", "europe-west4"}
+    assert priced(prices, "prediction", "machines") <= hardware.machine_types
+    assert priced(prices, "prediction", "accelerators") <= hardware.accelerators
+    assert priced(prices, "prediction") == {"us-central1", "europe-west4"}
     row = prices.row("prediction", "machines", "us-central1", "n1-standard-2")
     assert row is not None and row.on_demand == pytest.approx(0.109249)
     for region in ("us-central1", "europe-west4"):

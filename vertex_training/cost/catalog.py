@@ -73,12 +73,6 @@ class PriceCatalog:
     def row(self, target: PriceTarget, kind: ItemKind, region: str, item: str) -> PriceRow | None:
         return self.rows.get((target, kind, region, item))
 
-    def regions(self, target: PriceTarget) -> frozenset[str]:
-        return frozenset(key[2] for key in self.rows if key[0] == target)
-
-    def items(self, target: PriceTarget, kind: ItemKind) -> frozenset[str]:
-        return frozenset(key[3] for key in self.rows if key[:2] == (target, kind))
-
 
 def _price(value: Any, where: str, name: str) -> float | None:
     if value is None:

@@ -222,8 +222,7 @@ def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
     if not colon:
         return None
     # A close spelling only: "vertex:" or "gcp:" may well be someone else's namespace.
-    near = difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() >= 0.85
-    if not near and _squeezed(namespace) != _squeezed(PROJECT_NAME):
+    if difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() < 0.85:
         return None
     meant = f"{PROJECT_NAME}:{short}"
     return ConfigProblem(
@@ -235,10 +234,6 @@ def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
         fix=f"pulumi config rm {full_key} --stack {stack} && pulumi config set {meant} <value> "
         f"--stack {stack}",
     )
-
-
-def _squeezed(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def _problems_from(error: ValidationError, model: type[Section], stack: str) -> list[ConfigProblem]:

@@ -122,12 +122,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         local_root=config.local_root,
     )
     jobs = {job.name: job.args for job in config.jobs.jobs}
-    return StackDefinition(
-        config=config,
-        platform=platform,
-        jobs=jobs,
-        serving=serving,
-    )
+    return StackDefinition(config=config, platform=platform, jobs=jobs, serving=serving)
 
 
 def load_stack(stack_file: Path | None = None) -> StackDefinition:
