@@ -14,12 +14,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertex_training._project import project_root
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
     DEFAULT_WORKBENCH_HOURS,
-    EstimateError,
     StackEstimate,
     estimate_workbench,
     stack_estimate,
@@ -33,7 +31,8 @@ from vertex_training.jobs.placeholders import (
 )
 from vertex_training.serving.api import deployment_body
 from vertex_training.serving.estimate import estimate_endpoint
-from vertex_training.stack.config import ConfigError, StackConfig, load_stack_config
+from vertex_training.stack.config import StackConfig, load_stack_config
+from vertex_training.stack.engine import StackCommandError, stack_file
 
 
 def estimate_stack(
@@ -118,15 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         "--workbench-hours", type=float, default=DEFAULT_WORKBENCH_HOURS, metavar="HOURS"
     )
     args = parser.parse_args(argv)
-    stack_file = args.stack_file or project_root() / "stacks" / f"Pulumi.{args.stack}.yaml"
     try:
-        config = load_stack_config(stack_file)
+        # The stack's file where the project keeps it (Pulumi.yaml's stackConfigDir).
+        config = load_stack_config(args.stack_file or stack_file(args.stack))
         total = estimate_stack(
             config,
             expected_durations=dict(args.duration),
             workbench_hours=args.workbench_hours,
         )
-    except (ConfigError, EstimateError, ValueError, OSError) as error:
+    except (
+        ValueError,
+        OSError,
+        StackCommandError,
+    ) as error:  # ConfigError, EstimateError: ValueError
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"stack {config.stack} ({config.region}), list prices in USD")

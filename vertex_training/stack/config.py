@@ -377,9 +377,10 @@ def _jobs(
         image=LATER,
     )
     placed, found = job_problems(tuple(jobs), facts)
-    found = [(path, f) for path, f in found if not (region_refused and f.path == "region")]
     for path, finding in found:
-        if finding.path == "region" and finding.check.startswith("unknown-region:"):
+        if finding.path == "region" and (
+            region_refused or finding.check.startswith("unknown-region:")
+        ):
             continue  # the stack's region itself: said once, at the region key
         # job_problems numbers the valid jobs; name them by their place in the list.
         head, _, rest = path.partition("]")
