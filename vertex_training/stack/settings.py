@@ -5,8 +5,8 @@ and an example for error messages. What a key means is written once, in ``Pulumi
 
 Config keys are flat and camelCase because the project schema in ``Pulumi.yaml`` only types
 scalars and arrays. Adding a key means adding a field here (or a section to
-``StackConfig`` and ``SECTIONS``) and its entry in ``Pulumi.yaml``; ``tests/test_config.py``
-checks that the two agree on its type and default. The rules on the values live with what
+``StackConfig``) and its entry in ``Pulumi.yaml``; ``tests/test_config.py`` checks that the
+two agree on its type and default. The rules on the values live with what
 they describe (``platform.rules``, ``jobs.rules``); the only checks here are on keys no
 resource has (``budget``, ``localRoot``). ``stack.config`` reads and phrases.
 """
@@ -276,12 +276,9 @@ class StackConfig(BaseModel):
 
 
 SECTIONS: Mapping[str, type[Section]] = {
-    "general": GeneralSettings,
-    "storage": StorageSettings,
-    "registry": RegistrySettings,
-    "image": ImageSettings,
-    "workbench": WorkbenchSettings,
-    "jobs": JobsSettings,
+    name: info.annotation
+    for name, info in StackConfig.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, Section)
 }
 """``StackConfig`` field -> section model; each section field's alias is a config key."""
 
