@@ -55,7 +55,7 @@ def render_reference() -> str:
     ]
     modules: dict[str, pdoc.doc.Module] = {}
     for name in sorted(vt.__all__, key=lambda n: (not n[0].isupper(), n)):
-        home = vt._HOMES[name]
+        home = vt._HOMES.get(name, vt._ARGS)  # the Args live in jobs.api
         module = modules.get(home)
         if module is None:
             with warnings.catch_warnings():
