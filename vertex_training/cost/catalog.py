@@ -68,7 +68,7 @@ class PriceCatalog:
     """Rows by (target, kind, region, item); an absent key is an unknown price."""
 
     rows: Mapping[tuple[PriceTarget, ItemKind, str, str], PriceRow]
-    currency: str = "USD"
+    """In USD (``parse_price_catalog`` refuses another currency)."""
 
     def row(self, target: PriceTarget, kind: ItemKind, region: str, item: str) -> PriceRow | None:
         return self.rows.get((target, kind, region, item))

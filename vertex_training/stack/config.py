@@ -402,26 +402,21 @@ def _jobs(
 # --------------------------------------------------------------------------- loaders
 
 
-def stack_name_of(stack_file: Path) -> str:
-    match = _STACK_FILE.match(stack_file.name)
-    if match is None:
+def load_stack_config(stack_file: Path) -> StackConfig:
+    """Validate a stack file directly, without the Pulumi engine (same rules as a program)."""
+    name = _STACK_FILE.match(stack_file.name)
+    if name is None:
         raise ValueError(
             f"{stack_file}: not a stack file name; valid: Pulumi.<stack>.yaml, e.g. "
             "stacks/Pulumi.local.yaml"
         )
-    return match["stack"]
-
-
-def load_stack_config(stack_file: Path) -> StackConfig:
-    """Validate a stack file directly, without the Pulumi engine (same rules as a program)."""
-    stack = stack_name_of(stack_file)
     document = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
     if not isinstance(document, dict):
         raise ValueError(f"{stack_file}: expected a mapping with a 'config' key")
     raw = document.get("config") or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{stack_file}: 'config' must be a mapping of key: value")
-    return parse_stack_config(stack, {str(k): v for k, v in raw.items()})
+    return parse_stack_config(name["stack"], {str(k): v for k, v in raw.items()})
 
 
 def load_pulumi_config() -> StackConfig:
