@@ -17,10 +17,10 @@ import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.jobs.rules.catalog import catalog
+from vertex_training.platform.rules import EnvironmentKind
 from vertex_training.stack.config import (
     PROJECT_NAME,
     ConfigError,
-    EnvironmentKind,
     StackConfig,
     known_config_keys,
     load_pulumi_config,
@@ -153,7 +153,7 @@ def test_defaults() -> None:
     assert config.bucket_name == "my-project-dev-vertex"
     assert config.workbench.zone is None  # the platform places it in <region>-a
     assert config.workbench.idle_timeout_minutes == 60
-    assert config.image.pinned_reference is None
+    assert config.image.trainer_image is None
 
 
 def test_values_as_the_cli_passes_them_are_coerced() -> None:
@@ -506,7 +506,7 @@ def test_trainer_image_must_be_a_digest() -> None:
     (problem,) = error.problems
     assert "not an image by digest" in problem.problem
     digest = "example.com/trainer@sha256:" + "a" * 64
-    assert parse_stack_config("dev", {**DEV, key("trainerImage"): digest}).image.pinned_reference
+    assert parse_stack_config("dev", {**DEV, key("trainerImage"): digest}).image.trainer_image
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,6 @@ LAYERS = {
     "vertex_training.platform": 3,
     "vertex_training.serving": 3,
     "vertex_training.stack": 4,
-    "vertex_training.cost.stack": 5,
     "vertex_training.cost.program": 5,
     "vertex_training.cost.__main__": 5,
     # The component provider: imported only in its own process (pulumi-resource-vertex-training).

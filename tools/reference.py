@@ -20,6 +20,8 @@ import sys
 import warnings
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 REFERENCE_PAGE = ROOT / "docs" / "reference.md"
@@ -155,11 +157,13 @@ def _output_docs() -> list[tuple[str, str]]:
 def render_config() -> str:
     from vertex_training.stack.settings import PROJECT_NAME, SECTIONS
 
+    # What each key means is written once, in the project schema.
+    meaning = yaml.safe_load((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))["config"]
     lines = [
         "# Stack config keys and outputs",
         "",
-        "Generated from `vertex_training/stack/settings.py` and `__main__.py` by",
-        "`tools/reference.py` (`make docs`); do not edit.",
+        "Generated from `Pulumi.yaml`, `vertex_training/stack/settings.py` and `__main__.py`",
+        "by `tools/reference.py` (`make docs`); do not edit.",
         "",
         f"Every key lives in the `{PROJECT_NAME}:` namespace (`{PROJECT_NAME}:region`) and is",
         "declared, typed and with its default, in `Pulumi.yaml` as well (a test holds the two",
@@ -183,7 +187,7 @@ def render_config() -> str:
             extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
             lines.append(
                 f"| `{info.alias or name}` | {_config_default(info.default)} | "
-                f"{_cell(info.description or '')} | {_cell(str(extra.get('valid', '')))} |"
+                f"{_cell(meaning[info.alias]['description'])} | {_cell(str(extra['valid']))} |"
             )
         lines.append("")
     lines += [

@@ -56,6 +56,14 @@ TEST_PRICES: dict[str, Any] = {
 }
 
 
+def priced(prices: PriceCatalog, target: str, kind: str | None = None) -> set[str]:
+    """The items of ``kind`` that ``prices`` prices for ``target``; without ``kind``, the
+    regions it prices ``target`` in."""
+    if kind is None:
+        return {region for (t, _, region, _) in prices.rows if t == target}
+    return {item for (t, k, _, item) in prices.rows if (t, k) == (target, kind)}
+
+
 @pytest.fixture
 def prices() -> PriceCatalog:
     return parse_price_catalog(TEST_PRICES)

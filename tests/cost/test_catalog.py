@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests import PROJECT_ROOT
-from tests.cost.conftest import TEST_PRICES
+from tests.cost.conftest import TEST_PRICES, priced
 from vertex_training.cost.catalog import (
     PRICES_PATH,
     PriceCatalogError,
@@ -39,9 +39,9 @@ def test_shipped_catalog_rows_are_sourced_and_dated() -> None:
 def test_shipped_catalog_only_prices_what_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     prices = price_catalog()
-    assert prices.regions("training") <= set(hardware.regions)
-    assert prices.items("training", "machines") <= set(hardware.machines("training"))
-    assert prices.items("training", "accelerators") <= set(hardware.accelerators)
+    assert priced(prices, "training") <= set(hardware.regions)
+    assert priced(prices, "training", "machines") <= set(hardware.machines("training"))
+    assert priced(prices, "training", "accelerators") <= set(hardware.accelerators)
     for _target, kind, region, item in prices.rows:
         if kind == "accelerators":
             assert item in hardware.regions[region].accelerators, (item, region)
@@ -49,7 +49,7 @@ def test_shipped_catalog_only_prices_what_the_hardware_catalog_knows() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_machine_and_gpu_of_the_cloud_stacks_is_priced(stack: str) -> None:
-    from vertex_training.cost.stack import estimate_stack
+    from vertex_training.cost.__main__ import estimate_stack
 
     total = estimate_stack(load_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))
     assert total.unknown == ()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.cost.conftest import TEST_PRICES, accelerator, machine
+from tests.cost.conftest import TEST_PRICES, accelerator, machine, priced
 from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog, parse_price_catalog, price_catalog
 from vertex_training.cost.estimate import stack_estimate
@@ -51,7 +51,7 @@ def test_each_deployment_costs_its_minimum_replicas_per_hour(
         ),
     )
     estimate = estimate_endpoint("e", bodies, "us-central1", catalog=prediction_prices)
-    assert [(d.role, d.replicas) for d in estimate.deployments] == [("blue", 2), ("green", 1)]
+    assert [(d.role, d.replicas) for d in estimate.pools] == [("blue", 2), ("green", 1)]
     # 2 x 0.1 + 1 x (0.1 + 2 x 0.4): the maximum replicas do not count.
     assert estimate.usd_per_hour == pytest.approx(0.2 + 0.9)
     assert estimate.unknown == ()
@@ -63,7 +63,7 @@ def test_a_machine_that_comes_with_its_gpu_is_priced_with_it(
     bodies = _bodies(primary=DeploymentArgs(model="m", machine_type="a2-highgpu-1g"))
     estimate = estimate_endpoint("e", bodies, "us-central1", catalog=prediction_prices)
     assert estimate.usd_per_hour == pytest.approx(1.0 + 3.0)
-    assert estimate.deployments[0].accelerator_type == "NVIDIA_TESLA_A100"
+    assert estimate.pools[0].accelerator_type == "NVIDIA_TESLA_A100"
 
 
 def test_an_unknown_price_is_named_never_zero(prediction_prices: PriceCatalog) -> None:
@@ -114,10 +114,9 @@ def test_the_endpoint_is_hourly_beside_the_total_not_in_it(
 def test_the_shipped_catalog_prices_every_prediction_machine_of_the_default_regions() -> None:
     prices = price_catalog()
     hardware = prediction_catalog()
-    priced = prices.items("prediction", "machines")
-    assert priced <= hardware.machine_types
-    assert prices.items("prediction", "accelerators") <= hardware.accelerators
-    assert prices.regions("prediction") == {"us-central1", "europe-west4"}
+    assert priced(prices, "prediction", "machines") <= hardware.machine_types
+    assert priced(prices, "prediction", "accelerators") <= hardware.accelerators
+    assert priced(prices, "prediction") == {"us-central1", "europe-west4"}
     row = prices.row("prediction", "machines", "us-central1", "n1-standard-2")
     assert row is not None and row.on_demand == pytest.approx(0.109249)
     for region in ("us-central1", "europe-west4"):

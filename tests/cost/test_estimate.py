@@ -182,7 +182,6 @@ class TestStack:
         assert total.usd_low == pytest.approx(7.0 + 0.4)
         assert total.usd_high == pytest.approx(7.0 + 1.0 + 0.4)
         assert not total.exact
-        assert total.gpus_at_once == 2
         assert budget_verdict(total, 10).status is BudgetStatus.WITHIN  # type: ignore[union-attr]
         verdict = budget_verdict(total, 8)
         assert verdict is not None and verdict.status is BudgetStatus.OVER

@@ -140,7 +140,10 @@ def test_make_estimate_runs_the_module() -> None:
             ("tensorflow", "google.cloud.aiplatform_v1", "pulumi_gcp", "pulumi"),
         ),
         # A stack's bodies come from the public Args (Pulumi Inputs), nothing heavier.
-        ("vertex_training.cost.stack", ("tensorflow", "google.cloud.aiplatform_v1", "pulumi_gcp")),
+        (
+            "vertex_training.cost.__main__",
+            ("tensorflow", "google.cloud.aiplatform_v1", "pulumi_gcp"),
+        ),
     ],
 )
 def test_estimating_imports_nothing_heavy(modules: str, heavy: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests import PROJECT_ROOT
-from vertex_training.cost.stack import estimate_stack
+from vertex_training.cost.__main__ import estimate_stack
 from vertex_training.stack.config import load_stack_config
 
 MINUTE = 60.0

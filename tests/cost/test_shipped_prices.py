@@ -8,6 +8,7 @@ import typing
 import pytest
 
 from tests.cost.bodies import custom_job, pool
+from tests.cost.conftest import priced
 from vertex_training.cost.catalog import TARGETS, Pricing, Target, price_catalog
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
@@ -76,7 +77,7 @@ def test_every_priced_machine_is_one_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     catalog = price_catalog()
     for target in TARGETS:
-        assert catalog.items(target, "machines") <= set(hardware.machines(target)), target
+        assert priced(catalog, target, "machines") <= set(hardware.machines(target)), target
 
 
 def test_both_catalogs_name_what_hardware_is_for_with_one_target() -> None:

@@ -1,8 +1,8 @@
 """What training costs, before anything runs: the price catalog (``prices.json`` read by
 ``catalog``), estimates and their sum (``estimate``), the budget verdict (``budget``) and
 their text (``report``), below the jobs and the platform, which price themselves with it
-(``vertex_training.jobs.estimate`` for a job's body). Above them, a stack's cost where the
-stack is read (``stack``: ``python -m vertex_training.cost --stack dev``), in the program
+(``vertex_training.jobs.estimate`` for a job's body). Above them, a stack's cost from its
+config (``python -m vertex_training.cost --stack dev``), in the program
 (``program``: ``vt.log_stack_cost``). The catalog is refreshed from the Cloud Billing
 Catalog API by a maintainer's tool outside the package (``tools/refresh_prices.py``).
 

@@ -11,14 +11,86 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
-from vertex_training._project import project_root
 from vertex_training.cost.budget import budget_verdict
-from vertex_training.cost.estimate import DEFAULT_WORKBENCH_HOURS, EstimateError
+from vertex_training.cost.catalog import PriceCatalog
+from vertex_training.cost.estimate import (
+    DEFAULT_WORKBENCH_HOURS,
+    StackEstimate,
+    estimate_workbench,
+    stack_estimate,
+)
 from vertex_training.cost.report import budget_line, estimate_table
-from vertex_training.cost.stack import estimate_stack
-from vertex_training.stack.config import ConfigError, load_stack_config
+from vertex_training.jobs.estimate import estimate_job
+from vertex_training.jobs.placeholders import (
+    PLACEHOLDER_BUCKET,
+    PLACEHOLDER_IMAGE,
+    PLACEHOLDER_SERVICE_ACCOUNT,
+)
+from vertex_training.serving.api import deployment_body
+from vertex_training.serving.estimate import estimate_endpoint
+from vertex_training.stack.config import StackConfig, load_stack_config
+from vertex_training.stack.engine import StackCommandError, stack_file
+
+
+def estimate_stack(
+    config: StackConfig,
+    *,
+    expected_durations: Mapping[str, float] | None = None,
+    workbench_hours: float = DEFAULT_WORKBENCH_HOURS,
+    catalog: PriceCatalog | None = None,
+) -> StackEstimate:
+    """Every job once (``expected_durations`` by job name override what the jobs declare)
+    and the Workbench instance, if the stack has one, for ``workbench_hours``; each
+    endpoint per hour at its minimum replicas (cloud stacks)."""
+    durations = dict(expected_durations or {})
+    unknown_names = set(durations) - {job.name for job in config.jobs.jobs}
+    if unknown_names:
+        raise ValueError(
+            f"expected durations for jobs the stack does not declare: {sorted(unknown_names)}; "
+            f"its jobs: {[job.name for job in config.jobs.jobs]}"
+        )
+    jobs = [
+        estimate_job(
+            job.job_kind,
+            # The image, bucket and service account do not change a price: stand-ins.
+            job.to_body(
+                image=PLACEHOLDER_IMAGE,
+                bucket_url=PLACEHOLDER_BUCKET,
+                service_account=PLACEHOLDER_SERVICE_ACCOUNT,
+                region=config.region,
+            ),
+            config.region,
+            name=job.name,
+            expected_duration_seconds=durations.get(job.name, job.args.expected_duration_seconds),
+            catalog=catalog,
+        )
+        for job in config.jobs.jobs
+    ]
+    workbench = None
+    if config.workbench.enabled and config.environment.is_cloud:
+        workbench = estimate_workbench(
+            machine_type=config.workbench.machine_type,
+            gpu_type=config.workbench.gpu_type,
+            gpu_count=config.workbench.gpu_count,
+            region=config.region,  # its zone is one of the stack's region (a rule)
+            hours=workbench_hours,
+            catalog=catalog,
+        )
+    endpoints = []
+    if config.environment.is_cloud:
+        endpoints = [
+            estimate_endpoint(
+                endpoint.name,
+                {k: deployment_body(k, d) for k, d in endpoint.args.deployments.items()},
+                config.region,
+                catalog=catalog,
+            )
+            for endpoint in (config.serving.endpoints if config.serving else ())
+        ]
+    return stack_estimate(jobs, workbench, endpoints)
 
 
 def _duration(text: str) -> tuple[str, float]:
@@ -45,15 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         "--workbench-hours", type=float, default=DEFAULT_WORKBENCH_HOURS, metavar="HOURS"
     )
     args = parser.parse_args(argv)
-    stack_file = args.stack_file or project_root() / "stacks" / f"Pulumi.{args.stack}.yaml"
     try:
-        config = load_stack_config(stack_file)
+        # The stack's file where the project keeps it (Pulumi.yaml's stackConfigDir).
+        config = load_stack_config(args.stack_file or stack_file(args.stack))
         total = estimate_stack(
             config,
             expected_durations=dict(args.duration),
             workbench_hours=args.workbench_hours,
         )
-    except (ConfigError, EstimateError, ValueError, OSError) as error:
+    except (
+        ValueError,
+        OSError,
+        StackCommandError,
+    ) as error:  # ConfigError, EstimateError: ValueError
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"stack {config.stack} ({config.region}), list prices in USD")

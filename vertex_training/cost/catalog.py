@@ -68,16 +68,10 @@ class PriceCatalog:
     """Rows by (target, kind, region, item); an absent key is an unknown price."""
 
     rows: Mapping[tuple[PriceTarget, ItemKind, str, str], PriceRow]
-    currency: str = "USD"
+    """In USD (``parse_price_catalog`` refuses another currency)."""
 
     def row(self, target: PriceTarget, kind: ItemKind, region: str, item: str) -> PriceRow | None:
         return self.rows.get((target, kind, region, item))
-
-    def regions(self, target: PriceTarget) -> frozenset[str]:
-        return frozenset(key[2] for key in self.rows if key[0] == target)
-
-    def items(self, target: PriceTarget, kind: ItemKind) -> frozenset[str]:
-        return frozenset(key[3] for key in self.rows if key[:2] == (target, kind))
 
 
 def _price(value: Any, where: str, name: str) -> float | None:
@@ -156,21 +150,3 @@ def load_price_catalog(path: Path) -> PriceCatalog:
 def price_catalog() -> PriceCatalog:
     """The catalog shipped with the package (read once per process)."""
     return load_price_catalog(PRICES_PATH)
-
-
-__all__ = [
-    "ITEM_KINDS",
-    "PRICES_PATH",
-    "PRICE_TARGETS",
-    "TARGETS",
-    "ItemKind",
-    "PriceCatalog",
-    "PriceCatalogError",
-    "PriceRow",
-    "PriceTarget",
-    "Pricing",
-    "Target",
-    "load_price_catalog",
-    "parse_price_catalog",
-    "price_catalog",
-]

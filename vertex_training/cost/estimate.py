@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from vertex_training.cost.catalog import (
     ItemKind,
@@ -80,8 +79,23 @@ class PoolCost:
         return self.replicas * self.accelerator_count if self.accelerator_type else 0
 
 
+class _Pools:
+    """Pools that run at once, per hour: their sum at known prices; the unknown prices are
+    named (``unknown``), never counted as zero."""
+
+    pools: tuple[PoolCost, ...]
+
+    @property
+    def usd_per_hour(self) -> float:
+        return sum(pool.usd_per_hour for pool in self.pools)
+
+    @property
+    def unknown(self) -> tuple[UnknownPrice, ...]:
+        return tuple(dict.fromkeys(u for pool in self.pools for u in pool.unknown))
+
+
 @dataclass(frozen=True)
-class JobEstimate:
+class JobEstimate(_Pools):
     """The cost of one job; ``usd`` is exact when hours are the expected duration, an
     upper bound when they come from a timeout."""
 
@@ -102,11 +116,6 @@ class JobEstimate:
     by the hour while the resource exists, whether or not a job runs; the job adds nothing."""
 
     @property
-    def usd_per_hour(self) -> float:
-        """One run (or one trial) of every pool, per hour."""
-        return sum(pool.usd_per_hour for pool in self.pools)
-
-    @property
     def usd(self) -> float:
         if self.persistent_resource:
             return 0.0
@@ -118,8 +127,6 @@ class JobEstimate:
         if not self.persistent_resource:
             return ""
         rate = f"${self.usd_per_hour:,.2f}/h"
-        if self.unknown:
-            rate += " + unknown"
         return (
             f"runs on persistent resource {self.persistent_resource}: its machines are billed "
             "by the hour while the resource exists, whether or not this job runs, so the job "
@@ -143,7 +150,7 @@ class JobEstimate:
     def unknown(self) -> tuple[UnknownPrice, ...]:
         if self.persistent_resource:
             return ()  # the resource is billed, not the job: nothing of the job is unknown
-        return _unique(u for pool in self.pools for u in pool.unknown)
+        return super().unknown
 
     @property
     def gpus_at_once(self) -> int:
@@ -153,16 +160,12 @@ class JobEstimate:
 
 
 @dataclass(frozen=True)
-class WorkbenchEstimate:
-    """A Workbench instance for ``hours`` hours of uptime."""
+class WorkbenchEstimate(_Pools):
+    """A Workbench instance for ``hours`` hours of uptime: one pool, its VM."""
 
-    machine_type: str
-    gpu_type: str | None
-    gpu_count: int
+    pools: tuple[PoolCost, ...]
     region: str
     hours: float
-    usd_per_hour: float
-    unknown: tuple[UnknownPrice, ...] = ()
     notes: tuple[str, ...] = ()
     name: str = "workbench"
 
@@ -183,23 +186,15 @@ CostLine = JobEstimate | WorkbenchEstimate
 
 
 @dataclass(frozen=True)
-class EndpointEstimate:
-    """An endpoint per hour: each deployed model at its minimum replicas (one ``PoolCost``
-    each, ``replicas`` = ``minReplicaCount``; autoscaling can only add to it)."""
+class EndpointEstimate(_Pools):
+    """An endpoint per hour: each deployed model at its minimum replicas (autoscaling can
+    only add to it)."""
 
     name: str
     region: str
-    deployments: tuple[PoolCost, ...]
-    """One per deployed model: ``role`` is the deployment's name, ``replicas`` its minimum."""
-
-    @property
-    def usd_per_hour(self) -> float:
-        """Known prices only (see ``unknown``)."""
-        return sum(d.usd_per_hour for d in self.deployments)
-
-    @property
-    def unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for d in self.deployments for u in d.unknown)
+    pools: tuple[PoolCost, ...]
+    """One per deployed model: ``role`` is the deployment's name, ``replicas`` its
+    ``minReplicaCount``."""
 
 
 @dataclass(frozen=True)
@@ -225,27 +220,18 @@ class StackEstimate:
 
     @property
     def unknown(self) -> tuple[UnknownPrice, ...]:
-        return _unique(u for line in self.lines for u in line.unknown)
+        return tuple(dict.fromkeys(u for line in self.lines for u in line.unknown))
 
     @property
     def serving(self) -> EndpointEstimate:
         """Every endpoint at its minimum replicas as one, per hour."""
         return EndpointEstimate(
-            "serving", "", tuple(d for e in self.endpoints for d in e.deployments)
+            "serving", "", tuple(pool for e in self.endpoints for pool in e.pools)
         )
 
     @property
     def jobs(self) -> tuple[JobEstimate, ...]:
         return tuple(line for line in self.lines if isinstance(line, JobEstimate))
-
-    @property
-    def gpus_at_once(self) -> int:
-        """GPUs of every job at once: the stack's peak if all its jobs overlap."""
-        return sum(job.gpus_at_once for job in self.jobs)
-
-
-def _unique(items: Any) -> tuple[UnknownPrice, ...]:
-    return tuple(dict.fromkeys(items))
 
 
 def pool_cost(
@@ -312,13 +298,9 @@ def estimate_workbench(
         accelerator_count=gpu_count,
     )
     return WorkbenchEstimate(
-        machine_type=machine_type,
-        gpu_type=pool.accelerator_type,
-        gpu_count=pool.accelerator_count,
+        pools=(pool,),
         region=region,
         hours=hours,
-        usd_per_hour=pool.usd_per_hour,
-        unknown=pool.unknown,
         notes=("boot disk not counted (small: ~$0.10 per GB-month)",),
     )
 
@@ -332,20 +314,3 @@ def stack_estimate(
     return StackEstimate(
         (*jobs, *((workbench,) if workbench is not None else ())), tuple(endpoints)
     )
-
-
-__all__ = [
-    "DEFAULT_WORKBENCH_HOURS",
-    "VERTEX_DEFAULT_TIMEOUT_SECONDS",
-    "CostLine",
-    "EndpointEstimate",
-    "EstimateError",
-    "JobEstimate",
-    "PoolCost",
-    "StackEstimate",
-    "UnknownPrice",
-    "WorkbenchEstimate",
-    "estimate_workbench",
-    "pool_cost",
-    "stack_estimate",
-]

@@ -9,7 +9,6 @@ from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verd
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
     CostLine,
-    EndpointEstimate,
     JobEstimate,
     PoolCost,
     StackEstimate,
@@ -32,31 +31,16 @@ def _counted(items: list[tuple[str, int]]) -> str:
     return ", ".join(f"{count} x {item}" for item, count in counts.items() if count)
 
 
-def _pool_machines(pools: tuple[PoolCost, ...]) -> str:
-    return _counted([(p.machine_type, p.replicas) for p in pools])
-
-
-def _pool_accelerators(pools: tuple[PoolCost, ...]) -> str:
-    return _counted(
-        [
-            (p.accelerator_type, p.replicas * p.accelerator_count)
-            for p in pools
-            if p.accelerator_type
-        ]
-    )
+def _hardware(pools: tuple[PoolCost, ...]) -> tuple[str, str]:
+    """The pools' machines and accelerators, counted ("" and "-" without)."""
+    machines = _counted([(p.machine_type, p.replicas) for p in pools])
+    accelerators = _counted([(p.accelerator_type, p.gpus) for p in pools if p.accelerator_type])
+    return machines, accelerators or "-"
 
 
 def machines_text(line: CostLine) -> str:
-    if isinstance(line, WorkbenchEstimate):
-        return f"1 x {line.machine_type}"
-    text = _pool_machines(line.pools) or "(no pools)"
-    return f"{text} per trial" if line.trials > 1 else text
-
-
-def accelerators_text(line: CostLine) -> str:
-    if isinstance(line, WorkbenchEstimate):
-        return f"{line.gpu_count} x {line.gpu_type}" if line.gpu_type else "-"
-    return _pool_accelerators(line.pools) or "-"
+    text = _hardware(line.pools)[0] or "(no pools)"
+    return f"{text} per trial" if isinstance(line, JobEstimate) and line.trials > 1 else text
 
 
 def hours_text(line: CostLine) -> str:
@@ -97,17 +81,6 @@ def serving_text(total: StackEstimate) -> str:
     )
 
 
-def _endpoint_row(endpoint: EndpointEstimate) -> tuple[str, str, str, str, str]:
-    pools = endpoint.deployments
-    return (
-        f"{endpoint.name} (endpoint)",
-        _pool_machines(pools) or "(no deployments)",
-        _pool_accelerators(pools) or "-",
-        "per hour",
-        hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown)),
-    )
-
-
 def usd_text(line: CostLine) -> str:
     if isinstance(line, JobEstimate) and line.persistent_resource:
         return f"{usd(0)} (on {line.persistent_resource})"
@@ -118,7 +91,7 @@ def job_estimate_message(estimate: JobEstimate) -> str:
     """One line for ``pulumi.log.info`` on a job resource in ``pulumi preview``."""
     pricing = "Spot" if estimate.pricing is Pricing.SPOT else "on-demand"
     per_run = f"{usd(estimate.usd_per_hour)}/h ({machines_text(estimate)}"
-    accelerators = accelerators_text(estimate)
+    accelerators = _hardware(estimate.pools)[1]
     per_run += f" + {accelerators})" if accelerators != "-" else ")"
     if estimate.trials > 1:
         hours = (
@@ -187,16 +160,15 @@ def estimate_table(total: StackEstimate) -> str:
     """The ``make estimate`` table, ending in ``total: $LOW - $HIGH`` (one number when exact)."""
     rows: list[Sequence[str]] = [TABLE_HEADER]
     for line in total.lines:
+        machines, accelerators = _hardware(line.pools)
         rows.append(
-            (
-                line.name,
-                machines_text(line),
-                accelerators_text(line),
-                hours_text(line),
-                usd_text(line),
-            )
+            (line.name, machines_text(line), accelerators, hours_text(line), usd_text(line))
         )
-    rows += [_endpoint_row(endpoint) for endpoint in total.endpoints]
+    for endpoint in total.endpoints:
+        machines, accelerators = _hardware(endpoint.pools)
+        rate = hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown))
+        name = f"{endpoint.name} (endpoint)"
+        rows.append((name, machines or "(no deployments)", accelerators, "per hour", rate))
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     out = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -218,18 +190,3 @@ def estimate_table(total: StackEstimate) -> str:
     if total.endpoints:
         out.append(serving_text(total))
     return "\n".join(out)
-
-
-__all__ = [
-    "TABLE_HEADER",
-    "budget_line",
-    "cost_text",
-    "estimate_table",
-    "hourly_text",
-    "job_estimate_message",
-    "serving_text",
-    "stack_total_message",
-    "usd",
-    "usd_range",
-    "usd_text",
-]

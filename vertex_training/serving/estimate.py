@@ -55,7 +55,7 @@ def estimate_endpoint(
                 accelerator_count=count,
             )
         )
-    return EndpointEstimate(name=name, region=region, deployments=tuple(pools))
+    return EndpointEstimate(name=name, region=region, pools=tuple(pools))
 
 
 __all__ = ["estimate_endpoint"]

@@ -34,7 +34,6 @@ from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.platform import platform_labels
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
-    EnvironmentKind,
     InvalidValueError,
     PlatformValues,
     Problem,
@@ -53,18 +52,6 @@ from vertex_training.stack.settings import (
     StackConfig,
     known_config_keys,
 )
-
-__all__ = [
-    "PROJECT_NAME",
-    "ConfigError",
-    "ConfigProblem",
-    "EnvironmentKind",
-    "StackConfig",
-    "known_config_keys",
-    "load_pulumi_config",
-    "load_stack_config",
-    "parse_stack_config",
-]
 
 GCP_PROJECT_KEY = "gcp:project"
 
@@ -222,8 +209,7 @@ def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
     if not colon:
         return None
     # A close spelling only: "vertex:" or "gcp:" may well be someone else's namespace.
-    near = difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() >= 0.85
-    if not near and _squeezed(namespace) != _squeezed(PROJECT_NAME):
+    if difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() < 0.85:
         return None
     meant = f"{PROJECT_NAME}:{short}"
     return ConfigProblem(
@@ -235,10 +221,6 @@ def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
         fix=f"pulumi config rm {full_key} --stack {stack} && pulumi config set {meant} <value> "
         f"--stack {stack}",
     )
-
-
-def _squeezed(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
 def _problems_from(error: ValidationError, model: type[Section], stack: str) -> list[ConfigProblem]:
@@ -272,18 +254,20 @@ def _problems_from(error: ValidationError, model: type[Section], stack: str) -> 
 # --------------------------------------------------------------------------- the rules
 
 
-def _rule_keys() -> dict[str, str]:
-    """A platform rule's field (``TrainingPlatformArgs``' spelling) -> the config key that
-    holds its value (each key declares its field in ``stack.settings``)."""
-    keys = {"project": GCP_PROJECT_KEY}
-    for short, info in known_config_keys().items():
-        if "platform" in _meta(info):
-            keys[str(_meta(info)["platform"])] = f"{PROJECT_NAME}:{short}"
-    return keys
+def _config_key(field: str) -> str:
+    """The config key that holds a platform rule's field (``TrainingPlatformArgs``'
+    spelling): the section field of that name, the Workbench's in its section (its
+    ``accelerator.type``/``count`` as ``gpu_type``/``gpu_count``)."""
+    if field == "project":
+        return GCP_PROJECT_KEY
+    section, _, name = field.replace("accelerator.", "gpu_").rpartition(".")
+    models = [SECTIONS[section]] if section else SECTIONS.values()
+    info = next(m.model_fields[name] for m in models if name in m.model_fields)
+    return f"{PROJECT_NAME}:{info.alias}"
 
 
 def _meta(info: FieldInfo | None) -> dict[str, Any]:
-    """A config key's ``valid``, ``example`` and ``platform`` (``settings._key``)."""
+    """A config key's ``valid`` and ``example`` (``settings._key``)."""
     extra = info.json_schema_extra if info is not None else None
     return extra if isinstance(extra, dict) else {}
 
@@ -307,34 +291,23 @@ def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[s
             ),
             repository_name=registry.repository_name,
             kms_key_name=general.kms_key_name,
-            image_keep_count=registry.keep_count,
+            image_keep_count=registry.image_keep_count,
             staging_retention_days=storage.staging_retention_days,
             soft_delete_retention_days=storage.soft_delete_retention_days,
-            workbench=WorkbenchValues(
-                zone=workbench.zone,
-                machine_type=workbench.machine_type,
-                gpu_type=workbench.gpu_type,
-                gpu_count=workbench.gpu_count,
-                container_image=workbench.container_image,
-                disk_size_gb=workbench.disk_size_gb,
-                idle_timeout_minutes=workbench.idle_timeout_minutes,
-                enabled=workbench.enabled,
-            ),
+            # The section's fields are the Workbench values' (settings._key).
+            workbench=WorkbenchValues(**workbench.model_dump()),
             strict=general.strict_hardware_checks,
             acknowledged=general.acknowledged_hardware_checks,
         )
     )
     found += image_name_problems(config.image.image_name)
-    if config.image.pinned_reference is not None:
-        reference = config.image.pinned_reference
-        found += image_reference_problems(reference, "trainer_image", by_digest=True)
+    if config.image.trainer_image is not None:
+        found += image_reference_problems(
+            config.image.trainer_image, "trainer_image", by_digest=True
+        )
     problems = [_phrased(p, stack, general.region) for p in found if not p.warning]
     warnings = [f"{_config_key(p.field)}: {p.problem}" for p in found if p.warning]
     return problems, warnings
-
-
-def _config_key(field: str) -> str:
-    return _rule_keys()[field]
 
 
 def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
@@ -404,9 +377,10 @@ def _jobs(
         image=LATER,
     )
     placed, found = job_problems(tuple(jobs), facts)
-    found = [(path, f) for path, f in found if not (region_refused and f.path == "region")]
     for path, finding in found:
-        if finding.path == "region" and finding.check.startswith("unknown-region:"):
+        if finding.path == "region" and (
+            region_refused or finding.check.startswith("unknown-region:")
+        ):
             continue  # the stack's region itself: said once, at the region key
         # job_problems numbers the valid jobs; name them by their place in the list.
         head, _, rest = path.partition("]")
@@ -428,26 +402,21 @@ def _jobs(
 # --------------------------------------------------------------------------- loaders
 
 
-def stack_name_of(stack_file: Path) -> str:
-    match = _STACK_FILE.match(stack_file.name)
-    if match is None:
+def load_stack_config(stack_file: Path) -> StackConfig:
+    """Validate a stack file directly, without the Pulumi engine (same rules as a program)."""
+    name = _STACK_FILE.match(stack_file.name)
+    if name is None:
         raise ValueError(
             f"{stack_file}: not a stack file name; valid: Pulumi.<stack>.yaml, e.g. "
             "stacks/Pulumi.local.yaml"
         )
-    return match["stack"]
-
-
-def load_stack_config(stack_file: Path) -> StackConfig:
-    """Validate a stack file directly, without the Pulumi engine (same rules as a program)."""
-    stack = stack_name_of(stack_file)
     document = yaml.safe_load(stack_file.read_text(encoding="utf-8")) or {}
     if not isinstance(document, dict):
         raise ValueError(f"{stack_file}: expected a mapping with a 'config' key")
     raw = document.get("config") or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{stack_file}: 'config' must be a mapping of key: value")
-    return parse_stack_config(stack, {str(k): v for k, v in raw.items()})
+    return parse_stack_config(name["stack"], {str(k): v for k, v in raw.items()})
 
 
 def load_pulumi_config() -> StackConfig:

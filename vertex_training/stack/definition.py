@@ -29,16 +29,6 @@ from vertex_training.stack.config import (
 )
 from vertex_training.stack.serving import ServingDeclarations
 
-__all__ = [
-    "DOCKERFILE",
-    "IMAGE_SOURCES",
-    "SERVING_DOCKERFILE",
-    "SERVING_IMAGE_SOURCES",
-    "StackDefinition",
-    "load_stack",
-    "stack_definition",
-]
-
 DOCKERFILE = Path("docker") / "trainer.Dockerfile"
 """Relative to the project root, which is also the build context."""
 
@@ -62,8 +52,7 @@ class StackDefinition:
     """Name -> Args on the platform the stack declares, as the job rules see it (judged
     there): ``args.on(platform)`` puts them on the platform itself."""
     serving: ServingDeclarations = field(default_factory=ServingDeclarations)
-    """The stack's models and endpoints: ``to_args(platform, jobs)`` /
-    ``to_args(platform, models)``."""
+    """The stack's models and endpoints: ``declare(platform, jobs)``."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:
@@ -71,7 +60,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
     from vertex_training.jobs.pools import Accelerator
 
     root = project_root()
-    image: ImageBuild | str = config.image.pinned_reference or ImageBuild(
+    image: ImageBuild | str = config.image.trainer_image or ImageBuild(
         context=root,
         dockerfile=root / DOCKERFILE,
         image_name=config.image.image_name,
@@ -109,7 +98,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         workbench=workbench,
         bucket_name=config.bucket_name,
         repository_name=config.registry.repository_name,
-        image_keep_count=config.registry.keep_count,
+        image_keep_count=config.registry.image_keep_count,
         staging_retention_days=config.storage.staging_retention_days,
         soft_delete_retention_days=config.storage.soft_delete_retention_days,
         strict_hardware_checks=config.general.strict_hardware_checks,
@@ -123,12 +112,7 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         local_root=config.local_root,
     )
     jobs = {job.name: job.args for job in config.jobs.jobs}
-    return StackDefinition(
-        config=config,
-        platform=platform,
-        jobs=jobs,
-        serving=serving,
-    )
+    return StackDefinition(config=config, platform=platform, jobs=jobs, serving=serving)
 
 
 def load_stack(stack_file: Path | None = None) -> StackDefinition:

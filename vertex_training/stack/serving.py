@@ -46,26 +46,11 @@ class ModelDeclaration:
     """The stack job whose model it is (None: ``artifactUri`` is given)."""
     args: ModelArgs
 
-    def to_args(self, platform: Any, jobs: Mapping[str, Any]) -> ModelArgs:
-        """The Args on ``platform``, the job's resource in place of its name."""
-        job = jobs[self.job] if self.job is not None else None
-        return replace(self.args, platform=platform, job=job)
-
 
 @dataclass(frozen=True)
 class EndpointDeclaration:
     name: str
     args: EndpointArgs
-
-    def to_args(self, platform: Any, models: Mapping[str, Any]) -> EndpointArgs:
-        """The Args on ``platform``, each deployment's model resource in place of its name."""
-        deployments = {
-            key: replace(
-                d, model=models.get(d.model, d.model) if isinstance(d.model, str) else d.model
-            )
-            for key, d in self.args.deployments.items()
-        }
-        return replace(self.args, platform=platform, deployments=deployments)
 
 
 @dataclass(frozen=True)
@@ -76,9 +61,22 @@ class ServingDeclarations:
     def declare(
         self, platform: Any, jobs: Mapping[str, Any]
     ) -> tuple[dict[str, Model], dict[str, Endpoint]]:
-        """The stack's ``Model`` and ``Endpoint`` resources on ``platform``."""
-        models = {m.name: Model(m.name, m.to_args(platform, jobs)) for m in self.models}
-        endpoints = {e.name: Endpoint(e.name, e.to_args(platform, models)) for e in self.endpoints}
+        """The stack's ``Model`` and ``Endpoint`` resources on ``platform``: a model's job,
+        and a deployment's model of the stack, are the resource of that name."""
+        models: dict[str, Model] = {}
+        for m in self.models:
+            job = jobs[m.job] if m.job is not None else None
+            models[m.name] = Model(m.name, replace(m.args, platform=platform, job=job))
+        endpoints: dict[str, Endpoint] = {}
+        for e in self.endpoints:
+            deployments = {
+                key: replace(d, model=models.get(d.model, d.model))
+                if isinstance(d.model, str)
+                else d
+                for key, d in e.args.deployments.items()
+            }
+            args = replace(e.args, platform=platform, deployments=deployments)
+            endpoints[e.name] = Endpoint(e.name, args)
         return models, endpoints
 
 
@@ -174,12 +172,3 @@ def read_serving(
         out += _phrased(path, endpoint_problems(path, args, region)[0])
         endpoints.append(EndpointDeclaration(str(item["name"]), args))
     return ServingDeclarations(tuple(models), tuple(endpoints)), out
-
-
-__all__ = [
-    "SERVING_KEYS",
-    "EndpointDeclaration",
-    "ModelDeclaration",
-    "ServingDeclarations",
-    "read_serving",
-]

@@ -1,13 +1,14 @@
 """The settings a stack holds: one frozen pydantic model per section, a field's alias is
-its config key (``vertex-training:workbenchMachineType``), with the default, the text
-``Pulumi.yaml`` documents it by, what is valid and an example for error messages.
+its config key (``vertex-training:workbenchMachineType``), with the default, what is valid
+and an example for error messages. What a key means is written once, in ``Pulumi.yaml``
+(``docs/config.md`` is generated from both).
 
 Config keys are flat and camelCase because the project schema in ``Pulumi.yaml`` only types
 scalars and arrays. Adding a key means adding a field here (or a section to
-``StackConfig`` and ``SECTIONS``) and its entry in ``Pulumi.yaml``; ``tests/test_config.py``
-checks that the two agree. The rules on the values live with what they describe
-(``platform.rules``, ``jobs.rules``); the only checks here are on keys no resource has
-(``budget``, ``localRoot``). ``stack.config`` reads and phrases.
+``StackConfig``) and its entry in ``Pulumi.yaml``; ``tests/test_config.py`` checks that the
+two agree on its type and default. The rules on the values live with what
+they describe (``platform.rules``, ``jobs.rules``); the only checks here are on keys no
+resource has (``budget``, ``localRoot``). ``stack.config`` reads and phrases.
 """
 
 from __future__ import annotations
@@ -31,40 +32,17 @@ from vertex_training.platform.rules import (
     InvalidValueError,
 )
 
-__all__ = [
-    "PROJECT_NAME",
-    "SECTIONS",
-    "GeneralSettings",
-    "ImageSettings",
-    "JobsSettings",
-    "RegistrySettings",
-    "Section",
-    "StackConfig",
-    "StorageSettings",
-    "WorkbenchSettings",
-    "known_config_keys",
-]
-
 PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
 
-def _key(
-    alias: str,
-    default: Any,
-    description: str,
-    valid: str,
-    example: str,
-    *,
-    platform: str | None = None,
-) -> Any:
-    """A config field: its alias is the config key; ``valid``/``example`` feed errors;
-    ``platform`` is the field of ``TrainingPlatformArgs`` that takes the value (the
-    platform rules' spelling, ``workbench.zone``), so their problems land on this key."""
-    extra: dict[str, JsonValue] = {"valid": valid, "example": example}
-    if platform is not None:
-        extra["platform"] = platform
-    return Field(default, alias=alias, description=description, json_schema_extra=extra)
+def _key(alias: str, default: Any, valid: str, example: str = "") -> Any:
+    """A config field: its alias is the config key; ``valid`` and ``example`` (by default
+    the default) feed errors. A value the platform rules judge is held by the field of
+    ``TrainingPlatformArgs``' name (the Workbench's in its section), so that their problems
+    land on its key (``stack.config``)."""
+    extra: dict[str, JsonValue] = {"valid": valid, "example": example or str(default)}
+    return Field(default, alias=alias, json_schema_extra=extra)
 
 
 class Section(BaseModel):
@@ -81,65 +59,48 @@ class GeneralSettings(Section):
     environment: EnvironmentKind = _key(
         "environment",
         EnvironmentKind.LOCAL,
-        "What the stack stands up: local (no cloud), dev (disposable) or prod (protected).",
         "one of local, dev, prod",
         "dev",
     )
     region: str = _key(
         "region",
         "us-central1",
-        "Google Cloud region of the bucket, the registry and the training jobs.",
         "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
-        "us-central1",
-        platform="region",
     )
     strict_hardware_checks: bool = _key(
         "strictHardwareChecks",
         False,
-        "Refuse machines, accelerators and regions the hardware catalog does not know "
-        "(off: they pass with a warning).",
         "true or false",
         "true",
     )
     acknowledged_hardware_checks: tuple[str, ...] = _key(
         "acknowledgedHardwareChecks",
         (),
-        "Hardware check ids (each error names its own: '(check accelerator-region:"
-        "NVIDIA_B200@europe-west4)') to warn about instead of refusing: the override for one "
-        "catalog row that is out of date.",
         "a list of check ids",
         '["accelerator-region:NVIDIA_B200@europe-west4"]',
     )
     budget: int = _key(
         "budget",
         0,
-        "USD one run of every job of the stack plus an hour of Workbench may cost (0: no "
-        "budget); the policy pack refuses an estimate over it in prod, warns elsewhere.",
         "0 (no budget) or a whole number of US dollars > 0",
         "50",
     )
     tensorboard_enabled: bool = _key(
         "tensorboardEnabled",
         False,
-        "Cloud stacks: a Vertex AI TensorBoard the jobs stream their logs to "
-        "(local: make tensorboard).",
         "true or false",
         "true",
     )
     kms_key_name: OptionalText = _key(
         "kmsKeyName",
         None,
-        'CMEK for the bucket, the TensorBoard and every job; "" means Google-managed keys.',
         "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
         "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
-        platform="kms_key_name",
     )
     local_root: str = _key(
         "localRoot",
         ".local-vertex",
-        "local stack: directory (relative to the project) that holds the local bucket and logs.",
         "a relative or absolute directory path",
-        ".local-vertex",
     )
 
     @field_validator("budget", mode="before")
@@ -165,27 +126,18 @@ class StorageSettings(Section):
     bucket_name: OptionalText = _key(
         "bucketName",
         None,
-        'Bucket for staging, checkpoints, model exports and job dirs; "" derives '
-        "<gcp project>-<stack>-vertex.",
         BUCKET_NAME_VALID,
         "my-project-dev-vertex",
-        platform="bucket_name",
     )
     staging_retention_days: int = _key(
         "stagingRetentionDays",
         7,
-        "Days after which objects under staging/ are deleted (job packages, temporary files).",
         SETTINGS["staging_retention_days"].valid,
-        "7",
-        platform="staging_retention_days",
     )
     soft_delete_retention_days: int = _key(
         "softDeleteRetentionDays",
         7,
-        "prod: days a deleted or overwritten object stays recoverable (0 turns it off).",
         SETTINGS["soft_delete_retention_days"].valid,
-        "7",
-        platform="soft_delete_retention_days",
     )
 
 
@@ -193,18 +145,12 @@ class RegistrySettings(Section):
     repository_name: str = _key(
         "repositoryName",
         "trainers",
-        "Artifact Registry Docker repository id for the trainer images.",
         REPOSITORY_ID_VALID,
-        "trainers",
-        platform="repository_name",
     )
-    keep_count: int = _key(
+    image_keep_count: int = _key(
         "imageKeepCount",
         10,
-        "Cleanup policy: how many most recent image versions the repository keeps.",
         SETTINGS["image_keep_count"].valid,
-        "10",
-        platform="image_keep_count",
     )
 
 
@@ -212,19 +158,13 @@ class ImageSettings(Section):
     image_name: str = _key(
         "imageName",
         "trainer",
-        "Name of the trainer image inside the repository.",
         IMAGE_NAME_VALID,
-        "trainer",
-        platform="image_name",
     )
-    pinned_reference: OptionalText = _key(
+    trainer_image: OptionalText = _key(
         "trainerImage",
         None,
-        '"" builds docker/trainer.Dockerfile and pushes it; otherwise an existing image '
-        "by digest to use as is.",
         '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
-        platform="trainer_image",
     )
 
 
@@ -232,65 +172,47 @@ class WorkbenchSettings(Section):
     enabled: bool = _key(
         "workbenchEnabled",
         True,
-        "Whether the stack has a Vertex AI Workbench instance for interactive work.",
         "true or false",
         "false",
     )
     zone: OptionalText = _key(
         "workbenchZone",
         None,
-        'Zone of the Workbench instance; "" means <region>-a.',
         '"" or a zone of the stack\'s region, e.g. us-central1-a',
         "us-central1-a",
-        platform="workbench.zone",
     )
     machine_type: str = _key(
         "workbenchMachineType",
         "n1-standard-4",
-        "Compute Engine machine type of the Workbench instance.",
         "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
-        "n1-standard-4",
-        platform="workbench.machine_type",
     )
     gpu_type: OptionalText = _key(
         "workbenchGpuType",
         None,
-        '"" for no GPU, or the accelerator attached to the Workbench instance.',
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
-        platform="workbench.accelerator.type",
     )
     gpu_count: int = _key(
         "workbenchGpuCount",
         0,
-        "Number of GPUs on the Workbench instance (0 without workbenchGpuType).",
         "0 without a GPU type; 1, 2, 4 or 8 with one",
         "1",
-        platform="workbench.accelerator.count",
     )
     disk_size_gb: int = _key(
         "workbenchDiskSizeGb",
         150,
-        "Boot disk size of the Workbench instance in GB.",
         SETTINGS["disk_size_gb"].valid,
-        "150",
-        platform="workbench.disk_size_gb",
     )
     container_image: OptionalText = _key(
         "workbenchContainerImage",
         None,
-        '"" for the standard Workbench image, or a custom container image to run instead.',
         '"" or an image reference, REGISTRY/PATH[:TAG]',
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
-        platform="workbench.container_image",
     )
     idle_timeout_minutes: int = _key(
         "workbenchIdleTimeoutMinutes",
         60,
-        "Minutes of inactivity after which the Workbench instance shuts down.",
         SETTINGS["idle_timeout_minutes"].valid,
-        "60",
-        platform="workbench.idle_timeout_minutes",
     )
 
 
@@ -301,7 +223,6 @@ class JobsSettings(Section):
     jobs: tuple[JobDeclaration, ...] = _key(
         "jobs",
         (),
-        "Training and tuning jobs of the stack (vertex_training/jobs/declarations.py: the format).",
         valid="a list of job mappings: name, and the fields of vt.CustomJobArgs (or, with "
         "trial and study, vt.HyperparameterTuningJobArgs) in camelCase",
         example="[{name: my-job, chief: {machineType: n1-standard-4}}]",
@@ -355,12 +276,9 @@ class StackConfig(BaseModel):
 
 
 SECTIONS: Mapping[str, type[Section]] = {
-    "general": GeneralSettings,
-    "storage": StorageSettings,
-    "registry": RegistrySettings,
-    "image": ImageSettings,
-    "workbench": WorkbenchSettings,
-    "jobs": JobsSettings,
+    name: info.annotation
+    for name, info in StackConfig.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, Section)
 }
 """``StackConfig`` field -> section model; each section field's alias is a config key."""
 
