@@ -17,10 +17,10 @@ import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.jobs.rules.catalog import catalog
-from vertex_training.platform.rules import EnvironmentKind
 from vertex_training.stack.config import (
     PROJECT_NAME,
     ConfigError,
+    EnvironmentKind,
     StackConfig,
     known_config_keys,
     load_pulumi_config,

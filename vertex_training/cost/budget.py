@@ -81,3 +81,13 @@ def budget_verdict(total: StackEstimate, budget: float | None) -> BudgetVerdict 
     return BudgetVerdict(
         BudgetStatus.WITHIN, budget, f"estimated cost fits the budget of {usd(budget)}"
     )
+
+
+__all__ = [
+    "REFUSING_ENVIRONMENTS",
+    "Action",
+    "BudgetStatus",
+    "BudgetVerdict",
+    "budget_verdict",
+    "usd",
+]

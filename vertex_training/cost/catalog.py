@@ -150,3 +150,21 @@ def load_price_catalog(path: Path) -> PriceCatalog:
 def price_catalog() -> PriceCatalog:
     """The catalog shipped with the package (read once per process)."""
     return load_price_catalog(PRICES_PATH)
+
+
+__all__ = [
+    "ITEM_KINDS",
+    "PRICES_PATH",
+    "PRICE_TARGETS",
+    "TARGETS",
+    "ItemKind",
+    "PriceCatalog",
+    "PriceCatalogError",
+    "PriceRow",
+    "PriceTarget",
+    "Pricing",
+    "Target",
+    "load_price_catalog",
+    "parse_price_catalog",
+    "price_catalog",
+]

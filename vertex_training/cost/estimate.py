@@ -314,3 +314,20 @@ def stack_estimate(
     return StackEstimate(
         (*jobs, *((workbench,) if workbench is not None else ())), tuple(endpoints)
     )
+
+
+__all__ = [
+    "DEFAULT_WORKBENCH_HOURS",
+    "VERTEX_DEFAULT_TIMEOUT_SECONDS",
+    "CostLine",
+    "EndpointEstimate",
+    "EstimateError",
+    "JobEstimate",
+    "PoolCost",
+    "StackEstimate",
+    "UnknownPrice",
+    "WorkbenchEstimate",
+    "estimate_workbench",
+    "pool_cost",
+    "stack_estimate",
+]

@@ -60,3 +60,6 @@ def log_stack_total(
     else:
         where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
         pulumi.log.warn(f"{message} ({where})", resource=resource)
+
+
+__all__ = ["log_stack_cost", "log_stack_total"]

@@ -190,3 +190,18 @@ def estimate_table(total: StackEstimate) -> str:
     if total.endpoints:
         out.append(serving_text(total))
     return "\n".join(out)
+
+
+__all__ = [
+    "TABLE_HEADER",
+    "budget_line",
+    "cost_text",
+    "estimate_table",
+    "hourly_text",
+    "job_estimate_message",
+    "serving_text",
+    "stack_total_message",
+    "usd",
+    "usd_range",
+    "usd_text",
+]

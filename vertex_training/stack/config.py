@@ -34,6 +34,7 @@ from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.platform import platform_labels
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
+    EnvironmentKind,
     InvalidValueError,
     PlatformValues,
     Problem,
@@ -52,6 +53,18 @@ from vertex_training.stack.settings import (
     StackConfig,
     known_config_keys,
 )
+
+__all__ = [
+    "PROJECT_NAME",
+    "ConfigError",
+    "ConfigProblem",
+    "EnvironmentKind",
+    "StackConfig",
+    "known_config_keys",
+    "load_pulumi_config",
+    "load_stack_config",
+    "parse_stack_config",
+]
 
 GCP_PROJECT_KEY = "gcp:project"
 

@@ -29,6 +29,16 @@ from vertex_training.stack.config import (
 )
 from vertex_training.stack.serving import ServingDeclarations
 
+__all__ = [
+    "DOCKERFILE",
+    "IMAGE_SOURCES",
+    "SERVING_DOCKERFILE",
+    "SERVING_IMAGE_SOURCES",
+    "StackDefinition",
+    "load_stack",
+    "stack_definition",
+]
+
 DOCKERFILE = Path("docker") / "trainer.Dockerfile"
 """Relative to the project root, which is also the build context."""
 

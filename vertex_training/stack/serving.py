@@ -172,3 +172,12 @@ def read_serving(
         out += _phrased(path, endpoint_problems(path, args, region)[0])
         endpoints.append(EndpointDeclaration(str(item["name"]), args))
     return ServingDeclarations(tuple(models), tuple(endpoints)), out
+
+
+__all__ = [
+    "SERVING_KEYS",
+    "EndpointDeclaration",
+    "ModelDeclaration",
+    "ServingDeclarations",
+    "read_serving",
+]

@@ -32,6 +32,20 @@ from vertex_training.platform.rules import (
     InvalidValueError,
 )
 
+__all__ = [
+    "PROJECT_NAME",
+    "SECTIONS",
+    "GeneralSettings",
+    "ImageSettings",
+    "JobsSettings",
+    "RegistrySettings",
+    "Section",
+    "StackConfig",
+    "StorageSettings",
+    "WorkbenchSettings",
+    "known_config_keys",
+]
+
 PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
