@@ -3,7 +3,9 @@ component provider (plugins/vertex-training): each example's ``./run`` trains th
 stack's two jobs, a second ``up`` changes nothing, ``destroy`` leaves no job and no
 process; a wrong argument is one clear message in every language. Each example runs in a
 copy of the project (the provider, the trainer and the example), with a temporary file
-backend; ``./run`` installs from the example's own lock files."""
+backend; ``./run`` installs from the example's own lock files. The copy trains smaller
+than the example (``SMALLER``): what is tested is the language and the provider; the
+local stack trains as shipped in test_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -24,6 +26,34 @@ LANGUAGES = ("yaml-local", "ts-local", "go-local")
 TOOLS = {"ts-local": "npm", "go-local": "go"}
 BUILT = ("node_modules", "build", ".bin", ".pulumi-state", ".local-vertex")
 MARKER = "VERTEX_TRAINING_LANGUAGE_TEST"
+# Each example's program as its copy here runs it: the same two jobs (a chief and a worker
+# in one MWMS cluster; a study of parallel trials and its best trial), but the small CNN
+# in the cluster instead of ResNet50, one round of two one-epoch trials, and each job
+# looked at every second. (text in the program, what replaces it, how often it occurs)
+SMALLER = {
+    "yaml-local": (
+        ("--workload, cassava,", "--workload, horses_or_humans,", 2),
+        ('--synthetic-examples, "128"', '--synthetic-examples, "32"', 1),
+        ('--epochs, "2"', '--epochs, "1"', 1),
+        ("maxTrialCount: 6", "maxTrialCount: 2", 1),
+        ("pollIntervalSeconds: 5", "pollIntervalSeconds: 1", 2),
+    ),
+    "ts-local": (
+        ('"--workload", "cassava",', '"--workload", "horses_or_humans",', 1),
+        ('"--synthetic-examples", "128"', '"--synthetic-examples", "32"', 1),
+        ('"--epochs", "2"', '"--epochs", "1"', 1),
+        ("maxTrialCount: 6", "maxTrialCount: 2", 1),
+        ("pollIntervalSeconds: 5", "pollIntervalSeconds: 1", 2),
+    ),
+    "go-local": (
+        ('"--workload", "cassava",', '"--workload", "horses_or_humans",', 1),
+        ('"--synthetic-examples", "128"', '"--synthetic-examples", "32"', 1),
+        ('"--epochs", "2"', '"--epochs", "1"', 1),
+        ("pulumi.Int(6)", "pulumi.Int(2)", 1),
+        ('"pollIntervalSeconds": pulumi.Float64(5)', '"pollIntervalSeconds": pulumi.Float64(1)', 2),
+    ),
+}
+PROGRAMS = {"yaml-local": "Pulumi.yaml", "ts-local": "src/index.ts", "go-local": "main.go"}
 
 
 class Example:
@@ -48,6 +78,15 @@ class Example:
             "PULUMI_BACKEND_URL": f"file://{root / 'state'}",
             MARKER: str(root),
         }
+
+    def train_smaller(self, name: str) -> None:
+        """Rewrite the copy's program with ``SMALLER[name]``; each text must be there."""
+        program = self.dir / PROGRAMS[name]
+        text = program.read_text(encoding="utf-8")
+        for old, new, count in SMALLER[name]:
+            assert text.count(old) == count, f"{program.name} no longer says {old!r}"
+            text = text.replace(old, new)
+        program.write_text(text, encoding="utf-8")
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
@@ -104,6 +143,7 @@ def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
     tmp_path: Path, name: str, pulumi_bin_dir: Path
 ) -> None:
     example = _example(tmp_path, name, pulumi_bin_dir)
+    example.train_smaller(name)
     example.run("up")
     jobs = example.outputs()["jobs"]
     assert {n: j["state"] for n, j in jobs.items()} == {
