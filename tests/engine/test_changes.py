@@ -65,12 +65,14 @@ def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
 
 
 def small_stack_config() -> dict[str, Any]:
-    """The repository's local stack with a 1-trial study of one epoch, each job looked at
-    every second (what is tested is which job runs, not what it learns)."""
+    """The repository's local stack with a 1-trial study of one epoch and the small CNN
+    instead of ResNet50 in the MWMS cluster (still a chief and a worker), each job looked
+    at every second (what is tested is which job runs, not what it learns)."""
     config = copy.deepcopy(repo_stack_config())
     # The jobs' changes alone: what they do to a served model is test_serving.py's.
     for key in ("vertex-training:models", "vertex-training:endpoints"):
         config["config"].pop(key, None)
+    _set_arg(_jobs(config)[CUSTOM_JOB], "--workload", "horses_or_humans")
     tuning = _jobs(config)[TUNING_JOB]
     tuning["maxTrialCount"] = 1
     tuning["parallelTrialCount"] = 1

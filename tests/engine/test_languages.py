@@ -3,7 +3,9 @@ component provider (plugins/vertex-training): each example's ``./run`` trains th
 stack's two jobs, a second ``up`` changes nothing, ``destroy`` leaves no job and no
 process; a wrong argument is one clear message in every language. Each example runs in a
 copy of the project (the provider, the trainer and the example), with a temporary file
-backend; ``./run`` installs from the example's own lock files."""
+backend; ``./run`` installs from the example's own lock files. The copy trains smaller
+than the example (``SMALLER``): what is tested is the language and the provider; the
+local stack trains as shipped in test_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -24,6 +26,33 @@ LANGUAGES = ("yaml-local", "ts-local", "go-local")
 TOOLS = {"ts-local": "npm", "go-local": "go"}
 BUILT = ("node_modules", "build", ".bin", ".pulumi-state", ".local-vertex")
 MARKER = "VERTEX_TRAINING_LANGUAGE_TEST"
+PROGRAMS = {"yaml-local": "Pulumi.yaml", "ts-local": "src/index.ts", "go-local": "main.go"}
+
+
+def _smaller(word: str, trials: str, poll: str) -> tuple[tuple[str, str], ...]:
+    """(text, its replacement) in a program that writes a bare word of the trainer's args
+    as ``word``, the study's trial count as ``trials`` and a poll interval as ``poll``
+    (%-formats): the same two jobs (a chief and a worker in one MWMS cluster; a study of
+    parallel trials and its best trial), but the small CNN in the cluster instead of
+    ResNet50, one round of two one-epoch trials, each job looked at every second."""
+
+    def arg(flag: str, old: str, new: str) -> tuple[str, str]:
+        return f"{word % flag}, {old}", f"{word % flag}, {new}"
+
+    return (
+        arg("--workload", word % "cassava", word % "horses_or_humans"),
+        arg("--synthetic-examples", '"128"', '"32"'),
+        arg("--epochs", '"2"', '"1"'),
+        (trials % 6, trials % 2),
+        (poll % 5, poll % 1),
+    )
+
+
+SMALLER = {
+    "yaml-local": _smaller("%s", "maxTrialCount: %d", "pollIntervalSeconds: %d"),
+    "ts-local": _smaller('"%s"', "maxTrialCount: %d", "pollIntervalSeconds: %d"),
+    "go-local": _smaller('"%s"', "pulumi.Int(%d)", '"pollIntervalSeconds": pulumi.Float64(%d)'),
+}
 
 
 class Example:
@@ -48,6 +77,15 @@ class Example:
             "PULUMI_BACKEND_URL": f"file://{root / 'state'}",
             MARKER: str(root),
         }
+
+    def train_smaller(self, name: str) -> None:
+        """Rewrite the copy's program with ``SMALLER[name]``; each text must be there."""
+        program = self.dir / PROGRAMS[name]
+        text = program.read_text(encoding="utf-8")
+        for old, new in SMALLER[name]:
+            assert old in text, f"{program.name} no longer says {old!r}"
+            text = text.replace(old, new)
+        program.write_text(text, encoding="utf-8")
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run_command([str(self.dir / "run"), *args], cwd=self.dir, env=self.env, check=check)
@@ -93,6 +131,7 @@ def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
     tmp_path: Path, name: str, pulumi_bin_dir: Path
 ) -> None:
     example = _example(tmp_path, name, pulumi_bin_dir)
+    example.train_smaller(name)
     example.run("up")
     jobs = example.outputs()["jobs"]
     assert {n: j["state"] for n, j in jobs.items()} == {

@@ -31,7 +31,8 @@ def test_single_replica_trainer_writes_through_gcs_paths_without_aip_variables(
     """No baseOutputDirectory (no AIP_*) and no TF_CONFIG: the trainer takes its flags, and
     the ``/gcs/...`` path it is given, as on Vertex, lands in the local bucket."""
     backend = LocalBackend(str(tmp_path / "root"))
-    args = ("--workload=cassava", *TINY, "--image-size=32", "--weights=none")
+    # The small CNN: ResNet50 trains in tests/trainer/test_training.py and the engine tests.
+    args = ("--workload=horses_or_humans", *TINY, "--image-size=32")
     spec = custom_job(
         _trainer_pool((*args, "--model-dir=/gcs/b/single/model")), display_name="one", output=None
     )
