@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -350,6 +351,57 @@ def test_an_image_by_tag_is_refused_once_resolved(host: ProviderHost) -> None:
     assert reason.startswith("jobSpec.workerPoolSpecs[1].containerSpec.imageUri: ")
     assert "'gcr.io/p/trainer:latest' is not an image by digest" in reason
     assert "valid: REGISTRY/PATH@sha256:<64 hex digits>" in reason
+
+
+def test_an_image_another_resource_gives_is_judged_by_check_once_known() -> None:
+    """A pool's image from an Output is unknown when the program judges the job: its props
+    name that path as unjudged and check holds the resolved value to a digest; a job whose
+    values were all known is not judged again."""
+    import pulumi
+
+    import vertex_training as vt
+    from tests.pulumi_mocks import run_pulumi
+    from vertex_training.jobs.resources import JobProvider
+
+    def job(name: str, image: Any) -> None:
+        pool = vt.WorkerPool(machine_type="n1-standard-4", image=image)
+        vt.CustomJob(
+            name,
+            vt.CustomJobArgs(
+                project="my-project-123",
+                region="us-central1",
+                chief=pool,
+                base_output_directory="gs://b/out",
+                service_account="sa@p.iam.gserviceaccount.com",
+            ),
+        )
+
+    def program() -> None:
+        job("from-output", pulumi.Output.from_input("gcr.io/p/trainer:latest"))
+        job("by-tag", "gcr.io/p/trainer:latest")
+        job("by-digest", "gcr.io/p/trainer@sha256:" + "1" * 64)
+
+    refused = re.escape("'gcr.io/p/trainer:latest' is not an image by digest")
+    with pytest.raises(vt.InvalidArgumentsError, match=refused):
+        run_pulumi(program, stack="dev", config={})  # the known tag: refused by the program
+
+    def fine() -> None:
+        job("from-output", pulumi.Output.from_input("gcr.io/p/trainer:latest"))
+        job("by-digest", "gcr.io/p/trainer@sha256:" + "1" * 64)
+
+    run = run_pulumi(fine, stack="dev", config={})
+    checked = {}
+    for registration in run.registrations:
+        if registration.type.endswith("vertex:CustomJob"):
+            inputs = dict(registration.inputs)
+            result = JobProvider(JobKind.CUSTOM_JOB).check({}, inputs)
+            checked[registration.name] = (inputs["unjudged"], result.failures)
+    image_path = "jobSpec.workerPoolSpecs[0].containerSpec.imageUri"
+    unjudged, failures = checked["from-output"]
+    assert unjudged == [image_path]
+    [failure] = failures
+    assert failure.reason.startswith(f"{image_path}: 'gcr.io/p/trainer:latest' is not an image")
+    assert checked["by-digest"] == ([], [])
 
 
 def test_no_credentials_in_props_or_pickled_provider(host: ProviderHost) -> None:

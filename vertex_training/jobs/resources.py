@@ -53,7 +53,8 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     wait_until_terminal,
 )
-from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.fields import to_body
+from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
 if TYPE_CHECKING:
@@ -204,8 +205,9 @@ class _Props:
                 return [text]
             return []
         problems = []
-        if self.props.get("origin") != "args":
-            problems += self._body_findings(body, unknown)
+        unjudged = self.props.get("unjudged")
+        if unjudged is None or unjudged:
+            problems += self._body_findings(body, unknown, unjudged)
         if self.settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
@@ -213,9 +215,12 @@ class _Props:
             problems += local_refusals(self.kind, body)
         return problems
 
-    def _body_findings(self, body: Mapping[str, Any], unknown: list[str]) -> list[str]:
-        """A body that did not come from the Args (which judged theirs where each part was
-        built and where the job met its platform): every rule, here."""
+    def _body_findings(
+        self, body: Mapping[str, Any], unknown: list[str], only: list[str] | None
+    ) -> list[str]:
+        """The rules on what the program could not judge: a body that did not come from the
+        Args (``only`` None: every rule, here), or the values another resource gave the
+        Args (an Output image: ``only`` their paths), known only now."""
         from vertex_training.jobs.rules.job import errors_of, job_findings
         from vertex_training.jobs.view import read_view
 
@@ -225,7 +230,11 @@ class _Props:
         else:
             remote = self.settings.kind is BackendKind.VERTEX
             found = job_findings(view, region=self.settings.region, remote=remote, strict=False)
-        return [f"{f.path}: {f.message}" for f in errors_of(drop_unknown(found, unknown))]
+        found = drop_unknown(found, unknown)
+        if only is not None:  # the program judged all the rest
+            judged = drop_unknown(found, only)
+            found = [f for f in found if f not in judged]
+        return [f"{f.path}: {f.message}" for f in errors_of(found)]
 
 
 class JobProvider(Provider):
@@ -241,7 +250,7 @@ class JobProvider(Provider):
         "poll_interval_seconds",
         "delete_timeout_seconds",
         "provider_version",
-        "origin",
+        "unjudged",
         "backend",
         "expected_duration_seconds",
     )
@@ -275,7 +284,7 @@ class JobProvider(Provider):
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
-        if news.get("origin") != "args":  # the Args judged their own
+        if "unjudged" not in news:  # the Args judged their own
             for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
                 failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
         return self.checked(news, props.settings.to_props(), failures, props.problems())
@@ -438,8 +447,11 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             "delete_timeout_seconds": args.delete_timeout_seconds,
             "expected_duration_seconds": args.expected_duration_seconds,
             # The Args judged this body where each part was built and where the job met
-            # its platform: ``check`` parses it with the protos and judges the rest.
-            "origin": "args",
+            # its platform, all but the values another resource gives them (an Output
+            # image): ``check`` parses it with the protos and judges those, once known.
+            "unjudged": with_placeholders(
+                to_body(args), lambda v: v is not LATER and not is_known(v)
+            )[1],
             **dict.fromkeys(OUTPUT_KEYS),
         }
         if args.platform is not None:
