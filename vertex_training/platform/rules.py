@@ -223,8 +223,9 @@ class WorkbenchValues:
     disk_size_gb: int
     idle_timeout_minutes: int
     enabled: bool = True
-    """False: a stack that declares the values but no instance. The values are still held
-    to their rules (a typo is a typo); the catalog has nothing to say about them."""
+    """False: a stack that declares the values but no instance. Its zone, image, ranges
+    and machine type name are still held to their rules (a typo is a typo); the catalog's
+    fit and availability checks have no instance to judge."""
 
 
 _CATALOG_FIELDS = {
