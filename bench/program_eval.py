@@ -5,6 +5,12 @@ every resource registered against the mock monitor), the way ``pulumi up`` pays 
 it. Printed against the 1.5 s target and against a baseline measured in the same run:
 a fresh process that imports pulumi and evaluates an empty program under mocks.
 
+Each stack row is followed by its floor: a fresh process that loads the same
+pulumi_gcp and pulumi_docker_build modules the program loaded and registers the same
+resources (type, name, parent, inputs) directly through the Pulumi SDK, with none of
+this project's code. What a program costs above its floor is what this project's code
+can still save.
+
     python bench/program_eval.py                 # dev stack and the example programs
     python bench/program_eval.py --jobs 10 100   # plus 10 and 100 declared jobs
 """
@@ -16,6 +22,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -47,15 +54,57 @@ else:
     config = stack_file_config(Path(stack_file)) | extra
     run = run_program(Path(stack_file).name.split(".")[1], config)
 done = time.perf_counter()
+if len(sys.argv) > 4:  # the program's loaded provider modules and registrations, for FLOOR
+    import types
+    providers = [m for m, module in sys.modules.items() if type(module) is types.ModuleType
+                 and m.split(".")[0] in ("pulumi_gcp", "pulumi_docker_build")]
+    registered = [[r.type, r.name, r.urn, r.custom, r.parent, r.inputs]
+                  for r in run.registrations]
+    Path(sys.argv[4]).write_text(json.dumps({"modules": providers,
+                                             "registrations": registered}))
+print(json.dumps({"imports": imported - started, "evaluate": done - imported,
+                  "resources": len(run.registrations)}))
+"""
+
+# Runs in the child process: the floor of a recorded program (see the module docstring).
+FLOOR = """
+import importlib, json, sys, time
+started = time.perf_counter()
+from tests.pulumi_mocks import run_pulumi
+import pulumi
+imported = time.perf_counter()
+recorded = json.loads(open(sys.argv[1]).read())
+
+def program():
+    for name in recorded["modules"]:
+        importlib.import_module(name)
+    by_urn = {}
+    for type_, name, urn, custom, parent, inputs in recorded["registrations"]:
+        options = pulumi.ResourceOptions(parent=by_urn.get(parent))
+        kind = pulumi.CustomResource if custom else pulumi.ComponentResource
+        by_urn[urn] = kind(type_, name, inputs, options)
+
+run = run_pulumi(program, stack="dev", config={})
+done = time.perf_counter()
 print(json.dumps({"imports": imported - started, "evaluate": done - imported,
                   "resources": len(run.registrations)}))
 """
 
 
-def measure(mode: str, stack_file: Path, extra: dict[str, str]) -> tuple[float, dict[str, float]]:
+def measure(
+    mode: str, stack_file: Path, extra: dict[str, str], *record: str
+) -> tuple[float, dict[str, float]]:
+    """One fresh process: ``mode`` is empty, example, program or floor (of the program
+    recorded in the file ``stack_file``); ``record`` names the file a program run writes
+    its record to."""
+    code, args = (
+        (FLOOR, [str(stack_file)])
+        if mode == "floor"
+        else (CHILD, [mode, str(stack_file), json.dumps(extra), *record])
+    )
     started = time.perf_counter()
     completed = subprocess.run(
-        [sys.executable, "-c", CHILD, mode, str(stack_file), json.dumps(extra)],
+        [sys.executable, "-c", code, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -132,6 +181,17 @@ def main() -> None:
             f"{int(parts['resources'])} resources) | "
             f"{wall / TARGET_SECONDS:.2f}x the {TARGET_SECONDS} s target | "
             f"{wall / baseline:.2f}x baseline"
+        )
+        with tempfile.TemporaryDirectory() as directory:
+            record = Path(directory) / "program.json"
+            measure("program", stack_file, extra, str(record))
+            floor, floor_parts = median_of(options.repeat, "floor", record, {})
+        if floor_parts["resources"] != parts["resources"]:
+            raise SystemExit(f"the floor registered {floor_parts['resources']:g} resources")
+        print(
+            f"  its floor (the same provider modules and registrations, no code of ours): "
+            f"{floor:.3f} s = {floor / baseline:.2f}x baseline; "
+            f"our code {wall - floor:.3f} s = {(wall - floor) / baseline:.2f}x baseline"
         )
     # The Python examples (the other languages' programs run under the engine).
     for example in sorted((ROOT / "examples").glob("*/__main__.py")):
