@@ -64,34 +64,20 @@ model's, never a pool's default (``JobPlatform.default_image`` leaves it out).""
 class JobPlatform(Protocol):
     """What a job takes from the environment it runs in (``vt.TrainingPlatform`` is one)."""
 
-    @property
-    def environment(self) -> str:
-        """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
-
-    @property
-    def project(self) -> pulumi.Input[str]: ...
-    @property
-    def region(self) -> str: ...
-    @property
-    def bucket_url(self) -> pulumi.Output[str]: ...
-    @property
-    def training_service_account(self) -> pulumi.Output[str] | None: ...
-    @property
-    def network(self) -> pulumi.Input[str] | None: ...
-    @property
-    def tensorboard(self) -> pulumi.Output[str] | None: ...
-    @property
-    def kms_key_name(self) -> pulumi.Input[str] | None:
-        """CMEK the platform's jobs are encrypted with by default."""
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-    @property
-    def local_root(self) -> Path | None: ...
-    @property
-    def strict_hardware_checks(self) -> bool: ...
-    @property
-    def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
+    environment: str
+    """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
+    project: pulumi.Input[str]
+    region: str
+    bucket_url: pulumi.Output[str]
+    training_service_account: pulumi.Output[str] | None
+    network: pulumi.Input[str] | None
+    tensorboard: pulumi.Output[str] | None
+    kms_key_name: pulumi.Input[str] | None
+    """CMEK the platform's jobs are encrypted with by default."""
+    labels: Mapping[str, str]
+    local_root: Path | None
+    strict_hardware_checks: bool
+    acknowledged_hardware_checks: tuple[str, ...]
 
     def default_image(self) -> pulumi.Output[str] | None:
         """The platform's only image besides ``SERVING_IMAGE``, or None when it has none
@@ -287,7 +273,7 @@ JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 # --------------------------------------------------------------------------- bodies
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class PlatformFacts:
     """A ``JobPlatform`` of plain values: known now, ``LATER`` for what the platform fills
     in later, None for what it does not set. The stack reader judges its jobs on the facts
@@ -418,6 +404,7 @@ def _fact(value: Any) -> Any:
 
 
 def facts_of(platform: JobPlatform) -> PlatformFacts:
+    """What the job rules read of ``platform``: values known now, ``LATER`` for the rest."""
     if isinstance(platform, PlatformFacts):
         return platform
     return PlatformFacts(
@@ -434,17 +421,6 @@ def facts_of(platform: JobPlatform) -> PlatformFacts:
     )
 
 
-def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
-    """The hardware check ids a job's own Args acknowledge: the job's, then its pools'."""
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    pools = [getattr(run, name) for name in POOL_NAMES]
-    ids = [*args.acknowledged_hardware_checks]
-    ids += [
-        check for pool in pools if pool is not None for check in pool.acknowledged_hardware_checks
-    ]
-    return tuple(dict.fromkeys(ids))
-
-
 def judge_job(
     args: JobArgs, name: str | None = None, platform: JobPlatform | None = None
 ) -> list[Finding]:
@@ -454,9 +430,12 @@ def judge_job(
     facts = facts_of(job_platform(args, platform))
     local = facts.environment == "local"
     strict = args.strict_hardware_checks
+    model: type[CustomJob | HyperparameterTuningJob] = (
+        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
+    )
     findings = judge_body(
         job_body(args, name, facts),
-        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob,
+        model,
         lambda view, _: platform_findings(
             view,
             region=None if local else facts.region,
@@ -464,7 +443,12 @@ def judge_job(
             strict=facts.strict_hardware_checks if strict is None else strict,
         ),
     )
-    return acknowledge(findings, (*facts.acknowledged_hardware_checks, *acknowledged_checks(args)))
+    # The platform's acknowledged hardware checks, the job's and its pools'.
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    pools = [pool for pool in (getattr(run, name) for name in POOL_NAMES) if pool is not None]
+    acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
+    acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]
+    return acknowledge(findings, acknowledged)
 
 
 def on_facts(args: JobArgs, facts: PlatformFacts) -> tuple[JobArgs, list[Finding]]:
