@@ -12,7 +12,7 @@ import pytest
 import vertex_training as vt
 from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.jobs.api import on_facts
+from vertex_training.jobs.api import judge_job
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.rules.catalog import catalog
@@ -223,7 +223,7 @@ def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one
         "jobs[0]",
     )
     assert problems == [] and job is not None
-    _, findings = on_facts(job.args, FACTS)
+    findings = judge_job(job.args, platform=FACTS)
     paths = sorted(f.path for f in findings)
     assert paths == [
         "jobSpec.scheduling.maxWaitDuration",

@@ -50,7 +50,6 @@ __all__ = [
     "job_body",
     "job_platform",
     "judge_job",
-    "on_facts",
     "positive_seconds",
 ]
 
@@ -218,10 +217,9 @@ class _JobFields(Checked):
         problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
-        if self.platform is None:
-            return
-        # The job meets its platform: the rules that need it run now, once (a job without
-        # one meets its project and region where its resource is declared).
+        if self.platform is None or isinstance(self.platform, PlatformFacts):
+            return  # judged where its resource is declared, or by the stack reader
+        # The job meets its platform: the rules that need it run now, once.
         errors, warnings = phrase(self, judge_job(self))  # type: ignore[arg-type]
         if errors:
             raise InvalidArgumentsError(
@@ -231,8 +229,9 @@ class _JobFields(Checked):
             pulumi.log.warn(warning)
 
     def on(self, platform: JobPlatform) -> Any:
-        """These Args on ``platform`` (judged there, unless the rules see nothing new:
-        a stack job, judged where the stack was read, on the platform the stack declares)."""
+        """These Args on ``platform``, judged there unless the rules see nothing new (a
+        stack's job, judged by the stack reader on the facts of the platform the stack
+        declares, then put on that platform)."""
         if self.platform is not None and facts_of(self.platform) == facts_of(platform):
             return _with(self, platform=platform)
         return dataclasses.replace(self, platform=platform)
@@ -449,13 +448,6 @@ def judge_job(
     acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
     acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]
     return acknowledge(findings, acknowledged)
-
-
-def on_facts(args: JobArgs, facts: PlatformFacts) -> tuple[JobArgs, list[Finding]]:
-    """``args`` on the platform ``facts`` describe, and their findings there: the stack
-    reader's jobs, which ``args.on(platform)`` then puts on the platform itself, not judged
-    again when its facts are these."""
-    return _with(args, platform=facts), judge_job(args, platform=facts)
 
 
 def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:

@@ -2,32 +2,11 @@
 
 A job entry is ``CustomJobArgs`` (or, with ``trial`` and ``study``,
 ``HyperparameterTuningJobArgs``) with the same nested shape and the same names in
-camelCase, plus ``name``, the Pulumi resource name::
-
-    vertex-training:jobs:
-      - name: cassava-mwms                 # resource name; also the display name
-        chief: &v100
-          machineType: n1-standard-8
-          accelerator: {type: NVIDIA_TESLA_V100, count: 1}
-          args: [--workload, cassava, --epochs, "5"]
-        workers: {<<: *v100, replicaCount: 1}
-        scheduling: {strategy: SPOT, timeoutSeconds: 14400}
-      - name: horses-humans-tuning
-        trial:
-          chief: {machineType: n1-standard-4, args: [--workload, horses_or_humans]}
-        maxTrialCount: 6
-        parallelTrialCount: 2
-        study:
-          metrics: [{metricId: accuracy, goal: maximize}]
-          parameters:
-            - {type: DoubleParameter, parameterId: lr, minValue: 0.001, maxValue: 1, scale: log}
-            - {type: DiscreteParameter, parameterId: num_units, values: [64, 128, 512]}
-
-One spelling per route: Python takes snake_case names, YAML the same names camelCased;
-values (``SPOT``, ``maximize``, ``log``) are spelt the same on both. Where several
-classes fit (a parameter, an early-stopping rule) ``type`` names the Python class.
-What the environment provides is not declared: the platform (the stack's), and by
-default the image, output directory, service account, network and labels.
+camelCase, plus ``name``, the Pulumi resource name (docs/jobs.md; ``stacks/Pulumi.dev.yaml``
+holds two). Values (``SPOT``, ``maximize``, ``log``) are spelt as in Python; where several
+classes fit (a parameter, an early-stopping rule) ``type`` names the Python class. The
+stack's platform is every job's, and gives the image, output directory, service account,
+network and labels by default.
 
 The project schema in ``Pulumi.yaml`` cannot type a list of objects (pulumi/pulumi#11321),
 so the Args types are the schema (``fields.from_config``): unknown keys are errors that
@@ -135,9 +114,8 @@ def job_problems(
             repeats = Finding("name", f"{job.name!r} repeats; job names are unique", "error")
             out.append((f"{where}.name", repeats))
         seen.add(job.name)
-        args, findings = api.on_facts(job.args, facts)
-        placed.append(JobDeclaration(job.name, args))
-        for finding in findings:
+        placed.append(JobDeclaration(job.name, job.args.on(facts)))
+        for finding in api.judge_job(job.args, platform=facts):
             key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out
