@@ -444,7 +444,7 @@ def judge_job(
     )
     # The platform's acknowledged hardware checks, the job's and its pools'.
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    pools = [pool for pool in (getattr(run, name) for name in POOL_NAMES) if pool is not None]
+    pools = [pool for pool in (getattr(run, key) for key in POOL_NAMES) if pool is not None]
     acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
     acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]
     return acknowledge(findings, acknowledged)
