@@ -231,6 +231,17 @@ def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one
     ]
 
 
+def test_a_stack_job_declared_off_its_platform_says_how_to_put_it_there() -> None:
+    # The stack reader judged the job on the facts of the stack's platform; only
+    # args.on(platform) gives it that platform's image, bucket and service account.
+    job, problems = read_job({"name": "x", "chief": {"machineType": "n1-standard-4"}}, "jobs[0]")
+    assert problems == [] and job is not None
+    on_facts = job.args.on(FACTS)
+    assert judge_job(job.args, platform=FACTS) == []
+    message = refused(lambda: run_pulumi(lambda: vt.declare_job("x", on_facts)))
+    assert message.endswith("valid: vt.declare_job(name, args.on(platform))")
+
+
 def test_a_catalog_error_of_the_job_says_how_the_job_acknowledges_it() -> None:
     b200 = vt.WorkerPool(
         machine_type="a4-highgpu-8g", accelerator=vt.Accelerator("NVIDIA_B200", 8), image=DIGEST
