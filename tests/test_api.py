@@ -689,13 +689,12 @@ def test_a_typed_psc_interface_with_a_network_names_the_typed_field() -> None:
     assert "CustomJobArgs.psc_interface_config: cannot be set with network" in message
 
 
-def _context(**extra: Any) -> Any:
-    from vertex_training.jobs.api import JobContext, PlatformFacts
+def _platform(**extra: Any) -> Any:
+    from vertex_training.jobs.api import PlatformFacts
 
-    platform = PlatformFacts(
+    return PlatformFacts(
         environment="dev", region="us-central1", project="p", image=DIGEST, bucket_url=None, **extra
     )
-    return JobContext(platform, "j")
 
 
 def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
@@ -724,7 +723,7 @@ def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
             ],
         ),
     )
-    body = job_body(args, _context())
+    body = job_body(args, "j", _platform())
     parse_body(JobKind.CUSTOM_JOB, body)  # the real protos take every typed field
     spec = body["jobSpec"]
     chief = spec["workerPoolSpecs"][0]
@@ -754,8 +753,8 @@ def test_network_false_leaves_the_platform_network_off_the_job() -> None:
     chief = vt.WorkerPool(machine_type="n1-standard-4")
     joined = vt.CustomJobArgs(project="p", region="us-central1", chief=chief)
     alone_ = vt.CustomJobArgs(project="p", region="us-central1", chief=chief, network=False)
-    assert job_body(joined, _context(network=vpc))["jobSpec"]["network"] == vpc
-    assert "network" not in job_body(alone_, _context(network=vpc))["jobSpec"]
+    assert job_body(joined, "j", _platform(network=vpc))["jobSpec"]["network"] == vpc
+    assert "network" not in job_body(alone_, "j", _platform(network=vpc))["jobSpec"]
 
 
 @pytest.mark.parametrize(
@@ -864,7 +863,7 @@ def test_reserved_ip_ranges_from_python_and_yaml_reach_the_body() -> None:
     args = vt.CustomJobArgs(
         project="p", region="us-central1", chief=chief, reserved_ip_ranges=["vertex-a"]
     )
-    body = job_body(args, _context())
+    body = job_body(args, "j", _platform())
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["reservedIpRanges"] == ["vertex-a"]
     entry = {"name": "r", "chief": {"machineType": "n1-standard-4"}, "reservedIpRanges": ["x"]}

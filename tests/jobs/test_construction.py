@@ -12,6 +12,7 @@ import pytest
 import vertex_training as vt
 from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.jobs.api import judge_job
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.rules.catalog import catalog
@@ -222,12 +223,23 @@ def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one
         "jobs[0]",
     )
     assert problems == [] and job is not None
-    _, findings = job.on(FACTS)
+    findings = judge_job(job.args, platform=FACTS)
     paths = sorted(f.path for f in findings)
     assert paths == [
         "jobSpec.scheduling.maxWaitDuration",
         "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
     ]
+
+
+def test_a_stack_job_declared_off_its_platform_says_how_to_put_it_there() -> None:
+    # The stack reader judged the job on the facts of the stack's platform; only
+    # args.on(platform) gives it that platform's image, bucket and service account.
+    job, problems = read_job({"name": "x", "chief": {"machineType": "n1-standard-4"}}, "jobs[0]")
+    assert problems == [] and job is not None
+    on_facts = job.args.on(FACTS)
+    assert judge_job(job.args, platform=FACTS) == []
+    message = refused(lambda: run_pulumi(lambda: vt.declare_job("x", on_facts)))
+    assert message.endswith("valid: vt.declare_job(name, args.on(platform))")
 
 
 def test_a_catalog_error_of_the_job_says_how_the_job_acknowledges_it() -> None:

@@ -16,7 +16,7 @@ import yaml
 
 import vertex_training as vt
 from tests import PROJECT_ROOT
-from tests.jobs.facts import platform_facts
+from tests.jobs.facts import handles, platform_facts
 from vertex_training._checks import alternatives, field_types
 from vertex_training.jobs import api
 from vertex_training.jobs.api import PlatformFacts
@@ -24,9 +24,6 @@ from vertex_training.jobs.declarations import JobDeclaration, job_problems, read
 from vertex_training.jobs.fields import caller_path, camel
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
-
-IMAGE = "r/trainer@sha256:" + "1" * 64
-ENV = {"image": IMAGE, "bucket_url": "gs://b", "service_account": "sa@p.iam.gserviceaccount.com"}
 
 
 def _sample(expected: object, name: str, depth: int) -> Any:
@@ -182,16 +179,8 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
         ),
         labels={"job": "tuned"},
     )
-    body = declared.to_body(**ENV)
-    platform = api.PlatformFacts(
-        environment="dev",
-        region="us-central1",
-        image=IMAGE,
-        bucket_url=ENV["bucket_url"],
-        training_service_account=ENV["service_account"],
-    )
-    context = api.JobContext(platform, declared.name)
-    assert body == api.job_body(python, context)
+    body = api.job_body(declared.args, declared.name, handles())
+    assert body == api.job_body(python, declared.name, handles())
     parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert "network" not in body["trialJobSpec"]
 
@@ -281,7 +270,7 @@ def _declare(**fields: Any) -> JobDeclaration:
 
 
 def _facts(environment: str = "dev", strict: bool = False) -> PlatformFacts:
-    return platform_facts(environment, strict=strict, labels=(("stack", "dev"),))
+    return platform_facts(environment, strict=strict, labels={"stack": "dev"})
 
 
 def _problems(jobs: tuple[JobDeclaration, ...], facts: PlatformFacts) -> list[Any]:

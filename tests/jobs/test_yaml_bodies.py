@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from tests.bodies import categorical, integer
+from tests.jobs.facts import IMAGE, SERVICE_ACCOUNT, handles
+from vertex_training.jobs.api import job_body
 from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
 from vertex_training.jobs.protos import canonical_json, parse_body
@@ -26,8 +28,6 @@ from vertex_training.jobs.view import (
     read_view,
 )
 
-IMAGE = "r/trainer@sha256:" + "1" * 64
-ENV = {"image": IMAGE, "bucket_url": "gs://b", "service_account": "sa@p.iam.gserviceaccount.com"}
 CHIEF = {"machineType": "n1-standard-4"}
 
 
@@ -38,13 +38,13 @@ def declare(**fields: Any) -> JobDeclaration:
 
 
 def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
-    body = job.to_body(**ENV, labels=labels or None)
-    parse_body(job.job_kind, body)  # every body is one the real protos take
+    body = job_body(job.args, job.name, handles(labels))
+    parse_body(job.args.KIND, body)  # every body is one the real protos take
     return body
 
 
 def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
-    view, unreadable = read_view(job.job_kind, body)
+    view, unreadable = read_view(job.args.KIND, body)
     assert view is not None, unreadable
     assert job_findings(view, region="us-central1", remote=True) == []
 
@@ -64,7 +64,7 @@ def test_minimal_job_defaults() -> None:
                 }
             ],
             "baseOutputDirectory": {"outputUriPrefix": "gs://b/jobs/tiny"},
-            "serviceAccount": ENV["service_account"],
+            "serviceAccount": SERVICE_ACCOUNT,
         },
     }
     no_findings(job, body)
@@ -234,7 +234,7 @@ def test_extra_fields_merge_into_the_body() -> None:
             "labels": {"cost-center": "42"},
         },
     )
-    body = job.to_body(**ENV, labels={"stack": "dev"})
+    body = job_body(job.args, job.name, handles({"stack": "dev"}))
     assert body["jobSpec"]["models"] == ["m"]
     # Mappings merge key by key: the declared timeout stays beside the extra field.
     assert body["jobSpec"]["scheduling"] == {"timeout": "60s", "disableRetries": True}

@@ -23,6 +23,7 @@ from vertex_training.cost.estimate import (
     stack_estimate,
 )
 from vertex_training.cost.report import budget_line, estimate_table
+from vertex_training.jobs.api import PlatformFacts, job_body
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
@@ -52,16 +53,18 @@ def estimate_stack(
             f"expected durations for jobs the stack does not declare: {sorted(unknown_names)}; "
             f"its jobs: {[job.name for job in config.jobs.jobs]}"
         )
+    # The image, bucket and service account do not change a price: stand-ins.
+    platform = PlatformFacts(
+        environment="dev",
+        region=config.region,
+        image=PLACEHOLDER_IMAGE,
+        bucket_url=PLACEHOLDER_BUCKET,
+        training_service_account=PLACEHOLDER_SERVICE_ACCOUNT,
+    )
     jobs = [
         estimate_job(
-            job.job_kind,
-            # The image, bucket and service account do not change a price: stand-ins.
-            job.to_body(
-                image=PLACEHOLDER_IMAGE,
-                bucket_url=PLACEHOLDER_BUCKET,
-                service_account=PLACEHOLDER_SERVICE_ACCOUNT,
-                region=config.region,
-            ),
+            job.args.KIND,
+            job_body(job.args, job.name, platform),
             config.region,
             name=job.name,
             expected_duration_seconds=durations.get(job.name, job.args.expected_duration_seconds),

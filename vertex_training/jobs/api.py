@@ -24,22 +24,14 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import (
-    caller_path,
-    judge_body,
-    map_known,
-    to_body,
-    vertex,
-)
+from vertex_training.jobs.fields import caller_path, judge_body, map_known, to_body, vertex
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
+from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import (
-    display_name_findings,
-    platform_findings,
-)
+from vertex_training.jobs.rules.job import display_name_findings, platform_findings
 from vertex_training.jobs.studies import Study
 from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
 
@@ -49,7 +41,6 @@ __all__ = [
     "DnsPeeringConfig",
     "HyperparameterTuningJobArgs",
     "JobArgs",
-    "JobContext",
     "JobPlatform",
     "PlatformFacts",
     "PscInterfaceConfig",
@@ -57,7 +48,8 @@ __all__ = [
     "declared_problems",
     "facts_of",
     "job_body",
-    "job_context",
+    "job_platform",
+    "judge_job",
     "positive_seconds",
 ]
 
@@ -71,49 +63,26 @@ model's, never a pool's default (``JobPlatform.default_image`` leaves it out).""
 class JobPlatform(Protocol):
     """What a job takes from the environment it runs in (``vt.TrainingPlatform`` is one)."""
 
-    @property
-    def environment(self) -> str:
-        """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
-
-    @property
-    def project(self) -> pulumi.Input[str]: ...
-    @property
-    def region(self) -> str: ...
-    @property
-    def bucket_url(self) -> pulumi.Output[str]: ...
-    @property
-    def training_service_account(self) -> pulumi.Output[str] | None: ...
-    @property
-    def network(self) -> pulumi.Input[str] | None: ...
-    @property
-    def tensorboard(self) -> pulumi.Output[str] | None: ...
-    @property
-    def kms_key_name(self) -> pulumi.Input[str] | None:
-        """CMEK the platform's jobs are encrypted with by default."""
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-    @property
-    def local_root(self) -> Path | None: ...
-    @property
-    def strict_hardware_checks(self) -> bool: ...
-    @property
-    def acknowledged_hardware_checks(self) -> tuple[str, ...]: ...
+    environment: str
+    """``local``, ``dev`` or ``prod``: local runs jobs on this machine."""
+    project: pulumi.Input[str]
+    region: str
+    bucket_url: pulumi.Output[str]
+    training_service_account: pulumi.Output[str] | None
+    network: pulumi.Input[str] | None
+    tensorboard: pulumi.Output[str] | None
+    kms_key_name: pulumi.Input[str] | None
+    """CMEK the platform's jobs are encrypted with by default."""
+    labels: Mapping[str, str]
+    local_root: Path | None
+    strict_hardware_checks: bool
+    acknowledged_hardware_checks: tuple[str, ...]
 
     def default_image(self) -> pulumi.Output[str] | None:
         """The platform's only image besides ``SERVING_IMAGE``, or None when it has none
         or several."""
 
     def resource_options(self) -> pulumi.ResourceOptions: ...
-
-
-def acknowledge_hint(where: str, check: str) -> str:
-    """How to acknowledge ``check`` in the Args class ``where``, for the end of its error:
-    a hardware catalog row can be out of date, and the message alone must say the way out."""
-    return (
-        f"where the hardware catalog (as of {catalog().as_of}) is out of date: "
-        f"{where}(..., acknowledged_hardware_checks=[{check!r}]) only warns"
-    )
 
 
 # --------------------------------------------------------------------------- jobs
@@ -248,14 +217,21 @@ class _JobFields(Checked):
         problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
-        if self.platform is not None:
-            # The job meets its platform: the rules that need it run now, once (a job
-            # without one meets its project and region where its resource is declared).
-            _judge_on_platform(self)  # type: ignore[arg-type]
+        if self.platform is None or isinstance(self.platform, PlatformFacts):
+            return  # judged where its resource is declared, or by the stack reader
+        # The job meets its platform: the rules that need it run now, once.
+        errors, warnings = phrase(self, judge_job(self))  # type: ignore[arg-type]
+        if errors:
+            raise InvalidArgumentsError(
+                f"{type(self).__name__} would be refused on its platform:\n  " + "\n  ".join(errors)
+            )
+        for warning in warnings:
+            pulumi.log.warn(warning)
 
     def on(self, platform: JobPlatform) -> Any:
-        """These Args on ``platform`` (judged there, unless the rules see nothing new:
-        a stack job, judged where the stack was read, on the platform the stack declares)."""
+        """These Args on ``platform``, judged there unless the rules see nothing new (a
+        stack's job, judged by the stack reader on the facts of the platform the stack
+        declares, then put on that platform)."""
         if self.platform is not None and facts_of(self.platform) == facts_of(platform):
             return _with(self, platform=platform)
         return dataclasses.replace(self, platform=platform)
@@ -265,6 +241,7 @@ class _JobFields(Checked):
 class CustomJobArgs(_RunFields, _JobFields):
     """A Vertex AI CustomJob: one run of a chief and, optionally, more pools."""
 
+    KIND: ClassVar[JobKind] = JobKind.CUSTOM_JOB
     VERTEX_NESTED: ClassVar[dict[type, str]] = {_RunFields: "jobSpec"}
 
 
@@ -276,6 +253,8 @@ class TrialJob(_RunFields):
 @dataclass(frozen=True, kw_only=True)
 class HyperparameterTuningJobArgs(_JobFields):
     """A Vertex AI HyperparameterTuningJob: trials of ``trial`` chosen by ``study``."""
+
+    KIND: ClassVar[JobKind] = JobKind.HYPERPARAMETER_TUNING_JOB
 
     trial: TrialJob = field(metadata=vertex("trialJobSpec"))
     study: Study = field(metadata=vertex("studySpec"))
@@ -293,18 +272,19 @@ JobArgs = CustomJobArgs | HyperparameterTuningJobArgs
 # --------------------------------------------------------------------------- bodies
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class PlatformFacts:
-    """What the job rules read of a platform, under a ``JobPlatform``'s names: values known
-    now, ``LATER`` for what it fills in later, None for what it does not set. The stack
-    reader judges its jobs on the facts of the platform the stack declares."""
+    """A ``JobPlatform`` of plain values: known now, ``LATER`` for what the platform fills
+    in later, None for what it does not set. The stack reader judges its jobs on the facts
+    of the platform the stack declares; a job without a platform runs on the facts of its
+    own project and region."""
 
     environment: str
     """``local``, ``dev`` or ``prod``; ``""`` for a job without a platform (on Vertex)."""
     region: str
     strict_hardware_checks: bool = False
     acknowledged_hardware_checks: tuple[str, ...] = ()
-    labels: tuple[tuple[str, Any], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
     kms_key_name: Any = None
     network: Any = None
     tensorboard: Any = None
@@ -318,22 +298,8 @@ class PlatformFacts:
     def default_image(self) -> Any:
         return self.image
 
-
-@dataclass(frozen=True)
-class JobContext:
-    """Where a job runs: its platform (or the facts the rules judge it on, or one of its own
-    project and region), its resource name, and how its hardware checks apply."""
-
-    platform: JobPlatform | PlatformFacts
-    name: str | None
-    """The resource name; None where it is not known yet (where the Args meet a platform)."""
-    strict: bool = False
-    acknowledged: tuple[str, ...] = ()
-    """Hardware check ids whose errors only warn (``acknowledge``)."""
-
-    @property
-    def local(self) -> bool:
-        return self.platform.environment == "local"
+    def resource_options(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions()
 
 
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
@@ -347,26 +313,56 @@ def _with(obj: Any, **changes: Any) -> Any:
     return out
 
 
-def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
-    """``run`` with what the environment provides filled in where the caller left it unset."""
+def job_platform(args: JobArgs, platform: JobPlatform | None = None) -> JobPlatform:
+    """Where ``args`` run: on ``platform`` (the facts a stack's job is judged on), else on
+    their own, else on the facts of their own project and region."""
+    where = type(args).__name__
+    own = args.platform
+    if isinstance(own, PlatformFacts):
+        if platform is None:
+            raise InvalidArgumentsError(
+                f"{where}: a stack's job runs on the stack's platform; valid: "
+                "vt.declare_job(name, args.on(platform))"
+            )
+        own = None
+    for key in ("project", "region"):
+        value = getattr(args, key)
+        if own is not None and value is not None and value != getattr(own, key):
+            raise InvalidArgumentsError(
+                f"{where}.{key}: {value!r} differs from the platform's {getattr(own, key)!r}; "
+                "valid: leave it unset (the platform's) or drop platform"
+            )
+    if platform is not None or own is not None:
+        return platform if platform is not None else own  # type: ignore[return-value]
+    missing = [k for k in ("project", "region") if getattr(args, k) is None]
+    if missing:
+        raise InvalidArgumentsError(
+            f"{where}: no platform, so {' and '.join(missing)} must be set; valid: "
+            "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
+        )
+    assert args.region is not None
+    return PlatformFacts(environment="", region=args.region, project=args.project, bucket_url=None)
+
+
+def _resolved_run(run: Any, platform: JobPlatform, name: str | None, where: str) -> Any:
+    """``run`` with what the platform provides filled in where the caller left it unset."""
     changes: dict[str, Any] = {}
-    for name in POOL_NAMES:
-        pool = getattr(run, name)
+    for pool_name in POOL_NAMES:
+        pool = getattr(run, pool_name)
         if pool is None or pool.image is not None:
             continue
-        image = context.platform.default_image()
+        image = platform.default_image()
         if image is None:
             raise InvalidArgumentsError(
-                f"{where}.{name}.image: not set, and the platform has no single image to "
+                f"{where}.{pool_name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[name] = _with(pool, image=image)
-    platform = context.platform
+        changes[pool_name] = _with(pool, image=image)
     if run.base_output_directory is None and platform.bucket_url is LATER:
         changes["base_output_directory"] = LATER
     elif run.base_output_directory is None and platform.bucket_url is not None:
         changes["base_output_directory"] = map_known(
-            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{context.name}"
+            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{name}"
         )
     for key, value in (
         ("service_account", platform.training_service_account),
@@ -378,25 +374,25 @@ def _resolved_run(run: Any, context: JobContext, where: str) -> Any:
     return _with(run, **changes) if changes else run
 
 
-def job_body(args: JobArgs, context: JobContext) -> dict[str, Any]:
-    """The Vertex REST body ``args`` declare in ``context``, ``extra_fields`` merged in.
+def job_body(
+    args: JobArgs, name: str | None, platform: JobPlatform | None = None
+) -> dict[str, Any]:
+    """The Vertex REST body ``args`` declare as the resource ``name`` (None where it is not
+    known yet) on ``platform`` (``job_platform``), ``extra_fields`` merged in.
 
     Values not known yet (Outputs) stay in place: the engine resolves them, each where it
     is, so that ``check`` sees the rest of the body even in preview."""
     where = type(args).__name__
-    changes: dict[str, Any] = {
-        "display_name": args.display_name if args.display_name is not None else context.name,
-        "labels": {**dict(context.platform.labels), **args.labels},
-        "kms_key_name": args.kms_key_name
-        if args.kms_key_name is not None
-        else context.platform.kms_key_name,
-    }
+    platform = job_platform(args, platform)
+    job = _with(
+        args,
+        display_name=args.display_name if args.display_name is not None else name,
+        labels={**dict(platform.labels), **args.labels},
+        kms_key_name=args.kms_key_name if args.kms_key_name is not None else platform.kms_key_name,
+    )
     if isinstance(args, CustomJobArgs):
-        resolved = _resolved_run(_with(args, **changes), context, where)
-    else:
-        changes["trial"] = _resolved_run(args.trial, context, f"{where}.trial")
-        resolved = _with(args, **changes)
-    return to_body(resolved)
+        return to_body(_resolved_run(job, platform, name, where))
+    return to_body(_with(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial")))
 
 
 # --------------------------------------------------------------------------- validation
@@ -406,7 +402,8 @@ def _fact(value: Any) -> Any:
     return value if value is None or (is_known(value) and value is not LATER) else LATER
 
 
-def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
+def facts_of(platform: JobPlatform) -> PlatformFacts:
+    """What the job rules read of ``platform``: values known now, ``LATER`` for the rest."""
     if isinstance(platform, PlatformFacts):
         return platform
     return PlatformFacts(
@@ -414,7 +411,7 @@ def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
         region=platform.region,
         strict_hardware_checks=platform.strict_hardware_checks,
         acknowledged_hardware_checks=tuple(platform.acknowledged_hardware_checks),
-        labels=tuple(platform.labels.items()),
+        labels=dict(platform.labels),
         kms_key_name=_fact(platform.kms_key_name),
         network=_fact(platform.network),
         tensorboard=_fact(platform.tensorboard),
@@ -424,32 +421,39 @@ def facts_of(platform: JobPlatform | PlatformFacts) -> PlatformFacts:
 
 
 def judge_job(
-    args: JobArgs, facts: PlatformFacts | None = None, name: str | None = None
+    args: JobArgs, name: str | None = None, platform: JobPlatform | None = None
 ) -> list[Finding]:
-    """The rules of a job on its platform (``facts``; None: the Args' own platform or
-    project and region), each finding at its API path, acknowledgements applied. What a
-    pool, study or parameter must be anywhere was judged where each was built."""
-    if facts is None and args.platform is not None:
-        facts = facts_of(args.platform)
-    context = job_context(name, args, facts)
-    model: type[CustomJob] | type[HyperparameterTuningJob] = (
+    """The rules of a job on its platform (``job_platform``), each finding at its API path,
+    acknowledgements applied. What a pool, study or parameter must be anywhere was judged
+    where each was built."""
+    facts = facts_of(job_platform(args, platform))
+    local = facts.environment == "local"
+    strict = args.strict_hardware_checks
+    model: type[CustomJob | HyperparameterTuningJob] = (
         CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
     )
     findings = judge_body(
-        job_body(args, context),
+        job_body(args, name, facts),
         model,
         lambda view, _: platform_findings(
             view,
-            region=None if context.local else context.platform.region,
-            remote=not context.local,
-            strict=context.strict,
+            region=None if local else facts.region,
+            remote=not local,
+            strict=facts.strict_hardware_checks if strict is None else strict,
         ),
     )
-    return acknowledge(findings, context.acknowledged)
+    # The platform's acknowledged hardware checks, the job's and its pools'.
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    pools = [pool for pool in (getattr(run, key) for key in POOL_NAMES) if pool is not None]
+    acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
+    acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]
+    return acknowledge(findings, acknowledged)
 
 
 def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
-    """(errors, warnings): each finding naming the Python argument and the Vertex field."""
+    """(errors, warnings): each finding naming the Python argument and the Vertex field; an
+    error of the hardware catalog says how to acknowledge it, since a catalog row can be out
+    of date and the message alone must say the way out."""
     where = type(args).__name__
     errors: list[str] = []
     warnings: list[str] = []
@@ -460,27 +464,14 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
         text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
         if finding.severity == "warning":
             warnings.append(text)
-        else:
+        elif finding.check:
             errors.append(
-                text + (f"; {acknowledge_hint(where, finding.check)}" if finding.check else "")
+                f"{text}; where the hardware catalog (as of {catalog().as_of}) is out of date: "
+                f"{where}(..., acknowledged_hardware_checks=[{finding.check!r}]) only warns"
             )
+        else:
+            errors.append(text)
     return errors, warnings
-
-
-def on_facts(args: JobArgs, facts: PlatformFacts) -> Any:
-    """``args`` on the platform ``facts`` describe, judged by the caller (``judge_job``):
-    the stack reader's jobs, which ``args.on(platform)`` puts on the platform itself."""
-    return _with(args, platform=facts)
-
-
-def _judge_on_platform(args: JobArgs) -> None:
-    errors, warnings = phrase(args, judge_job(args))
-    if errors:
-        raise InvalidArgumentsError(
-            f"{type(args).__name__} would be refused on its platform:\n  " + "\n  ".join(errors)
-        )
-    for warning in warnings:
-        pulumi.log.warn(warning)
 
 
 def declared_problems(args: JobArgs, name: str) -> tuple[list[str], list[str]]:
@@ -488,61 +479,5 @@ def declared_problems(args: JobArgs, name: str) -> tuple[list[str], list[str]]:
     meets its project and region here; a job on a platform was judged there, and only its
     default display name (the resource name) is first known here."""
     if args.platform is None:
-        return phrase(args, judge_job(args, name=name))
-    if args.display_name is not None:
-        return [], []
-    return phrase(args, display_name_findings(name))
-
-
-def acknowledged_checks(args: JobArgs) -> tuple[str, ...]:
-    """The hardware check ids a job's own Args acknowledge: the job's, then its pools'."""
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    pools = [getattr(run, name) for name in POOL_NAMES]
-    ids = [*args.acknowledged_hardware_checks]
-    ids += [
-        check for pool in pools if pool is not None for check in pool.acknowledged_hardware_checks
-    ]
-    return tuple(dict.fromkeys(ids))
-
-
-def job_context(
-    name: str | None,
-    args: JobArgs,
-    platform: JobPlatform | PlatformFacts | None = None,
-) -> JobContext:
-    """Where the job runs and what it uses: from ``platform`` (the facts the rules judge
-    it on), else from its own platform or Args."""
-    where = type(args).__name__
-    if isinstance(args.platform, PlatformFacts) and platform is None:
-        raise InvalidArgumentsError(
-            f"{where}: a stack's job runs on the stack's platform; valid: "
-            "vt.declare_job(name, args.on(platform))"
-        )
-    own = None if isinstance(args.platform, PlatformFacts) else args.platform
-    for key in ("project", "region"):
-        value = getattr(args, key)
-        if own is not None and value is not None and value != getattr(own, key):
-            raise InvalidArgumentsError(
-                f"{where}.{key}: {value!r} differs from the platform's {getattr(own, key)!r}; "
-                "valid: leave it unset (the platform's) or drop platform"
-            )
-    if platform is None:
-        platform = args.platform
-    if platform is None:
-        missing = [k for k in ("project", "region") if getattr(args, k) is None]
-        if missing:
-            raise InvalidArgumentsError(
-                f"{where}: no platform, so {' and '.join(missing)} must be set; valid: "
-                "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
-            )
-        assert args.region is not None
-        platform = PlatformFacts(
-            environment="", region=args.region, project=args.project, bucket_url=None
-        )
-    strict = args.strict_hardware_checks
-    return JobContext(
-        platform,
-        name,
-        strict=platform.strict_hardware_checks if strict is None else strict,
-        acknowledged=(*platform.acknowledged_hardware_checks, *acknowledged_checks(args)),
-    )
+        return phrase(args, judge_job(args, name))
+    return phrase(args, [] if args.display_name is not None else display_name_findings(name))

@@ -2,32 +2,11 @@
 
 A job entry is ``CustomJobArgs`` (or, with ``trial`` and ``study``,
 ``HyperparameterTuningJobArgs``) with the same nested shape and the same names in
-camelCase, plus ``name``, the Pulumi resource name::
-
-    vertex-training:jobs:
-      - name: cassava-mwms                 # resource name; also the display name
-        chief: &v100
-          machineType: n1-standard-8
-          accelerator: {type: NVIDIA_TESLA_V100, count: 1}
-          args: [--workload, cassava, --epochs, "5"]
-        workers: {<<: *v100, replicaCount: 1}
-        scheduling: {strategy: SPOT, timeoutSeconds: 14400}
-      - name: horses-humans-tuning
-        trial:
-          chief: {machineType: n1-standard-4, args: [--workload, horses_or_humans]}
-        maxTrialCount: 6
-        parallelTrialCount: 2
-        study:
-          metrics: [{metricId: accuracy, goal: maximize}]
-          parameters:
-            - {type: DoubleParameter, parameterId: lr, minValue: 0.001, maxValue: 1, scale: log}
-            - {type: DiscreteParameter, parameterId: num_units, values: [64, 128, 512]}
-
-One spelling per route: Python takes snake_case names, YAML the same names camelCased;
-values (``SPOT``, ``maximize``, ``log``) are spelt the same on both. Where several
-classes fit (a parameter, an early-stopping rule) ``type`` names the Python class.
-What the environment provides is not declared: the platform (the stack's), and by
-default the image, output directory, service account, network and labels.
+camelCase, plus ``name``, the Pulumi resource name (docs/jobs.md; ``stacks/Pulumi.dev.yaml``
+holds two). Values (``SPOT``, ``maximize``, ``log``) are spelt as in Python; where several
+classes fit (a parameter, an early-stopping rule) ``type`` names the Python class. The
+stack's platform is every job's, and gives the image, output directory, service account,
+network and labels by default.
 
 The project schema in ``Pulumi.yaml`` cannot type a list of objects (pulumi/pulumi#11321),
 so the Args types are the schema (``fields.from_config``): unknown keys are errors that
@@ -52,47 +31,10 @@ from vertex_training.jobs.fields import (
     yaml_value,
 )
 from vertex_training.jobs.finding import Finding
-from vertex_training.jobs.records import JobKind
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})
 """The stack's platform is every declared job's."""
-
-
-def _the_other_kind(
-    fields: Mapping[str, Any], cls: type, path: str, out: list[ConfigProblem]
-) -> dict[str, Any]:
-    """``fields`` without the keys only the other kind of job has, each a problem saying
-    which kind it belongs to and how to write the entry (an entry's kind is whether it
-    has ``trial`` or ``study``); the kinds' keys come from the Args types themselves."""
-    custom = yaml_keys(api.CustomJobArgs, _NOT_IN_YAML)
-    tuning = yaml_keys(api.HyperparameterTuningJobArgs, _NOT_IN_YAML)
-    kept: dict[str, Any] = {}
-    for key, value in fields.items():
-        if cls is api.CustomJobArgs and key in tuning.keys() - custom.keys():
-            moved = [k for k in fields if k in custom.keys() - tuning.keys()]
-            out.append(
-                ConfigProblem(
-                    f"{path}.{key}",
-                    "applies only to a tuning job, and this entry is a custom job (it has "
-                    "no trial or study)",
-                    f"to tune, move {', '.join(moved) or 'the pools'} under trial: {{...}} "
-                    "and add study: {parameters: [...]} (a tuning job entry has "
-                    f"{', '.join(k for k, f in tuning.items() if required(f))}); else drop {key}",
-                )
-            )
-        elif cls is api.HyperparameterTuningJobArgs and key in custom.keys() - tuning.keys():
-            # What a custom job runs, a tuning job runs in each trial (``trial``).
-            out.append(
-                ConfigProblem(
-                    f"{path}.{key}",
-                    "a tuning job sets it for each trial, under trial",
-                    f"trial: {{{key}: ...}}",
-                )
-            )
-        else:
-            kept[key] = value
-    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,42 +47,6 @@ class JobDeclaration:
     def __hash__(self) -> int:
         return hash(self.name)  # the Args hold mappings
 
-    @property
-    def job_kind(self) -> JobKind:
-        return (
-            JobKind.CUSTOM_JOB
-            if isinstance(self.args, api.CustomJobArgs)
-            else JobKind.HYPERPARAMETER_TUNING_JOB
-        )
-
-    def to_body(
-        self,
-        *,
-        image: str,
-        bucket_url: str | None,
-        service_account: str | None,
-        labels: dict[str, str] | None = None,
-        region: str = "us-central1",
-        local: bool = False,
-    ) -> dict[str, Any]:
-        """The Vertex REST body in an environment with these handles."""
-        environment = api.PlatformFacts(
-            environment="local" if local else "dev",
-            region=region,
-            labels=tuple((labels or {}).items()),
-            training_service_account=service_account,
-            image=image,
-            bucket_url=bucket_url,
-        )
-        return api.job_body(self.args, api.job_context(self.name, self.args, environment))
-
-    def on(self, facts: api.PlatformFacts) -> tuple[JobDeclaration, list[Finding]]:
-        """This job on the platform a stack declares (``facts``): the rules of a job on its
-        platform run here, once (API paths); its Args then go on that platform as they are
-        (``args.on(platform)`` judges them no more)."""
-        findings = api.judge_job(self.args, facts)
-        return JobDeclaration(self.name, api.on_facts(self.args, facts)), findings
-
 
 def name_problems(name: Any, path: str, what: str, why: str = "") -> list[ConfigProblem]:
     """The problem of a stack entry's ``name`` (it names a resource), if it has one."""
@@ -151,23 +57,42 @@ def name_problems(name: Any, path: str, what: str, why: str = "") -> list[Config
     return [ConfigProblem(f"{path}.name", found, valid + why)]
 
 
+def _other_kind(key: str, fields: Mapping[str, Any], custom: bool) -> tuple[str, str]:
+    """(problem, valid) of ``key``, a key only the other kind of job has: an entry's kind is
+    whether it has ``trial`` or ``study``, and the kinds' keys come from the Args types."""
+    if not custom:  # what a custom job runs, a tuning job runs in each trial
+        return "a tuning job sets it for each trial, under trial", f"trial: {{{key}: ...}}"
+    moved = [k for k in fields if k in yaml_keys(api.TrialJob)]
+    tuning = yaml_keys(api.HyperparameterTuningJobArgs, _NOT_IN_YAML)
+    return (
+        "applies only to a tuning job, and this entry is a custom job (it has no trial or study)",
+        f"to tune, move {', '.join(moved) or 'the pools'} under trial: {{...}} and add "
+        "study: {parameters: [...]} (a tuning job entry has "
+        f"{', '.join(k for k, f in tuning.items() if required(f))}); else drop {key}",
+    )
+
+
 def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigProblem]]:
     """One YAML job entry as a declaration, or every problem it has (YAML paths)."""
-    out: list[ConfigProblem] = []
     if not isinstance(item, Mapping):
         return None, [ConfigProblem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
     name = item.get("name")
-    out += name_problems(
+    out = name_problems(
         name, path, "job", " (it names the resource and the job's output directory)"
     )
     fields = {k: v for k, v in item.items() if k != "name"}
-    cls: type = (
-        api.HyperparameterTuningJobArgs
-        if "trial" in fields or "study" in fields
-        else api.CustomJobArgs
+    custom = "trial" not in fields and "study" not in fields
+    cls, other = (
+        (api.CustomJobArgs, api.HyperparameterTuningJobArgs)
+        if custom
+        else (api.HyperparameterTuningJobArgs, api.CustomJobArgs)
     )
-    fields = _the_other_kind(fields, cls, path, out)
-    args = from_config(cls, fields, path, out, skip=_NOT_IN_YAML)
+    stray = yaml_keys(other, _NOT_IN_YAML).keys() - yaml_keys(cls, _NOT_IN_YAML).keys()
+    out += [
+        ConfigProblem(f"{path}.{k}", *_other_kind(k, fields, custom)) for k in fields if k in stray
+    ]
+    kept = {k: v for k, v in fields.items() if k not in stray}
+    args = from_config(cls, kept, path, out, skip=_NOT_IN_YAML)
     if out or args is None:
         return None, out
     # Like ``stack``, the stack adds ``job: <name>``: the console filters a stack's runs by it.
@@ -177,25 +102,20 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
 def job_problems(
     jobs: tuple[JobDeclaration, ...], facts: api.PlatformFacts
 ) -> tuple[tuple[JobDeclaration, ...], list[tuple[str, Finding]]]:
-    """The declared jobs on the stack's platform (``facts``), and every finding of theirs,
-    each with the config path it comes from (``jobs[1].chief.accelerator.count``), errors
-    and warnings alike."""
+    """The declared jobs on the stack's platform (``facts``), judged there once, and every
+    finding of theirs, each with the config path it comes from
+    (``jobs[1].chief.accelerator.count``), errors and warnings alike."""
     out: list[tuple[str, Finding]] = []
     seen: set[str] = set()
     placed: list[JobDeclaration] = []
     for index, job in enumerate(jobs):
         where = f"jobs[{index}]"
         if job.name in seen:
-            out.append(
-                (
-                    f"{where}.name",
-                    Finding("name", f"{job.name!r} repeats; job names are unique", "error"),
-                )
-            )
+            repeats = Finding("name", f"{job.name!r} repeats; job names are unique", "error")
+            out.append((f"{where}.name", repeats))
         seen.add(job.name)
-        on_platform, findings = job.on(facts)
-        placed.append(on_platform)
-        for finding in findings:
+        placed.append(JobDeclaration(job.name, job.args.on(facts)))
+        for finding in api.judge_job(job.args, platform=facts):
             key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out

@@ -32,16 +32,10 @@ from vertex_training.jobs.view import (
 
 def _pricing_of(spec: CustomJobSpec) -> tuple[Pricing, tuple[str, ...]]:
     strategy = spec.scheduling.strategy
-    if strategy is SchedulingStrategy.SPOT:
-        return Pricing.SPOT, ()
-    if strategy in (
-        SchedulingStrategy.STANDARD,
-        SchedulingStrategy.ON_DEMAND,
-        SchedulingStrategy.UNSPECIFIED,
-    ):
-        return Pricing.ON_DEMAND, ()
-    # FLEX_START / LOW_COST are billed at a discount the catalog does not hold.
-    return Pricing.ON_DEMAND, (f"strategy {strategy.value} priced on-demand (an upper bound)",)
+    if strategy in (SchedulingStrategy.FLEX_START, SchedulingStrategy.LOW_COST):
+        # Billed at a discount the catalog does not hold.
+        return Pricing.ON_DEMAND, (f"strategy {strategy.value} priced on-demand (an upper bound)",)
+    return Pricing.SPOT if strategy is SchedulingStrategy.SPOT else Pricing.ON_DEMAND, ()
 
 
 def _hours(spec: CustomJobSpec, expected_duration_seconds: float | None) -> tuple[float, str, bool]:

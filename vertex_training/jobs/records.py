@@ -38,18 +38,8 @@ class JobState(enum.StrEnum):
 
     @property
     def is_terminal(self) -> bool:
-        return self in _TERMINAL_STATES
+        return self.name in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED")
 
-
-_TERMINAL_STATES = frozenset(
-    {
-        JobState.SUCCEEDED,
-        JobState.FAILED,
-        JobState.CANCELLED,
-        JobState.EXPIRED,
-        JobState.PARTIALLY_SUCCEEDED,
-    }
-)
 
 ParameterValue = float | str
 """A trial's parameter value as the service reports it: numbers are doubles (a struct

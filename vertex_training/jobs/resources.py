@@ -40,10 +40,10 @@ from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
     JobArgs,
-    JobContext,
+    JobPlatform,
     declared_problems,
     job_body,
-    job_context,
+    job_platform,
     positive_seconds,
 )
 from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
@@ -424,15 +424,15 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
                 f"{cls}({resource_name!r}): args must be a {self._args_type.__name__}, got "
                 f"{type(args).__name__}"
             )
-        context = job_context(resource_name, args)
-        body = job_body(args, context)
+        platform = job_platform(args)
+        body = job_body(args, resource_name)
         errors, warnings = declared_problems(args, resource_name)
         if errors:
             raise InvalidArgumentsError(
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
             )
-        platform = context.platform
-        if context.local:
+        local = platform.environment == "local"
+        if local:
             assert platform.local_root is not None
             backend = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
         else:
@@ -462,10 +462,10 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
-        self.cost_estimate = None if context.local else self._estimate(context, body, args)
+        self.cost_estimate = None if local else self._estimate(resource_name, platform, body, args)
 
     def _estimate(
-        self, context: JobContext, body: dict[str, Any], args: JobArgs
+        self, name: str, platform: JobPlatform, body: dict[str, Any], args: JobArgs
     ) -> JobEstimate | None:
         """What one run costs, as a diagnostic where decisions are made (``pulumi
         preview``); values not known yet do not change a price."""
@@ -478,8 +478,8 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             estimate = estimate_job(
                 self._kind,
                 known,
-                context.platform.region,
-                name=context.name,
+                platform.region,
+                name=name,
                 expected_duration_seconds=args.expected_duration_seconds,
             )
         except EstimateError as error:

@@ -47,11 +47,12 @@ class Metric(Checked):
     )
 
 
+@dataclass(frozen=True)
 class ParameterBase(Checked):
-    """What every hyperparameter has: ``parameter_id``, also the trainer flag (trials run
-    with ``--<parameter_id>=<value>``)."""
+    """What every hyperparameter has."""
 
-    parameter_id: str
+    parameter_id: str = field(metadata=vertex("parameterId"))
+    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,17 +64,15 @@ def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any],
     with every parent value it is searched under."""
 
     def encode(conditional: Mapping[Any, Sequence[ParameterBase]]) -> list[dict[str, Any]]:
-        grouped: list[tuple[ParameterBase, list[Any]]] = []
-        for value, params in conditional.items():
-            for child in params:
-                entry = next((g for g in grouped if g[0] == child), None)
-                if entry is None:
-                    grouped.append((child, [value]))
-                else:
-                    entry[1].append(value)
+        children: list[ParameterBase] = []
+        for params in conditional.values():
+            children += [child for child in params if child not in children]
         return [
-            {parent_key: {"values": [cast(v) for v in values]}, "parameterSpec": to_body(child)}
-            for child, values in grouped
+            {
+                parent_key: {"values": [cast(v) for v, ps in conditional.items() if child in ps]},
+                "parameterSpec": to_body(child),
+            }
+            for child in children
         ]
 
     return encode
@@ -83,8 +82,6 @@ def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any],
 class DoubleParameter(ParameterBase):
     """A real-valued hyperparameter in ``[min_value, max_value]``."""
 
-    parameter_id: str = field(metadata=vertex("parameterId"))
-    """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
     min_value: float = field(metadata=vertex("doubleValueSpec.minValue"))
     max_value: float = field(metadata=vertex("doubleValueSpec.maxValue"))
     scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
@@ -95,7 +92,6 @@ class DoubleParameter(ParameterBase):
 class IntegerParameter(ParameterBase):
     """A whole-number hyperparameter in ``[min_value, max_value]``."""
 
-    parameter_id: str = field(metadata=vertex("parameterId"))
     min_value: int = field(metadata=vertex("integerValueSpec.minValue", encode=str))
     max_value: int = field(metadata=vertex("integerValueSpec.maxValue", encode=str))
     scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
@@ -111,7 +107,6 @@ class IntegerParameter(ParameterBase):
 class DiscreteParameter(ParameterBase):
     """A hyperparameter taking one of the listed numbers."""
 
-    parameter_id: str = field(metadata=vertex("parameterId"))
     values: Sequence[float] = field(
         metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
     )
@@ -129,7 +124,6 @@ class DiscreteParameter(ParameterBase):
 class CategoricalParameter(ParameterBase):
     """A hyperparameter taking one of the listed strings."""
 
-    parameter_id: str = field(metadata=vertex("parameterId"))
     values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
     conditional: Mapping[str, Sequence[Parameter]] = field(
         default_factory=dict,

@@ -382,7 +382,7 @@ def _jobs(
         region=general.region,
         strict_hardware_checks=general.strict_hardware_checks,
         acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
-        labels=tuple(platform_labels(general.environment.value, stack, {}).items()),
+        labels=platform_labels(general.environment.value, stack, {}),
         kms_key_name=general.kms_key_name,
         network=None,
         tensorboard=LATER if cloud and general.tensorboard_enabled else None,
