@@ -75,7 +75,7 @@ def _partial(complete: bool) -> tuple[Severity, str]:
 
 def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
-    return [m for m in catalog().machines(target).values() if accelerator_type in m.accelerators]
+    return [m for m in catalog().machines[target].values() if accelerator_type in m.accelerators]
 
 
 # --- machine spec ----------------------------------------------------------------------
@@ -87,7 +87,7 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     family_name, *middle, size = machine_type.split("-")
     series_name = "-".join(middle)
     family = cat.families.get(family_name)
-    machines = cat.machines(target)
+    machines = cat.machines[target]
     series = family.series.get(series_name) if family else None
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
@@ -263,7 +263,7 @@ def _check_provisioning(
     spec_path = path.split(".workerPoolSpecs", 1)[0]
     unrestricted = [
         m.name
-        for m in catalog().machines(target).values()
+        for m in catalog().machines[target].values()
         if m.family == machine.family and not m.provisioning
     ]
     return Finding(
@@ -311,7 +311,7 @@ def check_machine_spec(
         message += _fmt(cat.accelerators)
         check = f"accelerator-name:{accelerator}"
         findings.append(Finding(f"{path}.acceleratorType", message, "error", check))
-    machine = cat.machines(target).get(machine_type)
+    machine = cat.machines[target].get(machine_type)
     if not MACHINE_NAME.match(machine_type):
         message = f"machineType {machine_type!r} is not a machine type name (lowercase words "
         message += "joined by '-', e.g. 'n1-standard-8')"
