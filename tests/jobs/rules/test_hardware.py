@@ -10,10 +10,9 @@ from functools import partial
 import pytest
 
 from tests import modules_loaded_by
-from tests.jobs.rules import machine_spec
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
-from vertex_training.jobs.rules.hardware import check_region, check_zone
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
 
 SPEC = "jobSpec.workerPoolSpecs[1].machineSpec"
 
@@ -68,7 +67,7 @@ def _seed_cells() -> list[tuple[str, str, frozenset[int]]]:
 SEED_CELLS = _seed_cells()
 
 
-_spec = partial(machine_spec, SPEC)
+_spec = partial(check_machine_spec, SPEC)
 
 
 def _errors(findings: list[Finding]) -> list[Finding]:

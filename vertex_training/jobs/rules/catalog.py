@@ -22,8 +22,6 @@ from vertex_training.cost.catalog import Target
 CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
 """The data file this module reads."""
 
-UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
-
 MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 REGION_NAME = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")

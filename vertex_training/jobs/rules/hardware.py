@@ -25,7 +25,6 @@ from vertex_training.jobs.rules.catalog import (
     MACHINE_NAME,
     REGION_NAME,
     TOPOLOGY,
-    UNSPECIFIED,
     MachineType,
     catalog,
 )
@@ -35,7 +34,7 @@ from vertex_training.jobs.rules.catalog import (
 
 def normalize_accelerator(accelerator_type: str | None) -> str | None:
     """``None`` for "no accelerator" in either spelling the API accepts."""
-    if accelerator_type in (None, "", UNSPECIFIED):
+    if accelerator_type in (None, "", "ACCELERATOR_TYPE_UNSPECIFIED"):
         return None
     return accelerator_type
 
@@ -56,11 +55,8 @@ def _machine_list(names: Iterable[str]) -> str:
         groups.setdefault(prefix, []).append(last)
     parts = []
     for prefix, lasts in groups.items():
-        if len(lasts) == 1:
-            parts.append(f"{prefix}-{lasts[0]}")
-        else:
-            ordered = sorted(lasts, key=lambda s: (len(s), s))
-            parts.append(f"{prefix}-{{{','.join(ordered)}}}")
+        lasts.sort(key=lambda s: (len(s), s))
+        parts.append(f"{prefix}-{lasts[0] if len(lasts) == 1 else '{' + ','.join(lasts) + '}'}")
     return ", ".join(parts)
 
 
@@ -277,12 +273,12 @@ def _check_provisioning(
 
 
 def check_machine_spec(
-    *,
     path: str,
     machine_type: str,
-    accelerator_type: str | None,
-    accelerator_count: int,
+    accelerator_type: str | None = None,
+    accelerator_count: int = 0,
     tpu_topology: str | None = None,
+    *,
     target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:

@@ -186,12 +186,6 @@ def _pool(pool: WorkerPoolSpec) -> Found:
 
 def _custom_job_spec(
     spec: CustomJobSpec, path: str, *, region: str | None, remote: bool, strict: bool
-) -> list[Finding]:
-    return _at(path, _job_spec(spec, path, region=region, remote=remote, strict=strict))
-
-
-def _job_spec(
-    spec: CustomJobSpec, path: str, *, region: str | None, remote: bool, strict: bool
 ) -> Iterator[tuple[str, str] | Finding]:
     pools = spec.worker_pool_specs
     strategy = spec.scheduling.strategy
@@ -511,7 +505,9 @@ def platform_findings(
     if problem := kms_key_problem(view.encryption_spec.kms_key_name, region):
         out.append(Finding("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem), "error"))
     path = view.trial_job_path
-    out += _custom_job_spec(view.trial_job, path, region=region, remote=remote, strict=strict)
+    out += _at(
+        path, _custom_job_spec(view.trial_job, path, region=region, remote=remote, strict=strict)
+    )
     if isinstance(view, HyperparameterTuningJob):
         out += _at("", _tuning_job(view))
     return out
