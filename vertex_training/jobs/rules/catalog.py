@@ -119,16 +119,15 @@ def _workbench_gpus(
 ) -> dict[str, frozenset[int]]:
     """The GPU counts Compute Engine attaches to a machine of this size: each count has a
     vCPU and a memory limit."""
-    offered = {}
-    for gpu, rows in limits.items():
-        counts = frozenset(
+    offered = {
+        gpu: frozenset(
             int(row["count"])
             for row in rows
             if vcpus <= row["max_vcpus"] and memory_gb <= row["max_memory_gb"]
         )
-        if counts:
-            offered[gpu] = counts
-    return offered
+        for gpu, rows in limits.items()
+    }
+    return {gpu: counts for gpu, counts in offered.items() if counts}
 
 
 def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dict[str, MachineType]:
@@ -209,15 +208,13 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             raise CatalogError(f"region {name} splits zones it does not list")
         regions[name] = Region(name, tuple(spec["zones"]), named, split)
 
-    for accelerator in accelerators.values():
-        unknown_regions = sorted(accelerator.absent_regions - set(regions))
-        if unknown_regions:
-            raise CatalogError(f"{accelerator.name}: absent_regions {unknown_regions} unknown")
-        offered = sorted(
-            r for r in accelerator.absent_regions if accelerator.name in regions[r].accelerators
-        )
-        if offered:
-            raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
+    for name, accelerator in accelerators.items():
+        if unknown := sorted(accelerator.absent_regions - set(regions)):
+            raise CatalogError(f"{name}: absent_regions {unknown} unknown")
+        if offered := sorted(
+            r for r in accelerator.absent_regions if name in regions[r].accelerators
+        ):
+            raise CatalogError(f"{name}: both offered and absent in {offered}")
 
     attach_complete = bool(acc_section.get("attach_families_complete", False))
     return HardwareCatalog(
