@@ -328,20 +328,14 @@ def _tracking(spec: CustomJobSpec, path: str, region: str | None) -> Found:
         )
     run = _CONTEXT.match(spec.experiment_run or "")
     experiment = _CONTEXT.match(spec.experiment or "")
-    if (
-        run
-        and experiment
-        and (
-            run.group(2) != experiment.group(2)
-            or not run.group(3).startswith(f"{experiment.group(3)}-")
-        )
-    ):
-        yield (
-            "experimentRun",
-            f"context {run.group(3)!r} is not a run of the experiment "
-            f"{experiment.group(3)!r}: a run's context id is '<experiment>-<run>' in the "
-            "experiment's metadata store",
-        )
+    if run and experiment:
+        store, name = experiment.group(2, 3)
+        if run.group(2) != store or not run.group(3).startswith(f"{name}-"):
+            yield (
+                "experimentRun",
+                f"context {run.group(3)!r} is not a run of the experiment {name!r}: a run's "
+                "context id is '<experiment>-<run>' in the experiment's metadata store",
+            )
 
 
 # ------------------------------------------------------------------------------ studies
