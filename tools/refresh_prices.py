@@ -200,7 +200,7 @@ def _rows(
         rows[(target, kind, region, item)] = row
 
     for target in TARGETS:
-        machines = hardware.machines(target)
+        machines = hardware.machines[target]
         for region, region_info in hardware.regions.items():
             for name, machine in machines.items():
                 if machine.vcpus is None or machine.memory_gb is None:

@@ -40,7 +40,7 @@ def test_shipped_catalog_only_prices_what_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     prices = price_catalog()
     assert priced(prices, "training") <= set(hardware.regions)
-    assert priced(prices, "training", "machines") <= set(hardware.machines("training"))
+    assert priced(prices, "training", "machines") <= set(hardware.machines["training"])
     assert priced(prices, "training", "accelerators") <= set(hardware.accelerators)
     for _target, kind, region, item in prices.rows:
         if kind == "accelerators":

@@ -77,7 +77,7 @@ def test_every_priced_machine_is_one_the_hardware_catalog_knows() -> None:
     hardware = hardware_catalog()
     catalog = price_catalog()
     for target in TARGETS:
-        assert priced(catalog, target, "machines") <= set(hardware.machines(target)), target
+        assert priced(catalog, target, "machines") <= set(hardware.machines[target]), target
 
 
 def test_both_catalogs_name_what_hardware_is_for_with_one_target() -> None:
@@ -87,10 +87,9 @@ def test_both_catalogs_name_what_hardware_is_for_with_one_target() -> None:
     assert typing.get_args(hardware_rules.Target) == TARGETS
     assert hardware_rules.Target is Target
     hardware = hardware_catalog()
-    assert hardware.machines("training") is hardware.training_machines
-    assert hardware.machines("workbench") is hardware.workbench_machines
+    assert set(hardware.machines) == set(TARGETS)
     with pytest.raises(KeyError):
-        hardware.machines("vertex")  # type: ignore[arg-type]
+        hardware.machines["vertex"]  # type: ignore[index]
 
 
 def test_the_gpu_regions_of_the_issue_are_priced_on_demand_and_spot() -> None:

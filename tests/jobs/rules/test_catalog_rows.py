@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.jobs.rules import machine_spec
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
+    check_machine_spec,
     check_region,
     check_zone,
 )
@@ -21,7 +21,7 @@ SPEC = "jobSpec.workerPoolSpecs[0].machineSpec"
 POOL = [(SPEC, "NVIDIA_TESLA_T4")]
 
 
-_spec = partial(machine_spec, SPEC)
+_spec = partial(check_machine_spec, SPEC)
 
 
 def _region(region: str, accelerator: str, *, strict: bool = False) -> list[Finding]:

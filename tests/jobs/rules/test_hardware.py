@@ -10,10 +10,9 @@ from functools import partial
 import pytest
 
 from tests import modules_loaded_by
-from tests.jobs.rules import machine_spec
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
-from vertex_training.jobs.rules.hardware import check_region, check_zone
+from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
 
 SPEC = "jobSpec.workerPoolSpecs[1].machineSpec"
 
@@ -68,7 +67,7 @@ def _seed_cells() -> list[tuple[str, str, frozenset[int]]]:
 SEED_CELLS = _seed_cells()
 
 
-_spec = partial(machine_spec, SPEC)
+_spec = partial(check_machine_spec, SPEC)
 
 
 def _errors(findings: list[Finding]) -> list[Finding]:
@@ -465,7 +464,7 @@ def test_catalog_accelerators_exist_in_the_api_enum() -> None:
 
 def test_machines_and_regions_name_only_catalog_accelerators() -> None:
     cat = catalog()
-    for machines in (cat.training_machines, cat.workbench_machines):
+    for machines in cat.machines.values():
         for machine in machines.values():
             assert set(machine.accelerators) <= set(cat.accelerators), machine.name
     for region in cat.regions.values():
@@ -478,7 +477,7 @@ def test_every_accelerator_is_offered_somewhere_and_attaches_to_something() -> N
     cat = catalog()
     for name in cat.accelerators:
         assert any(name in r.accelerators for r in cat.regions.values()), name
-        assert any(name in m.accelerators for m in cat.training_machines.values()), name
+        assert any(name in m.accelerators for m in cat.machines["training"].values()), name
 
 
 def test_parse_catalog_refuses_a_file_that_contradicts_itself() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,6 @@ from vertex_training.cost.catalog import Target
 
 CATALOG_PATH = Path(__file__).with_name("hardware_catalog.json")
 """The data file this module reads."""
-
-UNSPECIFIED = "ACCELERATOR_TYPE_UNSPECIFIED"
 
 MACHINE_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)+$")
 TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
@@ -58,14 +56,14 @@ class MachineType:
     ``gpu_built_in`` or ``tpu``."""
     vcpus: int | None
     memory_gb: float | None
-    accelerators: Mapping[str, frozenset[int]]
+    accelerators: Mapping[str, Collection[int]]
     """Accelerator type -> valid counts; empty when the machine takes none."""
     accelerator_required: bool = False
     """The machine comes with its accelerators (a2/a3/a4/a4x/g2/g4, cloud-tpu)."""
     counts_complete: bool = True
-    topologies: tuple[str, ...] = ()
+    topologies: Sequence[str] = ()
     topologies_complete: bool = True
-    provisioning: tuple[str, ...] = ()
+    provisioning: Sequence[str] = ()
     """``scheduling.strategy`` values it is sold under, when not every one (e.g. SPOT,
     FLEX_START); empty: any."""
 
@@ -102,15 +100,12 @@ class HardwareCatalog:
     """The date the sources were read (YYYY-MM-DD)."""
     accelerators: Mapping[str, AcceleratorType]
     families: Mapping[str, Family]
-    training_machines: Mapping[str, MachineType]
-    workbench_machines: Mapping[str, MachineType]
+    machines: Mapping[Target, Mapping[str, MachineType]]
+    """Each target's machine types by name (a target spelt otherwise is a KeyError, never
+    another target's table)."""
     regions: Mapping[str, Region]
     attach_families_complete: bool = False
     """True: an accelerator attaches only to the families of the machines listed for it."""
-
-    def machines(self, target: Target) -> Mapping[str, MachineType]:
-        # A lookup, not a two-way if: a target spelt otherwise must not read as Workbench.
-        return {"training": self.training_machines, "workbench": self.workbench_machines}[target]
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -124,16 +119,15 @@ def _workbench_gpus(
 ) -> dict[str, frozenset[int]]:
     """The GPU counts Compute Engine attaches to a machine of this size: each count has a
     vCPU and a memory limit."""
-    offered = {}
-    for gpu, rows in limits.items():
-        counts = frozenset(
+    offered = {
+        gpu: frozenset(
             int(row["count"])
             for row in rows
             if vcpus <= row["max_vcpus"] and memory_gb <= row["max_memory_gb"]
         )
-        if counts:
-            offered[gpu] = counts
-    return offered
+        for gpu, rows in limits.items()
+    }
+    return {gpu: counts for gpu, counts in offered.items() if counts}
 
 
 def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dict[str, MachineType]:
@@ -164,22 +158,6 @@ def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dic
     return machines
 
 
-def _explicit_machine(family: str, kind: str, name: str, spec: Mapping[str, Any]) -> MachineType:
-    return MachineType(
-        name=name,
-        family=family,
-        kind=kind,
-        vcpus=spec.get("vcpus"),
-        memory_gb=spec.get("memory_gb"),
-        accelerators={gpu: frozenset(c) for gpu, c in spec.get("accelerators", {}).items()},
-        accelerator_required=spec.get("accelerator_required", kind == "gpu_built_in"),
-        counts_complete=spec.get("counts_complete", True),
-        topologies=tuple(spec.get("topologies", ())),
-        topologies_complete=spec.get("topologies_complete", True),
-        provisioning=tuple(spec.get("provisioning", ())),
-    )
-
-
 def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     """Build a ``HardwareCatalog`` from the data file's JSON, checking its cross-references."""
     acc_section = data["accelerators"]
@@ -195,8 +173,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     }
 
     families: dict[str, Family] = {}
-    training: dict[str, MachineType] = {}
-    workbench: dict[str, MachineType] = {}
+    machines: dict[Target, dict[str, MachineType]] = {target: {} for target in _SIZES}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
         series = {
@@ -204,46 +181,44 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             for s, spec in fam.get("series", {}).items()
         }
         families[fam_name] = Family(fam_name, kind, fam["complete"], series)
-        explicit = {
-            name: _explicit_machine(fam_name, kind, name, spec)
-            for name, spec in fam.get("machines", {}).items()
-        }
-        training.update(_series_machines(fam_name, fam, "training"))
-        training.update(explicit)
-        workbench.update(_series_machines(fam_name, fam, "workbench"))
-        # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
-        workbench.update({n: m for n, m in explicit.items() if kind != "tpu"})
+        built_in = {"accelerator_required": kind == "gpu_built_in"}
+        for target, table in machines.items():
+            table.update(_series_machines(fam_name, fam, target))
+            # Workbench instances are Compute Engine VMs: TPU VMs are not among them.
+            if target == "training" or kind != "tpu":
+                # The file spells a listed machine's fields as MachineType does.
+                table.update(
+                    (name, MachineType(name, fam_name, kind, **{**built_in, **spec}))
+                    for name, spec in fam.get("machines", {}).items()
+                )
 
-    for machine in (*training.values(), *workbench.values()):
-        unknown = sorted(set(machine.accelerators) - set(accelerators))
-        if unknown:
-            raise CatalogError(f"machine {machine.name} names unknown accelerators {unknown}")
+    def known(owner: str, named: Collection[str]) -> None:
+        if unknown := sorted(set(named) - set(accelerators)):
+            raise CatalogError(f"{owner} names unknown accelerators {unknown}")
+
+    for machine in (m for table in machines.values() for m in table.values()):
+        known(f"machine {machine.name}", machine.accelerators)
 
     regions = {}
     for name, spec in data["regions"]["items"].items():
         split = {z: frozenset(a) for z, a in spec.get("zone_accelerators", {}).items()}
         named = frozenset().union(*split.values()) if split else frozenset(spec["accelerators"])
-        if named - set(accelerators):
-            raise CatalogError(
-                f"region {name} names unknown accelerators {sorted(named - set(accelerators))}"
-            )
+        known(f"region {name}", named)
         if set(split) - set(spec["zones"]):
             raise CatalogError(f"region {name} splits zones it does not list")
         regions[name] = Region(name, tuple(spec["zones"]), named, split)
 
-    for accelerator in accelerators.values():
-        unknown_regions = sorted(accelerator.absent_regions - set(regions))
-        if unknown_regions:
-            raise CatalogError(f"{accelerator.name}: absent_regions {unknown_regions} unknown")
-        offered = sorted(
-            r for r in accelerator.absent_regions if accelerator.name in regions[r].accelerators
-        )
-        if offered:
-            raise CatalogError(f"{accelerator.name}: both offered and absent in {offered}")
+    for name, accelerator in accelerators.items():
+        if unknown := sorted(accelerator.absent_regions - set(regions)):
+            raise CatalogError(f"{name}: absent_regions {unknown} unknown")
+        if offered := sorted(
+            r for r in accelerator.absent_regions if name in regions[r].accelerators
+        ):
+            raise CatalogError(f"{name}: both offered and absent in {offered}")
 
     attach_complete = bool(acc_section.get("attach_families_complete", False))
     return HardwareCatalog(
-        data["as_of"], accelerators, families, training, workbench, regions, attach_complete
+        data["as_of"], accelerators, families, machines, regions, attach_complete
     )
 
 

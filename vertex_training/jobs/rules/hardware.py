@@ -25,7 +25,6 @@ from vertex_training.jobs.rules.catalog import (
     MACHINE_NAME,
     REGION_NAME,
     TOPOLOGY,
-    UNSPECIFIED,
     MachineType,
     catalog,
 )
@@ -35,7 +34,7 @@ from vertex_training.jobs.rules.catalog import (
 
 def normalize_accelerator(accelerator_type: str | None) -> str | None:
     """``None`` for "no accelerator" in either spelling the API accepts."""
-    if accelerator_type in (None, "", UNSPECIFIED):
+    if accelerator_type in (None, "", "ACCELERATOR_TYPE_UNSPECIFIED"):
         return None
     return accelerator_type
 
@@ -56,11 +55,8 @@ def _machine_list(names: Iterable[str]) -> str:
         groups.setdefault(prefix, []).append(last)
     parts = []
     for prefix, lasts in groups.items():
-        if len(lasts) == 1:
-            parts.append(f"{prefix}-{lasts[0]}")
-        else:
-            ordered = sorted(lasts, key=lambda s: (len(s), s))
-            parts.append(f"{prefix}-{{{','.join(ordered)}}}")
+        lasts.sort(key=lambda s: (len(s), s))
+        parts.append(f"{prefix}-{lasts[0] if len(lasts) == 1 else '{' + ','.join(lasts) + '}'}")
     return ", ".join(parts)
 
 
@@ -75,7 +71,7 @@ def _partial(complete: bool) -> tuple[Severity, str]:
 
 def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
     """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
-    return [m for m in catalog().machines(target).values() if accelerator_type in m.accelerators]
+    return [m for m in catalog().machines[target].values() if accelerator_type in m.accelerators]
 
 
 # --- machine spec ----------------------------------------------------------------------
@@ -87,7 +83,7 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     family_name, *middle, size = machine_type.split("-")
     series_name = "-".join(middle)
     family = cat.families.get(family_name)
-    machines = cat.machines(target)
+    machines = cat.machines[target]
     series = family.series.get(series_name) if family else None
     if family is None:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
@@ -145,19 +141,16 @@ def _check_accelerator_fit(
     if accelerator is None:
         if not machine.accelerator_required:
             return None
+        message = f"{machine.name} comes with its accelerators and needs them set: "
         return Finding(
-            field,
-            f"{machine.name} comes with its accelerators and needs them set: {_offers(machine)}",
-            "error",
-            f"accelerator-required:{machine.name}",
+            field, message + _offers(machine), "error", f"accelerator-required:{machine.name}"
         )
     info = catalog().accelerators[accelerator]
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
         instead = f"; use {info.replacement}" if info.replacement else ""
-        return Finding(
-            field, f"{accelerator} {info.retired}{instead}", "error", f"retired:{accelerator}"
-        )
+        message = f"{accelerator} {info.retired}{instead}"
+        return Finding(field, message, "error", f"retired:{accelerator}")
     counts = machine.accelerators.get(accelerator)
     if counts is None:
         if machine.accelerators:
@@ -165,24 +158,22 @@ def _check_accelerator_fit(
         else:
             why = f"{machine.name} takes no accelerators"
         return _not_attached(path, accelerator, machine.name, target, why)
+    valid = _fmt(sorted(counts))
     if count == 0:
-        return Finding(
-            f"{path}.acceleratorCount",
+        message = (
             f"acceleratorCount 0 with acceleratorType {accelerator}: {_SERVICE[target]} refuses "
-            f"it; valid counts on {machine.name}: {_fmt(sorted(counts))}, or unset "
-            "acceleratorType for no accelerator",
-            "error",
+            f"it; valid counts on {machine.name}: {valid}, or unset acceleratorType for no "
+            "accelerator"
         )
+        return Finding(f"{path}.acceleratorCount", message, "error")
     if count in counts:
         return None
     severity, as_of = _partial(machine.counts_complete)
-    return Finding(
-        f"{path}.acceleratorCount",
-        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: "
-        f"{_fmt(sorted(counts))}{as_of}",
-        severity,
-        f"accelerator-count:{accelerator}x{count}@{machine.name}",
+    message = (
+        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}{as_of}"
     )
+    check = f"accelerator-count:{accelerator}x{count}@{machine.name}"
+    return Finding(f"{path}.acceleratorCount", message, severity, check)
 
 
 def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> Finding | None:
@@ -190,21 +181,17 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
     if not topology:
         if machine is None or machine.kind != "tpu" or len(machine.topologies) < 2:
             return None
-        return Finding(
-            field,
+        message = (
             f"tpuTopology is unset; {machine.name} hosts the slices "
-            f"{_fmt(machine.topologies)}: name the one to use",
-            "warning",
-            f"topology-unset:{machine.name}",
+            f"{_fmt(machine.topologies)}: name the one to use"
         )
+        return Finding(field, message, "warning", f"topology-unset:{machine.name}")
     if not TOPOLOGY.match(topology):
-        return Finding(
-            field,
+        message = (
             f"tpuTopology {topology!r} is not a topology: chip counts per dimension "
-            "joined by 'x', e.g. '2x2' or '2x2x1'",
-            "error",
-            "topology-name",
+            "joined by 'x', e.g. '2x2' or '2x2x1'"
         )
+        return Finding(field, message, "error", "topology-name")
     if machine is None or topology in machine.topologies:
         return None
     check = f"topology:{machine.name}@{topology}"
@@ -253,36 +240,34 @@ def _check_provisioning(
         return None
     allowed = " or ".join(machine.provisioning)
     if target == "workbench":
+        message = f"{machine.name} is offered only as {allowed} VMs, which a Workbench instance "
+        message += "is not; pick another machine type"
         return Finding(
-            f"{path}.machineType",
-            f"{machine.name} is offered only as {allowed} VMs, which a Workbench "
-            "instance is not; pick another machine type",
-            "error",
-            f"provisioning:{machine.name}@WORKBENCH",
+            f"{path}.machineType", message, "error", f"provisioning:{machine.name}@WORKBENCH"
         )
-    spec_path = path.split(".workerPoolSpecs", 1)[0]
-    unrestricted = [
-        m.name
-        for m in catalog().machines(target).values()
-        if m.family == machine.family and not m.provisioning
-    ]
-    return Finding(
-        f"{spec_path}.scheduling.strategy",
+    machines = catalog().machines[target].values()
+    unrestricted = [m.name for m in machines if m.family == machine.family and not m.provisioning]
+    message = (
         f"{machine.name} is offered only with scheduling.strategy {allowed}, not "
         f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
-        f"({_machine_list(unrestricted)})",
+        f"({_machine_list(unrestricted)})"
+    )
+    spec_path = path.split(".workerPoolSpecs", 1)[0]
+    return Finding(
+        f"{spec_path}.scheduling.strategy",
+        message,
         "error",
         f"provisioning:{machine.name}@{wanted}",
     )
 
 
 def check_machine_spec(
-    *,
     path: str,
     machine_type: str,
-    accelerator_type: str | None,
-    accelerator_count: int,
+    accelerator_type: str | None = None,
+    accelerator_count: int = 0,
     tpu_topology: str | None = None,
+    *,
     target: Target = "training",
     scheduling_strategy: str | None = None,
 ) -> list[Finding]:
@@ -311,7 +296,7 @@ def check_machine_spec(
         message += _fmt(cat.accelerators)
         check = f"accelerator-name:{accelerator}"
         findings.append(Finding(f"{path}.acceleratorType", message, "error", check))
-    machine = cat.machines(target).get(machine_type)
+    machine = cat.machines[target].get(machine_type)
     if not MACHINE_NAME.match(machine_type):
         message = f"machineType {machine_type!r} is not a machine type name (lowercase words "
         message += "joined by '-', e.g. 'n1-standard-8')"
@@ -361,13 +346,9 @@ def _unknown_region(path: str, region: str, strict: bool) -> Finding:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
         message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
         return Finding(path, f"{message}; valid: {_fmt(known)}", "error")
-    return Finding(
-        path,
-        f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); Vertex will "
-        f"decide at submit. Known regions: {_fmt(known)}",
-        "error" if strict else "warning",
-        f"unknown-region:{region}",
-    )
+    message = f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); "
+    message += f"Vertex will decide at submit. Known regions: {_fmt(known)}"
+    return Finding(path, message, "error" if strict else "warning", f"unknown-region:{region}")
 
 
 def _not_offered(
@@ -389,13 +370,8 @@ def _not_offered(
     )
     if info.regions_complete or region in info.absent_regions:
         return Finding(path, message, "error", check)
-    return Finding(
-        path,
-        f"{message}. The catalog's region list for {accelerator} may be partial (as of "
-        f"{cat.as_of}); Vertex will decide at submit",
-        "warning",
-        check,
-    )
+    note = f". The catalog's region list for {accelerator} may be partial (as of {cat.as_of})"
+    return Finding(path, f"{message}{note}; Vertex will decide at submit", "warning", check)
 
 
 def check_region(
@@ -429,16 +405,13 @@ def check_region(
     # Accelerator sets one zone offers together; one set when no zone split is known.
     zone_sets = known.zone_accelerators.values() or [known.accelerators]
     if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
-        findings.append(
-            Finding(
-                path,
-                f"{_fmt(sorted(wanted))} are each offered in {region} but no single zone "
-                "offers them together, and a job's VMs share one zone: use fewer "
-                "accelerator types or another region",
-                "error",
-                f"one-zone:{'+'.join(sorted(wanted))}@{region}",
-            )
+        message = (
+            f"{_fmt(sorted(wanted))} are each offered in {region} but no single zone offers "
+            "them together, and a job's VMs share one zone: use fewer accelerator types or "
+            "another region"
         )
+        check = f"one-zone:{'+'.join(sorted(wanted))}@{region}"
+        findings.append(Finding(path, message, "error", check))
     return findings
 
 

@@ -12,7 +12,7 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
@@ -20,6 +20,7 @@ from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.rules.kms import kms_key_problem
 from vertex_training.jobs.view import (
     CustomJobSpec,
+    DiskSpec,
     HyperparameterTuningJob,
     JobView,
     MetricGoal,
@@ -65,27 +66,19 @@ _CONTEXT = re.compile(r"^projects/[^/]+/locations/([^/]+)/metadataStores/([^/]+)
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-class _Findings(list[Finding]):
-    """What the rules found, each an error at its API path."""
+Found = Iterator[tuple[str, str]]
+"""What a rule yields: (the field under the part it judges, what is wrong and what would
+be valid), each an error; a field "" is the part itself."""
 
-    def error(self, path: str, message: str) -> None:
-        self.append(Finding(path, message, "error"))
 
-    def in_region(
-        self, path: str, name: str, pattern: re.Pattern[str], shape: str, region: str | None
-    ) -> re.Match[str] | None:
-        """The resource name's match, after an error if it is malformed or in another
-        region."""
-        match = pattern.match(name)
-        if not match:
-            self.error(path, f"{name!r} must be {shape}")
-        elif region is not None and match.group(1) != region:
-            self.error(
-                path,
-                f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
-                f"(projects/P/locations/{region}/...)",
-            )
-        return match
+def _at(path: str, found: Iterable[tuple[str, str] | Finding]) -> list[Finding]:
+    """The errors ``found`` under ``path``; a hardware catalog's Finding is kept as it is."""
+    return [
+        f
+        if isinstance(f, Finding)
+        else Finding(".".join(filter(None, (path, f[0]))), f[1], "error")
+        for f in found
+    ]
 
 
 # ------------------------------------------------------------------------------ labels
@@ -108,19 +101,19 @@ def _label_valid(text: str) -> bool:
     )
 
 
-def _labels(labels: dict[str, str], path: str, out: _Findings) -> None:
+def _labels(labels: dict[str, str]) -> Found:
     if len(labels) > MAX_LABELS:
-        out.error(path, f"has {len(labels)} labels; at most {MAX_LABELS} are allowed")
+        yield "labels", f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
         if not (key and unicodedata.category(key[0]) in ("Ll", "Lo") and _label_valid(key)):
-            out.error(
-                f"{path}.{key}",
+            yield (
+                f"labels.{key}",
                 "label keys are 1-63 characters (under 128 bytes): a lowercase letter, then "
                 "lowercase letters (international ones too), digits, '_' or '-'",
             )
         if not _label_valid(value):
-            out.error(
-                f"{path}.{key}",
+            yield (
+                f"labels.{key}",
                 f"label value {value!r} invalid: up to 63 (under 128 bytes) lowercase letters "
                 "(international ones too), digits, '_' or '-'",
             )
@@ -129,19 +122,17 @@ def _labels(labels: dict[str, str], path: str, out: _Findings) -> None:
 def display_name_findings(name: str) -> list[Finding]:
     """The display-name rule alone: a job's default display name is its resource name,
     first known where the resource is declared."""
-    out = _Findings()
+    problems = []
     if not name.strip():
-        out.error("displayName", "must not be empty (1-128 characters)")
+        problems.append("must not be empty (1-128 characters)")
     elif len(name) > MAX_DISPLAY_NAME:
-        out.error("displayName", f"is {len(name)} characters long; at most 128 are allowed")
-    control = next((c for c in name if unicodedata.category(c) == "Cc"), None)
-    if control is not None:
-        out.error(
-            "displayName",
+        problems.append(f"is {len(name)} characters long; at most 128 are allowed")
+    if control := next((c for c in name if unicodedata.category(c) == "Cc"), None):
+        problems.append(
             f"has a control character ({control!r}) in {name!r}; valid: 1-128 printable "
-            "characters (no tabs or line breaks)",
+            "characters (no tabs or line breaks)"
         )
-    return out
+    return [Finding("displayName", problem, "error") for problem in problems]
 
 
 # ------------------------------------------------------------------------------- pools
@@ -150,89 +141,82 @@ def display_name_findings(name: str) -> list[Finding]:
 def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
     """What one pool at ``path`` must be in any place, job and region: judged where the pool
     is built."""
-    out = _Findings()
+    return _at(path, _pool(pool))
+
+
+def _pool(pool: WorkerPoolSpec) -> Found:
     if pool.replica_count < 1:
-        out.error(
-            f"{path}.replicaCount",
-            f"must be at least 1, got {pool.replica_count}; use an empty pool ({{}}) instead",
-        )
+        count = pool.replica_count
+        yield "replicaCount", f"must be at least 1, got {count}; use an empty pool ({{}}) instead"
     machine = pool.machine_spec
     if not machine.machine_type:
-        out.error(f"{path}.machineSpec.machineType", "is required, e.g. n1-standard-4")
+        yield "machineSpec.machineType", "is required, e.g. n1-standard-4"
     elif not 0 <= machine.accelerator_count <= INT32_MAX:
-        out.error(f"{path}.machineSpec.acceleratorCount", "must be between 0 and 2^31-1")
+        yield "machineSpec.acceleratorCount", "must be between 0 and 2^31-1"
     container = pool.container_spec
     if container is not None:
         if not container.image_uri.strip():
-            out.error(f"{path}.containerSpec.imageUri", "must not be empty")
+            yield "containerSpec.imageUri", "must not be empty"
         names = [variable.name for variable in container.env]
         if len(names) > MAX_ENV_VARS:
-            out.error(
-                f"{path}.containerSpec.env",
+            yield (
+                "containerSpec.env",
                 f"has {len(names)} variables; a container takes at most {MAX_ENV_VARS}",
             )
         for i, name in enumerate(names):
             if not _ENV_NAME.match(name):
-                out.error(
-                    f"{path}.containerSpec.env[{i}].name",
+                yield (
+                    f"containerSpec.env[{i}].name",
                     f"{name!r}: names are letters, digits and '_', not starting with a digit",
                 )
-    disk = pool.disk_spec
-    if disk is not None and disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
-        out.error(
-            f"{path}.diskSpec.bootDiskType",
+    disk = pool.disk_spec or DiskSpec()
+    if disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
+        yield (
+            "diskSpec.bootDiskType",
             f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
             + ", ".join(BOOT_DISK_TYPES),
         )
-    if disk is not None and disk.boot_disk_size_gb is not None:
-        low, high = BOOT_DISK_GB_RANGE
-        if not low <= disk.boot_disk_size_gb <= high:
-            out.error(
-                f"{path}.diskSpec.bootDiskSizeGb",
-                f"{disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
-            )
-    return out
+    low, high = BOOT_DISK_GB_RANGE
+    if disk.boot_disk_size_gb is not None and not low <= disk.boot_disk_size_gb <= high:
+        yield (
+            "diskSpec.bootDiskSizeGb",
+            f"{disk.boot_disk_size_gb} is outside the valid range {low}-{high}",
+        )
 
 
 def _custom_job_spec(
-    spec: CustomJobSpec,
-    path: str,
-    out: _Findings,
-    *,
-    region: str | None,
-    remote: bool,
-    strict: bool,
-) -> None:
+    spec: CustomJobSpec, path: str, *, region: str | None, remote: bool, strict: bool
+) -> Iterator[tuple[str, str] | Finding]:
     pools = spec.worker_pool_specs
     strategy = spec.scheduling.strategy
     if not pools or pools[0] is None:
-        out.error(f"{path}.workerPoolSpecs", "the first pool (the chief) must be present")
+        yield "workerPoolSpecs", "the first pool (the chief) must be present"
     if len(pools) > MAX_POOLS:
-        out.error(
-            f"{path}.workerPoolSpecs",
+        yield (
+            "workerPoolSpecs",
             f"has {len(pools)} pools; Vertex has 4 (chief, workers, parameter servers, evaluators)",
         )
     elif pools and pools[-1] is None:
-        out.error(
-            f"{path}.workerPoolSpecs[{len(pools) - 1}]",
+        yield (
+            f"workerPoolSpecs[{len(pools) - 1}]",
             "an empty pool is only a placeholder before a later pool; drop trailing empty pools",
         )
     accelerators = []
     for index, pool in enumerate(pools[:MAX_POOLS]):
         if pool is None:
             continue
-        pool_path = f"{path}.workerPoolSpecs[{index}]"
+        at = f"workerPoolSpecs[{index}]"
         if index == PoolRole.CHIEF and pool.replica_count > 1:
-            out.error(
-                f"{pool_path}.replicaCount",
+            yield (
+                f"{at}.replicaCount",
                 f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
                 "put further replicas in workerPoolSpecs[1]",
             )
         machine = pool.machine_spec
         if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
             # What a pool must be anywhere (pool_findings) goes first: a machine type, a count.
-            out += check_machine_spec(
-                path=f"{pool_path}.machineSpec",
+            yield from check_machine_spec(
+                path=f"{path}.{at}.machineSpec",
                 machine_type=machine.machine_type,
                 accelerator_type=machine.accelerator_type,
                 accelerator_count=machine.accelerator_count,
@@ -243,104 +227,114 @@ def _custom_job_spec(
         if remote and image.strip() and not is_by_digest(image):
             # On Vertex a tag can move under a running job (and its retries, and a study's
             # later trials); the local backend runs this checkout, whatever the tag.
-            out.error(
-                f"{pool_path}.containerSpec.imageUri",
+            yield (
+                f"{at}.containerSpec.imageUri",
                 f'{not_by_digest(image)}, e.g. platform.image("trainer")',
             )
         if machine.accelerator_type and machine.accelerator_count:
-            accelerators.append((f"{pool_path}.machineSpec", machine.accelerator_type))
+            accelerators.append((f"{path}.{at}.machineSpec", machine.accelerator_type))
         if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
             # Private Service Connect interface ("Mount a Network File System share").
-            out.error(
-                f"{pool_path}.nfsMounts",
+            yield (
+                f"{at}.nfsMounts",
                 "NFS shares are reached over a VPC, and the job has no network; valid: set "
                 "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
                 "or drop nfsMounts",
             )
     if region is not None:
         # The job's location: named "region" (the caller's argument or config key).
-        out += check_region(path="region", region=region, accelerators=accelerators, strict=strict)
-    base = spec.base_output_directory.output_uri_prefix
-    if base is not None:
-        base_path = f"{path}.baseOutputDirectory.outputUriPrefix"
-        if not base.strip():
-            out.error(base_path, "must not be empty when set")
-        elif remote and not base.startswith("gs://"):
-            out.error(base_path, f"{base!r} must be a Cloud Storage URI (gs://...)")
-    if spec.service_account is not None and not _SERVICE_ACCOUNT.match(spec.service_account):
-        out.error(f"{path}.serviceAccount", f"{spec.service_account!r} is not an email")
-    if spec.network is not None and not _NETWORK.match(spec.network):
-        out.error(
-            f"{path}.network",
-            f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME",
+        yield from check_region(
+            path="region", region=region, accelerators=accelerators, strict=strict
         )
+    base = spec.base_output_directory.output_uri_prefix
+    if base is not None and not base.strip():
+        yield "baseOutputDirectory.outputUriPrefix", "must not be empty when set"
+    elif base is not None and remote and not base.startswith("gs://"):
+        yield (
+            "baseOutputDirectory.outputUriPrefix",
+            f"{base!r} must be a Cloud Storage URI (gs://...)",
+        )
+    if spec.service_account is not None and not _SERVICE_ACCOUNT.match(spec.service_account):
+        yield "serviceAccount", f"{spec.service_account!r} is not an email"
+    if spec.network is not None and not _NETWORK.match(spec.network):
+        yield "network", f"{spec.network!r} must be projects/PROJECT_NUMBER/global/networks/NAME"
     if spec.psc_interface_config is not None and spec.network is not None:
         # Two ways into a VPC, and Vertex takes one per job.
-        out.error(
-            f"{path}.pscInterfaceConfig",
+        yield (
+            "pscInterfaceConfig",
             "cannot be set with network (Vertex refuses both); valid: a Private Service "
             "Connect interface or a peered VPC network, not both",
         )
     timeout, max_wait = spec.scheduling.timeout, spec.scheduling.max_wait_duration
     if timeout is not None and timeout <= 0:
-        out.error(f"{path}.scheduling.timeout", "must be positive when set")
+        yield "scheduling.timeout", "must be positive when set"
     if max_wait is not None and max_wait < 0:
-        out.error(f"{path}.scheduling.maxWaitDuration", "must not be negative")
+        yield "scheduling.maxWaitDuration", "must not be negative"
     elif max_wait is not None and strategy is not SchedulingStrategy.FLEX_START:
         # Scheduling.max_wait_duration: how long a job waits for resources "if the
         # scheduling strategy is set to [Strategy.DWS_FLEX_START]" (Vertex AI API reference).
         named = "unset" if strategy is SchedulingStrategy.UNSPECIFIED else strategy.value
-        out.error(
-            f"{path}.scheduling.maxWaitDuration",
+        yield (
+            "scheduling.maxWaitDuration",
             f"applies only to the FLEX_START strategy (the strategy is {named}); valid: set "
             "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
     resource_id = spec.persistent_resource_id
     if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
-        out.error(
-            f"{path}.persistentResourceId",
+        yield (
+            "persistentResourceId",
             f"{resource_id!r} is not a persistent resource id; valid: 1-63 "
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
-    _tracking(spec, path, region, out)
+    yield from _tracking(spec, path, region)
 
 
-def _tracking(spec: CustomJobSpec, path: str, region: str | None, out: _Findings) -> None:
+def _in_region(name: str, pattern: re.Pattern[str], shape: str, region: str | None) -> str | None:
+    """What is wrong with the resource name ``name`` (the pattern's first group: its
+    location): malformed, or in another region than the job's."""
+    match = pattern.match(name)
+    if not match:
+        return f"{name!r} must be {shape}"
+    if region is not None and match.group(1) != region:
+        return (
+            f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
+            f"(projects/P/locations/{region}/...)"
+        )
+    return None
+
+
+def _tracking(spec: CustomJobSpec, path: str, region: str | None) -> Found:
     """TensorBoard and Vertex Experiments: the same region as the job, and the fields
     each needs beside it."""
-    if spec.tensorboard is not None:
-        shape = "projects/P/locations/L/tensorboards/ID"
-        out.in_region(f"{path}.tensorboard", spec.tensorboard, _TENSORBOARD, shape, region)
-        if spec.base_output_directory.output_uri_prefix is None:
-            out.error(
-                f"{path}.baseOutputDirectory",
-                "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
-            )
     contexts = "projects/P/locations/L/metadataStores/default/contexts"
-    experiment = None
-    if spec.experiment is not None:
-        shape = f"{contexts}/NAME"
-        experiment = out.in_region(f"{path}.experiment", spec.experiment, _CONTEXT, shape, region)
-    if spec.experiment_run is None:
-        return
-    if spec.experiment is None:
-        out.error(
-            f"{path}.experimentRun",
+    for key, name, pattern, shape in (
+        ("tensorboard", spec.tensorboard, _TENSORBOARD, "projects/P/locations/L/tensorboards/ID"),
+        ("experiment", spec.experiment, _CONTEXT, f"{contexts}/NAME"),
+        ("experimentRun", spec.experiment_run, _CONTEXT, f"{contexts}/EXPERIMENT-RUN"),
+    ):
+        if name is not None and (problem := _in_region(name, pattern, shape, region)):
+            yield key, problem
+    if spec.tensorboard is not None and spec.base_output_directory.output_uri_prefix is None:
+        yield (
+            "baseOutputDirectory",
+            "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
+        )
+    if spec.experiment_run is not None and spec.experiment is None:
+        yield (
+            "experimentRun",
             f"needs {path}.experiment (the run's experiment): name the experiment too",
         )
-        return
-    shape = f"{contexts}/EXPERIMENT-RUN"
-    run = out.in_region(f"{path}.experimentRun", spec.experiment_run, _CONTEXT, shape, region)
-    if run is not None and experiment is not None:
-        prefix = f"{experiment.group(3)}-"
-        if run.group(2) != experiment.group(2) or not run.group(3).startswith(prefix):
-            out.error(
-                f"{path}.experimentRun",
-                f"context {run.group(3)!r} is not a run of the experiment "
-                f"{experiment.group(3)!r}: a run's context id is '<experiment>-<run>' in the "
-                "experiment's metadata store",
+    run = _CONTEXT.match(spec.experiment_run or "")
+    experiment = _CONTEXT.match(spec.experiment or "")
+    if run and experiment:
+        store, name = experiment.group(2, 3)
+        if run.group(2) != store or not run.group(3).startswith(f"{name}-"):
+            yield (
+                "experimentRun",
+                f"context {run.group(3)!r} is not a run of the experiment {name!r}: a run's "
+                "context id is '<experiment>-<run>' in the experiment's metadata store",
             )
 
 
@@ -364,140 +358,129 @@ def parameter_findings(param: ParameterSpec, path: str) -> list[Finding]:
     """What one parameter at ``path`` must be in any study: judged where the parameter is
     built (its conditional children are parameters of their own, judged where each is
     built)."""
-    out = _Findings()
+    return _at(path, _parameter(param))
+
+
+def _parameter(param: ParameterSpec) -> Found:
     pid = param.parameter_id
     if not pid.strip():
-        out.error(f"{path}.parameterId", "must not be empty")
+        yield "parameterId", "must not be empty"
     elif any(c.isspace() for c in pid):
-        out.error(
-            f"{path}.parameterId",
+        yield (
+            "parameterId",
             f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
             "trainer gets it as --<parameterId>)",
         )
     log_scale = param.scale_type in (ScaleType.LOG, ScaleType.REVERSE_LOG)
-    domain = param.domain
     bounds = param.double_value_spec or param.integer_value_spec
     if bounds is not None:
-        if not (math.isfinite(bounds.min_value) and math.isfinite(bounds.max_value)):
-            out.error(f"{path}.{domain}", "minValue and maxValue must be finite")
-        elif bounds.min_value >= bounds.max_value:
-            out.error(
-                f"{path}.{domain}.minValue",
-                f"{bounds.min_value} must be less than maxValue {bounds.max_value}",
-            )
-        if log_scale and bounds.min_value <= 0:
-            out.error(
-                f"{path}.scaleType",
-                f"a log scale needs minValue > 0, got {bounds.min_value}; use UNIT_LINEAR_SCALE",
-            )
+        low, high = bounds.min_value, bounds.max_value
+        if not (math.isfinite(low) and math.isfinite(high)):
+            yield param.domain, "minValue and maxValue must be finite"
+        elif low >= high:
+            yield f"{param.domain}.minValue", f"{low} must be less than maxValue {high}"
+        if log_scale and low <= 0:
+            yield "scaleType", f"a log scale needs minValue > 0, got {low}; use UNIT_LINEAR_SCALE"
     elif param.discrete_value_spec is not None:
         values = param.discrete_value_spec.values
-        v_path = f"{path}.discreteValueSpec.values"
-        close = next(
-            ((a, b) for a, b in itertools.pairwise(values) if 0 < b - a < MIN_DISCRETE_GAP), None
-        )
+        pairs = list(itertools.pairwise(values))
+        close = next(((a, b) for a, b in pairs if 0 < b - a < MIN_DISCRETE_GAP), None)
+        at = "discreteValueSpec.values"
         if not values:
-            out.error(v_path, "must list at least one value")
+            yield at, "must list at least one value"
         elif len(values) > MAX_DISCRETE_VALUES:
-            out.error(
-                v_path,
-                f"has {len(values)} values; at most {MAX_DISCRETE_VALUES} are allowed",
-            )
+            yield at, f"has {len(values)} values; at most {MAX_DISCRETE_VALUES} are allowed"
         elif any(not math.isfinite(v) for v in values):
-            out.error(v_path, "values must be finite numbers")
-        elif any(b <= a for a, b in itertools.pairwise(values)):
-            out.error(v_path, f"must be strictly increasing, got {list(values)}")
+            yield at, "values must be finite numbers"
+        elif any(b <= a for a, b in pairs):
+            yield at, f"must be strictly increasing, got {list(values)}"
         elif close is not None:
-            out.error(
-                v_path,
+            yield (
+                at,
                 f"values must be at least {MIN_DISCRETE_GAP:g} apart: {close[0]!r} and "
                 f"{close[1]!r} are not",
             )
         elif log_scale and values[0] <= 0:
-            out.error(f"{path}.scaleType", "a log scale needs all values > 0")
+            yield "scaleType", "a log scale needs all values > 0"
     elif param.categorical_value_spec is not None:
         categories = param.categorical_value_spec.values
-        v_path = f"{path}.categoricalValueSpec.values"
         if not categories:
-            out.error(v_path, "must list at least one category")
+            yield "categoricalValueSpec.values", "must list at least one category"
         elif len(set(categories)) != len(categories):
-            out.error(v_path, "categories must be unique")
+            yield "categoricalValueSpec.values", "categories must be unique"
     for index, child in enumerate(param.conditional_parameter_specs):
-        child_path = f"{path}.conditionalParameterSpecs[{index}]"
+        at = f"conditionalParameterSpecs[{index}]"
         if param.double_value_spec is not None:
-            out.error(
-                child_path,
+            yield (
+                at,
                 "a double parameter cannot have conditional children; make the parent integer, "
                 "discrete or categorical",
             )
         elif not child.parent_values:
-            out.error(child_path, "names no parent values")
-        else:
-            bad = [v for v in child.parent_values if not _in_domain(param, v)]
-            if bad:
-                out.error(child_path, f"{bad} are not values of the parent {pid!r}")
-    return out
+            yield at, "names no parent values"
+        elif bad := [v for v in child.parent_values if not _in_domain(param, v)]:
+            yield at, f"{bad} are not values of the parent {pid!r}"
 
 
-def _search_space(study: StudySpec, path: str) -> Iterator[tuple[ParameterSpec, str]]:
-    """Every parameter of ``study`` and its path, each followed by its conditional children
-    (and theirs)."""
-    todo = [(p, f"{path}.parameters[{i}]") for i, p in enumerate(study.parameters)]
+def _search_space(study: StudySpec) -> Iterator[tuple[ParameterSpec, str]]:
+    """Every parameter of ``study`` and its path under the study, each followed by its
+    conditional children (and theirs)."""
+    todo = [(p, f"parameters[{i}]") for i, p in enumerate(study.parameters)]
     while todo:
-        param, p_path = todo.pop(0)
-        yield param, p_path
+        param, at = todo.pop(0)
+        yield param, at
         todo[:0] = [
-            (c.parameter_spec, f"{p_path}.conditionalParameterSpecs[{i}].parameterSpec")
+            (c.parameter_spec, f"{at}.conditionalParameterSpecs[{i}].parameterSpec")
             for i, c in enumerate(param.conditional_parameter_specs)
         ]
 
 
-def _tuning_job(job: HyperparameterTuningJob, out: _Findings) -> None:
+def _tuning_job(job: HyperparameterTuningJob) -> Found:
     for key, value, low in (
         ("maxTrialCount", job.max_trial_count, 1),
         ("parallelTrialCount", job.parallel_trial_count, 1),
         ("maxFailedTrialCount", job.max_failed_trial_count, 0),
     ):
         if not low <= value <= INT32_MAX:
-            out.error(key, f"must be between {low} and {INT32_MAX}, got {value}")
+            yield key, f"must be between {low} and {INT32_MAX}, got {value}"
     if 1 <= job.max_trial_count < job.parallel_trial_count:
-        out.error(
-            "parallelTrialCount",
-            f"{job.parallel_trial_count} exceeds maxTrialCount {job.max_trial_count}",
-        )
+        parallel, most = job.parallel_trial_count, job.max_trial_count
+        yield "parallelTrialCount", f"{parallel} exceeds maxTrialCount {most}"
 
 
 def study_findings(study: StudySpec, path: str) -> list[Finding]:
     """What one study at ``path`` must be, whatever job runs it."""
-    out = _Findings()
+    return _at(path, _study(study))
+
+
+def _study(study: StudySpec) -> Found:
     if not study.metrics:
-        out.error(f"{path}.metrics", "needs at least one metric")
+        yield "metrics", "needs at least one metric"
     ids = [m.metric_id for m in study.metrics]
     for index, metric in enumerate(study.metrics):
-        m_path = f"{path}.metrics[{index}]"
+        at = f"metrics[{index}]"
         if not metric.metric_id.strip():
-            out.error(f"{m_path}.metricId", "must not be empty: it is the tag the trainer reports")
+            yield f"{at}.metricId", "must not be empty: it is the tag the trainer reports"
         elif ids.count(metric.metric_id) > 1:
-            out.error(f"{m_path}.metricId", f"{metric.metric_id!r} repeats")
+            yield f"{at}.metricId", f"{metric.metric_id!r} repeats"
         if metric.goal is MetricGoal.UNSPECIFIED:
-            out.error(f"{m_path}.goal", "must be MAXIMIZE or MINIMIZE")
+            yield f"{at}.goal", "must be MAXIMIZE or MINIMIZE"
     if not study.parameters:
-        out.error(f"{path}.parameters", "needs at least one parameter to tune")
+        yield "parameters", "needs at least one parameter to tune"
     # What a study asks of all its parameters, conditional children included: unique ids,
     # and none a grid cannot enumerate.
     seen: set[str] = set()
-    for param, p_path in _search_space(study, path):
+    for param, at in _search_space(study):
         pid = param.parameter_id
         if pid in seen:
-            out.error(f"{p_path}.parameterId", f"{pid!r} is used twice; ids are unique")
+            yield f"{at}.parameterId", f"{pid!r} is used twice; ids are unique"
         seen.add(pid)
         if study.algorithm is SearchAlgorithm.GRID and param.double_value_spec is not None:
-            out.error(
-                p_path,
+            yield (
+                at,
                 f"GRID_SEARCH cannot enumerate the double parameter {pid!r}; use integer, "
                 "discrete or categorical parameters, or another algorithm",
             )
-    return out
 
 
 def platform_findings(
@@ -511,17 +494,16 @@ def platform_findings(
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     """
-    out = _Findings()
-    if view.display_name is not None:
-        out += display_name_findings(view.display_name)
-    _labels(view.labels, "labels", out)
+    out = [] if view.display_name is None else display_name_findings(view.display_name)
+    out += _at("", _labels(view.labels))
     if problem := kms_key_problem(view.encryption_spec.kms_key_name, region):
-        out.error("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem))
-    _custom_job_spec(
-        view.trial_job, view.trial_job_path, out, region=region, remote=remote, strict=strict
+        out.append(Finding("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem), "error"))
+    path = view.trial_job_path
+    out += _at(
+        path, _custom_job_spec(view.trial_job, path, region=region, remote=remote, strict=strict)
     )
     if isinstance(view, HyperparameterTuningJob):
-        _tuning_job(view, out)
+        out += _at("", _tuning_job(view))
     return out
 
 
@@ -537,8 +519,8 @@ def job_findings(
             out += pool_findings(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]")
     if isinstance(view, HyperparameterTuningJob):
         out += study_findings(view.study_spec, "studySpec")
-        for param, path in _search_space(view.study_spec, "studySpec"):
-            out += parameter_findings(param, path)
+        for param, at in _search_space(view.study_spec):
+            out += parameter_findings(param, f"studySpec.{at}")
     return out
 
 
