@@ -1,6 +1,7 @@
-"""What our dynamic providers share (the jobs', the served models'): the labels every
-resource we submit carries, values not known yet in preview, and the provider base that
-decides which inputs a check requires, which replace and which change in place.
+"""What our dynamic providers share (the jobs', the served models'): where a resource lives
+(``BackendSettings``, carried in its inputs), the labels every resource we submit carries,
+values not known yet in preview, and the provider base that decides which inputs a check
+requires, which replace and which change in place.
 
 Providers are pickled by reference: a subclass's import path is part of every stack's
 state, this module's is not.
@@ -8,6 +9,8 @@ state, this module's is not.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
 import re
 from collections.abc import Mapping
@@ -20,12 +23,15 @@ from pulumi.runtime.rpc import UNKNOWN
 __all__ = [
     "ADOPTION_LABEL",
     "STACK_LABEL",
+    "BackendKind",
+    "BackendSettings",
     "Provider",
     "backend_target",
     "has_unknown",
     "is_unknown",
     "label_value",
     "labelled",
+    "placement",
 ]
 
 ADOPTION_LABEL = "pulumi-job-key"
@@ -69,10 +75,89 @@ def has_unknown(value: Any) -> bool:
     return is_unknown(value)
 
 
+class BackendKind(enum.StrEnum):
+    VERTEX = "vertex"
+    LOCAL = "local"
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendSettings:
+    """Where jobs run; carried in each job resource's inputs so that the same resources
+    run on Vertex in ``dev``/``prod`` and on this machine in the ``local`` stack."""
+
+    kind: BackendKind
+    project: str | None = None
+    """Vertex only: the Google Cloud project id."""
+    location: str | None = None
+    """Vertex only: the region, e.g. ``us-central1``."""
+    local_root: str | None = None
+    """Local only: the directory that holds job state, logs and the local "bucket"."""
+    retry_initial_seconds: float = 1.0
+    """First backoff of retried reads/lists/cancels/deletes (vertex)."""
+    retry_timeout_seconds: float = 120.0
+    """Give up retrying a transient error after this long (vertex)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", BackendKind(self.kind))
+        if self.kind is BackendKind.VERTEX and not (self.project and self.location):
+            raise ValueError(
+                "backend: kind 'vertex' needs project and location (region), got "
+                f"project={self.project!r} location={self.location!r}"
+            )
+        if self.kind is BackendKind.LOCAL and not self.local_root:
+            raise ValueError("backend: kind 'local' needs local_root (a directory path)")
+
+    @classmethod
+    def of(cls, platform: Any) -> BackendSettings:
+        """Where a platform's resources live: under its local root on a local platform,
+        else in its project (a stand-in while another resource has not given it:
+        ``placement`` carries the real one) and region."""
+        if platform.environment == "local":
+            assert platform.local_root is not None
+            return cls(BackendKind.LOCAL, local_root=str(platform.local_root))
+        project = platform.project if isinstance(platform.project, str) else "(not known yet)"
+        return cls(BackendKind.VERTEX, project=project, location=platform.region)
+
+    def to_props(self) -> dict[str, Any]:
+        props = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+        return props | {"kind": self.kind.value}
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any]) -> BackendSettings:
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(props) - known)
+        if unknown:
+            raise ValueError(f"backend: unknown keys {unknown}; valid: {sorted(known)}")
+        if props.get("kind") not in {k.value for k in BackendKind}:
+            raise ValueError(
+                f"backend.kind: {props.get('kind')!r} invalid; valid: "
+                f"{[k.value for k in BackendKind]}"
+            )
+        return cls(**props)
+
+
 def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a backend's settings (``BackendSettings.to_props()``) that decides
     *where* a resource lives: a change replaces it."""
     return {k: backend[k] for k in ("kind", "project", "location", "local_root") if k in backend}
+
+
+def placement(
+    resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
+) -> dict[str, Any]:
+    """The inputs each of our resources carries: its identity (project, stack, name), the
+    backend and its target (with the project on Vertex: it may come from another resource,
+    which the engine resolves in place), the provider's version."""
+    props = backend.to_props()
+    target = backend_target(props)
+    if backend.kind is BackendKind.VERTEX:
+        props["project"] = target["project"] = project
+    return {
+        "backend": props,
+        "backend_target": target,
+        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
+        "provider_version": version,
+    }
 
 
 class Provider(pulumi.dynamic.ResourceProvider):

@@ -30,9 +30,9 @@ from vertex_training.jobs.backends.vertex import (
     EMULATOR_HOST_ENV,
     VertexBackend,
     console_url,
-    job_service_client,
     label_filter,
     record_from_proto,
+    service_client,
 )
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind, JobState
@@ -50,7 +50,13 @@ def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def backend() -> VertexBackend:
     return VertexBackend(
-        "test-project", "us-central1", retry_initial_seconds=0.01, retry_timeout_seconds=5
+        BackendSettings(
+            BackendKind.VERTEX,
+            project="test-project",
+            location="us-central1",
+            retry_initial_seconds=0.01,
+            retry_timeout_seconds=5,
+        )
     )
 
 
@@ -231,12 +237,12 @@ def test_factory_builds_a_vertex_backend() -> None:
 def test_regional_endpoint_without_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(EMULATOR_HOST_ENV)
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
-    built = job_service_client("asia-southeast1")
+    built = service_client(JobServiceClient, "asia-southeast1")
     assert built.api_endpoint == "asia-southeast1-aiplatform.googleapis.com"
 
 
 def test_emulator_endpoint(fake: FakeJobService) -> None:
-    built = job_service_client("us-central1")
+    built = service_client(JobServiceClient, "us-central1")
     assert built.api_endpoint == fake.address
 
 

@@ -28,25 +28,25 @@ import pulumi.dynamic
 from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    BackendKind,
+    BackendSettings,
     Provider,
-    backend_target,
     has_unknown,
     is_unknown,
     label_value,
     labelled,
+    placement,
 )
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
-    JobArgs,
-    JobContext,
     declared_problems,
     job_body,
     job_context,
     positive_seconds,
 )
-from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
+from vertex_training.jobs.backends import backend_for
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
@@ -97,41 +97,9 @@ METADATA_FIELDS = ("labels", "displayName")
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
-OUTPUT_KEYS = (
-    "job_name",
-    "job_id",
-    "state",
-    "console_url",
-    "create_time",
-    "start_time",
-    "end_time",
-    "error_message",
-    "model_dir",
-    "trials",
-    "best_trial",
-    "web_access_uris",
-)
 _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
-
-
-def placement(
-    resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
-) -> dict[str, Any]:
-    """The inputs each of our resources carries: its identity (project, stack, name), the
-    backend and its target (with the project on Vertex: it may come from another resource,
-    which the engine resolves in place), the provider's version."""
-    props = backend.to_props()
-    target = backend_target(props)
-    if backend.kind is BackendKind.VERTEX:
-        props["project"] = target["project"] = project
-    return {
-        "backend": props,
-        "backend_target": target,
-        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
-        "provider_version": version,
-    }
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
@@ -151,104 +119,27 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
     }
 
 
+OUTPUT_KEYS = tuple(record_outputs(JobRecord("", JobKind.CUSTOM_JOB, "", JobState.PENDING)))
+
+
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
 
-class _Props:
-    """The provider's view of one resource's properties."""
-
-    def __init__(self, kind: JobKind, props: Mapping[str, Any]) -> None:
-        self.kind = kind
-        self.props = props
-        self.settings = BackendSettings.from_props(dict(props["backend"]))
-        self.body: dict[str, Any] = dict(props["spec"])
-        self.identity = str(props["identity"])
-        # The Args set every one of these (and judged them): no second default here.
-        self.wait = bool(props["wait"])
-        self.wait_timeout = float(props["wait_timeout_seconds"])
-        self.poll_interval = float(props["poll_interval_seconds"])
-        self.delete_timeout = float(props["delete_timeout_seconds"])
-
-    def adoption_labels(self) -> dict[str, str]:
-        """Same resource and same body -> same label; any change -> a different one, so
-        a replacement never adopts the job it replaces."""
-        from vertex_training.jobs.protos import canonical_json
-
-        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
-        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
-        # job they were edited after still adopts it.
-        run = {k: v for k, v in self.body.items() if k not in METADATA_FIELDS}
-        text = json.dumps({"identity": self.identity, "spec": canonical_json(self.kind, run)})
-        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-        name = self.identity.rsplit("/", 1)[-1]
-        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
-
-    def labelled_body(self) -> dict[str, Any]:
-        """The body as submitted: the declared one plus our stack and adoption labels."""
-        return labelled(self.body, self.identity, self.adoption_labels())
-
-    def problems(self) -> list[str]:
-        """What Vertex would refuse that the Args did not judge where they were built: the
-        body through the real protos (unknown fields, wrong types, enum names: what
-        ``extra_fields`` set), and on a local platform what only Vertex has. Values not
-        known yet (preview) stand in as placeholders and are not judged."""
-        from vertex_training.jobs.protos import BodyParseError, parse_body
-
-        body, unknown = with_placeholders(self.body, is_unknown)
-        try:
-            parse_body(self.kind, body)
-        except BodyParseError as error:
-            text = str(error)
-            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            if not any(f"{key}" in text for key in keys):
-                return [text]
-            return []
-        problems = []
-        unjudged = self.props.get("unjudged")
-        if unjudged is None or unjudged:
-            problems += self._body_findings(body, unknown, unjudged)
-        if self.settings.kind is BackendKind.LOCAL:
-            # What only Vertex has fails preview here, as it would fail `up` at create.
-            from vertex_training.jobs.backends.local.capabilities import local_refusals
-
-            problems += local_refusals(self.kind, body)
-        return problems
-
-    def _body_findings(
-        self, body: Mapping[str, Any], unknown: list[str], only: list[str] | None
-    ) -> list[str]:
-        """The rules on what the program could not judge: a body that did not come from the
-        Args (``only`` None: every rule, here), or the values another resource gave the
-        Args (an Output image: ``only`` their paths), known only now."""
-        from vertex_training.jobs.rules.job import errors_of, job_findings
-        from vertex_training.jobs.view import read_view
-
-        view, unreadable = read_view(self.kind, body)
-        if unreadable or view is None:
-            found = drop_unknown(unreadable, unknown)
-        else:
-            remote = self.settings.kind is BackendKind.VERTEX
-            found = job_findings(view, region=self.settings.region, remote=remote, strict=False)
-        found = drop_unknown(found, unknown)
-        if only is not None:  # the program judged all the rest
-            judged = drop_unknown(found, only)
-            found = [f for f in found if f not in judged]
-        return [f"{f.path}: {f.message}" for f in errors_of(found)]
+def _backend(props: Mapping[str, Any]) -> JobBackend:
+    return backend_for(BackendSettings.from_props(props["backend"]))
 
 
 class JobProvider(Provider):
-    """Provider for one job kind; stateless apart from that kind (it is pickled)."""
+    """Provider for one job kind; stateless apart from that kind (it is pickled). The Args
+    set (and judged) each of the ``_WAITING`` inputs: no second default here."""
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
     replacing = ("backend_target", "identity")
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
     updating = (
-        "wait",
-        "wait_timeout_seconds",
-        "poll_interval_seconds",
-        "delete_timeout_seconds",
+        *_WAITING,
         "provider_version",
         "unjudged",
         "backend",
@@ -268,8 +159,77 @@ class JobProvider(Provider):
     def job_kind(self) -> JobKind:
         return JobKind(self.kind)
 
-    def _props(self, props: Mapping[str, Any]) -> _Props:
-        return _Props(self.job_kind, props)
+    def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
+        """Same resource and same body -> same label; any change -> a different one, so
+        a replacement never adopts the job it replaces."""
+        from vertex_training.jobs.protos import canonical_json
+
+        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
+        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
+        # job they were edited after still adopts it.
+        run = {k: v for k, v in props["spec"].items() if k not in METADATA_FIELDS}
+        identity = str(props["identity"])
+        text = json.dumps({"identity": identity, "spec": canonical_json(self.job_kind, run)})
+        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+        name = identity.rsplit("/", 1)[-1]
+        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
+
+    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as submitted: the declared one plus our stack and adoption labels."""
+        return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
+
+    def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+        """What Vertex would refuse that the Args did not judge where they were built: the
+        body through the real protos (unknown fields, wrong types, enum names: what
+        ``extra_fields`` set), and on a local platform what only Vertex has. Values not
+        known yet (preview) stand in as placeholders and are not judged."""
+        from vertex_training.jobs.protos import BodyParseError, parse_body
+
+        body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
+        try:
+            parse_body(self.job_kind, body)
+        except BodyParseError as error:
+            text = str(error)
+            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
+            if not any(f"{key}" in text for key in keys):
+                return [text]
+            return []
+        problems = []
+        unjudged = props.get("unjudged")
+        if unjudged is None or unjudged:
+            problems += self._body_findings(body, unknown, unjudged, settings)
+        if settings.kind is BackendKind.LOCAL:
+            # What only Vertex has fails preview here, as it would fail `up` at create.
+            from vertex_training.jobs.backends.local.capabilities import local_refusals
+
+            problems += local_refusals(self.job_kind, body)
+        return problems
+
+    def _body_findings(
+        self,
+        body: Mapping[str, Any],
+        unknown: list[str],
+        only: list[str] | None,
+        settings: BackendSettings,
+    ) -> list[str]:
+        """The rules on what the program could not judge: a body that did not come from the
+        Args (``only`` None: every rule, here), or the values another resource gave the
+        Args (an Output image: ``only`` their paths), known only now."""
+        from vertex_training.jobs.rules.job import errors_of, job_findings
+        from vertex_training.jobs.view import read_view
+
+        view, unreadable = read_view(self.job_kind, body)
+        if unreadable or view is None:
+            found = drop_unknown(unreadable, unknown)
+        else:
+            remote = settings.kind is BackendKind.VERTEX
+            region = settings.location if remote else None
+            found = job_findings(view, region=region, remote=remote, strict=False)
+        found = drop_unknown(found, unknown)
+        if only is not None:  # the program judged all the rest
+            judged = drop_unknown(found, only)
+            found = [f for f in found if f not in judged]
+        return [f"{f.path}: {f.message}" for f in errors_of(found)]
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         failures = self.missing(news)
@@ -279,7 +239,7 @@ class JobProvider(Provider):
         if failures or has_unknown(settings) or not isinstance(news["spec"], Mapping):
             return pulumi.dynamic.CheckResult(news, failures)
         try:
-            props = self._props(news)
+            backend = BackendSettings.from_props(news["backend"])
         except (ValueError, TypeError, KeyError) as error:
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
@@ -287,38 +247,35 @@ class JobProvider(Provider):
         if "unjudged" not in news:  # the Args judged their own
             for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
                 failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
-        return self.checked(news, props.settings.to_props(), failures, props.problems())
+        return self.checked(news, backend.to_props(), failures, self.problems(news, backend))
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        p = self._props(props)  # judged by ``check``, which the engine runs first
-        backend = backend_for(p.settings)
-        found = backend.find(self.job_kind, p.adoption_labels())
-        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
-        # on from its journal (finished trials count) instead of starting over.
-        resumed = (
-            backend.resume_interrupted(found.name)
-            if found is not None and found.state in _BAD_END
-            else None
-        )
+        # Judged by ``check``, which the engine runs first.
+        backend = _backend(props)
+        found = backend.find(self.job_kind, self.adoption_labels(props))
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
             record = found
-        elif resumed is not None:
+        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
+        # on from its journal (finished trials count) instead of starting over.
+        elif found is not None and (resumed := backend.resume_interrupted(found.name)):
             _log.info("resumed %s (its local supervisor had died)", resumed.name)
             record = resumed
         else:
-            record = backend.submit(self.job_kind, p.labelled_body())
-        if p.wait:
-            record = self._wait_for_end(backend, record, p)
+            record = backend.submit(self.job_kind, self.labelled_body(props))
+        if props["wait"]:
+            record = self._wait_for_end(backend, record, props)
         outs = {**self.inputs(props), **record_outputs(record)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
-    def _wait_for_end(self, backend: JobBackend, record: JobRecord, p: _Props) -> JobRecord:
+    def _wait_for_end(
+        self, backend: JobBackend, record: JobRecord, props: Mapping[str, Any]
+    ) -> JobRecord:
         record = wait_until_terminal(
             backend,
             record,
-            p.wait_timeout,
-            p.poll_interval,
+            float(props["wait_timeout_seconds"]),
+            float(props["poll_interval_seconds"]),
             hint="it keeps running and the next `pulumi up` adopts it. Raise "
             "wait_timeout_seconds or set wait: false.",
             report=_report_progress,
@@ -333,7 +290,7 @@ class JobProvider(Provider):
 
     def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            return record_outputs(backend_for(self._props(props).settings).get(id_))
+            return record_outputs(_backend(props).get(id_))
         except JobNotFoundError:
             return None
 
@@ -341,14 +298,11 @@ class JobProvider(Provider):
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
         # Only settling inputs or the body's metadata changed (diff replaces otherwise).
-        p = self._props(news)
         if self.metadata_changed(olds, news):
-            labels = p.labelled_body()["labels"]
-            display_name = str(p.body.get("displayName", ""))
+            labels = self.labelled_body(news)["labels"]
+            display_name = str(news["spec"].get("displayName", ""))
             try:
-                relabelled = backend_for(p.settings).relabel(
-                    id_, labels=labels, display_name=display_name
-                )
+                relabelled = _backend(news).relabel(id_, labels=labels, display_name=display_name)
             except JobNotFoundError:
                 # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
                 relabelled = True
@@ -365,8 +319,7 @@ class JobProvider(Provider):
         return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **outs})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        p = self._props(props)
-        backend = backend_for(p.settings)
+        backend = _backend(props)
         try:
             record = backend.get(id_)
         except JobNotFoundError:
@@ -377,8 +330,8 @@ class JobProvider(Provider):
                 wait_until_terminal(
                     backend,
                     record,
-                    p.delete_timeout,
-                    p.poll_interval,
+                    float(props["delete_timeout_seconds"]),
+                    float(props["poll_interval_seconds"]),
                     hint="after cancel; retry the destroy later.",
                 )
             except JobNotFoundError:
@@ -432,20 +385,11 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
             )
         platform = context.platform
-        if context.local:
-            assert platform.local_root is not None
-            backend = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
-        else:
-            known = platform.project if isinstance(platform.project, str) else "(not known yet)"
-            backend = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
+        backend = BackendSettings.of(platform)
         props: dict[str, Any] = {
             "spec": body,
             **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
-            "wait": args.wait,
-            "wait_timeout_seconds": args.wait_timeout_seconds,
-            "poll_interval_seconds": args.poll_interval_seconds,
-            "delete_timeout_seconds": args.delete_timeout_seconds,
-            "expected_duration_seconds": args.expected_duration_seconds,
+            **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
             # The Args judged this body where each part was built and where the job met
             # its platform, all but the values another resource gives them (an Output
             # image): ``check`` parses it with the protos and judges those, once known.
@@ -462,31 +406,28 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
-        self.cost_estimate = None if context.local else self._estimate(context, body, args)
-
-    def _estimate(
-        self, context: JobContext, body: dict[str, Any], args: JobArgs
-    ) -> JobEstimate | None:
-        """What one run costs, as a diagnostic where decisions are made (``pulumi
-        preview``); values not known yet do not change a price."""
+        self.cost_estimate = None
+        if context.local:
+            return
+        # What one run costs, as a diagnostic where decisions are made (`pulumi preview`);
+        # values not known yet do not change a price.
         from vertex_training.cost.estimate import EstimateError
         from vertex_training.cost.report import job_estimate_message
         from vertex_training.jobs.estimate import estimate_job
 
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
-            estimate = estimate_job(
+            self.cost_estimate = estimate_job(
                 self._kind,
                 known,
-                context.platform.region,
-                name=context.name,
+                platform.region,
+                name=resource_name,
                 expected_duration_seconds=args.expected_duration_seconds,
             )
         except EstimateError as error:
             pulumi.log.warn(f"no cost estimate: {error}", resource=self)
-            return None
-        pulumi.log.info(job_estimate_message(estimate), resource=self)
-        return estimate
+        else:
+            pulumi.log.info(job_estimate_message(self.cost_estimate), resource=self)
 
 
 class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):

@@ -32,10 +32,10 @@ from vertex_training._dynamic import (
     has_unknown,
     label_value,
     labelled,
+    placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.resources import placement
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
