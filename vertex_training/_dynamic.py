@@ -161,14 +161,16 @@ def placement(
 
 
 class Provider(pulumi.dynamic.ResourceProvider):
-    """What our dynamic providers share (the jobs' and the served models'): the inputs a
-    check requires, which inputs replace and which change in place, the inputs kept beside
-    the outputs."""
+    """What our dynamic providers share (the jobs' and the served models'): how a check
+    judges the inputs, which inputs replace and which change in place, the inputs kept
+    beside the outputs."""
 
     serialize_as_secret_always = False  # nothing secret in here: keep the state readable
     body: ClassVar[str]
     """The input holding the REST body."""
     required: ClassVar[tuple[str, ...]]
+    late: ClassVar[tuple[str, ...]] = ()
+    """Inputs that may hold values not known yet (preview) while the others are judged."""
     replacing: ClassVar[tuple[str, ...]]
     """Inputs a change of which replaces the resource (so does the body's, outside
     ``metadata``)."""
@@ -182,31 +184,46 @@ class Provider(pulumi.dynamic.ResourceProvider):
         keys = (self.body, *self.replacing, *self.updating)
         return {k: props[k] for k in keys if k in props}
 
-    def missing(self, news: Mapping[str, Any]) -> list[pulumi.dynamic.CheckFailure]:
-        return [
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
+        """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
+        settings and the provider's ``problems``. The backend's target is kept beside the
+        inputs (a new target replaces)."""
+        failures = [
             pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
             for key in self.required
             if key not in news
         ]
-
-    def checked(
-        self,
-        news: Mapping[str, Any],
-        backend: Mapping[str, Any],
-        failures: list[pulumi.dynamic.CheckFailure],
-        problems: list[str],
-    ) -> pulumi.dynamic.CheckResult:
-        """The check's answer: ``problems`` as failures of the body; the ``backend``'s
-        target kept beside the inputs (a new target replaces)."""
-        failures = [pulumi.dynamic.CheckFailure(self.body, p) for p in problems] + failures
-        news = {**news, "backend_target": backend_target(backend)}
+        early = {k: v for k, v in news.items() if k not in self.late}
+        if failures or has_unknown(early) or not isinstance(news[self.body], Mapping):
+            return pulumi.dynamic.CheckResult(news, failures)
+        try:
+            settings = BackendSettings.from_props(news["backend"])
+        except (ValueError, TypeError, KeyError) as error:
+            return pulumi.dynamic.CheckResult(
+                news, [pulumi.dynamic.CheckFailure("backend", str(error))]
+            )
+        failures = [
+            pulumi.dynamic.CheckFailure(self.body, p) if isinstance(p, str) else p
+            for p in self.problems(news, settings)
+        ]
+        news = {**news, "backend_target": backend_target(settings.to_props())}
         return pulumi.dynamic.CheckResult(news, failures)
 
+    def problems(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> list[str | pulumi.dynamic.CheckFailure]:
+        """What the service would refuse of the inputs; a text is a failure of the body."""
+        raise NotImplementedError
+
+    def _body(self, props: Mapping[str, Any], metadata: bool) -> Any:
+        """The body's ``metadata`` fields, or all its others."""
+        body = props.get(self.body)
+        if not isinstance(body, Mapping):
+            return None if metadata else body
+        return {k: v for k, v in body.items() if (k in self.metadata) is metadata}
+
     def metadata_changed(self, olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
-        old, new = olds.get(self.body), news.get(self.body)
-        if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
-            return False
-        return any(old.get(f) != new.get(f) for f in self.metadata)
+        return bool(self._body(olds, True) != self._body(news, True))
 
     def changes(
         self, olds: Mapping[str, Any], news: Mapping[str, Any]
@@ -214,10 +231,7 @@ class Provider(pulumi.dynamic.ResourceProvider):
         """The inputs that replace the resource, and those that change it in place. An
         unchanged ``up`` makes no API call."""
         replaces = [k for k in self.replacing if olds.get(k) != news.get(k)]
-        old, new = olds.get(self.body), news.get(self.body)
-        if isinstance(old, Mapping) and isinstance(new, Mapping):
-            old, new = ({k: v for k, v in b.items() if k not in self.metadata} for b in (old, new))
-        if old != new:
+        if self._body(olds, False) != self._body(news, False):
             replaces.insert(0, self.body)
         changed = [k for k in self.updating if olds.get(k) != news.get(k)]
         if self.metadata_changed(olds, news):

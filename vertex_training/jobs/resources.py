@@ -31,7 +31,6 @@ from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
     Provider,
-    has_unknown,
     is_unknown,
     label_value,
     labelled,
@@ -136,6 +135,9 @@ class JobProvider(Provider):
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
+    # In preview some values of the spec (the image digest) may not be known yet: the rest
+    # of it is checked now, with placeholders for those, and all of it at up.
+    late = ("spec",)
     replacing = ("backend_target", "identity")
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
     updating = (
@@ -178,76 +180,52 @@ class JobProvider(Provider):
         """The body as submitted: the declared one plus our stack and adoption labels."""
         return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
 
-    def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+    def problems(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> list[str | pulumi.dynamic.CheckFailure]:
+        problems: list[str | pulumi.dynamic.CheckFailure] = [*self._spec_problems(news, settings)]
+        if "unjudged" not in news:  # the Args judged their own
+            for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
+                problems.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
+        return problems
+
+    def _spec_problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         """What Vertex would refuse that the Args did not judge where they were built: the
         body through the real protos (unknown fields, wrong types, enum names: what
-        ``extra_fields`` set), and on a local platform what only Vertex has. Values not
-        known yet (preview) stand in as placeholders and are not judged."""
+        ``extra_fields`` set); the rules on what the program could not judge (a body that
+        did not come from the Args: every rule; else the values another resource gave the
+        Args, an Output image: the paths ``unjudged`` names), known only now; on a local
+        platform, what only Vertex has. Values not known yet (preview) stand in as
+        placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
+        from vertex_training.jobs.rules.job import errors_of, job_findings
+        from vertex_training.jobs.view import read_view
 
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
             parse_body(self.job_kind, body)
         except BodyParseError as error:
-            text = str(error)
             keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            if not any(f"{key}" in text for key in keys):
-                return [text]
-            return []
+            return [] if any(key in str(error) for key in keys) else [str(error)]
         problems = []
-        unjudged = props.get("unjudged")
-        if unjudged is None or unjudged:
-            problems += self._body_findings(body, unknown, unjudged, settings)
+        only = props.get("unjudged")
+        if only is None or only:
+            view, found = read_view(self.job_kind, body)
+            if not found and view is not None:
+                remote = settings.kind is BackendKind.VERTEX
+                region = settings.location if remote else None
+                found = job_findings(view, region=region, remote=remote, strict=False)
+            found = drop_unknown(found, unknown)
+            if only is not None:  # the program judged all the rest
+                judged = drop_unknown(found, only)
+                found = [f for f in found if f not in judged]
+            problems += [f"{f.path}: {f.message}" for f in errors_of(found)]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
             problems += local_refusals(self.job_kind, body)
         return problems
-
-    def _body_findings(
-        self,
-        body: Mapping[str, Any],
-        unknown: list[str],
-        only: list[str] | None,
-        settings: BackendSettings,
-    ) -> list[str]:
-        """The rules on what the program could not judge: a body that did not come from the
-        Args (``only`` None: every rule, here), or the values another resource gave the
-        Args (an Output image: ``only`` their paths), known only now."""
-        from vertex_training.jobs.rules.job import errors_of, job_findings
-        from vertex_training.jobs.view import read_view
-
-        view, unreadable = read_view(self.job_kind, body)
-        if unreadable or view is None:
-            found = drop_unknown(unreadable, unknown)
-        else:
-            remote = settings.kind is BackendKind.VERTEX
-            region = settings.location if remote else None
-            found = job_findings(view, region=region, remote=remote, strict=False)
-        found = drop_unknown(found, unknown)
-        if only is not None:  # the program judged all the rest
-            judged = drop_unknown(found, only)
-            found = [f for f in found if f not in judged]
-        return [f"{f.path}: {f.message}" for f in errors_of(found)]
-
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = self.missing(news)
-        # In preview some values of the spec (the image digest) may not be known yet: the
-        # rest of it is checked now, with placeholders for those, and all of it at up.
-        settings = {k: v for k, v in news.items() if k != "spec"}
-        if failures or has_unknown(settings) or not isinstance(news["spec"], Mapping):
-            return pulumi.dynamic.CheckResult(news, failures)
-        try:
-            backend = BackendSettings.from_props(news["backend"])
-        except (ValueError, TypeError, KeyError) as error:
-            return pulumi.dynamic.CheckResult(
-                news, [pulumi.dynamic.CheckFailure("backend", str(error))]
-            )
-        if "unjudged" not in news:  # the Args judged their own
-            for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
-                failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
-        return self.checked(news, backend.to_props(), failures, self.problems(news, backend))
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         # Judged by ``check``, which the engine runs first.
