@@ -19,7 +19,7 @@ from tests.bodies import cassava, horses_or_humans
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION

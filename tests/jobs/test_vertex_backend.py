@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from tests.bodies import cassava, horses_or_humans
 from tests.fakes.vertex_job_service import FakeJobService
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.vertex import (
     EMULATOR_HOST_ENV,
@@ -220,9 +220,11 @@ def test_failed_job_reports_its_error(fake: FakeJobService, backend: VertexBacke
     assert record.error_message and "non-zero status" in record.error_message
 
 
-def test_factory_builds_a_vertex_backend() -> None:
+def test_the_provider_builds_a_vertex_backend() -> None:
+    from vertex_training.jobs.resources import _backend
+
     settings = BackendSettings(BackendKind.VERTEX, project="p", location="europe-west4")
-    built = backend_for(settings)
+    built = _backend({"backend": settings.to_props()})
     assert isinstance(built, VertexBackend)
     assert built.parent == "projects/p/locations/europe-west4"
     assert BackendSettings.from_props(settings.to_props()) == settings

@@ -8,7 +8,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 from tests.fakes.vertex_serving_service import FakeServingService
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends import (
     ModelInUseError,
     ServingNotFoundError,

@@ -45,7 +45,6 @@ from vertex_training.jobs.api import (
     job_context,
     positive_seconds,
 )
-from vertex_training.jobs.backends import backend_for
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
@@ -126,7 +125,17 @@ class JobFailedError(RuntimeError):
 
 
 def _backend(props: Mapping[str, Any]) -> JobBackend:
-    return backend_for(BackendSettings.from_props(props["backend"]))
+    """A fresh backend for the resource's settings (imports the chosen one lazily)."""
+    settings = BackendSettings.from_props(props["backend"])
+    if settings.kind is BackendKind.VERTEX:
+        from vertex_training.jobs.backends.vertex import VertexBackend
+
+        return VertexBackend(settings)
+    from vertex_training.jobs.backends.local import LocalBackend  # type: ignore[attr-defined,import-not-found,unused-ignore]
+
+    assert settings.local_root
+    backend: JobBackend = LocalBackend(settings.local_root)
+    return backend
 
 
 class JobProvider(Provider):
@@ -140,13 +149,7 @@ class JobProvider(Provider):
     late = ("spec",)
     replacing = ("backend_target", "identity")
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
-    updating = (
-        *_WAITING,
-        "provider_version",
-        "unjudged",
-        "backend",
-        "expected_duration_seconds",
-    )
+    updating = (*_WAITING, "provider_version", "unjudged", "backend", "expected_duration_seconds")
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
     # A replacement submits the new run before the old one is cancelled and deleted; the
@@ -169,7 +172,7 @@ class JobProvider(Provider):
         # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
         # display name stay out: an edit of them is not a new run, so a crashed `up` whose
         # job they were edited after still adopts it.
-        run = {k: v for k, v in props["spec"].items() if k not in METADATA_FIELDS}
+        run = self._body(props, metadata=False)
         identity = str(props["identity"])
         text = json.dumps({"identity": identity, "spec": canonical_json(self.job_kind, run)})
         digest = hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -242,29 +245,23 @@ class JobProvider(Provider):
         else:
             record = backend.submit(self.job_kind, self.labelled_body(props))
         if props["wait"]:
-            record = self._wait_for_end(backend, record, props)
+            record = wait_until_terminal(
+                backend,
+                record,
+                props["wait_timeout_seconds"],
+                props["poll_interval_seconds"],
+                hint="it keeps running and the next `pulumi up` adopts it. Raise "
+                "wait_timeout_seconds or set wait: false.",
+                report=_report_progress,
+            )
+            if record.state in _BAD_END:
+                where = f" -- {record.console_url}" if record.console_url else ""
+                raise JobFailedError(
+                    f"{record.name} ended {record.state.value}: "
+                    f"{record.error_message or 'no error message'}{where}"
+                )
         outs = {**self.inputs(props), **record_outputs(record)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
-
-    def _wait_for_end(
-        self, backend: JobBackend, record: JobRecord, props: Mapping[str, Any]
-    ) -> JobRecord:
-        record = wait_until_terminal(
-            backend,
-            record,
-            float(props["wait_timeout_seconds"]),
-            float(props["poll_interval_seconds"]),
-            hint="it keeps running and the next `pulumi up` adopts it. Raise "
-            "wait_timeout_seconds or set wait: false.",
-            report=_report_progress,
-        )
-        if record.state in _BAD_END:
-            where = f" -- {record.console_url}" if record.console_url else ""
-            raise JobFailedError(
-                f"{record.name} ended {record.state.value}: "
-                f"{record.error_message or 'no error message'}{where}"
-            )
-        return record
 
     def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
@@ -308,8 +305,8 @@ class JobProvider(Provider):
                 wait_until_terminal(
                     backend,
                     record,
-                    float(props["delete_timeout_seconds"]),
-                    float(props["poll_interval_seconds"]),
+                    props["delete_timeout_seconds"],
+                    props["poll_interval_seconds"],
                     hint="after cancel; retry the destroy later.",
                 )
             except JobNotFoundError:

@@ -16,8 +16,8 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
-from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.fields import to_body, vertex
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 

@@ -28,6 +28,8 @@ import pulumi.dynamic
 
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    BackendKind,
+    BackendSettings,
     Provider,
     has_unknown,
     label_value,
@@ -35,7 +37,6 @@ from vertex_training._dynamic import (
     placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
-from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,

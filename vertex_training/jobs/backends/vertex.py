@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -39,11 +40,9 @@ TRANSIENT_ERRORS = (
 
 T = TypeVar("T")
 
-_NOUN = {
-    JobKind.CUSTOM_JOB: "custom_job",
-    JobKind.HYPERPARAMETER_TUNING_JOB: "hyperparameter_tuning_job",
-}
-"""Each kind as the JobService client spells it (``get_custom_job``, ``custom_job=``)."""
+_NOUN = {kind: re.sub("([A-Z])", r"_\1", kind.value[:-1]).lower() for kind in JobKind}
+"""Each kind as the JobService client spells it (``customJobs``: ``get_custom_job``,
+``custom_job=``)."""
 
 
 def regional_endpoint(location: str) -> str:
@@ -101,6 +100,10 @@ class VertexBackend(VertexService, JobBackend):
         rpc: Callable[..., Any] = getattr(self.client, template.format(_NOUN[kind]))
         return rpc
 
+    def _on(self, verb: str, name: str) -> Any:
+        """The client's ``verb`` (get, cancel, delete) of the job ``name``, retried."""
+        return self._rpc(f"{verb}_{{}}", _kind_of(name))(name=name, retry=self.retry)
+
     # The protocol -----------------------------------------------------------------
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
@@ -119,9 +122,7 @@ class VertexBackend(VertexService, JobBackend):
 
     def get(self, name: str) -> JobRecord:
         try:
-            return record_from_proto(
-                self._rpc("get_{}", _kind_of(name))(name=name, retry=self.retry)
-            )
+            return record_from_proto(self._on("get", name))
         except api_exceptions.NotFound as error:
             raise JobNotFoundError(f"{name} not found: {error.message}") from error
 
@@ -137,7 +138,7 @@ class VertexBackend(VertexService, JobBackend):
 
     def cancel(self, name: str) -> None:
         try:
-            self._rpc("cancel_{}", _kind_of(name))(name=name, retry=self.retry)
+            self._on("cancel", name)
         except api_exceptions.NotFound:
             _log.info("cancel: %s is already gone", name)
         except api_exceptions.FailedPrecondition as error:
@@ -146,7 +147,7 @@ class VertexBackend(VertexService, JobBackend):
 
     def delete(self, name: str) -> None:
         try:
-            operation = self._rpc("delete_{}", _kind_of(name))(name=name, retry=self.retry)
+            operation = self._on("delete", name)
         except api_exceptions.NotFound:
             _log.info("delete: %s is already gone", name)
             return

@@ -9,7 +9,7 @@ returns live in ``base``; this package names what its callers catch.
 
 from __future__ import annotations
 
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingBackend,
