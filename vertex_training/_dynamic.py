@@ -203,16 +203,13 @@ class Provider(pulumi.dynamic.ResourceProvider):
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
         failures = [
-            pulumi.dynamic.CheckFailure(self.body, p) if isinstance(p, str) else p
-            for p in self.problems(news, settings)
+            pulumi.dynamic.CheckFailure(self.body, p) for p in self.problems(news, settings)
         ]
         news = {**news, "backend_target": backend_target(settings.to_props())}
         return pulumi.dynamic.CheckResult(news, failures)
 
-    def problems(
-        self, news: Mapping[str, Any], settings: BackendSettings
-    ) -> list[str | pulumi.dynamic.CheckFailure]:
-        """What the service would refuse of the inputs; a text is a failure of the body."""
+    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+        """What the service would refuse of the inputs, as failures of the body."""
         raise NotImplementedError
 
     def _body(self, props: Mapping[str, Any], metadata: bool) -> Any:

@@ -43,12 +43,10 @@ from vertex_training.jobs.api import (
     declared_problems,
     job_body,
     job_context,
-    positive_seconds,
 )
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
-    JobWaitTimeoutError,
     wait_until_terminal,
 )
 from vertex_training.jobs.fields import to_body
@@ -183,16 +181,7 @@ class JobProvider(Provider):
         """The body as submitted: the declared one plus our stack and adoption labels."""
         return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
 
-    def problems(
-        self, news: Mapping[str, Any], settings: BackendSettings
-    ) -> list[str | pulumi.dynamic.CheckFailure]:
-        problems: list[str | pulumi.dynamic.CheckFailure] = [*self._spec_problems(news, settings)]
-        if "unjudged" not in news:  # the Args judged their own
-            for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
-                problems.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
-        return problems
-
-    def _spec_problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+    def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         """What Vertex would refuse that the Args did not judge where they were built: the
         body through the real protos (unknown fields, wrong types, enum names: what
         ``extra_fields`` set); the rules on what the program could not judge (a body that
@@ -445,7 +434,6 @@ __all__ = [
     "HyperparameterTuningJob",
     "JobFailedError",
     "JobProvider",
-    "JobWaitTimeoutError",
     "declare_job",
 ]
 

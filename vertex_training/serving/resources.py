@@ -152,13 +152,11 @@ class ModelProvider(Provider):
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
 
-    def problems(
-        self, news: Mapping[str, Any], settings: BackendSettings
-    ) -> list[str | pulumi.dynamic.CheckFailure]:
+    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         from vertex_training.serving.rules import local_refusals
 
         body = dict(news["body"])
-        problems: list[str | pulumi.dynamic.CheckFailure] = [*_parse_problems("Model", body)]
+        problems = _parse_problems("Model", body)
         if settings.kind is BackendKind.LOCAL:
             problems += local_refusals("Model", body)
         if not body.get("artifactUri"):
@@ -336,13 +334,10 @@ class EndpointProvider(Provider):
     metadata = ENDPOINT_METADATA
     delete_before_replace = True
 
-    def problems(
-        self, news: Mapping[str, Any], settings: BackendSettings
-    ) -> list[str | pulumi.dynamic.CheckFailure]:
+    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         from vertex_training.serving.rules import local_refusals, traffic_problems
 
-        problems: list[str | pulumi.dynamic.CheckFailure] = []
-        problems += _parse_problems("Endpoint", news["body"])
+        problems = _parse_problems("Endpoint", news["body"])
         problems += traffic_problems("traffic", news["traffic"], list(news["deployments"]))
         for name, body in sorted(news["deployments"].items()):
             if has_unknown(body):

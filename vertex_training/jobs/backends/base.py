@@ -26,23 +26,18 @@ class JobBackend(Protocol):
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
         """Create the job from its Vertex REST body, sent as it is (not retried: callers
         ``find`` first). Returns at once."""
-        ...
 
     def get(self, name: str) -> JobRecord:
         """Current record; raises ``JobNotFoundError`` when the job is gone."""
-        ...
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
         """The newest job of ``kind`` carrying all ``labels`` (adoption after a crash)."""
-        ...
 
     def cancel(self, name: str) -> None:
         """Ask the job to stop; a job already terminal or gone is fine."""
-        ...
 
     def delete(self, name: str) -> None:
         """Remove the job; a job already gone is fine. Callers cancel and wait first."""
-        ...
 
     def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
         """Give the job new labels and display name without a new run: True when the
