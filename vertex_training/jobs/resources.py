@@ -98,17 +98,15 @@ _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_tim
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
 
 
+_AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message", "model_dir")
+
+
 def record_outputs(record: JobRecord) -> dict[str, Any]:
     return {
         "job_name": record.name,
         "job_id": record.job_id,
         "state": record.state.value,
-        "console_url": record.console_url,
-        "create_time": record.create_time,
-        "start_time": record.start_time,
-        "end_time": record.end_time,
-        "error_message": record.error_message,
-        "model_dir": record.model_dir,
+        **{key: getattr(record, key) for key in _AS_IS},
         "trials": [t.to_json() for t in record.trials],
         "best_trial": record.best_trial.to_json() if record.best_trial else None,
         "web_access_uris": dict(record.web_access_uris),
@@ -129,11 +127,10 @@ def _backend(props: Mapping[str, Any]) -> JobBackend:
         from vertex_training.jobs.backends.vertex import VertexBackend
 
         return VertexBackend(settings)
-    from vertex_training.jobs.backends.local import LocalBackend  # type: ignore[attr-defined,import-not-found,unused-ignore]
+    from vertex_training.jobs.backends.local import LocalBackend
 
     assert settings.local_root
-    backend: JobBackend = LocalBackend(settings.local_root)
-    return backend
+    return LocalBackend(settings.local_root)
 
 
 class JobProvider(Provider):
@@ -286,11 +283,8 @@ class JobProvider(Provider):
         backend = _backend(props)
         try:
             record = backend.get(id_)
-        except JobNotFoundError:
-            return
-        if not record.state.is_terminal:
-            backend.cancel(id_)
-            try:
+            if not record.state.is_terminal:
+                backend.cancel(id_)
                 wait_until_terminal(
                     backend,
                     record,
@@ -298,8 +292,8 @@ class JobProvider(Provider):
                     props["poll_interval_seconds"],
                     hint="after cancel; retry the destroy later.",
                 )
-            except JobNotFoundError:
-                return
+        except JobNotFoundError:
+            return  # gone already
         backend.delete(id_)
 
 

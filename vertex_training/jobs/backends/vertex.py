@@ -68,9 +68,9 @@ class VertexService:
     ``retry_initial_seconds``, capped at 16 times that, for ``retry_timeout_seconds``)."""
 
     def __init__(self, settings: BackendSettings) -> None:
-        assert settings.project and settings.location  # BackendSettings holds both
-        self.project = settings.project
+        assert settings.location  # BackendSettings holds it, and the project, on Vertex
         self.location = settings.location
+        self.parent = f"projects/{settings.project}/locations/{settings.location}"
         self.retry_initial = settings.retry_initial_seconds
         self.retry_timeout = settings.retry_timeout_seconds
         self.retry = api_retry.Retry(
@@ -80,10 +80,6 @@ class VertexService:
             multiplier=2.0,
             timeout=self.retry_timeout,
         )
-
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.location}"
 
 
 class VertexBackend(VertexService, JobBackend):
