@@ -26,7 +26,6 @@ __all__ = [
     "BackendKind",
     "BackendSettings",
     "Provider",
-    "backend_target",
     "has_unknown",
     "is_unknown",
     "label_value",

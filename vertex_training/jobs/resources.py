@@ -18,7 +18,7 @@ import hashlib
 import json
 import logging
 import re
-import sys
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -44,11 +44,7 @@ from vertex_training.jobs.api import (
     job_body,
     job_context,
 )
-from vertex_training.jobs.backends.base import (
-    JobBackend,
-    JobNotFoundError,
-    wait_until_terminal,
-)
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
@@ -73,16 +69,6 @@ in the provider's process this logger writes its bare lines there: a waiting `pu
 says what its jobs are doing instead of sitting silent for minutes."""
 
 
-def _report_progress(line: str) -> None:
-    if not _progress.handlers:  # once per provider process
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        _progress.addHandler(handler)
-        _progress.setLevel(logging.INFO)
-        _progress.propagate = False
-    _progress.info(line)
-
-
 PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
@@ -94,7 +80,8 @@ update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTun
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
 _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-"""How ``up`` waits: set (and judged) by the Args, read by the provider as they are."""
+"""How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
+second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
 
 
@@ -120,6 +107,56 @@ class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
 
+class JobWaitTimeoutError(TimeoutError):
+    """The job did not end within the wait timeout (it keeps running)."""
+
+
+def progress_line(record: JobRecord) -> str:
+    """One line of a job's progress: its state and, for a study, its trials so far."""
+    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
+    if record.trials:
+        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
+        line += f"; trials: {len(record.trials)} started, {ended} ended"
+    best = record.best_trial
+    if best is not None and best.final_metrics:
+        metric, value = next(iter(best.final_metrics.items()))
+        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
+    return line
+
+
+def wait_until_terminal(
+    backend: JobBackend,
+    record: JobRecord,
+    timeout: float,
+    interval: float,
+    *,
+    hint: str,
+    report: bool = False,
+) -> JobRecord:
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
+    With ``report``, ``_progress`` gets the job's :func:`progress_line` whenever it changes."""
+    if report and not _progress.handlers:  # once per provider process
+        _progress.addHandler(logging.StreamHandler())  # stderr, the bare message
+        _progress.setLevel(logging.INFO)
+        _progress.propagate = False
+    deadline = time.monotonic() + timeout
+    last_line = ""
+    while True:
+        line = progress_line(record)
+        if report and line != last_line:
+            _progress.info(line)
+            last_line = line
+        if record.state.is_terminal:
+            return record
+        if time.monotonic() >= deadline:
+            where = f" {record.console_url}" if record.console_url else ""
+            raise JobWaitTimeoutError(
+                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
+            )
+        time.sleep(interval)
+        record = backend.get(record.name)
+
+
 def _backend(props: Mapping[str, Any]) -> JobBackend:
     """A fresh backend for the resource's settings (imports the chosen one lazily)."""
     settings = BackendSettings.from_props(props["backend"])
@@ -134,8 +171,7 @@ def _backend(props: Mapping[str, Any]) -> JobBackend:
 
 
 class JobProvider(Provider):
-    """Provider for one job kind; stateless apart from that kind (it is pickled). The Args
-    set (and judged) each of the ``_WAITING`` inputs: no second default here."""
+    """Provider for one job kind; stateless apart from that kind (it is pickled)."""
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
@@ -143,13 +179,12 @@ class JobProvider(Provider):
     # of it is checked now, with placeholders for those, and all of it at up.
     late = ("spec",)
     replacing = ("backend_target", "identity")
-    """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
+    """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run, submitted
+    before the old one is cancelled and deleted (``delete_before_replace`` False: the adoption
+    label hashes the spec, so no mix-up)."""
     updating = (*_WAITING, "provider_version", "unjudged", "backend", "expected_duration_seconds")
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
-    # A replacement submits the new run before the old one is cancelled and deleted; the
-    # adoption label differs (it hashes the spec), so no mix-up.
-    delete_before_replace = False
 
     def __init__(self, kind: JobKind) -> None:
         super().__init__()
@@ -238,7 +273,7 @@ class JobProvider(Provider):
                 props["poll_interval_seconds"],
                 hint="it keeps running and the next `pulumi up` adopts it. Raise "
                 "wait_timeout_seconds or set wait: false.",
-                report=_report_progress,
+                report=True,
             )
             if record.state in _BAD_END:
                 where = f" -- {record.console_url}" if record.console_url else ""

@@ -1,10 +1,8 @@
-"""The one small protocol every job backend (vertex, local) implements, and the one wait
-loop over it."""
+"""The one small protocol every job backend (vertex, local) implements."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from vertex_training.jobs.records import JobKind, JobRecord
@@ -16,10 +14,6 @@ class JobNotFoundError(LookupError):
 
 class JobRefusedError(ValueError):
     """The backend cannot run this body; raised before anything is created."""
-
-
-class JobWaitTimeoutError(TimeoutError):
-    """The job did not end within the wait timeout (it keeps running)."""
 
 
 class JobBackend(Protocol):
@@ -51,53 +45,8 @@ class JobBackend(Protocol):
         return None
 
 
-def progress_line(record: JobRecord) -> str:
-    """One line of a job's progress: its state and, for a study, its trials so far."""
-    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
-    if record.trials:
-        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
-        line += f"; trials: {len(record.trials)} started, {ended} ended"
-    best = record.best_trial
-    if best is not None and best.final_metrics:
-        metric, value = next(iter(best.final_metrics.items()))
-        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
-    return line
-
-
-def wait_until_terminal(
-    backend: JobBackend,
-    record: JobRecord,
-    timeout: float,
-    interval: float,
-    *,
-    hint: str,
-    report: Callable[[str], None] | None = None,
-) -> JobRecord:
-    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
-    ``report`` gets the job's :func:`progress_line` whenever it changes."""
-    deadline = time.monotonic() + timeout
-    last_line = ""
-    while True:
-        line = progress_line(record)
-        if report is not None and line != last_line:
-            report(line)
-            last_line = line
-        if record.state.is_terminal:
-            return record
-        if time.monotonic() >= deadline:
-            where = f" {record.console_url}" if record.console_url else ""
-            raise JobWaitTimeoutError(
-                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
-            )
-        time.sleep(interval)
-        record = backend.get(record.name)
-
-
 __all__ = [
     "JobBackend",
     "JobNotFoundError",
     "JobRefusedError",
-    "JobWaitTimeoutError",
-    "progress_line",
-    "wait_until_terminal",
 ]

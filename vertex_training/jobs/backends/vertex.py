@@ -50,10 +50,9 @@ def regional_endpoint(location: str) -> str:
 
 
 def _kind_of(name: str) -> JobKind:
-    collection = name.split("/")[-2] if name.count("/") >= 1 else ""
     try:
-        return JobKind(collection)
-    except ValueError:
+        return JobKind(name.split("/")[-2])
+    except (ValueError, IndexError):
         raise JobNotFoundError(f"{name!r} is not a Vertex job resource name") from None
 
 
@@ -83,9 +82,8 @@ class VertexService:
 
 
 class VertexBackend(VertexService, JobBackend):
-    """``JobBackend`` on Vertex AI for one project and region. Vertex runs the job itself
-    (nothing of ours can die under it, nothing to resume) and JobService has no update RPC
-    for a CustomJob or HyperparameterTuningJob (no relabelling): the protocol's defaults."""
+    """``JobBackend`` on Vertex AI for one project and region. The protocol's defaults hold:
+    Vertex runs the job itself (nothing to resume) and cannot relabel it."""
 
     @functools.cached_property
     def client(self) -> JobServiceClient:
