@@ -201,14 +201,17 @@ class Provider(pulumi.dynamic.ResourceProvider):
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
-        failures = [
-            pulumi.dynamic.CheckFailure(self.body, p) for p in self.problems(news, settings)
-        ]
+        failures = []
+        for problem in self.problems(news, settings):
+            head = re.split(r"[.:\[]", problem, maxsplit=1)[0]
+            prop = head if head in self.required else self.body
+            failures.append(pulumi.dynamic.CheckFailure(prop, problem))
         news = {**news, "backend_target": backend_target(settings.to_props())}
         return pulumi.dynamic.CheckResult(news, failures)
 
     def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
-        """What the service would refuse of the inputs, as failures of the body."""
+        """What the service would refuse of the inputs, each ``path: message``: a failure of
+        the input the path starts at, else of the body."""
         raise NotImplementedError
 
     def _body(self, props: Mapping[str, Any], metadata: bool) -> Any:

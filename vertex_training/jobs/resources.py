@@ -43,6 +43,7 @@ from vertex_training.jobs.api import (
     declared_problems,
     job_body,
     job_context,
+    positive_seconds,
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
 from vertex_training.jobs.fields import to_body
@@ -73,7 +74,6 @@ PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
-
 METADATA_FIELDS = ("labels", "displayName")
 """Body fields that describe a job without changing what runs: an edit is an in-place
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
@@ -83,8 +83,6 @@ _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_tim
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
 second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
-
-
 _AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message", "model_dir")
 
 
@@ -175,8 +173,6 @@ class JobProvider(Provider):
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
-    # In preview some values of the spec (the image digest) may not be known yet: the rest
-    # of it is checked now, with placeholders for those, and all of it at up.
     late = ("spec",)
     replacing = ("backend_target", "identity")
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run, submitted
@@ -216,23 +212,25 @@ class JobProvider(Provider):
     def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         """What Vertex would refuse that the Args did not judge where they were built: the
         body through the real protos (unknown fields, wrong types, enum names: what
-        ``extra_fields`` set); the rules on what the program could not judge (a body that
-        did not come from the Args: every rule; else the values another resource gave the
-        Args, an Output image: the paths ``unjudged`` names), known only now; on a local
+        ``extra_fields`` set); the rules on what the program could not judge (props that did
+        not come from the Args: the waits and every rule; else the values another resource
+        gave the Args, an Output image: the paths ``unjudged`` names), known now; on a local
         platform, what only Vertex has. Values not known yet (preview) stand in as
         placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
         from vertex_training.jobs.rules.job import errors_of, job_findings
         from vertex_training.jobs.view import read_view
 
+        problems = []
+        only = props.get("unjudged")
+        if only is None:  # the Args judged their own waits
+            problems += positive_seconds("", {k: props[k] for k in _WAITING if k != "wait"})
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
             parse_body(self.job_kind, body)
         except BodyParseError as error:
             keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            return [] if any(key in str(error) for key in keys) else [str(error)]
-        problems = []
-        only = props.get("unjudged")
+            return problems if any(key in str(error) for key in keys) else [*problems, str(error)]
         if only is None or only:
             view, found = read_view(self.job_kind, body)
             if not found and view is not None:
