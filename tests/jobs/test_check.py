@@ -8,7 +8,7 @@ import pytest
 from pulumi.runtime.rpc import UNKNOWN
 
 from tests.bodies import cassava, horses_or_humans
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 

@@ -19,7 +19,7 @@ from tests.bodies import cassava, horses_or_humans
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION
@@ -424,10 +424,10 @@ def test_adoption_label_is_stable_across_number_encodings() -> None:
     )
     assert json.dumps(as_floats) != json.dumps(spec)  # what the engine hands back
     provider = JobProvider(JobKind.CUSTOM_JOB)
-    one = provider._props(props(spec)).adoption_labels()
-    other = provider._props(props(as_floats)).adoption_labels()
+    one = provider.adoption_labels(props(spec))
+    other = provider.adoption_labels(props(as_floats))
     assert one == other
-    assert provider._props(props(cassava(workers=2))).adoption_labels() != one
+    assert provider.adoption_labels(props(cassava(workers=2))) != one
     (value,) = one.values()
     assert len(value) <= 63 and value.startswith("cassava-")
 

@@ -12,7 +12,7 @@ from pulumi.runtime.proto import provider_pb2
 
 from tests.bodies import custom_job, pool
 from tests.jobs.provider_host import Engine, ProviderHost
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 

@@ -24,15 +24,15 @@ from hypothesis import strategies as st
 from tests.bodies import cassava, horses_or_humans
 from tests.fakes.vertex_job_service import FakeJobService
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.vertex import (
     EMULATOR_HOST_ENV,
     VertexBackend,
     console_url,
-    job_service_client,
     label_filter,
     record_from_proto,
+    service_client,
 )
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind, JobState
@@ -50,7 +50,13 @@ def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def backend() -> VertexBackend:
     return VertexBackend(
-        "test-project", "us-central1", retry_initial_seconds=0.01, retry_timeout_seconds=5
+        BackendSettings(
+            BackendKind.VERTEX,
+            project="test-project",
+            location="us-central1",
+            retry_initial_seconds=0.01,
+            retry_timeout_seconds=5,
+        )
     )
 
 
@@ -214,9 +220,11 @@ def test_failed_job_reports_its_error(fake: FakeJobService, backend: VertexBacke
     assert record.error_message and "non-zero status" in record.error_message
 
 
-def test_factory_builds_a_vertex_backend() -> None:
+def test_the_provider_builds_a_vertex_backend() -> None:
+    from vertex_training.jobs.resources import _backend
+
     settings = BackendSettings(BackendKind.VERTEX, project="p", location="europe-west4")
-    built = backend_for(settings)
+    built = _backend({"backend": settings.to_props()})
     assert isinstance(built, VertexBackend)
     assert built.parent == "projects/p/locations/europe-west4"
     assert BackendSettings.from_props(settings.to_props()) == settings
@@ -231,12 +239,12 @@ def test_factory_builds_a_vertex_backend() -> None:
 def test_regional_endpoint_without_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(EMULATOR_HOST_ENV)
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
-    built = job_service_client("asia-southeast1")
+    built = service_client(JobServiceClient, "asia-southeast1")
     assert built.api_endpoint == "asia-southeast1-aiplatform.googleapis.com"
 
 
 def test_emulator_endpoint(fake: FakeJobService) -> None:
-    built = job_service_client("us-central1")
+    built = service_client(JobServiceClient, "us-central1")
     assert built.api_endpoint == fake.address
 
 

@@ -126,7 +126,7 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
 ) -> None:
     """`pulumi up` killed mid-study leaves no state for the job; the next `up` creates it
     again, and the provider finds the job by its adoption label and resumes it."""
-    from vertex_training.jobs.backends import BackendKind, BackendSettings
+    from vertex_training._dynamic import BackendKind, BackendSettings
     from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 
     body = tuning_job(

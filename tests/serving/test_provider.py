@@ -20,7 +20,7 @@ from pulumi.runtime.proto import provider_pb2
 from tests.fakes.vertex_serving_service import FakeServingService
 from tests.serving.conftest import saved_model
 from tests.serving.provider_host import ServingEngine, ServingHost, up
-from vertex_training.jobs.backends import BackendKind, BackendSettings
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.resources import (
     PROVIDER_VERSION,
     EndpointProvider,

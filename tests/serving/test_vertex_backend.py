@@ -8,6 +8,7 @@ import pytest
 from google.api_core import exceptions as api_exceptions
 
 from tests.fakes.vertex_serving_service import FakeServingService
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends import (
     ModelInUseError,
     ServingNotFoundError,
@@ -21,7 +22,13 @@ IMAGE = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 
 def backend() -> VertexServingBackend:
     return VertexServingBackend(
-        "test-project", "us-central1", retry_initial_seconds=0.01, retry_timeout_seconds=2
+        BackendSettings(
+            BackendKind.VERTEX,
+            project="test-project",
+            location="us-central1",
+            retry_initial_seconds=0.01,
+            retry_timeout_seconds=2,
+        )
     )
 
 

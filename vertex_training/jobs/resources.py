@@ -18,7 +18,7 @@ import hashlib
 import json
 import logging
 import re
-import sys
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -28,31 +28,24 @@ import pulumi.dynamic
 from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    BackendKind,
+    BackendSettings,
     Provider,
-    backend_target,
-    has_unknown,
     is_unknown,
     label_value,
     labelled,
+    placement,
 )
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
-    JobArgs,
-    JobPlatform,
     declared_problems,
     job_body,
     job_platform,
     positive_seconds,
 )
-from vertex_training.jobs.backends import BackendKind, BackendSettings, backend_for
-from vertex_training.jobs.backends.base import (
-    JobBackend,
-    JobNotFoundError,
-    JobWaitTimeoutError,
-    wait_until_terminal,
-)
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
@@ -77,61 +70,20 @@ in the provider's process this logger writes its bare lines there: a waiting `pu
 says what its jobs are doing instead of sitting silent for minutes."""
 
 
-def _report_progress(line: str) -> None:
-    if not _progress.handlers:  # once per provider process
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        _progress.addHandler(handler)
-        _progress.setLevel(logging.INFO)
-        _progress.propagate = False
-    _progress.info(line)
-
-
 PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
-
 
 METADATA_FIELDS = ("labels", "displayName")
 """Body fields that describe a job without changing what runs: an edit is an in-place
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
-OUTPUT_KEYS = (
-    "job_name",
-    "job_id",
-    "state",
-    "console_url",
-    "create_time",
-    "start_time",
-    "end_time",
-    "error_message",
-    "model_dir",
-    "trials",
-    "best_trial",
-    "web_access_uris",
-)
 _WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-"""How ``up`` waits: set (and judged) by the Args, read by the provider as they are."""
+"""How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
+second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
-
-
-def placement(
-    resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
-) -> dict[str, Any]:
-    """The inputs each of our resources carries: its identity (project, stack, name), the
-    backend and its target (with the project on Vertex: it may come from another resource,
-    which the engine resolves in place), the provider's version."""
-    props = backend.to_props()
-    target = backend_target(props)
-    if backend.kind is BackendKind.VERTEX:
-        props["project"] = target["project"] = project
-    return {
-        "backend": props,
-        "backend_target": target,
-        "identity": f"{pulumi.get_project()}/{pulumi.get_stack()}/{resource_name}",
-        "provider_version": version,
-    }
+_AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message", "model_dir")
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
@@ -139,102 +91,81 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
         "job_name": record.name,
         "job_id": record.job_id,
         "state": record.state.value,
-        "console_url": record.console_url,
-        "create_time": record.create_time,
-        "start_time": record.start_time,
-        "end_time": record.end_time,
-        "error_message": record.error_message,
-        "model_dir": record.model_dir,
+        **{key: getattr(record, key) for key in _AS_IS},
         "trials": [t.to_json() for t in record.trials],
         "best_trial": record.best_trial.to_json() if record.best_trial else None,
         "web_access_uris": dict(record.web_access_uris),
     }
 
 
+OUTPUT_KEYS = tuple(record_outputs(JobRecord("", JobKind.CUSTOM_JOB, "", JobState.PENDING)))
+
+
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
 
-class _Props:
-    """The provider's view of one resource's properties."""
+class JobWaitTimeoutError(TimeoutError):
+    """The job did not end within the wait timeout (it keeps running)."""
 
-    def __init__(self, kind: JobKind, props: Mapping[str, Any]) -> None:
-        self.kind = kind
-        self.props = props
-        self.settings = BackendSettings.from_props(dict(props["backend"]))
-        self.body: dict[str, Any] = dict(props["spec"])
-        self.identity = str(props["identity"])
-        # The Args set every one of these (and judged them): no second default here.
-        self.wait = bool(props["wait"])
-        self.wait_timeout = float(props["wait_timeout_seconds"])
-        self.poll_interval = float(props["poll_interval_seconds"])
-        self.delete_timeout = float(props["delete_timeout_seconds"])
 
-    def adoption_labels(self) -> dict[str, str]:
-        """Same resource and same body -> same label; any change -> a different one, so
-        a replacement never adopts the job it replaces."""
-        from vertex_training.jobs.protos import canonical_json
+def progress_line(record: JobRecord) -> str:
+    """One line of a job's progress: its state and, for a study, its trials so far."""
+    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
+    if record.trials:
+        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
+        line += f"; trials: {len(record.trials)} started, {ended} ended"
+    best = record.best_trial
+    if best is not None and best.final_metrics:
+        metric, value = next(iter(best.final_metrics.items()))
+        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
+    return line
 
-        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
-        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
-        # job they were edited after still adopts it.
-        run = {k: v for k, v in self.body.items() if k not in METADATA_FIELDS}
-        text = json.dumps({"identity": self.identity, "spec": canonical_json(self.kind, run)})
-        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-        name = self.identity.rsplit("/", 1)[-1]
-        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
 
-    def labelled_body(self) -> dict[str, Any]:
-        """The body as submitted: the declared one plus our stack and adoption labels."""
-        return labelled(self.body, self.identity, self.adoption_labels())
+def wait_until_terminal(
+    backend: JobBackend,
+    record: JobRecord,
+    timeout: float,
+    interval: float,
+    *,
+    hint: str,
+    report: bool = False,
+) -> JobRecord:
+    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
+    With ``report``, ``_progress`` gets the job's :func:`progress_line` whenever it changes."""
+    if report and not _progress.handlers:  # once per provider process
+        _progress.addHandler(logging.StreamHandler())  # stderr, the bare message
+        _progress.setLevel(logging.INFO)
+        _progress.propagate = False
+    deadline = time.monotonic() + timeout
+    last_line = ""
+    while True:
+        line = progress_line(record)
+        if report and line != last_line:
+            _progress.info(line)
+            last_line = line
+        if record.state.is_terminal:
+            return record
+        if time.monotonic() >= deadline:
+            where = f" {record.console_url}" if record.console_url else ""
+            raise JobWaitTimeoutError(
+                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
+            )
+        time.sleep(interval)
+        record = backend.get(record.name)
 
-    def problems(self) -> list[str]:
-        """What Vertex would refuse that the Args did not judge where they were built: the
-        body through the real protos (unknown fields, wrong types, enum names: what
-        ``extra_fields`` set), and on a local platform what only Vertex has. Values not
-        known yet (preview) stand in as placeholders and are not judged."""
-        from vertex_training.jobs.protos import BodyParseError, parse_body
 
-        body, unknown = with_placeholders(self.body, is_unknown)
-        try:
-            parse_body(self.kind, body)
-        except BodyParseError as error:
-            text = str(error)
-            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            if not any(f"{key}" in text for key in keys):
-                return [text]
-            return []
-        problems = []
-        unjudged = self.props.get("unjudged")
-        if unjudged is None or unjudged:
-            problems += self._body_findings(body, unknown, unjudged)
-        if self.settings.kind is BackendKind.LOCAL:
-            # What only Vertex has fails preview here, as it would fail `up` at create.
-            from vertex_training.jobs.backends.local.capabilities import local_refusals
+def _backend(props: Mapping[str, Any]) -> JobBackend:
+    """A fresh backend for the resource's settings (imports the chosen one lazily)."""
+    settings = BackendSettings.from_props(props["backend"])
+    if settings.kind is BackendKind.VERTEX:
+        from vertex_training.jobs.backends.vertex import VertexBackend
 
-            problems += local_refusals(self.kind, body)
-        return problems
+        return VertexBackend(settings)
+    from vertex_training.jobs.backends.local import LocalBackend
 
-    def _body_findings(
-        self, body: Mapping[str, Any], unknown: list[str], only: list[str] | None
-    ) -> list[str]:
-        """The rules on what the program could not judge: a body that did not come from the
-        Args (``only`` None: every rule, here), or the values another resource gave the
-        Args (an Output image: ``only`` their paths), known only now."""
-        from vertex_training.jobs.rules.job import errors_of, job_findings
-        from vertex_training.jobs.view import read_view
-
-        view, unreadable = read_view(self.kind, body)
-        if unreadable or view is None:
-            found = drop_unknown(unreadable, unknown)
-        else:
-            remote = self.settings.kind is BackendKind.VERTEX
-            found = job_findings(view, region=self.settings.region, remote=remote, strict=False)
-        found = drop_unknown(found, unknown)
-        if only is not None:  # the program judged all the rest
-            judged = drop_unknown(found, only)
-            found = [f for f in found if f not in judged]
-        return [f"{f.path}: {f.message}" for f in errors_of(found)]
+    assert settings.local_root
+    return LocalBackend(settings.local_root)
 
 
 class JobProvider(Provider):
@@ -242,23 +173,14 @@ class JobProvider(Provider):
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
+    late = ("spec",)
     replacing = ("backend_target", "identity")
-    """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run."""
-    updating = (
-        "wait",
-        "wait_timeout_seconds",
-        "poll_interval_seconds",
-        "delete_timeout_seconds",
-        "provider_version",
-        "unjudged",
-        "backend",
-        "expected_duration_seconds",
-    )
+    """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run, submitted
+    before the old one is cancelled and deleted (``delete_before_replace`` False: the adoption
+    label hashes the spec, so no mix-up)."""
+    updating = (*_WAITING, "provider_version", "unjudged", "backend", "expected_duration_seconds")
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
-    # A replacement submits the new run before the old one is cancelled and deleted; the
-    # adoption label differs (it hashes the spec), so no mix-up.
-    delete_before_replace = False
 
     def __init__(self, kind: JobKind) -> None:
         super().__init__()
@@ -268,72 +190,101 @@ class JobProvider(Provider):
     def job_kind(self) -> JobKind:
         return JobKind(self.kind)
 
-    def _props(self, props: Mapping[str, Any]) -> _Props:
-        return _Props(self.job_kind, props)
+    def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
+        """Same resource and same body -> same label; any change -> a different one, so
+        a replacement never adopts the job it replaces."""
+        from vertex_training.jobs.protos import canonical_json
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = self.missing(news)
-        # In preview some values of the spec (the image digest) may not be known yet: the
-        # rest of it is checked now, with placeholders for those, and all of it at up.
-        settings = {k: v for k, v in news.items() if k != "spec"}
-        if failures or has_unknown(settings) or not isinstance(news["spec"], Mapping):
-            return pulumi.dynamic.CheckResult(news, failures)
+        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
+        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
+        # job they were edited after still adopts it.
+        run = self._body(props, metadata=False)
+        identity = str(props["identity"])
+        text = json.dumps({"identity": identity, "spec": canonical_json(self.job_kind, run)})
+        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
+        name = identity.rsplit("/", 1)[-1]
+        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
+
+    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as submitted: the declared one plus our stack and adoption labels."""
+        return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
+
+    def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+        """What Vertex would refuse that the Args did not judge where they were built: the
+        body through the real protos (unknown fields, wrong types, enum names: what
+        ``extra_fields`` set); the rules on what the program could not judge (props that did
+        not come from the Args: the waits and every rule; else the values another resource
+        gave the Args, an Output image: the paths ``unjudged`` names), known now; on a local
+        platform, what only Vertex has. Values not known yet (preview) stand in as
+        placeholders and are not judged."""
+        from vertex_training.jobs.protos import BodyParseError, parse_body
+        from vertex_training.jobs.rules.job import errors_of, job_findings
+        from vertex_training.jobs.view import read_view
+
+        problems = []
+        only = props.get("unjudged")
+        if only is None:  # the Args judged their own waits
+            problems += positive_seconds("", {k: props[k] for k in _WAITING if k != "wait"})
+        body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
-            props = self._props(news)
-        except (ValueError, TypeError, KeyError) as error:
-            return pulumi.dynamic.CheckResult(
-                news, [pulumi.dynamic.CheckFailure("backend", str(error))]
-            )
-        if "unjudged" not in news:  # the Args judged their own
-            for problem in positive_seconds("", {k: news[k] for k in _WAITING if k != "wait"}):
-                failures.append(pulumi.dynamic.CheckFailure(problem.split(":")[0], problem))
-        return self.checked(news, props.settings.to_props(), failures, props.problems())
+            parse_body(self.job_kind, body)
+        except BodyParseError as error:
+            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
+            return problems if any(key in str(error) for key in keys) else [*problems, str(error)]
+        if only is None or only:
+            view, found = read_view(self.job_kind, body)
+            if not found and view is not None:
+                remote = settings.kind is BackendKind.VERTEX
+                region = settings.location if remote else None
+                found = job_findings(view, region=region, remote=remote, strict=False)
+            found = drop_unknown(found, unknown)
+            if only is not None:  # the program judged all the rest
+                judged = drop_unknown(found, only)
+                found = [f for f in found if f not in judged]
+            problems += [f"{f.path}: {f.message}" for f in errors_of(found)]
+        if settings.kind is BackendKind.LOCAL:
+            # What only Vertex has fails preview here, as it would fail `up` at create.
+            from vertex_training.jobs.backends.local.capabilities import local_refusals
+
+            problems += local_refusals(self.job_kind, body)
+        return problems
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        p = self._props(props)  # judged by ``check``, which the engine runs first
-        backend = backend_for(p.settings)
-        found = backend.find(self.job_kind, p.adoption_labels())
-        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
-        # on from its journal (finished trials count) instead of starting over.
-        resumed = (
-            backend.resume_interrupted(found.name)
-            if found is not None and found.state in _BAD_END
-            else None
-        )
+        # Judged by ``check``, which the engine runs first.
+        backend = _backend(props)
+        found = backend.find(self.job_kind, self.adoption_labels(props))
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
             record = found
-        elif resumed is not None:
+        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
+        # on from its journal (finished trials count) instead of starting over.
+        elif found is not None and (resumed := backend.resume_interrupted(found.name)):
             _log.info("resumed %s (its local supervisor had died)", resumed.name)
             record = resumed
         else:
-            record = backend.submit(self.job_kind, p.labelled_body())
-        if p.wait:
-            record = self._wait_for_end(backend, record, p)
+            record = backend.submit(self.job_kind, self.labelled_body(props))
+        if props["wait"]:
+            record = wait_until_terminal(
+                backend,
+                record,
+                props["wait_timeout_seconds"],
+                props["poll_interval_seconds"],
+                hint="it keeps running and the next `pulumi up` adopts it. Raise "
+                "wait_timeout_seconds or set wait: false.",
+                report=True,
+            )
+            if record.state in _BAD_END:
+                where = f" -- {record.console_url}" if record.console_url else ""
+                raise JobFailedError(
+                    f"{record.name} ended {record.state.value}: "
+                    f"{record.error_message or 'no error message'}{where}"
+                )
         outs = {**self.inputs(props), **record_outputs(record)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
-    def _wait_for_end(self, backend: JobBackend, record: JobRecord, p: _Props) -> JobRecord:
-        record = wait_until_terminal(
-            backend,
-            record,
-            p.wait_timeout,
-            p.poll_interval,
-            hint="it keeps running and the next `pulumi up` adopts it. Raise "
-            "wait_timeout_seconds or set wait: false.",
-            report=_report_progress,
-        )
-        if record.state in _BAD_END:
-            where = f" -- {record.console_url}" if record.console_url else ""
-            raise JobFailedError(
-                f"{record.name} ended {record.state.value}: "
-                f"{record.error_message or 'no error message'}{where}"
-            )
-        return record
-
     def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
         try:
-            return record_outputs(backend_for(self._props(props).settings).get(id_))
+            return record_outputs(_backend(props).get(id_))
         except JobNotFoundError:
             return None
 
@@ -341,14 +292,11 @@ class JobProvider(Provider):
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
         # Only settling inputs or the body's metadata changed (diff replaces otherwise).
-        p = self._props(news)
         if self.metadata_changed(olds, news):
-            labels = p.labelled_body()["labels"]
-            display_name = str(p.body.get("displayName", ""))
+            labels = self.labelled_body(news)["labels"]
+            display_name = str(news["spec"].get("displayName", ""))
             try:
-                relabelled = backend_for(p.settings).relabel(
-                    id_, labels=labels, display_name=display_name
-                )
+                relabelled = _backend(news).relabel(id_, labels=labels, display_name=display_name)
             except JobNotFoundError:
                 # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
                 relabelled = True
@@ -365,24 +313,20 @@ class JobProvider(Provider):
         return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **outs})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        p = self._props(props)
-        backend = backend_for(p.settings)
+        backend = _backend(props)
         try:
             record = backend.get(id_)
-        except JobNotFoundError:
-            return
-        if not record.state.is_terminal:
-            backend.cancel(id_)
-            try:
+            if not record.state.is_terminal:
+                backend.cancel(id_)
                 wait_until_terminal(
                     backend,
                     record,
-                    p.delete_timeout,
-                    p.poll_interval,
+                    props["delete_timeout_seconds"],
+                    props["poll_interval_seconds"],
                     hint="after cancel; retry the destroy later.",
                 )
-            except JobNotFoundError:
-                return
+        except JobNotFoundError:
+            return  # gone already
         backend.delete(id_)
 
 
@@ -431,21 +375,11 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             raise InvalidArgumentsError(
                 f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
             )
-        local = platform.environment == "local"
-        if local:
-            assert platform.local_root is not None
-            backend = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
-        else:
-            known = platform.project if isinstance(platform.project, str) else "(not known yet)"
-            backend = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
+        backend = BackendSettings.of(platform)
         props: dict[str, Any] = {
             "spec": body,
             **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
-            "wait": args.wait,
-            "wait_timeout_seconds": args.wait_timeout_seconds,
-            "poll_interval_seconds": args.poll_interval_seconds,
-            "delete_timeout_seconds": args.delete_timeout_seconds,
-            "expected_duration_seconds": args.expected_duration_seconds,
+            **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
             # The Args judged this body where each part was built and where the job met
             # its platform, all but the values another resource gives them (an Output
             # image): ``check`` parses it with the protos and judges those, once known.
@@ -462,31 +396,28 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
-        self.cost_estimate = None if local else self._estimate(resource_name, platform, body, args)
-
-    def _estimate(
-        self, name: str, platform: JobPlatform, body: dict[str, Any], args: JobArgs
-    ) -> JobEstimate | None:
-        """What one run costs, as a diagnostic where decisions are made (``pulumi
-        preview``); values not known yet do not change a price."""
+        self.cost_estimate = None
+        if platform.environment == "local":
+            return
+        # What one run costs, as a diagnostic where decisions are made (`pulumi preview`);
+        # values not known yet do not change a price.
         from vertex_training.cost.estimate import EstimateError
         from vertex_training.cost.report import job_estimate_message
         from vertex_training.jobs.estimate import estimate_job
 
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
-            estimate = estimate_job(
+            self.cost_estimate = estimate_job(
                 self._kind,
                 known,
                 platform.region,
-                name=name,
+                name=resource_name,
                 expected_duration_seconds=args.expected_duration_seconds,
             )
         except EstimateError as error:
             pulumi.log.warn(f"no cost estimate: {error}", resource=self)
-            return None
-        pulumi.log.info(job_estimate_message(estimate), resource=self)
-        return estimate
+        else:
+            pulumi.log.info(job_estimate_message(self.cost_estimate), resource=self)
 
 
 class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):
@@ -529,7 +460,6 @@ __all__ = [
     "HyperparameterTuningJob",
     "JobFailedError",
     "JobProvider",
-    "JobWaitTimeoutError",
     "declare_job",
 ]
 

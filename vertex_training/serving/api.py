@@ -16,8 +16,8 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
-from vertex_training.jobs.backends import BackendKind, BackendSettings
 from vertex_training.jobs.fields import to_body, vertex
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 
@@ -151,14 +151,12 @@ def serving_context(
             )
         settings = BackendSettings(BackendKind.VERTEX, project=args.project, location=args.region)
         return ServingContext("dev", args.region, args.project, settings, {})
-    if platform.environment == "local":
-        assert platform.local_root is not None
-        settings = BackendSettings(BackendKind.LOCAL, local_root=str(platform.local_root))
-    else:
-        known = platform.project if isinstance(platform.project, str) else "(not known yet)"
-        settings = BackendSettings(BackendKind.VERTEX, project=known, location=platform.region)
     return ServingContext(
-        platform.environment, platform.region, platform.project, settings, dict(platform.labels)
+        platform.environment,
+        platform.region,
+        platform.project,
+        BackendSettings.of(platform),
+        dict(platform.labels),
     )
 
 

@@ -28,14 +28,15 @@ import pulumi.dynamic
 
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    BackendKind,
+    BackendSettings,
     Provider,
     has_unknown,
     label_value,
     labelled,
+    placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
-from vertex_training.jobs.backends import BackendKind, BackendSettings
-from vertex_training.jobs.resources import placement
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
@@ -151,13 +152,9 @@ class ModelProvider(Provider):
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = self.missing(news)
-        if failures or has_unknown(news):
-            return pulumi.dynamic.CheckResult(news, failures)
+    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         from vertex_training.serving.rules import local_refusals
 
-        settings = BackendSettings.from_props(dict(news["backend"]))
         body = dict(news["body"])
         problems = _parse_problems("Model", body)
         if settings.kind is BackendKind.LOCAL:
@@ -167,7 +164,7 @@ class ModelProvider(Provider):
                 "artifactUri: the source job reports no model directory (it writes no "
                 "model); valid: a job with a baseOutputDirectory"
             )
-        return self.checked(news, settings.to_props(), failures, problems)
+        return problems
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         if not props["body"].get("artifactUri"):
@@ -331,18 +328,15 @@ class EndpointProvider(Provider):
 
     body = "body"
     required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
+    late = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
     updating = ("deployments", "traffic", "provider_version", "backend")
     metadata = ENDPOINT_METADATA
     delete_before_replace = True
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        failures = self.missing(news)
-        if failures or has_unknown({k: v for k, v in news.items() if k != "deployments"}):
-            return pulumi.dynamic.CheckResult(news, failures)
+    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
         from vertex_training.serving.rules import local_refusals, traffic_problems
 
-        settings = BackendSettings.from_props(dict(news["backend"]))
         problems = _parse_problems("Endpoint", news["body"])
         problems += traffic_problems("traffic", news["traffic"], list(news["deployments"]))
         for name, body in sorted(news["deployments"].items()):
@@ -355,7 +349,7 @@ class EndpointProvider(Provider):
                 ]
         if settings.kind is BackendKind.LOCAL:
             problems += local_refusals("Endpoint", news["body"])
-        return self.checked(news, settings.to_props(), failures, problems)
+        return problems
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]

@@ -1,10 +1,8 @@
-"""The one small protocol every job backend (vertex, local) implements, and the one wait
-loop over it."""
+"""The one small protocol every job backend (vertex, local) implements."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from vertex_training.jobs.records import JobKind, JobRecord
@@ -18,91 +16,37 @@ class JobRefusedError(ValueError):
     """The backend cannot run this body; raised before anything is created."""
 
 
-class JobWaitTimeoutError(TimeoutError):
-    """The job did not end within the wait timeout (it keeps running)."""
-
-
 class JobBackend(Protocol):
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
         """Create the job from its Vertex REST body, sent as it is (not retried: callers
         ``find`` first). Returns at once."""
-        ...
 
     def get(self, name: str) -> JobRecord:
         """Current record; raises ``JobNotFoundError`` when the job is gone."""
-        ...
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
         """The newest job of ``kind`` carrying all ``labels`` (adoption after a crash)."""
-        ...
 
     def cancel(self, name: str) -> None:
         """Ask the job to stop; a job already terminal or gone is fine."""
-        ...
 
     def delete(self, name: str) -> None:
         """Remove the job; a job already gone is fine. Callers cancel and wait first."""
-        ...
 
     def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
         """Give the job new labels and display name without a new run: True when the
         backend's own record changed, False when it has no way to (Vertex has no update
         RPC for CustomJob or HyperparameterTuningJob)."""
-        ...
+        return False
 
     def resume_interrupted(self, name: str) -> JobRecord | None:
         """Take up a job that ended only because what ran it on our side died (the local
         supervisor), from where it stopped; None when there is nothing to resume."""
-        ...
-
-
-def progress_line(record: JobRecord) -> str:
-    """One line of a job's progress: its state and, for a study, its trials so far."""
-    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
-    if record.trials:
-        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
-        line += f"; trials: {len(record.trials)} started, {ended} ended"
-    best = record.best_trial
-    if best is not None and best.final_metrics:
-        metric, value = next(iter(best.final_metrics.items()))
-        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
-    return line
-
-
-def wait_until_terminal(
-    backend: JobBackend,
-    record: JobRecord,
-    timeout: float,
-    interval: float,
-    *,
-    hint: str,
-    report: Callable[[str], None] | None = None,
-) -> JobRecord:
-    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
-    ``report`` gets the job's :func:`progress_line` whenever it changes."""
-    deadline = time.monotonic() + timeout
-    last_line = ""
-    while True:
-        line = progress_line(record)
-        if report is not None and line != last_line:
-            report(line)
-            last_line = line
-        if record.state.is_terminal:
-            return record
-        if time.monotonic() >= deadline:
-            where = f" {record.console_url}" if record.console_url else ""
-            raise JobWaitTimeoutError(
-                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
-            )
-        time.sleep(interval)
-        record = backend.get(record.name)
+        return None
 
 
 __all__ = [
     "JobBackend",
     "JobNotFoundError",
     "JobRefusedError",
-    "JobWaitTimeoutError",
-    "progress_line",
-    "wait_until_terminal",
 ]

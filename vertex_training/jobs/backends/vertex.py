@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -20,7 +21,8 @@ from google.cloud import aiplatform_v1 as v1
 from google.cloud.aiplatform_v1 import JobServiceClient
 from google.protobuf import timestamp_pb2
 
-from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
+from vertex_training._dynamic import BackendSettings
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, TrialRecord, best_trial, job_state
 
@@ -38,11 +40,9 @@ TRANSIENT_ERRORS = (
 
 T = TypeVar("T")
 
-_NOUN = {
-    JobKind.CUSTOM_JOB: "custom_job",
-    JobKind.HYPERPARAMETER_TUNING_JOB: "hyperparameter_tuning_job",
-}
-"""Each kind as the JobService client spells it (``get_custom_job``, ``custom_job=``)."""
+_NOUN = {kind: re.sub("([A-Z])", r"_\1", kind.value[:-1]).lower() for kind in JobKind}
+"""Each kind as the JobService client spells it (``customJobs``: ``get_custom_job``,
+``custom_job=``)."""
 
 
 def regional_endpoint(location: str) -> str:
@@ -50,10 +50,9 @@ def regional_endpoint(location: str) -> str:
 
 
 def _kind_of(name: str) -> JobKind:
-    collection = name.split("/")[-2] if name.count("/") >= 1 else ""
     try:
-        return JobKind(collection)
-    except ValueError:
+        return JobKind(name.split("/")[-2])
+    except (ValueError, IndexError):
         raise JobNotFoundError(f"{name!r} is not a Vertex job resource name") from None
 
 
@@ -63,50 +62,41 @@ def label_filter(labels: Mapping[str, str]) -> str:
 
 
 class VertexService:
-    """What every backend on Vertex AI shares: one project and region, and the retry
-    policy of its calls (transient errors, exponential backoff from
+    """What every backend on Vertex AI shares: the project and region of its settings, and
+    the retry policy of its calls (transient errors, exponential backoff from
     ``retry_initial_seconds``, capped at 16 times that, for ``retry_timeout_seconds``)."""
 
-    def __init__(
-        self,
-        project: str,
-        location: str,
-        *,
-        retry_initial_seconds: float = 1.0,
-        retry_timeout_seconds: float = 120.0,
-    ) -> None:
-        if not project:
-            raise ValueError("project: the vertex backend needs a Google Cloud project id")
-        if not location:
-            raise ValueError("location: the vertex backend needs a region, e.g. us-central1")
-        self.project = project
-        self.location = location
-        self.retry_initial = retry_initial_seconds
-        self.retry_timeout = retry_timeout_seconds
+    def __init__(self, settings: BackendSettings) -> None:
+        assert settings.location  # BackendSettings holds it, and the project, on Vertex
+        self.location = settings.location
+        self.parent = f"projects/{settings.project}/locations/{settings.location}"
+        self.retry_initial = settings.retry_initial_seconds
+        self.retry_timeout = settings.retry_timeout_seconds
         self.retry = api_retry.Retry(
             predicate=api_retry.if_exception_type(*TRANSIENT_ERRORS),
-            initial=retry_initial_seconds,
-            maximum=max(retry_initial_seconds * 16, retry_initial_seconds),
+            initial=self.retry_initial,
+            maximum=max(self.retry_initial * 16, self.retry_initial),
             multiplier=2.0,
-            timeout=retry_timeout_seconds,
+            timeout=self.retry_timeout,
         )
 
-    @property
-    def parent(self) -> str:
-        return f"projects/{self.project}/locations/{self.location}"
 
-
-class VertexBackend(VertexService):
-    """``JobBackend`` on Vertex AI for one project and region."""
+class VertexBackend(VertexService, JobBackend):
+    """``JobBackend`` on Vertex AI for one project and region. The protocol's defaults hold:
+    Vertex runs the job itself (nothing to resume) and cannot relabel it."""
 
     @functools.cached_property
     def client(self) -> JobServiceClient:
-        return job_service_client(self.location)
+        return service_client(JobServiceClient, self.location)
 
     def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
         """The client's method for ``kind``: ``get_{}`` -> ``get_custom_job`` ..."""
         rpc: Callable[..., Any] = getattr(self.client, template.format(_NOUN[kind]))
         return rpc
+
+    def _on(self, verb: str, name: str) -> Any:
+        """The client's ``verb`` (get, cancel, delete) of the job ``name``, retried."""
+        return self._rpc(f"{verb}_{{}}", _kind_of(name))(name=name, retry=self.retry)
 
     # The protocol -----------------------------------------------------------------
 
@@ -126,9 +116,7 @@ class VertexBackend(VertexService):
 
     def get(self, name: str) -> JobRecord:
         try:
-            return record_from_proto(
-                self._rpc("get_{}", _kind_of(name))(name=name, retry=self.retry)
-            )
+            return record_from_proto(self._on("get", name))
         except api_exceptions.NotFound as error:
             raise JobNotFoundError(f"{name} not found: {error.message}") from error
 
@@ -144,25 +132,16 @@ class VertexBackend(VertexService):
 
     def cancel(self, name: str) -> None:
         try:
-            self._rpc("cancel_{}", _kind_of(name))(name=name, retry=self.retry)
+            self._on("cancel", name)
         except api_exceptions.NotFound:
             _log.info("cancel: %s is already gone", name)
         except api_exceptions.FailedPrecondition as error:
             # Vertex answers FAILED_PRECONDITION for a job that already finished.
             _log.info("cancel: %s not cancellable (%s)", name, error.message)
 
-    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
-        # JobService has UpdateModelDeploymentMonitoringJob and no other update RPC: a
-        # created CustomJob or HyperparameterTuningJob keeps its labels and display name.
-        return False
-
-    def resume_interrupted(self, name: str) -> JobRecord | None:
-        """Vertex runs the job itself: nothing of ours can die under it."""
-        return None
-
     def delete(self, name: str) -> None:
         try:
-            operation = self._rpc("delete_{}", _kind_of(name))(name=name, retry=self.retry)
+            operation = self._on("delete", name)
         except api_exceptions.NotFound:
             _log.info("delete: %s is already gone", name)
             return
@@ -175,7 +154,7 @@ def console_url(name: str) -> str | None:
     if len(parts) != 6:
         return None
     _, project, _, location, collection, job_id = parts
-    page = "custom-jobs" if collection == JobKind.CUSTOM_JOB.value else "hyperparameter-tuning-jobs"
+    page = _NOUN[JobKind(collection)].replace("_", "-") + "s"
     return (
         f"https://console.cloud.google.com/vertex-ai/training/{page}/{job_id}"
         f"?project={project}&region={location}"
@@ -212,37 +191,26 @@ def trial_record(trial: v1.Trial) -> TrialRecord:
 
 
 def record_from_proto(message: JobMessage) -> JobRecord:
-    """What the backend protocol reports of a job, from the service's own message."""
+    """What the backend protocol reports of a job, from the service's own message. Vertex
+    sets AIP_MODEL_DIR to <base>/model, and to <base>/<trial id>/model in trials: a tuning
+    job's model is the best trial's."""
+    trials: tuple[TrialRecord, ...] = ()
+    best = None
     if isinstance(message, v1.HyperparameterTuningJob):
+        kind = JobKind.HYPERPARAMETER_TUNING_JOB
         trials = tuple(trial_record(t) for t in message.trials)
         metrics = message.study_spec.metrics
-        # The study's objective: its first metric and that metric's goal.
-        best = (
-            best_trial(
-                trials,
-                metrics[0].metric_id,
-                metrics[0].goal == v1.StudySpec.MetricSpec.GoalType.MAXIMIZE,
-            )
-            if metrics
-            else None
-        )
-        job_spec = message.trial_job_spec
-        kind = JobKind.HYPERPARAMETER_TUNING_JOB
+        if metrics:  # the study's objective: its first metric and that metric's goal
+            maximize = metrics[0].goal == v1.StudySpec.MetricSpec.GoalType.MAXIMIZE
+            best = best_trial(trials, metrics[0].metric_id, maximize)
+        base = message.trial_job_spec.base_output_directory.output_uri_prefix.rstrip("/")
+        model_dir = f"{base}/{best.trial_id}/model" if base and best else None
         web: dict[str, str] = {}
     else:
-        trials, best = (), None
-        job_spec = message.job_spec
         kind = JobKind.CUSTOM_JOB
+        base = message.job_spec.base_output_directory.output_uri_prefix.rstrip("/")
+        model_dir = f"{base}/model" if base else None
         web = dict(message.web_access_uris)
-    base = job_spec.base_output_directory.output_uri_prefix.rstrip("/")
-    # Vertex sets AIP_MODEL_DIR to <base>/model, and to <base>/<trial id>/model in trials:
-    # a tuning job's model is the best trial's.
-    if not base:
-        model_dir = None
-    elif kind is JobKind.CUSTOM_JOB:
-        model_dir = f"{base}/model"
-    else:
-        model_dir = f"{base}/{best.trial_id}/model" if best else None
     return JobRecord(
         name=message.name,
         kind=kind,
@@ -259,11 +227,6 @@ def record_from_proto(message: JobMessage) -> JobRecord:
         web_access_uris=web,
         console_url=console_url(message.name),
     )
-
-
-def job_service_client(location: str) -> JobServiceClient:
-    """A JobService client for ``location`` (see :func:`service_client`)."""
-    return service_client(JobServiceClient, location)
 
 
 def service_client(client_type: type[T], location: str) -> T:
@@ -289,7 +252,6 @@ __all__ = [
     "VertexBackend",
     "VertexService",
     "console_url",
-    "job_service_client",
     "label_filter",
     "record_from_proto",
     "regional_endpoint",

@@ -9,7 +9,7 @@ returns live in ``base``; this package names what its callers catch.
 
 from __future__ import annotations
 
-from vertex_training.jobs.backends import BackendKind, BackendSettings, vertex_backend
+from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingBackend,
@@ -23,7 +23,7 @@ def serving_backend_for(settings: BackendSettings) -> ServingBackend:
     if settings.kind is BackendKind.VERTEX:
         from vertex_training.serving.backends.vertex import VertexServingBackend
 
-        return vertex_backend(VertexServingBackend, settings)
+        return VertexServingBackend(settings)
     from vertex_training.serving.backends.local import LocalServingBackend
 
     assert settings.local_root
