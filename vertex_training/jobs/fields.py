@@ -29,15 +29,17 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import (
+    LEAVES,
     InvalidArgumentsError,
     alternatives,
     describe,
     field_types,
     is_known,
-    literals,
     matches,
     shown,
+    typo_hint,
 )
+from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.view import M, Message, read
@@ -113,14 +115,10 @@ def _prefix(cls: type, name: str) -> str:
     return ""
 
 
-_SCALARS = (str, int, float, bool)
-"""Exact types of known values that hold nothing (no Output, no collection, no spec)."""
-
-
 def _omitted(value: Any, spec: VertexField) -> bool:
     if value is None or value is False:
         return True
-    if type(value) not in _SCALARS:
+    if type(value) not in LEAVES:
         if not is_known(value):
             return False
         if isinstance(value, Mapping | list | tuple) and not value and not spec.keep_empty:
@@ -131,7 +129,7 @@ def _omitted(value: Any, spec: VertexField) -> bool:
 def _value(value: Any, spec: VertexField | None) -> Any:
     if spec is not None and spec.encode is not None:
         return spec.encode(value)
-    if type(value) in _SCALARS:
+    if type(value) in LEAVES:
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         body = to_body(value)
@@ -350,14 +348,12 @@ def yaml_value(value: Any) -> str:
 
 
 def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._spelling import did_you_mean
-
     if isinstance(value, int) and not isinstance(value, bool):
         options = alternatives(expected)
         if float in options and int not in options:
             value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
     if not matches(value, expected):
-        hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
+        hint = typo_hint(value, expected)
         out.append(
             ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
         )
@@ -425,8 +421,6 @@ def from_config(
     """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
     or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
     with its YAML path; None when there was one."""
-    from vertex_training._spelling import did_you_mean
-
     if not isinstance(data, Mapping):
         out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None

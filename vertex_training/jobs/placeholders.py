@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vertex_training._checks import LEAVES
 from vertex_training.jobs.finding import Finding
 
 __all__ = [
@@ -64,7 +65,7 @@ def with_placeholders(
         if is_unknown(value):
             unknown.append(where)
             return _BY_KEY.get(key, _DEFAULT)
-        if type(value) in _LEAVES:
+        if type(value) in LEAVES:
             return value
         if isinstance(value, Mapping):
             return {
@@ -75,10 +76,6 @@ def with_placeholders(
         return value
 
     return walk(body, path, ""), unknown
-
-
-_LEAVES = frozenset({str, bytes, int, float, bool, type(None)})
-"""Exact types that hold no other value: once found known, nothing inside to walk."""
 
 
 _JUDGED_TOGETHER = frozenset({"machineType", "acceleratorType", "acceleratorCount", "tpuTopology"})
