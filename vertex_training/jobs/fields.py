@@ -101,9 +101,12 @@ def merge_fields(body: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str,
 
 _TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
 
+Keys = tuple[str | int, ...]
 
-def _tokens(path: str) -> list[str]:
-    return _TOKEN.findall(path)
+
+def _keys(path: str) -> Keys:
+    """An API path's keys, a list index as an int: ``a[1].b`` -> ``("a", 1, "b")``."""
+    return tuple(int(t[1:-1]) if t.startswith("[") else t for t in _TOKEN.findall(path))
 
 
 def _prefix(cls: type, name: str) -> str:
@@ -161,28 +164,15 @@ def _put(body: dict[str, Any], keys: tuple[str | int, ...], value: Any) -> None:
     node[last] = merge_fields(current, value) if both else value
 
 
-_Layout = tuple[tuple[str, VertexField, tuple[str | int, ...]], ...]
-_LAYOUTS: dict[type, _Layout] = {}
-
-
-def _layout(cls: type) -> _Layout:
+@functools.cache
+def _layout(cls: type) -> tuple[tuple[str, VertexField, Keys], ...]:
     """(field name, its Vertex field, its body path's keys) for each Vertex field of
     ``cls``: derived once per class, since every job's body is built from it."""
-    layout = _LAYOUTS.get(cls)
-    if layout is None:
-        layout = _LAYOUTS[cls] = tuple(
-            (
-                f.name,
-                spec,
-                tuple(
-                    int(t[1:-1]) if t.startswith("[") else t
-                    for t in _tokens(_prefix(cls, f.name) + spec.path)
-                ),
-            )
-            for f in dataclasses.fields(cls)
-            if (spec := f.metadata.get(VERTEX)) is not None
-        )
-    return layout
+    return tuple(
+        (f.name, spec, _keys(_prefix(cls, f.name) + spec.path))
+        for f in dataclasses.fields(cls)
+        if (spec := f.metadata.get(VERTEX)) is not None
+    )
 
 
 def to_body(obj: Any) -> dict[str, Any]:
@@ -219,74 +209,55 @@ def dataclass_members(expected: object) -> list[type]:
     return list(dict.fromkeys(out))
 
 
-def _is_mapping(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Mapping, dict) for o in alternatives(expected))
-
-
-def _is_sequence(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in alternatives(expected))
+def _holds(expected: object, *origins: object) -> bool:
+    return any(typing.get_origin(o) in origins for o in alternatives(expected))
 
 
 # --------------------------------------------------------------------------- paths
 
 
-def _extra_keys(extra: Any, tokens: list[str]) -> list[str] | None:
-    """The keys (list indexes as digits) under ``extra`` that set the API path ``tokens``,
-    or None when ``extra`` does not set it all."""
+def _extra_sets(extra: Any, keys: Keys) -> bool:
+    """Whether ``extra`` (``extra_fields``) sets the whole API path ``keys``."""
     node = extra
-    keys: list[str] = []
-    for token in tokens:
-        key = token.strip("[]")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.startswith("[") and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-        keys.append(key)
-    return keys
+    for key in keys:
+        in_list = isinstance(node, list) and isinstance(key, int) and key < len(node)
+        if not (in_list or (isinstance(node, Mapping) and key in node)):
+            return False
+        node = node[key]
+    return True
 
 
-def _walk(cls: type, obj: Any, tokens: list[str], yaml: bool) -> tuple[int, str]:
-    """(tokens consumed, caller path) of the deepest field of ``cls`` that sets a prefix
-    of ``tokens``; the ``extra_fields`` of ``obj`` (a ``cls``, or None) that set them all
-    come first, as the body merges them in last."""
-    extra = _extra_keys(getattr(obj, "extra_fields", None), tokens) if tokens else None
-    if extra and yaml:
-        return len(tokens) + 1, "extraFields." + ".".join(extra)
-    if extra:
-        return len(tokens) + 1, "extra_fields" + "".join(
-            f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in extra
-        )
+def _walk(cls: type, obj: Any, keys: Keys, yaml: bool) -> tuple[int, str]:
+    """(keys consumed, caller path) of the deepest field of ``cls`` that sets a prefix of
+    ``keys``; the ``extra_fields`` of ``obj`` (a ``cls``, or None) that set them all come
+    first, as the body merges them in last."""
+    if keys and _extra_sets(getattr(obj, "extra_fields", None), keys):
+        if yaml:
+            return len(keys) + 1, "extraFields." + ".".join(map(str, keys))
+        return len(keys) + 1, "extra_fields" + "".join(f"[{k!r}]" for k in keys)
     best = (0, "")
     types_of = field_types(cls)
-    for f in dataclasses.fields(cls):
-        spec = f.metadata.get(VERTEX)
-        if spec is None:
+    for name, spec, own in _layout(cls):
+        if keys[: len(own)] != own:
             continue
-        own = _tokens(_prefix(cls, f.name) + spec.path)
-        if tokens[: len(own)] != own:
-            continue
-        used, here, rest = len(own), camel(f.name) if yaml else f.name, tokens[len(own) :]
-        if rest and rest[0].startswith("[") and _is_sequence(types_of[f.name]):
-            used, here, rest = used + 1, here + rest[0], rest[1:]
-        if rest and spec.encode is None and _is_mapping(types_of[f.name]):
+        used, here, rest = len(own), camel(name) if yaml else name, keys[len(own) :]
+        if rest and isinstance(rest[0], int) and _holds(types_of[name], Sequence, list, tuple):
+            used, here, rest = used + 1, f"{here}[{rest[0]}]", rest[1:]
+        if rest and spec.encode is None and _holds(types_of[name], Mapping, dict):
             # A key of a plain mapping (``labels.team``) is the caller's own key.
-            used, here, rest = used + len(rest), ".".join([here, *rest]), []
+            used, here, rest = used + len(rest), ".".join([here, *map(str, rest)]), ()
         if used > best[0]:
             best = (used, here)
-        value = getattr(obj, f.name, None)
-        for member in dataclass_members(types_of[f.name]):
+        value = getattr(obj, name, None)
+        for member in dataclass_members(types_of[name]):
             key = getattr(member, "VERTEX_KEY", None)
-            inner = rest
-            if key:
-                if not rest or rest[0] != key:
-                    continue
-                inner = rest[1:]
-            depth, path = _walk(member, value if isinstance(value, member) else None, inner, yaml)
-            total = used + depth + (1 if key else 0)
-            if depth and total > best[0]:
-                best = (total, f"{here}.{path}")
+            if key and rest[:1] != (key,):
+                continue
+            skip = 1 if key else 0
+            inner = value if isinstance(value, member) else None
+            depth, path = _walk(member, inner, rest[skip:], yaml)
+            if depth and used + skip + depth > best[0]:
+                best = (used + skip + depth, f"{here}.{path}")
     return best
 
 
@@ -296,7 +267,7 @@ def caller_path(args: Any, api_path: str, spelling: str = "python") -> str:
     ``chief.extraFields.env.0``), else the deepest field whose Vertex path is a prefix of
     it, in Python (snake_case) or YAML (camelCase) spelling; ``""`` when none does."""
     cls, obj = (args, None) if isinstance(args, type) else (type(args), args)
-    return _walk(cls, obj, _tokens(api_path), spelling == "yaml")[1]
+    return _walk(cls, obj, _keys(api_path), spelling == "yaml")[1]
 
 
 # --------------------------------------------------------------------------- YAML
