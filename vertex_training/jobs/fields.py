@@ -179,7 +179,8 @@ def to_body(obj: Any) -> dict[str, Any]:
     """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
     last. Values not known yet (Outputs) stay in place."""
     body: dict[str, Any] = {}
-    for name, spec, keys in _layout(type(obj)):
+    cls: type = type(obj)
+    for name, spec, keys in _layout(cls):
         value = getattr(obj, name)
         if _omitted(value, spec):
             continue
@@ -475,11 +476,9 @@ def refuse_where_built(
 
 def map_known(value: Any, fn: Any) -> Any:
     """``fn(value)``, or the Output of it when ``value`` is not known yet."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(fn)
-    if not is_known(value):
-        return pulumi.Output.from_input(value).apply(fn)
-    return fn(value)
+    if is_known(value):
+        return fn(value)
+    return pulumi.Output.from_input(value).apply(fn)
 
 
 def duration(seconds: float) -> str:
