@@ -319,32 +319,29 @@ def yaml_value(value: Any) -> str:
     return shown(value)
 
 
-def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
+def _number(expected: object, value: Any, text: bool = False) -> Any:
+    """``value`` as the number type ``expected`` takes: YAML writes 1 for 1.0, and a
+    mapping key (a conditional parameter's parent value, under a numeric parent) arrives
+    as ``text`` where the YAML went through JSON (Pulumi's config) or was quoted."""
+    if type(value) is int or (text and isinstance(value, str)):
         options = alternatives(expected)
-        if float in options and int not in options:
-            value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
+        for number in (int, float):
+            if number in options:
+                try:
+                    return number(value)
+                except ValueError:
+                    continue
+    return value
+
+
+def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
+    value = _number(expected, value)
     if not matches(value, expected):
         hint = typo_hint(value, expected)
         out.append(
             ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
         )
     return value
-
-
-def _key(expected: object, key: Any) -> Any:
-    """A mapping key as its field's type: a conditional parameter's parent value is a
-    number under a numeric parent, and arrives as text where the YAML went through JSON
-    (Pulumi's config) or was quoted."""
-    if isinstance(key, str) and not isinstance(key, bool):
-        options = alternatives(expected)
-        for number in (int, float):
-            if number in options:
-                try:
-                    return number(key)
-                except ValueError:
-                    continue
-    return key
 
 
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
@@ -375,7 +372,7 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
-                _scalar(key_type, _key(key_type, k), f"{path}.{k}", out): _convert(
+                _scalar(key_type, _number(key_type, k, text=True), f"{path}.{k}", out): _convert(
                     value_type, v, f"{path}.{k}", out
                 )
                 for k, v in value.items()
