@@ -334,8 +334,10 @@ def _number(expected: object, value: Any, text: bool = False) -> Any:
     return value
 
 
-def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    value = _number(expected, value)
+def _scalar(
+    expected: object, value: Any, path: str, out: list[ConfigProblem], text: bool = False
+) -> Any:
+    value = _number(expected, value, text)
     if not matches(value, expected):
         hint = typo_hint(value, expected)
         out.append(
@@ -347,23 +349,18 @@ def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
     options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
+    if isinstance(value, Mapping) and len(classes) == 1:
+        return from_config(classes[0], value, path, out)
     if isinstance(value, Mapping) and classes:
-        if len(classes) == 1:
-            return from_config(classes[0], value, path, out)
         by_name = {c.__name__: c for c in classes}
         chosen = by_name.get(str(value.get(UNION_KEY)))
-        if chosen is None:
-            out.append(
-                ConfigProblem(
-                    f"{path}.{UNION_KEY}",
-                    f"{'missing' if UNION_KEY not in value else repr(value[UNION_KEY])}: "
-                    "says which kind this is",
-                    "one of " + ", ".join(by_name),
-                )
-            )
-            return None
-        rest = {k: v for k, v in value.items() if k != UNION_KEY}
-        return from_config(chosen, rest, path, out)
+        if chosen is not None:
+            rest = {k: v for k, v in value.items() if k != UNION_KEY}
+            return from_config(chosen, rest, path, out)
+        given = repr(value[UNION_KEY]) if UNION_KEY in value else "missing"
+        kinds = "one of " + ", ".join(by_name)
+        out.append(ConfigProblem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds))
+        return None
     for option in options:
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple) and isinstance(value, list | tuple):
@@ -372,7 +369,7 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
-                _scalar(key_type, _number(key_type, k, text=True), f"{path}.{k}", out): _convert(
+                _scalar(key_type, k, f"{path}.{k}", out, text=True): _convert(
                     value_type, v, f"{path}.{k}", out
                 )
                 for k, v in value.items()
