@@ -6,10 +6,8 @@ A field declares its place in the REST body with ``vertex("machineSpec.machineTy
 
 - ``to_body`` builds the request body of any Args value (both routes: Python Args and
   stack YAML, which is read into the same Args);
-- ``caller_path`` turns an API path (``jobSpec.workerPoolSpecs[1].machineSpec
-  .acceleratorCount``) back into the caller's own path, in Python spelling
-  (``workers.accelerator.count``) or YAML spelling (``workers.accelerator.count``
-  camelCased: ``workers.accelerator.count``, ``chief.machineType``);
+- ``caller_path`` turns an API path (``jobSpec.workerPoolSpecs[1].machineSpec.machineType``)
+  back into the caller's own path: ``workers.machine_type``, in YAML ``workers.machineType``;
 - ``from_config`` reads a YAML mapping (the same names, camelCased) into the Args.
 
 Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, one test.

@@ -365,7 +365,6 @@ class _Job(Message):
 
 class CustomJob(_Job):
     job_spec: CustomJobSpec = CustomJobSpec()
-    kind: ClassVar[JobKind] = JobKind.CUSTOM_JOB
     trial_job_path: ClassVar[str] = "jobSpec"
 
     @property
@@ -380,7 +379,6 @@ class HyperparameterTuningJob(_Job):
     max_trial_count: Int = 0
     parallel_trial_count: Int = 0
     max_failed_trial_count: Int = 0
-    kind: ClassVar[JobKind] = JobKind.HYPERPARAMETER_TUNING_JOB
     trial_job_path: ClassVar[str] = "trialJobSpec"
 
     @property
