@@ -46,7 +46,6 @@ _BY_KEY: Mapping[str, Any] = {
     "timeout": "3600s",
     "maxWaitDuration": "3600s",
 }
-_DEFAULT = "placeholder"
 
 
 LATER: Any = object()
@@ -64,7 +63,7 @@ def with_placeholders(
     def walk(value: Any, where: str, key: str) -> Any:
         if is_unknown(value):
             unknown.append(where)
-            return _BY_KEY.get(key, _DEFAULT)
+            return _BY_KEY.get(key, "placeholder")
         if type(value) in LEAVES:
             return value
         if isinstance(value, Mapping):
