@@ -28,15 +28,16 @@ from pydantic_core import core_schema
 from vertex_training._spelling import did_you_mean
 
 __all__ = [
+    "LEAVES",
     "Checked",
     "InvalidArgumentsError",
     "alternatives",
     "describe",
     "field_types",
     "is_known",
-    "literals",
     "matches",
     "shown",
+    "typo_hint",
 ]
 
 
@@ -46,7 +47,9 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
     Python argument, what is wrong and what would be valid."""
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None), bytes, dict, list, tuple})
+LEAVES = frozenset({str, bytes, int, float, bool, type(None)})
+"""Exact types of known values that hold no other value (no Output, collection or spec)."""
+_PLAIN = LEAVES | {dict, list, tuple}
 """Exact types that are never an Output or awaitable: ``is_known`` answers them without
 the (slower) abstract ``Awaitable`` check. Subclasses take the full check."""
 
@@ -173,15 +176,19 @@ def describe(expected: object, yaml: bool = False) -> str:
     )
 
 
-def literals(expected: object) -> list[str]:
-    """The string options of every ``Literal`` in ``expected``."""
-    return [
+def typo_hint(value: object, expected: object) -> str:
+    """`` (did you mean 'x'?)`` where the text ``value`` is near a string option of a
+    ``Literal`` in ``expected``; ``""`` otherwise."""
+    if not isinstance(value, str):
+        return ""
+    options = [
         a
         for option in alternatives(expected)
         if typing.get_origin(option) is typing.Literal
         for a in typing.get_args(option)
         if isinstance(a, str)
     ]
+    return did_you_mean(value, options)
 
 
 def shown(value: object) -> str:
@@ -201,17 +208,14 @@ class Checked:
             _adapter(cls).validate_python(self.__dict__)
         except ValidationError as error:
             names = dict.fromkeys(str(e["loc"][0]) for e in error.errors())
-        else:
-            return
-        problems = []
-        for name in names:
-            value, expected = getattr(self, name), field_types(cls)[name]
-            hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
-            problems.append(
-                f"{cls.__name__}.{name}: got {type(value).__name__} {shown(value)}{hint}; "
-                f"valid: {describe(expected)}"
-            )
-        raise InvalidArgumentsError("\n".join(problems))
+            problems = []
+            for name in names:
+                value, expected = getattr(self, name), field_types(cls)[name]
+                problems.append(
+                    f"{cls.__name__}.{name}: got {type(value).__name__} {shown(value)}"
+                    f"{typo_hint(value, expected)}; valid: {describe(expected)}"
+                )
+            raise InvalidArgumentsError("\n".join(problems)) from None
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:

@@ -6,10 +6,8 @@ A field declares its place in the REST body with ``vertex("machineSpec.machineTy
 
 - ``to_body`` builds the request body of any Args value (both routes: Python Args and
   stack YAML, which is read into the same Args);
-- ``caller_path`` turns an API path (``jobSpec.workerPoolSpecs[1].machineSpec
-  .acceleratorCount``) back into the caller's own path, in Python spelling
-  (``workers.accelerator.count``) or YAML spelling (``workers.accelerator.count``
-  camelCased: ``workers.accelerator.count``, ``chief.machineType``);
+- ``caller_path`` turns an API path (``jobSpec.workerPoolSpecs[1].machineSpec.machineType``)
+  back into the caller's own path: ``workers.machine_type``, in YAML ``workers.machineType``;
 - ``from_config`` reads a YAML mapping (the same names, camelCased) into the Args.
 
 Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, one test.
@@ -29,15 +27,17 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import (
+    LEAVES,
     InvalidArgumentsError,
     alternatives,
     describe,
     field_types,
     is_known,
-    literals,
     matches,
     shown,
+    typo_hint,
 )
+from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.view import M, Message, read
@@ -99,9 +99,12 @@ def merge_fields(body: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str,
 
 _TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
 
+Keys = tuple[str | int, ...]
 
-def _tokens(path: str) -> list[str]:
-    return _TOKEN.findall(path)
+
+def _keys(path: str) -> Keys:
+    """An API path's keys, a list index as an int: ``a[1].b`` -> ``("a", 1, "b")``."""
+    return tuple(int(t[1:-1]) if t.startswith("[") else t for t in _TOKEN.findall(path))
 
 
 def _prefix(cls: type, name: str) -> str:
@@ -113,14 +116,10 @@ def _prefix(cls: type, name: str) -> str:
     return ""
 
 
-_SCALARS = (str, int, float, bool)
-"""Exact types of known values that hold nothing (no Output, no collection, no spec)."""
-
-
 def _omitted(value: Any, spec: VertexField) -> bool:
     if value is None or value is False:
         return True
-    if type(value) not in _SCALARS:
+    if type(value) not in LEAVES:
         if not is_known(value):
             return False
         if isinstance(value, Mapping | list | tuple) and not value and not spec.keep_empty:
@@ -131,7 +130,7 @@ def _omitted(value: Any, spec: VertexField) -> bool:
 def _value(value: Any, spec: VertexField | None) -> Any:
     if spec is not None and spec.encode is not None:
         return spec.encode(value)
-    if type(value) in _SCALARS:
+    if type(value) in LEAVES:
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         body = to_body(value)
@@ -163,35 +162,23 @@ def _put(body: dict[str, Any], keys: tuple[str | int, ...], value: Any) -> None:
     node[last] = merge_fields(current, value) if both else value
 
 
-_Layout = tuple[tuple[str, VertexField, tuple[str | int, ...]], ...]
-_LAYOUTS: dict[type, _Layout] = {}
-
-
-def _layout(cls: type) -> _Layout:
+@functools.cache
+def _layout(cls: type) -> tuple[tuple[str, VertexField, Keys], ...]:
     """(field name, its Vertex field, its body path's keys) for each Vertex field of
     ``cls``: derived once per class, since every job's body is built from it."""
-    layout = _LAYOUTS.get(cls)
-    if layout is None:
-        layout = _LAYOUTS[cls] = tuple(
-            (
-                f.name,
-                spec,
-                tuple(
-                    int(t[1:-1]) if t.startswith("[") else t
-                    for t in _tokens(_prefix(cls, f.name) + spec.path)
-                ),
-            )
-            for f in dataclasses.fields(cls)
-            if (spec := f.metadata.get(VERTEX)) is not None
-        )
-    return layout
+    return tuple(
+        (f.name, spec, _keys(_prefix(cls, f.name) + spec.path))
+        for f in dataclasses.fields(cls)
+        if (spec := f.metadata.get(VERTEX)) is not None
+    )
 
 
 def to_body(obj: Any) -> dict[str, Any]:
     """The REST body ``obj`` (an Args dataclass) declares, its ``extra_fields`` merged in
     last. Values not known yet (Outputs) stay in place."""
     body: dict[str, Any] = {}
-    for name, spec, keys in _layout(type(obj)):
+    cls: type = type(obj)
+    for name, spec, keys in _layout(cls):
         value = getattr(obj, name)
         if _omitted(value, spec):
             continue
@@ -221,74 +208,55 @@ def dataclass_members(expected: object) -> list[type]:
     return list(dict.fromkeys(out))
 
 
-def _is_mapping(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Mapping, dict) for o in alternatives(expected))
-
-
-def _is_sequence(expected: object) -> bool:
-    return any(typing.get_origin(o) in (Sequence, list, tuple) for o in alternatives(expected))
+def _holds(expected: object, *origins: object) -> bool:
+    return any(typing.get_origin(o) in origins for o in alternatives(expected))
 
 
 # --------------------------------------------------------------------------- paths
 
 
-def _extra_keys(extra: Any, tokens: list[str]) -> list[str] | None:
-    """The keys (list indexes as digits) under ``extra`` that set the API path ``tokens``,
-    or None when ``extra`` does not set it all."""
+def _extra_sets(extra: Any, keys: Keys) -> bool:
+    """Whether ``extra`` (``extra_fields``) sets the whole API path ``keys``."""
     node = extra
-    keys: list[str] = []
-    for token in tokens:
-        key = token.strip("[]")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.startswith("[") and int(key) < len(node):
-            node = node[int(key)]
-        else:
-            return None
-        keys.append(key)
-    return keys
+    for key in keys:
+        in_list = isinstance(node, list) and isinstance(key, int) and key < len(node)
+        if not (in_list or (isinstance(node, Mapping) and key in node)):
+            return False
+        node = node[key]
+    return True
 
 
-def _walk(cls: type, obj: Any, tokens: list[str], yaml: bool) -> tuple[int, str]:
-    """(tokens consumed, caller path) of the deepest field of ``cls`` that sets a prefix
-    of ``tokens``; the ``extra_fields`` of ``obj`` (a ``cls``, or None) that set them all
-    come first, as the body merges them in last."""
-    extra = _extra_keys(getattr(obj, "extra_fields", None), tokens) if tokens else None
-    if extra and yaml:
-        return len(tokens) + 1, "extraFields." + ".".join(extra)
-    if extra:
-        return len(tokens) + 1, "extra_fields" + "".join(
-            f"[{k}]" if k.isdigit() else f"[{k!r}]" for k in extra
-        )
+def _walk(cls: type, obj: Any, keys: Keys, yaml: bool) -> tuple[int, str]:
+    """(keys consumed, caller path) of the deepest field of ``cls`` that sets a prefix of
+    ``keys``; the ``extra_fields`` of ``obj`` (a ``cls``, or None) that set them all come
+    first, as the body merges them in last."""
+    if keys and _extra_sets(getattr(obj, "extra_fields", None), keys):
+        if yaml:
+            return len(keys) + 1, "extraFields." + ".".join(map(str, keys))
+        return len(keys) + 1, "extra_fields" + "".join(f"[{k!r}]" for k in keys)
     best = (0, "")
     types_of = field_types(cls)
-    for f in dataclasses.fields(cls):
-        spec = f.metadata.get(VERTEX)
-        if spec is None:
+    for name, spec, own in _layout(cls):
+        if keys[: len(own)] != own:
             continue
-        own = _tokens(_prefix(cls, f.name) + spec.path)
-        if tokens[: len(own)] != own:
-            continue
-        used, here, rest = len(own), camel(f.name) if yaml else f.name, tokens[len(own) :]
-        if rest and rest[0].startswith("[") and _is_sequence(types_of[f.name]):
-            used, here, rest = used + 1, here + rest[0], rest[1:]
-        if rest and spec.encode is None and _is_mapping(types_of[f.name]):
+        used, here, rest = len(own), camel(name) if yaml else name, keys[len(own) :]
+        if rest and isinstance(rest[0], int) and _holds(types_of[name], Sequence, list, tuple):
+            used, here, rest = used + 1, f"{here}[{rest[0]}]", rest[1:]
+        if rest and spec.encode is None and _holds(types_of[name], Mapping, dict):
             # A key of a plain mapping (``labels.team``) is the caller's own key.
-            used, here, rest = used + len(rest), ".".join([here, *rest]), []
+            used, here, rest = used + len(rest), ".".join([here, *map(str, rest)]), ()
         if used > best[0]:
             best = (used, here)
-        value = getattr(obj, f.name, None)
-        for member in dataclass_members(types_of[f.name]):
+        value = getattr(obj, name, None)
+        for member in dataclass_members(types_of[name]):
             key = getattr(member, "VERTEX_KEY", None)
-            inner = rest
-            if key:
-                if not rest or rest[0] != key:
-                    continue
-                inner = rest[1:]
-            depth, path = _walk(member, value if isinstance(value, member) else None, inner, yaml)
-            total = used + depth + (1 if key else 0)
-            if depth and total > best[0]:
-                best = (total, f"{here}.{path}")
+            if key and rest[:1] != (key,):
+                continue
+            skip = 1 if key else 0
+            inner = value if isinstance(value, member) else None
+            depth, path = _walk(member, inner, rest[skip:], yaml)
+            if depth and used + skip + depth > best[0]:
+                best = (used + skip + depth, f"{here}.{path}")
     return best
 
 
@@ -298,7 +266,7 @@ def caller_path(args: Any, api_path: str, spelling: str = "python") -> str:
     ``chief.extraFields.env.0``), else the deepest field whose Vertex path is a prefix of
     it, in Python (snake_case) or YAML (camelCase) spelling; ``""`` when none does."""
     cls, obj = (args, None) if isinstance(args, type) else (type(args), args)
-    return _walk(cls, obj, _tokens(api_path), spelling == "yaml")[1]
+    return _walk(cls, obj, _keys(api_path), spelling == "yaml")[1]
 
 
 # --------------------------------------------------------------------------- YAML
@@ -349,56 +317,48 @@ def yaml_value(value: Any) -> str:
     return shown(value)
 
 
-def _scalar(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
-    from vertex_training._spelling import did_you_mean
-
-    if isinstance(value, int) and not isinstance(value, bool):
+def _number(expected: object, value: Any, text: bool = False) -> Any:
+    """``value`` as the number type ``expected`` takes: YAML writes 1 for 1.0, and a
+    mapping key (a conditional parameter's parent value, under a numeric parent) arrives
+    as ``text`` where the YAML went through JSON (Pulumi's config) or was quoted."""
+    if type(value) is int or (text and isinstance(value, str)):
         options = alternatives(expected)
-        if float in options and int not in options:
-            value = float(value)  # YAML writes 1 for 1.0: a float field gets a float
+        for number in (int, float):
+            if number in options:
+                try:
+                    return number(value)
+                except ValueError:
+                    continue
+    return value
+
+
+def _scalar(
+    expected: object, value: Any, path: str, out: list[ConfigProblem], text: bool = False
+) -> Any:
+    value = _number(expected, value, text)
     if not matches(value, expected):
-        hint = did_you_mean(value, literals(expected)) if isinstance(value, str) else ""
+        hint = typo_hint(value, expected)
         out.append(
             ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
         )
     return value
 
 
-def _key(expected: object, key: Any) -> Any:
-    """A mapping key as its field's type: a conditional parameter's parent value is a
-    number under a numeric parent, and arrives as text where the YAML went through JSON
-    (Pulumi's config) or was quoted."""
-    if isinstance(key, str) and not isinstance(key, bool):
-        options = alternatives(expected)
-        for number in (int, float):
-            if number in options:
-                try:
-                    return number(key)
-                except ValueError:
-                    continue
-    return key
-
-
 def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
     options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
+    if isinstance(value, Mapping) and len(classes) == 1:
+        return from_config(classes[0], value, path, out)
     if isinstance(value, Mapping) and classes:
-        if len(classes) == 1:
-            return from_config(classes[0], value, path, out)
         by_name = {c.__name__: c for c in classes}
         chosen = by_name.get(str(value.get(UNION_KEY)))
-        if chosen is None:
-            out.append(
-                ConfigProblem(
-                    f"{path}.{UNION_KEY}",
-                    f"{'missing' if UNION_KEY not in value else repr(value[UNION_KEY])}: "
-                    "says which kind this is",
-                    "one of " + ", ".join(by_name),
-                )
-            )
-            return None
-        rest = {k: v for k, v in value.items() if k != UNION_KEY}
-        return from_config(chosen, rest, path, out)
+        if chosen is not None:
+            rest = {k: v for k, v in value.items() if k != UNION_KEY}
+            return from_config(chosen, rest, path, out)
+        given = repr(value[UNION_KEY]) if UNION_KEY in value else "missing"
+        kinds = "one of " + ", ".join(by_name)
+        out.append(ConfigProblem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds))
+        return None
     for option in options:
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple) and isinstance(value, list | tuple):
@@ -407,7 +367,7 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
-                _scalar(key_type, _key(key_type, k), f"{path}.{k}", out): _convert(
+                _scalar(key_type, k, f"{path}.{k}", out, text=True): _convert(
                     value_type, v, f"{path}.{k}", out
                 )
                 for k, v in value.items()
@@ -425,8 +385,6 @@ def from_config(
     """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
     or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
     with its YAML path; None when there was one."""
-    from vertex_training._spelling import did_you_mean
-
     if not isinstance(data, Mapping):
         out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
@@ -510,11 +468,9 @@ def refuse_where_built(
 
 def map_known(value: Any, fn: Any) -> Any:
     """``fn(value)``, or the Output of it when ``value`` is not known yet."""
-    if isinstance(value, pulumi.Output):
-        return value.apply(fn)
-    if not is_known(value):
-        return pulumi.Output.from_input(value).apply(fn)
-    return fn(value)
+    if is_known(value):
+        return fn(value)
+    return pulumi.Output.from_input(value).apply(fn)
 
 
 def duration(seconds: float) -> str:

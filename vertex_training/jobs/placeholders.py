@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vertex_training._checks import LEAVES
 from vertex_training.jobs.finding import Finding
 
 __all__ = [
@@ -45,7 +46,6 @@ _BY_KEY: Mapping[str, Any] = {
     "timeout": "3600s",
     "maxWaitDuration": "3600s",
 }
-_DEFAULT = "placeholder"
 
 
 LATER: Any = object()
@@ -63,8 +63,8 @@ def with_placeholders(
     def walk(value: Any, where: str, key: str) -> Any:
         if is_unknown(value):
             unknown.append(where)
-            return _BY_KEY.get(key, _DEFAULT)
-        if type(value) in _LEAVES:
+            return _BY_KEY.get(key, "placeholder")
+        if type(value) in LEAVES:
             return value
         if isinstance(value, Mapping):
             return {
@@ -75,10 +75,6 @@ def with_placeholders(
         return value
 
     return walk(body, path, ""), unknown
-
-
-_LEAVES = frozenset({str, bytes, int, float, bool, type(None)})
-"""Exact types that hold no other value: once found known, nothing inside to walk."""
 
 
 _JUDGED_TOGETHER = frozenset({"machineType", "acceleratorType", "acceleratorCount", "tpuTopology"})

@@ -72,8 +72,7 @@ def _explain(error: json_format.ParseError) -> str:
 
 def body_of(message: JobMessage) -> dict[str, Any]:
     """The REST JSON of a message, as the API reference spells it."""
-    body: dict[str, Any] = json_format.MessageToDict(type(message).pb(message))
-    return body
+    return json_format.MessageToDict(type(message).pb(message))
 
 
 def canonical_json(kind: JobKind, body: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -29,6 +29,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
 from vertex_training.jobs.finding import Finding
@@ -45,53 +46,70 @@ class PoolRole(enum.IntEnum):
     EVALUATOR = 3
 
 
-class SchedulingStrategy(enum.StrEnum):
+class ProtoEnum(enum.StrEnum):
+    """A proto enum: each member is its proto name and carries its proto number, as the
+    JSON may give either (``tests/jobs/test_protos.py`` holds both to ``aiplatform_v1``).
+    Any other value is refused, a typo told with what was meant."""
+
+    number: int
+
+    def __new__(cls, name: str, number: int) -> Self:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.number = number
+        return member
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(cls._read)
+
+    @classmethod
+    def _read(cls, value: Any) -> Self:
+        for member in cls:
+            if value == member.value or (type(value) is int and value == member.number):
+                return member
+        names = [m.value for m in cls]
+        hint = did_you_mean(str(value), names)
+        raise ValueError(f"{value!r} is not valid{hint}; valid: {', '.join(names)}")
+
+
+class SchedulingStrategy(ProtoEnum):
     """``Scheduling.strategy``; unset is STANDARD (ON_DEMAND and LOW_COST are deprecated)."""
 
-    UNSPECIFIED = "STRATEGY_UNSPECIFIED"
-    ON_DEMAND = "ON_DEMAND"
-    LOW_COST = "LOW_COST"
-    STANDARD = "STANDARD"
-    SPOT = "SPOT"
-    FLEX_START = "FLEX_START"
+    UNSPECIFIED = "STRATEGY_UNSPECIFIED", 0
+    ON_DEMAND = "ON_DEMAND", 1
+    LOW_COST = "LOW_COST", 2
+    STANDARD = "STANDARD", 3
+    SPOT = "SPOT", 4
+    FLEX_START = "FLEX_START", 6
 
 
-class SearchAlgorithm(enum.StrEnum):
+class SearchAlgorithm(ProtoEnum):
     """``StudySpec.algorithm``; unset (``ALGORITHM_UNSPECIFIED``) is Vertex's Bayesian search."""
 
-    BAYESIAN = "ALGORITHM_UNSPECIFIED"
-    GRID = "GRID_SEARCH"
-    RANDOM = "RANDOM_SEARCH"
+    BAYESIAN = "ALGORITHM_UNSPECIFIED", 0
+    GRID = "GRID_SEARCH", 2
+    RANDOM = "RANDOM_SEARCH", 3
 
 
-class ScaleType(enum.StrEnum):
-    UNSPECIFIED = "SCALE_TYPE_UNSPECIFIED"
-    LINEAR = "UNIT_LINEAR_SCALE"
-    LOG = "UNIT_LOG_SCALE"
-    REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE"
+class ScaleType(ProtoEnum):
+    UNSPECIFIED = "SCALE_TYPE_UNSPECIFIED", 0
+    LINEAR = "UNIT_LINEAR_SCALE", 1
+    LOG = "UNIT_LOG_SCALE", 2
+    REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE", 3
 
 
-class MetricGoal(enum.StrEnum):
-    UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED"
-    MAXIMIZE = "MAXIMIZE"
-    MINIMIZE = "MINIMIZE"
+class MetricGoal(ProtoEnum):
+    UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED", 0
+    MAXIMIZE = "MAXIMIZE", 1
+    MINIMIZE = "MINIMIZE", 2
 
 
-class MeasurementSelection(enum.StrEnum):
-    UNSPECIFIED = "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED"
-    LAST = "LAST_MEASUREMENT"
-    BEST = "BEST_MEASUREMENT"
+class MeasurementSelection(ProtoEnum):
+    UNSPECIFIED = "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", 0
+    LAST = "LAST_MEASUREMENT", 1
+    BEST = "BEST_MEASUREMENT", 2
 
-
-PROTO_NUMBERS: Mapping[type[enum.StrEnum], tuple[int, ...]] = {
-    SchedulingStrategy: (0, 1, 2, 3, 4, 6),
-    SearchAlgorithm: (0, 2, 3),
-    ScaleType: (0, 1, 2, 3),
-    MetricGoal: (0, 1, 2),
-    MeasurementSelection: (0, 1, 2),
-}
-"""Each proto enum's numbers, in member order (the JSON may give a number for a name);
-``tests/jobs/test_protos.py`` holds names and numbers to the real ``aiplatform_v1`` enums."""
 
 MAX_DURATION_SECONDS = 315_576_000_000
 """``google.protobuf.Duration``'s range: +-10,000 years."""
@@ -127,22 +145,6 @@ def _seconds(value: Any) -> float:
         )
     seconds = int(whole) + (int(fraction.ljust(9, "0")) / 1e9 if fraction else 0.0)
     return -seconds if sign else seconds
-
-
-def _named(kind: type[enum.StrEnum]) -> BeforeValidator:
-    """Reads ``kind`` from its name or its proto number, a typo told with what was meant."""
-    members, numbers = list(kind), PROTO_NUMBERS[kind]
-
-    def read(value: Any) -> Any:
-        if isinstance(value, int) and not isinstance(value, bool) and value in numbers:
-            return members[numbers.index(value)]
-        if isinstance(value, str) and value in kind.__members__.values():
-            return kind(value)
-        names = [m.value for m in members]
-        hint = did_you_mean(str(value), names)
-        raise ValueError(f"{value!r} is not valid{hint}; valid: {', '.join(names)}")
-
-    return BeforeValidator(read)
 
 
 Int = Annotated[int, BeforeValidator(_not_bool), AfterValidator(_int64)]
@@ -218,9 +220,7 @@ def _placeholder(pool: Any) -> Any:
 class Scheduling(Message):
     timeout: Seconds | None = None
     """Fractional seconds stay fractional."""
-    strategy: Annotated[SchedulingStrategy, _named(SchedulingStrategy)] = (
-        SchedulingStrategy.UNSPECIFIED
-    )
+    strategy: SchedulingStrategy = SchedulingStrategy.UNSPECIFIED
     max_wait_duration: Seconds | None = None
     """0 means "wait indefinitely", None unset."""
 
@@ -287,7 +287,7 @@ class ParameterSpec(Message):
     integer_value_spec: IntegerValueSpec | None = None
     discrete_value_spec: DiscreteValueSpec | None = None
     categorical_value_spec: CategoricalValueSpec | None = None
-    scale_type: Annotated[ScaleType, _named(ScaleType)] = ScaleType.UNSPECIFIED
+    scale_type: ScaleType = ScaleType.UNSPECIFIED
     conditional_parameter_specs: tuple[ConditionalParameterSpec, ...] = ()
 
     @model_validator(mode="after")
@@ -324,7 +324,7 @@ class ConditionalParameterSpec(Message):
 
 class MetricSpec(Message):
     metric_id: str = ""
-    goal: Annotated[MetricGoal, _named(MetricGoal)] = MetricGoal.UNSPECIFIED
+    goal: MetricGoal = MetricGoal.UNSPECIFIED
 
 
 _STOPPING = (
@@ -337,10 +337,8 @@ _STOPPING = (
 class StudySpec(Message):
     metrics: tuple[MetricSpec, ...] = ()
     parameters: tuple[ParameterSpec, ...] = ()
-    algorithm: Annotated[SearchAlgorithm, _named(SearchAlgorithm)] = SearchAlgorithm.BAYESIAN
-    measurement_selection_type: Annotated[MeasurementSelection, _named(MeasurementSelection)] = (
-        MeasurementSelection.UNSPECIFIED
-    )
+    algorithm: SearchAlgorithm = SearchAlgorithm.BAYESIAN
+    measurement_selection_type: MeasurementSelection = MeasurementSelection.UNSPECIFIED
     median_automated_stopping_spec: Any = None
     decay_curve_stopping_spec: Any = None
     convex_automated_stopping_spec: Any = None
@@ -367,7 +365,6 @@ class _Job(Message):
 
 class CustomJob(_Job):
     job_spec: CustomJobSpec = CustomJobSpec()
-    kind: ClassVar[JobKind] = JobKind.CUSTOM_JOB
     trial_job_path: ClassVar[str] = "jobSpec"
 
     @property
@@ -382,7 +379,6 @@ class HyperparameterTuningJob(_Job):
     max_trial_count: Int = 0
     parallel_trial_count: Int = 0
     max_failed_trial_count: Int = 0
-    kind: ClassVar[JobKind] = JobKind.HYPERPARAMETER_TUNING_JOB
     trial_job_path: ClassVar[str] = "trialJobSpec"
 
     @property
@@ -445,7 +441,6 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
 
 __all__ = [
     "MAX_DURATION_SECONDS",
-    "PROTO_NUMBERS",
     "CustomJob",
     "CustomJobSpec",
     "HyperparameterTuningJob",
@@ -454,6 +449,7 @@ __all__ = [
     "MetricGoal",
     "ParameterSpec",
     "PoolRole",
+    "ProtoEnum",
     "ScaleType",
     "SchedulingStrategy",
     "SearchAlgorithm",
