@@ -363,7 +363,7 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:
-    from vertex_training.jobs.backends.local.cluster import inherited_environment
+    from vertex_training.jobs.backends.local.environment import inherited_environment
 
     env = inherited_environment(
         {

@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -30,10 +29,9 @@ from vertex_training.jobs.backends.local._store import (
     now_rfc3339,
     parse_job_name,
     process_alive,
-    process_start_time,
 )
 from vertex_training.jobs.backends.local.capabilities import check_local_support
-from vertex_training.jobs.backends.local.cluster import stop_process_groups
+from vertex_training.jobs.backends.local.cluster import start_process, stop_process_groups
 from vertex_training.jobs.backends.local.environment import local_bucket_paths, replica_command
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
@@ -123,23 +121,15 @@ class LocalBackend:
 
     def _start_supervisor(self, job: JobDir, state: LocalJobState) -> None:
         """Start the job's supervisor and record it in ``state`` (the caller holds the lock)."""
-        with open(job.path / SUPERVISOR_LOG, "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
-                cwd=project_root(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                # A new session: the job outlives this process (a Pulumi provider process
-                # ends with its deployment) and a Ctrl-C here does not reach it.
-                start_new_session=True,
-                env={**os.environ, "PYTHONPATH": _pythonpath()},
-            )
+        process, state.supervisor_start = start_process(
+            [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
+            job.path / SUPERVISOR_LOG,
+            {**os.environ, "PYTHONPATH": _pythonpath()},
+        )
         # Reap it when it ends, so a long-lived caller keeps no zombie (a zombie would
         # also look alive to the liveness check).
         threading.Thread(target=process.wait, daemon=True).start()
         state.supervisor_pid = process.pid
-        state.supervisor_start = process_start_time(process.pid)
         job.write(state)
 
     def get(self, name: str) -> JobRecord:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from google.cloud.aiplatform_v1 import CustomJobSpec, WorkerPoolSpec
+from google.protobuf import json_format
 
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
@@ -64,6 +65,8 @@ LOCAL_DECODED_CACHE_MAX_BYTES = 16 * 1024**3
 ``$TRAINER_CACHE_MAX_BYTES`` is set where the job is submitted."""
 LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
+VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
+VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,16 @@ def _cluster_variable(
     return json.dumps({"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)})
 
 
+def cluster_job(spec: CustomJobSpec, args: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """TF_CONFIG's ``job``: the CustomJobSpec in proto field names (as Vertex writes it),
+    each pool's ``args`` as its replicas get them."""
+    job = json_format.MessageToDict(CustomJobSpec.pb(spec), preserving_proto_field_name=True)
+    for pool_json, pool_args in zip(job.get("worker_pool_specs", ()), args, strict=True):
+        if "container_spec" in pool_json:
+            pool_json["container_spec"]["args"] = list(pool_args)
+    return job
+
+
 def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
     """The AIP_* directories; a tuning trial's base has the trial id appended. None (no
     ``baseOutputDirectory``): Vertex sets none of them."""
@@ -134,6 +147,13 @@ def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
         "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
         "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
     }
+
+
+def model_dir(base: str | None, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
+    base output directory."""
+    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
+    return found.rstrip("/") if found else None
 
 
 _REFERENCE = re.compile(r"\$(\$|\(([^)]*)\))")
@@ -216,6 +236,17 @@ def replica_environment(
     for variable in pool.container_spec.env:
         env[variable.name] = local_bucket_paths(expand_references(variable.value, env), gcs_root)
     return env
+
+
+def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """This machine's environment (PATH, PYTHONPATH, ...) without the variables Vertex
+    owns: a replica must never see a TF_CONFIG or trial id leaked from whoever submitted
+    the job, only the ones we set for it."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in VERTEX_OWNED_NAMES and not k.startswith(VERTEX_OWNED_PREFIXES)
+    }
 
 
 def is_repo_trainer_image(image_uri: str) -> bool:
