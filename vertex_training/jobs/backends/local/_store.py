@@ -62,7 +62,6 @@ def parse_job_name(name: str) -> tuple[JobKind, str]:
 
 
 class ReplicaState(enum.StrEnum):
-    PENDING = "PENDING"
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
@@ -96,6 +95,8 @@ class LocalJobState:
     replicas: list[ReplicaStatus] = field(default_factory=list)
     output_dir: str | None = None
     """The body's base output directory as a local path; None when it has none."""
+    seed: int | None = None
+    """The seed of a study's sampler (None: random)."""
 
 
 _STATE = TypeAdapter(LocalJobState)
@@ -134,8 +135,6 @@ class JobDir:
         self.state_file = path / "state.json"
         self.cancel_file = path / "cancel-requested"
         self.body_file = path / "body.json"
-        self.seed_file = path / "seed"
-        """The seed of a study's sampler (absent: random)."""
 
     @property
     def root(self) -> Path:

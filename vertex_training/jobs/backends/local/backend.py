@@ -92,8 +92,6 @@ class LocalBackend:
                 job_id = str(int(job_id) + 1)
         job = JobDir(self.jobs_dir / job_id)
         job.write_body(dict(body))
-        if self.seed is not None:
-            job.seed_file.write_text(str(self.seed))
         base = _job_spec(job_message).base_output_directory.output_uri_prefix
         record = JobRecord(
             name=job_name(kind, job_id),
@@ -104,7 +102,8 @@ class LocalBackend:
             create_time=now_rfc3339(),
         )
         # No base output directory: no AIP_* directories, as on Vertex.
-        state = LocalJobState(record=record, output_dir=self.local_path(base) if base else None)
+        output_dir = self.local_path(base) if base else None
+        state = LocalJobState(record=record, output_dir=output_dir, seed=self.seed)
         # Held until the pid is recorded, so the supervisor's first update (which takes
         # the same lock) never overwrites it.
         with job.locked():
@@ -248,7 +247,7 @@ class LocalBackend:
                 ]
             )
             for replica in state.replicas:
-                if replica.state in (ReplicaState.RUNNING, ReplicaState.PENDING):
+                if replica.state is ReplicaState.RUNNING:
                     replica.state = ReplicaState.KILLED
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
             state.record = replace(

@@ -24,7 +24,6 @@ trainer resumes them from their checkpoints. The interrupted attempt's files mov
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import shutil
@@ -156,8 +155,7 @@ class Supervisor:
             self.check_cancel()
             self.set_state(JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
-                seed = self.job.seed_file
-                failure = Tuner(self, job, int(seed.read_text()) if seed.exists() else None).run()
+                failure = Tuner(self, job, self.job.read().seed).run()
             else:
                 failure = self.run_custom_job(job)
         except JobCancelledError:
@@ -256,7 +254,14 @@ class Tuner:
         runs again under its trial id, with its parameters (see the module docstring)."""
         interrupted = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
         for frozen in interrupted:
-            _tell(self.study, frozen.number, state=_TrialState.FAIL)
+            try:
+                self.study.tell(frozen.number, state=_TrialState.FAIL)
+            except RuntimeError as exc:
+                # GridSampler calls study.stop() once the grid is exhausted, which works
+                # only inside optimize(); optuna stores the trial before that (in a
+                # finally), and we stop at the grid size ourselves: safe to pass over.
+                if "Study.stop" not in str(exc):
+                    raise
             trial_id = frozen.user_attrs.get(VERTEX_TRIAL_ID)
             if trial_id is None:
                 continue  # asked, but not yet a Vertex trial: its id was never handed out
@@ -383,32 +388,11 @@ class Tuner:
             self.supervisor.save(trials=trials, best_trial=best, model_dir=model)
 
 
-def _tell(
-    study: optuna.Study,
-    number: int,
-    value: float | None = None,
-    state: _TrialState = _TrialState.COMPLETE,
-) -> None:
-    """Settle a trial a previous supervisor left RUNNING."""
-    try:
-        study.tell(number, value, state=state)
-    except RuntimeError as exc:
-        # GridSampler calls study.stop() once the grid is exhausted, which works only
-        # inside optimize(); optuna stores the trial before that (in a finally), and we
-        # stop at the grid size ourselves, so this is safe to pass over.
-        if "Study.stop" not in str(exc):
-            raise
-        _log.debug("grid exhausted: %s", exc)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("job_dir", type=Path)
-    args = parser.parse_args(argv)
+def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    supervisor = Supervisor(args.job_dir)
+    supervisor = Supervisor(Path(sys.argv[1]))
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     signal.signal(signal.SIGINT, supervisor.on_sigterm)
     return supervisor.run()
