@@ -76,7 +76,7 @@ class ReplicaStatus:
     pool: int
     index: int
     state: ReplicaState
-    pid: int | None = None
+    pid: int
     exit_code: int | None = None
     log: str = ""
     trial_id: str | None = None

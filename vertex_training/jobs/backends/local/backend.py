@@ -241,9 +241,7 @@ class LocalBackend:
                 [
                     r.pid
                     for r in state.replicas
-                    if r.pid is not None
-                    and r.state is ReplicaState.RUNNING
-                    and process_alive(r.pid, r.start)
+                    if r.state is ReplicaState.RUNNING and process_alive(r.pid, r.start)
                 ]
             )
             for replica in state.replicas:

@@ -139,10 +139,9 @@ class ClusterRun:
             for pool in pools
         ]
         job = cluster_job(self.spec, args)
-        for directory in (self.run_dir / "logs", self.run_dir / "hypertune"):
+        aip_dirs = map(Path, output_dirs(self.output_dir, self.trial_id).values())
+        for directory in (self.run_dir / "logs", self.run_dir / "hypertune", *aip_dirs):
             directory.mkdir(parents=True, exist_ok=True)
-        for directory in output_dirs(self.output_dir, self.trial_id).values():
-            Path(directory).mkdir(parents=True, exist_ok=True)
         inherited = inherited_environment(os.environ)
         self.started_at = time.monotonic()
         slots = plan_replicas(self.spec)

@@ -11,15 +11,9 @@ A tuning job's ``Tuner`` runs the study through Optuna's own ``optimize``:
 until ``maxTrialCount`` (or the grid is exhausted, or ``maxFailedTrialCount`` trials
 failed). A trial reads its hypertune reports, stops early when the study asks for
 automated stopping, and keeps the job's trial table and best trial up to date.
-
 The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``): it is the
-record of every trial, and the job's trial table is read from it. A supervisor started
-again for a job whose supervisor died resumes the study: finished trials keep their
-results and count towards ``maxTrialCount``; trials that were running are re-run under the
-same trial id with the same parameters (their Optuna trial is marked FAIL, a new one is
-enqueued with those parameters): their processes were stopped with the supervisor, and the
-trainer resumes them from their checkpoints. The interrupted attempt's files move to
-``trials/<id>.interrupted``.
+record of every trial, and the job's trial table is read from it; a supervisor started
+again for a job whose supervisor died resumes the study (``Tuner._resume``; docs/local.md).
 """
 
 from __future__ import annotations
@@ -250,8 +244,11 @@ class Tuner:
         return None
 
     def _resume(self) -> None:
-        """Settle what a previous supervisor of this job left running: each of its trials
-        runs again under its trial id, with its parameters (see the module docstring)."""
+        """Settle what a previous supervisor of this job left running: finished trials keep
+        their results and count towards ``maxTrialCount``; a running one is marked FAIL
+        and enqueued again under its trial id with its parameters (its processes were
+        stopped with the supervisor; the trainer resumes from its checkpoints), its
+        attempt's files kept in ``trials/<id>.interrupted``."""
         interrupted = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
         for frozen in interrupted:
             try:
