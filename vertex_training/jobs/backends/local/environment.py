@@ -135,8 +135,7 @@ def cluster_job(spec: CustomJobSpec, args: Sequence[Sequence[str]]) -> dict[str,
 
 
 def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories; a tuning trial's base has the trial id appended. None (no
-    ``baseOutputDirectory``): Vertex sets none of them."""
+    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
     if not base:
         return {}
     root = base.rstrip("/")
@@ -199,19 +198,16 @@ def replica_environment(
     gcs_root: Path | str | None = None,
     decoded_cache: Path | str | None = None,
 ) -> dict[str, str]:
-    """The variables Vertex sets on ``me``, plus the pool's own ``env`` (which wins, as on
-    Vertex where container env is applied on top; each value expanded as Kubernetes does
-    and its bucket paths made local). With ``decoded_cache``, the trainer's disk cache goes
-    there, bounded, instead of each replica's temp directory."""
+    """The variables Vertex sets on ``me``, then the pool's own ``env`` on top (see the
+    module docstring). With ``decoded_cache``, the trainer's disk cache goes there,
+    bounded, instead of each replica's temp directory."""
     env: dict[str, str] = {}
     if decoded_cache is not None:
         env[CACHE_DIR_ENV] = str(decoded_cache)
         env[CACHE_MAX_BYTES_ENV] = os.environ.get(
             CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
         )
-    # Vertex sets TF_CONFIG for distributed training only (more than one replica in all):
-    # a single-replica job's container sees CLUSTER_SPEC but no TF_CONFIG.
-    if len(slots) > 1:
+    if len(slots) > 1:  # distributed training only
         env["TF_CONFIG"] = _cluster_variable(
             slots, me, job, trial_id, pool_names=TF_CONFIG_TASK_TYPES, with_evaluator=False
         )
