@@ -106,11 +106,8 @@ _STATE = TypeAdapter(LocalJobState)
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (made when missing) between processes."""
     with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def atomic_write_text(path: Path, text: str) -> None:

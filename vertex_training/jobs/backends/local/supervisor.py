@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any
 
 import optuna
-from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec, HyperparameterTuningJob, Trial
+from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob, Trial
 
 from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339, rfc3339
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
@@ -139,10 +139,6 @@ class Supervisor:
                 save()  # a CustomJob's record keeps how its replicas ended
                 del self.runs[run.trial_id]
 
-    def cluster(self, spec: CustomJobSpec, run_dir: Path, **trial: Any) -> ClusterRun:
-        """The replicas of ``spec`` (the job's, or one trial's), logging under ``run_dir``."""
-        return ClusterRun(self.job, spec, run_dir, self.output_dir, self.gpus, **trial)
-
     def run(self) -> int:
         try:
             job = parse_body(self.job.read().record.kind, self.job.read_body())
@@ -165,7 +161,7 @@ class Supervisor:
 
     def run_custom_job(self, job: CustomJob) -> str | None:
         """Run the job's replicas; why it failed, None when it succeeded."""
-        run = self.cluster(job.job_spec, self.job.path)
+        run = ClusterRun(self.job, job.job_spec, self.job.path, self.output_dir, self.gpus)
 
         def save() -> None:
             self.save()
@@ -304,9 +300,13 @@ class Tuner:
             trial.set_user_attr(
                 _PARAMETERS, {k: v if isinstance(v, str) else float(v) for k, v in params}
             )
-        run = self.supervisor.cluster(
+        supervisor = self.supervisor
+        run = ClusterRun(
+            supervisor.job,
             self.job.trial_job_spec,
-            self.supervisor.job.path / "trials" / trial_id,
+            supervisor.job.path / "trials" / trial_id,
+            supervisor.output_dir,
+            supervisor.gpus,
             trial_id=trial_id,
             extra_args=parameter_args(params),
         )
