@@ -32,7 +32,11 @@ from vertex_training.jobs.backends.local._store import (
 )
 from vertex_training.jobs.backends.local.capabilities import check_local_support
 from vertex_training.jobs.backends.local.cluster import start_process, stop_process_groups
-from vertex_training.jobs.backends.local.environment import local_bucket_paths, replica_command
+from vertex_training.jobs.backends.local.environment import (
+    DECODED_CACHE,
+    local_bucket_paths,
+    replica_command,
+)
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
@@ -193,7 +197,7 @@ class LocalBackend:
         shutil.rmtree(job.path)
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
-        cache = self.root / "decoded-cache"
+        cache = self.root / DECODED_CACHE
         if cache.is_dir() and not self._records():
             _log.info(
                 "removing the decoded-image cache %s (no job of %s is left)", cache, self.root

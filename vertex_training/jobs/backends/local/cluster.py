@@ -163,8 +163,7 @@ class ClusterRun:
                     else self.run_dir / "hypertune" / f"{slot.label}.metrics"
                 ),
                 cuda_visible_devices=",".join(gpus) if gpus is not None else None,
-                gcs_root=gcs,
-                decoded_cache=self.job.root / "decoded-cache",
+                root=self.job.root,
             )
             command = replica_command(pool, args[slot.pool])
             log = self.run_dir / "logs" / f"{slot.label}.log"

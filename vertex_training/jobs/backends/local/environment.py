@@ -60,6 +60,8 @@ CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
 CACHE_MAX_BYTES_ENV = "TRAINER_CACHE_MAX_BYTES"
 """The trainer's decoded-cache variables (``trainer.config``; the trainer imports nothing
 from here, nor this from it: a test holds the names equal)."""
+DECODED_CACHE = "decoded-cache"
+"""The directory of a backend root that every replica's trainer caches decoded images in."""
 LOCAL_DECODED_CACHE_MAX_BYTES = 16 * 1024**3
 """The bound on a local root's decoded cache (cassava at 224 px: ~3.3 GB a replica), unless
 ``$TRAINER_CACHE_MAX_BYTES`` is set where the job is submitted."""
@@ -82,7 +84,7 @@ class ReplicaSlot:
         return f"{WORKERPOOLS[self.pool]}-{self.index}"
 
 
-def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> list[ReplicaSlot]:
+def plan_replicas(spec: CustomJobSpec) -> list[ReplicaSlot]:
     """Every replica of the job in Vertex order, each with a free localhost port (an empty
     placeholder pool has no replica but keeps the later pools' numbers)."""
     replicas = [
@@ -90,13 +92,12 @@ def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> li
         for pool, spec_of_pool in enumerate(spec.worker_pool_specs)
         for index in range(spec_of_pool.replica_count)
     ]
-    if ports is None:
-        # Held open together, so that no port is handed out twice.
-        with contextlib.ExitStack() as held:
-            sockets = [held.enter_context(socket.socket()) for _ in replicas]
-            for sock in sockets:
-                sock.bind(("localhost", 0))
-            ports = [sock.getsockname()[1] for sock in sockets]
+    # Held open together, so that no port is handed out twice.
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in replicas]
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        ports = [sock.getsockname()[1] for sock in sockets]
     return [
         ReplicaSlot(pool, index, f"localhost:{port}")
         for (pool, index), port in zip(replicas, ports, strict=True)
@@ -175,11 +176,9 @@ def expand_references(value: str, variables: Mapping[str, str]) -> str:
 _BUCKET_PATH = re.compile(r"(^|[=,\s])(gs://|/gcs/)(?=[^/\s])")
 
 
-def local_bucket_paths(value: str, gcs_root: Path | str | None) -> str:
+def local_bucket_paths(value: str, gcs_root: Path | str) -> str:
     """``gs://b/p`` and ``/gcs/b/p`` (Vertex's Cloud Storage FUSE mount) at the start of
-    ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``; None: unchanged."""
-    if gcs_root is None:
-        return value
+    ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``."""
     root = str(gcs_root).rstrip("/")
     return _BUCKET_PATH.sub(lambda m: f"{m.group(1)}{root}/", value)
 
@@ -195,18 +194,18 @@ def replica_environment(
     trial_id: str | None,
     metric_file: str,
     cuda_visible_devices: str | None,
-    gcs_root: Path | str | None = None,
-    decoded_cache: Path | str | None = None,
+    root: Path,
 ) -> dict[str, str]:
     """The variables Vertex sets on ``me``, then the pool's own ``env`` on top (see the
-    module docstring). With ``decoded_cache``, the trainer's disk cache goes there,
-    bounded, instead of each replica's temp directory."""
-    env: dict[str, str] = {}
-    if decoded_cache is not None:
-        env[CACHE_DIR_ENV] = str(decoded_cache)
-        env[CACHE_MAX_BYTES_ENV] = os.environ.get(
+    module docstring), for a job of the backend root ``root``: its bucket paths point
+    into ``<root>/gcs``, and the trainer's disk cache is the root's one bounded
+    ``DECODED_CACHE`` instead of each replica's temp directory."""
+    env = {
+        CACHE_DIR_ENV: str(root / DECODED_CACHE),
+        CACHE_MAX_BYTES_ENV: os.environ.get(
             CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
-        )
+        ),
+    }
     if len(slots) > 1:  # distributed training only
         env["TF_CONFIG"] = _cluster_variable(
             slots, me, job, trial_id, pool_names=TF_CONFIG_TASK_TYPES, with_evaluator=False
@@ -230,7 +229,9 @@ def replica_environment(
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     for variable in pool.container_spec.env:
-        env[variable.name] = local_bucket_paths(expand_references(variable.value, env), gcs_root)
+        env[variable.name] = local_bucket_paths(
+            expand_references(variable.value, env), root / "gcs"
+        )
     return env
 
 
