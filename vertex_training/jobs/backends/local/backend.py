@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import signal
 import sys
 import threading
 import time
@@ -171,11 +169,9 @@ class LocalBackend:
             if state.record.state.is_terminal:
                 return
             state.record = replace(state.record, state=JobState.CANCELLING)
+            # The supervisor polls for this file between its polls of the replicas.
             job.cancel_file.touch()
-        if _supervisor_alive(state) and state.supervisor_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(state.supervisor_pid, signal.SIGTERM)
-        else:
+        if not _supervisor_alive(state):
             self._reap_orphan(job)
 
     def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:

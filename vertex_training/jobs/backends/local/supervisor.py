@@ -3,8 +3,8 @@
 Started by ``LocalBackend.submit`` in a new session, so it outlives the process that
 submitted it (a Pulumi provider process ends with its deployment). It alone writes the
 job's state while it runs, moving it through PENDING -> RUNNING -> SUCCEEDED / FAILED, and
-to CANCELLED when ``cancel`` asks (SIGTERM or the cancel file). Every replica runs in its
-own process group, which is what cancel, failure and success stop.
+to CANCELLED when ``cancel`` asks (the cancel file) or it gets SIGTERM or SIGINT. Every
+replica runs in its own process group, which is what cancel, failure and success stop.
 
 A tuning job's ``Tuner`` runs the study through Optuna's own ``optimize``:
 ``parallelTrialCount`` trials at a time (its threads), each trial one cluster of processes,
@@ -75,7 +75,7 @@ _PARAMETERS, _STOPPED_AT, _INFEASIBLE_REASON = "parameters", "stopped_at", "infe
 
 
 class JobCancelledError(Exception):
-    """``cancel`` asked (SIGTERM or the cancel file): the job ends CANCELLED."""
+    """``cancel`` asked (the cancel file, or SIGTERM): the job ends CANCELLED."""
 
 
 class Supervisor:
