@@ -30,6 +30,8 @@ LOCAL_PROJECT = LOCAL_LOCATION = "local"
 """The project and location of every local job's name (and its CLOUD_ML_* variables)."""
 _NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
 SUPERVISOR_LOG = "supervisor.log"
+CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
+"""A cancelled job's error message, whoever settles it (its supervisor or the backend)."""
 
 
 def rfc3339(moment: datetime) -> str:

@@ -18,6 +18,7 @@ from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
+    CANCELLED_MESSAGE,
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
@@ -253,7 +254,7 @@ class LocalBackend:
                 state=JobState.CANCELLED if cancelling else JobState.FAILED,
                 end_time=now_rfc3339(),
                 error_message=(
-                    "CANCELED: the job was cancelled"
+                    CANCELLED_MESSAGE
                     if cancelling
                     else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
                     "resume it with LocalBackend.resume_interrupted or run it again"

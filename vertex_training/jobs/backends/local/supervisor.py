@@ -34,7 +34,12 @@ from typing import Any
 import optuna
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob, Trial
 
-from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339, rfc3339
+from vertex_training.jobs.backends.local._store import (
+    CANCELLED_MESSAGE,
+    JobDir,
+    now_rfc3339,
+    rfc3339,
+)
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
 from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus, model_dir
 from vertex_training.jobs.backends.local.study import (
@@ -149,7 +154,7 @@ class Supervisor:
             else:
                 failure = self.run_custom_job(job)
         except JobCancelledError:
-            self.set_state(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
+            self.set_state(JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
         except Exception as exc:
             _log.exception("supervisor failed")
             self.set_state(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
