@@ -15,6 +15,7 @@ from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local.environment import (
     TF_CONFIG_TASK_TYPES,
     GpuAllocator,
+    ReplicaSlot,
     expand_references,
     is_repo_trainer_image,
     local_bucket_paths,
@@ -65,15 +66,14 @@ class TestClusterLayout:
 
     def test_placeholder_pool_is_skipped_but_keeps_pool_numbers(self) -> None:
         job = _spec(_pool_body(), {}, _pool_body())
-        slots = plan_replicas(job, ports=[1, 2])
-        assert [(s.label, s.address) for s in slots] == [
-            ("workerpool0-0", "localhost:1"),
-            ("workerpool2-0", "localhost:2"),
-        ]
+        slots = plan_replicas(job)
+        assert [s.label for s in slots] == ["workerpool0-0", "workerpool2-0"]
 
     def _env(self, who: int, trial: str | None = None) -> dict[str, str]:
         job = _full_job()
-        slots = plan_replicas(job, ports=[10, 11, 12, 13, 14])
+        # Known ports, so the cluster can be compared with a literal.
+        planned = zip(plan_replicas(job), range(10, 15), strict=True)
+        slots = [ReplicaSlot(s.pool, s.index, f"localhost:{port}") for s, port in planned]
         return replica_environment(
             slots=slots,
             me=slots[who],
@@ -84,6 +84,7 @@ class TestClusterLayout:
             trial_id=trial,
             metric_file="/m/output.metrics",
             cuda_visible_devices=None,
+            root=Path("/root"),
         )
 
     def test_tf_config_cluster_has_chief_worker_ps_but_not_the_evaluator(self) -> None:
@@ -133,7 +134,6 @@ def _single_env(
     *pools: dict[str, Any],
     output: str | None = "/out",
     trial: str | None = None,
-    gcs_root: str | None = None,
 ) -> dict[str, str]:
     job = _spec(*pools, output=output)
     slots = plan_replicas(job)
@@ -148,7 +148,7 @@ def _single_env(
         trial_id=trial,
         metric_file="/m",
         cuda_visible_devices=None,
-        gcs_root=gcs_root,
+        root=Path("/root"),
     )
 
 
@@ -204,8 +204,7 @@ class TestVertexEnvironment:
 
     def test_bucket_paths_in_env_values_are_local(self) -> None:
         env = _single_env(
-            _pool_body(env=(("DATA", "gs://b/data"), ("FUSE", "/gcs/b/fuse"), ("OTHER", "/x"))),
-            gcs_root="/root/gcs",
+            _pool_body(env=(("DATA", "gs://b/data"), ("FUSE", "/gcs/b/fuse"), ("OTHER", "/x")))
         )
         assert (env["DATA"], env["FUSE"], env["OTHER"]) == (
             "/root/gcs/b/data",
@@ -253,7 +252,6 @@ def test_expand_references_follows_kubernetes(value: str, expected: str) -> None
 )
 def test_bucket_paths_map_to_the_local_bucket_directory(value: str, expected: str) -> None:
     assert local_bucket_paths(value, Path("/r/gcs")) == expected
-    assert local_bucket_paths(value, None) == value
 
 
 def test_output_dirs_follow_vertex_layout() -> None:
@@ -363,7 +361,7 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:
-    from vertex_training.jobs.backends.local.cluster import inherited_environment
+    from vertex_training.jobs.backends.local.environment import inherited_environment
 
     env = inherited_environment(
         {

@@ -67,7 +67,9 @@ def test_the_walk_reaches_nested_messages() -> None:
 
 def test_every_proto_field_is_classified() -> None:
     missing = sorted(proto_fields() - set(LOCAL_SUPPORT))
-    assert missing == [], f"classify these in capabilities.LOCAL_SUPPORT: {missing}"
+    assert missing == [], (
+        f"classify these in local_support.json (capabilities.LOCAL_SUPPORT): {missing}"
+    )
 
 
 def test_the_table_names_only_real_fields() -> None:

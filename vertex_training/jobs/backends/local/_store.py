@@ -30,6 +30,8 @@ LOCAL_PROJECT = LOCAL_LOCATION = "local"
 """The project and location of every local job's name (and its CLOUD_ML_* variables)."""
 _NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
 SUPERVISOR_LOG = "supervisor.log"
+CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
+"""A cancelled job's error message, whoever settles it (its supervisor or the backend)."""
 
 
 def rfc3339(moment: datetime) -> str:
@@ -62,7 +64,6 @@ def parse_job_name(name: str) -> tuple[JobKind, str]:
 
 
 class ReplicaState(enum.StrEnum):
-    PENDING = "PENDING"
     RUNNING = "RUNNING"
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
@@ -77,7 +78,7 @@ class ReplicaStatus:
     pool: int
     index: int
     state: ReplicaState
-    pid: int | None = None
+    pid: int
     exit_code: int | None = None
     log: str = ""
     trial_id: str | None = None
@@ -96,6 +97,8 @@ class LocalJobState:
     replicas: list[ReplicaStatus] = field(default_factory=list)
     output_dir: str | None = None
     """The body's base output directory as a local path; None when it has none."""
+    seed: int | None = None
+    """The seed of a study's sampler (None: random)."""
 
 
 _STATE = TypeAdapter(LocalJobState)
@@ -105,11 +108,8 @@ _STATE = TypeAdapter(LocalJobState)
 def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (made when missing) between processes."""
     with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -134,8 +134,6 @@ class JobDir:
         self.state_file = path / "state.json"
         self.cancel_file = path / "cancel-requested"
         self.body_file = path / "body.json"
-        self.seed_file = path / "seed"
-        """The seed of a study's sampler (absent: random)."""
 
     @property
     def root(self) -> Path:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +18,7 @@ from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local._store import (
+    CANCELLED_MESSAGE,
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
@@ -30,11 +28,14 @@ from vertex_training.jobs.backends.local._store import (
     now_rfc3339,
     parse_job_name,
     process_alive,
-    process_start_time,
 )
 from vertex_training.jobs.backends.local.capabilities import check_local_support
-from vertex_training.jobs.backends.local.cluster import stop_process_groups
-from vertex_training.jobs.backends.local.environment import local_bucket_paths, replica_command
+from vertex_training.jobs.backends.local.cluster import start_process, stop_process_groups
+from vertex_training.jobs.backends.local.environment import (
+    DECODED_CACHE,
+    local_bucket_paths,
+    replica_command,
+)
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
@@ -94,8 +95,6 @@ class LocalBackend:
                 job_id = str(int(job_id) + 1)
         job = JobDir(self.jobs_dir / job_id)
         job.write_body(dict(body))
-        if self.seed is not None:
-            job.seed_file.write_text(str(self.seed))
         base = _job_spec(job_message).base_output_directory.output_uri_prefix
         record = JobRecord(
             name=job_name(kind, job_id),
@@ -106,7 +105,8 @@ class LocalBackend:
             create_time=now_rfc3339(),
         )
         # No base output directory: no AIP_* directories, as on Vertex.
-        state = LocalJobState(record=record, output_dir=self.local_path(base) if base else None)
+        output_dir = self.local_path(base) if base else None
+        state = LocalJobState(record=record, output_dir=output_dir, seed=self.seed)
         # Held until the pid is recorded, so the supervisor's first update (which takes
         # the same lock) never overwrites it.
         with job.locked():
@@ -123,23 +123,15 @@ class LocalBackend:
 
     def _start_supervisor(self, job: JobDir, state: LocalJobState) -> None:
         """Start the job's supervisor and record it in ``state`` (the caller holds the lock)."""
-        with open(job.path / SUPERVISOR_LOG, "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
-                cwd=project_root(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                # A new session: the job outlives this process (a Pulumi provider process
-                # ends with its deployment) and a Ctrl-C here does not reach it.
-                start_new_session=True,
-                env={**os.environ, "PYTHONPATH": _pythonpath()},
-            )
+        process, state.supervisor_start = start_process(
+            [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
+            job.path / SUPERVISOR_LOG,
+            {**os.environ, "PYTHONPATH": _pythonpath()},
+        )
         # Reap it when it ends, so a long-lived caller keeps no zombie (a zombie would
         # also look alive to the liveness check).
         threading.Thread(target=process.wait, daemon=True).start()
         state.supervisor_pid = process.pid
-        state.supervisor_start = process_start_time(process.pid)
         job.write(state)
 
     def get(self, name: str) -> JobRecord:
@@ -178,11 +170,9 @@ class LocalBackend:
             if state.record.state.is_terminal:
                 return
             state.record = replace(state.record, state=JobState.CANCELLING)
+            # The supervisor polls for this file between its polls of the replicas.
             job.cancel_file.touch()
-        if _supervisor_alive(state) and state.supervisor_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(state.supervisor_pid, signal.SIGTERM)
-        else:
+        if not _supervisor_alive(state):
             self._reap_orphan(job)
 
     def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
@@ -204,7 +194,7 @@ class LocalBackend:
         shutil.rmtree(job.path)
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
-        cache = self.root / "decoded-cache"
+        cache = self.root / DECODED_CACHE
         if cache.is_dir() and not self._records():
             _log.info(
                 "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
@@ -252,13 +242,11 @@ class LocalBackend:
                 [
                     r.pid
                     for r in state.replicas
-                    if r.pid is not None
-                    and r.state is ReplicaState.RUNNING
-                    and process_alive(r.pid, r.start)
+                    if r.state is ReplicaState.RUNNING and process_alive(r.pid, r.start)
                 ]
             )
             for replica in state.replicas:
-                if replica.state in (ReplicaState.RUNNING, ReplicaState.PENDING):
+                if replica.state is ReplicaState.RUNNING:
                     replica.state = ReplicaState.KILLED
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
             state.record = replace(
@@ -266,7 +254,7 @@ class LocalBackend:
                 state=JobState.CANCELLED if cancelling else JobState.FAILED,
                 end_time=now_rfc3339(),
                 error_message=(
-                    "CANCELED: the job was cancelled"
+                    CANCELLED_MESSAGE
                     if cancelling
                     else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
                     "resume it with LocalBackend.resume_interrupted or run it again"

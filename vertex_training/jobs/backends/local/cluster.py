@@ -1,8 +1,5 @@
-"""One CustomJob (or one tuning trial) as a set of local processes, driven by polling.
-
-Non-blocking on purpose: the supervisor of a tuning job polls several trials' clusters
-from one loop, and checks for cancellation between polls.
-"""
+"""Local processes: one started in a session of its own, process groups stopped, and one
+CustomJob (or one tuning trial) as the set of its replicas' processes, driven by polling."""
 
 from __future__ import annotations
 
@@ -17,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.cloud.aiplatform_v1 import CustomJobSpec
-from google.protobuf import json_format
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import (
+    JobDir,
     ReplicaState,
     ReplicaStatus,
     proc_stat,
@@ -29,9 +26,12 @@ from vertex_training.jobs.backends.local._store import (
 from vertex_training.jobs.backends.local.environment import (
     CHIEF,
     WORKER,
+    WORKERPOOLS,
     GpuAllocator,
-    ReplicaSlot,
+    cluster_job,
+    inherited_environment,
     local_bucket_paths,
+    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
@@ -46,8 +46,26 @@ WORKER_GRACE_SECONDS = 30.0
 save before they are stopped; parameter servers and evaluators are stopped at once."""
 TERM_GRACE_SECONDS = 5.0
 """Between SIGTERM and SIGKILL when stopping a replica's process group."""
-VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
-VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
+
+
+def start_process(
+    command: Sequence[str], log_path: Path, env: Mapping[str, str]
+) -> tuple[subprocess.Popen[bytes], str | None]:
+    """Start ``command`` in the project (it holds ``trainer/``), its output appended to
+    ``log_path``, and its ``/proc`` start time. A new session: a stop reaches whatever it
+    spawns (its process group), it outlives its starter (a Pulumi provider process ends
+    with its deployment), and a Ctrl-C there does not reach it."""
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            command,
+            cwd=project_root(),
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return process, process_start_time(process.pid)
 
 
 def log_tail(path: Path, lines: int = 20, chars: int = 4000) -> str:
@@ -88,145 +106,86 @@ def stop_process_groups(pgids: Sequence[int], grace: float = TERM_GRACE_SECONDS)
             os.killpg(pgid, signal.SIGKILL)
 
 
-def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """This machine's environment (PATH, PYTHONPATH, ...) without the variables Vertex
-    owns: a replica must never see a TF_CONFIG or trial id leaked from whoever submitted
-    the job, only the ones we set for it."""
-    return {
-        k: v
-        for k, v in environ.items()
-        if k not in VERTEX_OWNED_NAMES and not k.startswith(VERTEX_OWNED_PREFIXES)
-    }
-
-
-@dataclass
-class _Replica:
-    slot: ReplicaSlot
-    command: list[str]
-    env: dict[str, str]
-    log_path: Path
-    gpus: tuple[str, ...] | None
-    process: subprocess.Popen[bytes] | None = None
-    start: str | None = None
-    exit_code: int | None = None
-    killed: bool = False
-
-    @property
-    def state(self) -> ReplicaState:
-        if self.process is None:
-            return ReplicaState.PENDING
-        if self.exit_code is None:
-            return ReplicaState.RUNNING
-        if self.killed:
-            return ReplicaState.KILLED
-        return ReplicaState.SUCCEEDED if self.exit_code == 0 else ReplicaState.FAILED
-
-
 @dataclass
 class ClusterRun:
     """The replicas of one CustomJobSpec (one job, or one trial of a tuning job)."""
 
+    job: JobDir
     spec: CustomJobSpec
-    job_id: str
     run_dir: Path
     """Logs and hypertune files go here (``logs/``, ``hypertune/``)."""
-    root: Path
-    """The backend root: ``gs://b/...`` and ``/gcs/b/...`` in args and env point into
-    ``<root>/gcs``, and the trainer's decoded cache is ``<root>/decoded-cache``."""
-    base_output_dir: str | None
+    output_dir: str | None
     """The job's ``baseOutputDirectory`` as a local path; None when it has none (then no
     AIP_* directory is set, as on Vertex)."""
     gpus: GpuAllocator
     trial_id: str | None = None
     extra_args: tuple[str, ...] = ()
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
-    replicas: list[_Replica] = field(default_factory=list)
-    started_at: float | None = None
+    replicas: list[ReplicaStatus] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    held_gpus: list[tuple[str, ...] | None] = field(default_factory=list)
+    started_at: float = 0.0
     chief_done_at: float | None = None
     succeeded: bool | None = None
     """None while the cluster runs."""
     error_message: str | None = None
 
     def start(self) -> None:
-        """Resolve every replica's command and environment, then start them all."""
-        gcs = self.root / "gcs"
+        """Start every replica with its command and environment (``environment``)."""
+        gcs = self.job.root / "gcs"
         pools = self.spec.worker_pool_specs
         args = [
             [local_bucket_paths(a, gcs) for a in (*pool.container_spec.args, *self.extra_args)]
             for pool in pools
         ]
-        # TF_CONFIG's ``job``: the CustomJobSpec in proto field names (as Vertex writes
-        # it), each pool's args as its replicas get them.
-        job = json_format.MessageToDict(
-            CustomJobSpec.pb(self.spec), preserving_proto_field_name=True
-        )
-        for pool_json, pool_args in zip(job.get("worker_pool_specs", ()), args, strict=True):
-            if "container_spec" in pool_json:
-                pool_json["container_spec"]["args"] = pool_args
+        job = cluster_job(self.spec, args)
+        aip_dirs = map(Path, output_dirs(self.output_dir, self.trial_id).values())
+        for directory in (self.run_dir / "logs", self.run_dir / "hypertune", *aip_dirs):
+            directory.mkdir(parents=True, exist_ok=True)
+        inherited = inherited_environment(os.environ)
+        self.started_at = time.monotonic()
         slots = plan_replicas(self.spec)
-        for directory in ("logs", "hypertune"):
-            (self.run_dir / directory).mkdir(parents=True, exist_ok=True)
         for slot in slots:
             pool = pools[slot.pool]
             gpus = self.gpus.acquire(pool.machine_spec.accelerator_count)
+            self.held_gpus.append(gpus)
             env = replica_environment(
                 slots=slots,
                 me=slot,
                 pool=pool,
                 job=job,
-                job_id=self.job_id,
-                base_output_dir=self.base_output_dir,
+                job_id=self.job.path.name,
+                base_output_dir=self.output_dir,
                 trial_id=self.trial_id,
-                metric_file=str(self.metric_file_for(slot)),
+                metric_file=str(
+                    self.chief_metric_file
+                    if slot.pool == CHIEF
+                    else self.run_dir / "hypertune" / f"{slot.label}.metrics"
+                ),
                 cuda_visible_devices=",".join(gpus) if gpus is not None else None,
-                gcs_root=gcs,
-                decoded_cache=self.root / "decoded-cache",
+                root=self.job.root,
             )
             command = replica_command(pool, args[slot.pool])
-            log_path = self.run_dir / "logs" / f"{slot.label}.log"
-            self.replicas.append(_Replica(slot, command, env, log_path, gpus))
-        for key in ("AIP_MODEL_DIR", "AIP_CHECKPOINT_DIR", "AIP_TENSORBOARD_LOG_DIR"):
-            if key in self.replicas[0].env:
-                Path(self.replicas[0].env[key]).mkdir(parents=True, exist_ok=True)
-        self.started_at = time.monotonic()
-        base_env = inherited_environment(os.environ)
-        for replica in self.replicas:
-            with open(replica.log_path, "ab") as log:
-                replica.process = subprocess.Popen(
-                    replica.command,
-                    # The project (it holds trainer/): what the supervisor runs in.
-                    cwd=project_root(),
-                    env={**base_env, **replica.env},
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    # Its own process group, so cancel kills whatever the replica spawned.
-                    start_new_session=True,
+            log = self.run_dir / "logs" / f"{slot.label}.log"
+            process, start = start_process(command, log, {**inherited, **env})
+            self.processes.append(process)
+            self.replicas.append(
+                ReplicaStatus(
+                    pool=slot.pool,
+                    index=slot.index,
+                    state=ReplicaState.RUNNING,
+                    pid=process.pid,
+                    log=str(log),
+                    trial_id=self.trial_id,
+                    start=start,
                 )
-            replica.start = process_start_time(replica.process.pid)
-            _log.info(
-                "started %s (pid %d): %s",
-                replica.slot.label,
-                replica.process.pid,
-                " ".join(replica.command),
             )
-
-    def metric_file_for(self, slot: ReplicaSlot) -> Path:
-        if slot.pool == CHIEF:
-            return self.chief_metric_file
-        return self.run_dir / "hypertune" / f"{slot.label}.metrics"
+            _log.info("started %s (pid %d): %s", slot.label, process.pid, " ".join(command))
 
     @property
     def chief_metric_file(self) -> Path:
         """Only the chief's reports count, as on Vertex."""
         return self.run_dir / "hypertune" / "output.metrics"
-
-    @property
-    def model_dir(self) -> str | None:
-        """AIP_MODEL_DIR as the Vertex backend reports it (no trailing slash); None without
-        a base output directory."""
-        model_dir = self.replicas[0].env.get("AIP_MODEL_DIR") if self.replicas else None
-        return model_dir.rstrip("/") if model_dir else None
 
     def poll(self) -> bool | None:
         """Reap exited replicas and decide the outcome (True: succeeded); None while the
@@ -235,68 +194,50 @@ class ClusterRun:
             return self.succeeded
         scheduling = self.spec.scheduling
         limit = scheduling.timeout.total_seconds() if "timeout" in scheduling else None
-        if limit is not None and time.monotonic() - (self.started_at or 0.0) > limit:
+        if limit is not None and time.monotonic() - self.started_at > limit:
             what = f"trial {self.trial_id}" if self.trial_id else "the job"
-            return self.fail(f"{what} ran longer than its timeout of {limit:g}s")
-        for replica in self.replicas:
-            if replica.process is None or replica.exit_code is not None:
-                continue
-            code = replica.process.poll()
-            if code is None:
+            return self._finish(f"{what} ran longer than its timeout of {limit:g}s")
+        for replica, process in zip(self.replicas, self.processes, strict=True):
+            if replica.state is not ReplicaState.RUNNING or (code := process.poll()) is None:
                 continue
             replica.exit_code = code
-            if code != 0 and not replica.killed:
-                return self.fail(
-                    f"replica {replica.slot.label} exited with code {code}"
+            replica.state = ReplicaState.SUCCEEDED if code == 0 else ReplicaState.FAILED
+            if code != 0:
+                return self._finish(
+                    f"replica {WORKERPOOLS[replica.pool]}-{replica.index} exited with code {code}"
                     f"{' (trial ' + self.trial_id + ')' if self.trial_id else ''}; "
-                    f"log {replica.log_path}, last lines:\n{log_tail(replica.log_path)}"
+                    f"log {replica.log}, last lines:\n{log_tail(Path(replica.log))}"
                 )
         if self.replicas and self.replicas[0].exit_code == 0:
             now = time.monotonic()
             if self.chief_done_at is None:
                 self.chief_done_at = now
-            workers_done = all(
-                r.exit_code is not None for r in self.replicas if r.slot.pool == WORKER
-            )
-            if workers_done or now - self.chief_done_at > WORKER_GRACE_SECONDS:
-                self._finish(True)
-        return self.succeeded
+            workers = [r for r in self.replicas if r.pool == WORKER]
+            if all(r.exit_code is not None for r in workers) or (
+                now - self.chief_done_at > WORKER_GRACE_SECONDS
+            ):
+                return self._finish(None)
+        return None
 
-    def fail(self, message: str) -> bool:
-        self.error_message = message
-        return self._finish(False)
-
-    def terminate(self) -> None:
-        """Stop every replica's process group (used by cancel, failure and success)."""
-        for replica in self.replicas:
-            if replica.exit_code is None:
-                replica.killed = True
-        stop_process_groups([r.process.pid for r in self.replicas if r.process is not None])
-        for replica in self.replicas:
-            if replica.process is not None and replica.exit_code is None:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    replica.exit_code = replica.process.wait(timeout=TERM_GRACE_SECONDS)
-            self.gpus.release(replica.gpus)
-            replica.gpus = None
-
-    def _finish(self, succeeded: bool) -> bool:
-        self.succeeded = succeeded
+    def _finish(self, error_message: str | None) -> bool:
+        self.error_message = error_message
+        self.succeeded = error_message is None
         # Parameter servers and evaluators never exit by themselves; stray children of
         # finished replicas would outlive the job otherwise.
         self.terminate()
-        return succeeded
+        return self.succeeded
 
-    def statuses(self) -> list[ReplicaStatus]:
-        return [
-            ReplicaStatus(
-                pool=replica.slot.pool,
-                index=replica.slot.index,
-                state=replica.state,
-                pid=replica.process.pid if replica.process else None,
-                exit_code=replica.exit_code,
-                log=str(replica.log_path),
-                trial_id=self.trial_id,
-                start=replica.start,
-            )
-            for replica in self.replicas
-        ]
+    def terminate(self) -> None:
+        """Stop every replica's process group (used by cancel, failure and success)."""
+        running = [r.state is ReplicaState.RUNNING for r in self.replicas]
+        stop_process_groups([p.pid for p in self.processes])
+        for replica, process, was_running in zip(
+            self.replicas, self.processes, running, strict=True
+        ):
+            if was_running:
+                replica.state = ReplicaState.KILLED
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    replica.exit_code = process.wait(timeout=TERM_GRACE_SECONDS)
+        for gpus in self.held_gpus:
+            self.gpus.release(gpus)
+        self.held_gpus.clear()

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from google.cloud.aiplatform_v1 import CustomJobSpec, WorkerPoolSpec
+from google.protobuf import json_format
 
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
@@ -59,11 +60,15 @@ CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
 CACHE_MAX_BYTES_ENV = "TRAINER_CACHE_MAX_BYTES"
 """The trainer's decoded-cache variables (``trainer.config``; the trainer imports nothing
 from here, nor this from it: a test holds the names equal)."""
+DECODED_CACHE = "decoded-cache"
+"""The directory of a backend root that every replica's trainer caches decoded images in."""
 LOCAL_DECODED_CACHE_MAX_BYTES = 16 * 1024**3
 """The bound on a local root's decoded cache (cassava at 224 px: ~3.3 GB a replica), unless
 ``$TRAINER_CACHE_MAX_BYTES`` is set where the job is submitted."""
 LOCAL_TRAINER_IMAGES = frozenset({"trainer", "trainer:local"})
 """Image names that mean "this repository's trainer" without any registry prefix."""
+VERTEX_OWNED_PREFIXES = ("AIP_", "CLOUD_ML_")
+VERTEX_OWNED_NAMES = frozenset({"TF_CONFIG", "CLUSTER_SPEC"})
 
 
 @dataclass(frozen=True)
@@ -79,7 +84,7 @@ class ReplicaSlot:
         return f"{WORKERPOOLS[self.pool]}-{self.index}"
 
 
-def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> list[ReplicaSlot]:
+def plan_replicas(spec: CustomJobSpec) -> list[ReplicaSlot]:
     """Every replica of the job in Vertex order, each with a free localhost port (an empty
     placeholder pool has no replica but keeps the later pools' numbers)."""
     replicas = [
@@ -87,13 +92,12 @@ def plan_replicas(spec: CustomJobSpec, ports: Sequence[int] | None = None) -> li
         for pool, spec_of_pool in enumerate(spec.worker_pool_specs)
         for index in range(spec_of_pool.replica_count)
     ]
-    if ports is None:
-        # Held open together, so that no port is handed out twice.
-        with contextlib.ExitStack() as held:
-            sockets = [held.enter_context(socket.socket()) for _ in replicas]
-            for sock in sockets:
-                sock.bind(("localhost", 0))
-            ports = [sock.getsockname()[1] for sock in sockets]
+    # Held open together, so that no port is handed out twice.
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in replicas]
+        for sock in sockets:
+            sock.bind(("localhost", 0))
+        ports = [sock.getsockname()[1] for sock in sockets]
     return [
         ReplicaSlot(pool, index, f"localhost:{port}")
         for (pool, index), port in zip(replicas, ports, strict=True)
@@ -121,9 +125,18 @@ def _cluster_variable(
     return json.dumps({"cluster": cluster, "task": task, "environment": "cloud", "job": dict(job)})
 
 
+def cluster_job(spec: CustomJobSpec, args: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """TF_CONFIG's ``job``: the CustomJobSpec in proto field names (as Vertex writes it),
+    each pool's ``args`` as its replicas get them."""
+    job = json_format.MessageToDict(CustomJobSpec.pb(spec), preserving_proto_field_name=True)
+    for pool_json, pool_args in zip(job.get("worker_pool_specs", ()), args, strict=True):
+        if "container_spec" in pool_json:
+            pool_json["container_spec"]["args"] = list(pool_args)
+    return job
+
+
 def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories; a tuning trial's base has the trial id appended. None (no
-    ``baseOutputDirectory``): Vertex sets none of them."""
+    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
     if not base:
         return {}
     root = base.rstrip("/")
@@ -134,6 +147,13 @@ def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
         "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
         "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
     }
+
+
+def model_dir(base: str | None, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
+    base output directory."""
+    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
+    return found.rstrip("/") if found else None
 
 
 _REFERENCE = re.compile(r"\$(\$|\(([^)]*)\))")
@@ -156,11 +176,9 @@ def expand_references(value: str, variables: Mapping[str, str]) -> str:
 _BUCKET_PATH = re.compile(r"(^|[=,\s])(gs://|/gcs/)(?=[^/\s])")
 
 
-def local_bucket_paths(value: str, gcs_root: Path | str | None) -> str:
+def local_bucket_paths(value: str, gcs_root: Path | str) -> str:
     """``gs://b/p`` and ``/gcs/b/p`` (Vertex's Cloud Storage FUSE mount) at the start of
-    ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``; None: unchanged."""
-    if gcs_root is None:
-        return value
+    ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``."""
     root = str(gcs_root).rstrip("/")
     return _BUCKET_PATH.sub(lambda m: f"{m.group(1)}{root}/", value)
 
@@ -176,22 +194,19 @@ def replica_environment(
     trial_id: str | None,
     metric_file: str,
     cuda_visible_devices: str | None,
-    gcs_root: Path | str | None = None,
-    decoded_cache: Path | str | None = None,
+    root: Path,
 ) -> dict[str, str]:
-    """The variables Vertex sets on ``me``, plus the pool's own ``env`` (which wins, as on
-    Vertex where container env is applied on top; each value expanded as Kubernetes does
-    and its bucket paths made local). With ``decoded_cache``, the trainer's disk cache goes
-    there, bounded, instead of each replica's temp directory."""
-    env: dict[str, str] = {}
-    if decoded_cache is not None:
-        env[CACHE_DIR_ENV] = str(decoded_cache)
-        env[CACHE_MAX_BYTES_ENV] = os.environ.get(
+    """The variables Vertex sets on ``me``, then the pool's own ``env`` on top (see the
+    module docstring), for a job of the backend root ``root``: its bucket paths point
+    into ``<root>/gcs``, and the trainer's disk cache is the root's one bounded
+    ``DECODED_CACHE`` instead of each replica's temp directory."""
+    env = {
+        CACHE_DIR_ENV: str(root / DECODED_CACHE),
+        CACHE_MAX_BYTES_ENV: os.environ.get(
             CACHE_MAX_BYTES_ENV, str(LOCAL_DECODED_CACHE_MAX_BYTES)
-        )
-    # Vertex sets TF_CONFIG for distributed training only (more than one replica in all):
-    # a single-replica job's container sees CLUSTER_SPEC but no TF_CONFIG.
-    if len(slots) > 1:
+        ),
+    }
+    if len(slots) > 1:  # distributed training only
         env["TF_CONFIG"] = _cluster_variable(
             slots, me, job, trial_id, pool_names=TF_CONFIG_TASK_TYPES, with_evaluator=False
         )
@@ -214,8 +229,21 @@ def replica_environment(
     if cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = cuda_visible_devices
     for variable in pool.container_spec.env:
-        env[variable.name] = local_bucket_paths(expand_references(variable.value, env), gcs_root)
+        env[variable.name] = local_bucket_paths(
+            expand_references(variable.value, env), root / "gcs"
+        )
     return env
+
+
+def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """This machine's environment (PATH, PYTHONPATH, ...) without the variables Vertex
+    owns: a replica must never see a TF_CONFIG or trial id leaked from whoever submitted
+    the job, only the ones we set for it."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in VERTEX_OWNED_NAMES and not k.startswith(VERTEX_OWNED_PREFIXES)
+    }
 
 
 def is_repo_trainer_image(image_uri: str) -> bool:

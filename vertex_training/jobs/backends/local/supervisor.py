@@ -3,28 +3,21 @@
 Started by ``LocalBackend.submit`` in a new session, so it outlives the process that
 submitted it (a Pulumi provider process ends with its deployment). It alone writes the
 job's state while it runs, moving it through PENDING -> RUNNING -> SUCCEEDED / FAILED, and
-to CANCELLED when ``cancel`` asks (SIGTERM or the cancel file). Every replica runs in its
-own process group, which is what cancel, failure and success stop.
+to CANCELLED when ``cancel`` asks (the cancel file) or it gets SIGTERM or SIGINT. Every
+replica runs in its own process group, which is what cancel, failure and success stop.
 
 A tuning job's ``Tuner`` runs the study through Optuna's own ``optimize``:
 ``parallelTrialCount`` trials at a time (its threads), each trial one cluster of processes,
 until ``maxTrialCount`` (or the grid is exhausted, or ``maxFailedTrialCount`` trials
 failed). A trial reads its hypertune reports, stops early when the study asks for
 automated stopping, and keeps the job's trial table and best trial up to date.
-
 The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``): it is the
-record of every trial, and the job's trial table is read from it. A supervisor started
-again for a job whose supervisor died resumes the study: finished trials keep their
-results and count towards ``maxTrialCount``; trials that were running are re-run under the
-same trial id with the same parameters (their Optuna trial is marked FAIL, a new one is
-enqueued with those parameters): their processes were stopped with the supervisor, and the
-trainer resumes them from their checkpoints. The interrupted attempt's files move to
-``trials/<id>.interrupted``.
+record of every trial, and the job's trial table is read from it; a supervisor started
+again for a job whose supervisor died resumes the study (``Tuner._resume``; docs/local.md).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import shutil
@@ -32,17 +25,23 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import optuna
-from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec, HyperparameterTuningJob, Trial
+from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob, Trial
 
-from vertex_training.jobs.backends.local._store import JobDir, now_rfc3339, rfc3339
+from vertex_training.jobs.backends.local._store import (
+    CANCELLED_MESSAGE,
+    JobDir,
+    now_rfc3339,
+    rfc3339,
+)
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
-from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
+from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus, model_dir
 from vertex_training.jobs.backends.local.study import (
     STUDY_JOURNAL,
     Algorithm,
@@ -81,7 +80,7 @@ _PARAMETERS, _STOPPED_AT, _INFEASIBLE_REASON = "parameters", "stopped_at", "infe
 
 
 class JobCancelledError(Exception):
-    """``cancel`` asked (SIGTERM or the cancel file): the job ends CANCELLED."""
+    """``cancel`` asked (the cancel file, or SIGTERM): the job ends CANCELLED."""
 
 
 class Supervisor:
@@ -90,11 +89,13 @@ class Supervisor:
     def __init__(self, job_dir: Path) -> None:
         self.job = JobDir(job_dir)
         self.cancel_requested = False
-        state = self.job.read()
-        self.job_id = state.record.job_id
-        self.output_dir = state.output_dir
+        self.output_dir = self.job.read().output_dir
         """The job's base output directory as a local path; None when the body has none."""
         self.gpus = GpuAllocator(detect_gpus())
+        self.lock = threading.RLock()
+        """Held while a study's trial threads change what they share, and while it is saved."""
+        self.runs: dict[str | None, ClusterRun] = {}
+        """What runs now, by trial id (None: a CustomJob's one cluster)."""
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.cancel_requested = True
@@ -104,40 +105,44 @@ class Supervisor:
             raise JobCancelledError
 
     def set_state(self, state: JobState, **changes: Any) -> None:
+        """Move the job to ``state``; a terminal one gets its end time."""
+        if state.is_terminal:
+            changes["end_time"] = now_rfc3339()
         with self.job.update() as current:
-            if current.record.state is JobState.CANCELLING and state is not JobState.CANCELLED:
+            if current.record.state is JobState.CANCELLING and not state.is_terminal:
                 # A cancel arrived between our polls: do not overwrite it.
                 self.cancel_requested = True
                 return
             current.record = replace(current.record, state=state, **changes)
 
-    def finish(self, state: JobState, **changes: Any) -> None:
-        with self.job.update() as current:
-            current.record = replace(current.record, state=state, end_time=now_rfc3339(), **changes)
+    def save(self, **changes: Any) -> None:
+        """Save the replicas of what runs now, and ``changes`` to the job's record."""
+        with self.lock, self.job.update() as current:
+            current.replicas = [r for run in self.runs.values() for r in run.replicas]
+            current.record = replace(current.record, **changes)
 
-    def save_replicas(self, run: ClusterRun) -> None:
-        with self.job.update() as current:
-            current.replicas = run.statuses()
-
-    def cluster(
-        self,
-        spec: CustomJobSpec,
-        run_dir: Path,
-        *,
-        trial_id: str | None = None,
-        extra_args: tuple[str, ...] = (),
-    ) -> ClusterRun:
-        """The replicas of ``spec`` (the job's, or one trial's), logging under ``run_dir``."""
-        return ClusterRun(
-            spec=spec,
-            job_id=self.job_id,
-            run_dir=run_dir,
-            root=self.job.root,
-            base_output_dir=self.output_dir,
-            gpus=self.gpus,
-            trial_id=trial_id,
-            extra_args=extra_args,
-        )
+    def follow(self, run: ClusterRun, tick: Callable[[], None], save: Callable[[], None]) -> bool:
+        """Start ``run``, poll it until it ends (``tick`` between polls may end it by
+        raising), and stop whatever it left; True when it succeeded. ``save`` saves the
+        job's state whenever a replica's state changes."""
+        try:
+            with self.lock:
+                self.runs[run.trial_id] = run
+                run.start()  # under the lock: the machine's GPUs go to one trial at a time
+            save()
+            seen = [r.state for r in run.replicas]
+            while (succeeded := run.poll()) is None:
+                if (states := [r.state for r in run.replicas]) != seen:
+                    seen = states
+                    save()
+                tick()
+                time.sleep(POLL_SECONDS)
+            return succeeded
+        finally:
+            with self.lock:
+                run.terminate()
+                save()  # a CustomJob's record keeps how its replicas ended
+                del self.runs[run.trial_id]
 
     def run(self) -> int:
         try:
@@ -145,40 +150,32 @@ class Supervisor:
             self.check_cancel()
             self.set_state(JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
-                seed = self.job.seed_file
-                failure = Tuner(self, job, int(seed.read_text()) if seed.exists() else None).run()
+                failure = Tuner(self, job, self.job.read().seed).run()
             else:
                 failure = self.run_custom_job(job)
         except JobCancelledError:
-            self.finish(JobState.CANCELLED, error_message="CANCELED: the job was cancelled")
+            self.set_state(JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
         except Exception as exc:
             _log.exception("supervisor failed")
-            self.finish(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
+            self.set_state(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
             return 1
         else:
             state = JobState.SUCCEEDED if failure is None else JobState.FAILED
-            self.finish(state, error_message=failure)
+            self.set_state(state, error_message=failure)
         return 0
 
     def run_custom_job(self, job: CustomJob) -> str | None:
         """Run the job's replicas; why it failed, None when it succeeded."""
-        run = self.cluster(job.job_spec, self.job.path)
-        try:
-            run.start()
-            # Replicas first: whoever reads RUNNING finds the processes that run it.
-            self.save_replicas(run)
-            self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=run.model_dir)
-            seen = [s.state for s in run.statuses()]
-            while (succeeded := run.poll()) is None:
-                self.check_cancel()
-                if (states := [s.state for s in run.statuses()]) != seen:
-                    seen = states
-                    self.save_replicas(run)
-                time.sleep(POLL_SECONDS)
-        finally:
-            run.terminate()
-            self.save_replicas(run)
-        return None if succeeded else run.error_message
+        run = ClusterRun(self.job, job.job_spec, self.job.path, self.output_dir, self.gpus)
+
+        def save() -> None:
+            self.save()
+            if self.job.read().record.state is JobState.PENDING:
+                # After the replicas: whoever reads RUNNING finds the processes that run it.
+                model = model_dir(self.output_dir, None)
+                self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=model)
+
+        return None if self.follow(run, self.check_cancel, save) else run.error_message
 
 
 class _TrialFailedError(Exception):
@@ -206,15 +203,12 @@ class Tuner:
             job.study_spec,
             seed,
             storage=supervisor.job.path / STUDY_JOURNAL,
-            name=job.display_name or supervisor.job_id,
+            name=job.display_name or supervisor.job.path.name,
         )
         self.max_trials = job.max_trial_count
         if self.grid:
             # Vertex ends a grid study when the grid is exhausted.
             self.max_trials = min(self.max_trials, grid_size(job.study_spec))
-        self.lock = threading.RLock()
-        """Held while the trials' threads change what they share, and while it is saved."""
-        self.runs: dict[str, ClusterRun] = {}
         self.started = 0
         """The highest trial id handed out."""
         self.failed = 0
@@ -251,11 +245,21 @@ class Tuner:
         return None
 
     def _resume(self) -> None:
-        """Settle what a previous supervisor of this job left running: each of its trials
-        runs again under its trial id, with its parameters (see the module docstring)."""
+        """Settle what a previous supervisor of this job left running: finished trials keep
+        their results and count towards ``maxTrialCount``; a running one is marked FAIL
+        and enqueued again under its trial id with its parameters (its processes were
+        stopped with the supervisor; the trainer resumes from its checkpoints), its
+        attempt's files kept in ``trials/<id>.interrupted``."""
         interrupted = self.study.get_trials(deepcopy=False, states=(_TrialState.RUNNING,))
         for frozen in interrupted:
-            _tell(self.study, frozen.number, state=_TrialState.FAIL)
+            try:
+                self.study.tell(frozen.number, state=_TrialState.FAIL)
+            except RuntimeError as exc:
+                # GridSampler calls study.stop() once the grid is exhausted, which works
+                # only inside optimize(); optuna stores the trial before that (in a
+                # finally), and we stop at the grid size ourselves: safe to pass over.
+                if "Study.stop" not in str(exc):
+                    raise
             trial_id = frozen.user_attrs.get(VERTEX_TRIAL_ID)
             if trial_id is None:
                 continue  # asked, but not yet a Vertex trial: its id was never handed out
@@ -288,8 +292,9 @@ class Tuner:
             raise
 
     def _run_trial(self, trial: optuna.Trial) -> float:
-        """One trial, from its parameters to its value (raised when it has none)."""
-        with self.lock:
+        """One trial, from its parameters to its value (raised when it has none): its
+        cluster's reports are read as it runs, and a median stop ends it early."""
+        with self.supervisor.lock:
             trial_id = trial.user_attrs.get(VERTEX_TRIAL_ID)
             if trial_id is None:
                 self.started += 1
@@ -300,28 +305,20 @@ class Tuner:
             trial.set_user_attr(
                 _PARAMETERS, {k: v if isinstance(v, str) else float(v) for k, v in params}
             )
-            run = self.supervisor.cluster(
-                self.job.trial_job_spec,
-                self.supervisor.job.path / "trials" / trial_id,
-                trial_id=trial_id,
-                extra_args=parameter_args(params),
-            )
-            self.runs[trial_id] = run
-        try:
-            with self.lock:
-                run.start()  # under the lock: the machine's GPUs go to one trial at a time
-                self.save()
-            return self._follow(trial, run)
-        finally:
-            with self.lock:
-                run.terminate()
-                del self.runs[trial_id]
-
-    def _follow(self, trial: optuna.Trial, run: ClusterRun) -> float:
-        """Poll the trial's cluster and its reports until it ends."""
+        supervisor = self.supervisor
+        run = ClusterRun(
+            supervisor.job,
+            self.job.trial_job_spec,
+            supervisor.job.path / "trials" / trial_id,
+            supervisor.output_dir,
+            supervisor.gpus,
+            trial_id=trial_id,
+            extra_args=parameter_args(params),
+        )
         measurements: list[Measurement] = []
-        while True:
-            succeeded = run.poll()
+
+        def value() -> float | None:
+            nonlocal measurements
             new = read_measurements(run.chief_metric_file, self.metric.metric_id)
             # Shorter than before: the file caught half rewritten (hypertune rewrites it whole).
             if len(new) > len(measurements):
@@ -329,28 +326,29 @@ class Tuner:
                     for m in new[len(measurements) :]:
                         trial.report(m.value, m.step)
                 measurements = new
-            value = final_metric(
-                measurements, self.metric.goal, self.job.study_spec.measurement_selection_type
-            )
-            if succeeded is not None:
-                break
+            selection = self.job.study_spec.measurement_selection_type
+            return final_metric(measurements, self.metric.goal, selection)
+
+        def tick() -> None:
+            current = value()
             self.supervisor.check_cancel()
             if self.failure is not None:
                 raise _HaltError
             if self.stops_early and measurements and trial.should_prune():
-                _log.info("trial %s stopped early by median stopping", run.trial_id)
-                trial.set_user_attr(_STOPPED_AT, value)
+                _log.info("trial %s stopped early by median stopping", trial_id)
+                trial.set_user_attr(_STOPPED_AT, current)
                 raise optuna.TrialPruned
-            time.sleep(POLL_SECONDS)
-        if succeeded and value is not None:
-            return value
+
+        succeeded = self.supervisor.follow(run, tick, self.save)
+        if succeeded and (final := value()) is not None:
+            return final
         reason = run.error_message or (
-            f"trial {run.trial_id} reported no {self.metric.metric_id!r} metric "
+            f"trial {trial_id} reported no {self.metric.metric_id!r} metric "
             f"through hypertune (file {run.chief_metric_file}); last log lines:\n"
-            f"{log_tail(run.replicas[0].log_path)}"
+            f"{log_tail(Path(run.replicas[0].log))}"
         )
         trial.set_user_attr(_INFEASIBLE_REASON, reason)
-        with self.lock:
+        with self.supervisor.lock:
             self.failed += 1
             self.last_failure = reason
             limit = self.job.max_failed_trial_count
@@ -384,46 +382,19 @@ class Tuner:
         return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
 
     def save(self) -> None:
-        with self.lock:
+        with self.supervisor.lock:
             trials = self.records()
             best = best_trial(trials, self.metric.metric_id, self.maximize)
-            model_dir = None
-            if best is not None and self.supervisor.output_dir:
-                # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
-                model_dir = f"{self.supervisor.output_dir.rstrip('/')}/{best.trial_id}/model"
-            with self.supervisor.job.update() as current:
-                current.record = replace(
-                    current.record, trials=trials, best_trial=best, model_dir=model_dir
-                )
-                current.replicas = [s for run in self.runs.values() for s in run.statuses()]
+            # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
+            model = model_dir(self.supervisor.output_dir, best.trial_id) if best else None
+            self.supervisor.save(trials=trials, best_trial=best, model_dir=model)
 
 
-def _tell(
-    study: optuna.Study,
-    number: int,
-    value: float | None = None,
-    state: _TrialState = _TrialState.COMPLETE,
-) -> None:
-    """Settle a trial a previous supervisor left RUNNING."""
-    try:
-        study.tell(number, value, state=state)
-    except RuntimeError as exc:
-        # GridSampler calls study.stop() once the grid is exhausted, which works only
-        # inside optimize(); optuna stores the trial before that (in a finally), and we
-        # stop at the grid size ourselves, so this is safe to pass over.
-        if "Study.stop" not in str(exc):
-            raise
-        _log.debug("grid exhausted: %s", exc)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("job_dir", type=Path)
-    args = parser.parse_args(argv)
+def main() -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    supervisor = Supervisor(args.job_dir)
+    supervisor = Supervisor(Path(sys.argv[1]))
     signal.signal(signal.SIGTERM, supervisor.on_sigterm)
     signal.signal(signal.SIGINT, supervisor.on_sigterm)
     return supervisor.run()
