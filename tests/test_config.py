@@ -657,7 +657,7 @@ def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
     raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
     (problem,) = problems_of("dev", raw).problems
     assert "jobSpec.workerPoolSpecs[0].machineSpec.machineType" in problem.problem
-    assert "n1 standard sizes: 4, 8" in problem.problem  # what would be valid
+    assert "valid: n1-standard-{4,8," in problem.problem  # what would be valid
 
 
 def test_unknown_hardware_warns_in_strict_stacks_too() -> None:

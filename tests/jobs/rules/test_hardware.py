@@ -188,14 +188,13 @@ def test_unknown_size_of_a_known_family_is_refused_with_the_valid_sizes() -> Non
     error = _only(_spec("n1-standard-5"))
     assert error == Finding(
         f"{SPEC}.machineType",
-        "'n1-standard-5' is not a Vertex training machine type; n1 standard sizes: "
-        "4, 8, 16, 32, 64, 96",
+        "'n1-standard-5' is not a Vertex machine type; valid: n1-standard-{4,8,16,32,64,96}",
         "error",
         "machine-type:n1-standard-5",
     )
-    assert error.message.endswith("96 (check machine-type:n1-standard-5)")
+    assert error.message.endswith("96} (check machine-type:n1-standard-5)")
     assert _only(_spec("n1-standard-5", target="workbench")).message.endswith(
-        "n1 standard sizes: 1, 2, 4, 8, 16, 32, 64, 96 (check machine-type:n1-standard-5)"
+        "valid: n1-standard-{1,2,4,8,16,32,64,96} (check machine-type:n1-standard-5)"
     )
 
 

@@ -51,9 +51,6 @@ class MachineType:
 
     name: str
     family: str
-    kind: str
-    """The family's kind: ``general_purpose``, ``compute_optimized``, ``memory_optimized``,
-    ``gpu_built_in`` or ``tpu``."""
     vcpus: int | None
     memory_gb: float | None
     accelerators: Mapping[str, Collection[int]]
@@ -66,19 +63,6 @@ class MachineType:
     provisioning: Sequence[str] = ()
     """``scheduling.strategy`` values it is sold under, when not every one (e.g. SPOT,
     FLEX_START); empty: any."""
-
-
-@dataclass(frozen=True)
-class Family:
-    """A machine family (``n1``, ``a3``, ``ct5lp``) and what the catalog says of it."""
-
-    name: str
-    kind: str
-    complete: bool
-    """True: a type of this family the catalog does not list does not exist (error)."""
-    series: Mapping[str, Mapping[Target, tuple[int, ...]]]
-    """A CPU family's series (``standard``) and their sizes per target; empty for a family
-    whose machine types are listed one by one (accelerator-optimized and TPU families)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +83,9 @@ class HardwareCatalog:
     as_of: str
     """The date the sources were read (YYYY-MM-DD)."""
     accelerators: Mapping[str, AcceleratorType]
-    families: Mapping[str, Family]
+    families: Mapping[str, bool]
+    """Each machine family (``n1``, ``a3``, ``ct5lp``) -> complete: True when a type of it
+    the catalog does not list does not exist (error)."""
     machines: Mapping[Target, Mapping[str, MachineType]]
     """Each target's machine types by name (a target spelt otherwise is a KeyError, never
     another target's table)."""
@@ -152,7 +138,7 @@ def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dic
                 gpus = vertex_gpus.pop(name, {})
             else:
                 gpus = _workbench_gpus(size, memory, limits)
-            machines[name] = MachineType(name, family, fam["kind"], size, memory, gpus)
+            machines[name] = MachineType(name, family, size, memory, gpus)
     if target == "training" and vertex_gpus:
         raise CatalogError(f"{sorted(vertex_gpus)} have GPU counts but no Vertex {family} size")
     return machines
@@ -172,15 +158,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         for name, spec in acc_section["items"].items()
     }
 
-    families: dict[str, Family] = {}
     machines: dict[Target, dict[str, MachineType]] = {target: {} for target in _SIZES}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
-        series = {
-            s: {target: tuple(spec[key]) for target, key in _SIZES.items()}
-            for s, spec in fam.get("series", {}).items()
-        }
-        families[fam_name] = Family(fam_name, kind, fam["complete"], series)
         built_in = {"accelerator_required": kind == "gpu_built_in"}
         for target, table in machines.items():
             table.update(_series_machines(fam_name, fam, target))
@@ -188,7 +168,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             if target == "training" or kind != "tpu":
                 # The file spells a listed machine's fields as MachineType does.
                 table.update(
-                    (name, MachineType(name, fam_name, kind, **{**built_in, **spec}))
+                    (name, MachineType(name, fam_name, **{**built_in, **spec}))
                     for name, spec in fam.get("machines", {}).items()
                 )
 
@@ -217,6 +197,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             raise CatalogError(f"{name}: both offered and absent in {offered}")
 
     attach_complete = bool(acc_section.get("attach_families_complete", False))
+    families = {name: fam["complete"] for name, fam in data["families"].items()}
     return HardwareCatalog(
         data["as_of"], accelerators, families, machines, regions, attach_complete
     )

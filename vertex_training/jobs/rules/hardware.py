@@ -80,58 +80,35 @@ def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
 def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    family_name, *middle, size = machine_type.split("-")
-    series_name = "-".join(middle)
-    family = cat.families.get(family_name)
+    family, *middle, _ = machine_type.split("-")
     machines = cat.machines[target]
-    series = family.series.get(series_name) if family else None
-    if family is None:
+    families = sorted({m.family for m in machines.values()})
+    field = f"{path}.machineType"
+    if family not in families:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
-        families = sorted({m.family for m in machines.values()})
-        guess = closest(machine_type, machines) or closest(family_name, families)
+        # Workbench instances are Compute Engine VMs: no TPU family is among theirs.
+        guess = closest(machine_type, machines) or closest(family, families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         message = (
             f"{machine_type!r} matches no {_SERVICE[target]} machine family{hint}; families: "
             f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
-        return Finding(f"{path}.machineType", message, "error", f"unknown-family:{family_name}")
-    if (sizeless := "-".join([*middle, size])) in family.series:
-        valid = _machine_list(f"{machine_type}-{n}" for n in family.series[sizeless][target])
-        message = f"{machine_type!r} names a series without its size; valid: {valid}"
-        return Finding(f"{path}.machineType", message, "error")
-    if target == "workbench" and family.kind == "tpu":
-        message = (
-            f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
-            "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
-            "machine (a2, a3, a4, g2, g4) instead"
-        )
-        return Finding(f"{path}.machineType", message, "error", f"workbench-tpu:{machine_type}")
+        return Finding(field, message, "error", f"unknown-family:{family}")
+    kin = [n for n, m in machines.items() if m.family == family]
+    if sizes := [n for n in kin if n.startswith(f"{machine_type}-")]:
+        message = f"{machine_type!r} names a series without its size; valid: "
+        return Finding(field, message + _machine_list(sizes), "error")
     # A size missing from a family the catalog marks partial cannot be called wrong, so it
     # stays a warning in strict mode too: strict refuses only unheard-of names.
-    severity, as_of = _partial(family.complete)
-    if not family.series:
-        known = _machine_list(n for n, m in machines.items() if m.family == family.name)
-        message = (
-            f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-            f"machine types: {known}{as_of}"
-        )
-    elif series is None:
-        message = (
-            f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-            f"{series_name or size!r} series; {family.name} series: "
-            f"{_fmt(sorted(family.series))}"
-        )
-    else:
-        where = "Vertex training" if target == "training" else "Compute Engine"
-        other = series["workbench" if target == "training" else "training"]
-        offered = f"{machine_type} exists on Compute Engine but Vertex training does not offer it"
-        note = f" ({offered})" if size.isdigit() and int(size) in other else ""
-        message = (
-            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{series_name} sizes: {_fmt(series[target])}"
-        )
-    return Finding(f"{path}.machineType", message, severity, f"machine-type:{machine_type}")
+    severity, as_of = _partial(cat.families[family])
+    note = ""
+    if target == "training" and machine_type in cat.machines["workbench"]:
+        note = f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
+    series = "-".join([family, *middle, ""])
+    valid = _machine_list([n for n in kin if n.startswith(series)] or kin)
+    message = f"{machine_type!r} is not a {_SERVICE[target]} machine type{note}; valid: {valid}"
+    return Finding(field, message + as_of, severity, f"machine-type:{machine_type}")
 
 
 def _check_accelerator_fit(
@@ -179,7 +156,7 @@ def _check_accelerator_fit(
 def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> Finding | None:
     field = f"{path}.tpuTopology"
     if not topology:
-        if machine is None or machine.kind != "tpu" or len(machine.topologies) < 2:
+        if machine is None or len(machine.topologies) < 2:
             return None
         message = (
             f"tpuTopology is unset; {machine.name} hosts the slices "
@@ -195,9 +172,6 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
     if machine is None or topology in machine.topologies:
         return None
     check = f"topology:{machine.name}@{topology}"
-    if machine.kind != "tpu":
-        message = f"tpuTopology applies only to TPU machine types and {machine.name} is not one"
-        return Finding(field, f"{message}: unset it", "error", check)
     if not machine.topologies:
         return Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error", check)
     severity, as_of = _partial(machine.topologies_complete)
@@ -355,20 +329,25 @@ def _not_offered(
     path: str, accelerator: str, region: str, check: str, zone: str | None = None
 ) -> Finding:
     """An accelerator the catalog does not list in ``region`` (or its ``zone``): an error
-    when its region list is complete or the region is known not to offer it, else a warning
-    (strict or not: a partial list cannot show that a pair is wrong)."""
+    when its region list is complete, the region is known not to offer it or the region's
+    zone split is (the zone's own list is authoritative), else a warning (strict or not: a
+    partial list cannot show that a pair is wrong)."""
     cat = catalog()
     info = cat.accelerators[accelerator]
     known = cat.regions[region]
     offered = sorted(known.zone_accelerators.get(zone or "", known.accelerators))
-    where = f"zone {zone}" if zone else f"region {region}"
-    elsewhere = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
+    in_region = zone is not None and accelerator in known.accelerators
+    if in_region:
+        zones = sorted(z for z, accs in known.zone_accelerators.items() if accelerator in accs)
+        elsewhere = f"{region} zones offering {accelerator}: {_fmt(zones)}"
+    else:
+        regions = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
+        elsewhere = f"regions offering {accelerator}: {_fmt(regions) or 'none known'}"
     message = (
-        f"{accelerator} is not offered in {where} (it offers "
-        f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
-        f"{accelerator}: {_fmt(elsewhere) or 'none known'}"
+        f"{accelerator} is not offered in {f'zone {zone}' if zone else f'region {region}'} "
+        f"(it offers {_fmt(offered) if offered else 'no accelerators'}); {elsewhere}"
     )
-    if info.regions_complete or region in info.absent_regions:
+    if in_region or info.regions_complete or region in info.absent_regions:
         return Finding(path, message, "error", check)
     note = f". The catalog's region list for {accelerator} may be partial (as of {cat.as_of})"
     return Finding(path, f"{message}{note}; Vertex will decide at submit", "warning", check)
@@ -430,12 +409,7 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
     if accelerator not in catalog().accelerators or accelerator in offered:
         return []  # no accelerator, one check_machine_spec refuses, or one the zone offers
     check = f"accelerator-zone:{accelerator}@{zone}"
-    if accelerator not in region.accelerators:
-        return [_not_offered(path, accelerator, region.name, check, zone)]
-    # The zone split is known for this region, so the zone's own list is authoritative.
-    zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
-    message = f"{accelerator} is not offered in zone {zone}; {region.name} zones offering it"
-    return [Finding(path, f"{message}: {_fmt(zones)}", "error", check)]
+    return [_not_offered(path, accelerator, region.name, check, zone)]
 
 
 __all__ = [
