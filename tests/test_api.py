@@ -493,7 +493,7 @@ def test_a_tensorboard_in_another_region_is_refused_before_anything_exists() -> 
 
     message, monitor = failing(program)
     assert "TrainingPlatformArgs.tensorboard.existing" in message
-    assert "not a TensorBoard in us-central1" in message
+    assert "is in europe-west4, not in the region us-central1" in message
     assert monitor.registrations == []
 
 
