@@ -179,30 +179,27 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
     return Finding(field, f"{hosts}{_fmt(machine.topologies)}{as_of}", severity, check)
 
 
-def _check_attach_family(
-    machine_type: str, accelerator: str, target: Target, path: str
+def _not_attached(
+    path: str, accelerator: str, machine: str, target: Target, why: str | None = None
 ) -> Finding | None:
-    """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
-    only to the families the catalog lists for them (the accelerators section marks that
-    list complete), so another family is known wrong even when its size is unknown."""
-    families = sorted({m.family for m in _taking(accelerator, target)})
-    if not catalog().attach_families_complete or not families:
-        return None
-    if machine_type.split("-", maxsplit=1)[0] in families:
-        return None
-    why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine_type}"
-    return _not_attached(path, accelerator, machine_type, target, why)
-
-
-def _not_attached(path: str, accelerator: str, machine: str, target: Target, why: str) -> Finding:
-    """An accelerator on a machine it does not attach to: ``why``, and what it goes with."""
-    if taking := _machine_list(m.name for m in _taking(accelerator, target)):
-        goes = f"{accelerator} goes with: {taking}"
+    """An accelerator on a machine it does not attach to: ``why``, and what it goes with.
+    ``why`` None: a machine type the catalog does not list, known wrong only off the
+    families the catalog lists for the accelerator (the accelerators section marks that
+    list complete), even when its size is unknown."""
+    taking = _taking(accelerator, target)
+    families = sorted({m.family for m in taking})
+    if why is None:
+        if not (catalog().attach_families_complete and families):
+            return None
+        if machine.partition("-")[0] in families:
+            return None
+        why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine}"
+    if taking:
+        goes = f"{accelerator} goes with: {_machine_list(m.name for m in taking)}"
     else:
         goes = f"no {target} machine type in the catalog takes {accelerator}"
-    return Finding(
-        f"{path}.acceleratorType", f"{why}; {goes}", "error", f"attach:{accelerator}@{machine}"
-    )
+    check = f"attach:{accelerator}@{machine}"
+    return Finding(f"{path}.acceleratorType", f"{why}; {goes}", "error", check)
 
 
 def _check_provisioning(
@@ -226,13 +223,8 @@ def _check_provisioning(
         f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
         f"({_machine_list(unrestricted)})"
     )
-    spec_path = path.split(".workerPoolSpecs", 1)[0]
-    return Finding(
-        f"{spec_path}.scheduling.strategy",
-        message,
-        "error",
-        f"provisioning:{machine.name}@{wanted}",
-    )
+    field = f"{path.split('.workerPoolSpecs', 1)[0]}.scheduling.strategy"
+    return Finding(field, message, "error", f"provisioning:{machine.name}@{wanted}")
 
 
 def check_machine_spec(
@@ -278,7 +270,7 @@ def check_machine_spec(
     elif machine is None:
         findings.append(_unknown_machine(machine_type, target, path))
         if known_accelerator and accelerator is not None:
-            findings.append(_check_attach_family(machine_type, accelerator, target, path))
+            findings.append(_not_attached(path, accelerator, machine_type, target))
     else:
         if known_accelerator:
             findings.append(
