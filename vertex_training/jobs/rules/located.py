@@ -1,7 +1,5 @@
 """The one rule for a resource name that carries its location (``projects/P/locations/L/``):
-well formed, and in the region of what uses it. Plain Python: the job rules and the platform
-rules use it (a job's CMEK key, TensorBoard and experiment; the platform's key and
-TensorBoard)."""
+well formed, and in the region of what uses it."""
 
 from __future__ import annotations
 
@@ -11,14 +9,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Located:
-    """A kind of resource name under ``projects/P/locations/L/``."""
+    """A kind of resource name: ``projects/P/locations/L/``, then ``tail``."""
 
     what: str
-    """What it names, with its article, for messages (``a Cloud KMS key``)."""
+    """What it names, with its article (``a Cloud KMS key``)."""
     tail: str
-    """The name after the location, as a pattern (named groups where a rule reads one)."""
+    """A pattern, with named groups where a rule reads one."""
     shape: str
-    """The tail as a message shows it (``keyRings/K/cryptoKeys/C``)."""
+    """The tail as messages show it (``keyRings/K/cryptoKeys/C``)."""
     why: str
     """Why it must be in the region of what uses it."""
 
@@ -31,33 +29,29 @@ class Located:
         if name is None:
             return None
         valid = f"projects/P/locations/{region or 'L'}/{self.shape}"
-        match = self.match(name)
-        if match is None:
+        if (match := self.match(name)) is None:
             return f"{name!r} is not {self.what} name", valid
         if region is not None and match["location"] != region:
-            where = f"is in {match['location']}, not in the region {region}"
-            return f"{name!r} {where} ({self.why})", valid
+            return (
+                f"{name!r} is in {match['location']}, not in the region {region} ({self.why})",
+                valid,
+            )
         return None
 
 
-_KEY_ID = "[A-Za-z0-9_-]+"
+_ID = "[A-Za-z0-9_-]+"
+_CONTEXT = "metadataStores/(?P<store>[^/]+)/contexts/(?P<context>[^/]+)"
+_CONTEXTS = "metadataStores/default/contexts"
+_RUNS = "jobs log only to an experiment in their own region"
 KMS_KEY = Located(
     "a Cloud KMS key",
-    f"keyRings/{_KEY_ID}/cryptoKeys/{_KEY_ID}",
+    f"keyRings/{_ID}/cryptoKeys/{_ID}",
     "keyRings/K/cryptoKeys/C",
     "CMEK keys must be in the region of what they encrypt",
 )
-TENSORBOARD = Located(
-    "a TensorBoard",
-    "tensorboards/[^/]+",
-    "tensorboards/ID",
-    "jobs stream only to a TensorBoard in their own region",
-)
-_CONTEXT = "metadataStores/(?P<store>[^/]+)/contexts/(?P<context>[^/]+)"
-_RUNS = "jobs log only to an experiment in their own region"
-EXPERIMENT = Located("an experiment", _CONTEXT, "metadataStores/default/contexts/NAME", _RUNS)
-EXPERIMENT_RUN = Located(
-    "an experiment run", _CONTEXT, "metadataStores/default/contexts/EXPERIMENT-RUN", _RUNS
-)
+_STREAM = "jobs stream only to a TensorBoard in their own region"
+TENSORBOARD = Located("a TensorBoard", "tensorboards/[^/]+", "tensorboards/ID", _STREAM)
+EXPERIMENT = Located("an experiment", _CONTEXT, f"{_CONTEXTS}/NAME", _RUNS)
+EXPERIMENT_RUN = Located("an experiment run", _CONTEXT, f"{_CONTEXTS}/EXPERIMENT-RUN", _RUNS)
 
 __all__ = ["EXPERIMENT", "EXPERIMENT_RUN", "KMS_KEY", "TENSORBOARD", "Located"]
