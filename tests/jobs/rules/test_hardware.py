@@ -466,10 +466,10 @@ def test_machines_and_regions_name_only_catalog_accelerators() -> None:
     for machines in cat.machines.values():
         for machine in machines.values():
             assert set(machine.accelerators) <= set(cat.accelerators), machine.name
-    for region in cat.regions.values():
-        assert region.accelerators <= set(cat.accelerators), region.name
-        assert set(region.zone_accelerators) <= set(region.zones), region.name
-        assert all(z.startswith(f"{region.name}-") for z in region.zones), region.name
+    for name, region in cat.regions.items():
+        assert region.accelerators <= set(cat.accelerators), name
+        assert set(region.zone_accelerators) <= set(region.zones), name
+        assert all(z.startswith(f"{name}-") for z in region.zones), name
 
 
 def test_every_accelerator_is_offered_somewhere_and_attaches_to_something() -> None:

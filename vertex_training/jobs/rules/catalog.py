@@ -35,7 +35,6 @@ class CatalogError(ValueError):
 class AcceleratorType:
     """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
 
-    name: str
     regions_complete: bool
     """True: a region the catalog does not list for it does not offer it (error)."""
     retired: str | None = None
@@ -69,7 +68,6 @@ class MachineType:
 class Region:
     """A Vertex AI region: its zones and the accelerator types offered in them."""
 
-    name: str
     zones: tuple[str, ...]
     accelerators: frozenset[str]
     zone_accelerators: Mapping[str, frozenset[str]]
@@ -149,7 +147,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     acc_section = data["accelerators"]
     accelerators = {
         name: AcceleratorType(
-            name=name,
             regions_complete=spec["regions_complete"],
             retired=spec.get("retired"),
             replacement=spec.get("replacement"),
@@ -186,7 +183,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         known(f"region {name}", named)
         if set(split) - set(spec["zones"]):
             raise CatalogError(f"region {name} splits zones it does not list")
-        regions[name] = Region(name, tuple(spec["zones"]), named, split)
+        regions[name] = Region(tuple(spec["zones"]), named, split)
 
     for name, accelerator in accelerators.items():
         if unknown := sorted(accelerator.absent_regions - set(regions)):

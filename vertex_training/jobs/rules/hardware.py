@@ -317,9 +317,7 @@ def _unknown_region(path: str, region: str, strict: bool) -> Finding:
     return Finding(path, message, "error" if strict else "warning", f"unknown-region:{region}")
 
 
-def _not_offered(
-    path: str, accelerator: str, region: str, check: str, zone: str | None = None
-) -> Finding:
+def _not_offered(path: str, accelerator: str, region: str, zone: str | None = None) -> Finding:
     """An accelerator the catalog does not list in ``region`` (or its ``zone``): an error
     when its region list is complete, the region is known not to offer it or the region's
     zone split is (the zone's own list is authoritative), else a warning (strict or not: a
@@ -327,6 +325,7 @@ def _not_offered(
     cat = catalog()
     info = cat.accelerators[accelerator]
     known = cat.regions[region]
+    check = f"accelerator-{'zone' if zone else 'region'}:{accelerator}@{zone or region}"
     offered = sorted(known.zone_accelerators.get(zone or "", known.accelerators))
     in_region = zone is not None and accelerator in known.accelerators
     if in_region:
@@ -369,10 +368,7 @@ def check_region(
             wanted.add(accelerator)
         elif accelerator is not None and accelerator in cat.accelerators:
             # (check_machine_spec reports a name the catalog does not know)
-            check = f"accelerator-region:{accelerator}@{region}"
-            findings.append(
-                _not_offered(f"{pool_path}.acceleratorType", accelerator, region, check)
-            )
+            findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region))
     # Accelerator sets one zone offers together; one set when no zone split is known.
     zone_sets = known.zone_accelerators.values() or [known.accelerators]
     if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
@@ -390,18 +386,18 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
     """Findings for a zone (e.g. a Workbench instance's) whose name its caller checked: it
     exists and offers the accelerator. A zone of a region the catalog does not list is left
     to ``check_region``, which judges that region."""
-    region = catalog().regions.get(zone.rsplit("-", 1)[0])
+    name = zone.rsplit("-", 1)[0]
+    region = catalog().regions.get(name)
     if region is None:
         return []
     if zone not in region.zones:
-        message = f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}"
+        message = f"zone {zone!r} does not exist; {name} zones: {_fmt(region.zones)}"
         return [Finding(path, message, "error", f"zone:{zone}")]
     accelerator = accelerator_type or ""
     offered = region.zone_accelerators.get(zone, region.accelerators)
     if accelerator not in catalog().accelerators or accelerator in offered:
         return []  # no accelerator, one check_machine_spec refuses, or one the zone offers
-    check = f"accelerator-zone:{accelerator}@{zone}"
-    return [_not_offered(path, accelerator, region.name, check, zone)]
+    return [_not_offered(path, accelerator, name, zone)]
 
 
 __all__ = [
