@@ -629,7 +629,7 @@ def test_a_platform_region_typo_is_refused() -> None:
         (
             vt.Accelerator("NVIDIA_TESLA_T4", 0),
             "accelerator.count",
-            "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4",
+            "0 x NVIDIA_TESLA_T4 on n1-standard-8 is not valid; valid counts: 1, 2, 4, or unset",
         ),
     ],
 )

@@ -291,8 +291,8 @@ def test_accelerator_count_zero_with_a_type_is_refused() -> None:
     error = only_error(custom_job(pool("n1-standard-8", "NVIDIA_TESLA_T4", 0)))
     assert error.path == f"{MACHINE}.acceleratorCount"
     assert error.message == (
-        "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4: Vertex refuses it; valid "
-        "counts on n1-standard-8: 1, 2, 4, or unset acceleratorType for no accelerator"
+        "0 x NVIDIA_TESLA_T4 on n1-standard-8 is not valid; valid counts: 1, 2, 4, or unset "
+        "acceleratorType for no accelerator"
     )
 
 

@@ -135,21 +135,14 @@ def _check_accelerator_fit(
         else:
             why = f"{machine.name} takes no accelerators"
         return _not_attached(path, accelerator, machine.name, target, why)
-    valid = _fmt(sorted(counts))
-    if count == 0:
-        message = (
-            f"acceleratorCount 0 with acceleratorType {accelerator}: {_SERVICE[target]} refuses "
-            f"it; valid counts on {machine.name}: {valid}, or unset acceleratorType for no "
-            "accelerator"
-        )
-        return Finding(f"{path}.acceleratorCount", message, "error")
     if count in counts:
         return None
-    severity, as_of = _partial(machine.counts_complete)
-    message = (
-        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}{as_of}"
-    )
-    check = f"accelerator-count:{accelerator}x{count}@{machine.name}"
+    # Count 0 with a type set: Vertex and Compute Engine refuse it, whatever the catalog's date.
+    severity, as_of = ("error", "") if count == 0 else _partial(machine.counts_complete)
+    unset = ", or unset acceleratorType for no accelerator" if count == 0 else ""
+    valid = f"{_fmt(sorted(counts))}{unset}{as_of}"
+    message = f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}"
+    check = f"accelerator-count:{accelerator}x{count}@{machine.name}" if count else ""
     return Finding(f"{path}.acceleratorCount", message, severity, check)
 
 
@@ -213,9 +206,8 @@ def _check_provisioning(
     if target == "workbench":
         message = f"{machine.name} is offered only as {allowed} VMs, which a Workbench instance "
         message += "is not; pick another machine type"
-        return Finding(
-            f"{path}.machineType", message, "error", f"provisioning:{machine.name}@WORKBENCH"
-        )
+        check = f"provisioning:{machine.name}@WORKBENCH"
+        return Finding(f"{path}.machineType", message, "error", check)
     machines = catalog().machines[target].values()
     unrestricted = [m.name for m in machines if m.family == machine.family and not m.provisioning]
     message = (
