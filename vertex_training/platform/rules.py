@@ -335,12 +335,7 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             "soft_delete_retention_days": values.soft_delete_retention_days,
         }
     )
-    findings = [
-        ("region", f)
-        for f in check_region(
-            path="region", region=values.region, accelerators=(), strict=values.strict
-        )
-    ]
+    findings = [("region", f) for f in check_region(values.region, (), strict=values.strict)]
     if values.workbench is not None:
         problems, found = _judge_workbench(
             values.region, values.workbench, cloud=values.environment.is_cloud

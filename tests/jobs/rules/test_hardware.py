@@ -342,7 +342,7 @@ def test_tpu_topologies() -> None:
 )
 def test_h100_regions(region: str) -> None:
     pools = [("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_H100_80GB")]
-    assert check_region(path="region", region=region, accelerators=pools) == []
+    assert check_region(region, pools) == []
 
 
 def test_seed_example_gpus_not_sharing_a_zone_are_refused() -> None:
@@ -351,13 +351,13 @@ def test_seed_example_gpus_not_sharing_a_zone_are_refused() -> None:
         ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_K80"),
         ("jobSpec.workerPoolSpecs[2].machineSpec", "NVIDIA_TESLA_P100"),
     ]
-    error = _only(check_region(path="region", region="us-central1", accelerators=pools))
+    error = _only(check_region("us-central1", pools))
     assert error.severity == "error"
     assert error.path == "region"
     assert "no single zone offers them together" in error.message
     # Any two of them do share a zone.
     for pair in ([pools[0], pools[1]], [pools[0], pools[2]]):
-        assert check_region(path="region", region="us-central1", accelerators=pair) == []
+        assert check_region("us-central1", pair) == []
 
 
 def test_gpu_not_offered_in_region_is_refused_on_the_pool() -> None:
@@ -365,7 +365,7 @@ def test_gpu_not_offered_in_region_is_refused_on_the_pool() -> None:
         ("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_TESLA_T4"),
         ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_V100"),
     ]
-    error = _only(check_region(path="region", region="us-west2", accelerators=pools))
+    error = _only(check_region("us-west2", pools))
     assert error.severity == "error"
     assert error.path == "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorType"
     assert "regions offering NVIDIA_TESLA_V100: asia-east1" in error.message
@@ -373,28 +373,21 @@ def test_gpu_not_offered_in_region_is_refused_on_the_pool() -> None:
 
 def test_gpu_with_a_partial_region_list_only_warns_outside_it() -> None:
     pools = [("p", "NVIDIA_B200")]
-    warning = _only(check_region(path="region", region="europe-west2", accelerators=pools))
+    warning = _only(check_region("europe-west2", pools))
     assert warning.severity == "warning"
     # Strict mode too: a partial list cannot show that the pair is wrong (issue 22).
-    assert (
-        _only(
-            check_region(path="region", region="europe-west2", accelerators=pools, strict=True)
-        ).severity
-        == "warning"
-    )
+    assert _only(check_region("europe-west2", pools, strict=True)).severity == "warning"
 
 
 def test_region_without_accelerators_and_unknown_or_malformed_regions() -> None:
-    assert check_region(path="region", region="europe-west9", accelerators=[]) == []
-    assert check_region(path="region", region="us-central1", accelerators=[("p", None)]) == []
-    unknown = _only(check_region(path="region", region="mars-north1", accelerators=[]))
+    assert check_region("europe-west9", []) == []
+    assert check_region("us-central1", [("p", None)]) == []
+    unknown = _only(check_region("mars-north1", []))
     assert unknown.severity == "warning"
     assert catalog().as_of in unknown.message
-    strict = check_region(path="region", region="mars-north1", accelerators=[], strict=True)
+    strict = check_region("mars-north1", [], strict=True)
     assert _only(strict).severity == "error"
-    assert (
-        _only(check_region(path="region", region="US Central", accelerators=[])).severity == "error"
-    )
+    assert _only(check_region("US Central", [])).severity == "error"
 
 
 def test_zones() -> None:
@@ -498,7 +491,7 @@ def test_loading_imports_no_heavy_module() -> None:
         "hardware.catalog()\n"
         "hardware.check_machine_spec(path='p', machine_type='a3-ultragpu-8g',"
         " accelerator_type='NVIDIA_H200_141GB', accelerator_count=8)\n"
-        "hardware.check_region(path='r', region='us-central1', accelerators=[('p', 'NVIDIA_L4')])\n"
+        "hardware.check_region('us-central1', [('p', 'NVIDIA_L4')])\n"
     )
     heavy = ("tensorflow", "google.cloud.aiplatform", "pydantic", "pulumi")
     assert modules_loaded_by(program, heavy) == []

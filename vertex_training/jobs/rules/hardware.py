@@ -293,20 +293,21 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
 # --- regions and zones -----------------------------------------------------------------
 
 
-def _unknown_region(path: str, region: str, strict: bool) -> Finding:
+def _unknown_region(region: str, strict: bool) -> Finding:
     cat = catalog()
     if not REGION_NAME.match(region):
         message = f"region {region!r} is not a region name (e.g. 'us-central1')"
-        return Finding(path, message, "error", "region-name")
+        return Finding("region", message, "error", "region-name")
     known = sorted(cat.regions)
     guess = closest(region, known, cutoff=0.8)
     if guess is not None:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
         message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
-        return Finding(path, f"{message}; valid: {_fmt(known)}", "error")
+        return Finding("region", f"{message}; valid: {_fmt(known)}", "error")
     message = f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); "
     message += f"Vertex will decide at submit. Known regions: {_fmt(known)}"
-    return Finding(path, message, "error" if strict else "warning", f"unknown-region:{region}")
+    severity: Severity = "error" if strict else "warning"
+    return Finding("region", message, severity, f"unknown-region:{region}")
 
 
 def _not_offered(path: str, accelerator: str, region: str, zone: str | None = None) -> Finding:
@@ -337,13 +338,10 @@ def _not_offered(path: str, accelerator: str, region: str, zone: str | None = No
 
 
 def check_region(
-    *,
-    path: str,
-    region: str,
-    accelerators: Sequence[tuple[str, str | None]],
-    strict: bool = False,
+    region: str, accelerators: Sequence[tuple[str, str | None]], *, strict: bool = False
 ) -> list[Finding]:
-    """Findings for one job's region against the accelerators of all its pools.
+    """Findings for one job's region (at the field ``region``, the caller's argument or
+    config key) against the accelerators of all its pools.
 
     ``accelerators`` pairs each pool's machineSpec path with its accelerator type. Each type
     must be offered in the region, and one zone of the region must offer all of them: a
@@ -352,7 +350,7 @@ def check_region(
     cat = catalog()
     known = cat.regions.get(region)
     if known is None:
-        return [_unknown_region(path, region, strict)]
+        return [_unknown_region(region, strict)]
     findings = []
     wanted: set[str] = set()
     for pool_path, accelerator in accelerators:
@@ -370,7 +368,7 @@ def check_region(
             "another region"
         )
         check = f"one-zone:{'+'.join(sorted(wanted))}@{region}"
-        findings.append(Finding(path, message, "error", check))
+        findings.append(Finding("region", message, "error", check))
     return findings
 
 

@@ -241,10 +241,7 @@ def _custom_job_spec(
                 "or drop nfsMounts",
             )
     if region is not None:
-        # The job's location: named "region" (the caller's argument or config key).
-        yield from check_region(
-            path="region", region=region, accelerators=accelerators, strict=strict
-        )
+        yield from check_region(region, accelerators, strict=strict)
     base = spec.base_output_directory.output_uri_prefix
     if base is not None and not base.strip():
         yield "baseOutputDirectory.outputUriPrefix", "must not be empty when set"
@@ -286,12 +283,11 @@ def _custom_job_spec(
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
-    yield from _tracking(spec, path)
 
 
 def _located(view: JobView, region: str | None) -> Found:
     """The job's names that carry their location (its CMEK key, TensorBoard and Vertex
-    Experiments): well formed, and in the job's region."""
+    Experiments): well formed, in the job's region, with the fields each needs beside it."""
     spec, path = view.trial_job, view.trial_job_path
     for field, name, kind in (
         ("encryptionSpec.kmsKeyName", view.encryption_spec.kms_key_name, KMS_KEY),
@@ -301,18 +297,14 @@ def _located(view: JobView, region: str | None) -> Found:
     ):
         if problem := kind.problem(name, region):
             yield field, "{}; valid: {}".format(*problem)
-
-
-def _tracking(spec: CustomJobSpec, path: str) -> Found:
-    """TensorBoard and Vertex Experiments: the fields each needs beside it."""
     if spec.tensorboard is not None and spec.base_output_directory.output_uri_prefix is None:
         yield (
-            "baseOutputDirectory",
+            f"{path}.baseOutputDirectory",
             "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
         )
     if spec.experiment_run is not None and spec.experiment is None:
         yield (
-            "experimentRun",
+            f"{path}.experimentRun",
             f"needs {path}.experiment (the run's experiment): name the experiment too",
         )
     run = EXPERIMENT_RUN.match(spec.experiment_run or "")
@@ -321,7 +313,7 @@ def _tracking(spec: CustomJobSpec, path: str) -> Found:
         store, name = experiment["store"], experiment["context"]
         if run["store"] != store or not run["context"].startswith(f"{name}-"):
             yield (
-                "experimentRun",
+                f"{path}.experimentRun",
                 f"context {run['context']!r} is not a run of the experiment {name!r}: a run's "
                 "context id is '<experiment>-<run>' in the experiment's metadata store",
             )
