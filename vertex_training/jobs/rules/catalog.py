@@ -186,12 +186,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         regions[name] = Region(tuple(spec["zones"]), named, split)
 
     for name, accelerator in accelerators.items():
-        if unknown := sorted(accelerator.absent_regions - set(regions)):
-            raise CatalogError(f"{name}: absent_regions {unknown} unknown")
-        if offered := sorted(
-            r for r in accelerator.absent_regions if name in regions[r].accelerators
-        ):
-            raise CatalogError(f"{name}: both offered and absent in {offered}")
+        absent = accelerator.absent_regions
+        if bad := sorted(r for r in absent if r not in regions or name in regions[r].accelerators):
+            raise CatalogError(f"{name}: absent_regions {bad} unknown, or offering it")
 
     attach_complete = bool(acc_section.get("attach_families_complete", False))
     families = {name: fam["complete"] for name, fam in data["families"].items()}
