@@ -138,7 +138,7 @@ def _check_accelerator_fit(
     if count in counts:
         return None
     # Count 0 with a type set: Vertex and Compute Engine refuse it, whatever the catalog's date.
-    severity, as_of = ("error", "") if count == 0 else _partial(machine.counts_complete)
+    severity, as_of = _partial(count == 0 or machine.counts_complete)
     unset = ", or unset acceleratorType for no accelerator" if count == 0 else ""
     valid = f"{_fmt(sorted(counts))}{unset}{as_of}"
     message = f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}"
