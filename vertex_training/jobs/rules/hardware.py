@@ -69,11 +69,6 @@ def _partial(complete: bool) -> tuple[Severity, str]:
     return ("error", "") if complete else ("warning", f" (as of {catalog().as_of})")
 
 
-def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
-    """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
-    return [m for m in catalog().machines[target].values() if accelerator_type in m.accelerators]
-
-
 # --- machine spec ----------------------------------------------------------------------
 
 
@@ -119,9 +114,8 @@ def _check_accelerator_fit(
         if not machine.accelerator_required:
             return None
         message = f"{machine.name} comes with its accelerators and needs them set: "
-        return Finding(
-            field, message + _offers(machine), "error", f"accelerator-required:{machine.name}"
-        )
+        check = f"accelerator-required:{machine.name}"
+        return Finding(field, message + _offers(machine), "error", check)
     info = catalog().accelerators[accelerator]
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
@@ -179,7 +173,7 @@ def _not_attached(
     ``why`` None: a machine type the catalog does not list, known wrong only off the
     families the catalog lists for the accelerator (the accelerators section marks that
     list complete), even when its size is unknown."""
-    taking = _taking(accelerator, target)
+    taking = [m for m in catalog().machines[target].values() if accelerator in m.accelerators]
     families = sorted({m.family for m in taking})
     if why is None:
         if not (catalog().attach_families_complete and families):
