@@ -22,7 +22,7 @@ from tests.bodies import (
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import errors_of, job_findings
+from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import read_view
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
@@ -41,7 +41,7 @@ def findings(
 
 
 def errors(body: dict[str, Any], kind: JobKind = CUSTOM, **kwargs: Any) -> list[Finding]:
-    return errors_of(findings(body, kind, **kwargs))
+    return [f for f in findings(body, kind, **kwargs) if f.severity == "error"]
 
 
 # ------------------------------------------------------------- hardware the rules know

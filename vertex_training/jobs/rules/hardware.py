@@ -176,9 +176,8 @@ def _not_attached(
     taking = [m for m in catalog().machines[target].values() if accelerator in m.accelerators]
     families = sorted({m.family for m in taking})
     if why is None:
-        if not (catalog().attach_families_complete and families):
-            return None
-        if machine.partition("-")[0] in families:
+        family = machine.partition("-")[0]
+        if family in families or not (catalog().attach_families_complete and families):
             return None
         why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine}"
     if taking:
@@ -225,7 +224,6 @@ def check_machine_spec(
 ) -> list[Finding]:
     """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
     machine type is set and accelerator count not negative (what a pool must be anywhere).
-    Strict or not: a machine unknown to a partial family cannot be called wrong.
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start.
@@ -300,8 +298,7 @@ def _unknown_region(region: str, strict: bool) -> Finding:
         return Finding("region", f"{message}; valid: {_fmt(known)}", "error")
     message = f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); "
     message += f"Vertex will decide at submit. Known regions: {_fmt(known)}"
-    severity: Severity = "error" if strict else "warning"
-    return Finding("region", message, severity, f"unknown-region:{region}")
+    return Finding("region", message, "error" if strict else "warning", f"unknown-region:{region}")
 
 
 def _not_offered(path: str, accelerator: str, region: str, zone: str | None = None) -> Finding:

@@ -504,13 +504,8 @@ def job_findings(
     return out
 
 
-def errors_of(findings: list[Finding]) -> list[Finding]:
-    return [f for f in findings if f.severity == "error"]
-
-
 __all__ = [
     "display_name_findings",
-    "errors_of",
     "job_findings",
     "parameter_findings",
     "platform_findings",
