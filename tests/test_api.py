@@ -493,7 +493,7 @@ def test_a_tensorboard_in_another_region_is_refused_before_anything_exists() -> 
 
     message, monitor = failing(program)
     assert "TrainingPlatformArgs.tensorboard.existing" in message
-    assert "not a TensorBoard in us-central1" in message
+    assert "is in europe-west4, not in the region us-central1" in message
     assert monitor.registrations == []
 
 
@@ -629,7 +629,7 @@ def test_a_platform_region_typo_is_refused() -> None:
         (
             vt.Accelerator("NVIDIA_TESLA_T4", 0),
             "accelerator.count",
-            "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4",
+            "0 x NVIDIA_TESLA_T4 on n1-standard-8 is not valid; valid counts: 1, 2, 4, or unset",
         ),
     ],
 )

@@ -516,8 +516,8 @@ def test_trainer_image_must_be_a_digest() -> None:
         (
             {"workbenchGpuType": "NVIDIA_TESLA_T4"},
             "workbenchGpuCount",
-            "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4: Compute Engine refuses it; "
-            "valid counts on n1-standard-4: 1, 2, 4",
+            "0 x NVIDIA_TESLA_T4 on n1-standard-4 is not valid; valid counts: 1, 2, 4, or unset "
+            "acceleratorType",
         ),
         ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "acceleratorCount is 3 but"),
         (
@@ -657,7 +657,7 @@ def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
     raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
     (problem,) = problems_of("dev", raw).problems
     assert "jobSpec.workerPoolSpecs[0].machineSpec.machineType" in problem.problem
-    assert "n1 standard sizes: 4, 8" in problem.problem  # what would be valid
+    assert "valid: n1-standard-{4,8," in problem.problem  # what would be valid
 
 
 def test_unknown_hardware_warns_in_strict_stacks_too() -> None:
@@ -752,7 +752,7 @@ def _double(parameter_id: str, low: float, high: float) -> dict[str, object]:
         (
             _job("a", chief=_pool(accelerator={"type": "NVIDIA_TESLA_T4", "count": 0})),
             "chief.accelerator.count",
-            "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4",
+            "0 x NVIDIA_TESLA_T4 on n1-standard-4 is not valid; valid counts: 1, 2, 4, or unset",
         ),
         (
             _job("a", chief={"machineType": "x9-mega-1"}),

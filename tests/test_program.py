@@ -334,7 +334,7 @@ def test_a_key_in_another_region_is_a_config_error() -> None:
     config = stack_file_config(STACK_FILES["dev"]) | {"vertex-training:kmsKeyName": key}
     with pytest.raises(
         pulumi.RunError,
-        match=r"vertex-training:kmsKeyName: .* is not a key in the region us-central1",
+        match=r"vertex-training:kmsKeyName: .* is in europe-west4, not in the region us-central1",
     ):
         run_program("dev", config)
 

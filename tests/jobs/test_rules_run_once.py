@@ -31,7 +31,7 @@ RULES = {
     "_custom_job_spec": "job",
     "check_region": "job",
     "_labels": "job",
-    "kms_key_problem": "job",
+    "_located": "job",
     "display_name_findings": "job",
 }
 

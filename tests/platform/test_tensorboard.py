@@ -125,19 +125,20 @@ def test_an_existing_tensorboard_is_used_and_still_granted() -> None:
                     existing="projects/p-1/locations/us-central1/tensorboards/42"
                 )
             },
-            "tensorboard.existing: 'projects/p-1/locations/us-central1/tensorboards/42' is not "
-            "a TensorBoard in europe-west4; valid: projects/P/locations/europe-west4/",
+            "tensorboard.existing: 'projects/p-1/locations/us-central1/tensorboards/42' is in "
+            "us-central1, not in the region europe-west4 (jobs stream only to a TensorBoard in "
+            "their own region); valid: projects/P/locations/europe-west4/tensorboards/ID",
         ),
         (
             {"tensorboard": vt.TensorBoard(existing="tb-42")},
-            "'tb-42' is not a TensorBoard in europe-west4",
+            "'tb-42' is not a TensorBoard name; valid: projects/P/locations/europe-west4/",
         ),
         (
             {
                 "tensorboard": vt.TensorBoard(),
                 "kms_key_name": "projects/p-1/locations/us/keyRings/r/cryptoKeys/k",
             },
-            "kms_key_name: 'projects/p-1/locations/us/keyRings/r/cryptoKeys/k' is not a key "
+            "kms_key_name: 'projects/p-1/locations/us/keyRings/r/cryptoKeys/k' is in us, not "
             "in the region europe-west4",
         ),
     ],

@@ -218,7 +218,7 @@ class JobProvider(Provider):
         platform, what only Vertex has. Values not known yet (preview) stand in as
         placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
-        from vertex_training.jobs.rules.job import errors_of, job_findings
+        from vertex_training.jobs.rules.job import job_findings
         from vertex_training.jobs.view import read_view
 
         problems = []
@@ -241,7 +241,7 @@ class JobProvider(Provider):
             if only is not None:  # the program judged all the rest
                 judged = drop_unknown(found, only)
                 found = [f for f in found if f not in judged]
-            problems += [f"{f.path}: {f.message}" for f in errors_of(found)]
+            problems += [f"{f.path}: {f.message}" for f in found if f.severity == "error"]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals

@@ -23,7 +23,7 @@ from vertex_training.jobs.rules.hardware import (
     check_zone,
 )
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
-from vertex_training.jobs.rules.kms import kms_key_problem
+from vertex_training.jobs.rules.located import KMS_KEY, TENSORBOARD
 
 __all__ = [
     "GCP_PROJECT_ID",
@@ -58,7 +58,6 @@ BUCKET_NAME_VALID = (
 )
 REPOSITORY_ID_VALID = "1-63 characters: lowercase letters, digits and '-', starting with a letter"
 IMAGE_NAME_VALID = "lowercase letters, digits and single '.', '_', '-' or '/' separators"
-TENSORBOARD = re.compile(r"^projects/[^/]+/locations/[a-z0-9-]+/tensorboards/[^/]+$")
 
 
 class EnvironmentKind(enum.StrEnum):
@@ -203,12 +202,8 @@ def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> 
 def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
     """An existing Vertex AI TensorBoard's name, in ``region``: Vertex refuses a job whose
     TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
-    if name is None or (TENSORBOARD.match(name) and f"/locations/{region}/" in name):
-        return []
-    valid = f"projects/P/locations/{region}/tensorboards/ID (jobs stream only to a "
-    valid += "TensorBoard in their own region)"
-    problem = f"'{name}' is not a TensorBoard in {region}"
-    return [Problem("tensorboard.existing", problem, valid)]
+    problem = TENSORBOARD.problem(name, region)
+    return [] if problem is None else [Problem("tensorboard.existing", *problem)]
 
 
 @dataclass(frozen=True)
@@ -331,7 +326,7 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
     if repository is not None and not REPOSITORY_ID.match(repository):
         problem = f"'{repository}' is not a valid repository id"
         out.append(Problem("repository_name", problem, REPOSITORY_ID_VALID))
-    if (kms := kms_key_problem(values.kms_key_name, values.region)) is not None:
+    if (kms := KMS_KEY.problem(values.kms_key_name, values.region)) is not None:
         out.append(Problem("kms_key_name", *kms))
     out += settings_problems(
         {
@@ -340,12 +335,7 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             "soft_delete_retention_days": values.soft_delete_retention_days,
         }
     )
-    findings = [
-        ("region", f)
-        for f in check_region(
-            path="region", region=values.region, accelerators=(), strict=values.strict
-        )
-    ]
+    findings = [("region", f) for f in check_region(values.region, (), strict=values.strict)]
     if values.workbench is not None:
         problems, found = _judge_workbench(
             values.region, values.workbench, cloud=values.environment.is_cloud

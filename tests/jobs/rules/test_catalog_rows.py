@@ -25,9 +25,7 @@ _spec = partial(check_machine_spec, SPEC)
 
 
 def _region(region: str, accelerator: str, *, strict: bool = False) -> list[Finding]:
-    return check_region(
-        path="region", region=region, accelerators=[(SPEC, accelerator)], strict=strict
-    )
+    return check_region(region, [(SPEC, accelerator)], strict=strict)
 
 
 def _errors(findings: list[Finding]) -> list[Finding]:

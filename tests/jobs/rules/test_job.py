@@ -22,7 +22,7 @@ from tests.bodies import (
 )
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import errors_of, job_findings
+from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import read_view
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
@@ -41,7 +41,7 @@ def findings(
 
 
 def errors(body: dict[str, Any], kind: JobKind = CUSTOM, **kwargs: Any) -> list[Finding]:
-    return errors_of(findings(body, kind, **kwargs))
+    return [f for f in findings(body, kind, **kwargs) if f.severity == "error"]
 
 
 # ------------------------------------------------------------- hardware the rules know
@@ -207,15 +207,15 @@ def test_tensorboard_and_experiment_in_the_jobs_region_are_accepted() -> None:
 def test_a_tensorboard_in_another_region_names_the_field_and_the_region() -> None:
     [error] = errors(custom_job(pool(), tensorboard=TB_EU), region="us-central1")
     assert error.path == "jobSpec.tensorboard"
-    assert "lives in 'europe-west4'" in error.message
-    assert "job's region 'us-central1'" in error.message
+    assert "is in europe-west4, not in the region us-central1" in error.message
+    assert "valid: projects/P/locations/us-central1/tensorboards/ID" in error.message
 
 
 def test_an_experiment_in_another_region_names_the_field_and_the_region() -> None:
     body = custom_job(pool(), experiment=EXPERIMENT, experimentRun=RUN)
     found = {f.path: f.message for f in errors(body, region="us-central1")}
     assert set(found) == {"jobSpec.experiment", "jobSpec.experimentRun"}
-    assert "it must be in the job's region 'us-central1'" in found["jobSpec.experiment"]
+    assert "not in the region us-central1" in found["jobSpec.experiment"]
 
 
 def test_tensorboard_without_base_output_directory_is_refused() -> None:
@@ -240,7 +240,7 @@ def test_an_experiment_run_of_another_experiment_is_refused() -> None:
 @pytest.mark.parametrize(
     ("field", "value", "shape"),
     [
-        ("tensorboard", "tb-42", "projects/P/locations/L/tensorboards/ID"),
+        ("tensorboard", "tb-42", "projects/P/locations/europe-west4/tensorboards/ID"),
         ("experiment", "horses", "metadataStores/default/contexts/NAME"),
     ],
 )
@@ -291,8 +291,8 @@ def test_accelerator_count_zero_with_a_type_is_refused() -> None:
     error = only_error(custom_job(pool("n1-standard-8", "NVIDIA_TESLA_T4", 0)))
     assert error.path == f"{MACHINE}.acceleratorCount"
     assert error.message == (
-        "acceleratorCount 0 with acceleratorType NVIDIA_TESLA_T4: Vertex refuses it; valid "
-        "counts on n1-standard-8: 1, 2, 4, or unset acceleratorType for no accelerator"
+        "0 x NVIDIA_TESLA_T4 on n1-standard-8 is not valid; valid counts: 1, 2, 4, or unset "
+        "acceleratorType for no accelerator"
     )
 
 
@@ -475,7 +475,7 @@ KEY_EU = "projects/p/locations/europe-west4/keyRings/r/cryptoKeys/k"
 
 
 def test_a_cmek_key_is_judged_by_the_platform_rule_at_the_jobs_field() -> None:
-    from vertex_training.jobs.rules.kms import kms_key_problem
+    from vertex_training.jobs.rules.located import KMS_KEY
 
     body = {**custom_job(pool()), "encryptionSpec": {"kmsKeyName": KEY_EU}}
     assert findings(body, region="europe-west4") == []
@@ -483,7 +483,7 @@ def test_a_cmek_key_is_judged_by_the_platform_rule_at_the_jobs_field() -> None:
         body["encryptionSpec"]["kmsKeyName"] = key
         error = only_error(body, region="us-central1")
         assert error.path == "encryptionSpec.kmsKeyName"
-        problem = kms_key_problem(key, "us-central1")
+        problem = KMS_KEY.problem(key, "us-central1")
         assert problem is not None
         assert error.message == f"{problem[0]}; valid: {problem[1]}"
     # On the local backend (no region) only the key's shape is judged.

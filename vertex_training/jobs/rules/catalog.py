@@ -35,7 +35,6 @@ class CatalogError(ValueError):
 class AcceleratorType:
     """An ``aiplatform_v1.AcceleratorType`` value the catalog knows."""
 
-    name: str
     regions_complete: bool
     """True: a region the catalog does not list for it does not offer it (error)."""
     retired: str | None = None
@@ -51,9 +50,6 @@ class MachineType:
 
     name: str
     family: str
-    kind: str
-    """The family's kind: ``general_purpose``, ``compute_optimized``, ``memory_optimized``,
-    ``gpu_built_in`` or ``tpu``."""
     vcpus: int | None
     memory_gb: float | None
     accelerators: Mapping[str, Collection[int]]
@@ -69,23 +65,9 @@ class MachineType:
 
 
 @dataclass(frozen=True)
-class Family:
-    """A machine family (``n1``, ``a3``, ``ct5lp``) and what the catalog says of it."""
-
-    name: str
-    kind: str
-    complete: bool
-    """True: a type of this family the catalog does not list does not exist (error)."""
-    series: Mapping[str, Mapping[Target, tuple[int, ...]]]
-    """A CPU family's series (``standard``) and their sizes per target; empty for a family
-    whose machine types are listed one by one (accelerator-optimized and TPU families)."""
-
-
-@dataclass(frozen=True)
 class Region:
     """A Vertex AI region: its zones and the accelerator types offered in them."""
 
-    name: str
     zones: tuple[str, ...]
     accelerators: frozenset[str]
     zone_accelerators: Mapping[str, frozenset[str]]
@@ -99,7 +81,9 @@ class HardwareCatalog:
     as_of: str
     """The date the sources were read (YYYY-MM-DD)."""
     accelerators: Mapping[str, AcceleratorType]
-    families: Mapping[str, Family]
+    families: Mapping[str, bool]
+    """Each machine family (``n1``, ``a3``, ``ct5lp``) -> complete: True when a type of it
+    the catalog does not list does not exist (error)."""
     machines: Mapping[Target, Mapping[str, MachineType]]
     """Each target's machine types by name (a target spelt otherwise is a KeyError, never
     another target's table)."""
@@ -152,7 +136,7 @@ def _series_machines(family: str, fam: Mapping[str, Any], target: Target) -> dic
                 gpus = vertex_gpus.pop(name, {})
             else:
                 gpus = _workbench_gpus(size, memory, limits)
-            machines[name] = MachineType(name, family, fam["kind"], size, memory, gpus)
+            machines[name] = MachineType(name, family, size, memory, gpus)
     if target == "training" and vertex_gpus:
         raise CatalogError(f"{sorted(vertex_gpus)} have GPU counts but no Vertex {family} size")
     return machines
@@ -163,7 +147,6 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
     acc_section = data["accelerators"]
     accelerators = {
         name: AcceleratorType(
-            name=name,
             regions_complete=spec["regions_complete"],
             retired=spec.get("retired"),
             replacement=spec.get("replacement"),
@@ -172,15 +155,9 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         for name, spec in acc_section["items"].items()
     }
 
-    families: dict[str, Family] = {}
     machines: dict[Target, dict[str, MachineType]] = {target: {} for target in _SIZES}
     for fam_name, fam in data["families"].items():
         kind = fam["kind"]
-        series = {
-            s: {target: tuple(spec[key]) for target, key in _SIZES.items()}
-            for s, spec in fam.get("series", {}).items()
-        }
-        families[fam_name] = Family(fam_name, kind, fam["complete"], series)
         built_in = {"accelerator_required": kind == "gpu_built_in"}
         for target, table in machines.items():
             table.update(_series_machines(fam_name, fam, target))
@@ -188,7 +165,7 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
             if target == "training" or kind != "tpu":
                 # The file spells a listed machine's fields as MachineType does.
                 table.update(
-                    (name, MachineType(name, fam_name, kind, **{**built_in, **spec}))
+                    (name, MachineType(name, fam_name, **{**built_in, **spec}))
                     for name, spec in fam.get("machines", {}).items()
                 )
 
@@ -206,17 +183,15 @@ def parse_catalog(data: Mapping[str, Any]) -> HardwareCatalog:
         known(f"region {name}", named)
         if set(split) - set(spec["zones"]):
             raise CatalogError(f"region {name} splits zones it does not list")
-        regions[name] = Region(name, tuple(spec["zones"]), named, split)
+        regions[name] = Region(tuple(spec["zones"]), named, split)
 
     for name, accelerator in accelerators.items():
-        if unknown := sorted(accelerator.absent_regions - set(regions)):
-            raise CatalogError(f"{name}: absent_regions {unknown} unknown")
-        if offered := sorted(
-            r for r in accelerator.absent_regions if name in regions[r].accelerators
-        ):
-            raise CatalogError(f"{name}: both offered and absent in {offered}")
+        absent = accelerator.absent_regions
+        if bad := sorted(r for r in absent if r not in regions or name in regions[r].accelerators):
+            raise CatalogError(f"{name}: absent_regions {bad} unknown, or offering it")
 
     attach_complete = bool(acc_section.get("attach_families_complete", False))
+    families = {name: fam["complete"] for name, fam in data["families"].items()}
     return HardwareCatalog(
         data["as_of"], accelerators, families, machines, regions, attach_complete
     )

@@ -69,69 +69,41 @@ def _partial(complete: bool) -> tuple[Severity, str]:
     return ("error", "") if complete else ("warning", f" (as of {catalog().as_of})")
 
 
-def _taking(accelerator_type: str, target: Target) -> list[MachineType]:
-    """Machine types of ``target`` that take ``accelerator_type``, in catalog order."""
-    return [m for m in catalog().machines[target].values() if accelerator_type in m.accelerators]
-
-
 # --- machine spec ----------------------------------------------------------------------
 
 
 def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
     """The finding for a name-shaped machine type the target's table does not list."""
     cat = catalog()
-    family_name, *middle, size = machine_type.split("-")
-    series_name = "-".join(middle)
-    family = cat.families.get(family_name)
+    family, *middle, _ = machine_type.split("-")
     machines = cat.machines[target]
-    series = family.series.get(series_name) if family else None
-    if family is None:
+    families = sorted({m.family for m in machines.values()})
+    field = f"{path}.machineType"
+    if family not in families:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
-        families = sorted({m.family for m in machines.values()})
-        guess = closest(machine_type, machines) or closest(family_name, families)
+        # Workbench instances are Compute Engine VMs: no TPU family is among theirs.
+        guess = closest(machine_type, machines) or closest(family, families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         message = (
             f"{machine_type!r} matches no {_SERVICE[target]} machine family{hint}; families: "
             f"{_fmt(families)} (hardware catalog of {cat.as_of})"
         )
-        return Finding(f"{path}.machineType", message, "error", f"unknown-family:{family_name}")
-    if (sizeless := "-".join([*middle, size])) in family.series:
-        valid = _machine_list(f"{machine_type}-{n}" for n in family.series[sizeless][target])
-        message = f"{machine_type!r} names a series without its size; valid: {valid}"
-        return Finding(f"{path}.machineType", message, "error")
-    if target == "workbench" and family.kind == "tpu":
-        message = (
-            f"{machine_type!r} is a TPU machine type; Workbench instances are Compute "
-            "Engine VMs and take an n1 machine with GPUs or an accelerator-optimized "
-            "machine (a2, a3, a4, g2, g4) instead"
-        )
-        return Finding(f"{path}.machineType", message, "error", f"workbench-tpu:{machine_type}")
+        return Finding(field, message, "error", f"unknown-family:{family}")
+    kin = [n for n, m in machines.items() if m.family == family]
+    if sizes := [n for n in kin if n.startswith(f"{machine_type}-")]:
+        message = f"{machine_type!r} names a series without its size; valid: "
+        return Finding(field, message + _machine_list(sizes), "error")
     # A size missing from a family the catalog marks partial cannot be called wrong, so it
     # stays a warning in strict mode too: strict refuses only unheard-of names.
-    severity, as_of = _partial(family.complete)
-    if not family.series:
-        known = _machine_list(n for n, m in machines.items() if m.family == family.name)
-        message = (
-            f"{machine_type!r} is not a {family.name} machine type; {family.name} "
-            f"machine types: {known}{as_of}"
-        )
-    elif series is None:
-        message = (
-            f"{machine_type!r} is not a {family.name} machine type: {family.name} has no "
-            f"{series_name or size!r} series; {family.name} series: "
-            f"{_fmt(sorted(family.series))}"
-        )
-    else:
-        where = "Vertex training" if target == "training" else "Compute Engine"
-        other = series["workbench" if target == "training" else "training"]
-        offered = f"{machine_type} exists on Compute Engine but Vertex training does not offer it"
-        note = f" ({offered})" if size.isdigit() and int(size) in other else ""
-        message = (
-            f"{machine_type!r} is not a {where} machine type{note}; {family.name} "
-            f"{series_name} sizes: {_fmt(series[target])}"
-        )
-    return Finding(f"{path}.machineType", message, severity, f"machine-type:{machine_type}")
+    severity, as_of = _partial(cat.families[family])
+    note = ""
+    if target == "training" and machine_type in cat.machines["workbench"]:
+        note = f" ({machine_type} exists on Compute Engine but Vertex training does not offer it)"
+    series = "-".join([family, *middle, ""])
+    valid = _machine_list([n for n in kin if n.startswith(series)] or kin)
+    message = f"{machine_type!r} is not a {_SERVICE[target]} machine type{note}; valid: {valid}"
+    return Finding(field, message + as_of, severity, f"machine-type:{machine_type}")
 
 
 def _check_accelerator_fit(
@@ -142,9 +114,8 @@ def _check_accelerator_fit(
         if not machine.accelerator_required:
             return None
         message = f"{machine.name} comes with its accelerators and needs them set: "
-        return Finding(
-            field, message + _offers(machine), "error", f"accelerator-required:{machine.name}"
-        )
+        check = f"accelerator-required:{machine.name}"
+        return Finding(field, message + _offers(machine), "error", check)
     info = catalog().accelerators[accelerator]
     if info.retired:
         # Retired is known wrong on both targets: Vertex and Compute Engine refuse it.
@@ -158,28 +129,21 @@ def _check_accelerator_fit(
         else:
             why = f"{machine.name} takes no accelerators"
         return _not_attached(path, accelerator, machine.name, target, why)
-    valid = _fmt(sorted(counts))
-    if count == 0:
-        message = (
-            f"acceleratorCount 0 with acceleratorType {accelerator}: {_SERVICE[target]} refuses "
-            f"it; valid counts on {machine.name}: {valid}, or unset acceleratorType for no "
-            "accelerator"
-        )
-        return Finding(f"{path}.acceleratorCount", message, "error")
     if count in counts:
         return None
-    severity, as_of = _partial(machine.counts_complete)
-    message = (
-        f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}{as_of}"
-    )
-    check = f"accelerator-count:{accelerator}x{count}@{machine.name}"
+    # Count 0 with a type set: Vertex and Compute Engine refuse it, whatever the catalog's date.
+    severity, as_of = _partial(count == 0 or machine.counts_complete)
+    unset = ", or unset acceleratorType for no accelerator" if count == 0 else ""
+    valid = f"{_fmt(sorted(counts))}{unset}{as_of}"
+    message = f"{count} x {accelerator} on {machine.name} is not valid; valid counts: {valid}"
+    check = f"accelerator-count:{accelerator}x{count}@{machine.name}" if count else ""
     return Finding(f"{path}.acceleratorCount", message, severity, check)
 
 
 def _check_topology(machine: MachineType | None, topology: str | None, path: str) -> Finding | None:
     field = f"{path}.tpuTopology"
     if not topology:
-        if machine is None or machine.kind != "tpu" or len(machine.topologies) < 2:
+        if machine is None or len(machine.topologies) < 2:
             return None
         message = (
             f"tpuTopology is unset; {machine.name} hosts the slices "
@@ -195,9 +159,6 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
     if machine is None or topology in machine.topologies:
         return None
     check = f"topology:{machine.name}@{topology}"
-    if machine.kind != "tpu":
-        message = f"tpuTopology applies only to TPU machine types and {machine.name} is not one"
-        return Finding(field, f"{message}: unset it", "error", check)
     if not machine.topologies:
         return Finding(field, f"{machine.name} takes no tpuTopology: unset it", "error", check)
     severity, as_of = _partial(machine.topologies_complete)
@@ -205,30 +166,26 @@ def _check_topology(machine: MachineType | None, topology: str | None, path: str
     return Finding(field, f"{hosts}{_fmt(machine.topologies)}{as_of}", severity, check)
 
 
-def _check_attach_family(
-    machine_type: str, accelerator: str, target: Target, path: str
+def _not_attached(
+    path: str, accelerator: str, machine: str, target: Target, why: str | None = None
 ) -> Finding | None:
-    """A known accelerator on a machine type the catalog does not list: GPUs and TPUs attach
-    only to the families the catalog lists for them (the accelerators section marks that
-    list complete), so another family is known wrong even when its size is unknown."""
-    families = sorted({m.family for m in _taking(accelerator, target)})
-    if not catalog().attach_families_complete or not families:
-        return None
-    if machine_type.split("-", maxsplit=1)[0] in families:
-        return None
-    why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine_type}"
-    return _not_attached(path, accelerator, machine_type, target, why)
-
-
-def _not_attached(path: str, accelerator: str, machine: str, target: Target, why: str) -> Finding:
-    """An accelerator on a machine it does not attach to: ``why``, and what it goes with."""
-    if taking := _machine_list(m.name for m in _taking(accelerator, target)):
-        goes = f"{accelerator} goes with: {taking}"
+    """An accelerator on a machine it does not attach to: ``why``, and what it goes with.
+    ``why`` None: a machine type the catalog does not list, known wrong only off the
+    families the catalog lists for the accelerator (the accelerators section marks that
+    list complete), even when its size is unknown."""
+    taking = [m for m in catalog().machines[target].values() if accelerator in m.accelerators]
+    families = sorted({m.family for m in taking})
+    if why is None:
+        family = machine.partition("-")[0]
+        if family in families or not (catalog().attach_families_complete and families):
+            return None
+        why = f"{accelerator} attaches only to {_fmt(families)} machine types, not to {machine}"
+    if taking:
+        goes = f"{accelerator} goes with: {_machine_list(m.name for m in taking)}"
     else:
         goes = f"no {target} machine type in the catalog takes {accelerator}"
-    return Finding(
-        f"{path}.acceleratorType", f"{why}; {goes}", "error", f"attach:{accelerator}@{machine}"
-    )
+    check = f"attach:{accelerator}@{machine}"
+    return Finding(f"{path}.acceleratorType", f"{why}; {goes}", "error", check)
 
 
 def _check_provisioning(
@@ -242,9 +199,8 @@ def _check_provisioning(
     if target == "workbench":
         message = f"{machine.name} is offered only as {allowed} VMs, which a Workbench instance "
         message += "is not; pick another machine type"
-        return Finding(
-            f"{path}.machineType", message, "error", f"provisioning:{machine.name}@WORKBENCH"
-        )
+        check = f"provisioning:{machine.name}@WORKBENCH"
+        return Finding(f"{path}.machineType", message, "error", check)
     machines = catalog().machines[target].values()
     unrestricted = [m.name for m in machines if m.family == machine.family and not m.provisioning]
     message = (
@@ -252,13 +208,8 @@ def _check_provisioning(
         f"{wanted}; set strategy: SPOT or FLEX_START, or use a machine sold on demand "
         f"({_machine_list(unrestricted)})"
     )
-    spec_path = path.split(".workerPoolSpecs", 1)[0]
-    return Finding(
-        f"{spec_path}.scheduling.strategy",
-        message,
-        "error",
-        f"provisioning:{machine.name}@{wanted}",
-    )
+    field = f"{path.split('.workerPoolSpecs', 1)[0]}.scheduling.strategy"
+    return Finding(field, message, "error", f"provisioning:{machine.name}@{wanted}")
 
 
 def check_machine_spec(
@@ -273,7 +224,6 @@ def check_machine_spec(
 ) -> list[Finding]:
     """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
     machine type is set and accelerator count not negative (what a pool must be anywhere).
-    Strict or not: a machine unknown to a partial family cannot be called wrong.
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start.
@@ -304,7 +254,7 @@ def check_machine_spec(
     elif machine is None:
         findings.append(_unknown_machine(machine_type, target, path))
         if known_accelerator and accelerator is not None:
-            findings.append(_check_attach_family(machine_type, accelerator, target, path))
+            findings.append(_not_attached(path, accelerator, machine_type, target))
     else:
         if known_accelerator:
             findings.append(
@@ -335,53 +285,54 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
 # --- regions and zones -----------------------------------------------------------------
 
 
-def _unknown_region(path: str, region: str, strict: bool) -> Finding:
+def _unknown_region(region: str, strict: bool) -> Finding:
     cat = catalog()
     if not REGION_NAME.match(region):
         message = f"region {region!r} is not a region name (e.g. 'us-central1')"
-        return Finding(path, message, "error", "region-name")
+        return Finding("region", message, "error", "region-name")
     known = sorted(cat.regions)
     guess = closest(region, known, cutoff=0.8)
     if guess is not None:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
         message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
-        return Finding(path, f"{message}; valid: {_fmt(known)}", "error")
+        return Finding("region", f"{message}; valid: {_fmt(known)}", "error")
     message = f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); "
     message += f"Vertex will decide at submit. Known regions: {_fmt(known)}"
-    return Finding(path, message, "error" if strict else "warning", f"unknown-region:{region}")
+    return Finding("region", message, "error" if strict else "warning", f"unknown-region:{region}")
 
 
-def _not_offered(
-    path: str, accelerator: str, region: str, check: str, zone: str | None = None
-) -> Finding:
+def _not_offered(path: str, accelerator: str, region: str, zone: str | None = None) -> Finding:
     """An accelerator the catalog does not list in ``region`` (or its ``zone``): an error
-    when its region list is complete or the region is known not to offer it, else a warning
-    (strict or not: a partial list cannot show that a pair is wrong)."""
+    when its region list is complete, the region is known not to offer it or the region's
+    zone split is (the zone's own list is authoritative), else a warning (strict or not: a
+    partial list cannot show that a pair is wrong)."""
     cat = catalog()
     info = cat.accelerators[accelerator]
     known = cat.regions[region]
+    check = f"accelerator-{'zone' if zone else 'region'}:{accelerator}@{zone or region}"
     offered = sorted(known.zone_accelerators.get(zone or "", known.accelerators))
-    where = f"zone {zone}" if zone else f"region {region}"
-    elsewhere = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
+    in_region = zone is not None and accelerator in known.accelerators
+    if in_region:
+        zones = sorted(z for z, accs in known.zone_accelerators.items() if accelerator in accs)
+        elsewhere = f"{region} zones offering {accelerator}: {_fmt(zones)}"
+    else:
+        regions = sorted(n for n, r in cat.regions.items() if accelerator in r.accelerators)
+        elsewhere = f"regions offering {accelerator}: {_fmt(regions) or 'none known'}"
     message = (
-        f"{accelerator} is not offered in {where} (it offers "
-        f"{_fmt(offered) if offered else 'no accelerators'}); regions offering "
-        f"{accelerator}: {_fmt(elsewhere) or 'none known'}"
+        f"{accelerator} is not offered in {f'zone {zone}' if zone else f'region {region}'} "
+        f"(it offers {_fmt(offered) if offered else 'no accelerators'}); {elsewhere}"
     )
-    if info.regions_complete or region in info.absent_regions:
+    if in_region or info.regions_complete or region in info.absent_regions:
         return Finding(path, message, "error", check)
     note = f". The catalog's region list for {accelerator} may be partial (as of {cat.as_of})"
     return Finding(path, f"{message}{note}; Vertex will decide at submit", "warning", check)
 
 
 def check_region(
-    *,
-    path: str,
-    region: str,
-    accelerators: Sequence[tuple[str, str | None]],
-    strict: bool = False,
+    region: str, accelerators: Sequence[tuple[str, str | None]], *, strict: bool = False
 ) -> list[Finding]:
-    """Findings for one job's region against the accelerators of all its pools.
+    """Findings for one job's region (at the field ``region``, the caller's argument or
+    config key) against the accelerators of all its pools.
 
     ``accelerators`` pairs each pool's machineSpec path with its accelerator type. Each type
     must be offered in the region, and one zone of the region must offer all of them: a
@@ -390,7 +341,7 @@ def check_region(
     cat = catalog()
     known = cat.regions.get(region)
     if known is None:
-        return [_unknown_region(path, region, strict)]
+        return [_unknown_region(region, strict)]
     findings = []
     wanted: set[str] = set()
     for pool_path, accelerator in accelerators:
@@ -398,10 +349,7 @@ def check_region(
             wanted.add(accelerator)
         elif accelerator is not None and accelerator in cat.accelerators:
             # (check_machine_spec reports a name the catalog does not know)
-            check = f"accelerator-region:{accelerator}@{region}"
-            findings.append(
-                _not_offered(f"{pool_path}.acceleratorType", accelerator, region, check)
-            )
+            findings.append(_not_offered(f"{pool_path}.acceleratorType", accelerator, region))
     # Accelerator sets one zone offers together; one set when no zone split is known.
     zone_sets = known.zone_accelerators.values() or [known.accelerators]
     if len(wanted) > 1 and not any(wanted <= zone for zone in zone_sets):
@@ -411,7 +359,7 @@ def check_region(
             "another region"
         )
         check = f"one-zone:{'+'.join(sorted(wanted))}@{region}"
-        findings.append(Finding(path, message, "error", check))
+        findings.append(Finding("region", message, "error", check))
     return findings
 
 
@@ -419,23 +367,18 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
     """Findings for a zone (e.g. a Workbench instance's) whose name its caller checked: it
     exists and offers the accelerator. A zone of a region the catalog does not list is left
     to ``check_region``, which judges that region."""
-    region = catalog().regions.get(zone.rsplit("-", 1)[0])
+    name = zone.rsplit("-", 1)[0]
+    region = catalog().regions.get(name)
     if region is None:
         return []
     if zone not in region.zones:
-        message = f"zone {zone!r} does not exist; {region.name} zones: {_fmt(region.zones)}"
+        message = f"zone {zone!r} does not exist; {name} zones: {_fmt(region.zones)}"
         return [Finding(path, message, "error", f"zone:{zone}")]
     accelerator = accelerator_type or ""
     offered = region.zone_accelerators.get(zone, region.accelerators)
     if accelerator not in catalog().accelerators or accelerator in offered:
         return []  # no accelerator, one check_machine_spec refuses, or one the zone offers
-    check = f"accelerator-zone:{accelerator}@{zone}"
-    if accelerator not in region.accelerators:
-        return [_not_offered(path, accelerator, region.name, check, zone)]
-    # The zone split is known for this region, so the zone's own list is authoritative.
-    zones = sorted(z for z, accs in region.zone_accelerators.items() if accelerator in accs)
-    message = f"{accelerator} is not offered in zone {zone}; {region.name} zones offering it"
-    return [Finding(path, f"{message}: {_fmt(zones)}", "error", check)]
+    return [_not_offered(path, accelerator, name, zone)]
 
 
 __all__ = [

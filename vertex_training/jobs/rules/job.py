@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
-from vertex_training.jobs.rules.kms import kms_key_problem
+from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_KEY, TENSORBOARD
 from vertex_training.jobs.view import (
     CustomJobSpec,
     DiskSpec,
@@ -59,8 +59,6 @@ MIN_DISCRETE_GAP = 1e-10
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
-_TENSORBOARD = re.compile(r"^projects/[^/]+/locations/([^/]+)/tensorboards/[^/]+$")
-_CONTEXT = re.compile(r"^projects/[^/]+/locations/([^/]+)/metadataStores/([^/]+)/contexts/([^/]+)$")
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
@@ -243,10 +241,7 @@ def _custom_job_spec(
                 "or drop nfsMounts",
             )
     if region is not None:
-        # The job's location: named "region" (the caller's argument or config key).
-        yield from check_region(
-            path="region", region=region, accelerators=accelerators, strict=strict
-        )
+        yield from check_region(region, accelerators, strict=strict)
     base = spec.base_output_directory.output_uri_prefix
     if base is not None and not base.strip():
         yield "baseOutputDirectory.outputUriPrefix", "must not be empty when set"
@@ -288,52 +283,38 @@ def _custom_job_spec(
             "characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
-    yield from _tracking(spec, path, region)
 
 
-def _in_region(name: str, pattern: re.Pattern[str], shape: str, region: str | None) -> str | None:
-    """What is wrong with the resource name ``name`` (the pattern's first group: its
-    location): malformed, or in another region than the job's."""
-    match = pattern.match(name)
-    if not match:
-        return f"{name!r} must be {shape}"
-    if region is not None and match.group(1) != region:
-        return (
-            f"lives in {match.group(1)!r}; it must be in the job's region {region!r} "
-            f"(projects/P/locations/{region}/...)"
-        )
-    return None
-
-
-def _tracking(spec: CustomJobSpec, path: str, region: str | None) -> Found:
-    """TensorBoard and Vertex Experiments: the same region as the job, and the fields
-    each needs beside it."""
-    contexts = "projects/P/locations/L/metadataStores/default/contexts"
-    for key, name, pattern, shape in (
-        ("tensorboard", spec.tensorboard, _TENSORBOARD, "projects/P/locations/L/tensorboards/ID"),
-        ("experiment", spec.experiment, _CONTEXT, f"{contexts}/NAME"),
-        ("experimentRun", spec.experiment_run, _CONTEXT, f"{contexts}/EXPERIMENT-RUN"),
+def _located(view: JobView, region: str | None) -> Found:
+    """The job's names that carry their location (its CMEK key, TensorBoard and Vertex
+    Experiments): well formed, in the job's region, with the fields each needs beside it."""
+    spec, path = view.trial_job, view.trial_job_path
+    for field, name, kind in (
+        ("encryptionSpec.kmsKeyName", view.encryption_spec.kms_key_name, KMS_KEY),
+        (f"{path}.tensorboard", spec.tensorboard, TENSORBOARD),
+        (f"{path}.experiment", spec.experiment, EXPERIMENT),
+        (f"{path}.experimentRun", spec.experiment_run, EXPERIMENT_RUN),
     ):
-        if name is not None and (problem := _in_region(name, pattern, shape, region)):
-            yield key, problem
+        if problem := kind.problem(name, region):
+            yield field, "{}; valid: {}".format(*problem)
     if spec.tensorboard is not None and spec.base_output_directory.output_uri_prefix is None:
         yield (
-            "baseOutputDirectory",
+            f"{path}.baseOutputDirectory",
             "is required with tensorboard (Vertex derives AIP_TENSORBOARD_LOG_DIR from it)",
         )
     if spec.experiment_run is not None and spec.experiment is None:
         yield (
-            "experimentRun",
+            f"{path}.experimentRun",
             f"needs {path}.experiment (the run's experiment): name the experiment too",
         )
-    run = _CONTEXT.match(spec.experiment_run or "")
-    experiment = _CONTEXT.match(spec.experiment or "")
+    run = EXPERIMENT_RUN.match(spec.experiment_run or "")
+    experiment = EXPERIMENT.match(spec.experiment or "")
     if run and experiment:
-        store, name = experiment.group(2, 3)
-        if run.group(2) != store or not run.group(3).startswith(f"{name}-"):
+        store, name = experiment["store"], experiment["context"]
+        if run["store"] != store or not run["context"].startswith(f"{name}-"):
             yield (
-                "experimentRun",
-                f"context {run.group(3)!r} is not a run of the experiment {name!r}: a run's "
+                f"{path}.experimentRun",
+                f"context {run['context']!r} is not a run of the experiment {name!r}: a run's "
                 "context id is '<experiment>-<run>' in the experiment's metadata store",
             )
 
@@ -496,8 +477,7 @@ def platform_findings(
     """
     out = [] if view.display_name is None else display_name_findings(view.display_name)
     out += _at("", _labels(view.labels))
-    if problem := kms_key_problem(view.encryption_spec.kms_key_name, region):
-        out.append(Finding("encryptionSpec.kmsKeyName", "{}; valid: {}".format(*problem), "error"))
+    out += _at("", _located(view, region))
     path = view.trial_job_path
     out += _at(
         path, _custom_job_spec(view.trial_job, path, region=region, remote=remote, strict=strict)
@@ -524,13 +504,8 @@ def job_findings(
     return out
 
 
-def errors_of(findings: list[Finding]) -> list[Finding]:
-    return [f for f in findings if f.severity == "error"]
-
-
 __all__ = [
     "display_name_findings",
-    "errors_of",
     "job_findings",
     "parameter_findings",
     "platform_findings",
