@@ -1,8 +1,10 @@
 """The one model of a job: each Args field names the Vertex field it sets, and everything
 else is derived from that.
 
-A field declares its place in the REST body with ``vertex("machineSpec.machineType")``
-(relative to the body of the class that holds it). From those declarations alone:
+A field's place in the REST body (relative to the body of the class that holds it) is its
+own name camelCased (``service_account`` -> ``serviceAccount``), or what it declares:
+``vertex("machineSpec.machineType")``, or ``OFF_BODY`` for a field that says how the
+program runs the job instead (``extra_fields`` is merged in whole). From those alone:
 
 - ``to_body`` builds the request body of any Args value (both routes: Python Args and
   stack YAML, which is read into the same Args);
@@ -10,7 +12,7 @@ A field declares its place in the REST body with ``vertex("machineSpec.machineTy
   back into the caller's own path: ``workers.machine_type``, in YAML ``workers.machineType``;
 - ``from_config`` reads a YAML mapping (the same names, camelCased) into the Args.
 
-Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, one test.
+Adding a Vertex field is therefore: one annotated field, one test.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placehol
 from vertex_training.jobs.view import M, Message, read
 
 __all__ = [
+    "OFF_BODY",
     "VertexField",
     "caller_path",
     "camel",
@@ -77,6 +80,10 @@ def vertex(
 ) -> dict[str, VertexField]:
     """Field metadata: this field sets the Vertex field at ``path``."""
     return {VERTEX: VertexField(path, encode, omit, keep_empty)}
+
+
+OFF_BODY: Mapping[str, None] = {VERTEX: None}
+"""Field metadata: this field never reaches the body."""
 
 
 def camel(name: str) -> str:
@@ -169,7 +176,8 @@ def _layout(cls: type) -> tuple[tuple[str, VertexField, Keys], ...]:
     return tuple(
         (f.name, spec, _keys(_prefix(cls, f.name) + spec.path))
         for f in dataclasses.fields(cls)
-        if (spec := f.metadata.get(VERTEX)) is not None
+        if f.name != "extra_fields"
+        and (spec := f.metadata.get(VERTEX, VertexField(camel(f.name)))) is not None
     )
 
 
