@@ -393,6 +393,10 @@ def job_body(
 # --------------------------------------------------------------------------- validation
 
 
+_FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
+"""What a platform fills in that another resource may give it (known later)."""
+
+
 def _fact(value: Any) -> Any:
     return value if value is None or (is_known(value) and value is not LATER) else LATER
 
@@ -407,11 +411,8 @@ def facts_of(platform: JobPlatform) -> PlatformFacts:
         strict_hardware_checks=platform.strict_hardware_checks,
         acknowledged_hardware_checks=tuple(platform.acknowledged_hardware_checks),
         labels=dict(platform.labels),
-        kms_key_name=_fact(platform.kms_key_name),
-        network=_fact(platform.network),
-        tensorboard=_fact(platform.tensorboard),
-        training_service_account=_fact(platform.training_service_account),
         image=None if platform.default_image() is None else LATER,
+        **{key: _fact(getattr(platform, key)) for key in _FILLED},
     )
 
 

@@ -427,15 +427,21 @@ def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[Confi
     spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
     problems = []
     for line in str(error).splitlines():
-        where, _, text = line.strip().partition(": ")
-        if not text:
+        where, message, valid = split_refusal(line)
+        if not message:
             continue
-        message, _, valid = text.partition("; valid: ")
         inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
         keys = [camel(key) for key in inner.split(".") if key]
-        where = ".".join([root, *keys]).lstrip(".")
-        problems.append(ConfigProblem(where, message, valid or SEE_THE_PROBLEM))
+        problems.append(ConfigProblem(".".join([root, *keys]).lstrip("."), message, valid))
     return problems
+
+
+def split_refusal(line: str) -> tuple[str, str, str]:
+    """(where, problem, valid) of a refusal's line ``where: problem; valid: ...``; valid
+    is ``SEE_THE_PROBLEM`` where the problem says it itself."""
+    where, _, text = line.strip().partition(": ")
+    problem, _, valid = text.partition("; valid: ")
+    return where, problem, valid or SEE_THE_PROBLEM
 
 
 def judge_body(
