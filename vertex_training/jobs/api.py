@@ -44,6 +44,7 @@ from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
 
 __all__ = [
     "SERVING_IMAGE",
+    "WAITS",
     "CustomJobArgs",
     "DnsPeeringConfig",
     "HyperparameterTuningJobArgs",
@@ -160,6 +161,10 @@ class _RunFields(Checked):
     residency (``CustomJobSpec.protectedArtifactLocationId``); None: the job's region."""
 
 
+WAITS = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+"""How long ``up`` waits for a job and how often it looks (``positive_seconds``)."""
+
+
 def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
     """How ``up`` waits: each a positive number of seconds."""
     return [
@@ -208,8 +213,7 @@ class _JobFields(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        waits = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
+        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in WAITS})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
         if self.platform is None or isinstance(self.platform, PlatformFacts):

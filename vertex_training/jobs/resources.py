@@ -38,6 +38,7 @@ from vertex_training._dynamic import (
 )
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
+    WAITS,
     CustomJobArgs,
     HyperparameterTuningJobArgs,
     declared_problems,
@@ -79,7 +80,7 @@ METADATA_FIELDS = ("labels", "displayName")
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
-_WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+_WAITING = ("wait", *WAITS)
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
 second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
@@ -224,7 +225,7 @@ class JobProvider(Provider):
         problems = []
         only = props.get("unjudged")
         if only is None:  # the Args judged their own waits
-            problems += positive_seconds("", {k: props[k] for k in _WAITING if k != "wait"})
+            problems += positive_seconds("", {k: props[k] for k in WAITS})
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
             parse_body(self.job_kind, body)

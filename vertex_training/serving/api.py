@@ -98,11 +98,9 @@ class DeploymentArgs(Checked):
         default=None, metadata=vertex("dedicatedResources.maxReplicaCount")
     )
     """None: ``min_replica_count`` (no autoscaling)."""
-    display_name: str | None = field(default=None, metadata=vertex("displayName"))
+    display_name: str | None = None
     """None: the deployment's name."""
-    service_account: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("serviceAccount")
-    )
+    service_account: pulumi.Input[str] | None = None
     """The identity the serving container runs as; None: Vertex's default."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``DeployedModel`` field, in camelCase, merged in last."""
