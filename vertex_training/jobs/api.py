@@ -24,14 +24,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import (
-    OFF_BODY,
-    caller_path,
-    judge_body,
-    map_known,
-    to_body,
-    vertex,
-)
+from vertex_training.jobs.fields import caller_path, judge_body, map_known, to_body, vertex
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
@@ -176,7 +169,7 @@ def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class _JobFields(Checked):
-    platform: JobPlatform | None = field(default=None, metadata=OFF_BODY)
+    platform: JobPlatform | None = field(default=None, metadata=vertex(None))
     """Where the job runs and what it uses by default (image, bucket, service account,
     labels). None: give ``project``, ``region`` and each pool's ``image``."""
     display_name: pulumi.Input[str] | None = None
@@ -190,26 +183,26 @@ class _JobFields(Checked):
     )
     """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region; None: the
     platform's."""
-    project: str | None = field(default=None, metadata=OFF_BODY)
+    project: str | None = field(default=None, metadata=vertex(None))
     """Without a platform: the Google Cloud project the job runs in."""
-    region: str | None = field(default=None, metadata=OFF_BODY)
+    region: str | None = field(default=None, metadata=vertex(None))
     """Without a platform: the Vertex region (``us-central1``)."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other field of the job's body, in the API's camelCase, merged in last:
     ``{"jobSpec": {"models": [...]}}``. The provider parses the whole body with the real
     protos, so an unknown field fails ``pulumi preview``."""
-    expected_duration_seconds: float | None = field(default=None, metadata=OFF_BODY)
+    expected_duration_seconds: float | None = field(default=None, metadata=vertex(None))
     """How long one run is expected to take; cost estimates use it (else the timeout)."""
-    strict_hardware_checks: bool | None = field(default=None, metadata=OFF_BODY)
+    strict_hardware_checks: bool | None = field(default=None, metadata=vertex(None))
     """Refuse hardware the catalog does not know; None: the platform's setting."""
-    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=OFF_BODY)
+    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=vertex(None))
     """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing;
     added to the platform's."""
-    wait: bool = field(default=True, metadata=OFF_BODY)
+    wait: bool = field(default=True, metadata=vertex(None))
     """``pulumi up`` waits for the job to end (like the SDK's ``run()``)."""
-    wait_timeout_seconds: float = field(default=24 * 3600, metadata=OFF_BODY)
-    poll_interval_seconds: float = field(default=30, metadata=OFF_BODY)
-    delete_timeout_seconds: float = field(default=1800, metadata=OFF_BODY)
+    wait_timeout_seconds: float = field(default=24 * 3600, metadata=vertex(None))
+    poll_interval_seconds: float = field(default=30, metadata=vertex(None))
+    delete_timeout_seconds: float = field(default=1800, metadata=vertex(None))
 
     def __post_init__(self) -> None:
         super().__post_init__()

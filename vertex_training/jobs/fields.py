@@ -3,7 +3,7 @@ else is derived from that.
 
 A field's place in the REST body (relative to the body of the class that holds it) is its
 own name camelCased (``service_account`` -> ``serviceAccount``), or what it declares:
-``vertex("machineSpec.machineType")``, or ``OFF_BODY`` for a field that says how the
+``vertex("machineSpec.machineType")``, or ``vertex(None)`` for a field that says how the
 program runs the job instead (``extra_fields`` is merged in whole). From those alone:
 
 - ``to_body`` builds the request body of any Args value (both routes: Python Args and
@@ -45,7 +45,6 @@ from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placehol
 from vertex_training.jobs.view import M, Message, read
 
 __all__ = [
-    "OFF_BODY",
     "VertexField",
     "caller_path",
     "camel",
@@ -72,18 +71,15 @@ class VertexField:
 
 
 def vertex(
-    path: str,
+    path: str | None,
     *,
     encode: Callable[[Any], Any] | None = None,
     omit: tuple[Any, ...] = (),
     keep_empty: bool = False,
-) -> dict[str, VertexField]:
-    """Field metadata: this field sets the Vertex field at ``path``."""
-    return {VERTEX: VertexField(path, encode, omit, keep_empty)}
-
-
-OFF_BODY: Mapping[str, None] = {VERTEX: None}
-"""Field metadata: this field never reaches the body."""
+) -> dict[str, VertexField | None]:
+    """Field metadata: this field sets the Vertex field at ``path``; None: it never
+    reaches the body (it says how the program runs the job)."""
+    return {VERTEX: None if path is None else VertexField(path, encode, omit, keep_empty)}
 
 
 def camel(name: str) -> str:

@@ -12,14 +12,7 @@ from typing import Any, Literal
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError
-from vertex_training.jobs.fields import (
-    OFF_BODY,
-    int64,
-    refuse_where_built,
-    seconds,
-    to_body,
-    vertex,
-)
+from vertex_training.jobs.fields import int64, refuse_where_built, seconds, to_body, vertex
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.rules.job import pool_findings
 from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
@@ -108,7 +101,7 @@ class WorkerPool(Checked):
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
     e.g. ``{"lustreMounts": [...]}``."""
-    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=OFF_BODY)
+    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=vertex(None))
     """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
     for a catalog row that is out of date: the job that runs the pool, judged on its
     platform's catalog, warns instead of refusing. Never part of the Vertex body."""
