@@ -33,7 +33,7 @@ from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import display_name_findings, platform_findings
 from vertex_training.jobs.studies import Study
-from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
+from vertex_training.jobs.view import VIEWS
 
 __all__ = [
     "SERVING_IMAGE",
@@ -422,12 +422,9 @@ def judge_job(
     facts = facts_of(job_platform(args, platform))
     local = facts.environment == "local"
     strict = args.strict_hardware_checks
-    model: type[CustomJob | HyperparameterTuningJob] = (
-        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
-    )
     findings = judge_body(
         job_body(args, name, facts),
-        model,
+        VIEWS[args.KIND],
         lambda view, _: platform_findings(
             view,
             region=None if local else facts.region,

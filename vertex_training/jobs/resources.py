@@ -332,7 +332,6 @@ class JobProvider(Provider):
 
 
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
-    _kind: ClassVar[JobKind]
     _args_type: ClassVar[type]
 
     job_name: pulumi.Output[str]
@@ -391,7 +390,7 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         }
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-        super().__init__(JobProvider(self._kind), resource_name, props, opts)
+        super().__init__(JobProvider(args.KIND), resource_name, props, opts)
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
@@ -409,7 +408,7 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
             self.cost_estimate = estimate_job(
-                self._kind,
+                args.KIND,
                 known,
                 platform.region,
                 name=resource_name,
@@ -431,7 +430,6 @@ class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):
     ``pulumi destroy`` cancels and deletes it. On a local platform it runs on this
     machine, one process per replica."""
 
-    _kind = JobKind.CUSTOM_JOB
     _args_type = CustomJobArgs
 
 
@@ -442,7 +440,6 @@ class HyperparameterTuningJob(
     (``pulumi-python:dynamic/vertex:HyperparameterTuningJob``): trials chosen by the
     study, their metrics, and the best one."""
 
-    _kind = JobKind.HYPERPARAMETER_TUNING_JOB
     _args_type = HyperparameterTuningJobArgs
 
     trials: pulumi.Output[list[TrialResult]]
