@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import caller_path, judge_body, map_known, to_body, vertex
+from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
@@ -448,10 +448,9 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     errors: list[str] = []
     warnings: list[str] = []
     for finding in findings:
-        argument = caller_path(args, finding.path) or finding.path
-        if finding.path == "region" and args.region is None:
-            argument = "platform.region"  # the job runs where its platform is
-        text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
+        # A job without its own region runs where its platform is.
+        region = finding.path == "region" and args.region is None
+        text = in_callers_words(args, finding, finding.path, "platform.region" if region else "")
         if finding.severity == "warning":
             warnings.append(text)
         elif finding.check:

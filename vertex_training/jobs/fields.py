@@ -462,18 +462,18 @@ def refuse_where_built(
     if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
     wrong at the API path ``root``. Each line names the caller's own field."""
     errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
-    if not errors:
-        return
-    cls = type(obj)
-    lines = []
-    for finding in errors:
-        api_path = finding.path.removeprefix(root).lstrip(".")
-        where = caller_path(obj, api_path) if api_path else ""
-        lines.append(
-            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
-            + (f" (Vertex field {api_path})" if api_path else "")
-        )
-    raise InvalidArgumentsError("\n".join(lines))
+    if errors:
+        lines = [in_callers_words(obj, f, f.path.removeprefix(root).lstrip(".")) for f in errors]
+        raise InvalidArgumentsError("\n".join(lines))
+
+
+def in_callers_words(obj: Any, finding: Finding, api_path: str, argument: str = "") -> str:
+    """``finding``, at ``api_path`` in the body of ``obj``, naming the caller's field that
+    sets it (``argument``, else ``caller_path``, else the API path) and the Vertex field:
+    ``WorkerPool.machine_type: ... (Vertex field machineSpec.machineType)``."""
+    where = argument or caller_path(obj, api_path) or api_path
+    named = f" (Vertex field {api_path})" if api_path else ""
+    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}"
 
 
 def map_known(value: Any, fn: Any) -> Any:
