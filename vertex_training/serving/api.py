@@ -8,7 +8,6 @@ anything is registered, naming each problem's field path.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
-from vertex_training.jobs.fields import to_body, vertex
+from vertex_training.jobs.fields import merge_fields, to_body, vertex
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 
 LOCAL_SERVING_IMAGE = "serving:local"
@@ -158,17 +157,6 @@ def serving_context(
     )
 
 
-def merged(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``body`` with ``extra`` merged in, nested mappings key by key."""
-    out = copy.copy(body)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merged(dict(out[key]), value)
-        else:
-            out[key] = value
-    return out
-
-
 def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
@@ -230,7 +218,7 @@ def model_body(
         containerSpec={"imageUri": image},
         labels={**context.labels, **args.labels},
     )
-    return merged(body, args.extra_fields), warnings
+    return merge_fields(body, args.extra_fields), warnings
 
 
 def deployment_body(key: str, deployment: DeploymentArgs) -> dict[str, Any]:
@@ -292,7 +280,7 @@ def endpoint_bodies(
         description=args.description,
         labels={**context.labels, **args.labels},
     )
-    return merged(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
+    return merge_fields(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
 
 
 __all__ = [
