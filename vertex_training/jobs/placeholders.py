@@ -15,12 +15,22 @@ from typing import Any
 from vertex_training._checks import LEAVES
 from vertex_training.jobs.finding import Finding
 
-__all__ = ["LATER", "drop_unknown", "with_placeholders"]
+__all__ = [
+    "PLACEHOLDER_BUCKET",
+    "PLACEHOLDER_IMAGE",
+    "PLACEHOLDER_SERVICE_ACCOUNT",
+    "drop_unknown",
+    "with_placeholders",
+]
+
+PLACEHOLDER_IMAGE = "placeholder/trainer@sha256:" + "0" * 64
+PLACEHOLDER_BUCKET = "gs://placeholder-bucket"
+PLACEHOLDER_SERVICE_ACCOUNT = "training@placeholder.iam.gserviceaccount.com"
 
 _BY_KEY: Mapping[str, Any] = {
-    "imageUri": "placeholder/trainer@sha256:" + "0" * 64,
-    "serviceAccount": "training@placeholder.iam.gserviceaccount.com",
-    "outputUriPrefix": "gs://placeholder-bucket/jobs/placeholder",
+    "imageUri": PLACEHOLDER_IMAGE,
+    "serviceAccount": PLACEHOLDER_SERVICE_ACCOUNT,
+    "outputUriPrefix": PLACEHOLDER_BUCKET + "/jobs/placeholder",
     "machineType": "n1-standard-4",
     "acceleratorCount": 1,
     "replicaCount": "1",
