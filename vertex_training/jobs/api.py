@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import caller_path, judge_body, map_known, to_body, vertex
+from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
 from vertex_training.jobs.finding import Finding
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
@@ -33,10 +33,11 @@ from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.rules.job import display_name_findings, platform_findings
 from vertex_training.jobs.studies import Study
-from vertex_training.jobs.view import CustomJob, HyperparameterTuningJob
+from vertex_training.jobs.view import VIEWS
 
 __all__ = [
     "SERVING_IMAGE",
+    "WAITS",
     "CustomJobArgs",
     "DnsPeeringConfig",
     "HyperparameterTuningJobArgs",
@@ -92,9 +93,9 @@ class JobPlatform(Protocol):
 class DnsPeeringConfig(Checked):
     """``PscInterfaceConfig.dnsPeeringConfigs[]``: a DNS zone resolved in another network."""
 
-    domain: str = field(metadata=vertex("domain"))
-    target_project: str = field(metadata=vertex("targetProject"))
-    target_network: str = field(metadata=vertex("targetNetwork"))
+    domain: str
+    target_project: str
+    target_network: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,11 +103,9 @@ class PscInterfaceConfig(Checked):
     """``CustomJobSpec.pscInterfaceConfig``: reach a VPC through a Private Service Connect
     interface instead of VPC peering (``network``)."""
 
-    network_attachment: pulumi.Input[str] = field(metadata=vertex("networkAttachment"))
+    network_attachment: pulumi.Input[str]
     """``projects/P/regions/R/networkAttachments/N`` (or its name in the job's project)."""
-    dns_peering_configs: Sequence[DnsPeeringConfig] = field(
-        default=(), metadata=vertex("dnsPeeringConfigs")
-    )
+    dns_peering_configs: Sequence[DnsPeeringConfig] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,14 +119,10 @@ class _RunFields(Checked):
         default=None, metadata=vertex("workerPoolSpecs[2]")
     )
     evaluator: WorkerPool | None = field(default=None, metadata=vertex("workerPoolSpecs[3]"))
-    scheduling: Scheduling | None = field(default=None, metadata=vertex("scheduling"))
-    service_account: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("serviceAccount")
-    )
+    scheduling: Scheduling | None = None
+    service_account: pulumi.Input[str] | None = None
     """None: the platform's training service account."""
-    network: pulumi.Input[str] | Literal[False] | None = field(
-        default=None, metadata=vertex("network")
-    )
+    network: pulumi.Input[str] | Literal[False] | None = None
     """VPC network peered with Vertex; None: the platform's, if it has one; False: none
     (the job does not join the platform's network)."""
     base_output_directory: pulumi.Input[str] | None = field(
@@ -135,34 +130,32 @@ class _RunFields(Checked):
     )
     """None: ``<platform bucket>/jobs/<resource name>`` (``AIP_MODEL_DIR`` is its
     ``model/``)."""
-    tensorboard: pulumi.Input[str] | None = field(default=None, metadata=vertex("tensorboard"))
+    tensorboard: pulumi.Input[str] | None = None
     """A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the
     job streams ``AIP_TENSORBOARD_LOG_DIR`` to it; it needs ``base_output_directory``)."""
-    experiment: pulumi.Input[str] | None = field(default=None, metadata=vertex("experiment"))
+    experiment: pulumi.Input[str] | None = None
     """A Vertex Experiment (``projects/P/locations/R/metadataStores/default/contexts/N``)
     the job's run is recorded in."""
-    experiment_run: pulumi.Input[str] | None = field(default=None, metadata=vertex("experimentRun"))
+    experiment_run: pulumi.Input[str] | None = None
     """The experiment run (a context of ``experiment``); needs ``experiment``."""
-    enable_web_access: bool = field(default=False, metadata=vertex("enableWebAccess"))
+    enable_web_access: bool = False
     """An interactive shell into each replica (``webAccessUris``)."""
-    enable_dashboard_access: bool = field(default=False, metadata=vertex("enableDashboardAccess"))
+    enable_dashboard_access: bool = False
     """The training container's dashboard over HTTPS (``webAccessUris``)."""
-    persistent_resource_id: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("persistentResourceId")
-    )
+    persistent_resource_id: pulumi.Input[str] | None = None
     """Run on this persistent resource's machines instead of new ones."""
-    psc_interface_config: PscInterfaceConfig | None = field(
-        default=None, metadata=vertex("pscInterfaceConfig")
-    )
+    psc_interface_config: PscInterfaceConfig | None = None
     """Reach a VPC through a Private Service Connect interface."""
-    reserved_ip_ranges: Sequence[str] = field(default=(), metadata=vertex("reservedIpRanges"))
+    reserved_ip_ranges: Sequence[str] = ()
     """Names of the ranges reserved for Vertex in ``network`` that the job's VMs take
     their addresses from (``CustomJobSpec.reservedIpRanges``); empty: any of them."""
-    protected_artifact_location_id: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("protectedArtifactLocationId")
-    )
+    protected_artifact_location_id: pulumi.Input[str] | None = None
     """Where the job's artifacts are kept, a location id (``us-central1``), for data
     residency (``CustomJobSpec.protectedArtifactLocationId``); None: the job's region."""
+
+
+WAITS = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+"""How long ``up`` waits for a job and how often it looks (``positive_seconds``)."""
 
 
 def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
@@ -176,10 +169,10 @@ def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
 
 @dataclass(frozen=True, kw_only=True)
 class _JobFields(Checked):
-    platform: JobPlatform | None = None
+    platform: JobPlatform | None = field(default=None, metadata=vertex(None))
     """Where the job runs and what it uses by default (image, bucket, service account,
     labels). None: give ``project``, ``region`` and each pool's ``image``."""
-    display_name: pulumi.Input[str] | None = field(default=None, metadata=vertex("displayName"))
+    display_name: pulumi.Input[str] | None = None
     """None: the resource name."""
     labels: Mapping[str, pulumi.Input[str]] = field(
         default_factory=dict, metadata=vertex("labels", keep_empty=True)
@@ -190,31 +183,30 @@ class _JobFields(Checked):
     )
     """CMEK for the job (``encryptionSpec.kmsKeyName``), in the job's region; None: the
     platform's."""
-    project: str | None = None
+    project: str | None = field(default=None, metadata=vertex(None))
     """Without a platform: the Google Cloud project the job runs in."""
-    region: str | None = None
+    region: str | None = field(default=None, metadata=vertex(None))
     """Without a platform: the Vertex region (``us-central1``)."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other field of the job's body, in the API's camelCase, merged in last:
     ``{"jobSpec": {"models": [...]}}``. The provider parses the whole body with the real
     protos, so an unknown field fails ``pulumi preview``."""
-    expected_duration_seconds: float | None = None
+    expected_duration_seconds: float | None = field(default=None, metadata=vertex(None))
     """How long one run is expected to take; cost estimates use it (else the timeout)."""
-    strict_hardware_checks: bool | None = None
+    strict_hardware_checks: bool | None = field(default=None, metadata=vertex(None))
     """Refuse hardware the catalog does not know; None: the platform's setting."""
-    acknowledged_hardware_checks: Sequence[str] = ()
+    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=vertex(None))
     """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing;
     added to the platform's."""
-    wait: bool = True
+    wait: bool = field(default=True, metadata=vertex(None))
     """``pulumi up`` waits for the job to end (like the SDK's ``run()``)."""
-    wait_timeout_seconds: float = 24 * 3600
-    poll_interval_seconds: float = 30
-    delete_timeout_seconds: float = 1800
+    wait_timeout_seconds: float = field(default=24 * 3600, metadata=vertex(None))
+    poll_interval_seconds: float = field(default=30, metadata=vertex(None))
+    delete_timeout_seconds: float = field(default=1800, metadata=vertex(None))
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        waits = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
-        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in waits})
+        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in WAITS})
         if problems:
             raise InvalidArgumentsError("\n".join(problems))
         if self.platform is None or isinstance(self.platform, PlatformFacts):
@@ -258,8 +250,8 @@ class HyperparameterTuningJobArgs(_JobFields):
 
     trial: TrialJob = field(metadata=vertex("trialJobSpec"))
     study: Study = field(metadata=vertex("studySpec"))
-    max_trial_count: pulumi.Input[int] = field(metadata=vertex("maxTrialCount"))
-    parallel_trial_count: pulumi.Input[int] = field(metadata=vertex("parallelTrialCount"))
+    max_trial_count: pulumi.Input[int]
+    parallel_trial_count: pulumi.Input[int]
     max_failed_trial_count: pulumi.Input[int] = field(
         default=0, metadata=vertex("maxFailedTrialCount", omit=(0,))
     )
@@ -398,6 +390,10 @@ def job_body(
 # --------------------------------------------------------------------------- validation
 
 
+_FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
+"""What a platform fills in that another resource may give it (known later)."""
+
+
 def _fact(value: Any) -> Any:
     return value if value is None or (is_known(value) and value is not LATER) else LATER
 
@@ -412,11 +408,8 @@ def facts_of(platform: JobPlatform) -> PlatformFacts:
         strict_hardware_checks=platform.strict_hardware_checks,
         acknowledged_hardware_checks=tuple(platform.acknowledged_hardware_checks),
         labels=dict(platform.labels),
-        kms_key_name=_fact(platform.kms_key_name),
-        network=_fact(platform.network),
-        tensorboard=_fact(platform.tensorboard),
-        training_service_account=_fact(platform.training_service_account),
         image=None if platform.default_image() is None else LATER,
+        **{key: _fact(getattr(platform, key)) for key in _FILLED},
     )
 
 
@@ -429,12 +422,9 @@ def judge_job(
     facts = facts_of(job_platform(args, platform))
     local = facts.environment == "local"
     strict = args.strict_hardware_checks
-    model: type[CustomJob | HyperparameterTuningJob] = (
-        CustomJob if isinstance(args, CustomJobArgs) else HyperparameterTuningJob
-    )
     findings = judge_body(
         job_body(args, name, facts),
-        model,
+        VIEWS[args.KIND],
         lambda view, _: platform_findings(
             view,
             region=None if local else facts.region,
@@ -458,10 +448,9 @@ def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[
     errors: list[str] = []
     warnings: list[str] = []
     for finding in findings:
-        argument = caller_path(args, finding.path) or finding.path
-        if finding.path == "region" and args.region is None:
-            argument = "platform.region"  # the job runs where its platform is
-        text = f"{where}.{argument}: {finding.message} (Vertex field {finding.path})"
+        # A job without its own region runs where its platform is.
+        region = finding.path == "region" and args.region is None
+        text = in_callers_words(args, finding, finding.path, "platform.region" if region else "")
         if finding.severity == "warning":
             warnings.append(text)
         elif finding.check:

@@ -1,8 +1,10 @@
 """The one model of a job: each Args field names the Vertex field it sets, and everything
 else is derived from that.
 
-A field declares its place in the REST body with ``vertex("machineSpec.machineType")``
-(relative to the body of the class that holds it). From those declarations alone:
+A field's place in the REST body (relative to the body of the class that holds it) is its
+own name camelCased (``service_account`` -> ``serviceAccount``), or what it declares:
+``vertex("machineSpec.machineType")``, or ``vertex(None)`` for a field that says how the
+program runs the job instead (``extra_fields`` is merged in whole). From those alone:
 
 - ``to_body`` builds the request body of any Args value (both routes: Python Args and
   stack YAML, which is read into the same Args);
@@ -10,7 +12,7 @@ A field declares its place in the REST body with ``vertex("machineSpec.machineTy
   back into the caller's own path: ``workers.machine_type``, in YAML ``workers.machineType``;
 - ``from_config`` reads a YAML mapping (the same names, camelCased) into the Args.
 
-Adding a Vertex field is therefore: one annotated field with ``vertex(...)``, one test.
+Adding a Vertex field is therefore: one annotated field, one test.
 """
 
 from __future__ import annotations
@@ -69,14 +71,15 @@ class VertexField:
 
 
 def vertex(
-    path: str,
+    path: str | None,
     *,
     encode: Callable[[Any], Any] | None = None,
     omit: tuple[Any, ...] = (),
     keep_empty: bool = False,
-) -> dict[str, VertexField]:
-    """Field metadata: this field sets the Vertex field at ``path``."""
-    return {VERTEX: VertexField(path, encode, omit, keep_empty)}
+) -> dict[str, VertexField | None]:
+    """Field metadata: this field sets the Vertex field at ``path``; None: it never
+    reaches the body (it says how the program runs the job)."""
+    return {VERTEX: None if path is None else VertexField(path, encode, omit, keep_empty)}
 
 
 def camel(name: str) -> str:
@@ -169,7 +172,8 @@ def _layout(cls: type) -> tuple[tuple[str, VertexField, Keys], ...]:
     return tuple(
         (f.name, spec, _keys(_prefix(cls, f.name) + spec.path))
         for f in dataclasses.fields(cls)
-        if (spec := f.metadata.get(VERTEX)) is not None
+        if f.name != "extra_fields"
+        and (spec := f.metadata.get(VERTEX, VertexField(camel(f.name)))) is not None
     )
 
 
@@ -419,15 +423,21 @@ def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[Confi
     spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
     problems = []
     for line in str(error).splitlines():
-        where, _, text = line.strip().partition(": ")
-        if not text:
+        where, message, valid = split_refusal(line)
+        if not message:
             continue
-        message, _, valid = text.partition("; valid: ")
         inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
         keys = [camel(key) for key in inner.split(".") if key]
-        where = ".".join([root, *keys]).lstrip(".")
-        problems.append(ConfigProblem(where, message, valid or SEE_THE_PROBLEM))
+        problems.append(ConfigProblem(".".join([root, *keys]).lstrip("."), message, valid))
     return problems
+
+
+def split_refusal(line: str) -> tuple[str, str, str]:
+    """(where, problem, valid) of a refusal's line ``where: problem; valid: ...``; valid
+    is ``SEE_THE_PROBLEM`` where the problem says it itself."""
+    where, _, text = line.strip().partition(": ")
+    problem, _, valid = text.partition("; valid: ")
+    return where, problem, valid or SEE_THE_PROBLEM
 
 
 def judge_body(
@@ -452,18 +462,18 @@ def refuse_where_built(
     if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
     wrong at the API path ``root``. Each line names the caller's own field."""
     errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
-    if not errors:
-        return
-    cls = type(obj)
-    lines = []
-    for finding in errors:
-        api_path = finding.path.removeprefix(root).lstrip(".")
-        where = caller_path(obj, api_path) if api_path else ""
-        lines.append(
-            f"{cls.__name__}{'.' + where if where else ''}: {finding.message}"
-            + (f" (Vertex field {api_path})" if api_path else "")
-        )
-    raise InvalidArgumentsError("\n".join(lines))
+    if errors:
+        lines = [in_callers_words(obj, f, f.path.removeprefix(root).lstrip(".")) for f in errors]
+        raise InvalidArgumentsError("\n".join(lines))
+
+
+def in_callers_words(obj: Any, finding: Finding, api_path: str, argument: str = "") -> str:
+    """``finding``, at ``api_path`` in the body of ``obj``, naming the caller's field that
+    sets it (``argument``, else ``caller_path``, else the API path) and the Vertex field:
+    ``WorkerPool.machine_type: ... (Vertex field machineSpec.machineType)``."""
+    where = argument or caller_path(obj, api_path) or api_path
+    named = f" (Vertex field {api_path})" if api_path else ""
+    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}"
 
 
 def map_known(value: Any, fn: Any) -> Any:

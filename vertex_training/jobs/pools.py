@@ -26,9 +26,9 @@ class ReservationAffinity(Checked):
     type: Literal["NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"] = field(
         metadata=vertex("reservationAffinityType")
     )
-    key: str | None = field(default=None, metadata=vertex("key"))
+    key: str | None = None
     """SPECIFIC_RESERVATION: the label key, ``compute.googleapis.com/reservation-name``."""
-    values: Sequence[str] = field(default=(), metadata=vertex("values"))
+    values: Sequence[str] = ()
     """SPECIFIC_RESERVATION: the reservations, ``projects/P/zones/Z/reservations/R``."""
 
 
@@ -36,11 +36,11 @@ class ReservationAffinity(Checked):
 class NfsMount(Checked):
     """``WorkerPoolSpec.nfsMounts[]``: an NFS share mounted in each replica."""
 
-    server: str = field(metadata=vertex("server"))
+    server: str
     """IP address of the NFS server."""
-    path: str = field(metadata=vertex("path"))
+    path: str
     """Source path exported by the server (starts with ``/``)."""
-    mount_point: str = field(metadata=vertex("mountPoint"))
+    mount_point: str
     """Mounted at ``/mnt/nfs/<mount_point>`` in the container."""
 
 
@@ -51,9 +51,7 @@ class Accelerator(Checked):
     type: pulumi.Input[str] = field(metadata=vertex("acceleratorType"))
     """The API's enum name, e.g. ``NVIDIA_TESLA_V100``, ``NVIDIA_H100_80GB``, ``TPU_V5_LITEPOD``."""
     count: pulumi.Input[int] = field(default=1, metadata=vertex("acceleratorCount"))
-    tpu_topology: pulumi.Input[str] | None = field(
-        default=None, kw_only=True, metadata=vertex("tpuTopology")
-    )
+    tpu_topology: pulumi.Input[str] | None = field(default=None, kw_only=True)
     """TPUs: the slice's topology (``MachineSpec.tpuTopology``), e.g. ``2x2``."""
 
 
@@ -99,11 +97,11 @@ class WorkerPool(Checked):
         default=None, metadata=vertex("machineSpec.reservationAffinity")
     )
     """None: the service's default (consume any matching reservation)."""
-    nfs_mounts: Sequence[NfsMount] = field(default=(), metadata=vertex("nfsMounts"))
+    nfs_mounts: Sequence[NfsMount] = ()
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
     e.g. ``{"lustreMounts": [...]}``."""
-    acknowledged_hardware_checks: Sequence[str] = ()
+    acknowledged_hardware_checks: Sequence[str] = field(default=(), metadata=vertex(None))
     """Hardware check ids (from an error's "(check ...)") to warn about instead of refusing,
     for a catalog row that is out of date: the job that runs the pool, judged on its
     platform's catalog, warns instead of refusing. Never part of the Vertex body."""
@@ -117,9 +115,7 @@ class WorkerPool(Checked):
 class Scheduling(Checked):
     """``Scheduling``: how long a job may run, on which capacity, and its restarts."""
 
-    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = field(
-        default=None, metadata=vertex("strategy")
-    )
+    strategy: Literal["STANDARD", "SPOT", "FLEX_START"] | None = None
     """None: the service's default (on-demand). ``SPOT`` is cheaper and may be preempted."""
     timeout_seconds: pulumi.Input[float] | None = field(
         default=None, metadata=vertex("timeout", encode=seconds)
@@ -129,10 +125,8 @@ class Scheduling(Checked):
         default=None, metadata=vertex("maxWaitDuration", encode=seconds)
     )
     """FLEX_START: how long to wait for capacity."""
-    restart_job_on_worker_restart: bool = field(
-        default=False, metadata=vertex("restartJobOnWorkerRestart")
-    )
-    disable_retries: bool = field(default=False, metadata=vertex("disableRetries"))
+    restart_job_on_worker_restart: bool = False
+    disable_retries: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -38,6 +38,7 @@ from vertex_training._dynamic import (
 )
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.jobs.api import (
+    WAITS,
     CustomJobArgs,
     HyperparameterTuningJobArgs,
     declared_problems,
@@ -79,7 +80,7 @@ METADATA_FIELDS = ("labels", "displayName")
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
 so there the running job keeps the values it was created with and only the stack's
 state records the new ones; the local backend updates its stored job."""
-_WAITING = ("wait", "wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_seconds")
+_WAITING = ("wait", *WAITS)
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
 second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
@@ -224,7 +225,7 @@ class JobProvider(Provider):
         problems = []
         only = props.get("unjudged")
         if only is None:  # the Args judged their own waits
-            problems += positive_seconds("", {k: props[k] for k in _WAITING if k != "wait"})
+            problems += positive_seconds("", {k: props[k] for k in WAITS})
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
             parse_body(self.job_kind, body)
@@ -331,7 +332,6 @@ class JobProvider(Provider):
 
 
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
-    _kind: ClassVar[JobKind]
     _args_type: ClassVar[type]
 
     job_name: pulumi.Output[str]
@@ -390,7 +390,7 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         }
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-        super().__init__(JobProvider(self._kind), resource_name, props, opts)
+        super().__init__(JobProvider(args.KIND), resource_name, props, opts)
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
@@ -408,7 +408,7 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
             self.cost_estimate = estimate_job(
-                self._kind,
+                args.KIND,
                 known,
                 platform.region,
                 name=resource_name,
@@ -430,7 +430,6 @@ class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):
     ``pulumi destroy`` cancels and deletes it. On a local platform it runs on this
     machine, one process per replica."""
 
-    _kind = JobKind.CUSTOM_JOB
     _args_type = CustomJobArgs
 
 
@@ -441,7 +440,6 @@ class HyperparameterTuningJob(
     (``pulumi-python:dynamic/vertex:HyperparameterTuningJob``): trials chosen by the
     study, their metrics, and the best one."""
 
-    _kind = JobKind.HYPERPARAMETER_TUNING_JOB
     _args_type = HyperparameterTuningJobArgs
 
     trials: pulumi.Output[list[TrialResult]]

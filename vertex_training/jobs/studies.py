@@ -41,7 +41,7 @@ _scale = _api_name(ScaleType)
 class Metric(Checked):
     """``StudySpec.MetricSpec``: what the trainer reports, and which way is better."""
 
-    metric_id: str = field(default=DEFAULT_METRIC, metadata=vertex("metricId"))
+    metric_id: str = DEFAULT_METRIC
     goal: Literal["maximize", "minimize"] = field(
         default="maximize", metadata=vertex("goal", encode=_api_name(MetricGoal))
     )
@@ -51,7 +51,7 @@ class Metric(Checked):
 class ParameterBase(Checked):
     """What every hyperparameter has."""
 
-    parameter_id: str = field(metadata=vertex("parameterId"))
+    parameter_id: str
     """Also the trainer flag: trials run with ``--<parameter_id>=<value>``."""
 
     def __post_init__(self) -> None:
@@ -143,7 +143,7 @@ class MedianStopping(Checked):
     """Stop a trial whose objective falls below the running trials' median."""
 
     VERTEX_KEY: ClassVar[str] = "medianAutomatedStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+    use_elapsed_duration: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -151,7 +151,7 @@ class DecayCurveStopping(Checked):
     """Stop a trial whose extrapolated curve will not beat the best one."""
 
     VERTEX_KEY: ClassVar[str] = "decayCurveStoppingSpec"
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
+    use_elapsed_duration: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,13 +164,9 @@ class ConvexStopping(Checked):
     min_measurement_count: int | None = field(
         default=None, metadata=vertex("minMeasurementCount", encode=str)
     )
-    learning_rate_parameter_name: str | None = field(
-        default=None, metadata=vertex("learningRateParameterName")
-    )
-    use_elapsed_duration: bool = field(default=False, metadata=vertex("useElapsedDuration"))
-    update_all_stopped_trials: bool | None = field(
-        default=None, metadata=vertex("updateAllStoppedTrials")
-    )
+    learning_rate_parameter_name: str | None = None
+    use_elapsed_duration: bool = False
+    update_all_stopped_trials: bool | None = None
 
 
 EarlyStopping = MedianStopping | DecayCurveStopping | ConvexStopping
@@ -185,7 +181,7 @@ class Study(Checked):
         refuse_where_built(self, "studySpec", StudySpec, study_findings)
 
     parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
-    metrics: Sequence[Metric] = field(default=(Metric(),), metadata=vertex("metrics"))
+    metrics: Sequence[Metric] = (Metric(),)
     """The first metric chooses the best trial."""
     algorithm: Literal["bayesian", "grid", "random"] = field(
         default="bayesian",

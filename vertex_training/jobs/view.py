@@ -432,15 +432,20 @@ def read(model: type[M], body: Any, path: str = "") -> tuple[M | None, list[Find
         return None, findings
 
 
+VIEWS: dict[JobKind, type[JobView]] = {
+    JobKind.CUSTOM_JOB: CustomJob,
+    JobKind.HYPERPARAMETER_TUNING_JOB: HyperparameterTuningJob,
+}
+
+
 def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
     """The view of ``body`` and every field it could not read (errors at API paths)."""
-    if kind is JobKind.CUSTOM_JOB:
-        return read(CustomJob, body)
-    return read(HyperparameterTuningJob, body)
+    return read(VIEWS[kind], body)
 
 
 __all__ = [
     "MAX_DURATION_SECONDS",
+    "VIEWS",
     "CustomJob",
     "CustomJobSpec",
     "HyperparameterTuningJob",

@@ -8,7 +8,6 @@ anything is registered, naming each problem's field path.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
-from vertex_training.jobs.fields import to_body, vertex
+from vertex_training.jobs.fields import merge_fields, to_body, vertex
 from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
 
 LOCAL_SERVING_IMAGE = "serving:local"
@@ -98,11 +97,9 @@ class DeploymentArgs(Checked):
         default=None, metadata=vertex("dedicatedResources.maxReplicaCount")
     )
     """None: ``min_replica_count`` (no autoscaling)."""
-    display_name: str | None = field(default=None, metadata=vertex("displayName"))
+    display_name: str | None = None
     """None: the deployment's name."""
-    service_account: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("serviceAccount")
-    )
+    service_account: pulumi.Input[str] | None = None
     """The identity the serving container runs as; None: Vertex's default."""
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``DeployedModel`` field, in camelCase, merged in last."""
@@ -158,17 +155,6 @@ def serving_context(
         BackendSettings.of(platform),
         dict(platform.labels),
     )
-
-
-def merged(body: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """``body`` with ``extra`` merged in, nested mappings key by key."""
-    out = copy.copy(body)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merged(dict(out[key]), value)
-        else:
-            out[key] = value
-    return out
 
 
 def _present(**fields: Any) -> dict[str, Any]:
@@ -232,7 +218,7 @@ def model_body(
         containerSpec={"imageUri": image},
         labels={**context.labels, **args.labels},
     )
-    return merged(body, args.extra_fields), warnings
+    return merge_fields(body, args.extra_fields), warnings
 
 
 def deployment_body(key: str, deployment: DeploymentArgs) -> dict[str, Any]:
@@ -294,7 +280,7 @@ def endpoint_bodies(
         description=args.description,
         labels={**context.labels, **args.labels},
     )
-    return merged(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
+    return merge_fields(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
 
 
 __all__ = [

@@ -27,7 +27,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vertex_training.jobs.declarations import name_problems
-from vertex_training.jobs.fields import ConfigProblem, caller_path, from_config, yaml_value
+from vertex_training.jobs.fields import (
+    ConfigProblem,
+    caller_path,
+    from_config,
+    split_refusal,
+    yaml_value,
+)
 from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
 from vertex_training.serving.resources import Endpoint, Model
 from vertex_training.serving.rules import image_problems
@@ -86,14 +92,13 @@ def _phrased(path: str, found: list[str]) -> list[ConfigProblem]:
     out: list[ConfigProblem] = []
     deployments = f"{path}.deployments."
     for line in found:
-        where, _, text = line.partition(": ")
-        problem, _, valid = text.partition("; valid: ")
+        where, problem, valid = split_refusal(line)
         if where.startswith(deployments):
             name, _, api = where.removeprefix(deployments).partition(".")
             key = caller_path(DeploymentArgs, api, "yaml") if api else ""
             where = f"{deployments}{name}" + (f".{key}" if key else "")
             problem += f" (Vertex field DeployedModel.{api})" if api else ""
-        out.append(ConfigProblem(where, problem, valid or "see the problem"))
+        out.append(ConfigProblem(where, problem, valid))
     return out
 
 
