@@ -133,6 +133,27 @@ class JobRecord:
         return self.name.rsplit("/", 1)[-1]
 
 
+def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
+    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
+    if not base:
+        return {}
+    root = base.rstrip("/")
+    if trial_id is not None:
+        root = f"{root}/{trial_id}"
+    return {
+        "AIP_MODEL_DIR": f"{root}/model/",
+        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
+        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
+    }
+
+
+def model_dir(base: str | None, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
+    base output directory."""
+    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
+    return found.rstrip("/") if found else None
+
+
 def job_state(name: str) -> JobState:
     """A ``JobState`` from a Vertex state name, with or without the ``JOB_STATE_`` prefix;
     a state this code does not know yet reads as PENDING (not terminal: keep polling)."""
@@ -149,4 +170,6 @@ __all__ = [
     "TrialResult",
     "best_trial",
     "job_state",
+    "model_dir",
+    "output_dirs",
 ]

@@ -41,7 +41,7 @@ from vertex_training.jobs.backends.local._store import (
     rfc3339,
 )
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
-from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus, model_dir
+from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
 from vertex_training.jobs.backends.local.study import (
     STUDY_JOURNAL,
     Algorithm,
@@ -56,7 +56,7 @@ from vertex_training.jobs.backends.local.study import (
     suggest_parameters,
 )
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobState, TrialRecord, best_trial
+from vertex_training.jobs.records import JobState, TrialRecord, best_trial, model_dir
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
@@ -106,24 +106,21 @@ class Supervisor:
         if self.cancel_requested or self.job.cancel_file.exists():
             raise JobCancelledError
 
-    def save(self, state: JobState | None = None, **changes: Any) -> None:
-        """Save the job: the replicas of what runs now, what ``report`` makes of its runs
-        so far, and ``changes``; with ``state``, move it there. A terminal state is saved
-        with its end time and ``changes`` alone (each run saved itself last as it ended,
-        so a CustomJob's record keeps how its replicas ended)."""
-        ending = state is not None and state.is_terminal
+    def save(self, **changes: Any) -> None:
+        """Save ``changes`` to the job's record and, unless they end the job (a terminal
+        ``state``, saved with its end time), the replicas of what runs now and what
+        ``report`` makes of its runs so far (each run saved itself last as it ended, so a
+        CustomJob's record keeps how its replicas ended)."""
+        state = changes.get("state")
         with self.lock, self.job.update() as current:
-            if ending:
+            if state is not None and state.is_terminal:
                 changes["end_time"] = now_rfc3339()
             else:
                 current.replicas = [r for run in self.runs.values() for r in run.replicas]
                 changes = {**self.report(), **changes}
                 if state is not None and current.record.state is JobState.CANCELLING:
-                    # A cancel arrived between our polls: do not overwrite it.
-                    self.cancel_requested = True
+                    self.cancel_requested = True  # a cancel came between our polls: keep it
                     return
-            if state is not None:
-                changes["state"] = state
             current.record = replace(current.record, **changes)
 
     def follow(self, run: ClusterRun, tick: Callable[[], None], **started: Any) -> bool:
@@ -154,20 +151,20 @@ class Supervisor:
         try:
             job = parse_body(self.job.read().record.kind, self.job.read_body())
             self.check_cancel()
-            self.save(JobState.PENDING)
+            self.save(state=JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
                 failure = Tuner(self, job, self.job.read().seed).run()
             else:
                 failure = self.run_custom_job(job)
         except JobCancelledError:
-            self.save(JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
+            self.save(state=JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
         except Exception as exc:
             _log.exception("supervisor failed")
-            self.save(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
+            self.save(state=JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
             return 1
         else:
             state = JobState.SUCCEEDED if failure is None else JobState.FAILED
-            self.save(state, error_message=failure)
+            self.save(state=state, error_message=failure)
         return 0
 
     def run_custom_job(self, job: CustomJob) -> str | None:
@@ -227,7 +224,7 @@ class Tuner:
         try:
             self._resume()
             self.supervisor.save(
-                JobState.RUNNING,
+                state=JobState.RUNNING,
                 start_time=self.supervisor.job.read().record.start_time or now_rfc3339(),
             )
             waiting = self.study.get_trials(deepcopy=False, states=(_TrialState.WAITING,))
