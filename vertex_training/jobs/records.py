@@ -6,9 +6,7 @@ service's own messages (Vertex) or from the local store, and read by the resourc
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
@@ -68,7 +66,8 @@ class TrialResult(TypedDict):
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One trial as a backend reports it: the fields of ``TrialResult``, its JSON."""
+    """One trial as a backend reports it: the fields of ``TrialResult``, which
+    ``dataclasses.asdict`` gives (the stack output's trial row)."""
 
     trial_id: str
     state: str
@@ -78,11 +77,6 @@ class TrialRecord:
     early_stopped: bool = False
     start_time: str | None = None
     end_time: str | None = None
-
-    def to_json(self) -> TrialResult:
-        """Plain JSON (the stack output's trial row, the local store's); ``TrialRecord(**it)``
-        reads it back."""
-        return typing.cast(TrialResult, dataclasses.asdict(self))
 
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:

@@ -14,6 +14,7 @@ cancels, waits for a terminal state, deletes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -79,14 +80,16 @@ _AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
+    """The job's outputs; a trial is the plain ``TrialResult`` dict of its record."""
+    fields = dataclasses.asdict(record)
     return {
         "job_name": record.name,
         "job_id": record.job_id,
         "state": record.state.value,
-        **{key: getattr(record, key) for key in _AS_IS},
-        "trials": [t.to_json() for t in record.trials],
-        "best_trial": record.best_trial.to_json() if record.best_trial else None,
-        "web_access_uris": dict(record.web_access_uris),
+        **{key: fields[key] for key in _AS_IS},
+        "trials": list(fields["trials"]),
+        "best_trial": fields["best_trial"],
+        "web_access_uris": fields["web_access_uris"],
     }
 
 
