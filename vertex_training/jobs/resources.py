@@ -172,7 +172,7 @@ class JobProvider(Provider):
             problems += positive_seconds("", {k: props[k] for k in _WAITING if k != "wait"})
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
-            parse_body(self.job_kind, body)
+            message = parse_body(self.job_kind, body)
         except BodyParseError as error:
             keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
             return problems if any(key in str(error) for key in keys) else [*problems, str(error)]
@@ -191,7 +191,7 @@ class JobProvider(Provider):
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
-            problems += local_refusals(self.job_kind, body)
+            problems += local_refusals(message)
         return problems
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
