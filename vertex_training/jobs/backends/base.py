@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from vertex_training.jobs.records import JobKind, JobRecord
@@ -39,6 +39,13 @@ def progress_line(record: JobRecord) -> str:
         metric, value = next(iter(best.final_metrics.items()))
         line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
     return line
+
+
+def newest(records: Iterable[JobRecord], labels: Mapping[str, str]) -> JobRecord | None:
+    """The newest of ``records`` that carries all ``labels``: what ``find`` answers."""
+    wanted = set(labels.items())
+    found = [r for r in records if wanted <= set(r.labels)]
+    return max(found, key=lambda r: (r.create_time or "", r.name), default=None)
 
 
 class JobBackend(Protocol):
@@ -108,5 +115,6 @@ __all__ = [
     "JobNotFoundError",
     "JobRefusedError",
     "JobWaitTimeoutError",
+    "newest",
     "progress_line",
 ]

@@ -22,7 +22,7 @@ from google.cloud.aiplatform_v1 import JobServiceClient
 from google.protobuf import timestamp_pb2
 
 from vertex_training._dynamic import BackendSettings
-from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError, newest
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import (
     JobKind,
@@ -129,13 +129,9 @@ class VertexBackend(VertexService, JobBackend):
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
         request = {"parent": self.parent, "filter": label_filter(labels)}
+        jobs = self._rpc("list_{}s", kind)(request=request, retry=self.retry)
         # The filter is the server's job; checking again keeps a lax server honest.
-        records = [
-            record_from_proto(job)
-            for job in self._rpc("list_{}s", kind)(request=request, retry=self.retry)
-            if all(job.labels.get(k) == v for k, v in labels.items())
-        ]
-        return max(records, key=lambda r: (r.create_time or "", r.name), default=None)
+        return newest(map(record_from_proto, jobs), labels)
 
     def cancel(self, name: str) -> None:
         try:

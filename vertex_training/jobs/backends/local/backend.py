@@ -21,6 +21,7 @@ from vertex_training.jobs.backends.base import (
     JobNotFoundError,
     JobRefusedError,
     JobWaitTimeoutError,
+    newest,
 )
 from vertex_training.jobs.backends.local._store import (
     CANCELLED_MESSAGE,
@@ -47,7 +48,6 @@ from vertex_training.jobs.records import JobKind, JobRecord, JobState
 _log = logging.getLogger(__name__)
 
 SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
-_ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
 SUPERVISOR_DIED = "the local supervisor died"
 """How the error message of a job whose supervisor died starts: such a job can resume."""
 
@@ -146,15 +146,13 @@ class LocalBackend(JobBackend):
         """The record plus what only the local backend knows (replica processes)."""
         job = self._job_dir(name)
         state = job.read()
-        if state.record.state in _ACTIVE and not _supervisor_alive(state):
+        if not state.record.state.is_terminal and not _supervisor_alive(state):
             state = self._reap_orphan(job)
         return state
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        wanted = set(labels.items())
-        found = [r for r in self._records() if r.kind is kind and wanted <= set(r.labels)]
-        newest = max(found, key=lambda r: (r.create_time or "", r.job_id), default=None)
-        return self.get(newest.name) if newest else None
+        found = newest([r for r in self._records() if r.kind is kind], labels)
+        return self.get(found.name) if found else None
 
     def _records(self) -> list[JobRecord]:
         """Every readable job of this root."""
