@@ -20,8 +20,8 @@ import enum
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from google.cloud.aiplatform_v1 import AcceleratorType
 from google.protobuf.message import Message
@@ -39,8 +39,7 @@ class Support(enum.Enum):
     REFUSED = "refused"
 
 
-@dataclass(frozen=True)
-class FieldSupport:
+class FieldSupport(NamedTuple):
     support: Support
     why: str = ""
 
