@@ -3,13 +3,14 @@ and the resource outputs, key for key."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 from pulumi.runtime.rpc import translate_output_properties
 
 import vertex_training as vt
 from vertex_training.jobs import resources
-from vertex_training.jobs.records import TrialRecord, TrialResult
+from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, TrialResult
 
 
 def test_the_trial_outputs_are_typed_and_pulumi_can_build_them() -> None:
@@ -21,7 +22,9 @@ def test_the_trial_outputs_are_typed_and_pulumi_can_build_them() -> None:
     # Pulumi builds each output from its annotation at run time (the engine test of the
     # local stack failed here once): a trial row must come through as the dict it is.
     namespace = vars(resources)
-    row = TrialRecord(trial_id="1", state="SUCCEEDED", final_metrics={"accuracy": 1.0}).to_json()
+    row = dataclasses.asdict(
+        TrialRecord(trial_id="1", state="SUCCEEDED", final_metrics={"accuracy": 1.0})
+    )
     for name, value in (("trials", [row]), ("best_trial", row)):
         typ = eval(annotations[name], namespace).__args__[0]
         built = translate_output_properties(
@@ -41,7 +44,9 @@ def test_the_stored_trial_row_has_exactly_the_typed_keys_and_reads_back() -> Non
         end_time="2026-11-24T10:05:00Z",
     )
 
-    row = record.to_json()
+    row = resources.record_outputs(
+        JobRecord("n", JobKind.HYPERPARAMETER_TUNING_JOB, "", JobState.RUNNING, trials=(record,))
+    )["trials"][0]
 
     assert set(row) == set(typing.get_type_hints(TrialResult))
     assert TrialRecord(**row) == record

@@ -19,13 +19,12 @@ from vertex_training.jobs.backends.local.environment import (
     expand_references,
     is_repo_trainer_image,
     local_bucket_paths,
-    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
 )
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.records import JobKind, output_dirs
 
 
 def _spec(*pools: dict[str, Any], output: str | None = "/out") -> CustomJobSpec:

@@ -6,9 +6,7 @@ service's own messages (Vertex) or from the local store, and read by the resourc
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypedDict
@@ -68,7 +66,8 @@ class TrialResult(TypedDict):
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One trial as a backend reports it: the fields of ``TrialResult``, its JSON."""
+    """One trial as a backend reports it: the fields of ``TrialResult``, which
+    ``dataclasses.asdict`` gives (the stack output's trial row)."""
 
     trial_id: str
     state: str
@@ -78,11 +77,6 @@ class TrialRecord:
     early_stopped: bool = False
     start_time: str | None = None
     end_time: str | None = None
-
-    def to_json(self) -> TrialResult:
-        """Plain JSON (the stack output's trial row, the local store's); ``TrialRecord(**it)``
-        reads it back."""
-        return typing.cast(TrialResult, dataclasses.asdict(self))
 
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:
@@ -133,6 +127,27 @@ class JobRecord:
         return self.name.rsplit("/", 1)[-1]
 
 
+def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
+    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
+    if not base:
+        return {}
+    root = base.rstrip("/")
+    if trial_id is not None:
+        root = f"{root}/{trial_id}"
+    return {
+        "AIP_MODEL_DIR": f"{root}/model/",
+        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
+        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
+    }
+
+
+def model_dir(base: str | None, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
+    base output directory."""
+    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
+    return found.rstrip("/") if found else None
+
+
 def job_state(name: str) -> JobState:
     """A ``JobState`` from a Vertex state name, with or without the ``JOB_STATE_`` prefix;
     a state this code does not know yet reads as PENDING (not terminal: keep polling)."""
@@ -149,4 +164,6 @@ __all__ = [
     "TrialResult",
     "best_trial",
     "job_state",
+    "model_dir",
+    "output_dirs",
 ]

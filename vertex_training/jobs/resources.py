@@ -14,11 +14,11 @@ cancels, waits for a terminal state, deletes.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import re
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -64,13 +64,6 @@ _log = logging.getLogger(__name__)
 ArgsT = TypeVar("ArgsT", CustomJobArgs, HyperparameterTuningJobArgs)
 
 
-_progress = logging.getLogger("vertex_training.jobs.progress")
-"""A waiting job's state changes. The engine shows a dynamic provider's stderr as it comes
-(a dynamic provider has no engine connection for structured logs, pulumi/pulumi#6065), so
-in the provider's process this logger writes its bare lines there: a waiting `pulumi up`
-says what its jobs are doing instead of sitting silent for minutes."""
-
-
 PROVIDER_VERSION = "3"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
@@ -88,14 +81,16 @@ _AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
+    """The job's outputs; a trial is the plain ``TrialResult`` dict of its record."""
+    fields = dataclasses.asdict(record)
     return {
         "job_name": record.name,
         "job_id": record.job_id,
         "state": record.state.value,
-        **{key: getattr(record, key) for key in _AS_IS},
-        "trials": [t.to_json() for t in record.trials],
-        "best_trial": record.best_trial.to_json() if record.best_trial else None,
-        "web_access_uris": dict(record.web_access_uris),
+        **{key: fields[key] for key in _AS_IS},
+        "trials": list(fields["trials"]),
+        "best_trial": fields["best_trial"],
+        "web_access_uris": fields["web_access_uris"],
     }
 
 
@@ -104,56 +99,6 @@ OUTPUT_KEYS = tuple(record_outputs(JobRecord("", JobKind.CUSTOM_JOB, "", JobStat
 
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
-
-
-class JobWaitTimeoutError(TimeoutError):
-    """The job did not end within the wait timeout (it keeps running)."""
-
-
-def progress_line(record: JobRecord) -> str:
-    """One line of a job's progress: its state and, for a study, its trials so far."""
-    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
-    if record.trials:
-        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
-        line += f"; trials: {len(record.trials)} started, {ended} ended"
-    best = record.best_trial
-    if best is not None and best.final_metrics:
-        metric, value = next(iter(best.final_metrics.items()))
-        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
-    return line
-
-
-def wait_until_terminal(
-    backend: JobBackend,
-    record: JobRecord,
-    timeout: float,
-    interval: float,
-    *,
-    hint: str,
-    report: bool = False,
-) -> JobRecord:
-    """Poll ``backend.get`` every ``interval`` s until the job ends; bounded by ``timeout``.
-    With ``report``, ``_progress`` gets the job's :func:`progress_line` whenever it changes."""
-    if report and not _progress.handlers:  # once per provider process
-        _progress.addHandler(logging.StreamHandler())  # stderr, the bare message
-        _progress.setLevel(logging.INFO)
-        _progress.propagate = False
-    deadline = time.monotonic() + timeout
-    last_line = ""
-    while True:
-        line = progress_line(record)
-        if report and line != last_line:
-            _progress.info(line)
-            last_line = line
-        if record.state.is_terminal:
-            return record
-        if time.monotonic() >= deadline:
-            where = f" {record.console_url}" if record.console_url else ""
-            raise JobWaitTimeoutError(
-                f"{record.name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
-            )
-        time.sleep(interval)
-        record = backend.get(record.name)
 
 
 def _backend(props: Mapping[str, Any]) -> JobBackend:
@@ -228,7 +173,7 @@ class JobProvider(Provider):
             problems += positive_seconds("", {k: props[k] for k in WAITS})
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
-            parse_body(self.job_kind, body)
+            message = parse_body(self.job_kind, body)
         except BodyParseError as error:
             keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
             return problems if any(key in str(error) for key in keys) else [*problems, str(error)]
@@ -247,7 +192,7 @@ class JobProvider(Provider):
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
-            problems += local_refusals(self.job_kind, body)
+            problems += local_refusals(message)
         return problems
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
@@ -265,9 +210,8 @@ class JobProvider(Provider):
         else:
             record = backend.submit(self.job_kind, self.labelled_body(props))
         if props["wait"]:
-            record = wait_until_terminal(
-                backend,
-                record,
+            record = backend.wait(
+                record.name,
                 props["wait_timeout_seconds"],
                 props["poll_interval_seconds"],
                 hint="it keeps running and the next `pulumi up` adopts it. Raise "
@@ -319,9 +263,8 @@ class JobProvider(Provider):
             record = backend.get(id_)
             if not record.state.is_terminal:
                 backend.cancel(id_)
-                wait_until_terminal(
-                    backend,
-                    record,
+                backend.wait(
+                    id_,
                     props["delete_timeout_seconds"],
                     props["poll_interval_seconds"],
                     hint="after cancel; retry the destroy later.",

@@ -22,9 +22,16 @@ from google.cloud.aiplatform_v1 import JobServiceClient
 from google.protobuf import timestamp_pb2
 
 from vertex_training._dynamic import BackendSettings
-from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError
+from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError, newest
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
-from vertex_training.jobs.records import JobKind, JobRecord, TrialRecord, best_trial, job_state
+from vertex_training.jobs.records import (
+    JobKind,
+    JobRecord,
+    TrialRecord,
+    best_trial,
+    job_state,
+    model_dir,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -122,13 +129,9 @@ class VertexBackend(VertexService, JobBackend):
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
         request = {"parent": self.parent, "filter": label_filter(labels)}
+        jobs = self._rpc("list_{}s", kind)(request=request, retry=self.retry)
         # The filter is the server's job; checking again keeps a lax server honest.
-        records = [
-            record_from_proto(job)
-            for job in self._rpc("list_{}s", kind)(request=request, retry=self.retry)
-            if all(job.labels.get(k) == v for k, v in labels.items())
-        ]
-        return max(records, key=lambda r: (r.create_time or "", r.name), default=None)
+        return newest(map(record_from_proto, jobs), labels)
 
     def cancel(self, name: str) -> None:
         try:
@@ -203,13 +206,12 @@ def record_from_proto(message: JobMessage) -> JobRecord:
         if metrics:  # the study's objective: its first metric and that metric's goal
             maximize = metrics[0].goal == v1.StudySpec.MetricSpec.GoalType.MAXIMIZE
             best = best_trial(trials, metrics[0].metric_id, maximize)
-        base = message.trial_job_spec.base_output_directory.output_uri_prefix.rstrip("/")
-        model_dir = f"{base}/{best.trial_id}/model" if base and best else None
+        base = message.trial_job_spec.base_output_directory.output_uri_prefix
+        model = model_dir(base, best.trial_id) if best else None
         web: dict[str, str] = {}
     else:
         kind = JobKind.CUSTOM_JOB
-        base = message.job_spec.base_output_directory.output_uri_prefix.rstrip("/")
-        model_dir = f"{base}/model" if base else None
+        model = model_dir(message.job_spec.base_output_directory.output_uri_prefix, None)
         web = dict(message.web_access_uris)
     return JobRecord(
         name=message.name,
@@ -221,7 +223,7 @@ def record_from_proto(message: JobMessage) -> JobRecord:
         start_time=_timestamp(message.start_time),
         end_time=_timestamp(message.end_time),
         error_message=message.error.message or None,
-        model_dir=model_dir,
+        model_dir=model,
         trials=trials,
         best_trial=best,
         web_access_uris=web,

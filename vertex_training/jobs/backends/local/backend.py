@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import sys
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +16,13 @@ from typing import Any
 from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
+from vertex_training.jobs.backends.base import (
+    JobBackend,
+    JobNotFoundError,
+    JobRefusedError,
+    JobWaitTimeoutError,
+    newest,
+)
 from vertex_training.jobs.backends.local._store import (
     CANCELLED_MESSAGE,
     SUPERVISOR_LOG,
@@ -42,12 +48,11 @@ from vertex_training.jobs.records import JobKind, JobRecord, JobState
 _log = logging.getLogger(__name__)
 
 SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
-_ACTIVE = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING, JobState.CANCELLING)
 SUPERVISOR_DIED = "the local supervisor died"
 """How the error message of a job whose supervisor died starts: such a job can resume."""
 
 
-class LocalBackend:
+class LocalBackend(JobBackend):
     """Runs Vertex job specs as local processes, keeping state under ``root``.
 
     Layout: ``<root>/jobs/<id>/`` (state.json, body.json, supervisor.log,
@@ -141,15 +146,13 @@ class LocalBackend:
         """The record plus what only the local backend knows (replica processes)."""
         job = self._job_dir(name)
         state = job.read()
-        if state.record.state in _ACTIVE and not _supervisor_alive(state):
+        if not state.record.state.is_terminal and not _supervisor_alive(state):
             state = self._reap_orphan(job)
         return state
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        wanted = set(labels.items())
-        found = [r for r in self._records() if r.kind is kind and wanted <= set(r.labels)]
-        newest = max(found, key=lambda r: (r.create_time or "", r.job_id), default=None)
-        return self.get(newest.name) if newest else None
+        found = newest([r for r in self._records() if r.kind is kind], labels)
+        return self.get(found.name) if found else None
 
     def _records(self) -> list[JobRecord]:
         """Every readable job of this root."""
@@ -190,7 +193,8 @@ class LocalBackend:
         if not job.read().record.state.is_terminal:
             # Callers cancel and wait first; this is the safety net for those who do not.
             self.cancel(name)
-            self.wait(name, timeout=60.0)
+            with contextlib.suppress(JobWaitTimeoutError):
+                self.wait(name, timeout=60.0)
         shutil.rmtree(job.path)
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
@@ -220,15 +224,6 @@ class LocalBackend:
             self._start_supervisor(job, state)
         _log.info("resumed %s, supervisor pid %s", name, state.supervisor_pid)
         return self.get(name)
-
-    # -- local extras ----------------------------------------------------------------
-
-    def wait(self, name: str, timeout: float, poll_seconds: float = 0.1) -> JobRecord:
-        """Block until the job is terminal (or ``timeout`` seconds pass); the last record."""
-        deadline = time.monotonic() + timeout
-        while not (record := self.get(name)).state.is_terminal and time.monotonic() < deadline:
-            time.sleep(poll_seconds)
-        return record
 
     def _reap_orphan(self, job: JobDir) -> LocalJobState:
         """The supervisor is gone but the job is not terminal: stop what it left behind and

@@ -20,16 +20,14 @@ import enum
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
 from google.cloud.aiplatform_v1 import AcceleratorType
 from google.protobuf.message import Message
 
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
-from vertex_training.jobs.records import JobKind
+from vertex_training.jobs.protos import JobMessage
 
 _log = logging.getLogger(__name__)
 
@@ -41,8 +39,7 @@ class Support(enum.Enum):
     REFUSED = "refused"
 
 
-@dataclass(frozen=True)
-class FieldSupport:
+class FieldSupport(NamedTuple):
     support: Support
     why: str = ""
 
@@ -106,14 +103,10 @@ def _found(message: JobMessage) -> dict[Support, list[str]]:
     return found
 
 
-def local_refusals(kind: JobKind, body: Mapping[str, Any]) -> list[str]:
-    """What in a readable body only Vertex has, each naming its API path (empty: this
-    machine can run it, or the body is no valid message, which the protos report). The
-    provider's ``check`` reports these at preview."""
-    try:
-        return _found(parse_body(kind, body))[Support.REFUSED]
-    except BodyParseError:
-        return []
+def local_refusals(message: JobMessage) -> list[str]:
+    """What in a job only Vertex has, each naming its API path (empty: this machine can
+    run it). The provider's ``check`` reports these at preview."""
+    return _found(message)[Support.REFUSED]
 
 
 def check_local_support(message: JobMessage) -> None:

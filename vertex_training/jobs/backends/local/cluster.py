@@ -31,11 +31,11 @@ from vertex_training.jobs.backends.local.environment import (
     cluster_job,
     inherited_environment,
     local_bucket_paths,
-    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
 )
+from vertex_training.jobs.records import output_dirs
 
 _log = logging.getLogger(__name__)
 

@@ -44,6 +44,7 @@ from google.protobuf import json_format
 
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
+from vertex_training.jobs.records import output_dirs
 
 _log = logging.getLogger(__name__)
 
@@ -133,27 +134,6 @@ def cluster_job(spec: CustomJobSpec, args: Sequence[Sequence[str]]) -> dict[str,
         if "container_spec" in pool_json:
             pool_json["container_spec"]["args"] = list(pool_args)
     return job
-
-
-def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
-    if not base:
-        return {}
-    root = base.rstrip("/")
-    if trial_id is not None:
-        root = f"{root}/{trial_id}"
-    return {
-        "AIP_MODEL_DIR": f"{root}/model/",
-        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
-        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
-    }
-
-
-def model_dir(base: str | None, trial_id: str | None) -> str | None:
-    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
-    base output directory."""
-    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
-    return found.rstrip("/") if found else None
 
 
 _REFERENCE = re.compile(r"\$(\$|\(([^)]*)\))")

@@ -73,14 +73,6 @@ def final_metric(measurements: Sequence[Measurement], goal: int, selection: int)
     return max(values) if goal == Goal.MAXIMIZE else min(values)
 
 
-def _flat_parameters(parameters: Sequence[ParameterSpec]) -> list[ParameterSpec]:
-    out: list[ParameterSpec] = []
-    for p in parameters:
-        out.append(p)
-        out.extend(_flat_parameters([c.parameter_spec for c in p.conditional_parameter_specs]))
-    return out
-
-
 def _kind(p: ParameterSpec) -> str:
     """Which value spec the parameter has: ``double_value_spec``, ``integer_value_spec``,
     ``categorical_value_spec`` or ``discrete_value_spec``."""
@@ -94,12 +86,17 @@ def _grid_values(p: ParameterSpec) -> list[ParamValue]:
     return list(getattr(p, _kind(p)).values)
 
 
-def grid_search_space(study: StudySpec) -> dict[str, list[ParamValue]]:
-    return {p.parameter_id: _grid_values(p) for p in _flat_parameters(study.parameters)}
+def grid_search_space(parameters: Sequence[ParameterSpec]) -> dict[str, list[ParamValue]]:
+    """Every value of each parameter, conditional ones included, by parameter id."""
+    space: dict[str, list[ParamValue]] = {}
+    for p in parameters:
+        space[p.parameter_id] = _grid_values(p)
+        space.update(grid_search_space([c.parameter_spec for c in p.conditional_parameter_specs]))
+    return space
 
 
 def grid_size(study: StudySpec) -> int:
-    return math.prod(len(v) for v in grid_search_space(study).values())
+    return math.prod(len(v) for v in grid_search_space(study.parameters).values())
 
 
 def journal_storage(path: Path) -> optuna.storages.JournalStorage:
@@ -114,7 +111,7 @@ def create_study(study: StudySpec, seed: int | None, *, storage: Path, name: str
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler: optuna.samplers.BaseSampler
     if study.algorithm == Algorithm.GRID_SEARCH:
-        sampler = optuna.samplers.GridSampler(grid_search_space(study), seed=seed)  # type: ignore[arg-type]
+        sampler = optuna.samplers.GridSampler(grid_search_space(study.parameters), seed=seed)  # type: ignore[arg-type]
     elif study.algorithm == Algorithm.RANDOM_SEARCH:
         sampler = optuna.samplers.RandomSampler(seed=seed)
     else:

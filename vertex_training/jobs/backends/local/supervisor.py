@@ -41,7 +41,7 @@ from vertex_training.jobs.backends.local._store import (
     rfc3339,
 )
 from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
-from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus, model_dir
+from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
 from vertex_training.jobs.backends.local.study import (
     STUDY_JOURNAL,
     Algorithm,
@@ -56,7 +56,7 @@ from vertex_training.jobs.backends.local.study import (
     suggest_parameters,
 )
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobState, TrialRecord, best_trial
+from vertex_training.jobs.records import JobState, TrialRecord, best_trial, model_dir
 
 _log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
 
@@ -96,6 +96,8 @@ class Supervisor:
         """Held while a study's trial threads change what they share, and while it is saved."""
         self.runs: dict[str | None, ClusterRun] = {}
         """What runs now, by trial id (None: a CustomJob's one cluster)."""
+        self.report: Callable[[], dict[str, Any]] = dict
+        """What the job's record shows of its runs so far (a study's trials), by field."""
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.cancel_requested = True
@@ -104,78 +106,78 @@ class Supervisor:
         if self.cancel_requested or self.job.cancel_file.exists():
             raise JobCancelledError
 
-    def set_state(self, state: JobState, **changes: Any) -> None:
-        """Move the job to ``state``; a terminal one gets its end time."""
-        if state.is_terminal:
-            changes["end_time"] = now_rfc3339()
-        with self.job.update() as current:
-            if current.record.state is JobState.CANCELLING and not state.is_terminal:
-                # A cancel arrived between our polls: do not overwrite it.
-                self.cancel_requested = True
-                return
-            current.record = replace(current.record, state=state, **changes)
-
     def save(self, **changes: Any) -> None:
-        """Save the replicas of what runs now, and ``changes`` to the job's record."""
+        """Save ``changes`` to the job's record and, unless they end the job (a terminal
+        ``state``, saved with its end time), the replicas of what runs now and what
+        ``report`` makes of its runs so far (each run saved itself last as it ended, so a
+        CustomJob's record keeps how its replicas ended)."""
+        state = changes.get("state")
         with self.lock, self.job.update() as current:
-            current.replicas = [r for run in self.runs.values() for r in run.replicas]
+            if state is not None and state.is_terminal:
+                changes["end_time"] = now_rfc3339()
+            else:
+                current.replicas = [r for run in self.runs.values() for r in run.replicas]
+                changes = {**self.report(), **changes}
+                if state is not None and current.record.state is JobState.CANCELLING:
+                    self.cancel_requested = True  # a cancel came between our polls: keep it
+                    return
             current.record = replace(current.record, **changes)
 
-    def follow(self, run: ClusterRun, tick: Callable[[], None], save: Callable[[], None]) -> bool:
-        """Start ``run``, poll it until it ends (``tick`` between polls may end it by
-        raising), and stop whatever it left; True when it succeeded. ``save`` saves the
-        job's state whenever a replica's state changes."""
+    def follow(self, run: ClusterRun, tick: Callable[[], None], **started: Any) -> bool:
+        """Start ``run``, save the job (with ``started``: ``save``'s arguments), poll it
+        until it ends (``tick`` between polls may end it by raising), saving whenever a
+        replica's state changes, and stop whatever it left; True when it succeeded."""
         try:
             with self.lock:
                 self.runs[run.trial_id] = run
                 run.start()  # under the lock: the machine's GPUs go to one trial at a time
-            save()
+            # After the replicas: whoever reads RUNNING finds the processes that run it.
+            self.save(**started)
             seen = [r.state for r in run.replicas]
             while (succeeded := run.poll()) is None:
                 if (states := [r.state for r in run.replicas]) != seen:
                     seen = states
-                    save()
+                    self.save()
                 tick()
                 time.sleep(POLL_SECONDS)
             return succeeded
         finally:
             with self.lock:
                 run.terminate()
-                save()  # a CustomJob's record keeps how its replicas ended
+                self.save()  # a CustomJob's record keeps how its replicas ended
                 del self.runs[run.trial_id]
 
     def run(self) -> int:
         try:
             job = parse_body(self.job.read().record.kind, self.job.read_body())
             self.check_cancel()
-            self.set_state(JobState.PENDING)
+            self.save(state=JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
                 failure = Tuner(self, job, self.job.read().seed).run()
             else:
                 failure = self.run_custom_job(job)
         except JobCancelledError:
-            self.set_state(JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
+            self.save(state=JobState.CANCELLED, error_message=CANCELLED_MESSAGE)
         except Exception as exc:
             _log.exception("supervisor failed")
-            self.set_state(JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
+            self.save(state=JobState.FAILED, error_message=f"local supervisor error: {exc!r}")
             return 1
         else:
             state = JobState.SUCCEEDED if failure is None else JobState.FAILED
-            self.set_state(state, error_message=failure)
+            self.save(state=state, error_message=failure)
         return 0
 
     def run_custom_job(self, job: CustomJob) -> str | None:
         """Run the job's replicas; why it failed, None when it succeeded."""
         run = ClusterRun(self.job, job.job_spec, self.job.path, self.output_dir, self.gpus)
-
-        def save() -> None:
-            self.save()
-            if self.job.read().record.state is JobState.PENDING:
-                # After the replicas: whoever reads RUNNING finds the processes that run it.
-                model = model_dir(self.output_dir, None)
-                self.set_state(JobState.RUNNING, start_time=now_rfc3339(), model_dir=model)
-
-        return None if self.follow(run, self.check_cancel, save) else run.error_message
+        succeeded = self.follow(
+            run,
+            self.check_cancel,
+            state=JobState.RUNNING,
+            start_time=now_rfc3339(),
+            model_dir=model_dir(self.output_dir, None),
+        )
+        return None if succeeded else run.error_message
 
 
 class _TrialFailedError(Exception):
@@ -194,6 +196,7 @@ class Tuner:
         self, supervisor: Supervisor, job: HyperparameterTuningJob, seed: int | None
     ) -> None:
         self.supervisor = supervisor
+        supervisor.report = self.report
         self.job = job
         self.metric = job.study_spec.metrics[0]
         self.maximize = self.metric.goal == Goal.MAXIMIZE
@@ -220,8 +223,8 @@ class Tuner:
         """Run the study; why it failed, None when it succeeded."""
         try:
             self._resume()
-            self.supervisor.set_state(
-                JobState.RUNNING,
+            self.supervisor.save(
+                state=JobState.RUNNING,
                 start_time=self.supervisor.job.read().record.start_time or now_rfc3339(),
             )
             waiting = self.study.get_trials(deepcopy=False, states=(_TrialState.WAITING,))
@@ -232,10 +235,10 @@ class Tuner:
                     # The provider's check refuses an unset count; never a study of nothing.
                     n_jobs=max(1, self.job.parallel_trial_count),
                     catch=(_TrialFailedError,),
-                    callbacks=[lambda study, trial: self.save()],
+                    callbacks=[lambda study, trial: self.supervisor.save()],
                 )
         finally:
-            self.save()
+            self.supervisor.save()
         # With several threads, optimize does not raise what its last trials raised.
         self.supervisor.check_cancel()
         if self.failure is not None:
@@ -339,7 +342,7 @@ class Tuner:
                 trial.set_user_attr(_STOPPED_AT, current)
                 raise optuna.TrialPruned
 
-        succeeded = self.supervisor.follow(run, tick, self.save)
+        succeeded = self.supervisor.follow(run, tick)
         if succeeded and (final := value()) is not None:
             return final
         reason = run.error_message or (
@@ -381,13 +384,13 @@ class Tuner:
             )
         return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
 
-    def save(self) -> None:
-        with self.supervisor.lock:
-            trials = self.records()
-            best = best_trial(trials, self.metric.metric_id, self.maximize)
-            # Vertex reports a tuning job's model as the best trial's AIP_MODEL_DIR.
-            model = model_dir(self.supervisor.output_dir, best.trial_id) if best else None
-            self.supervisor.save(trials=trials, best_trial=best, model_dir=model)
+    def report(self) -> dict[str, Any]:
+        """The job record's trial table, best trial and model: Vertex reports a tuning
+        job's model as the best trial's AIP_MODEL_DIR."""
+        trials = self.records()
+        best = best_trial(trials, self.metric.metric_id, self.maximize)
+        model = model_dir(self.supervisor.output_dir, best.trial_id) if best else None
+        return {"trials": trials, "best_trial": best, "model_dir": model}
 
 
 def main() -> int:
