@@ -271,9 +271,12 @@ def test_workbench_refuses_retired_k80_and_tpu_machines() -> None:
     error = _only(_spec("n1-standard-8", "NVIDIA_TESLA_K80", 1, target="workbench"))
     assert error.severity == "error"
     assert "end of support" in error.message
-    assert (
-        _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x2", target="workbench")).severity
-        == "error"
+    tpu = _only(_spec("ct5lp-hightpu-4t", "TPU_V5_LITEPOD", 4, "2x2", target="workbench"))
+    assert tpu.severity == "error"
+    # Said as what it is (a TPU host Vertex training offers), not as a typo of a VM family.
+    assert tpu.message.startswith(
+        "'ct5lp-hightpu-4t' is a TPU machine type, which Vertex training offers and Compute "
+        "Engine VMs are not; families: a2, "
     )
 
 

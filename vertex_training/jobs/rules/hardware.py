@@ -83,6 +83,13 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
         # Workbench instances are Compute Engine VMs: no TPU family is among theirs.
+        elsewhere = cat.machines["training" if target == "workbench" else "workbench"]
+        if machine_type in elsewhere and elsewhere[machine_type].topologies:
+            message = (
+                f"{machine_type!r} is a TPU machine type, which Vertex training offers and "
+                f"{_SERVICE[target]} VMs are not; families: {_fmt(families)}"
+            )
+            return Finding(field, message, "error", f"unknown-family:{family}")
         guess = closest(machine_type, machines) or closest(family, families)
         hint = f" (did you mean {guess!r}?)" if guess else ""
         message = (
