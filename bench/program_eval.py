@@ -92,7 +92,7 @@ print(json.dumps({"imports": imported - started, "evaluate": done - imported,
 
 
 def measure(
-    mode: str, stack_file: Path, extra: dict[str, str], *record: str
+    mode: str, stack_file: Path, extra: dict[str, str], record: Path | None = None
 ) -> tuple[float, dict[str, float]]:
     """One fresh process: ``mode`` is empty, example, program or floor (of the program
     recorded in the file ``stack_file``); ``record`` names the file a program run writes
@@ -100,7 +100,7 @@ def measure(
     code, args = (
         (FLOOR, [str(stack_file)])
         if mode == "floor"
-        else (CHILD, [mode, str(stack_file), json.dumps(extra), *record])
+        else (CHILD, [mode, str(stack_file), json.dumps(extra), *([str(record)] if record else [])])
     )
     started = time.perf_counter()
     completed = subprocess.run(
@@ -184,7 +184,7 @@ def main() -> None:
         )
         with tempfile.TemporaryDirectory() as directory:
             record = Path(directory) / "program.json"
-            measure("program", stack_file, extra, str(record))
+            measure("program", stack_file, extra, record)
             floor, floor_parts = median_of(options.repeat, "floor", record, {})
         if floor_parts["resources"] != parts["resources"]:
             raise SystemExit(f"the floor registered {floor_parts['resources']:g} resources")

@@ -36,7 +36,13 @@ class JobState(enum.StrEnum):
 
     @property
     def is_terminal(self) -> bool:
-        return self.name in ("SUCCEEDED", "FAILED", "CANCELLED", "EXPIRED", "PARTIALLY_SUCCEEDED")
+        return self in (
+            JobState.SUCCEEDED,
+            JobState.FAILED,
+            JobState.CANCELLED,
+            JobState.EXPIRED,
+            JobState.PARTIALLY_SUCCEEDED,
+        )
 
 
 ParameterValue = float | str

@@ -77,7 +77,16 @@ _WAITING = ("wait", *WAITS)
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
 second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
-_AS_IS = ("console_url", "create_time", "start_time", "end_time", "error_message", "model_dir")
+_AS_IS = (
+    "console_url",
+    "create_time",
+    "start_time",
+    "end_time",
+    "error_message",
+    "model_dir",
+    "best_trial",
+    "web_access_uris",
+)
 
 
 def record_outputs(record: JobRecord) -> dict[str, Any]:
@@ -89,8 +98,6 @@ def record_outputs(record: JobRecord) -> dict[str, Any]:
         "state": record.state.value,
         **{key: fields[key] for key in _AS_IS},
         "trials": list(fields["trials"]),
-        "best_trial": fields["best_trial"],
-        "web_access_uris": fields["web_access_uris"],
     }
 
 

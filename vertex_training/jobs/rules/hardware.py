@@ -83,11 +83,11 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         # Vertex (and Compute Engine) take only the families they list; the catalog's
         # machine types name them all (a family launched later means a catalog update).
         # Workbench instances are Compute Engine VMs: no TPU family is among theirs.
-        elsewhere = cat.machines["training" if target == "workbench" else "workbench"]
-        if machine_type in elsewhere and elsewhere[machine_type].topologies:
+        tpu = cat.machines["training"].get(machine_type)
+        if target == "workbench" and tpu is not None and (tpu.topologies or tpu.accelerators):
             message = (
                 f"{machine_type!r} is a TPU machine type, which Vertex training offers and "
-                f"{_SERVICE[target]} VMs are not; families: {_fmt(families)}"
+                f"Compute Engine VMs are not; families: {_fmt(families)}"
             )
             return Finding(field, message, "error", f"unknown-family:{family}")
         guess = closest(machine_type, machines) or closest(family, families)
