@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vertex_training"
 LAYERS = {
     "vertex_training._spelling": 0,
     "vertex_training._project": 0,
+    "vertex_training.findings": 0,
     "vertex_training._checks": 1,
     "vertex_training._dynamic": 1,
     "vertex_training.cost": 1,

@@ -26,6 +26,7 @@ from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValid
 from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
+from vertex_training.findings import Finding
 
 __all__ = [
     "LEAVES",
@@ -44,7 +45,12 @@ __all__ = [
 class InvalidArgumentsError(pulumi.RunError, ValueError):
     """Arguments that Vertex (or this module) would refuse, found before anything is
     registered. ``pulumi`` shows the message without a traceback; each line names the
-    Python argument, what is wrong and what would be valid."""
+    Python argument, what is wrong and what would be valid. ``findings`` keeps them as
+    values for any other surface (a stack key, a provider property): never parse the text."""
+
+    def __init__(self, message: str = "", findings: Sequence[Finding] = ()) -> None:
+        self.findings = tuple(findings)
+        super().__init__(message or "\n".join(map(str, self.findings)))
 
 
 LEAVES = frozenset({str, bytes, int, float, bool, type(None)})

@@ -25,7 +25,7 @@ import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind

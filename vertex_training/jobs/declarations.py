@@ -30,7 +30,7 @@ from vertex_training.jobs.fields import (
     yaml_keys,
     yaml_value,
 )
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})

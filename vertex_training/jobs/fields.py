@@ -40,7 +40,7 @@ from vertex_training._checks import (
     typo_hint,
 )
 from vertex_training._spelling import did_you_mean
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
 from vertex_training.jobs.view import M, Message, read
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vertex_training._checks import LEAVES
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 
 __all__ = [
     "PLACEHOLDER_BUCKET",

@@ -32,7 +32,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.hardware import normalize_accelerator
 

@@ -15,7 +15,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
     check_machine_spec,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import (
     acknowledge,

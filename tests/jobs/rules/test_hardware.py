@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 
 from tests import modules_loaded_by
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
 

@@ -20,7 +20,7 @@ from tests.bodies import (
     study,
     tuning_job,
 )
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import read_view

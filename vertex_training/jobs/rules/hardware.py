@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.cost.catalog import Target
-from vertex_training.jobs.finding import Finding, Severity
+from vertex_training.findings import Finding, Severity
 from vertex_training.jobs.rules.catalog import (
     MACHINE_NAME,
     REGION_NAME,

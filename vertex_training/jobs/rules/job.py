@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator
 
-from vertex_training.jobs.finding import Finding
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_KEY, TENSORBOARD
