@@ -41,3 +41,12 @@ def test_the_smallest_program_registers_a_platform_and_one_job(
     job = run.one("pulumi-python:dynamic/vertex:CustomJob")
     assert job.name == "horses"
     assert "modelDir" in run.outputs
+
+
+def test_the_readme_is_short_and_counts_the_examples_there_are() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    (said,) = re.findall(r"\[`examples/`\]\(examples\) has (\w+) whole projects", readme)
+    examples = [p for p in (PROJECT_ROOT / "examples").iterdir() if (p / "Pulumi.yaml").is_file()]
+    assert words.index(said) + 1 == len(examples)
