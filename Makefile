@@ -111,7 +111,7 @@ docs: install
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
 # `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).
 estimate: install
-	$(BIN)/python -m vertex_training.cost --stack $(STACK)
+	$(STACK_COMMAND) estimate --stack $(STACK)
 
 # The policy pack's own environment (pulumi-policy pins protobuf 5, the lock holds 6), run
 # by the engine through the executable launcher policy/run-pack (no language host needed).

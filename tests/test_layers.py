@@ -22,8 +22,6 @@ LAYERS = {
     "vertex_training.platform": 3,
     "vertex_training.serving": 3,
     "vertex_training.stack": 4,
-    "vertex_training.cost.program": 5,
-    "vertex_training.cost.__main__": 5,
     # The component provider: imported only in its own process (pulumi-resource-vertex-training).
     "vertex_training.provider": 5,
     "vertex_training": 6,
@@ -121,12 +119,12 @@ def test_no_modules_import_each_other() -> None:
 @pytest.mark.parametrize(
     ("module", "target"),
     [
-        # A job summing the stack, pricing reading a job's view, the platform calling the
-        # stack total, the local backend serving TensorBoard: what the package had before,
-        # or could grow again.
-        ("vertex_training.jobs.resources", "vertex_training.cost.program"),
+        # Pricing reading a job's view, the stack total naming the resources it sums, the
+        # estimate reading a stack file, the local backend serving TensorBoard: what the
+        # package had before, or could grow again.
         ("vertex_training.cost.estimate", "vertex_training.jobs.view"),
-        ("vertex_training.platform.platform", "vertex_training.cost.program"),
+        ("vertex_training.cost.program", "vertex_training.jobs.resources"),
+        ("vertex_training.cost.__main__", "vertex_training.stack.config"),
         ("vertex_training.jobs.backends.local.backend", "vertex_training.stack.tensorboard"),
     ],
 )

@@ -83,7 +83,7 @@ def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path:
 def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
     wheel: Path, tmp_path: Path
 ) -> None:
-    """``load_stack`` and ``python -m vertex_training.cost --stack`` find the project
+    """``load_stack`` and ``python -m vertex_training.stack estimate --stack`` find the project
     (Pulumi.yaml, stacks/, docker/) from the working directory, not beside the package."""
     site = tmp_path / "site"
     subprocess.run(
@@ -115,6 +115,8 @@ def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
     out = run_python("-c", program, cwd=project / "sub", env=env).split()
     assert Path(out[0]).is_relative_to(site), out[0]
     assert out[1:] == [str(project / ".local-vertex"), str(project)]
-    estimate = run_python("-m", "vertex_training.cost", "--stack", "dev", cwd=project, env=env)
+    estimate = run_python(
+        "-m", "vertex_training.stack", "estimate", "--stack", "dev", cwd=project, env=env
+    )
     assert estimate.startswith("stack dev (")
     assert "total: $" in estimate

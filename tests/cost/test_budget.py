@@ -123,12 +123,12 @@ def test_make_estimate_exits_1_where_the_policy_refuses(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from tests import PROJECT_ROOT
-    from vertex_training.cost.__main__ import main
+    from vertex_training.stack.__main__ import main
 
     prod = (PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml").read_text()
     stack_file = tmp_path / "Pulumi.prod.yaml"
     stack_file.write_text(prod.replace("config:\n", "config:\n  vertex-training:budget: 1\n", 1))
-    assert main(["--stack-file", str(stack_file), "--workbench-hours", "10"]) == 1
+    assert main(["estimate", "--stack-file", str(stack_file), "--workbench-hours", "10"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[-1].startswith("budget $1.00: over (refused in prod): estimated cost")
 

@@ -49,7 +49,7 @@ def test_shipped_catalog_only_prices_what_the_hardware_catalog_knows() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_machine_and_gpu_of_the_cloud_stacks_is_priced(stack: str) -> None:
-    from vertex_training.cost.__main__ import estimate_stack
+    from vertex_training.stack.estimate import estimate_stack
 
     total = estimate_stack(load_stack_config(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))
     assert total.unknown == ()

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from tests.cost.conftest import TEST_PRICES, accelerator, machine, priced
-from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog, parse_price_catalog, price_catalog
 from vertex_training.cost.estimate import stack_estimate
 from vertex_training.cost.report import estimate_table, stack_total_message
 from vertex_training.serving.api import DeploymentArgs, deployment_body
 from vertex_training.serving.estimate import estimate_endpoint
 from vertex_training.serving.rules import prediction_catalog
+from vertex_training.stack.__main__ import main
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_make_estimate_shows_a_stack_endpoint_per_hour(
         "        primary: {model: projects/p/locations/us-central1/models/1@1, "
         "minReplicaCount: 2}\n"
     )
-    assert main(["--stack-file", str(stack_file)]) == 0
+    assert main(["estimate", "--stack-file", str(stack_file)]) == 0
     out = capsys.readouterr().out
     assert "horses (endpoint)" in out
     assert "2 x n1-standard-2" in out

@@ -11,7 +11,6 @@ import pytest
 from tests import PROJECT_ROOT, modules_loaded_by
 from tests.cost.bodies import custom_job, pool, tuning_job
 from tests.cost.conftest import SmallStack, custom_job_estimate
-from vertex_training.cost.__main__ import main
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import stack_estimate
 from vertex_training.cost.report import (
@@ -22,6 +21,7 @@ from vertex_training.cost.report import (
 )
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.records import JobKind
+from vertex_training.stack.__main__ import main
 
 V100 = "NVIDIA_TESLA_V100"
 
@@ -83,7 +83,7 @@ def test_unknown_prices_are_listed_under_the_table(prices: PriceCatalog) -> None
 
 
 def test_cli_prints_the_dev_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--stack", "dev", "--duration", "cassava-mwms=1800"]) == 0
+    assert main(["estimate", "--stack", "dev", "--duration", "cassava-mwms=1800"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "stack dev (us-central1), list prices in USD"
     names = [line.split()[0] for line in out[3:8]]
@@ -100,12 +100,12 @@ def test_cli_prints_the_dev_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_cli_refuses_a_malformed_duration(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main(["--stack", "dev", "--duration", "cassava-mwms=soon"])
+        main(["estimate", "--stack", "dev", "--duration", "cassava-mwms=soon"])
     assert "expected JOB=SECONDS" in capsys.readouterr().err
 
 
 def test_cli_refuses_a_duration_for_an_unknown_job(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--stack", "dev", "--duration", "nope=60"]) == 2
+    assert main(["estimate", "--stack", "dev", "--duration", "nope=60"]) == 2
     assert "jobs the stack does not declare: ['nope']" in capsys.readouterr().err
 
 
@@ -114,7 +114,7 @@ def test_malformed_budget_is_a_config_error(
 ) -> None:
     stack_file = tmp_path / "Pulumi.scratch.yaml"
     stack_file.write_text("config:\n  vertex-training:budget: lots\n")
-    assert main(["--stack-file", str(stack_file)]) == 2
+    assert main(["estimate", "--stack-file", str(stack_file)]) == 2
     err = capsys.readouterr().err
     assert "vertex-training:budget: Input should be a valid integer" in err
     assert "Fix: pulumi config set vertex-training:budget 50 --stack scratch" in err
@@ -128,7 +128,7 @@ def test_make_estimate_runs_the_module() -> None:
         text=True,
         check=True,
     ).stdout
-    assert "-m vertex_training.cost --stack dev" in dry_run
+    assert "-m vertex_training.stack estimate --stack dev" in dry_run
 
 
 @pytest.mark.parametrize(
@@ -141,7 +141,7 @@ def test_make_estimate_runs_the_module() -> None:
         ),
         # A stack's bodies come from the public Args (Pulumi Inputs), nothing heavier.
         (
-            "vertex_training.cost.__main__",
+            "vertex_training.stack.estimate",
             ("tensorflow", "google.cloud.aiplatform_v1", "pulumi_gcp"),
         ),
     ],

@@ -14,8 +14,8 @@ from __future__ import annotations
 import pytest
 
 from tests import PROJECT_ROOT
-from vertex_training.cost.__main__ import estimate_stack
 from vertex_training.stack.config import load_stack_config
+from vertex_training.stack.estimate import estimate_stack
 
 MINUTE = 60.0
 CODELAB_DURATIONS = {

@@ -21,8 +21,8 @@ from policy.rules import (
 )
 from tests import PROJECT_ROOT
 from tests.policy.conftest import changed, one
-from vertex_training.cost.__main__ import estimate_stack
 from vertex_training.stack.config import load_stack_config
+from vertex_training.stack.estimate import estimate_stack
 
 Stacks = dict[str, list[Resource]]
 

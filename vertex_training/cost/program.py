@@ -9,24 +9,44 @@ declared them, never by a job reaching up for its siblings.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pulumi
 
 from vertex_training.cost.budget import budget_verdict
-from vertex_training.cost.estimate import StackEstimate, stack_estimate
+from vertex_training.cost.estimate import (
+    EndpointEstimate,
+    JobEstimate,
+    StackEstimate,
+    WorkbenchEstimate,
+    stack_estimate,
+)
 from vertex_training.cost.report import stack_total_message
 
-if TYPE_CHECKING:
-    from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob
-    from vertex_training.platform.platform import TrainingPlatform
-    from vertex_training.serving.resources import Endpoint
+
+# What the sum reads of the resources, named here: pricing sits below the resources it
+# prices and imports none of them (``vt.TrainingPlatform``, ``vt.CustomJob``, ...).
+class _Platform(Protocol):
+    @property
+    def environment(self) -> str: ...
+    @property
+    def cost_estimate(self) -> WorkbenchEstimate | None: ...
+
+
+class _Job(Protocol):
+    @property
+    def cost_estimate(self) -> JobEstimate | None: ...
+
+
+class _Endpoint(Protocol):
+    @property
+    def cost_estimate(self) -> EndpointEstimate: ...
 
 
 def log_stack_cost(
-    platform: TrainingPlatform,
-    jobs: Iterable[CustomJob | HyperparameterTuningJob],
-    endpoints: Iterable[Endpoint] = (),
+    platform: _Platform,
+    jobs: Iterable[_Job],
+    endpoints: Iterable[_Endpoint] = (),
     *,
     budget: float | None = None,
 ) -> StackEstimate | None:
@@ -39,7 +59,8 @@ def log_stack_cost(
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     serving = [endpoint.cost_estimate for endpoint in endpoints]
     total = stack_estimate(estimates, platform.cost_estimate, serving)
-    log_stack_total(total, budget, platform.environment, resource=platform)
+    resource = platform if isinstance(platform, pulumi.Resource) else None
+    log_stack_total(total, budget, platform.environment, resource=resource)
     return total
 
 

@@ -1,14 +1,15 @@
-"""``python -m vertex_training.stack preview|up|refresh|destroy --stack NAME``.
+"""``python -m vertex_training.stack preview|up|refresh|destroy|estimate --stack NAME``.
 
 Runs one command of a stack through the real Pulumi engine, with the project's program
 served inline (no Python language host needed: see vertex_training/stack/engine.py). Run it
 in the project directory (the one holding Pulumi.yaml) or below it. Exits with the
 engine's status; a missing CLI or project is one line on stderr and status 2.
 
-Two commands around the engine read the stack's settings: ``policy-config --out FILE
-[--base FILE]`` writes the policy pack's config with the stack's budget (``make preview|up
-POLICY=1``), and ``tensorboard`` serves the local jobs' logs of the stack's ``localRoot``
-on a free port until Ctrl-C (``make tensorboard``).
+Three commands around the engine read the stack's file alone: ``estimate`` prints what
+the stack costs before it runs (``make estimate``; ``vertex_training.stack.estimate``),
+``policy-config --out FILE [--base FILE]`` writes the policy pack's config with the stack's
+budget (``make preview|up POLICY=1``), and ``tensorboard`` serves the local jobs' logs of
+the stack's ``localRoot`` on a free port until Ctrl-C (``make tensorboard``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from vertex_training.stack import estimate
 from vertex_training.stack.engine import (
     COMMANDS,
     EXIT_USAGE,
@@ -28,6 +31,10 @@ from vertex_training.stack.engine import (
     stack_file,
 )
 
+if TYPE_CHECKING:
+    from vertex_training.stack.config import StackConfig
+
+ESTIMATE = "estimate"
 POLICY_CONFIG = "policy-config"
 TENSORBOARD = "tensorboard"
 BUDGET_POLICIES = ("budget", "budget-prod")
@@ -36,8 +43,13 @@ BUDGET_POLICIES = ("budget", "budget-prod")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m vertex_training.stack", description=__doc__)
-    parser.add_argument("command", choices=(*COMMANDS, POLICY_CONFIG, TENSORBOARD))
-    parser.add_argument("--stack", "-s", required=True, help="stack name, e.g. local, dev, prod")
+    parser.add_argument("command", choices=(*COMMANDS, ESTIMATE, POLICY_CONFIG, TENSORBOARD))
+    parser.add_argument("--stack", "-s", help="stack name, e.g. local, dev, prod")
+    parser.add_argument(
+        "--stack-file",
+        type=Path,
+        help="estimate, policy-config, tensorboard: this stack file instead of the stack's",
+    )
     parser.add_argument("--diff", action="store_true", help="show the changes in full")
     parser.add_argument(
         "--json", action="store_true", help="preview: print the plan as JSON (steps, diagnostics)"
@@ -69,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--expect-no-changes", action="store_true", help="fail if anything would change"
     )
+    estimate.add_arguments(parser)
     tools = parser.add_argument_group("policy-config and tensorboard")
     tools.add_argument("--out", type=Path, help="policy-config: the file to write")
     tools.add_argument("--base", type=Path, help="policy-config: a pack config to start from")
@@ -78,18 +91,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stack_config(args: argparse.Namespace) -> StackConfig:
+    """The stack's settings, from ``--stack-file`` or the stack's file where the project
+    keeps it (Pulumi.yaml's ``stackConfigDir``)."""
+    from vertex_training.stack.config import load_stack_config
+
+    return load_stack_config(args.stack_file or stack_file(args.stack))
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    return estimate.print_estimate(_stack_config(args), args)
+
+
 def _policy_config(args: argparse.Namespace) -> int:
     """The pack's config (``--base``, e.g. ``policy/config/<stack>.json``) with the stack's
     ``budget`` given to the budget policies that do not set their own: the pack reads no
     file of the project it judges (it runs on a platform team's program as on this one)."""
-    from vertex_training.stack.config import load_stack_config
-
     if args.out is None:
         print("error: policy-config needs --out FILE", file=sys.stderr)
         return EXIT_USAGE
     base = json.loads(args.base.read_text(encoding="utf-8")) if args.base else {}
     config = {name: dict(settings) for name, settings in base.items()}
-    budget = load_stack_config(stack_file(args.stack)).budget
+    budget = _stack_config(args).budget
     if budget is not None:
         for name in BUDGET_POLICIES:
             config.setdefault(name, {}).setdefault("budget", budget)
@@ -105,9 +128,7 @@ def _tensorboard(args: argparse.Namespace) -> int:
     path."""
     from tensorboard import program
 
-    from vertex_training.stack.config import load_stack_config
-
-    logdir = Path(args.root or load_stack_config(stack_file(args.stack)).local_root)
+    logdir = Path(args.root or _stack_config(args).local_root)
     logdir.mkdir(parents=True, exist_ok=True)
     server = program.TensorBoard()
     # New trials appear while a study runs: reload every 5 seconds. Port 0: a free one.
@@ -123,8 +144,11 @@ def _tensorboard(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    tools = {POLICY_CONFIG: _policy_config, TENSORBOARD: _tensorboard}
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.stack is None and (args.stack_file is None or args.command in COMMANDS):
+        parser.error("the following arguments are required: --stack")
+    tools = {ESTIMATE: _estimate, POLICY_CONFIG: _policy_config, TENSORBOARD: _tensorboard}
     try:
         if args.command in tools:
             try:

@@ -1,18 +1,18 @@
-"""``python -m vertex_training.cost --stack dev``: the stack's estimate as a table.
+"""``python -m vertex_training.stack estimate --stack dev`` (``make estimate``): the stack's
+estimate as a table, from its stack file, with no CLI and no cloud.
 
-Prints one row per job (and the Workbench instance) and ends in ``total: $LOW - $HIGH``
-(one number when exact), then the budget verdict when the stack has a budget: exit status 1
-when the policy pack would refuse it (over or unknown, in prod). ``--duration NAME=SECONDS``
-gives a job's expected duration (one trial for a tuning job); without one its timeout
-bounds the estimate.
+Prints one row per job (and the Workbench instance, each endpoint per hour) and ends in
+``total: $LOW - $HIGH`` (one number when exact), then the budget verdict when the stack has
+a budget: exit status 1 when the policy pack would refuse it (over or unknown, in prod).
+``--duration NAME=SECONDS`` gives a job's expected duration (one trial for a tuning job);
+without one its timeout bounds the estimate. The prices are ``vertex_training.cost``'s; the
+bodies they price are the ones the stack's jobs and endpoints send.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
@@ -32,8 +32,9 @@ from vertex_training.jobs.placeholders import (
 )
 from vertex_training.serving.api import deployment_body
 from vertex_training.serving.estimate import estimate_endpoint
-from vertex_training.stack.config import StackConfig, load_stack_config
-from vertex_training.stack.engine import StackCommandError, stack_file
+from vertex_training.stack.config import StackConfig
+
+__all__ = ["add_arguments", "estimate_stack", "print_estimate"]
 
 
 def estimate_stack(
@@ -102,39 +103,39 @@ def _duration(text: str) -> tuple[str, float]:
         value = float(seconds)
     except ValueError:
         value = -1.0
-    if not sep or not name or value <= 0:
+    if not sep or not name or not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected JOB=SECONDS with SECONDS > 0, e.g. cassava-mwms=1800"
         )
     return name, value
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vertex_training.cost", description=__doc__)
-    parser.add_argument("--stack", default="local", help="stack name (stacks/Pulumi.<stack>.yaml)")
-    parser.add_argument("--stack-file", type=Path, help="a stack file instead of --stack")
-    parser.add_argument(
-        "--duration", type=_duration, action="append", default=[], metavar="JOB=SECONDS"
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The estimate's own options, on the stack command's parser."""
+    group = parser.add_argument_group("estimate")
+    group.add_argument(
+        "--duration",
+        type=_duration,
+        action="append",
+        default=[],
+        metavar="JOB=SECONDS",
+        help="estimate: a job's expected duration (one trial of a tuning job)",
     )
-    parser.add_argument(
-        "--workbench-hours", type=float, default=DEFAULT_WORKBENCH_HOURS, metavar="HOURS"
+    group.add_argument(
+        "--workbench-hours",
+        type=float,
+        default=DEFAULT_WORKBENCH_HOURS,
+        metavar="HOURS",
+        help="estimate: hours the Workbench instance runs",
     )
-    args = parser.parse_args(argv)
-    try:
-        # The stack's file where the project keeps it (Pulumi.yaml's stackConfigDir).
-        config = load_stack_config(args.stack_file or stack_file(args.stack))
-        total = estimate_stack(
-            config,
-            expected_durations=dict(args.duration),
-            workbench_hours=args.workbench_hours,
-        )
-    except (
-        ValueError,
-        OSError,
-        StackCommandError,
-    ) as error:  # ConfigError, EstimateError: ValueError
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+
+
+def print_estimate(config: StackConfig, args: argparse.Namespace) -> int:
+    """The estimate of ``config`` as a table, then its budget verdict: 1 when the policy
+    pack would refuse it, else 0. A wrong ``--duration`` job name is a ``ValueError``."""
+    total = estimate_stack(
+        config, expected_durations=dict(args.duration), workbench_hours=args.workbench_hours
+    )
     print(f"stack {config.stack} ({config.region}), list prices in USD")
     if not config.environment.is_cloud:
         print("local stack: its jobs run on this machine for free; these are the prices of")
@@ -147,7 +148,3 @@ def main(argv: list[str] | None = None) -> int:
     print(budget_line(verdict, environment))
     # The same verdict the policy pack enforces: what it refuses fails here too.
     return 1 if verdict.action(environment) == "refuse" else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
