@@ -16,16 +16,19 @@ from pydantic import ValidationError
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.stack.config import (
     PROJECT_NAME,
     ConfigError,
     EnvironmentKind,
     StackConfig,
+    fix,
     known_config_keys,
     load_pulumi_config,
     load_stack_config,
     parse_stack_config,
+    render,
 )
 from vertex_training.stack.serving import SERVING_KEYS
 
@@ -37,6 +40,13 @@ DEV = {"vertex-training:environment": "dev", "gcp:project": "my-project"}
 
 def key(name: str) -> str:
     return f"{PROJECT_NAME}:{name}"
+
+
+def same_words(problem: Finding, error: vt.InvalidArgumentsError, where: str) -> None:
+    """The stack's finding is the Python Args' (one rule, one value), said with the same
+    words at each route's own path."""
+    assert problem.at("") in [f.at("") for f in error.findings]
+    assert str(problem.at(where)) in str(error)
 
 
 def problems_of(stack: str, raw: dict[str, object]) -> ConfigError:
@@ -191,7 +201,7 @@ def test_missing_gcp_project_on_a_cloud_stack() -> None:
     error = problems_of("dev", {key("environment"): "dev"})
     message = str(error)
     assert "gcp:project: missing: a dev environment needs a Google Cloud project" in message
-    assert "Valid: a Google Cloud project id" in message
+    assert "; valid: a Google Cloud project id" in message
     assert "Fix: pulumi config set gcp:project <your-project-id> --stack dev" in message
 
 
@@ -203,7 +213,7 @@ def test_missing_gcp_project_is_reported_even_when_the_region_is_bad_too() -> No
         {key("region"): "mars-north1", key("strictHardwareChecks"): "true"},
     ):
         error = problems_of("prod", {**prod, **bad})
-        assert {"gcp:project", key("region")} <= {p.key for p in error.problems}
+        assert {"gcp:project", key("region")} <= {p.caller for p in error.findings}
 
 
 def test_regions_and_workbench_gpus_come_from_the_hardware_catalog() -> None:
@@ -218,11 +228,14 @@ def test_regions_and_workbench_gpus_come_from_the_hardware_catalog() -> None:
     config = parse_stack_config(
         "dev", {**DEV, key("region"): "mars-north1", key("workbenchEnabled"): "false"}
     )
-    assert any("mars-north1" in w and "not in the hardware catalog" in w for w in config.warnings)
+    assert any(
+        "mars-north1" in w.message and "not in the hardware catalog" in w.message
+        for w in config.warnings
+    )
     # A Workbench GPU the hand table lacked and the catalog has (a2-ultragpu takes A100 80GB).
     error = problems_of("dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_V10"})
-    assert "(did you mean 'NVIDIA_TESLA_V100'?)" in error.problems[0].problem
-    assert "NVIDIA_H100_80GB" in error.problems[0].problem
+    assert "(did you mean 'NVIDIA_TESLA_V100'?)" in error.findings[0].message
+    assert "NVIDIA_H100_80GB" in error.findings[0].message
 
 
 @pytest.mark.parametrize(
@@ -238,7 +251,7 @@ def test_both_routes_hold_a_setting_to_one_rule(
     setting: str, value: str, platform_field: str
 ) -> None:
     error = problems_of("dev", {**DEV, key(setting): value})
-    [problem] = error.problems
+    [problem] = error.findings
     with pytest.raises(vt.InvalidArgumentsError) as caught:
         vt.TrainingPlatform(
             "p",
@@ -246,14 +259,11 @@ def test_both_routes_hold_a_setting_to_one_rule(
                 environment="dev", project="my-project", **{platform_field: int(value)}
             ),
         )
-    assert (
-        f"TrainingPlatformArgs.{platform_field}: {problem.problem}; valid: {problem.valid}"
-        in str(caught.value)
-    )
+    same_words(problem, caught.value, f"TrainingPlatformArgs.{platform_field}")
 
 
 def test_the_workbench_disk_is_one_rule_for_both_routes() -> None:
-    [problem] = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "100"}).problems
+    [problem] = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "100"}).findings
     with pytest.raises(vt.InvalidArgumentsError) as caught:
         vt.TrainingPlatform(
             "p",
@@ -261,10 +271,7 @@ def test_the_workbench_disk_is_one_rule_for_both_routes() -> None:
                 environment="dev", project="my-project", workbench=vt.Workbench(disk_size_gb=100)
             ),
         )
-    assert (
-        f"TrainingPlatformArgs.workbench.disk_size_gb: {problem.problem}; valid: {problem.valid}"
-        in str(caught.value)
-    )
+    same_words(problem, caught.value, "TrainingPlatformArgs.workbench.disk_size_gb")
 
 
 KMS = "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c"
@@ -344,17 +351,15 @@ def test_both_routes_run_one_rule_and_name_their_own_path(
 ) -> None:
     # The same bad value through the stack config and through TrainingPlatformArgs: one
     # rule (platform.rules), one problem, each route naming the value its own way.
-    [problem] = problems_of("dev", {**DEV, **{key(k): v for k, v in config.items()}}).problems
-    assert problem.key == key(config_key)
-    assert problem.fix.startswith(f"pulumi config set {key(config_key)} ")
+    [problem] = problems_of("dev", {**DEV, **{key(k): v for k, v in config.items()}}).findings
+    assert problem.caller == key(config_key)
+    assert fix(problem, "dev").startswith(f"pulumi config set {key(config_key)} ")
     with pytest.raises(vt.InvalidArgumentsError) as caught:
         vt.TrainingPlatform(
             "p", vt.TrainingPlatformArgs(environment="dev", project="my-project", **args)
         )
     message = str(caught.value)
-    assert (
-        f"TrainingPlatformArgs.{args_field}: {problem.problem}; valid: {problem.valid}" in message
-    )
+    same_words(problem, caught.value, f"TrainingPlatformArgs.{args_field}")
     assert config_key not in message and "vertex-training:" not in message
     assert "TrainingPlatformArgs" not in str(problem)
 
@@ -362,9 +367,9 @@ def test_both_routes_run_one_rule_and_name_their_own_path(
 def test_a_derived_bucket_name_is_one_rule_for_both_routes() -> None:
     # No bucket name: the platform derives <project>-<stack>-vertex, which must follow the
     # bucket rules too ("google" is reserved). Both routes judge it with judge_platform.
-    [problem] = problems_of("dev", {**DEV, "gcp:project": "my-google-project"}).problems
-    assert problem.key == key("bucketName")
-    assert "not set, and the derived name 'my-google-project-dev-vertex'" in problem.problem
+    [problem] = problems_of("dev", {**DEV, "gcp:project": "my-google-project"}).findings
+    assert problem.caller == key("bucketName")
+    assert "not set, and the derived name 'my-google-project-dev-vertex'" in problem.message
     with pytest.raises(vt.InvalidArgumentsError) as caught:
         run_pulumi(
             lambda: vt.TrainingPlatform(
@@ -373,9 +378,7 @@ def test_a_derived_bucket_name_is_one_rule_for_both_routes() -> None:
             ),
             stack="dev",
         )
-    assert f"TrainingPlatformArgs.bucket_name: {problem.problem}; valid: {problem.valid}" in str(
-        caught.value
-    )
+    same_words(problem, caught.value, "TrainingPlatformArgs.bucket_name")
 
 
 def test_one_bad_value_hides_no_other_of_its_section() -> None:
@@ -389,42 +392,40 @@ def test_one_bad_value_hides_no_other_of_its_section() -> None:
             key("kmsKeyName"): "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c",
         },
     )
-    assert {p.key for p in error.problems} == {key("budget"), key("kmsKeyName")}
+    assert {p.caller for p in error.findings} == {key("budget"), key("kmsKeyName")}
     # A refused value's default stands in for the rules, and is not judged in its place.
     error = problems_of(
         "dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_T4", key("workbenchGpuCount"): "x"}
     )
-    [problem] = error.problems
-    assert problem.key == key("workbenchGpuCount") and "valid integer" in problem.problem
+    [problem] = error.findings
+    assert problem.caller == key("workbenchGpuCount") and "valid integer" in problem.message
 
 
 def test_the_project_is_one_rule_for_both_routes() -> None:
-    [problem] = problems_of("prod", {key("environment"): "prod"}).problems
-    assert problem.key == "gcp:project"
+    [problem] = problems_of("prod", {key("environment"): "prod"}).findings
+    assert problem.caller == "gcp:project"
     with pytest.raises(vt.InvalidArgumentsError) as caught:
         vt.TrainingPlatform("p", vt.TrainingPlatformArgs(environment="prod"))
-    assert f"TrainingPlatformArgs.project: {problem.problem}; valid: {problem.valid}" in str(
-        caught.value
-    )
+    same_words(problem, caught.value, "TrainingPlatformArgs.project")
 
 
 def test_malformed_gcp_project() -> None:
     error = problems_of("dev", {**DEV, "gcp:project": "My Project"})
-    (problem,) = error.problems
-    assert problem.key == "gcp:project"
-    assert "'My Project' is not a Google Cloud project id" in problem.problem
+    (problem,) = error.findings
+    assert problem.caller == "gcp:project"
+    assert "'My Project' is not a Google Cloud project id" in problem.message
 
 
 def test_unknown_region() -> None:
     error = problems_of("dev", {**DEV, key("region"): "us-centrl1"})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:region"
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:region"
     # The hardware catalog's region rule, the one TrainingPlatformArgs is judged by.
     assert "'us-centrl1' is not a Vertex AI region (did you mean 'us-central1'?)" in (
-        problem.problem
+        problem.message
     )
-    assert "europe-west4" in problem.problem.partition("valid:")[2]
-    assert problem.fix == "pulumi config set vertex-training:region us-central1 --stack dev"
+    assert "europe-west4" in problem.message.partition("valid:")[2]
+    assert "Fix: pulumi config set vertex-training:region us-central1 --stack dev" in str(error)
 
 
 @pytest.mark.parametrize(
@@ -441,11 +442,11 @@ def test_unknown_region() -> None:
 )
 def test_malformed_bucket_name(name: str) -> None:
     error = problems_of("dev", {**DEV, key("bucketName"): name})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:bucketName"
-    assert f"'{name}'" in problem.problem
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:bucketName"
+    assert f"'{name}'" in problem.message
     assert "3-63 characters of lowercase letters" in problem.valid
-    assert problem.fix.startswith("pulumi config set vertex-training:bucketName ")
+    assert fix(problem, "dev").startswith("pulumi config set vertex-training:bucketName ")
 
 
 @given(st.from_regex(r"[a-z0-9][a-z0-9_-]{1,40}[a-z0-9]", fullmatch=True))
@@ -457,30 +458,29 @@ def test_well_formed_bucket_names_pass(name: str) -> None:
 
 def test_derived_bucket_name_is_checked_too() -> None:
     error = problems_of("dev", {**DEV, "gcp:project": "google-lab-1"})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:bucketName"
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:bucketName"
     assert "not set, and the derived name 'google-lab-1-dev-vertex' uses a name reserved" in (
-        problem.problem
+        problem.message
     )
 
 
 def test_negative_disk_size() -> None:
     error = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "-5"})
-    (problem,) = error.problems
-    assert str(problem) == (
-        "vertex-training:workbenchDiskSizeGb: -5 GB is not a valid boot disk size. "
-        "Valid: an integer from 150 to 64000. "
-        "Fix: pulumi config set vertex-training:workbenchDiskSizeGb 150 --stack dev"
-    )
+    assert str(error).splitlines()[1:] == [
+        "  - vertex-training:workbenchDiskSizeGb: -5 GB is not a valid boot disk size; "
+        "valid: an integer from 150 to 64000",
+        "    Fix: pulumi config set vertex-training:workbenchDiskSizeGb 150 --stack dev",
+    ]
 
 
 def test_unknown_key_is_not_silently_ignored() -> None:
     error = problems_of("dev", {**DEV, key("workbenchMachinType"): "n1-standard-8"})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:workbenchMachinType"
-    assert "unknown config key (did you mean 'workbenchMachineType'?)" in problem.problem
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:workbenchMachinType"
+    assert "unknown config key (did you mean 'workbenchMachineType'?)" in problem.message
     assert "workbenchMachineType" in problem.valid
-    assert problem.fix == (
+    assert fix(problem, "dev") == (
         "pulumi config rm vertex-training:workbenchMachinType --stack dev && "
         "pulumi config set vertex-training:workbenchMachineType <value> --stack dev"
     )
@@ -488,23 +488,23 @@ def test_unknown_key_is_not_silently_ignored() -> None:
 
 def test_not_a_number() -> None:
     error = problems_of("dev", {**DEV, key("imageKeepCount"): "many"})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:imageKeepCount"
-    assert "'many'" in problem.problem
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:imageKeepCount"
+    assert "'many'" in problem.message
     assert problem.valid == "an integer from 1 to 1000"
 
 
 def test_unknown_environment() -> None:
     error = problems_of("dev", {**DEV, key("environment"): "staging"})
-    (problem,) = error.problems
-    assert problem.key == "vertex-training:environment"
+    (problem,) = error.findings
+    assert problem.caller == "vertex-training:environment"
     assert problem.valid == "one of local, dev, prod"
 
 
 def test_trainer_image_must_be_a_digest() -> None:
     error = problems_of("dev", {**DEV, key("trainerImage"): "example.com/trainer:latest"})
-    (problem,) = error.problems
-    assert "not an image by digest" in problem.problem
+    (problem,) = error.findings
+    assert "not an image by digest" in problem.message
     digest = "example.com/trainer@sha256:" + "a" * 64
     assert parse_stack_config("dev", {**DEV, key("trainerImage"): digest}).image.trainer_image
 
@@ -521,8 +521,10 @@ def test_trainer_image_must_be_a_digest() -> None:
         ),
         ({"workbenchGpuCount": "3"}, "workbenchGpuCount", "acceleratorCount is 3 but"),
         (
+            # The machine does not take the GPU: the machine type is the key to change
+            # (the message lists the machines that take it).
             {"workbenchGpuType": "NVIDIA_L4", "workbenchGpuCount": "1"},
-            "workbenchGpuType",
+            "workbenchMachineType",
             "n1-standard-4 does not take NVIDIA_L4",
         ),
         (
@@ -559,9 +561,9 @@ def test_trainer_image_must_be_a_digest() -> None:
 )
 def test_rules_between_and_within_keys(extra: dict[str, str], bad_key: str, text: str) -> None:
     error = problems_of("dev", {**DEV, **{key(k): v for k, v in extra.items()}})
-    assert [p.key for p in error.problems] == [key(bad_key)]
-    assert text in error.problems[0].problem
-    assert error.problems[0].fix.startswith(f"pulumi config set {key(bad_key)} ")
+    assert [p.caller for p in error.findings] == [key(bad_key)]
+    assert text in error.findings[0].message
+    assert fix(error.findings[0], "dev").startswith(f"pulumi config set {key(bad_key)} ")
 
 
 def test_a_refused_workbench_zone_hides_no_gpu_problem() -> None:
@@ -569,8 +571,8 @@ def test_a_refused_workbench_zone_hides_no_gpu_problem() -> None:
     # catalog does not judge the zone a second time.
     extra = {key("workbenchZone"): "central", key("workbenchGpuCount"): "2"}
     error = problems_of("dev", {**DEV, **extra})
-    assert [p.key for p in error.problems] == [key("workbenchZone"), key("workbenchGpuCount")]
-    assert "acceleratorCount is 2 but acceleratorType is unset" in error.problems[1].problem
+    assert [p.caller for p in error.findings] == [key("workbenchZone"), key("workbenchGpuCount")]
+    assert "acceleratorCount is 2 but acceleratorType is unset" in error.findings[1].message
 
 
 def test_all_problems_are_reported_at_once() -> None:
@@ -584,7 +586,7 @@ def test_all_problems_are_reported_at_once() -> None:
             key("regoin"): "us-central1",
         },
     )
-    assert len(error.problems) == 5
+    assert len(error.findings) == 5
     assert str(error).startswith("invalid config for stack 'dev':\n  - ")
 
 
@@ -626,13 +628,13 @@ def _pool(**fields: object) -> dict[str, object]:
 
 def test_unknown_nested_job_key_suggests_and_lists_valid_keys() -> None:
     raw = _jobs(_job("a"), _job("b", chief={"machineType": "n1-standard-8", "acelerator": "x"}))
-    (problem,) = problems_of("dev", raw).problems
-    assert problem.key == "vertex-training:jobs[1].chief.acelerator"
-    assert "did you mean 'accelerator'" in problem.problem
+    (problem,) = problems_of("dev", raw).findings
+    assert problem.caller == "vertex-training:jobs[1].chief.acelerator"
+    assert "did you mean 'accelerator'" in problem.message
     assert "accelerator" in problem.valid and "replicaCount" in problem.valid
     # The fix edits the stack file; `pulumi config set jobs` would replace every job.
-    assert "stacks/Pulumi.dev.yaml" in problem.fix
-    assert not problem.fix.startswith("pulumi config set")
+    assert "stacks/Pulumi.dev.yaml" in fix(problem, "dev")
+    assert not fix(problem, "dev").startswith("pulumi config set")
 
 
 def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
@@ -647,7 +649,7 @@ def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
             "study": {"parameters": [_double("lr", 0.1, 1)]},
         },
     )
-    keys = [p.key for p in problems_of("dev", raw).problems]
+    keys = [p.caller for p in problems_of("dev", raw).findings]
     assert "vertex-training:jobs[0].chief.replicaCount" in keys
     assert "vertex-training:jobs[1].chief.machineType" in keys
     assert "vertex-training:jobs[2].maxTrialCount" in keys
@@ -655,9 +657,9 @@ def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
 
 def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
     raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
-    (problem,) = problems_of("dev", raw).problems
-    assert "jobSpec.workerPoolSpecs[0].machineSpec.machineType" in problem.problem
-    assert "valid: n1-standard-{4,8," in problem.problem  # what would be valid
+    (problem,) = problems_of("dev", raw).findings
+    assert "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.machineType)" in render(problem)
+    assert "valid: n1-standard-{4,8," in problem.message  # what would be valid
 
 
 def test_unknown_hardware_warns_in_strict_stacks_too() -> None:
@@ -666,7 +668,7 @@ def test_unknown_hardware_warns_in_strict_stacks_too() -> None:
     raw = _jobs(_job("a", chief={"machineType": "c2d-standard-3"}))
     for stack in (raw, {**raw, key("strictHardwareChecks"): "true"}):
         config = parse_stack_config("dev", stack)
-        assert any("jobs[0].chief.machineType" in w for w in config.warnings)
+        assert any(w.caller.endswith("jobs[0].chief.machineType") for w in config.warnings)
 
 
 def test_current_hardware_is_accepted() -> None:
@@ -798,23 +800,23 @@ def _double(parameter_id: str, low: float, high: float) -> dict[str, object]:
 def test_what_vertex_refuses_is_refused_at_the_jobs_own_key(
     job: dict[str, object], path: str, text: str
 ) -> None:
-    (problem,) = problems_of("dev", _jobs(job)).problems
-    assert problem.key == f"vertex-training:jobs[0].{path}"
-    assert text in problem.problem
+    (problem,) = problems_of("dev", _jobs(job)).findings
+    assert problem.caller == f"vertex-training:jobs[0].{path}"
+    assert text in problem.message
 
 
 @pytest.mark.parametrize(
     "namespace", ["vertex-trainng", "vertex_training", "Vertex-Training", "vertextraining"]
 )
 def test_a_misspelt_project_namespace_is_refused(namespace: str) -> None:
-    (problem,) = problems_of("dev", {**DEV, f"{namespace}:jobs": "[]"}).problems
-    assert problem.key == f"{namespace}:jobs"
-    assert problem.problem == (
+    (problem,) = problems_of("dev", {**DEV, f"{namespace}:jobs": "[]"}).findings
+    assert problem.caller == f"{namespace}:jobs"
+    assert problem.message == (
         f"unknown namespace '{namespace}' (did you mean 'vertex-training:jobs'?); a "
         "misspelt namespace would be silently ignored"
     )
     assert problem.valid.startswith("vertex-training:<key> for this project's keys")
-    assert problem.fix == (
+    assert fix(problem, "dev") == (
         f"pulumi config rm {namespace}:jobs --stack dev && pulumi config set "
         "vertex-training:jobs <value> --stack dev"
     )
@@ -849,7 +851,7 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
         ),
         "vertex-trainng:region": "us-central1",
     }
-    keys = sorted(p.key for p in problems_of("dev", raw).problems)
+    keys = sorted(p.caller for p in problems_of("dev", raw).findings)
     # A job whose keys do not parse (jobs[0]) is not checked further until they do.
     assert keys == [
         "vertex-training:jobs[0].scheduling.strategy",
@@ -857,3 +859,109 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
         "vertex-training:jobs[1].persistentResourceId",
         "vertex-trainng:region",
     ]
+
+
+# --------------------------------------------------------------------- mutated stacks
+
+
+def _dev_file() -> dict[str, object]:
+    return yaml.safe_load((PROJECT_ROOT / "stacks" / "Pulumi.dev.yaml").read_text())["config"]
+
+
+@pytest.mark.parametrize(
+    ("where", "path"),
+    [
+        ("jobs[0].scheduling.timeoutSeconds", (0, "scheduling", "timeoutSeconds")),
+        ("jobs[2].study.parameters[0].maxValue", (2, "study", "parameters", 0, "maxValue")),
+    ],
+)
+def test_a_number_no_float_holds_is_refused_at_its_key(
+    where: str, path: tuple[str | int, ...]
+) -> None:
+    # 10**400 is an OverflowError as a float: said at the key, not met as a traceback.
+    raw = _dev_file()
+    holder: typing.Any = raw[key("jobs")]
+    for part in path[:-1]:
+        holder = holder[part]
+    holder[path[-1]] = 10**400
+    error = problems_of("dev", raw)
+    assert key(where) in [f.caller for f in error.findings]
+
+
+def test_a_negative_workbench_gpu_count_is_refused_in_both_routes() -> None:
+    [problem] = problems_of("dev", {**DEV, key("workbenchGpuCount"): "-1"}).findings
+    assert problem.caller == key("workbenchGpuCount")
+    assert problem.message == "-1 GPUs is negative"
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform(
+            "p",
+            vt.TrainingPlatformArgs(
+                environment="dev",
+                project="my-project",
+                workbench=vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", -1)),
+            ),
+        )
+    same_words(problem, caught.value, "TrainingPlatformArgs.workbench.accelerator.count")
+
+
+def test_workbench_keys_on_a_local_stack_are_said_to_be_ignored() -> None:
+    raw = {key("workbenchMachineType"): "n1-standard-8", key("workbenchGpuType"): "NVIDIA_TESLA_T4"}
+    config = parse_stack_config("local", raw)
+    assert [(w.caller, w.message) for w in config.warnings] == [
+        (key(name), "a local stack has no Workbench instance: this key is ignored")
+        for name in ("workbenchMachineType", "workbenchGpuType")
+    ]
+    # The local stack file says so itself (workbenchEnabled: false): no warning.
+    assert parse_stack_config("local", {key("workbenchEnabled"): "false"}).warnings == ()
+
+
+@pytest.mark.parametrize("machine_type", ["a3-highgpu-8g", "zz-standard-4", "e2-standard-8"])
+def test_a_wrong_workbench_machine_type_is_named_at_its_own_key(machine_type: str) -> None:
+    # prod has a T4: a machine that does not take it is the machine type's problem (the
+    # message lists the machines that take it), never the GPU type's.
+    raw = {**_prod_file(), key("workbenchMachineType"): machine_type}
+    error = problems_of("prod", raw)
+    assert {f.caller for f in error.findings} == {key("workbenchMachineType")}
+
+
+def _prod_file() -> dict[str, object]:
+    return yaml.safe_load((PROJECT_ROOT / "stacks" / "Pulumi.prod.yaml").read_text())["config"]
+
+
+def test_a_bad_job_gpu_count_has_the_same_words_in_yaml_and_python() -> None:
+    pool = {"machineType": "n1-standard-4", "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 3}}
+    [problem] = problems_of("local", _jobs(_job("a", chief=pool))).findings
+    assert problem.caller == key("jobs[0].chief.accelerator.count")
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        run_pulumi(
+            lambda: vt.CustomJob(
+                "a",
+                vt.CustomJobArgs(
+                    platform=vt.TrainingPlatform(
+                        "p", vt.TrainingPlatformArgs(images={"trainer": "example.com/t:1"})
+                    ),
+                    chief=vt.WorkerPool(
+                        machine_type="n1-standard-4",
+                        accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
+                    ),
+                ),
+            ),
+            stack="local",
+        )
+    python = str(caught.value)
+    assert f"chief.accelerator.count: {problem.message} (Vertex field {problem.path})" in python
+    assert f"{problem.caller}: {problem.message} (Vertex field {problem.path})" in render(problem)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("budget", 10**400),
+        ("budget", 2**53 + 1),
+        ("imageKeepCount", True),
+        ("workbenchGpuCount", True),
+    ],
+)
+def test_a_number_key_takes_whole_numbers_a_float_holds(name: str, value: object) -> None:
+    error = problems_of("dev", {**DEV, key(name): value})
+    assert [f.caller for f in error.findings] == [key(name)]

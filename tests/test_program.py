@@ -288,7 +288,7 @@ BAD_CONFIGS = {
     "negative disk size": (
         {"vertex-training:workbenchDiskSizeGb": "-10"},
         "vertex-training:workbenchDiskSizeGb: -10 GB is not a valid boot disk size",
-        "Valid: an integer from 150 to 64000",
+        "valid: an integer from 150 to 64000",
     ),
     "unknown key": (
         {"vertex-training:bucketname": "x-bucket"},

@@ -192,7 +192,12 @@ def problems(jobs: Any, **extra: str) -> dict[str, str]:
     """Config key (without the namespace) -> problem, for every problem found."""
     with pytest.raises(ConfigError) as caught:
         parse_stack_config("dev", {**DEV, **extra, JOBS_KEY: json.dumps(jobs)})
-    found = {p.key.removeprefix(f"{PROJECT_NAME}:"): p.problem for p in caught.value.problems}
+    # What the user reads after the key: the message (and the Vertex field, where it has one).
+    found = {
+        p.caller.removeprefix(f"{PROJECT_NAME}:"): p.message
+        + (f" (Vertex field {p.path})" if p.path else "")
+        for p in caught.value.findings
+    }
     assert all(key.startswith("jobs") for key in found), caught.value
     return found
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from vertex_training.stack.config import ConfigError, parse_stack_config
+from vertex_training.stack.config import ConfigError, fix, parse_stack_config, render
 
 NS = "vertex-training"
+WHOLE = "(pulumi config set would replace the whole list)"
 JOB = {
     "name": "train",
     "chief": {"machineType": "n1-standard-4", "args": ["--workload", "horses_or_humans"]},
@@ -27,7 +28,7 @@ def _problems(**keys: Any) -> list[str]:
     }
     with pytest.raises(ConfigError) as caught:
         parse_stack_config("scratch", raw)
-    return [str(p) for p in caught.value.problems]
+    return [f"{render(p)}. Fix: {fix(p, 'scratch')}" for p in caught.value.findings]
 
 
 def _endpoint(**deployment: Any) -> dict[str, Any]:
@@ -44,26 +45,27 @@ def test_hardware_problems_are_named_at_the_deployment_key() -> None:
     assert problems == [
         f"{NS}:endpoints[0].deployments.primary.machineType: 'n1-standard-3' is not a "
         "prediction machine type (catalog as of 2026-11-26) (Vertex field "
-        "DeployedModel.dedicatedResources.machineSpec.machineType). Valid: "
-        + problems[0].split(". Valid: ")[1],
+        "DeployedModel.dedicatedResources.machineSpec.machineType); valid: "
+        + problems[0].split("; valid: ")[1],
         f"{NS}:endpoints[0].deployments.primary.minReplicaCount: 0 (Vertex field "
-        "DeployedModel.dedicatedResources.minReplicaCount). Valid: 1 or more (a dedicated "
+        "DeployedModel.dedicatedResources.minReplicaCount); valid: 1 or more (a dedicated "
         "deployment keeps at least one replica). Fix: edit "
-        "endpoints[0].deployments.primary.minReplicaCount in stacks/Pulumi.scratch.yaml",
+        f"endpoints[0].deployments.primary.minReplicaCount in stacks/Pulumi.scratch.yaml {WHOLE}",
         f"{NS}:endpoints[1].deployments.primary.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not "
-        "allowed (Vertex field DeployedModel.dedicatedResources.machineSpec.acceleratorCount). "
-        "Valid: 1, 2, 4. Fix: edit endpoints[1].deployments.primary.acceleratorCount in "
-        "stacks/Pulumi.scratch.yaml",
+        "allowed (Vertex field DeployedModel.dedicatedResources.machineSpec.acceleratorCount); "
+        "valid: 1, 2, 4. Fix: edit endpoints[1].deployments.primary.acceleratorCount in "
+        f"stacks/Pulumi.scratch.yaml {WHOLE}",
     ]
     assert problems[0].endswith(
-        "Fix: edit endpoints[0].deployments.primary.machineType in stacks/Pulumi.scratch.yaml"
+        "Fix: edit endpoints[0].deployments.primary.machineType in stacks/Pulumi.scratch.yaml "
+        + WHOLE
     )
 
 
 def test_a_gpu_the_stack_region_does_not_serve_is_named_at_the_key() -> None:
     endpoint = _endpoint(acceleratorType="NVIDIA_TESLA_P4")
     problems = _problems(region="us-east1", workbenchEnabled=False, endpoints=[endpoint])
-    assert [p.split(". Valid: ")[0] for p in problems] == [
+    assert [p.split("; valid: ")[0] for p in problems] == [
         f"{NS}:endpoints[0].deployments.primary.acceleratorType: NVIDIA_TESLA_P4 serves no "
         "predictions in us-east1 (Vertex field "
         "DeployedModel.dedicatedResources.machineSpec.acceleratorType)"
@@ -115,9 +117,9 @@ def test_a_model_image_by_tag_is_refused_at_its_key_in_prod() -> None:
     )
     assert [p for p in problems if p.startswith(f"{NS}:models")] == [
         f"{NS}:models[0].image: 'us-docker.pkg.dev/p/r/serving:1' is not an image by digest "
-        "(a tag can move under a served model in prod). Valid: "
+        "(a tag can move under a served model in prod); valid: "
         "REGISTRY/PATH@sha256:<64 hex digits>. Fix: edit models[0].image in "
-        "stacks/Pulumi.scratch.yaml"
+        f"stacks/Pulumi.scratch.yaml {WHOLE}"
     ]
 
 
@@ -128,8 +130,8 @@ def test_a_model_image_by_tag_is_refused_at_its_key_in_prod() -> None:
 def test_shapes_are_named_in_yaml_words(value: Any, word: str) -> None:
     problems = _problems(endpoints=[value] if value is not None else [None])
     assert problems == [
-        f"{NS}:endpoints[0]: {word}. Valid: a mapping. Fix: edit endpoints[0] in "
-        "stacks/Pulumi.scratch.yaml"
+        f"{NS}:endpoints[0]: {word}; valid: a mapping. Fix: edit endpoints[0] in "
+        f"stacks/Pulumi.scratch.yaml {WHOLE}"
     ]
     (listed,) = _problems(endpoints={"name": "e"})
-    assert listed.startswith(f"{NS}:endpoints: got a mapping. Valid: a YAML list")
+    assert listed.startswith(f"{NS}:endpoints: got a mapping; valid: a YAML list")

@@ -331,7 +331,7 @@ def _number(expected: object, value: Any, text: bool = False) -> Any:
             if number in options:
                 try:
                     return number(value)
-                except ValueError:
+                except (ValueError, OverflowError):  # 1e400 is no float: said as refused
                     continue
     return value
 

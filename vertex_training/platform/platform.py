@@ -23,6 +23,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training._project import project_root
 from vertex_training.cost.estimate import WorkbenchEstimate
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform._gc import frozen_once_loaded
@@ -31,7 +32,6 @@ from vertex_training.platform.rules import (
     REPOSITORY_ID,
     EnvironmentKind,
     PlatformValues,
-    Problem,
     WorkbenchValues,
     image_name_problems,
     image_reference_problems,
@@ -226,11 +226,13 @@ class TrainingPlatform(pulumi.ComponentResource):
         errors, warnings = platform_problems(args, resource_name)
         if errors:
             raise InvalidArgumentsError(
-                f"TrainingPlatform {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
+                f"TrainingPlatform {resource_name!r} would be refused:\n  "
+                + "\n  ".join(map(str, errors)),
+                findings=errors,
             )
         super().__init__("vertex-training:index:TrainingPlatform", resource_name, None, opts)
         for warning in warnings:
-            pulumi.log.warn(warning, resource=self)
+            pulumi.log.warn(str(warning), resource=self)
         self.environment = args.environment
         self.region = args.region
         self.network = args.network
@@ -539,8 +541,9 @@ def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> d
 
 def platform_problems(
     args: TrainingPlatformArgs, resource_name: str
-) -> tuple[list[str], list[str]]:
-    """(errors, warnings) on ``args``, each naming the argument and what would be valid:
+) -> tuple[list[Finding], list[Finding]]:
+    """(errors, warnings) on ``args``, each at the argument (``caller``
+    ``TrainingPlatformArgs.<field>``), saying what is wrong and what would be valid:
     the platform rules every route shares (``judge_platform``), then what only a program
     can give (image builds, the name qualifier, an existing TensorBoard)."""
     where = "TrainingPlatformArgs"
@@ -571,25 +574,27 @@ def platform_problems(
             acknowledged=tuple(args.acknowledged_hardware_checks),
         )
     )
-    problems = [p for p in judged if not p.warning]
     if args.tensorboard is not None:
-        problems += tensorboard_problems(args.tensorboard.existing, args.region)
+        judged += tensorboard_problems(args.tensorboard.existing, args.region)
     for name, image in args.images.items():
-        problems += _image_problems(f"images[{name!r}]", name, image, environment.is_cloud)
-    errors = [f"{where}.{p.field}: {p.problem}; valid: {p.valid}" for p in problems]
-    warnings = [f"{where}.{p.field}: {p.problem}" for p in judged if p.warning]
+        judged += _image_problems(f"images[{name!r}]", name, image, environment.is_cloud)
     if args.name_qualifier and not REPOSITORY_ID.match(args.name_qualifier):
-        errors.append(
-            f"{where}.name_qualifier: {args.name_qualifier!r} invalid; valid: None (the "
-            "component's name), '' (none) or lowercase letters, digits and '-', starting "
-            "with a letter"
+        valid = (
+            "None (the component's name), '' (none) or lowercase letters, digits and '-', "
+            "starting with a letter"
         )
+        judged.append(Finding("name_qualifier", f"{args.name_qualifier!r} invalid", valid=valid))
     if args.tensorboard is not None and not environment.is_cloud:
-        warnings.append(
-            f"{where}.tensorboard: a local platform has no Vertex AI TensorBoard; "
-            "`make tensorboard STACK=local` serves the local jobs' logs"
+        message = (
+            "a local platform has no Vertex AI TensorBoard; `make tensorboard STACK=local` "
+            "serves the local jobs' logs"
         )
-    return errors, warnings
+        judged.append(Finding("tensorboard", message, "warning"))
+    placed = [f.at(f"{where}.{f.path}") for f in judged]
+    return (
+        [f for f in placed if f.severity == "error"],
+        [f for f in placed if f.severity == "warning"],
+    )
 
 
 def _strict(args: TrainingPlatformArgs) -> bool:
@@ -599,7 +604,7 @@ def _strict(args: TrainingPlatformArgs) -> bool:
     return bool(args.strict_hardware_checks)
 
 
-def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[Problem]:
+def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[Finding]:
     if not isinstance(image, ImageBuild):
         if not isinstance(image, str):
             return []  # from another resource: judged when known, by the job rules
@@ -610,11 +615,13 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[P
     context = Path(image.context)
     if not context.is_dir():
         problems.append(
-            Problem(f"{where}.context", f"'{context}' is not a directory", "a directory")
+            Finding(f"{where}.context", f"'{context}' is not a directory", valid="a directory")
         )
     dockerfile = Path(image.dockerfile) if image.dockerfile is not None else context / "Dockerfile"
     if not dockerfile.is_file():
-        problems.append(Problem(f"{where}.dockerfile", f"'{dockerfile}' is not a file", "a file"))
+        problems.append(
+            Finding(f"{where}.dockerfile", f"'{dockerfile}' is not a file", valid="a file")
+        )
     return problems
 
 

@@ -3,13 +3,15 @@ names Google Cloud accepts (projects, buckets, repositories, images, zones, keys
 settings' ranges, the Workbench's zone and GPUs, and the environment kinds. Plain Python:
 no pulumi_gcp.
 
-Each rule is a function over plain values returning ``Problem``s, each naming the field
-in ``TrainingPlatformArgs``' spelling (``workbench.zone``); every route phrases that path
-its own way (``TrainingPlatformArgs.workbench.zone``, ``vertex-training:workbenchZone``).
+Each rule is a function over plain values returning ``Finding``s, each at the field in
+``TrainingPlatformArgs``' spelling (``workbench.zone``, the finding's ``path``); every
+route sets its own path as the caller's (``TrainingPlatformArgs.workbench.zone``,
+``vertex-training:workbenchZone``) and renders the finding with the same words.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import ipaddress
 import re
@@ -32,7 +34,6 @@ __all__ = [
     "EnvironmentKind",
     "InvalidValueError",
     "PlatformValues",
-    "Problem",
     "WorkbenchValues",
     "bucket_name_problems",
     "image_name_problems",
@@ -118,29 +119,17 @@ SETTINGS: dict[str, Bounds] = {
 ``Workbench``) and the stack config reader both check these, by these names."""
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A value a rule refuses: ``field`` in ``TrainingPlatformArgs``' spelling
-    (``workbench.zone``), what is wrong with it and what would be valid. A ``warning``
-    passes (hardware the catalog does not know, or an acknowledged check)."""
-
-    field: str
-    problem: str
-    valid: str
-    warning: bool = False
-
-
-def settings_problems(values: dict[str, int], prefix: str = "") -> list[Problem]:
+def settings_problems(values: dict[str, int], prefix: str = "") -> list[Finding]:
     """A problem for each of ``values`` (a ``SETTINGS`` name -> value) out of range, every
     one of them (one run reports them all); fields are ``prefix`` + the name."""
     return [
-        Problem(prefix + name, f"{value} {bounds.unit} {bounds.what}", bounds.valid)
+        Finding(prefix + name, f"{value} {bounds.unit} {bounds.what}", valid=bounds.valid)
         for name, value in values.items()
         if not (bounds := SETTINGS[name]).in_range(value)
     ]
 
 
-def project_problems(project: str | None, environment: EnvironmentKind) -> list[Problem]:
+def project_problems(project: str | None, environment: EnvironmentKind) -> list[Finding]:
     """A cloud stack needs a Google Cloud project, by a valid id."""
     valid = (
         "a Google Cloud project id: 6-30 characters of lowercase letters, digits and '-', "
@@ -148,13 +137,13 @@ def project_problems(project: str | None, environment: EnvironmentKind) -> list[
     )
     if environment.is_cloud and not project:
         problem = f"missing: a {environment.value} environment needs a Google Cloud project"
-        return [Problem("project", f"{problem} to create resources in", valid)]
+        return [Finding("project", f"{problem} to create resources in", valid=valid)]
     if project and not GCP_PROJECT_ID.match(project):
-        return [Problem("project", f"'{project}' is not a Google Cloud project id", valid)]
+        return [Finding("project", f"'{project}' is not a Google Cloud project id", valid=valid)]
     return []
 
 
-def bucket_name_problems(name: str | None) -> list[Problem]:
+def bucket_name_problems(name: str | None) -> list[Finding]:
     """The Cloud Storage naming rules."""
     if name is None:
         return []
@@ -170,7 +159,7 @@ def bucket_name_problems(name: str | None) -> list[Problem]:
         problem = f"'{name}' looks like an IP address"
     else:
         return []
-    return [Problem("bucket_name", problem, BUCKET_NAME_VALID)]
+    return [Finding("bucket_name", problem, valid=BUCKET_NAME_VALID)]
 
 
 def _is_ip_address(text: str) -> bool:
@@ -181,29 +170,32 @@ def _is_ip_address(text: str) -> bool:
     return True
 
 
-def image_name_problems(name: str, field: str = "image_name") -> list[Problem]:
+def image_name_problems(name: str, field: str = "image_name") -> list[Finding]:
     if IMAGE_NAME.match(name):
         return []
-    return [Problem(field, f"'{name}' is not a valid image name", IMAGE_NAME_VALID)]
+    return [Finding(field, f"'{name}' is not a valid image name", valid=IMAGE_NAME_VALID)]
 
 
-def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> list[Problem]:
+def image_reference_problems(reference: str, field: str, *, by_digest: bool) -> list[Finding]:
     """An image reference; ``by_digest``: jobs must run exactly the image that was tested
     (a tag can move, a digest cannot)."""
     if not IMAGE_REFERENCE.match(reference):
         valid = DIGEST_FORM if by_digest else f"REGISTRY/PATH[:TAG] or {DIGEST_FORM}"
-        return [Problem(field, f"'{reference}' is not a container image reference", valid)]
+        return [Finding(field, f"'{reference}' is not a container image reference", valid=valid)]
     if by_digest and not is_by_digest(reference):
         problem = f"'{reference}' is not an image by digest (a tag can move while a job runs)"
-        return [Problem(field, problem, DIGEST_FORM)]
+        return [Finding(field, problem, valid=DIGEST_FORM)]
     return []
 
 
-def tensorboard_problems(name: str | None, region: str) -> list[Problem]:
+def tensorboard_problems(name: str | None, region: str) -> list[Finding]:
     """An existing Vertex AI TensorBoard's name, in ``region``: Vertex refuses a job whose
     TensorBoard lives elsewhere (only the first job that names it, long after ``up``)."""
     problem = TENSORBOARD.problem(name, region)
-    return [] if problem is None else [Problem("tensorboard.existing", *problem)]
+    if problem is None:
+        return []
+    message, valid = problem
+    return [Finding("tensorboard.existing", message, valid=valid)]
 
 
 @dataclass(frozen=True)
@@ -223,36 +215,46 @@ class WorkbenchValues:
     fit and availability checks have no instance to judge."""
 
 
-_CATALOG_FIELDS = {
-    "machineType": "workbench.machine_type",
-    "acceleratorType": "workbench.accelerator.type",
-    "acceleratorCount": "workbench.accelerator.count",
-    "zone": "workbench.zone",
-}
+WORKBENCH_GPU_COUNT_VALID = "0 without a GPU type; 1, 2, 4 or 8 with one"
+
+
+def _catalog_field(finding: Finding) -> str:
+    """The Workbench field a hardware catalog finding is about, in
+    ``TrainingPlatformArgs``' spelling. A machine that does not take the GPU (``attach:``)
+    is the machine type's to change: the message lists the machines that take it."""
+    key = finding.path.rsplit(".", 1)[-1]
+    if key == "acceleratorType" and not finding.check.startswith("attach:"):
+        return "workbench.accelerator.type"
+    if key == "acceleratorCount":
+        return "workbench.accelerator.count"
+    return "workbench.zone" if key == "zone" else "workbench.machine_type"
 
 
 def _judge_workbench(
     region: str, workbench: WorkbenchValues, *, cloud: bool
-) -> tuple[list[Problem], list[tuple[str, Finding]]]:
-    """The Workbench instance's own values (a zone of ``region``, a container image, the
-    disk and idle timeout ranges), and (field, finding) for the hardware catalog's view of
-    it, to be acknowledged by the caller: a machine type name, a GPU type with a count, a
-    count with a type, the machine takes them, and (cloud) the zone offers them. Fields:
+) -> tuple[list[Finding], list[Finding]]:
+    """The Workbench instance's own values (a zone of ``region``, a container image, a GPU
+    count not negative, the disk and idle timeout ranges), and the hardware catalog's view
+    of it, to be acknowledged by the caller: a machine type name, a GPU type with a count,
+    a count with a type, the machine takes them, and (cloud) the zone offers them. Paths:
     ``workbench.<name>``."""
     zone = workbench.zone
-    out: list[Problem] = []
+    out: list[Finding] = []
     if zone is not None and not ZONE.match(zone):
         valid = "REGION-LETTER, e.g. us-central1-a"
-        out.append(Problem("workbench.zone", f"'{zone}' is not a zone name", valid))
+        out.append(Finding("workbench.zone", f"'{zone}' is not a zone name", valid=valid))
     elif zone is not None and not zone.startswith(f"{region}-"):
         problem = f"'{zone}' is not a zone of the region {region}"
         valid = f"unset (means {region}-a) or {region}-<letter>"
-        out.append(Problem("workbench.zone", problem, valid))
+        out.append(Finding("workbench.zone", problem, valid=valid))
+    if workbench.gpu_count < 0:
+        problem = f"{workbench.gpu_count} GPUs is negative"
+        out.append(Finding("workbench.accelerator.count", problem, valid=WORKBENCH_GPU_COUNT_VALID))
     findings = check_machine_spec(
         path="workbench",
         machine_type=workbench.machine_type,
         accelerator_type=workbench.gpu_type,
-        accelerator_count=workbench.gpu_count,
+        accelerator_count=max(workbench.gpu_count, 0),
         target="workbench",
     )
     if not workbench.enabled:
@@ -273,10 +275,7 @@ def _judge_workbench(
         },
         "workbench.",
     )
-    return out, [
-        (_CATALOG_FIELDS.get(f.path.rsplit(".", 1)[-1], "workbench.machine_type"), f)
-        for f in findings
-    ]
+    return out, [dataclasses.replace(f, path=_catalog_field(f)) for f in findings]
 
 
 # --------------------------------------------------------------------------- a platform
@@ -307,27 +306,27 @@ class PlatformValues:
     """False where the project comes from another resource (judged when known)."""
 
 
-def judge_platform(values: PlatformValues) -> list[Problem]:
+def judge_platform(values: PlatformValues) -> list[Finding]:
     """Every problem and warning on ``values``, each at its field in
     ``TrainingPlatformArgs``' spelling: the names Google Cloud accepts, the settings'
     ranges, the region, and the Workbench's values, then the hardware catalog's view of
     them (acknowledged checks become warnings). All of them, so one run shows the list."""
-    out: list[Problem] = []
+    out: list[Finding] = []
     if values.check_project:
         out += project_problems(values.project, values.environment)
     out += bucket_name_problems(values.bucket_name)
     if values.bucket_name is None and values.derived_bucket_name is not None and not out:
         # Derived from the project: only worth judging once the project is a valid id.
         out += [
-            Problem(p.field, f"not set, and the derived name {p.problem}", p.valid)
+            Finding(p.path, f"not set, and the derived name {p.message}", valid=p.valid)
             for p in bucket_name_problems(values.derived_bucket_name)
         ]
     repository = values.repository_name
     if repository is not None and not REPOSITORY_ID.match(repository):
         problem = f"'{repository}' is not a valid repository id"
-        out.append(Problem("repository_name", problem, REPOSITORY_ID_VALID))
+        out.append(Finding("repository_name", problem, valid=REPOSITORY_ID_VALID))
     if (kms := KMS_KEY.problem(values.kms_key_name, values.region)) is not None:
-        out.append(Problem("kms_key_name", *kms))
+        out.append(Finding("kms_key_name", kms[0], valid=kms[1]))
     out += settings_problems(
         {
             "image_keep_count": values.image_keep_count,
@@ -335,17 +334,15 @@ def judge_platform(values: PlatformValues) -> list[Problem]:
             "soft_delete_retention_days": values.soft_delete_retention_days,
         }
     )
-    findings = [("region", f) for f in check_region(values.region, (), strict=values.strict)]
+    # The catalog's findings say what would be valid themselves (the regions, the machines).
+    findings = check_region(values.region, (), strict=values.strict)
     if values.workbench is not None:
         problems, found = _judge_workbench(
             values.region, values.workbench, cloud=values.environment.is_cloud
         )
         out += problems
         findings += found
-    checked = acknowledge((f for _, f in findings), values.acknowledged)
-    out += [
-        # The catalog's messages say what would be valid (the regions, the machines).
-        Problem(field, finding.message, "see the problem", warning=finding.severity == "warning")
-        for (field, _), finding in zip(findings, checked, strict=True)
-    ]
-    return out
+        if values.workbench.enabled and not values.environment.is_cloud:
+            message = "a local platform has no Workbench instance: the settings are ignored"
+            out.append(Finding("workbench", message, "warning", valid="None on local"))
+    return out + acknowledge(findings, values.acknowledged)

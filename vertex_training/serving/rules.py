@@ -132,6 +132,13 @@ def deployment_problems(
                     f"{spec}.machineSpec.acceleratorType: {accelerator_type} serves no "
                     f"predictions in {region}; valid: one of the regions {_listed(where)}"
                 )
+    for key, replicas in (("min", min_replica_count), ("max", max_replica_count)):
+        if replicas is not None and replicas > INT32_MAX:  # an int32 field of the protos
+            errors.append(
+                f"{spec}.{key}ReplicaCount: a number of {len(str(replicas))} digits; valid: 1 "
+                f"to {INT32_MAX}"
+            )
+            return errors, warnings
     if min_replica_count < 1:
         errors.append(
             f"{spec}.minReplicaCount: {min_replica_count}; valid: 1 or more (a dedicated "
@@ -143,6 +150,9 @@ def deployment_problems(
             f"{min_replica_count}; valid: {min_replica_count} or more"
         )
     return errors, warnings
+
+
+INT32_MAX = 2**31 - 1
 
 
 def traffic_problems(

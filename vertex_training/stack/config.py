@@ -8,8 +8,10 @@ the engine: ``make estimate``, the policy pack's config, ``make tensorboard``).
 
 The values are judged by the rules every route shares: ``platform.rules.judge_platform`` (the
 one ``TrainingPlatformArgs`` is judged by) and ``jobs.declarations.job_problems`` (the job
-rules). This module only says each problem at the config key that holds the value, with the
-command that fixes it, and collects them all so that one run shows the whole list.
+rules). Every problem is a ``Finding`` (the one problem type), placed here at the config key
+that holds the value (its ``caller``, ``vertex-training:jobs[0].chief.machineType``): the
+same words as the Python Args' error, at the YAML's key path. ``ConfigError`` renders them
+all, each with the command that fixes it, so that one run shows the whole list.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,11 @@ import yaml
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from vertex_training._spelling import closest
+from vertex_training._spelling import closest, did_you_mean
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
+from vertex_training.jobs.fields import SEE_THE_PROBLEM
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.platform import platform_labels
@@ -37,7 +41,6 @@ from vertex_training.platform.rules import (
     EnvironmentKind,
     InvalidValueError,
     PlatformValues,
-    Problem,
     WorkbenchValues,
     image_name_problems,
     image_reference_problems,
@@ -57,7 +60,6 @@ from vertex_training.stack.settings import (
 __all__ = [
     "PROJECT_NAME",
     "ConfigError",
-    "ConfigProblem",
     "EnvironmentKind",
     "StackConfig",
     "known_config_keys",
@@ -71,31 +73,75 @@ GCP_PROJECT_KEY = "gcp:project"
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
 
-@dataclass(frozen=True)
-class ConfigProblem:
-    """One thing wrong with a stack's config, phrased so that a user can fix it."""
-
-    key: str
-    """The full config key, ``namespace:name``."""
-    problem: str
-    """What was wrong with the value (or its absence)."""
-    valid: str
-    """What would be valid."""
-    fix: str
-    """The command that fixes it."""
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.problem}. Valid: {self.valid}. Fix: {self.fix}"
+STRUCTURED_KEYS = ("jobs", "models", "endpoints")
+"""Keys whose value is a list of entries: edited in the file, not set by ``pulumi config``."""
 
 
 class ConfigError(ValueError):
-    """The stack config is invalid; raised before any resource is registered."""
+    """The stack config is invalid; raised before any resource is registered. ``findings``
+    are its problems, each at its config key (``caller``), in the order found."""
 
-    def __init__(self, stack: str, problems: list[ConfigProblem]) -> None:
+    def __init__(self, stack: str, findings: list[Finding], region: str = "") -> None:
         self.stack = stack
-        self.problems = tuple(problems)
-        lines = "\n".join(f"  - {p}" for p in problems)
+        self.findings = tuple(findings)
+        lines = "\n".join(f"  - {render(f)}\n    Fix: {fix(f, stack, region)}" for f in findings)
         super().__init__(f"invalid config for stack '{stack}':\n{lines}")
+
+
+def render(finding: Finding) -> str:
+    """A stack's finding in the Python Args' words, at its key: an entry's (a job's, a
+    model's) names the Vertex field too."""
+    vertex = finding.path and _short(finding.caller).startswith(STRUCTURED_KEYS)
+    message = f"{finding.message} (Vertex field {finding.path})" if vertex else finding.message
+    return str(Finding(finding.path, message, finding.severity, "", finding.valid, finding.caller))
+
+
+def fix(finding: Finding, stack: str, region: str = "") -> str:
+    """The command (or the edit) that fixes ``finding``, from its config key (``region``:
+    the stack's, whose closest catalog region a region's fix suggests)."""
+    key = finding.caller
+    prefix = f"{PROJECT_NAME}:"
+    ours = key.startswith(prefix)
+    short = _short(key) if ours else key.partition(":")[2]
+    name = re.split(r"[.\[]", short, maxsplit=1)[0]
+    known = known_config_keys()
+    if ours and name in STRUCTURED_KEYS:
+        text = (
+            f"edit {short} in stacks/Pulumi.{stack}.yaml (pulumi config set would replace the "
+            "whole list)"
+        )
+    elif key == GCP_PROJECT_KEY:
+        text = _fix_set(key, "<your-project-id>", stack)
+    elif ours and name == "region":
+        text = _fix_set(
+            key, closest(region, sorted(catalog().regions), cutoff=0.8) or "<region>", stack
+        )
+    elif ours and name in known:
+        text = _fix_set(key, str(_meta(known[name]).get("example", "<value>")), stack)
+    else:  # an unknown key, or a namespace that misspells ours
+        keys = [*known, *STRUCTURED_KEYS]
+        meant = name if name in keys else closest(name, keys)
+        text = f"pulumi config rm {key} --stack {stack}"
+        if meant is not None:
+            text += f" && pulumi config set {prefix}{meant} <value> --stack {stack}"
+    if ":" in finding.check and finding.severity == "error":
+        text += (
+            f"; where the hardware catalog is out of date, add {finding.check} to "
+            f"{prefix}acknowledgedHardwareChecks (it then only warns)"
+        )
+    return text
+
+
+def _short(key: str) -> str:
+    """A config key without the project's namespace (``jobs[0].chief``; the legacy
+    ``project:config:key`` spelling too)."""
+    return key.removeprefix(f"{PROJECT_NAME}:").removeprefix("config:")
+
+
+def _at(finding: Finding, key: str) -> Finding:
+    """``finding`` at the config ``key`` (its short form: the namespace is added)."""
+    name = re.split(r"[.\[]", key, maxsplit=1)[0]
+    return finding.at(key if ":" in name else f"{PROJECT_NAME}:{key}")
 
 
 # --------------------------------------------------------------------------- reading
@@ -106,92 +152,74 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
 
     Collects every problem before failing, so one run shows the whole list.
     """
-    problems: list[ConfigProblem] = []
-    ours = _our_keys(stack, raw, problems)
+    problems = _our_keys(raw)
+    ours = {_short(k): _decode(v) for k, v in raw.items() if _is_ours(k)}
     sections: dict[str, Any] = {}
     for section_name, model in SECTIONS.items():
         if model is not JobsSettings:
-            sections[section_name] = _section(model, ours, stack, problems)
+            sections[section_name] = _section(model, ours, problems)
     gcp_project = raw.get(GCP_PROJECT_KEY)
     # What the rules judge: the sections as read (jobs and serving are read next).
     project = None if gcp_project is None else str(gcp_project) or None
     draft = StackConfig.model_construct(stack=stack, gcp_project=project, **sections)
     general = draft.general
-    found, warnings = _platform_problems(draft)
+    found = _platform_findings(draft, ours)
     # A refused value's default stood in: what the rules say of that key is not news.
-    refused = {p.key for p in problems}
-    problems += [p for p in found if p.key not in refused]
-    region_refused = any(p.key == f"{PROJECT_NAME}:region" for p in found)
-    jobs, job_problems_found, job_warnings = _jobs(stack, ours.get("jobs"), general, region_refused)
-    jobs_section = JobsSettings.model_construct(jobs=jobs)
-    problems += job_problems_found
+    refused = {p.caller for p in problems}
+    problems += [f for f in found if f.caller not in refused]
+    region_refused = any(f.caller == f"{PROJECT_NAME}:region" for f in problems)
+    jobs, job_findings = _jobs(stack, ours.get("jobs"), general, region_refused)
+    problems += job_findings
     serving, unreadable = read_serving(
         ours,
         [job.name for job in jobs],
         region=general.region if general.environment.is_cloud and not region_refused else None,
         environment=general.environment.value,
     )
-    problems += [
-        ConfigProblem(
-            f"{PROJECT_NAME}:{p.path}",
-            p.problem,
-            p.valid,
-            f"edit {p.path} in stacks/Pulumi.{stack}.yaml",
-        )
-        for p in unreadable
-    ]
-    if problems:
-        raise ConfigError(stack, problems)
+    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
+    errors = [f for f in problems if f.severity == "error"]
+    if errors:
+        raise ConfigError(stack, errors, general.region)
     return draft.model_copy(
         update={
-            "jobs": jobs_section,
+            "jobs": JobsSettings.model_construct(jobs=jobs),
             "serving": serving,
-            "warnings": tuple(warnings + job_warnings),
+            "warnings": tuple(f for f in problems if f.severity == "warning"),
         }
     )
 
 
-def _our_keys(
-    stack: str, raw: Mapping[str, object], problems: list[ConfigProblem]
-) -> dict[str, object]:
-    """The project's keys (without namespace) and their values, decoded; an unknown key of
-    ours, or a misspelt namespace, is a problem (a typo would be silently ignored)."""
+def _valid(valid: str) -> str:
+    """What the jobs' YAML reader says is valid; "" where its problem says it."""
+    return "" if valid == SEE_THE_PROBLEM else valid
+
+
+def _is_ours(full_key: str) -> bool:
+    """A key of this project that it reads (the legacy ``project:config:key`` too)."""
+    short = _short(full_key)
+    return full_key.startswith(f"{PROJECT_NAME}:") and (
+        short in known_config_keys() or short in SERVING_KEYS
+    )
+
+
+def _our_keys(raw: Mapping[str, object]) -> list[Finding]:
+    """An unknown key of ours, or a misspelt namespace, is a problem (a typo would be
+    silently ignored); other namespaces belong to their providers."""
     known = known_config_keys()
-    prefix = f"{PROJECT_NAME}:"
-    ours: dict[str, object] = {}
-    for full_key, value in raw.items():
-        if not full_key.startswith(prefix):
-            # Other namespaces (gcp:, pulumi:, docker-build:, ...) belong to their providers;
-            # one that is only a misspelling of ours would be silently ignored.
-            problem = _misspelt_namespace(full_key, stack)
-            if problem is not None:
-                problems.append(problem)
-            continue
-        short = full_key.removeprefix(prefix)
-        if short.startswith("config:"):  # the legacy "project:config:key" spelling
-            short = short.removeprefix("config:")
-        if short in known or short in SERVING_KEYS:
-            ours[short] = _decode(value)
-            continue
-        close = difflib.get_close_matches(short, list(known), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        fix = f"pulumi config rm {full_key} --stack {stack}"
-        if close:
-            fix += f" && pulumi config set {prefix}{close[0]} <value> --stack {stack}"
-        problems.append(
-            ConfigProblem(
-                key=full_key,
-                problem=f"unknown config key{hint}; a typo here would be silently ignored",
-                valid="one of " + ", ".join(sorted(known)),
-                fix=fix,
+    problems: list[Finding] = []
+    for full_key in raw:
+        if not full_key.startswith(f"{PROJECT_NAME}:"):
+            problems += _misspelt_namespace(full_key)
+        elif not _is_ours(full_key):
+            hint = did_you_mean(_short(full_key), list(known))
+            message = f"unknown config key{hint}; a typo here would be silently ignored"
+            problems.append(
+                Finding(full_key, message, valid="one of " + ", ".join(sorted(known))).at(full_key)
             )
-        )
-    return ours
+    return problems
 
 
-def _section(
-    model: type[Section], ours: Mapping[str, object], stack: str, problems: list[ConfigProblem]
-) -> Section:
+def _section(model: type[Section], ours: Mapping[str, object], problems: list[Finding]) -> Section:
     """``model`` from its keys in ``ours``; a value pydantic refuses is a problem, and the
     section is then read without it (its default stands in), so that the rules still judge
     the section's other values in this run."""
@@ -200,7 +228,7 @@ def _section(
     try:
         return model.model_validate(given)
     except ValidationError as error:
-        problems.extend(_problems_from(error, model, stack))
+        problems.extend(_problems_from(error, model))
         refused = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
         return model.model_validate({k: v for k, v in given.items() if k not in refused})
 
@@ -215,56 +243,53 @@ def _decode(value: object) -> object:
     return value
 
 
-def _misspelt_namespace(full_key: str, stack: str) -> ConfigProblem | None:
+def _misspelt_namespace(full_key: str) -> list[Finding]:
     """A problem when ``full_key``'s namespace is a misspelling of the project's name
-    (``vertex-trainng:jobs``, ``vertex_training:region``); None for any other namespace."""
+    (``vertex-trainng:jobs``, ``vertex_training:region``); none for any other namespace."""
     namespace, colon, short = full_key.partition(":")
-    if not colon:
-        return None
     # A close spelling only: "vertex:" or "gcp:" may well be someone else's namespace.
-    if difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() < 0.85:
-        return None
+    if not colon or difflib.SequenceMatcher(None, namespace.lower(), PROJECT_NAME).ratio() < 0.85:
+        return []
     meant = f"{PROJECT_NAME}:{short}"
-    return ConfigProblem(
-        key=full_key,
-        problem=f"unknown namespace '{namespace}' (did you mean '{meant}'?); a misspelt "
-        "namespace would be silently ignored",
-        valid=f"{PROJECT_NAME}:<key> for this project's keys (the name in Pulumi.yaml); "
-        "other namespaces (gcp:, pulumi:, ...) are their providers'",
-        fix=f"pulumi config rm {full_key} --stack {stack} && pulumi config set {meant} <value> "
-        f"--stack {stack}",
+    message = (
+        f"unknown namespace '{namespace}' (did you mean '{meant}'?); a misspelt namespace "
+        "would be silently ignored"
     )
+    valid = (
+        f"{PROJECT_NAME}:<key> for this project's keys (the name in Pulumi.yaml); other "
+        "namespaces (gcp:, pulumi:, ...) are their providers'"
+    )
+    return [Finding(full_key, message, valid=valid).at(full_key)]
 
 
-def _problems_from(error: ValidationError, model: type[Section], stack: str) -> list[ConfigProblem]:
+def _problems_from(error: ValidationError, model: type[Section]) -> list[Finding]:
     by_alias = {info.alias or name: info for name, info in model.model_fields.items()}
-    problems: list[ConfigProblem] = []
+    problems: list[Finding] = []
     for item in error.errors():
         alias = str(item["loc"][0]) if item["loc"] else "?"
-        meta = _meta(by_alias.get(alias))
         cause = item.get("ctx", {}).get("error")
         if isinstance(cause, InvalidValueError):
             problem, valid = cause.problem, cause.valid
         else:
-            problem = f"{item['msg']} (got {item.get('input')!r})"
-            valid = str(meta.get("valid", "see Pulumi.yaml"))
-        if len(item["loc"]) > 1:
-            # Structured values (lists of objects): say where inside the value.
-            inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"][1:])
-            problem = f"at {alias}{inner}: {problem}"
-        key = f"{PROJECT_NAME}:{alias}"
-        problems.append(
-            ConfigProblem(
-                key=key,
-                problem=problem,
-                valid=valid,
-                fix=_fix_set(key, str(meta.get("example", "<value>")), stack),
-            )
-        )
+            problem = f"{item['msg']} (got {_shown(item.get('input'))})"
+            valid = str(_meta(by_alias.get(alias)).get("valid", "see Pulumi.yaml"))
+        # Structured values (lists): say where inside the value.
+        inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"][1:])
+        problems.append(_at(Finding(alias + inner, problem, valid=valid), alias + inner))
     return problems
 
 
+def _shown(value: object) -> str:
+    """A refused value, cut short (a huge number is thousands of digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
 # --------------------------------------------------------------------------- the rules
+
+
+TRAINER = "images['trainer']"
+"""The platform's image the stack's ``trainerImage`` or ``imageName`` is."""
 
 
 def _config_key(field: str) -> str:
@@ -273,6 +298,8 @@ def _config_key(field: str) -> str:
     ``accelerator.type``/``count`` as ``gpu_type``/``gpu_count``)."""
     if field == "project":
         return GCP_PROJECT_KEY
+    if field.startswith(TRAINER):  # an image reference, or the name of an image built
+        field = field.replace(f"{TRAINER}.", "").replace(TRAINER, "trainer_image")
     section, _, name = field.replace("accelerator.", "gpu_").rpartition(".")
     models = [SECTIONS[section]] if section else SECTIONS.values()
     info = next(m.model_fields[name] for m in models if name in m.model_fields)
@@ -285,12 +312,15 @@ def _meta(info: FieldInfo | None) -> dict[str, Any]:
     return extra if isinstance(extra, dict) else {}
 
 
-def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[str]]:
+def _platform_findings(config: StackConfig, ours: Mapping[str, object]) -> list[Finding]:
     """The platform's rules on the stack's values (``judge_platform``, the ones
-    ``TrainingPlatformArgs`` is judged by, then the trainer image's), each problem at the
-    config key that holds its field."""
+    ``TrainingPlatformArgs`` is judged by, then the trainer image's), each finding at the
+    config key that holds its field; on a local stack, each Workbench key set is said to be
+    ignored (a local stack has no instance)."""
     stack, gcp_project, general = config.stack, config.gcp_project, config.general
     storage, registry, workbench = config.storage, config.registry, config.workbench
+    cloud = general.environment.is_cloud
+    values = WorkbenchValues(**workbench.model_dump())
     found = judge_platform(
         PlatformValues(
             environment=general.environment,
@@ -307,33 +337,37 @@ def _platform_problems(config: StackConfig) -> tuple[list[ConfigProblem], list[s
             image_keep_count=registry.image_keep_count,
             staging_retention_days=storage.staging_retention_days,
             soft_delete_retention_days=storage.soft_delete_retention_days,
-            # The section's fields are the Workbench values' (settings._key).
-            workbench=WorkbenchValues(**workbench.model_dump()),
+            # The section's fields are the Workbench values' (settings._key); a local stack
+            # has no instance (said below, per key).
+            workbench=replace(values, enabled=values.enabled and cloud),
             strict=general.strict_hardware_checks,
             acknowledged=general.acknowledged_hardware_checks,
         )
     )
-    found += image_name_problems(config.image.image_name)
+    # The trainer image is the platform's images['trainer'] (stack.definition).
     if config.image.trainer_image is not None:
-        found += image_reference_problems(
-            config.image.trainer_image, "trainer_image", by_digest=True
-        )
-    problems = [_phrased(p, stack, general.region) for p in found if not p.warning]
-    warnings = [f"{_config_key(p.field)}: {p.problem}" for p in found if p.warning]
-    return problems, warnings
-
-
-def _phrased(problem: Problem, stack: str, region: str) -> ConfigProblem:
-    """A platform rule's problem, at the config key that holds its field."""
-    key = _config_key(problem.field)
-    if problem.field == "project":
-        example = "<your-project-id>"
-    elif problem.field == "region":
-        example = closest(region, sorted(catalog().regions), cutoff=0.8) or "<region>"
+        found += image_reference_problems(config.image.trainer_image, TRAINER, by_digest=True)
     else:
-        info = known_config_keys()[key.removeprefix(f"{PROJECT_NAME}:")]
-        example = str(_meta(info).get("example", "<value>"))
-    return ConfigProblem(key, problem.problem, problem.valid, _fix_set(key, example, stack))
+        found += image_name_problems(config.image.image_name, f"{TRAINER}.image_name")
+    out = [f.at(_config_key(f.path)) for f in found]
+    if not cloud:
+        # A key set to what it would be anyway changes nothing (workbenchEnabled: false
+        # says what is so); any other is ignored here.
+        ignored = [
+            alias
+            for name, info in type(workbench).model_fields.items()
+            if (alias := info.alias or name) in ours
+            and name != "enabled"
+            and getattr(workbench, name) != info.default
+        ]
+        message = "a local stack has no Workbench instance: this key is ignored"
+        out += [
+            Finding(k, message, "warning", valid="set it on a dev or prod stack").at(
+                f"{PROJECT_NAME}:{k}"
+            )
+            for k in ignored
+        ]
+    return out
 
 
 def _fix_set(key: str, example: str, stack: str) -> str:
@@ -344,38 +378,28 @@ def _shell_quote(value: str) -> str:
     return value if re.fullmatch(r"[A-Za-z0-9_./:@<>-]+", value) else f"'{value}'"
 
 
-def _jobs_key(stack: str, path: str) -> tuple[str, str]:
-    key = f"{PROJECT_NAME}:{path}"
-    return key, (
-        f"edit {path} under {PROJECT_NAME}:jobs in stacks/Pulumi.{stack}.yaml "
-        "(pulumi config set would replace the whole job list)"
-    )
-
-
 def _jobs(
     stack: str, raw: object, general: GeneralSettings, region_refused: bool
-) -> tuple[tuple[JobDeclaration, ...], list[ConfigProblem], list[str]]:
+) -> tuple[tuple[JobDeclaration, ...], list[Finding]]:
     """Each job read on its own, so one job's mistake hides no other's; then every job's
     body judged by the job rules (GPUs in the stack's region on cloud stacks, unless the
     region itself was refused: that is said once, at its key)."""
     if raw is None or raw == "":
-        return (), [], []
+        return (), []
     if not isinstance(raw, list | tuple):
-        key, fix = _jobs_key(stack, "jobs")
-        return (), [ConfigProblem(key, "must be a list of job mappings", "a YAML list", fix)], []
+        return (), [
+            _at(Finding("jobs", "must be a list of job mappings", valid="a YAML list"), "jobs")
+        ]
     jobs: list[JobDeclaration] = []
-    problems: list[ConfigProblem] = []
+    problems: list[Finding] = []
     indexes: list[int] = []
     for index, item in enumerate(raw):
         job, unreadable = read_job(item, f"jobs[{index}]")
-        for one in unreadable:
-            key, fix = _jobs_key(stack, one.path)
-            problems.append(ConfigProblem(key, one.problem, one.valid, fix))
+        problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
         if job is not None:
             jobs.append(job)
             indexes.append(index)
     cloud = general.environment.is_cloud
-    warnings: list[str] = []
     # What the stack's platform (``stack_definition``) will be, as the job rules see it.
     facts = PlatformFacts(
         environment=general.environment.value,
@@ -400,16 +424,11 @@ def _jobs(
         position = indexes[int(head.removeprefix("jobs["))]
         if finding.path == "region":
             # The job runs in the stack's region: that is the key to change.
-            key, text = f"{PROJECT_NAME}:region", f"jobs[{position}]: {finding.message}"
-            fix = _fix_set(key, "<region>", stack)
+            message = f"jobs[{position}]: {finding.message}"
+            problems.append(_at(replace(finding, message=message), "region"))
         else:
-            key, fix = _jobs_key(stack, f"jobs[{position}]{rest}")
-            text = f"{finding.message} (Vertex field {finding.path})"
-        if finding.severity == "warning":
-            warnings.append(f"{key}: {text}")
-        else:
-            problems.append(ConfigProblem(key, text, "see the problem", fix))
-    return placed, problems, warnings
+            problems.append(_at(finding, f"jobs[{position}]{rest}"))
+    return placed, problems
 
 
 # --------------------------------------------------------------------------- loaders
@@ -453,5 +472,5 @@ def load_pulumi_config() -> StackConfig:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None
     for warning in config.warnings:
-        pulumi.log.warn(warning)
+        pulumi.log.warn(render(warning))
     return config

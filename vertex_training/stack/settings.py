@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, f
 from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
+from vertex_training.findings import Finding
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
@@ -50,6 +51,11 @@ PROJECT_NAME = "vertex-training"
 """The Pulumi project name, and so the namespace of every project config key."""
 
 
+MAX_BUDGET = 2**53
+"""The largest whole number of dollars a float holds exactly."""
+BUDGET_VALID = f"0 (no budget) or a whole number of US dollars from 1 to {MAX_BUDGET}"
+
+
 def _key(alias: str, default: Any, valid: str, example: str = "") -> Any:
     """A config field: its alias is the config key; ``valid`` and ``example`` (by default
     the default) feed errors. A value the platform rules judge is held by the field of
@@ -64,6 +70,16 @@ class Section(BaseModel):
     # before sections are built, but a section must never swallow a stray field.
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=False)
 
+
+def _whole_number(value: object) -> object:
+    # Lax integers would take true as 1 (and "true" from the CLI fails anyway).
+    if isinstance(value, bool):
+        raise InvalidValueError(f"{str(value).lower()} is not a number", "a whole number")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_whole_number)]
+"""A whole number: ``true`` is not 1."""
 
 OptionalText = Annotated[str | None, BeforeValidator(lambda v: None if v == "" else v)]
 """An optional string: Pulumi.yaml cannot declare a null default, so "" means "not set"."""
@@ -96,7 +112,7 @@ class GeneralSettings(Section):
     budget: int = _key(
         "budget",
         0,
-        "0 (no budget) or a whole number of US dollars > 0",
+        BUDGET_VALID,
         "50",
     )
     tensorboard_enabled: bool = _key(
@@ -123,9 +139,15 @@ class GeneralSettings(Section):
         # Lax integers would take true as $1; below 0 is no budget either.
         text = str(value).strip()
         if isinstance(value, bool) or text in ("true", "false") or text.startswith("-"):
-            raise InvalidValueError(
-                f"{value!r} is not a budget", "0 (no budget) or a whole number of US dollars > 0"
-            )
+            raise InvalidValueError(f"{value!r} is not a budget", BUDGET_VALID)
+        return value
+
+    @field_validator("budget")
+    @classmethod
+    def _budget_a_float_holds(cls, value: int) -> int:
+        # The estimate and the policy pack compare it as a float, exactly.
+        if value > MAX_BUDGET:
+            raise InvalidValueError(f"a budget of {len(str(value))} digits", BUDGET_VALID)
         return value
 
     @field_validator("local_root")
@@ -143,12 +165,12 @@ class StorageSettings(Section):
         BUCKET_NAME_VALID,
         "my-project-dev-vertex",
     )
-    staging_retention_days: int = _key(
+    staging_retention_days: Count = _key(
         "stagingRetentionDays",
         7,
         SETTINGS["staging_retention_days"].valid,
     )
-    soft_delete_retention_days: int = _key(
+    soft_delete_retention_days: Count = _key(
         "softDeleteRetentionDays",
         7,
         SETTINGS["soft_delete_retention_days"].valid,
@@ -161,7 +183,7 @@ class RegistrySettings(Section):
         "trainers",
         REPOSITORY_ID_VALID,
     )
-    image_keep_count: int = _key(
+    image_keep_count: Count = _key(
         "imageKeepCount",
         10,
         SETTINGS["image_keep_count"].valid,
@@ -206,13 +228,13 @@ class WorkbenchSettings(Section):
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
     )
-    gpu_count: int = _key(
+    gpu_count: Count = _key(
         "workbenchGpuCount",
         0,
         "0 without a GPU type; 1, 2, 4 or 8 with one",
         "1",
     )
-    disk_size_gb: int = _key(
+    disk_size_gb: Count = _key(
         "workbenchDiskSizeGb",
         150,
         SETTINGS["disk_size_gb"].valid,
@@ -223,7 +245,7 @@ class WorkbenchSettings(Section):
         '"" or an image reference, REGISTRY/PATH[:TAG]',
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
     )
-    idle_timeout_minutes: int = _key(
+    idle_timeout_minutes: Count = _key(
         "workbenchIdleTimeoutMinutes",
         60,
         SETTINGS["idle_timeout_minutes"].valid,
@@ -259,7 +281,7 @@ class StackConfig(BaseModel):
     jobs: JobsSettings
     serving: Any = None
     """``ServingDeclarations`` (stack/serving.py): the stack's models and endpoints."""
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Finding, ...] = ()
     """What passed but deserves a look (hardware the catalog does not know)."""
 
     @property

@@ -187,7 +187,7 @@ def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
         load_stack_config(_b200_stack(tmp_path))
     acknowledged = f"  vertex-training:acknowledgedHardwareChecks:\n    - {B200_HERE}\n"
     config = load_stack_config(_b200_stack(tmp_path, stack=acknowledged))
-    assert any("acknowledged" in warning for warning in config.warnings)
+    assert any("acknowledged" in warning.message for warning in config.warnings)
 
 
 @pytest.mark.parametrize("where", ["job", "pool"])
@@ -203,5 +203,6 @@ def test_a_stack_job_acknowledges_a_check_in_the_job_or_its_pool(
         stack_file = _b200_stack(tmp_path, job=f"      {acknowledged}\n")
     else:
         stack_file = _b200_stack(tmp_path, pool=f", {acknowledged}")
-    [warning] = [w for w in load_stack_config(stack_file).warnings if B200_HERE in w]
-    assert "jobs[0].chief.accelerator.type" in warning and "acknowledged" in warning
+    [warning] = [w for w in load_stack_config(stack_file).warnings if B200_HERE in w.message]
+    assert warning.caller.endswith("jobs[0].chief.accelerator.type")
+    assert "acknowledged" in warning.message
