@@ -170,10 +170,12 @@ def render_config() -> str:
         "equal). `gcp:project`, the Google Cloud project, is required on `dev` and `prod`",
         "stacks. `vertex_training/stack/config.py` is the only reader: before any resource is",
         "registered it judges every value by the rules the Args are judged by, and names the",
-        "key, what is wrong, what would be valid and the `pulumi config set` that fixes it,",
-        'every problem in one run. An unknown key is an error with a "did you mean"; so is',
-        "a namespace that misspells the project's (`vertex-trainng:jobs`), while other",
-        "providers' namespaces (`gcp:`, `pulumi:`) pass.",
+        "key, what is wrong (in the words of the Python Args' error), what would be valid and",
+        "the `pulumi config set` that fixes it, every problem in one run. An unknown key is",
+        'an error with a "did you mean"; so is a namespace that misspells the project\'s',
+        "(`vertex-trainng:jobs`), while other providers' namespaces (`gcp:`, `pulumi:`) pass.",
+        "A `local` stack has no Workbench instance: each `workbench*` key it sets to other",
+        "than its default is a warning that the key is ignored.",
         "",
     ]
     for section, model in SECTIONS.items():

@@ -62,10 +62,12 @@ __all__ = [
     "ConfigError",
     "EnvironmentKind",
     "StackConfig",
+    "fix",
     "known_config_keys",
     "load_pulumi_config",
     "load_stack_config",
     "parse_stack_config",
+    "render",
 ]
 
 GCP_PROJECT_KEY = "gcp:project"
@@ -73,7 +75,7 @@ GCP_PROJECT_KEY = "gcp:project"
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
 
-STRUCTURED_KEYS = ("jobs", "models", "endpoints")
+STRUCTURED_KEYS = ("jobs", *SERVING_KEYS)
 """Keys whose value is a list of entries: edited in the file, not set by ``pulumi config``."""
 
 
