@@ -148,3 +148,12 @@ def test_make_estimate_runs_the_module() -> None:
 )
 def test_estimating_imports_nothing_heavy(modules: str, heavy: tuple[str, ...]) -> None:
     assert modules_loaded_by(f"import {modules}", heavy) == []
+
+
+@pytest.mark.parametrize("hours", ["-3", "inf", "nan", "lots"])
+def test_cli_refuses_workbench_hours_that_are_no_duration(
+    hours: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["estimate", "--stack", "dev", f"--workbench-hours={hours}"])
+    assert "expected a number of hours >= 0" in capsys.readouterr().err

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vertex_training.stack import estimate
 from vertex_training.stack.engine import (
     COMMANDS,
     EXIT_USAGE,
@@ -81,7 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--expect-no-changes", action="store_true", help="fail if anything would change"
     )
-    estimate.add_arguments(parser)
+    costs = parser.add_argument_group("estimate")
+    costs.add_argument(
+        "--duration",
+        type=_duration,
+        action="append",
+        default=[],
+        metavar="JOB=SECONDS",
+        help="estimate: a job's expected duration (one trial of a tuning job)",
+    )
+    costs.add_argument(
+        "--workbench-hours",
+        type=_hours,
+        metavar="HOURS",
+        help="estimate: hours the Workbench instance runs (default: one session, an hour)",
+    )
     tools = parser.add_argument_group("policy-config and tensorboard")
     tools.add_argument("--out", type=Path, help="policy-config: the file to write")
     tools.add_argument("--base", type=Path, help="policy-config: a pack config to start from")
@@ -99,8 +112,34 @@ def _stack_config(args: argparse.Namespace) -> StackConfig:
     return load_stack_config(args.stack_file or stack_file(args.stack))
 
 
+def _duration(text: str) -> tuple[str, float]:
+    name, sep, seconds = text.partition("=")
+    try:
+        value = float(seconds)
+    except ValueError:
+        value = -1.0
+    if not sep or not name or not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected JOB=SECONDS with SECONDS > 0, e.g. cassava-mwms=1800"
+        )
+    return name, value
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of hours >= 0, e.g. 2")
+    return value
+
+
 def _estimate(args: argparse.Namespace) -> int:
-    return estimate.print_estimate(_stack_config(args), args)
+    """The stack's estimate (``vertex_training.stack.estimate``), from its file alone."""
+    from vertex_training.stack.estimate import print_estimate
+
+    return print_estimate(_stack_config(args), args)
 
 
 def _policy_config(args: argparse.Namespace) -> int:

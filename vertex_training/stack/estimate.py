@@ -34,7 +34,7 @@ from vertex_training.serving.api import deployment_body
 from vertex_training.serving.estimate import estimate_endpoint
 from vertex_training.stack.config import StackConfig
 
-__all__ = ["add_arguments", "estimate_stack", "print_estimate"]
+__all__ = ["estimate_stack", "print_estimate"]
 
 
 def estimate_stack(
@@ -97,45 +97,11 @@ def estimate_stack(
     return stack_estimate(jobs, workbench, endpoints)
 
 
-def _duration(text: str) -> tuple[str, float]:
-    name, sep, seconds = text.partition("=")
-    try:
-        value = float(seconds)
-    except ValueError:
-        value = -1.0
-    if not sep or not name or not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: expected JOB=SECONDS with SECONDS > 0, e.g. cassava-mwms=1800"
-        )
-    return name, value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The estimate's own options, on the stack command's parser."""
-    group = parser.add_argument_group("estimate")
-    group.add_argument(
-        "--duration",
-        type=_duration,
-        action="append",
-        default=[],
-        metavar="JOB=SECONDS",
-        help="estimate: a job's expected duration (one trial of a tuning job)",
-    )
-    group.add_argument(
-        "--workbench-hours",
-        type=float,
-        default=DEFAULT_WORKBENCH_HOURS,
-        metavar="HOURS",
-        help="estimate: hours the Workbench instance runs",
-    )
-
-
 def print_estimate(config: StackConfig, args: argparse.Namespace) -> int:
     """The estimate of ``config`` as a table, then its budget verdict: 1 when the policy
     pack would refuse it, else 0. A wrong ``--duration`` job name is a ``ValueError``."""
-    total = estimate_stack(
-        config, expected_durations=dict(args.duration), workbench_hours=args.workbench_hours
-    )
+    hours = DEFAULT_WORKBENCH_HOURS if args.workbench_hours is None else args.workbench_hours
+    total = estimate_stack(config, expected_durations=dict(args.duration), workbench_hours=hours)
     print(f"stack {config.stack} ({config.region}), list prices in USD")
     if not config.environment.is_cloud:
         print("local stack: its jobs run on this machine for free; these are the prices of")
