@@ -965,3 +965,14 @@ def test_a_bad_job_gpu_count_has_the_same_words_in_yaml_and_python() -> None:
 def test_a_number_key_takes_whole_numbers_a_float_holds(name: str, value: object) -> None:
     error = problems_of("dev", {**DEV, key(name): value})
     assert [f.caller for f in error.findings] == [key(name)]
+
+
+def test_a_workbench_on_a_local_platform_is_said_to_be_ignored_in_python_too() -> None:
+    from vertex_training.platform.platform import platform_problems
+
+    args = vt.TrainingPlatformArgs(environment="local", workbench=vt.Workbench())
+    errors, warnings = platform_problems(args, "p")
+    assert errors == []
+    assert [(w.caller, w.severity) for w in warnings] == [
+        ("TrainingPlatformArgs.workbench", "warning")
+    ]
