@@ -976,3 +976,14 @@ def test_a_workbench_on_a_local_platform_is_said_to_be_ignored_in_python_too() -
     assert [(w.caller, w.severity) for w in warnings] == [
         ("TrainingPlatformArgs.workbench", "warning")
     ]
+
+
+@pytest.mark.parametrize("count", [2**31, 10**400])
+def test_an_endpoint_replica_count_an_int32_cannot_hold_is_refused_at_its_key(count: int) -> None:
+    # 10**400 was accepted, then an OverflowError when the estimate priced it.
+    raw = _dev_file()
+    endpoints: typing.Any = raw[key("endpoints")]
+    endpoints[0]["deployments"]["primary"]["minReplicaCount"] = count
+    [problem] = problems_of("dev", raw).findings
+    assert problem.caller == key("endpoints[0].deployments.primary.minReplicaCount")
+    assert problem.valid == "1 to 2147483647"

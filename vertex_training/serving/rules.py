@@ -65,6 +65,10 @@ def _listed(values: Iterable[str], limit: int = 12) -> str:
     return ", ".join(ordered[:limit]) + more
 
 
+INT32_MAX = 2**31 - 1
+"""The most an int32 field of the protos (a replica count) holds."""
+
+
 def deployment_problems(
     path: str,
     *,
@@ -134,8 +138,10 @@ def deployment_problems(
                 )
     for key, replicas in (("min", min_replica_count), ("max", max_replica_count)):
         if replicas is not None and replicas > INT32_MAX:  # an int32 field of the protos
+            digits = len(str(replicas))
+            shown = str(replicas) if digits <= 20 else f"a number of {digits} digits"
             errors.append(
-                f"{spec}.{key}ReplicaCount: a number of {len(str(replicas))} digits; valid: 1 "
+                f"{spec}.{key}ReplicaCount: {shown} is more than the field holds; valid: 1 "
                 f"to {INT32_MAX}"
             )
             return errors, warnings
@@ -150,9 +156,6 @@ def deployment_problems(
             f"{min_replica_count}; valid: {min_replica_count} or more"
         )
     return errors, warnings
-
-
-INT32_MAX = 2**31 - 1
 
 
 def traffic_problems(
