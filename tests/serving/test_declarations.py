@@ -179,26 +179,21 @@ def test_traffic_names_deployed_models() -> None:
 def test_prediction_hardware_by_region(
     machine: str, accelerator: str, count: int | None, region: str, problem: str
 ) -> None:
-    found = deployment_findings(
-        machine_type=machine,
-        accelerator_type=accelerator,
-        accelerator_count=count,
-        min_replica_count=1,
-        max_replica_count=None,
-        region=region,
-    )
+    spec = {"machineType": machine, "acceleratorType": accelerator, "acceleratorCount": count}
+    body = {"dedicatedResources": {"machineSpec": {k: v for k, v in spec.items() if v}}}
+    found = deployment_findings(body, region)
     assert [str(f) for f in found if f.severity == "error"] == [problem]
 
 
 def test_replica_counts() -> None:
-    found = deployment_findings(
-        machine_type="n1-standard-2",
-        accelerator_type=None,
-        accelerator_count=None,
-        min_replica_count=0,
-        max_replica_count=-1,
-        region="us-central1",
-    )
+    body = {
+        "dedicatedResources": {
+            "machineSpec": {"machineType": "n1-standard-2"},
+            "minReplicaCount": 0,
+            "maxReplicaCount": -1,
+        }
+    }
+    found = deployment_findings(body, "us-central1")
     assert list(map(str, found)) == [
         "dedicatedResources.minReplicaCount: 0; valid: 1 or more (a dedicated deployment "
         "keeps at least one replica)",

@@ -70,3 +70,58 @@ def test_args_put_on_other_facts_are_judged_there(monkeypatch: pytest.MonkeyPatc
     _counting(monkeypatch, "deployment_findings", calls)
     run_pulumi(lambda: declarations.declare(_Platform(), {}), stack="dev")
     assert calls == ["deployment_findings"]
+
+
+def _endpoint_props(machine_type: str, judged_on: str) -> dict[str, Any]:
+    from vertex_training._dynamic import PROVIDER_VERSION, BackendKind, BackendSettings
+    from vertex_training.serving.resources import judged_digest
+
+    def deployments(machine: str) -> dict[str, Any]:
+        machine_spec = {"machineType": machine}
+        dedicated = {"machineSpec": machine_spec, "minReplicaCount": 1.0, "maxReplicaCount": 1.0}
+        return {"blue": {"model": VERSION, "displayName": "blue", "dedicatedResources": dedicated}}
+
+    traffic = {"blue": 100.0}
+    return {
+        "body": {"displayName": "e"},
+        "endpoint_id": "123456789",
+        "deployments": deployments(machine_type),
+        "traffic": traffic,
+        "judged": judged_digest(traffic, deployments(judged_on), "us-central1"),
+        "backend": BackendSettings(
+            BackendKind.VERTEX, project="p", location="us-central1"
+        ).to_props(),
+        "identity": "vertex-training/dev/e",
+        "provider_version": PROVIDER_VERSION,
+    }
+
+
+def test_check_judges_a_deployment_changed_after_the_args_judged_it() -> None:
+    # A transform (or a direct registration, an edited state) changed the machine: before,
+    # check parsed the body only and the machine reached Vertex unjudged.
+    from vertex_training.serving.resources import EndpointProvider
+
+    props = _endpoint_props("n1-standard-3", judged_on="n1-standard-2")
+    failures = EndpointProvider().check({}, props).failures
+    assert [(f.property, f.reason.split(" (catalog")[0]) for f in failures] == [
+        (
+            "deployments",
+            "blue.dedicatedResources.machineSpec.machineType: 'n1-standard-3' is not a "
+            "prediction machine type",
+        )
+    ]
+
+
+def test_check_does_not_judge_again_what_the_args_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vertex_training.serving import rules
+    from vertex_training.serving.resources import EndpointProvider
+
+    calls: list[str] = []
+    for name in ("deployment_findings", "traffic_findings"):
+        real = getattr(rules, name)
+        monkeypatch.setattr(
+            rules, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a)
+        )
+    props = _endpoint_props("n1-standard-2", judged_on="n1-standard-2")
+    assert EndpointProvider().check({}, props).failures == []
+    assert calls == []

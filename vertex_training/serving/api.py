@@ -140,14 +140,7 @@ def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
                 wrong = f"a {type(deployment).__name__}"
                 found.append(("deployments", key, Finding("", wrong, valid="DeploymentArgs")))
                 continue
-            for f in deployment_findings(
-                machine_type=deployment.machine_type,
-                accelerator_type=deployment.accelerator_type,
-                accelerator_count=deployment.accelerator_count,
-                min_replica_count=deployment.min_replica_count,
-                max_replica_count=deployment.max_replica_count,
-                region=region,
-            ):
+            for f in deployment_findings(deployment_body(key, deployment), region):
                 found.append(("deployments", key, f))
         for f in traffic_findings(traffic_of(args), args.deployments):
             found.append(("traffic", "", f))

@@ -305,6 +305,23 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
     return backend.ensure_serving(name)
 
 
+def judged_digest(
+    traffic: Mapping[str, Any], deployments: Mapping[str, Any], region: str | None
+) -> str | None:
+    """A hash of what the serving rules read of an endpoint (its split, its deployments
+    but their models, which no rule reads) and where: ``check`` judges the inputs again
+    unless theirs is the one the Args were judged with. None while a value is not known
+    (an Output, preview's unknown): ``check`` judges them once known."""
+    read = {
+        name: {k: v for k, v in dict(body).items() if k != "model"}
+        for name, body in deployments.items()
+    }
+    try:
+        return digest(traffic, read, region)
+    except TypeError:
+        return None
+
+
 def _endpoint_body(props: Mapping[str, Any]) -> dict[str, Any]:
     return labelled(props["body"], str(props["identity"]), {})
 
@@ -316,7 +333,7 @@ class EndpointProvider(Provider):
     required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
     late = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
-    updating = ("deployments", "traffic", "provider_version", "backend")
+    updating = ("deployments", "traffic", "judged", "provider_version", "backend")
     metadata = ENDPOINT_METADATA
     delete_before_replace = True
     backends = ModelProvider.backends
@@ -336,19 +353,27 @@ class EndpointProvider(Provider):
     def findings(
         self, news: Mapping[str, Any], settings: BackendSettings
     ) -> Iterable[tuple[str, Finding]]:
-        from vertex_training.serving.rules import traffic_findings
+        from vertex_training.serving.rules import deployment_findings, traffic_findings
 
         local = settings.kind is BackendKind.LOCAL
+        region = None if local else settings.location
+        traffic, deployments = news["traffic"], news["deployments"]
+        # The rules, unless on what the Args judged (a transform, a direct registration
+        # or an edited state changed it; a value was not known then).
+        rules = judged_digest(traffic, deployments, region) != news.get("judged")
         found = [(self.body, f) for f in _parse_findings("Endpoint", news["body"])]
         if local and not found:
             found += [(self.body, f) for f in _local_findings("Endpoint", news["body"])]
-        found += [("traffic", f) for f in traffic_findings(news["traffic"], news["deployments"])]
-        for name, body in sorted(news["deployments"].items()):
+        if rules:
+            found += [("traffic", f) for f in traffic_findings(traffic, deployments)]
+        for name, body in sorted(deployments.items()):
             if has_unknown(body):
                 continue  # the model's version is not known yet (preview)
             parsed = _parse_findings("DeployedModel", body)
             if local and not parsed:
                 parsed = _local_findings("DeployedModel", body)
+            if rules and not parsed:
+                parsed = deployment_findings(canonical(body), region)
             found += [("deployments", f.at(f"{name}.{f.path}".rstrip("."))) for f in parsed]
         return found
 
@@ -414,12 +439,14 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         platform, where, warnings = _placed("Endpoint", resource_name, args, EndpointArgs)
+        region = None if platform.environment == "local" else platform.region
         body, deployments, traffic = endpoint_bodies(resource_name, args, platform)
         props = {
             "body": body,
             "endpoint_id": endpoint_id_for(where["identity"]),
             "deployments": deployments,
             "traffic": traffic,
+            "judged": judged_digest(traffic, deployments, region),
             **where,
             **dict.fromkeys(EndpointProvider.output_names()),
         }

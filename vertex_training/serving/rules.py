@@ -66,17 +66,18 @@ def _listed(values: Iterable[str], limit: int = 12) -> str:
     return ", ".join(ordered[:limit]) + more
 
 
-def deployment_findings(
-    *,
-    machine_type: str,
-    accelerator_type: str | None,
-    accelerator_count: int | None,
-    min_replica_count: int,
-    max_replica_count: int | None,
-    region: str | None,
-) -> list[Finding]:
-    """What is wrong with one deployment's ``dedicatedResources`` (paths in its
-    ``DeployedModel`` body). ``region`` None: local, where only the shape is judged."""
+def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Finding]:
+    """What is wrong with the ``dedicatedResources`` of a ``DeployedModel`` REST body (paths
+    in it). ``region`` None: local, where only the shape is judged."""
+    resources = body.get("dedicatedResources")
+    if not isinstance(resources, Mapping):
+        return []  # no dedicated resources: the proto and Vertex judge the rest
+    machine = resources.get("machineSpec") or {}
+    machine_type = str(machine.get("machineType", ""))
+    accelerator_type = machine.get("acceleratorType")
+    accelerator_count = machine.get("acceleratorCount")
+    min_replica_count = resources.get("minReplicaCount", 1)
+    max_replica_count = resources.get("maxReplicaCount")
     catalog = prediction_catalog()
     found: list[Finding] = []
     spec = "dedicatedResources.machineSpec"
