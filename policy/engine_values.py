@@ -17,12 +17,12 @@ from typing import Any
 
 from pulumi_policy import proxy as _proxy
 
+# What the engine's proxies raise on reading a value not known yet; a policy that raises it
+# is reported as one that could not run in this preview.
+from pulumi_policy.proxy import UnknownValueError
+
 PINNED = "1.21.0"
 """The pulumi-policy version whose internals this module reads."""
-
-UnknownValueError = _proxy.UnknownValueError
-"""What the engine's proxies raise on reading a value not known yet; a policy that raises
-it is reported as one that could not run in this preview."""
 
 
 def is_unknown(value: Any) -> bool:

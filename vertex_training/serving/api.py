@@ -135,11 +135,7 @@ def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
     if isinstance(args, ModelArgs) and isinstance(args.image, str):
         found += [("image", "", f) for f in image_findings(args.image, environment=environment)]
     if isinstance(args, EndpointArgs):
-        for key, deployment in sorted(args.deployments.items()):
-            if not isinstance(deployment, DeploymentArgs):
-                wrong = f"a {type(deployment).__name__}"
-                found.append(("deployments", key, Finding("", wrong, valid="DeploymentArgs")))
-                continue
+        for key, deployment in sorted(args.deployments.items()):  # typed by Checked
             for f in deployment_findings(deployment_body(key, deployment), region):
                 found.append(("deployments", key, f))
         for f in traffic_findings(traffic_of(args), args.deployments):

@@ -86,29 +86,20 @@ def deployed_model_id(identity: str, name: str, body: Mapping[str, Any]) -> str:
 # ================================================================================ Model
 
 
-def _parse_findings(message: str, body: Mapping[str, Any]) -> list[Finding]:
-    """The body through the real proto (``message`` of aiplatform_v1): unknown fields and
-    wrong types, named; on the local twin, what it refuses (its table over the protos)."""
-    from google.cloud import aiplatform_v1 as v1
-
-    from vertex_training.jobs.protos import BodyParseError, parse_message
-
-    try:
-        parse_message(getattr(v1, message), canonical(body))
-    except BodyParseError as error:
-        return [Finding("", str(error))]
-    return []
-
-
-def _local_findings(message: str, body: Mapping[str, Any]) -> list[Finding]:
-    """What in ``body`` (a ``message`` of aiplatform_v1) the local twin refuses."""
+def _body_findings(message: str, body: Mapping[str, Any], local: bool) -> list[Finding]:
+    """The body through the real proto (``message`` of aiplatform_v1), parsed once: unknown
+    fields and wrong types, named; on the local twin, what it refuses (its table)."""
     from google.cloud import aiplatform_v1 as v1
 
     from vertex_training.jobs.backends.local.capabilities import local_refusals
-    from vertex_training.jobs.protos import parse_message
+    from vertex_training.jobs.protos import BodyParseError, parse_message
     from vertex_training.serving.backends.local import LOCAL_SUPPORT
 
-    return local_refusals(parse_message(getattr(v1, message), canonical(body)), LOCAL_SUPPORT)
+    try:
+        parsed = parse_message(getattr(v1, message), canonical(body))
+    except BodyParseError as error:
+        return [Finding("", str(error))]
+    return local_refusals(parsed, LOCAL_SUPPORT) if local else []
 
 
 class ModelProvider(Provider):
@@ -139,9 +130,7 @@ class ModelProvider(Provider):
         self, news: Mapping[str, Any], settings: BackendSettings
     ) -> Iterable[tuple[str, Finding]]:
         body = dict(news["body"])
-        found = _parse_findings("Model", body)
-        if settings.kind is BackendKind.LOCAL and not found:
-            found += _local_findings("Model", body)
+        found = _body_findings("Model", body, settings.kind is BackendKind.LOCAL)
         if not body.get("artifactUri"):
             found.append(
                 Finding(
@@ -166,9 +155,7 @@ class ModelProvider(Provider):
         return backend.get_version(model, version)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        if not props["body"].get("artifactUri"):
-            raise ValueError("artifactUri: the source job reports no model directory")
-        backend = self.backend(props)
+        backend = self.backend(props)  # check, which the engine runs first, judged props
         body = self.labelled_body(props)
         model_id = str(props["model_id"])
         record = backend.find_version(model_id, {ADOPTION_LABEL: body["labels"][ADOPTION_LABEL]})
@@ -202,17 +189,20 @@ class ModelProvider(Provider):
 
 def _placed(
     resource: str, resource_name: str, args: Any, args_type: type
-) -> tuple[JobPlatform, dict[str, Any], list[Finding]]:
-    """Where a ``resource`` lives, its placement inputs and the warnings of its Args (judged
-    once, as early as the platform is known: here, or by a stack's reader); raises naming
-    every error."""
+) -> tuple[JobPlatform, str | None, dict[str, Any], list[Finding]]:
+    """Where a ``resource`` lives (the platform, the region its hardware is judged in), its
+    placement inputs and the warnings of its Args (judged once, as early as the platform is
+    known: here, or by a stack's reader); raises naming every error."""
     require_args(resource, resource_name, args, args_type)
     platform, region = where_served(args)
     warnings = refuse(f"{resource} {resource_name!r}", judged(args, platform.environment, region))
-    where = placement(
-        resource_name, BackendSettings.of(platform), platform.project, PROVIDER_VERSION
+    backend = BackendSettings.of(platform)
+    return (
+        platform,
+        region,
+        placement(resource_name, backend, platform.project, PROVIDER_VERSION),
+        warnings,
     )
-    return platform, where, warnings
 
 
 class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
@@ -235,7 +225,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     def __init__(
         self, resource_name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        platform, where, warnings = _placed("Model", resource_name, args, ModelArgs)
+        platform, _, where, warnings = _placed("Model", resource_name, args, ModelArgs)
         body = model_body(resource_name, args, platform)
         props = {
             "body": body,
@@ -361,17 +351,13 @@ class EndpointProvider(Provider):
         # The rules, unless on what the Args judged (a transform, a direct registration
         # or an edited state changed it; a value was not known then).
         rules = judged_digest(traffic, deployments, region) != news.get("judged")
-        found = [(self.body, f) for f in _parse_findings("Endpoint", news["body"])]
-        if local and not found:
-            found += [(self.body, f) for f in _local_findings("Endpoint", news["body"])]
+        found = [(self.body, f) for f in _body_findings("Endpoint", news["body"], local)]
         if rules:
             found += [("traffic", f) for f in traffic_findings(traffic, deployments)]
         for name, body in sorted(deployments.items()):
             if has_unknown(body):
                 continue  # the model's version is not known yet (preview)
-            parsed = _parse_findings("DeployedModel", body)
-            if local and not parsed:
-                parsed = _local_findings("DeployedModel", body)
+            parsed = _body_findings("DeployedModel", body, local)
             if rules and not parsed:
                 parsed = deployment_findings(canonical(body), region)
             found += [("deployments", f.at(f"{name}.{f.path}".rstrip("."))) for f in parsed]
@@ -438,8 +424,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
     def __init__(
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        platform, where, warnings = _placed("Endpoint", resource_name, args, EndpointArgs)
-        region = None if platform.environment == "local" else platform.region
+        platform, region, where, warnings = _placed("Endpoint", resource_name, args, EndpointArgs)
         body, deployments, traffic = endpoint_bodies(resource_name, args, platform)
         props = {
             "body": body,
