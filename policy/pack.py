@@ -24,18 +24,8 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-# The engine's read-only proxies and their test for a value not known yet (pulumi-policy is
-# pinned in policy/requirements.txt): the budget reads past the unknowns that cannot change
-# a price.
-from pulumi_policy.proxy import (
-    UNKNOWN_STRING_VALUE,
-    UnknownValueError,
-    _DictProxy,
-    _is_unknown,
-    _ListProxy,
-)
-
 from policy import rules
+from policy.engine_values import is_unknown, plain, unknown_at
 from policy.rules import Resource
 from vertex_training.cost.budget import REFUSING_ENVIRONMENTS
 from vertex_training.jobs.placeholders import with_placeholders
@@ -154,27 +144,15 @@ _PRICELESS_KEYS = frozenset(
 digest, the service account, the bucket) without changing what a job costs."""
 
 
-def _plain(value: Any) -> Any:
-    """The engine's read-only proxies as plain data, unknown values left as their sentinels
-    (reading one through a proxy raises; the estimate stands a placeholder in instead)."""
-    if isinstance(value, _DictProxy | _ListProxy):
-        value = value["__target"]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _known(resource: Resource) -> Resource:
     """``resource`` with each unknown input that cannot change a price stood in for, as
     the program's own preview estimate does; an unknown that can (a machine type, a
     replica count) raises ``UnknownValueError``: the engine reports that the policy could
     not run in this preview."""
-    props, paths = with_placeholders(_plain(resource.props), _is_unknown)
+    props, paths = with_placeholders(plain(resource.props), is_unknown)
     for path in paths:
         if path.rsplit(".", 1)[-1].split("[", 1)[0] not in _PRICELESS_KEYS:
-            raise UnknownValueError(UNKNOWN_STRING_VALUE, path.split("."))
+            raise unknown_at(path)
     return Resource(resource.type, props, resource.urn, resource.name)
 
 

@@ -1,7 +1,13 @@
-"""What our dynamic providers share (the jobs', the served models'): where a resource lives
-(``BackendSettings``, carried in its inputs), the labels every resource we submit carries,
-values not known yet in preview, and the provider base that decides which inputs a check
-requires, which replace and which change in place.
+"""What our dynamic providers share (the jobs', the served models', and any later one):
+where a resource lives (``BackendSettings``, carried in its inputs), the labels every
+resource we submit carries, values not known yet in preview, and the ``Provider`` base.
+
+A provider built on ``Provider`` declares, as class attributes, its body input, which
+inputs replace and which change in place, its backends by kind and its outputs by record
+attribute; it implements ``findings`` (what ``check`` refuses), ``fetch`` (the service's
+record), ``create``, ``update`` and ``delete``. The base does the rest: ``check`` (the
+findings as ``CheckFailure`` values), ``diff`` (with ``extra_changes`` for what only the
+service can tell), ``read`` (a ``NotFoundError`` drops the resource), the adoption label.
 
 Providers are pickled by reference: a subclass's import path is part of every stack's
 state, this module's is not.
@@ -12,20 +18,28 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
+import importlib
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 import pulumi
 import pulumi.dynamic
 from pulumi.runtime.rpc import UNKNOWN
 
+from vertex_training.findings import Finding
+
 __all__ = [
     "ADOPTION_LABEL",
+    "PROVIDER_VERSION",
     "STACK_LABEL",
     "BackendKind",
     "BackendSettings",
+    "NotFoundError",
     "Provider",
+    "adoption_label",
+    "canonical",
     "has_unknown",
     "is_unknown",
     "label_value",
@@ -33,9 +47,16 @@ __all__ = [
     "placement",
 ]
 
+PROVIDER_VERSION = "4"
+"""Bump when a provider's behaviour changes: the diff shows it (an in-place update, no
+API call for a job; a model or endpoint makes sure of what it serves), so a provider
+change is never invisible. One version for every provider here: they share this base.
+4: one base for jobs and serving (one adoption label form, one table of local refusals)."""
+
 ADOPTION_LABEL = "pulumi-job-key"
-"""Label carrying a hash of (project, stack, resource name, spec): ``create`` looks for a
-job with it before submitting, because the create RPC has no request id."""
+"""Label carrying a hash of (project, stack, resource name, content): ``create`` looks for
+what an interrupted ``up`` made with it before making it again, because the create RPCs
+have no request id."""
 STACK_LABEL = "pulumi-stack"
 
 _LABEL_SAFE = re.compile(r"[^a-z0-9_-]+")
@@ -56,6 +77,36 @@ def labelled(body: Mapping[str, Any], identity: str, labels: Mapping[str, str]) 
     stack = identity.split("/")[1] if "/" in identity else ""
     own = dict(body.get("labels") or {})
     return {**body, "labels": {**own, **labels, STACK_LABEL: label_value(stack)}}
+
+
+def canonical(value: Any) -> Any:
+    """Numbers cross the engine as floats (2 -> 2.0): the same meaning, one value."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical(v) for v in value]
+    return value
+
+
+def digest(*parts: Any) -> str:
+    """A hash of ``parts`` in their canonical form (JSON, keys sorted)."""
+    text = json.dumps(canonical(list(parts)), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def adoption_label(identity: str, *content: Any) -> dict[str, str]:
+    """The adoption label of resource ``identity`` holding ``content``: the same resource
+    and content give the same label; any change another, so that a replacement never
+    adopts what it replaces. Readable: the resource's name, then the hash."""
+    name = identity.rsplit("/", 1)[-1]
+    return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest(identity, *content)[:20]}")}
+
+
+class NotFoundError(LookupError):
+    """What a resource names is gone from the service (deleted elsewhere): ``read`` drops
+    it from the state. Each backend's not-found error is one of these."""
 
 
 def is_unknown(value: Any) -> bool:
@@ -160,9 +211,8 @@ def placement(
 
 
 class Provider(pulumi.dynamic.ResourceProvider):
-    """What our dynamic providers share (the jobs' and the served models'): how a check
-    judges the inputs, which inputs replace and which change in place, the inputs kept
-    beside the outputs."""
+    """What our dynamic providers share: the backend, how a check judges the inputs, which
+    inputs replace and which change in place, the outputs, a refresh."""
 
     serialize_as_secret_always = False  # nothing secret in here: keep the state readable
     body: ClassVar[str]
@@ -178,6 +228,30 @@ class Provider(pulumi.dynamic.ResourceProvider):
     metadata: ClassVar[tuple[str, ...]]
     """Body fields changed in place."""
     delete_before_replace: ClassVar[bool] = False
+    backends: ClassVar[Mapping[BackendKind, str]]
+    """The backend class by kind, ``"module:Class"`` (imported when used): a Vertex one is
+    built from the ``BackendSettings``, a local one from the local root."""
+    outputs_from: ClassVar[Mapping[str, str]]
+    """Each output, by the attribute of the backend's record it is read from."""
+
+    def backend(self, props: Mapping[str, Any]) -> Any:
+        """A fresh backend for the resource's ``backend`` input (none is kept on ``self``:
+        the provider is pickled)."""
+        settings = BackendSettings.from_props(props["backend"])
+        module, _, name = self.backends[settings.kind].partition(":")
+        backend_type = getattr(importlib.import_module(module), name)
+        if settings.kind is BackendKind.LOCAL:
+            return backend_type(settings.local_root)
+        return backend_type(settings)
+
+    @classmethod
+    def output_names(cls) -> tuple[str, ...]:
+        """The outputs, registered as None so that the engine knows them in preview."""
+        return tuple(cls.outputs_from)
+
+    def outputs(self, record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The outputs as the backend's ``record`` has them (``props``: the inputs)."""
+        return {key: _plain(getattr(record, attr)) for key, attr in self.outputs_from.items()}
 
     def inputs(self, props: Mapping[str, Any]) -> dict[str, Any]:
         keys = (self.body, *self.replacing, *self.updating)
@@ -185,8 +259,8 @@ class Provider(pulumi.dynamic.ResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
-        settings and the provider's ``problems``. The backend's target is kept beside the
-        inputs (a new target replaces)."""
+        settings and the provider's ``findings``, each a failure of its input. The
+        backend's target is kept beside the inputs (a new target replaces)."""
         failures = [
             pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
             for key in self.required
@@ -201,17 +275,19 @@ class Provider(pulumi.dynamic.ResourceProvider):
             return pulumi.dynamic.CheckResult(
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
-        failures = []
-        for problem in self.problems(news, settings):
-            head = re.split(r"[.:\[]", problem, maxsplit=1)[0]
-            prop = head if head in self.required else self.body
-            failures.append(pulumi.dynamic.CheckFailure(prop, problem))
+        failures = [
+            pulumi.dynamic.CheckFailure(prop, str(finding))
+            for prop, finding in self.findings(news, settings)
+            if finding.severity == "error"
+        ]
         news = {**news, "backend_target": backend_target(settings.to_props())}
         return pulumi.dynamic.CheckResult(news, failures)
 
-    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
-        """What the service would refuse of the inputs, each ``path: message``: a failure of
-        the input the path starts at, else of the body."""
+    def findings(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> Iterable[tuple[str, Finding]]:
+        """What the service would refuse of the inputs: each finding with the input it is
+        a failure of (its path is relative to that input)."""
         raise NotImplementedError
 
     def _body(self, props: Mapping[str, Any], metadata: bool) -> Any:
@@ -237,10 +313,17 @@ class Provider(pulumi.dynamic.ResourceProvider):
             changed.append(self.body)
         return replaces, changed
 
+    def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
+        """What changes in place although no input did (only the service can tell, e.g. a
+        local server that died): asked only when nothing else changed."""
+        return []
+
     def diff(
-        self, _id: str, olds: dict[str, Any], news: dict[str, Any]
+        self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.DiffResult:
         replaces, changed = self.changes(olds, news)
+        if not replaces and not changed:
+            changed = self.extra_changes(id_, news)
         return pulumi.dynamic.DiffResult(
             changes=bool(replaces or changed),
             replaces=replaces,
@@ -248,13 +331,27 @@ class Provider(pulumi.dynamic.ResourceProvider):
         )
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
-        outputs = self.current(id_, props)
-        if outputs is None:
+        try:
+            outputs = self.outputs(self.fetch(self.backend(props), id_), props)
+        except NotFoundError:
             # Deleted elsewhere: an empty id drops it from the state.
             return pulumi.dynamic.ReadResult(id_="", outs={})
         inputs = self.inputs(props)
         return pulumi.dynamic.ReadResult(id_=id_, outs={**inputs, **outputs}, inputs=inputs)
 
-    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The resource's outputs as the service has them now; None where it is gone."""
+    def fetch(self, backend: Any, id_: str) -> Any:
+        """The service's record of ``id_``; raises a ``NotFoundError`` where it is gone."""
         raise NotImplementedError
+
+
+def _plain(value: Any) -> Any:
+    """A record's value as the engine keeps it: enums by value, records as dicts."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

@@ -44,8 +44,9 @@ def test_the_stored_trial_row_has_exactly_the_typed_keys_and_reads_back() -> Non
         end_time="2026-11-24T10:05:00Z",
     )
 
-    row = resources.record_outputs(
-        JobRecord("n", JobKind.HYPERPARAMETER_TUNING_JOB, "", JobState.RUNNING, trials=(record,))
+    row = resources.JobProvider(JobKind.HYPERPARAMETER_TUNING_JOB).outputs(
+        JobRecord("n", JobKind.HYPERPARAMETER_TUNING_JOB, "", JobState.RUNNING, trials=(record,)),
+        {},
     )["trials"][0]
 
     assert set(row) == set(typing.get_type_hints(TrialResult))

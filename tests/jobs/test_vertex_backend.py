@@ -221,10 +221,11 @@ def test_failed_job_reports_its_error(fake: FakeJobService, backend: VertexBacke
 
 
 def test_the_provider_builds_a_vertex_backend() -> None:
-    from vertex_training.jobs.resources import _backend
+    from vertex_training.jobs.records import JobKind
+    from vertex_training.jobs.resources import JobProvider
 
     settings = BackendSettings(BackendKind.VERTEX, project="p", location="europe-west4")
-    built = _backend({"backend": settings.to_props()})
+    built = JobProvider(JobKind.CUSTOM_JOB).backend({"backend": settings.to_props()})
     assert isinstance(built, VertexBackend)
     assert built.parent == "projects/p/locations/europe-west4"
     assert BackendSettings.from_props(settings.to_props()) == settings

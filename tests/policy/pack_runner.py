@@ -22,8 +22,8 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     StackValidationArgs,
 )
-from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from policy.engine_values import UnknownValueError, checking_proxy
 from policy.pack import policies
 
 
@@ -59,7 +59,7 @@ def main() -> None:
                 if isinstance(policy, ResourceValidationPolicy):
                     for r in resources:
                         # Read-only proxies that raise on an unknown value, as the engine's.
-                        props = unknown_checking_proxy(r["props"])
+                        props = checking_proxy(r["props"])
                         args = ResourceValidationArgs(
                             r["type"], props, r["urn"], r["name"], options(), None, config
                         )
@@ -68,7 +68,7 @@ def main() -> None:
                     items = [
                         PolicyResource(
                             r["type"],
-                            unknown_checking_proxy(r["props"]),
+                            checking_proxy(r["props"]),
                             r["urn"],
                             r["name"],
                             options(),

@@ -10,7 +10,7 @@ import pytest
 import vertex_training as vt
 from tests import modules_loaded_by
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
+from vertex_training.serving.rules import deployment_findings, image_findings, traffic_findings
 
 DIGEST = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 TRAINER = "us-docker.pkg.dev/p/r/trainer@sha256:" + "b" * 64
@@ -119,22 +119,23 @@ def test_an_endpoint_with_a_bad_split_and_machine_is_refused_with_every_problem(
         run_pulumi(lambda: vt.Endpoint("e", args), stack="dev")
     lines = str(refused.value).splitlines()
     assert lines[0].startswith(
-        "Endpoint 'e'.deployments.green.dedicatedResources.machineSpec.machineType: "
-        "'n1-standard-3' is not a prediction machine type (catalog as of "
+        "Endpoint 'e'.deployments['green'].machine_type: 'n1-standard-3' is not a prediction "
+        "machine type (catalog as of "
     )
+    assert "(Vertex field DeployedModel.dedicatedResources.machineSpec.machineType)" in lines[0]
     assert lines[1] == (
         "Endpoint 'e'.traffic: sums to 90 (blue: 50, green: 40); valid: percents summing to 100"
     )
 
 
 def test_traffic_names_deployed_models() -> None:
-    assert traffic_problems("traffic", {"blue": 100, "red": 0}, ["blue"]) == [
-        "traffic: red is not a deployment of this endpoint; valid: blue"
+    assert list(map(str, traffic_findings({"blue": 100, "red": 0}, ["blue"]))) == [
+        "red is not a deployment of this endpoint; valid: blue"
     ]
-    assert traffic_problems("traffic", {"blue": 101}, ["blue"]) == [
-        "traffic.blue: 101; valid: a whole percent from 0 to 100"
+    assert list(map(str, traffic_findings({"blue": 101}, ["blue"]))) == [
+        "blue: 101; valid: a whole percent from 0 to 100"
     ]
-    assert traffic_problems("traffic", {"blue": 60, "green": 40.0}, ["blue", "green"]) == []
+    assert traffic_findings({"blue": 60, "green": 40.0}, ["blue", "green"]) == []
 
 
 @pytest.mark.parametrize(
@@ -145,7 +146,7 @@ def test_traffic_names_deployed_models() -> None:
             "NVIDIA_TESLA_V100",
             1,
             "europe-west1",
-            "d.dedicatedResources.machineSpec.acceleratorType: NVIDIA_TESLA_V100 serves no "
+            "dedicatedResources.machineSpec.acceleratorType: NVIDIA_TESLA_V100 serves no "
             "predictions in europe-west1; valid: one of the regions asia-east1, europe-west4, "
             "us-central1, us-west1",
         ),
@@ -154,7 +155,7 @@ def test_traffic_names_deployed_models() -> None:
             "NVIDIA_TESLA_T4",
             3,
             "us-central1",
-            "d.dedicatedResources.machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not "
+            "dedicatedResources.machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 is not "
             "allowed; valid: 1, 2, 4",
         ),
         (
@@ -162,7 +163,7 @@ def test_traffic_names_deployed_models() -> None:
             "NVIDIA_TESLA_T4",
             1,
             "us-central1",
-            "d.dedicatedResources.machineSpec.machineType: NVIDIA_TESLA_T4 attaches only to "
+            "dedicatedResources.machineSpec.machineType: NVIDIA_TESLA_T4 attaches only to "
             "n1-highcpu, n1-highmem, n1-standard machines, not e2-standard-4",
         ),
         (
@@ -170,7 +171,7 @@ def test_traffic_names_deployed_models() -> None:
             "NVIDIA_TESLA_T4",
             None,
             "us-central1",
-            "d.dedicatedResources.machineSpec: g2-standard-8 comes with 1 x NVIDIA_L4; valid: "
+            "dedicatedResources.machineSpec: g2-standard-8 comes with 1 x NVIDIA_L4; valid: "
             "acceleratorType 'NVIDIA_L4' with acceleratorCount 1, or neither",
         ),
     ],
@@ -178,48 +179,38 @@ def test_traffic_names_deployed_models() -> None:
 def test_prediction_hardware_by_region(
     machine: str, accelerator: str, count: int | None, region: str, problem: str
 ) -> None:
-    errors, _ = deployment_problems(
-        "d",
-        machine_type=machine,
-        accelerator_type=accelerator,
-        accelerator_count=count,
-        min_replica_count=1,
-        max_replica_count=None,
-        region=region,
-    )
-    assert errors == [problem]
+    spec = {"machineType": machine, "acceleratorType": accelerator, "acceleratorCount": count}
+    body = {"dedicatedResources": {"machineSpec": {k: v for k, v in spec.items() if v}}}
+    found = deployment_findings(body, region)
+    assert [str(f) for f in found if f.severity == "error"] == [problem]
 
 
 def test_replica_counts() -> None:
-    errors, _ = deployment_problems(
-        "d",
-        machine_type="n1-standard-2",
-        accelerator_type=None,
-        accelerator_count=None,
-        min_replica_count=0,
-        max_replica_count=-1,
-        region="us-central1",
-    )
-    assert errors == [
-        "d.dedicatedResources.minReplicaCount: 0; valid: 1 or more (a dedicated deployment "
+    body = {
+        "dedicatedResources": {
+            "machineSpec": {"machineType": "n1-standard-2"},
+            "minReplicaCount": 0,
+            "maxReplicaCount": -1,
+        }
+    }
+    found = deployment_findings(body, "us-central1")
+    assert list(map(str, found)) == [
+        "dedicatedResources.minReplicaCount: 0; valid: 1 or more (a dedicated deployment "
         "keeps at least one replica)",
-        "d.dedicatedResources.maxReplicaCount: -1 is below minReplicaCount 0; valid: 0 or more",
+        "dedicatedResources.maxReplicaCount: -1 is below minReplicaCount 0; valid: 0 or more",
     ]
 
 
 def test_serving_images() -> None:
-    errors, warnings = image_problems(
-        "i", "us-docker.pkg.dev/p/r/serving:latest", environment="prod"
-    )
-    assert errors == [
-        "i: 'us-docker.pkg.dev/p/r/serving:latest' is not an image by digest (a tag can move "
+    found = image_findings("us-docker.pkg.dev/p/r/serving:latest", environment="prod")
+    assert list(map(str, found)) == [
+        "'us-docker.pkg.dev/p/r/serving:latest' is not an image by digest (a tag can move "
         "under a served model in prod); valid: REGISTRY/PATH@sha256:<64 hex digits>"
     ]
-    assert warnings == []
     prebuilt = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
-    errors, warnings = image_problems("i", prebuilt, environment="dev")
-    assert errors == [] and len(warnings) == 1
-    assert "stop at 2.15 and this one serves TF 2.15, while the trainer saves with" in warnings[0]
+    (warning,) = image_findings(prebuilt, environment="dev")
+    assert warning.severity == "warning"
+    assert "stop at 2.15 and this one serves TF 2.15, while the trainer saves with" in str(warning)
 
 
 def test_the_program_side_loads_no_vertex_client() -> None:

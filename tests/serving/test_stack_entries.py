@@ -117,7 +117,8 @@ def test_a_model_image_by_tag_is_refused_at_its_key_in_prod() -> None:
     )
     assert [p for p in problems if p.startswith(f"{NS}:models")] == [
         f"{NS}:models[0].image: 'us-docker.pkg.dev/p/r/serving:1' is not an image by digest "
-        "(a tag can move under a served model in prod); valid: "
+        "(a tag can move under a served model in prod) (Vertex field "
+        "Model.containerSpec.imageUri); valid: "
         "REGISTRY/PATH@sha256:<64 hex digits>. Fix: edit models[0].image in "
         f"stacks/Pulumi.scratch.yaml {WHOLE}"
     ]

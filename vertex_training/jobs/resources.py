@@ -14,9 +14,6 @@ cancels, waits for a terminal state, deletes.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import logging
 import re
 from collections.abc import Mapping
@@ -28,15 +25,17 @@ import pulumi.dynamic
 from vertex_training._checks import InvalidArgumentsError, is_known
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    PROVIDER_VERSION,
     BackendKind,
     BackendSettings,
     Provider,
+    adoption_label,
     is_unknown,
-    label_value,
     labelled,
     placement,
 )
 from vertex_training.cost.estimate import JobEstimate
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
     WAITS,
     CustomJobArgs,
@@ -64,10 +63,6 @@ _log = logging.getLogger(__name__)
 ArgsT = TypeVar("ArgsT", CustomJobArgs, HyperparameterTuningJobArgs)
 
 
-PROVIDER_VERSION = "3"
-"""Bump when the provider's behaviour changes: the diff shows it (an in-place update,
-no API call), so a provider change is never invisible."""
-
 METADATA_FIELDS = ("labels", "displayName")
 """Body fields that describe a job without changing what runs: an edit is an in-place
 update. Vertex's JobService has no update RPC for CustomJob or HyperparameterTuningJob,
@@ -77,48 +72,10 @@ _WAITING = ("wait", *WAITS)
 """How ``up`` waits: set (and judged) by the Args, read by the provider as they are (no
 second default here)."""
 _BAD_END = {JobState.FAILED, JobState.CANCELLED, JobState.EXPIRED}
-_AS_IS = (
-    "console_url",
-    "create_time",
-    "start_time",
-    "end_time",
-    "error_message",
-    "model_dir",
-    "best_trial",
-    "web_access_uris",
-)
-
-
-def record_outputs(record: JobRecord) -> dict[str, Any]:
-    """The job's outputs; a trial is the plain ``TrialResult`` dict of its record."""
-    fields = dataclasses.asdict(record)
-    return {
-        "job_name": record.name,
-        "job_id": record.job_id,
-        "state": record.state.value,
-        **{key: fields[key] for key in _AS_IS},
-        "trials": list(fields["trials"]),
-    }
-
-
-OUTPUT_KEYS = tuple(record_outputs(JobRecord("", JobKind.CUSTOM_JOB, "", JobState.PENDING)))
 
 
 class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
-
-
-def _backend(props: Mapping[str, Any]) -> JobBackend:
-    """A fresh backend for the resource's settings (imports the chosen one lazily)."""
-    settings = BackendSettings.from_props(props["backend"])
-    if settings.kind is BackendKind.VERTEX:
-        from vertex_training.jobs.backends.vertex import VertexBackend
-
-        return VertexBackend(settings)
-    from vertex_training.jobs.backends.local import LocalBackend
-
-    assert settings.local_root
-    return LocalBackend(settings.local_root)
 
 
 class JobProvider(Provider):
@@ -134,6 +91,20 @@ class JobProvider(Provider):
     updating = (*_WAITING, "provider_version", "unjudged", "backend", "expected_duration_seconds")
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
+    backends = {
+        BackendKind.VERTEX: "vertex_training.jobs.backends.vertex:VertexBackend",
+        BackendKind.LOCAL: "vertex_training.jobs.backends.local:LocalBackend",
+    }
+    outputs_from = {
+        "job_name": "name",
+        "job_id": "job_id",
+        "state": "state",
+        **{key: key for key in ("console_url", "create_time", "start_time", "end_time")},
+        **{key: key for key in ("error_message", "model_dir", "web_access_uris")},
+        "trials": "trials",
+        "best_trial": "best_trial",
+    }
+    """A trial is the plain ``TrialResult`` dict of its record."""
 
     def __init__(self, kind: JobKind) -> None:
         super().__init__()
@@ -144,25 +115,18 @@ class JobProvider(Provider):
         return JobKind(self.kind)
 
     def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
-        """Same resource and same body -> same label; any change -> a different one, so
-        a replacement never adopts the job it replaces."""
-        from vertex_training.jobs.protos import canonical_json
-
-        # The canonical text: numbers cross the engine as floats (2 -> 2.0). Labels and
-        # display name stay out: an edit of them is not a new run, so a crashed `up` whose
-        # job they were edited after still adopts it.
-        run = self._body(props, metadata=False)
-        identity = str(props["identity"])
-        text = json.dumps({"identity": identity, "spec": canonical_json(self.job_kind, run)})
-        digest = hashlib.sha256(text.encode()).hexdigest()[:20]
-        name = identity.rsplit("/", 1)[-1]
-        return {ADOPTION_LABEL: label_value(f"{name[:40]}-{digest}")}
+        """Same resource and same run -> same label. Labels and display name stay out: an
+        edit of them is not a new run, so a crashed `up` whose job they were edited after
+        still adopts it."""
+        return adoption_label(str(props["identity"]), self._body(props, metadata=False))
 
     def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """The body as submitted: the declared one plus our stack and adoption labels."""
         return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
 
-    def problems(self, props: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+    def findings(
+        self, props: Mapping[str, Any], settings: BackendSettings
+    ) -> list[tuple[str, Finding]]:
         """What Vertex would refuse that the Args did not judge where they were built: the
         body through the real protos (unknown fields, wrong types, enum names: what
         ``extra_fields`` set); the rules on what the program could not judge (props that did
@@ -174,16 +138,19 @@ class JobProvider(Provider):
         from vertex_training.jobs.rules.job import job_findings
         from vertex_training.jobs.view import read_view
 
-        problems = []
+        problems: list[tuple[str, Finding]] = []
         only = props.get("unjudged")
         if only is None:  # the Args judged their own waits
-            problems += positive_seconds("", {k: props[k] for k in WAITS})
+            for key in WAITS:
+                problems += [(key, Finding("", p)) for p in positive_seconds("", {key: props[key]})]
         body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
         try:
             message = parse_body(self.job_kind, body)
         except BodyParseError as error:
             keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            return problems if any(key in str(error) for key in keys) else [*problems, str(error)]
+            if any(key in str(error) for key in keys):
+                return problems
+            return [*problems, (self.body, Finding("", str(error)))]
         if only is None or only:
             view, found = read_view(self.job_kind, body)
             if not found and view is not None:
@@ -194,17 +161,17 @@ class JobProvider(Provider):
             if only is not None:  # the program judged all the rest
                 judged = drop_unknown(found, only)
                 found = [f for f in found if f not in judged]
-            problems += [f"{f.path}: {f.message}" for f in found if f.severity == "error"]
+            problems += [(self.body, f) for f in found]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
-            problems += local_refusals(message)
+            problems += [(self.body, f) for f in local_refusals(message)]
         return problems
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         # Judged by ``check``, which the engine runs first.
-        backend = _backend(props)
+        backend = self.backend(props)
         found = backend.find(self.job_kind, self.adoption_labels(props))
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
@@ -231,14 +198,11 @@ class JobProvider(Provider):
                     f"{record.name} ended {record.state.value}: "
                     f"{record.error_message or 'no error message'}{where}"
                 )
-        outs = {**self.inputs(props), **record_outputs(record)}
+        outs = {**self.inputs(props), **self.outputs(record, props)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
-    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-        try:
-            return record_outputs(_backend(props).get(id_))
-        except JobNotFoundError:
-            return None
+    def fetch(self, backend: JobBackend, id_: str) -> JobRecord:
+        return backend.get(id_)
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -248,7 +212,9 @@ class JobProvider(Provider):
             labels = self.labelled_body(news)["labels"]
             display_name = str(news["spec"].get("displayName", ""))
             try:
-                relabelled = _backend(news).relabel(id_, labels=labels, display_name=display_name)
+                relabelled = self.backend(news).relabel(
+                    id_, labels=labels, display_name=display_name
+                )
             except JobNotFoundError:
                 # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
                 relabelled = True
@@ -261,11 +227,11 @@ class JobProvider(Provider):
                     "and are sent with the job's next run",
                     id_,
                 )
-        outs = {k: olds.get(k) for k in OUTPUT_KEYS}
+        outs = {k: olds.get(k) for k in self.output_names()}
         return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **outs})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        backend = _backend(props)
+        backend = self.backend(props)
         try:
             record = backend.get(id_)
             if not record.state.is_terminal:
@@ -279,6 +245,23 @@ class JobProvider(Provider):
         except JobNotFoundError:
             return  # gone already
         backend.delete(id_)
+
+
+def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:
+    """Refuse ``args`` that are not ``args_type``'s, before anything is registered."""
+    if not isinstance(args, args_type):
+        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
+        raise InvalidArgumentsError(
+            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
+            f"got {type(args).__name__}"
+        )
+
+
+def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
+    """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
+    if args.platform is None:
+        return opts
+    return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
 
 
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
@@ -312,12 +295,8 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
     ) -> None:
         """Validate ``args`` (raising ``InvalidArgumentsError`` before anything is
         registered, naming each wrong argument) and register the job."""
+        require_args(type(self).__name__, resource_name, args, self._args_type)
         cls = type(self).__name__
-        if not isinstance(args, self._args_type):
-            raise InvalidArgumentsError(
-                f"{cls}({resource_name!r}): args must be a {self._args_type.__name__}, got "
-                f"{type(args).__name__}"
-            )
         platform = job_platform(args)
         body = job_body(args, resource_name)
         errors, warnings = declared_problems(args, resource_name)
@@ -336,11 +315,9 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             "unjudged": with_placeholders(
                 to_body(args), lambda v: v is not LATER and not is_known(v)
             )[1],
-            **dict.fromkeys(OUTPUT_KEYS),
+            **dict.fromkeys(JobProvider.output_names()),
         }
-        if args.platform is not None:
-            opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-        super().__init__(JobProvider(args.KIND), resource_name, props, opts)
+        super().__init__(JobProvider(args.KIND), resource_name, props, placed(args, opts))
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
@@ -409,6 +386,8 @@ __all__ = [
     "JobFailedError",
     "JobProvider",
     "declare_job",
+    "placed",
+    "require_args",
 ]
 
 

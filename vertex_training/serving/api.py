@@ -8,6 +8,7 @@ anything is registered, naming each problem's field path.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +16,10 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError
-from vertex_training._dynamic import BackendKind, BackendSettings
-from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform
-from vertex_training.jobs.fields import merge_fields, to_body, vertex
-from vertex_training.serving.rules import deployment_problems, image_problems, traffic_problems
+from vertex_training.findings import Finding
+from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform, job_platform
+from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
+from vertex_training.serving.rules import deployment_findings, image_findings, traffic_findings
 
 LOCAL_SERVING_IMAGE = "serving:local"
 """The image a local model names: the local twin runs the same server from the checkout."""
@@ -116,59 +117,80 @@ class EndpointArgs(_Placed):
     all of it."""
 
 
-@dataclass(frozen=True)
-class ServingContext:
-    """Where a model or endpoint lives, resolved from a platform or its own Args."""
-
-    environment: str
-    region: str
-    project: pulumi.Input[str]
-    backend: BackendSettings
-    labels: Mapping[str, str]
+Judged = tuple[str, str, Finding]
+"""A serving rule's finding on Args: the field it is about (``image``, ``traffic``,
+``deployments``), the deployment's name (or ``""``), and the finding, its path relative to
+that (a ``DeployedModel`` path, a deployment's name in the split)."""
 
 
-def serving_context(
-    resource: str, resource_name: str, args: object, args_type: type[_Placed]
-) -> ServingContext:
-    """Where the ``resource`` (``Model``, ``Endpoint``) ``resource_name`` lives; ``args``
-    that are not its ``args_type`` are refused."""
-    if not isinstance(args, args_type):
-        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
-        raise InvalidArgumentsError(
-            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
-            f"got {type(args).__name__}"
-        )
-    where = f"{resource} {resource_name!r}"
-    platform = args.platform
-    if platform is None:
-        if args.project is None or args.region is None:
-            raise InvalidArgumentsError(
-                f"{where}: no platform, so project and region must be set; valid: "
-                "platform=<a vt.TrainingPlatform>, or project='my-project', region='us-central1'"
-            )
-        settings = BackendSettings(BackendKind.VERTEX, project=args.project, location=args.region)
-        return ServingContext("dev", args.region, args.project, settings, {})
-    return ServingContext(
-        platform.environment,
-        platform.region,
-        platform.project,
-        BackendSettings.of(platform),
-        dict(platform.labels),
-    )
+def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
+    """The serving rules on ``args`` in ``environment`` (``region`` None: local, only the
+    shapes are judged). Judged once: the Args keep them, and so does a copy of them on the
+    same facts (a stack's, put on its platform with ``jobs.api._with``)."""
+    facts = (environment, region)
+    kept = args.__dict__.get("_judged")
+    if kept is not None and kept[0] == facts:
+        return list(kept[1])
+    found: list[Judged] = []
+    if isinstance(args, ModelArgs) and isinstance(args.image, str):
+        found += [("image", "", f) for f in image_findings(args.image, environment=environment)]
+    if isinstance(args, EndpointArgs):
+        for key, deployment in sorted(args.deployments.items()):  # typed by Checked
+            for f in deployment_findings(deployment_body(key, deployment), region):
+                found.append(("deployments", key, f))
+        for f in traffic_findings(traffic_of(args), args.deployments):
+            found.append(("traffic", "", f))
+    object.__setattr__(args, "_judged", (facts, tuple(found)))
+    return found
+
+
+def located(found: list[Judged], spelling: str) -> list[Finding]:
+    """Each finding at the caller's path in ``spelling`` (``python``: ``deployments['blue']
+    .machine_type``; ``yaml``: ``deployments.blue.machineType``), naming the Vertex field
+    where the caller's key is not it."""
+    out = []
+    for field_name, key, f in found:
+        if field_name == "deployments":
+            inner = caller_path(DeploymentArgs, f.path, spelling) if f.path else ""
+            name = f"['{key}']" if spelling == "python" else f".{key}"
+            caller = f"deployments{name}" + (f".{inner}" if inner else "")
+            api = f"DeployedModel.{f.path}" if f.path else ""
+        elif field_name == "traffic":
+            name = f"['{f.path}']" if spelling == "python" else f".{f.path}"
+            caller, api = "traffic" + (name if f.path else ""), ""
+        else:
+            caller, api = field_name, "Model.containerSpec.imageUri"
+        message = f"{f.message} (Vertex field {api})" if api else f.message
+        out.append(dataclasses.replace(f, message=message, caller=caller))
+    return out
+
+
+def refuse(where: str, found: list[Judged]) -> list[Finding]:
+    """Raise naming every error in ``found`` at its Python path under ``where``; else the
+    warnings, for the resource to log."""
+    findings = located(found, "python")
+    errors = [f.at(f"{where}.{f.caller}") for f in findings if f.severity == "error"]
+    if errors:
+        raise InvalidArgumentsError(findings=errors)
+    return [f.at(f"{where}.{f.caller}") for f in findings if f.severity != "error"]
+
+
+def where_served(args: _Placed) -> tuple[JobPlatform, str | None]:
+    """Where a model or endpoint lives (its platform, else its own project and region, as a
+    job's) and the region its hardware is judged in (None on a local platform)."""
+    platform = job_platform(args)  # type: ignore[arg-type]
+    return platform, None if platform.environment == "local" else platform.region
 
 
 def _present(**fields: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if v is not None}
 
 
-def model_body(
-    name: str, args: ModelArgs, context: ServingContext
-) -> tuple[dict[str, Any], list[str]]:
-    """The ``Model`` REST body ``args`` declare, and the warnings of its rules; raises
-    ``InvalidArgumentsError`` naming every problem."""
+def model_body(name: str, args: ModelArgs, platform: JobPlatform) -> dict[str, Any]:
+    """The ``Model`` REST body ``args`` declare on ``platform``; raises
+    ``InvalidArgumentsError`` naming every problem of its source and image."""
     where = f"Model {name!r}"
     errors: list[str] = []
-    warnings: list[str] = []
     artifact: pulumi.Input[str] | None = args.artifact_uri
     if (args.job is None) == (args.artifact_uri is None):
         errors.append(f"{where}: give exactly one of job (a training job) and artifact_uri")
@@ -188,7 +210,7 @@ def model_body(
             artifact = args.job.model_dir  # type: ignore[attr-defined]
     image = args.image
     if image is None:
-        if context.backend.kind is BackendKind.LOCAL:
+        if platform.environment == "local":
             image = LOCAL_SERVING_IMAGE
         else:
             platform_image = getattr(args.platform, "image", None)
@@ -202,12 +224,6 @@ def model_body(
                     "image; valid: images={'serving': ImageBuild(dockerfile="
                     "'docker/serving.Dockerfile')} on the platform, or an image by digest"
                 )
-    if isinstance(image, str):
-        bad, warn = image_problems(
-            f"{where}.containerSpec.imageUri", image, environment=context.environment
-        )
-        errors += bad
-        warnings += warn
     if errors:
         raise InvalidArgumentsError("\n".join(errors))
     body = _present(
@@ -216,9 +232,9 @@ def model_body(
         versionDescription=args.version_description,
         artifactUri=artifact,
         containerSpec={"imageUri": image},
-        labels={**context.labels, **args.labels},
+        labels={**platform.labels, **args.labels},
     )
-    return merge_fields(body, args.extra_fields), warnings
+    return merge_fields(body, args.extra_fields)
 
 
 def deployment_body(key: str, deployment: DeploymentArgs) -> dict[str, Any]:
@@ -236,62 +252,31 @@ def traffic_of(args: EndpointArgs) -> dict[str, int]:
     return dict(args.traffic)
 
 
-def endpoint_problems(
-    where: str, args: EndpointArgs, region: str | None
-) -> tuple[list[str], list[str]]:
-    """Errors and warnings of an endpoint's deployments and traffic split, each
-    ``"<where>.deployments.<name>.<API path>: ...; valid: ..."`` or ``"<where>.traffic..."``
-    (``region`` None: local, only the shape is judged)."""
-    errors: list[str] = []
-    warnings: list[str] = []
-    for key, deployment in sorted(args.deployments.items()):
-        if not isinstance(deployment, DeploymentArgs):
-            errors.append(
-                f"{where}.deployments.{key}: a {type(deployment).__name__}; valid: DeploymentArgs"
-            )
-            continue
-        bad, warn = deployment_problems(
-            f"{where}.deployments.{key}",
-            machine_type=deployment.machine_type,
-            accelerator_type=deployment.accelerator_type,
-            accelerator_count=deployment.accelerator_count,
-            min_replica_count=deployment.min_replica_count,
-            max_replica_count=deployment.max_replica_count,
-            region=region,
-        )
-        errors += bad
-        warnings += warn
-    errors += traffic_problems(f"{where}.traffic", traffic_of(args), list(args.deployments))
-    return errors, warnings
-
-
 def endpoint_bodies(
-    name: str, args: EndpointArgs, context: ServingContext
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int], list[str]]:
-    """The ``Endpoint`` body, each deployment's ``DeployedModel`` body (no id yet), the
-    traffic split by deployment, and warnings; raises naming every problem."""
-    region = context.region if context.backend.kind is BackendKind.VERTEX else None
-    errors, warnings = endpoint_problems(f"Endpoint {name!r}", args, region)
-    if errors:
-        raise InvalidArgumentsError("\n".join(errors))
+    name: str, args: EndpointArgs, platform: JobPlatform
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, int]]:
+    """The ``Endpoint`` body, each deployment's ``DeployedModel`` body (no id yet) and the
+    traffic split by deployment (the Args are judged: ``judged``)."""
     deployments = {key: deployment_body(key, d) for key, d in sorted(args.deployments.items())}
     endpoint = _present(
         displayName=args.display_name or name,
         description=args.description,
-        labels={**context.labels, **args.labels},
+        labels={**platform.labels, **args.labels},
     )
-    return merge_fields(endpoint, args.extra_fields), deployments, traffic_of(args), warnings
+    return merge_fields(endpoint, args.extra_fields), deployments, traffic_of(args)
 
 
 __all__ = [
     "LOCAL_SERVING_IMAGE",
     "DeploymentArgs",
     "EndpointArgs",
+    "Judged",
     "ModelArgs",
-    "ServingContext",
     "deployment_body",
     "endpoint_bodies",
-    "endpoint_problems",
+    "judged",
+    "located",
     "model_body",
-    "serving_context",
+    "refuse",
+    "where_served",
 ]

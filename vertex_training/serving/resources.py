@@ -17,10 +17,8 @@ moves, the old one is undeployed, all in place.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
@@ -28,29 +26,35 @@ import pulumi.dynamic
 
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
+    PROVIDER_VERSION,
     BackendKind,
     BackendSettings,
+    NotFoundError,
     Provider,
+    adoption_label,
+    canonical,
+    digest,
     has_unknown,
     label_value,
     labelled,
     placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
+from vertex_training.findings import Finding
+from vertex_training.jobs.api import JobPlatform
+from vertex_training.jobs.resources import placed, require_args
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
-    ServingContext,
     endpoint_bodies,
+    judged,
     model_body,
-    serving_context,
+    refuse,
+    where_served,
 )
 from vertex_training.serving.estimate import estimate_endpoint
 
 _log = logging.getLogger(__name__)
-
-PROVIDER_VERSION = "1"
-"""Bump when a provider's behaviour changes: the diff shows it (in place, no API call)."""
 
 MODEL_METADATA = ("displayName", "description", "labels")
 """Body fields an edit of which updates the version in place (no new upload)."""
@@ -59,84 +63,43 @@ ENDPOINT_METADATA = ("displayName", "description", "labels")
 DEFAULT_ALIAS = "default"
 
 
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 def model_id_for(identity: str) -> str:
     """The registry id of a resource's model: its name, readable, and a hash of the whole
     identity (``[a-z0-9_-]``, at most 63 characters, starting with a letter)."""
     name = label_value(identity.rsplit("/", 1)[-1])[:40].strip("-_") or "model"
     if not name[0].isalpha():
         name = f"m-{name}"
-    return f"{name}-{_digest(identity)[:12]}"
+    return f"{name}-{digest(identity)[:12]}"
 
 
 def endpoint_id_for(identity: str) -> str:
     """A numeric endpoint id (9 digits, no leading zero), as Vertex's own."""
-    return str(10**8 + int(_digest(identity), 16) % (9 * 10**8))
+    return str(10**8 + int(digest(identity), 16) % (9 * 10**8))
 
 
 def deployed_model_id(identity: str, name: str, body: Mapping[str, Any]) -> str:
     """A ``DeployedModel.id`` (1-10 digits) for one deployment's body: another body is
     another id, so a changed deployment is deployed beside the one it replaces."""
-    return str(10**9 + int(_digest(identity, name, _canonical(body)), 16) % (9 * 10**9))
-
-
-def _canonical(value: Any) -> Any:
-    """Numbers cross the engine as floats (2 -> 2.0): the same meaning, one text."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_canonical(v) for v in value]
-    return value
-
-
-def _backend(props: Mapping[str, Any]) -> Any:
-    from vertex_training.serving.backends import serving_backend_for
-
-    return serving_backend_for(BackendSettings.from_props(dict(props["backend"])))
-
-
-def _parse_problems(message: str, body: Mapping[str, Any]) -> list[str]:
-    """The body through the real proto (``message`` of aiplatform_v1): unknown fields and
-    wrong types, named."""
-    from google.cloud import aiplatform_v1 as v1
-
-    from vertex_training.jobs.protos import BodyParseError, parse_message
-
-    try:
-        parse_message(getattr(v1, message), _canonical(body))
-    except BodyParseError as error:
-        return [str(error)]
-    return []
+    return str(10**9 + int(digest(identity, name, body), 16) % (9 * 10**9))
 
 
 # ================================================================================ Model
 
 
-def _labelled_model_body(props: Mapping[str, Any]) -> dict[str, Any]:
-    body = dict(props["body"])
-    identity = str(props["identity"])
-    content = {k: v for k, v in body.items() if k not in MODEL_METADATA}
-    digest = _digest(identity, props.get("source_job"), _canonical(content))[:20]
-    adoption = label_value(f"{identity.rsplit('/', 1)[-1][:30]}-{digest}")
-    return labelled(body, identity, {ADOPTION_LABEL: adoption})
+def _body_findings(message: str, body: Mapping[str, Any], local: bool) -> list[Finding]:
+    """The body through the real proto (``message`` of aiplatform_v1), parsed once: unknown
+    fields and wrong types, named; on the local twin, what it refuses (its table)."""
+    from google.cloud import aiplatform_v1 as v1
 
+    from vertex_training.jobs.backends.local.capabilities import local_refusals
+    from vertex_training.jobs.protos import BodyParseError, parse_message
+    from vertex_training.serving.backends.local import LOCAL_SUPPORT
 
-def _model_outputs(record: Any) -> dict[str, Any]:
-    return {
-        "name": record.model,
-        "version_id": record.version_id,
-        "version_name": record.version_name,
-        "aliases": list(record.aliases),
-        "artifact_uri": record.artifact_uri,
-    }
-
-
-MODEL_OUTPUTS = ("name", "version_id", "version_name", "aliases", "artifact_uri")
+    try:
+        parsed = parse_message(getattr(v1, message), canonical(body))
+    except BodyParseError as error:
+        return [Finding("", str(error))]
+    return local_refusals(parsed, LOCAL_SUPPORT) if local else []
 
 
 class ModelProvider(Provider):
@@ -151,68 +114,95 @@ class ModelProvider(Provider):
     metadata = MODEL_METADATA
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
+    backends = {
+        BackendKind.VERTEX: "vertex_training.serving.backends.vertex:VertexServingBackend",
+        BackendKind.LOCAL: "vertex_training.serving.backends.local:LocalServingBackend",
+    }
+    outputs_from = {
+        "name": "model",
+        "version_id": "version_id",
+        "version_name": "version_name",
+        "aliases": "aliases",
+        "artifact_uri": "artifact_uri",
+    }
 
-    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
-        from vertex_training.serving.rules import local_refusals
-
+    def findings(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> Iterable[tuple[str, Finding]]:
         body = dict(news["body"])
-        problems = _parse_problems("Model", body)
-        if settings.kind is BackendKind.LOCAL:
-            problems += local_refusals("Model", body)
+        found = _body_findings("Model", body, settings.kind is BackendKind.LOCAL)
         if not body.get("artifactUri"):
-            problems.append(
-                "artifactUri: the source job reports no model directory (it writes no "
-                "model); valid: a job with a baseOutputDirectory"
+            found.append(
+                Finding(
+                    "artifactUri",
+                    "the source job reports no model directory (it writes no model)",
+                    valid="a job with a baseOutputDirectory",
+                )
             )
-        return problems
+        return [(self.body, f) for f in found]
+
+    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as uploaded: the declared one plus our stack and adoption labels (a
+        new run of the source job is new content)."""
+        body = dict(props["body"])
+        identity = str(props["identity"])
+        content = {k: v for k, v in body.items() if k not in MODEL_METADATA}
+        labels = adoption_label(identity, props.get("source_job"), content)
+        return labelled(body, identity, labels)
+
+    def fetch(self, backend: Any, id_: str) -> Any:
+        model, _, version = id_.partition("@")
+        return backend.get_version(model, version)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        if not props["body"].get("artifactUri"):
-            raise ValueError("artifactUri: the source job reports no model directory")
-        backend = _backend(props)
-        body = _labelled_model_body(props)
+        backend = self.backend(props)  # check, which the engine runs first, judged props
+        body = self.labelled_body(props)
         model_id = str(props["model_id"])
         record = backend.find_version(model_id, {ADOPTION_LABEL: body["labels"][ADOPTION_LABEL]})
         if record is not None:
             _log.info("adopting %s (uploaded by an interrupted run)", record.version_name)
         else:
-            record = backend.upload(model_id, _canonical(body))
+            record = backend.upload(model_id, canonical(body))
         # The newest version is the default and takes the declared aliases from the others.
         backend.move_aliases(
             record.model, record.version_id, [DEFAULT_ALIAS, *props.get("version_aliases", [])]
         )
         record = backend.get_version(record.model, record.version_id)
-        outs = {**self.inputs(props), **_model_outputs(record)}
+        outs = {**self.inputs(props), **self.outputs(record, props)}
         return pulumi.dynamic.CreateResult(id_=record.version_name, outs=outs)
-
-    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-        from vertex_training.serving.backends import ServingNotFoundError
-
-        model, _, version = id_.partition("@")
-        try:
-            return _model_outputs(_backend(props).get_version(model, version))
-        except ServingNotFoundError:
-            return None
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        backend = _backend(news)
+        backend = self.backend(news)
         model, _, version = id_.partition("@")
-        body = _labelled_model_body(news)
         if self.metadata_changed(olds, news):
-            backend.update_version(model, version, body)
+            backend.update_version(model, version, self.labelled_body(news))
         backend.move_aliases(model, version, [DEFAULT_ALIAS, *news.get("version_aliases", [])])
         record = backend.get_version(model, version)
-        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **_model_outputs(record)})
+        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **self.outputs(record, news)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         model, _, version = id_.partition("@")
-        _backend(props).delete_version(model, version)
+        self.backend(props).delete_version(model, version)
 
 
-def _placement(resource_name: str, context: ServingContext) -> dict[str, Any]:
-    return placement(resource_name, context.backend, context.project, PROVIDER_VERSION)
+def _placed(
+    resource: str, resource_name: str, args: Any, args_type: type
+) -> tuple[JobPlatform, str | None, dict[str, Any], list[Finding]]:
+    """Where a ``resource`` lives (the platform, the region its hardware is judged in), its
+    placement inputs and the warnings of its Args (judged once, as early as the platform is
+    known: here, or by a stack's reader); raises naming every error."""
+    require_args(resource, resource_name, args, args_type)
+    platform, region = where_served(args)
+    warnings = refuse(f"{resource} {resource_name!r}", judged(args, platform.environment, region))
+    backend = BackendSettings.of(platform)
+    return (
+        platform,
+        region,
+        placement(resource_name, backend, platform.project, PROVIDER_VERSION),
+        warnings,
+    )
 
 
 class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
@@ -235,30 +225,26 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     def __init__(
         self, resource_name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        context = serving_context("Model", resource_name, args, ModelArgs)
-        body, warnings = model_body(resource_name, args, context)
-        where = _placement(resource_name, context)
+        platform, _, where, warnings = _placed("Model", resource_name, args, ModelArgs)
+        body = model_body(resource_name, args, platform)
         props = {
             "body": body,
             "source_job": getattr(args.job, "job_name", None),
             "model_id": model_id_for(where["identity"]),
             "version_aliases": list(args.version_aliases),
             **where,
-            **dict.fromkeys(MODEL_OUTPUTS),
+            **dict.fromkeys(ModelProvider.output_names()),
         }
-        if args.platform is not None:
-            opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
+        opts = placed(args, opts)
         if args.job is not None:
             # The new version is uploaded after the job's replacement has trained.
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[args.job]))
         super().__init__(ModelProvider(), resource_name, props, opts)
         for warning in warnings:
-            pulumi.log.warn(warning, resource=self)
+            pulumi.log.warn(str(warning), resource=self)
 
 
 # ============================================================================= Endpoint
-
-ENDPOINT_OUTPUTS = ("name", "deployed_model_ids", "predict_url", "serving")
 
 
 def _ids(props: Mapping[str, Any]) -> dict[str, str]:
@@ -295,7 +281,7 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
     for deployed in sorted(set(wanted) - record.deployed_ids):
         # A deployment joins with no traffic, unless it is the first.
         current = {**current, deployed: 0} if record.deployed_ids or current else {deployed: 100}
-        backend.deploy(name, {**_canonical(wanted[deployed]), "id": deployed}, current)
+        backend.deploy(name, {**canonical(wanted[deployed]), "id": deployed}, current)
         record = backend.get_endpoint(name)
         current = {k: int(v) for k, v in record.traffic.items()}
     gone = sorted(record.deployed_ids - set(wanted))
@@ -309,18 +295,25 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
     return backend.ensure_serving(name)
 
 
+def judged_digest(
+    traffic: Mapping[str, Any], deployments: Mapping[str, Any], region: str | None
+) -> str | None:
+    """A hash of what the serving rules read of an endpoint (its split, its deployments
+    but their models, which no rule reads) and where: ``check`` judges the inputs again
+    unless theirs is the one the Args were judged with. None while a value is not known
+    (an Output, preview's unknown): ``check`` judges them once known."""
+    read = {
+        name: {k: v for k, v in dict(body).items() if k != "model"}
+        for name, body in deployments.items()
+    }
+    try:
+        return digest(traffic, read, region)
+    except TypeError:
+        return None
+
+
 def _endpoint_body(props: Mapping[str, Any]) -> dict[str, Any]:
     return labelled(props["body"], str(props["identity"]), {})
-
-
-def _endpoint_outputs(record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
-    ids = _ids(props)
-    return {
-        "name": record.name,
-        "deployed_model_ids": {n: i for n, i in ids.items() if i in record.deployed_ids},
-        "predict_url": record.predict_url,
-        "serving": record.serving,
-    }
 
 
 class EndpointProvider(Provider):
@@ -330,84 +323,79 @@ class EndpointProvider(Provider):
     required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
     late = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
-    updating = ("deployments", "traffic", "provider_version", "backend")
+    updating = ("deployments", "traffic", "judged", "provider_version", "backend")
     metadata = ENDPOINT_METADATA
     delete_before_replace = True
+    backends = ModelProvider.backends
+    outputs_from = {
+        "name": "name",
+        "deployed_model_ids": "deployed_ids",
+        "predict_url": "predict_url",
+        "serving": "serving",
+    }
 
-    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
-        from vertex_training.serving.rules import local_refusals, traffic_problems
+    def outputs(self, record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
+        """A deployed model's id by the deployment's name, of those deployed."""
+        ids = _ids(props)
+        deployed = {n: i for n, i in ids.items() if i in record.deployed_ids}
+        return {**super().outputs(record, props), "deployed_model_ids": deployed}
 
-        problems = _parse_problems("Endpoint", news["body"])
-        problems += traffic_problems("traffic", news["traffic"], list(news["deployments"]))
-        for name, body in sorted(news["deployments"].items()):
+    def findings(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> Iterable[tuple[str, Finding]]:
+        from vertex_training.serving.rules import deployment_findings, traffic_findings
+
+        local = settings.kind is BackendKind.LOCAL
+        region = None if local else settings.location
+        traffic, deployments = news["traffic"], news["deployments"]
+        # The rules, unless on what the Args judged (a transform, a direct registration
+        # or an edited state changed it; a value was not known then).
+        rules = judged_digest(traffic, deployments, region) != news.get("judged")
+        found = [(self.body, f) for f in _body_findings("Endpoint", news["body"], local)]
+        if rules:
+            found += [("traffic", f) for f in traffic_findings(traffic, deployments)]
+        for name, body in sorted(deployments.items()):
             if has_unknown(body):
                 continue  # the model's version is not known yet (preview)
-            problems += [f"deployments.{name}: {p}" for p in _parse_problems("DeployedModel", body)]
-            if settings.kind is BackendKind.LOCAL:
-                problems += [
-                    f"deployments.{name}.{p}" for p in local_refusals("DeployedModel", body)
-                ]
-        if settings.kind is BackendKind.LOCAL:
-            problems += local_refusals("Endpoint", news["body"])
-        return problems
+            parsed = _body_findings("DeployedModel", body, local)
+            if rules and not parsed:
+                parsed = deployment_findings(canonical(body), region)
+            found += [("deployments", f.at(f"{name}.{f.path}".rstrip("."))) for f in parsed]
+        return found
 
-    def diff(
-        self, id_: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.DiffResult:
-        replaces, changed = self.changes(olds, news)
-        if not replaces and not changed and self._local_server_down(id_, news):
-            # The machine restarted (or the server died): `up` starts it again.
-            changed.append("serving")
-        return pulumi.dynamic.DiffResult(
-            changes=bool(replaces or changed),
-            replaces=replaces,
-            delete_before_replace=self.delete_before_replace,
-        )
-
-    @staticmethod
-    def _local_server_down(id_: str, props: Mapping[str, Any]) -> bool:
+    def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
         if (props.get("backend") or {}).get("kind") != BackendKind.LOCAL.value:
-            return False  # Vertex keeps its replicas running; diff makes no API call
-        from vertex_training.serving.backends import ServingNotFoundError
-
+            return []  # Vertex keeps its replicas running; diff makes no API call
         try:
-            return not _backend(props).get_endpoint(id_).serving
-        except ServingNotFoundError:
-            return True
+            serving = self.backend(props).get_endpoint(id_).serving
+        except NotFoundError:
+            serving = False
+        # The machine restarted (or the server died): `up` starts it again.
+        return [] if serving else ["serving"]
+
+    def fetch(self, backend: Any, id_: str) -> Any:
+        # A refresh notices a dead local server and starts it again.
+        return backend.ensure_serving(id_)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        backend = _backend(props)
-        record = _reconcile(backend, props)
-        outs = {**self.inputs(props), **_endpoint_outputs(record, props)}
+        record = _reconcile(self.backend(props), props)
+        outs = {**self.inputs(props), **self.outputs(record, props)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
-
-    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
-        from vertex_training.serving.backends import ServingNotFoundError
-
-        try:
-            # A refresh notices a dead local server and starts it again.
-            return _endpoint_outputs(_backend(props).ensure_serving(id_), props)
-        except ServingNotFoundError:
-            return None
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        backend = _backend(news)
+        backend = self.backend(news)
         if self.metadata_changed(olds, news):
             backend.update_endpoint(id_, _endpoint_body(news))
         record = _reconcile(backend, news)
-        return pulumi.dynamic.UpdateResult(
-            outs={**self.inputs(news), **_endpoint_outputs(record, news)}
-        )
+        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **self.outputs(record, news)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        from vertex_training.serving.backends import ServingNotFoundError
-
-        backend = _backend(props)
+        backend = self.backend(props)
         try:
             record = backend.get_endpoint(id_)
-        except ServingNotFoundError:
+        except NotFoundError:
             return
         # The API deletes only an endpoint with nothing deployed.
         _undeploy_all(backend, id_, sorted(record.deployed_ids))
@@ -436,23 +424,21 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
     def __init__(
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        context = serving_context("Endpoint", resource_name, args, EndpointArgs)
-        body, deployments, traffic, warnings = endpoint_bodies(resource_name, args, context)
-        where = _placement(resource_name, context)
+        platform, region, where, warnings = _placed("Endpoint", resource_name, args, EndpointArgs)
+        body, deployments, traffic = endpoint_bodies(resource_name, args, platform)
         props = {
             "body": body,
             "endpoint_id": endpoint_id_for(where["identity"]),
             "deployments": deployments,
             "traffic": traffic,
+            "judged": judged_digest(traffic, deployments, region),
             **where,
-            **dict.fromkeys(ENDPOINT_OUTPUTS),
+            **dict.fromkeys(EndpointProvider.output_names()),
         }
-        if args.platform is not None:
-            opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-        super().__init__(EndpointProvider(), resource_name, props, opts)
-        self.cost_estimate = estimate_endpoint(resource_name, deployments, context.region)
+        super().__init__(EndpointProvider(), resource_name, props, placed(args, opts))
+        self.cost_estimate = estimate_endpoint(resource_name, deployments, platform.region)
         for warning in warnings:
-            pulumi.log.warn(warning, resource=self)
+            pulumi.log.warn(str(warning), resource=self)
 
 
 __all__ = [

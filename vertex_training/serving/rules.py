@@ -1,8 +1,8 @@
 """What Vertex would refuse in a model or an endpoint, judged before anything is created.
 
-Every function returns problems as ``"<field path>: <what is wrong>; valid: ..."`` with the
-path relative to the declaration (camelCase, as in a stack's YAML and the API), so the
-Python resources and the stack reader phrase them with their own prefix. Machines and
+Every function returns ``Finding`` values whose path is relative to what it judges (a
+``DeployedModel`` body, a traffic split, an image), so the Python resources and the stack
+reader place them at their own caller's path. Machines and
 accelerators come from ``prediction_catalog.json`` (a catalog of its own: prediction's
 differ from training's).
 """
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from vertex_training.findings import Finding
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
 
 CATALOG_FILE = Path(__file__).with_name("prediction_catalog.json")
@@ -69,129 +70,170 @@ INT32_MAX = 2**31 - 1
 """The most an int32 field of the protos (a replica count) holds."""
 
 
-def deployment_problems(
-    path: str,
-    *,
-    machine_type: str,
-    accelerator_type: str | None,
-    accelerator_count: int | None,
-    min_replica_count: int,
-    max_replica_count: int | None,
-    region: str | None,
-) -> tuple[list[str], list[str]]:
-    """Errors and warnings of one deployment's ``dedicatedResources`` (``path``: where it
-    is declared). ``region`` None: local, where only the shape is judged."""
+def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Finding]:
+    """What is wrong with the ``dedicatedResources`` of a ``DeployedModel`` REST body (paths
+    in it). ``region`` None: local, where only the shape is judged."""
+    resources = body.get("dedicatedResources")
+    if not isinstance(resources, Mapping):
+        return []  # no dedicated resources: the proto and Vertex judge the rest
+    machine = resources.get("machineSpec") or {}
+    machine_type = str(machine.get("machineType", ""))
+    accelerator_type = machine.get("acceleratorType")
+    accelerator_count = machine.get("acceleratorCount")
+    min_replica_count = resources.get("minReplicaCount", 1)
+    max_replica_count = resources.get("maxReplicaCount")
     catalog = prediction_catalog()
-    errors: list[str] = []
-    warnings: list[str] = []
-    spec = f"{path}.dedicatedResources"
+    found: list[Finding] = []
+    spec = "dedicatedResources.machineSpec"
     if machine_type not in catalog.machine_types:
-        errors.append(
-            f"{spec}.machineSpec.machineType: {machine_type!r} is not a prediction machine "
-            f"type (catalog as of {catalog.as_of}); valid: {_listed(catalog.machine_types)}"
+        found.append(
+            Finding(
+                f"{spec}.machineType",
+                f"{machine_type!r} is not a prediction machine type (catalog as of "
+                f"{catalog.as_of})",
+                valid=_listed(catalog.machine_types),
+            )
         )
     built_in = catalog.gpu_machines.get(machine_type)
     family = machine_type.rsplit("-", 1)[0]
     if built_in is not None:
         gpu, count = built_in
         if accelerator_type not in (None, gpu) or accelerator_count not in (None, 0, count):
-            errors.append(
-                f"{spec}.machineSpec: {machine_type} comes with {count} x {gpu}; valid: "
-                f"acceleratorType {gpu!r} with acceleratorCount {count}, or neither"
+            found.append(
+                Finding(
+                    spec,
+                    f"{machine_type} comes with {count} x {gpu}",
+                    valid=f"acceleratorType {gpu!r} with acceleratorCount {count}, or neither",
+                )
             )
         accelerator_type, accelerator_count = gpu, count
     elif accelerator_type is not None:
         counts = catalog.attachable.get(accelerator_type)
         if counts is None:
-            errors.append(
-                f"{spec}.machineSpec.acceleratorType: {accelerator_type!r} does not attach "
-                f"to a prediction machine {machine_type}; valid: {_listed(catalog.attachable)}"
-                " (on n1 machines), or a machine that comes with its GPU (a2, a3, g2)"
+            found.append(
+                Finding(
+                    f"{spec}.acceleratorType",
+                    f"{accelerator_type!r} does not attach to a prediction machine {machine_type}",
+                    valid=f"{_listed(catalog.attachable)} (on n1 machines), or a machine that "
+                    "comes with its GPU (a2, a3, g2)",
+                )
             )
         elif family not in catalog.attachable_families:
-            errors.append(
-                f"{spec}.machineSpec.machineType: {accelerator_type} attaches only to "
-                f"{_listed(catalog.attachable_families)} machines, not {machine_type}"
+            found.append(
+                Finding(
+                    f"{spec}.machineType",
+                    f"{accelerator_type} attaches only to "
+                    f"{_listed(catalog.attachable_families)} machines, not {machine_type}",
+                )
             )
         elif (accelerator_count or 1) not in counts:
-            errors.append(
-                f"{spec}.machineSpec.acceleratorCount: {accelerator_count} x "
-                f"{accelerator_type} is not allowed; valid: {', '.join(map(str, counts))}"
+            found.append(
+                Finding(
+                    f"{spec}.acceleratorCount",
+                    f"{accelerator_count} x {accelerator_type} is not allowed",
+                    valid=", ".join(map(str, counts)),
+                )
             )
     elif accelerator_count:
-        errors.append(
-            f"{spec}.machineSpec.acceleratorCount: {accelerator_count} without an "
-            "acceleratorType; valid: set acceleratorType too, or leave the count out"
+        found.append(
+            Finding(
+                f"{spec}.acceleratorCount",
+                f"{accelerator_count} without an acceleratorType",
+                valid="set acceleratorType too, or leave the count out",
+            )
         )
     if region is not None:
         if region not in catalog.regions:
-            warnings.append(
-                f"{path}: region {region!r} is not in the prediction catalog (as of "
-                f"{catalog.as_of}); its machines are not checked there"
+            found.append(
+                Finding(
+                    "",
+                    f"region {region!r} is not in the prediction catalog (as of "
+                    f"{catalog.as_of}); its machines are not checked there",
+                    severity="warning",
+                )
             )
         elif accelerator_type is not None and accelerator_type in catalog.accelerator_regions:
             where = catalog.accelerator_regions[accelerator_type]
             if region not in where:
-                errors.append(
-                    f"{spec}.machineSpec.acceleratorType: {accelerator_type} serves no "
-                    f"predictions in {region}; valid: one of the regions {_listed(where)}"
+                found.append(
+                    Finding(
+                        f"{spec}.acceleratorType",
+                        f"{accelerator_type} serves no predictions in {region}",
+                        valid=f"one of the regions {_listed(where)}",
+                    )
                 )
     for key, replicas in (("min", min_replica_count), ("max", max_replica_count)):
         if replicas is not None and replicas > INT32_MAX:  # an int32 field of the protos
             digits = len(str(replicas))
             shown = str(replicas) if digits <= 20 else f"a number of {digits} digits"
-            errors.append(
-                f"{spec}.{key}ReplicaCount: {shown} is more than the field holds; valid: 1 "
-                f"to {INT32_MAX}"
+            found.append(
+                Finding(
+                    f"dedicatedResources.{key}ReplicaCount",
+                    f"{shown} is more than the field holds",
+                    valid=f"1 to {INT32_MAX}",
+                )
             )
-            return errors, warnings
+            return found
     if min_replica_count < 1:
-        errors.append(
-            f"{spec}.minReplicaCount: {min_replica_count}; valid: 1 or more (a dedicated "
-            "deployment keeps at least one replica)"
+        found.append(
+            Finding(
+                "dedicatedResources.minReplicaCount",
+                f"{min_replica_count}",
+                valid="1 or more (a dedicated deployment keeps at least one replica)",
+            )
         )
     if max_replica_count is not None and max_replica_count < min_replica_count:
-        errors.append(
-            f"{spec}.maxReplicaCount: {max_replica_count} is below minReplicaCount "
-            f"{min_replica_count}; valid: {min_replica_count} or more"
+        found.append(
+            Finding(
+                "dedicatedResources.maxReplicaCount",
+                f"{max_replica_count} is below minReplicaCount {min_replica_count}",
+                valid=f"{min_replica_count} or more",
+            )
         )
-    return errors, warnings
+    return found
 
 
-def traffic_problems(
-    path: str, traffic: Mapping[str, Any], deployments: Sequence[str]
-) -> list[str]:
-    """A traffic split: percents (whole numbers 0-100) of named deployments, summing to 100."""
-    problems: list[str] = []
-    unknown = sorted(set(traffic) - set(deployments))
+def traffic_findings(traffic: Mapping[str, Any], deployments: Iterable[str]) -> list[Finding]:
+    """A traffic split: percents (whole numbers 0-100) of named deployments, summing to 100
+    (paths in the split: a deployment's name, or ``""`` for the whole)."""
+    names = sorted(deployments)
+    found: list[Finding] = []
+    unknown = sorted(set(traffic) - set(names))
     if unknown:
-        problems.append(
-            f"{path}: {', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
-            f"deployment of this endpoint; valid: {', '.join(sorted(deployments)) or 'none'}"
+        found.append(
+            Finding(
+                "",
+                f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a "
+                "deployment of this endpoint",
+                valid=", ".join(names) or "none",
+            )
         )
     total = 0.0
     for name, percent in sorted(traffic.items()):
         if not isinstance(percent, int | float) or isinstance(percent, bool):
-            problems.append(f"{path}.{name}: {percent!r} is not a number; valid: 0 to 100")
+            found.append(Finding(name, f"{percent!r} is not a number", valid="0 to 100"))
             continue
         if percent != int(percent) or not 0 <= percent <= 100:
-            problems.append(f"{path}.{name}: {percent}; valid: a whole percent from 0 to 100")
+            found.append(Finding(name, f"{percent}", valid="a whole percent from 0 to 100"))
         total += percent
-    if deployments and not problems and total != 100:
+    if names and not found and total != 100:
         split = ", ".join(f"{k}: {v:g}" for k, v in sorted(traffic.items())) or "empty"
-        problems.append(f"{path}: sums to {total:g} ({split}); valid: percents summing to 100")
-    return problems
+        found.append(Finding("", f"sums to {total:g} ({split})", valid="percents summing to 100"))
+    return found
 
 
-def image_problems(path: str, image: str, *, environment: str) -> tuple[list[str], list[str]]:
+def image_findings(image: str, *, environment: str) -> list[Finding]:
     """The serving image: by digest in prod; a prebuilt TensorFlow image older than the
     TensorFlow that saved the model is a warning (it may not load it)."""
-    errors: list[str] = []
-    warnings: list[str] = []
+    found: list[Finding] = []
     if environment == "prod" and not is_by_digest(image):
-        errors.append(
-            f"{path}: {image!r} is not an image by digest (a tag can move under a served "
-            f"model in prod); valid: {DIGEST_FORM}"
+        found.append(
+            Finding(
+                "",
+                f"{image!r} is not an image by digest (a tag can move under a served model "
+                "in prod)",
+                valid=DIGEST_FORM,
+            )
         )
     catalog = prediction_catalog()
     prebuilt = catalog.prebuilt_pattern.search(image)
@@ -199,47 +241,18 @@ def image_problems(path: str, image: str, *, environment: str) -> tuple[list[str
         saved_with = trainer_tensorflow()
         served = f"2.{prebuilt.group(2)}"
         if saved_with is None or _version(saved_with) > _version(served):
-            warnings.append(
-                f"{path}: Google's prebuilt TensorFlow prediction images stop at "
-                f"{catalog.prebuilt_newest} and this one serves TF {served}, while the "
-                f"trainer saves with TensorFlow {saved_with or '2.21'}: a SavedModel may use "
-                "ops the older runtime lacks. Our serving image (docker/serving.Dockerfile) "
-                "serves with the trainer's TensorFlow"
+            found.append(
+                Finding(
+                    "",
+                    f"Google's prebuilt TensorFlow prediction images stop at "
+                    f"{catalog.prebuilt_newest} and this one serves TF {served}, while the "
+                    f"trainer saves with TensorFlow {saved_with or '2.21'}: a SavedModel may "
+                    "use ops the older runtime lacks. Our serving image "
+                    "(docker/serving.Dockerfile) serves with the trainer's TensorFlow",
+                    severity="warning",
+                )
             )
-    return errors, warnings
-
-
-LOCAL_REFUSED: Mapping[str, Mapping[str, str]] = {
-    "Model": {
-        "explanationSpec": "explanations run on Vertex only",
-        "containerSpec.command": "the local twin runs our prediction server, not a container",
-        "containerSpec.args": "the local twin runs our prediction server, not a container",
-    },
-    "Endpoint": {
-        "network": "private endpoints run on Vertex only",
-        "privateServiceConnectConfig": "private endpoints run on Vertex only",
-        "dedicatedEndpointEnabled": "dedicated endpoints run on Vertex only",
-    },
-    "DeployedModel": {
-        "explanationSpec": "explanations run on Vertex only",
-        "privateEndpoints": "private endpoints run on Vertex only",
-        "sharedResources": "deployment resource pools run on Vertex only",
-    },
-}
-"""Fields the local twin cannot honour, refused before anything is created (docs/serving.md
-lists what it records and what only matters on Google Cloud)."""
-
-
-def local_refusals(message: str, body: Mapping[str, Any]) -> list[str]:
-    """``"<path>: runs on Vertex only ..."`` for each field of ``body`` the twin refuses."""
-    problems = []
-    for path, why in LOCAL_REFUSED[message].items():
-        value: Any = body
-        for part in path.split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        if value not in (None, False, "", [], {}):
-            problems.append(f"{path}: {why}; valid on the local stack: leave it out")
-    return problems
+    return found
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -260,9 +273,8 @@ def trainer_tensorflow() -> str | None:
 __all__ = [
     "CATALOG_FILE",
     "PredictionCatalog",
-    "deployment_problems",
-    "image_problems",
-    "local_refusals",
+    "deployment_findings",
+    "image_findings",
     "prediction_catalog",
-    "traffic_problems",
+    "traffic_findings",
 ]

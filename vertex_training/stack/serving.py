@@ -15,9 +15,10 @@ vertex-training:endpoints:
 
 A deployment's ``model`` names a model of the stack (or is a version's resource name).
 Besides what only the YAML can get wrong (shapes, names, references), the serving rules
-judge each entry here, with the stack's region, so that every problem is named at its
-YAML key (``endpoints[0].deployments.primary.machineType``) with the jobs' problems,
-before anything is registered; their warnings are the resources' to log.
+judge each entry here, once, with the stack's region, so that every problem is named at
+its YAML key (``endpoints[0].deployments.primary.machineType``) with the jobs' problems,
+before anything is registered; the Args keep what was found (``serving.api.judged``), so
+the resources do not judge them again and log the warnings.
 """
 
 from __future__ import annotations
@@ -26,17 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training.jobs.api import _with
 from vertex_training.jobs.declarations import name_problems
-from vertex_training.jobs.fields import (
-    ConfigProblem,
-    caller_path,
-    from_config,
-    split_refusal,
-    yaml_value,
-)
-from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
+from vertex_training.jobs.fields import SEE_THE_PROBLEM, ConfigProblem, from_config, yaml_value
+from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
-from vertex_training.serving.rules import image_problems
 
 SERVING_KEYS = ("models", "endpoints")
 """The stack keys this module reads."""
@@ -72,7 +67,8 @@ class ServingDeclarations:
         models: dict[str, Model] = {}
         for m in self.models:
             job = jobs[m.job] if m.job is not None else None
-            models[m.name] = Model(m.name, replace(m.args, platform=platform, job=job))
+            # The same facts as judged on: the Args keep their findings (not judged again).
+            models[m.name] = Model(m.name, _with(m.args, platform=platform, job=job))
         endpoints: dict[str, Endpoint] = {}
         for e in self.endpoints:
             deployments = {
@@ -81,25 +77,21 @@ class ServingDeclarations:
                 else d
                 for key, d in e.args.deployments.items()
             }
-            args = replace(e.args, platform=platform, deployments=deployments)
+            args = _with(e.args, platform=platform, deployments=deployments)
             endpoints[e.name] = Endpoint(e.name, args)
         return models, endpoints
 
 
-def _phrased(path: str, found: list[str]) -> list[ConfigProblem]:
-    """The serving rules' problems (``<path>.deployments.<name>.<API path>: ...; valid:
-    ...``) at the YAML key that sets each field, the Vertex field named."""
-    out: list[ConfigProblem] = []
-    deployments = f"{path}.deployments."
-    for line in found:
-        where, problem, valid = split_refusal(line)
-        if where.startswith(deployments):
-            name, _, api = where.removeprefix(deployments).partition(".")
-            key = caller_path(DeploymentArgs, api, "yaml") if api else ""
-            where = f"{deployments}{name}" + (f".{key}" if key else "")
-            problem += f" (Vertex field DeployedModel.{api})" if api else ""
-        out.append(ConfigProblem(where, problem, valid))
-    return out
+def _judged(
+    path: str, args: ModelArgs | EndpointArgs, environment: str, region: str | None
+) -> list[ConfigProblem]:
+    """The serving rules' errors on an entry at ``path``, each at its YAML key."""
+    found = located(judged(args, environment, region), "yaml")
+    return [
+        ConfigProblem(f"{path}.{f.caller}", f.message, f.valid or SEE_THE_PROBLEM)
+        for f in found
+        if f.severity == "error"
+    ]
 
 
 def _entries(
@@ -150,9 +142,7 @@ def read_serving(
         args = from_config(ModelArgs, fields, path, out, skip=_NOT_IN_YAML | {"job"})
         if args is None:
             continue
-        if isinstance(args.image, str):
-            bad, _ = image_problems(f"{path}.image", args.image, environment=environment)
-            out += _phrased(path, bad)
+        out += _judged(path, args, environment, region)
         models.append(ModelDeclaration(str(item["name"]), job, args))
     model_names = [m.name for m in models]
     endpoints: list[EndpointDeclaration] = []
@@ -174,7 +164,7 @@ def read_serving(
                         "a model version's name projects/P/locations/L/models/ID@V",
                     )
                 )
-        out += _phrased(path, endpoint_problems(path, args, region)[0])
+        out += _judged(path, args, environment, region)
         endpoints.append(EndpointDeclaration(str(item["name"]), args))
     return ServingDeclarations(tuple(models), tuple(endpoints)), out
 

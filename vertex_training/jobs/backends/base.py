@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from vertex_training._dynamic import NotFoundError
 from vertex_training.jobs.records import JobKind, JobRecord
 
 _progress = logging.getLogger("vertex_training.jobs.progress")
@@ -16,7 +17,7 @@ in the provider's process this logger writes its bare lines there: a waiting `pu
 says what its jobs are doing instead of sitting silent for minutes."""
 
 
-class JobNotFoundError(LookupError):
+class JobNotFoundError(NotFoundError):
     """The named job does not exist (any more)."""
 
 

@@ -1,15 +1,15 @@
 """Serving backends behind one small protocol (``ServingBackend``): the Model Registry and
 endpoints on Vertex AI, or their local twin under the local root.
 
-Both are chosen by the same ``BackendSettings`` the jobs carry, so a stack's models and
-endpoints go where its jobs run. Each implementation is imported only when it is used:
+Both are chosen by the same ``BackendSettings`` the jobs carry (the providers' ``backends``),
+so a stack's models and endpoints go where its jobs run. Each implementation is imported
+only when it is used:
 ``google.cloud.aiplatform_v1`` must stay out of program import. The records the protocol
 returns live in ``base``; this package names what its callers catch.
 """
 
 from __future__ import annotations
 
-from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingBackend,
@@ -17,23 +17,9 @@ from vertex_training.serving.backends.base import (
     ServingRefusedError,
 )
 
-
-def serving_backend_for(settings: BackendSettings) -> ServingBackend:
-    """A fresh backend for ``settings`` (imports the chosen implementation lazily)."""
-    if settings.kind is BackendKind.VERTEX:
-        from vertex_training.serving.backends.vertex import VertexServingBackend
-
-        return VertexServingBackend(settings)
-    from vertex_training.serving.backends.local import LocalServingBackend
-
-    assert settings.local_root
-    return LocalServingBackend(settings.local_root)
-
-
 __all__ = [
     "ModelInUseError",
     "ServingBackend",
     "ServingNotFoundError",
     "ServingRefusedError",
-    "serving_backend_for",
 ]

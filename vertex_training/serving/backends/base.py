@@ -7,8 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from vertex_training._dynamic import NotFoundError
 
-class ServingNotFoundError(LookupError):
+
+class ServingNotFoundError(NotFoundError):
     """The named model, version or endpoint does not exist (any more)."""
 
 

@@ -38,6 +38,7 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
+from vertex_training.jobs.backends.local.capabilities import support_table
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
     EndpointRecord,
@@ -88,6 +89,12 @@ def _healthy(url: str) -> bool:
 
 def has_saved_model(directory: Path) -> bool:
     return any((directory / name).is_file() for name in SAVED_MODEL_FILES)
+
+
+LOCAL_SUPPORT = support_table(Path(__file__).with_name("local_support.json"))
+"""What the twin does with each field of a ``Model``, an ``Endpoint`` and a
+``DeployedModel`` (the jobs' kind of table: honoured, ignored, refused), by the real
+protos' fields; the providers' ``check`` refuses what it refuses."""
 
 
 class LocalServingBackend:

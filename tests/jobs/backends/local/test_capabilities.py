@@ -14,7 +14,7 @@ from tests.bodies import custom_job, double, job_spec, pool, study, tuning_job
 from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support
+from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support, SupportTable
 from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.jobs.resources import JobProvider
 
@@ -22,7 +22,7 @@ PACKAGE = "google.cloud.aiplatform.v1."
 CAPABILITIES_LOGGER = "vertex_training.jobs.backends.local.capabilities"
 
 
-def _walk(descriptor: Any, seen: set[str], out: set[str]) -> None:
+def _walk(descriptor: Any, table: SupportTable, seen: set[str], out: set[str]) -> None:
     """Every field of ``descriptor``, and down through every field the backend runs (a
     field inside a refused or ignored one is never met: the walk at submit stops there)."""
     if descriptor.full_name in seen:
@@ -36,17 +36,21 @@ def _walk(descriptor: Any, seen: set[str], out: set[str]) -> None:
             continue
         if message.full_name.startswith(("google.protobuf.", "google.rpc.")):
             continue
-        support = LOCAL_SUPPORT.get(name)
+        support = table.get(name)
         if support is None or support.support in (Support.HONOURED, Support.APPROXIMATED):
-            _walk(message, seen, out)
+            _walk(message, table, seen, out)
 
 
-def proto_fields() -> set[str]:
-    """Every ``<Message>.<field>`` the local backend can meet in the two job messages."""
+def proto_fields(
+    roots: tuple[Any, ...] = (v1.CustomJob, v1.HyperparameterTuningJob),
+    table: SupportTable = LOCAL_SUPPORT,
+) -> set[str]:
+    """Every ``<Message>.<field>`` a local backend can meet in the ``roots`` (by default
+    the two job messages) by its ``table``."""
     out: set[str] = set()
     seen: set[str] = set()
-    for message in (v1.CustomJob, v1.HyperparameterTuningJob):
-        _walk(message.pb().DESCRIPTOR, seen, out)
+    for message in roots:
+        _walk(message.pb().DESCRIPTOR, table, seen, out)
     return out
 
 
