@@ -41,6 +41,7 @@ from vertex_training.jobs.api import (
     WAITS,
     CustomJobArgs,
     HyperparameterTuningJobArgs,
+    JobCapacity,
     declared_problems,
     job_body,
     job_platform,
@@ -340,6 +341,10 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         }
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
+        run = args if isinstance(args, CustomJobArgs) else args.trial
+        capacity = run.persistent_resource_id
+        if is_known(capacity) and isinstance(capacity, JobCapacity):
+            opts = pulumi.ResourceOptions.merge(opts, capacity.resource_options())
         super().__init__(JobProvider(args.KIND), resource_name, props, opts)
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
