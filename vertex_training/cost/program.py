@@ -18,6 +18,7 @@ from vertex_training.cost.estimate import StackEstimate, stack_estimate
 from vertex_training.cost.report import stack_total_message
 
 if TYPE_CHECKING:
+    from vertex_training.capacity.resource import PersistentResource
     from vertex_training.jobs.resources import CustomJob, HyperparameterTuningJob
     from vertex_training.platform.platform import TrainingPlatform
     from vertex_training.serving.resources import Endpoint
@@ -29,16 +30,18 @@ def log_stack_cost(
     endpoints: Iterable[Endpoint] = (),
     *,
     budget: float | None = None,
+    capacity: Iterable[PersistentResource] = (),
 ) -> StackEstimate | None:
     """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour; beside it each endpoint per hour at its minimum replicas) as one ``pulumi
-    preview`` diagnostic, with the budget when there is one; returns the ``StackEstimate``
-    (None on a local platform: nothing there costs)."""
+    hour; beside it each endpoint and each persistent resource per hour at its minimum
+    replicas) as one ``pulumi preview`` diagnostic, with the budget when there is one;
+    returns the ``StackEstimate`` (None on a local platform: nothing there costs)."""
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     serving = [endpoint.cost_estimate for endpoint in endpoints]
-    total = stack_estimate(estimates, platform.cost_estimate, serving)
+    warm = [c.cost_estimate for c in capacity if c.cost_estimate is not None]
+    total = stack_estimate(estimates, platform.cost_estimate, serving, warm)
     log_stack_total(total, budget, platform.environment, resource=platform)
     return total
 
