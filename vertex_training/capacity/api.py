@@ -25,8 +25,6 @@ from typing import Any, Literal
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.cost.catalog import Pricing, price_catalog
-from vertex_training.cost.estimate import CapacityEstimate, pool_cost
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.jobs.fields import int64, to_body, vertex
@@ -48,7 +46,6 @@ __all__ = [
     "Autoscaling",
     "PersistentResourceArgs",
     "ResourcePool",
-    "capacity_estimate",
 ]
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -479,31 +476,3 @@ def _reservation_findings(affinity: ReservationAffinity, path: str, caller: str)
             ).at(caller)
         ]
     return []
-
-
-def capacity_estimate(name: str, args: PersistentResourceArgs) -> CapacityEstimate:
-    """What the resource costs per hour while it exists: each pool's minimum replicas x
-    (machine + accelerators) at the training catalog's on-demand prices (an unknown price
-    is named, never $0). Pools not known yet (Outputs) are left out."""
-    prices = price_catalog()
-    region = args.platform.region
-    pools = []
-    for index, pool in enumerate(args.pools):
-        if not _known_pool(pool) or not is_known(pool.min_replicas):
-            continue
-        accelerator = pool.accelerator
-        pools.append(
-            pool_cost(
-                prices,
-                "training",
-                region,
-                Pricing.ON_DEMAND,
-                path=f"resourcePools[{index}]",
-                role=pool.id or f"pools[{index}]",
-                replicas=int(pool.min_replicas),
-                machine_type=str(pool.machine_type),
-                accelerator_type=None if accelerator is None else str(accelerator.type),
-                accelerator_count=0 if accelerator is None else int(accelerator.count),
-            )
-        )
-    return CapacityEstimate(name=name, region=region, pools=tuple(pools))

@@ -15,7 +15,8 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import InvalidArgumentsError
-from vertex_training.capacity.api import PersistentResourceArgs, capacity_estimate
+from vertex_training.capacity.api import PersistentResourceArgs
+from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.estimate import CapacityEstimate
 from vertex_training.findings import Finding
 
@@ -90,7 +91,7 @@ class PersistentResource(pulumi.ComponentResource):
             self.name = pulumi.Output.from_input(f"local/persistentResources/{resource_id}")
         else:
             self.name = self._cloud(resource_name, resource_id, body, child)
-            self.cost_estimate = capacity_estimate(resource_name, args)
+            self.cost_estimate = estimate_capacity(resource_name, platform.region, self.pools)
             pulumi.log.info(_cost_message(self.cost_estimate), resource=self)
         self.register_outputs({"resource_id": resource_id, "name": self.name, "pools": self.pools})
 
