@@ -110,9 +110,10 @@ class ResourcePool(Checked):
 class PersistentResourceArgs(Checked):
     """A Vertex AI PersistentResource: pools kept provisioned for the jobs placed on it."""
 
-    platform: JobPlatform
-    """Its region, network, CMEK key, labels (and, on ``local``, its root: a warm pool)."""
     pools: Sequence[ResourcePool]
+    platform: JobPlatform | None = None
+    """Its region, network, CMEK key, labels (and, on ``local``, its root: a warm pool).
+    None only in a stack file's entry, which the stack's platform places."""
     resource_id: str | None = None
     """The id (``persistentResourceId``), 1-63 of ``[a-z0-9-]``; None: the resource name."""
     display_name: pulumi.Input[str] | None = None
@@ -130,6 +131,8 @@ class PersistentResourceArgs(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.platform is None:
+            return  # a stack file's entry: judged on the stack's platform
         errors = [f for f in self.findings() if f.severity == "error"]
         if errors:
             lines = "\n  ".join(map(str, errors))
@@ -146,6 +149,7 @@ class PersistentResourceArgs(Checked):
         """What Vertex would refuse of the pools (each at its argument ``pools[i]...``),
         the platform's acknowledged hardware checks applied; values not known yet are left
         unjudged."""
+        assert self.platform is not None
         found: list[Finding] = []
         if not self.pools:
             found.append(Finding("resourcePools", "a persistent resource has at least one pool"))
@@ -179,6 +183,7 @@ class PersistentResourceArgs(Checked):
         """The ``PersistentResource`` REST body the resource ``name`` declares (its id goes
         beside it, in the create request), the platform's settings filled in."""
         platform = self.platform
+        assert platform is not None
         network = platform.network if self.network is None else self.network
         key = platform.kms_key_name if self.kms_key_name is None else self.kms_key_name
         body: dict[str, Any] = {
@@ -225,9 +230,9 @@ class PersistentResourceArgs(Checked):
                     Finding(
                         at,
                         f"{_describe(shape)} matches no pool of persistent resource "
-                        f"{resource_id!r} ({offered}); valid: the machine type, accelerator "
-                        "and boot disk of one of its pools exactly, or a pool like this one "
-                        "added to the resource",
+                        f"{resource_id!r} ({offered})",
+                        valid="the machine type, accelerator and boot disk of one of its "
+                        "pools exactly, or a pool like this one added to the resource",
                     )
                 )
                 continue
@@ -240,8 +245,8 @@ class PersistentResourceArgs(Checked):
                         f"{at}.replicaCount",
                         f"{wanted} replicas of {_describe(shape)}, but pool "
                         f"{_pool_name(i, pool)} of persistent resource {resource_id!r} holds "
-                        f"at most {most} ({_holds(pool)}); valid: at most {most} replicas, or a "
-                        "larger pool on the resource",
+                        f"at most {most} ({_holds(pool)})",
+                        valid=f"at most {most} replicas, or a larger pool on the resource",
                     )
                 )
             demand[i] = demand.get(i, 0) + wanted

@@ -65,6 +65,11 @@ class PersistentResource(pulumi.ComponentResource):
                 f"PersistentResource({resource_name!r}): args must be a PersistentResourceArgs, "
                 f"got {type(args).__name__}"
             )
+        if args.platform is None:
+            raise InvalidArgumentsError(
+                f"PersistentResource({resource_name!r}): args.platform is not set; valid: "
+                "PersistentResourceArgs(platform=<a vt.TrainingPlatform>, ...)"
+            )
         resource_id = args.id_for(resource_name)
         body = args.body(resource_name)
         platform = args.platform
@@ -74,7 +79,9 @@ class PersistentResource(pulumi.ComponentResource):
         self.resource_id = resource_id
         self.pools = body["resourcePools"]
         self.cost_estimate = None
-        child = pulumi.ResourceOptions(parent=self)
+        # The engine does not hand a component's depends_on (the platform's enabled APIs)
+        # down to its children.
+        child = pulumi.ResourceOptions(parent=self, depends_on=opts.depends_on)
         if platform.environment == "local":
             from vertex_training.capacity.local import WarmPool, WarmPoolArgs
 
@@ -105,6 +112,7 @@ class PersistentResource(pulumi.ComponentResource):
         from pulumi_gcp.vertex import ai_persistent_resource as gcp
 
         platform = self.args.platform
+        assert platform is not None
         resource = gcp.AiPersistentResource(
             f"{resource_name}-resource",
             name=resource_id,

@@ -28,9 +28,9 @@ def log_stack_cost(
     platform: TrainingPlatform,
     jobs: Iterable[CustomJob | HyperparameterTuningJob],
     endpoints: Iterable[Endpoint] = (),
+    capacity: Iterable[PersistentResource] = (),
     *,
     budget: float | None = None,
-    capacity: Iterable[PersistentResource] = (),
 ) -> StackEstimate | None:
     """Log the stack's estimated cost (every job once, the Workbench instance for an
     hour; beside it each endpoint and each persistent resource per hour at its minimum

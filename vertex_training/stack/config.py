@@ -43,6 +43,7 @@ from vertex_training.platform.rules import (
     image_reference_problems,
     judge_platform,
 )
+from vertex_training.stack.capacity import CAPACITY_KEY, read_capacity
 from vertex_training.stack.serving import SERVING_KEYS, read_serving
 from vertex_training.stack.settings import (
     PROJECT_NAME,
@@ -140,15 +141,39 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         )
         for p in unreadable
     ]
+    capacity, unfit, capacity_warnings = read_capacity(
+        ours.get(CAPACITY_KEY), _facts(stack, general), jobs, _job_paths(ours.get("jobs"), jobs)
+    )
+    problems += [
+        ConfigProblem(
+            f"{PROJECT_NAME}:{p.path}",
+            p.problem,
+            p.valid,
+            f"edit {p.path} in stacks/Pulumi.{stack}.yaml",
+        )
+        for p in unfit
+    ]
     if problems:
         raise ConfigError(stack, problems)
     return draft.model_copy(
         update={
             "jobs": jobs_section,
             "serving": serving,
-            "warnings": tuple(warnings + job_warnings),
+            "capacity": capacity,
+            "warnings": tuple(warnings + job_warnings + capacity_warnings),
         }
     )
+
+
+def _job_paths(raw: object, jobs: tuple[JobDeclaration, ...]) -> list[str]:
+    """Each read job's YAML path (``jobs[2]``), found by its name."""
+    items = raw if isinstance(raw, list | tuple) else []
+    where = {
+        item.get("name"): f"jobs[{index}]"
+        for index, item in enumerate(items)
+        if isinstance(item, Mapping)
+    }
+    return [where.get(job.name, "jobs") for job in jobs]
 
 
 def _our_keys(
@@ -170,7 +195,7 @@ def _our_keys(
         short = full_key.removeprefix(prefix)
         if short.startswith("config:"):  # the legacy "project:config:key" spelling
             short = short.removeprefix("config:")
-        if short in known or short in SERVING_KEYS:
+        if short in known or short in SERVING_KEYS or short == CAPACITY_KEY:
             ours[short] = _decode(value)
             continue
         close = difflib.get_close_matches(short, list(known), n=1)
@@ -352,6 +377,23 @@ def _jobs_key(stack: str, path: str) -> tuple[str, str]:
     )
 
 
+def _facts(stack: str, general: GeneralSettings) -> PlatformFacts:
+    """What the stack's platform (``stack_definition``) will be, as the rules see it."""
+    cloud = general.environment.is_cloud
+    return PlatformFacts(
+        environment=general.environment.value,
+        region=general.region,
+        strict_hardware_checks=general.strict_hardware_checks,
+        acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
+        labels=platform_labels(general.environment.value, stack, {}),
+        kms_key_name=general.kms_key_name,
+        network=None,
+        tensorboard=LATER if cloud and general.tensorboard_enabled else None,
+        training_service_account=LATER if cloud else None,
+        image=LATER,
+    )
+
+
 def _jobs(
     stack: str, raw: object, general: GeneralSettings, region_refused: bool
 ) -> tuple[tuple[JobDeclaration, ...], list[ConfigProblem], list[str]]:
@@ -374,22 +416,8 @@ def _jobs(
         if job is not None:
             jobs.append(job)
             indexes.append(index)
-    cloud = general.environment.is_cloud
     warnings: list[str] = []
-    # What the stack's platform (``stack_definition``) will be, as the job rules see it.
-    facts = PlatformFacts(
-        environment=general.environment.value,
-        region=general.region,
-        strict_hardware_checks=general.strict_hardware_checks,
-        acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
-        labels=platform_labels(general.environment.value, stack, {}),
-        kms_key_name=general.kms_key_name,
-        network=None,
-        tensorboard=LATER if cloud and general.tensorboard_enabled else None,
-        training_service_account=LATER if cloud else None,
-        image=LATER,
-    )
-    placed, found = job_problems(tuple(jobs), facts)
+    placed, found = job_problems(tuple(jobs), _facts(stack, general))
     for path, finding in found:
         if finding.path == "region" and (
             region_refused or finding.check.startswith("unknown-region:")
