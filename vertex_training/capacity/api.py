@@ -305,7 +305,8 @@ def _shape(machine: str, accelerator: str | None, count: int, disk: Any, size: A
     )
 
 
-def _shape_of_pool(pool: ResourcePool) -> Shape:
+def _shape_of_pool(pool: Any) -> Shape:
+    """A ``ResourcePool``'s shape (its values known: ``_known_pool``)."""
     accelerator = pool.accelerator
     return _shape(
         str(pool.machine_type),
@@ -344,8 +345,8 @@ def _holds(pool: ResourcePool) -> str:
     return f"autoscaling maximum {pool.autoscaling.max_replica_count}"
 
 
-def _pool_findings(pool: ResourcePool, path: str, caller: str, local: bool) -> list[Finding]:
-    """What one pool must be to be provisioned at all: replica counts, the hardware
+def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Finding]:
+    """What one ``ResourcePool`` must be to be provisioned at all: replica counts, the hardware
     catalog's machine and accelerator rules, the disk, a well-formed reservation."""
     found: list[Finding] = []
     counts = {"replica_count": pool.replica_count}
@@ -380,7 +381,9 @@ def _pool_findings(pool: ResourcePool, path: str, caller: str, local: bool) -> l
             )
     accelerator = pool.accelerator
     values = [pool.machine_type] + (
-        [] if accelerator is None else [accelerator.type, accelerator.count]
+        []
+        if accelerator is None
+        else [accelerator.type, accelerator.count, accelerator.tpu_topology]
     )
     if not local and _known(*values):
         machine = f"{path}.machineSpec"

@@ -113,33 +113,35 @@ class PersistentResource(pulumi.ComponentResource):
 
         platform = self.args.platform
         assert platform is not None
+        encryption = body.get("encryptionSpec")
+        runtime = body.get("resourceRuntimeSpec")
+        # pulumi-gcp takes the REST bodies as its snake_case input dicts.
+        inputs: dict[str, Any] = {
+            "name": resource_id,
+            "project": platform.project,
+            "location": platform.region,
+            "display_name": body["displayName"],
+            "labels": body["labels"],
+            "network": body.get("network"),
+            "reserved_ip_ranges": body.get("reservedIpRanges"),
+            "encryption_spec": encryption and {"kms_key_name": encryption["kmsKeyName"]},
+            "resource_runtime_spec": runtime
+            and {"service_account_spec": {"enable_custom_service_account": True}},
+            "resource_pools": [_gcp_pool(pool) for pool in self.pools],
+        }
         resource = gcp.AiPersistentResource(
             f"{resource_name}-resource",
-            name=resource_id,
-            project=platform.project,
-            location=platform.region,
-            display_name=body["displayName"],
-            labels=body["labels"],
-            network=body.get("network"),
-            reserved_ip_ranges=body.get("reservedIpRanges"),
-            encryption_spec=body.get("encryptionSpec")
-            and {"kms_key_name": body["encryptionSpec"]["kmsKeyName"]},
-            resource_runtime_spec=body.get("resourceRuntimeSpec")
-            and {"service_account_spec": {"enable_custom_service_account": True}},
-            resource_pools=[_gcp_pool(pool) for pool in self.pools],
             # Its id is ours, so a replacement goes first; the jobs on it keep the id and
             # are not replaced with it.
             opts=pulumi.ResourceOptions.merge(
                 opts, pulumi.ResourceOptions(delete_before_replace=True)
             ),
+            **inputs,
         )
-        return pulumi.Output.concat(
-            "projects/",
-            resource.project,
-            "/locations/",
-            resource.location,
-            "/persistentResources/",
-            resource_id,
+        return pulumi.Output.all(resource.project, resource.location).apply(
+            lambda where: (
+                f"projects/{where[0]}/locations/{where[1]}/persistentResources/{resource_id}"
+            )
         )
 
     # ------------------------------------------------------------- JobCapacity

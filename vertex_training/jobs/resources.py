@@ -341,8 +341,8 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         }
         if args.platform is not None:
             opts = pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-        run = args if isinstance(args, CustomJobArgs) else args.trial
-        capacity = run.persistent_resource_id
+        fields = args if isinstance(args, CustomJobArgs) else args.trial
+        capacity = fields.persistent_resource_id
         if is_known(capacity) and isinstance(capacity, JobCapacity):
             opts = pulumi.ResourceOptions.merge(opts, capacity.resource_options())
         super().__init__(JobProvider(args.KIND), resource_name, props, opts)
