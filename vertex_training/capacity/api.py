@@ -133,15 +133,15 @@ class PersistentResourceArgs(Checked):
         super().__post_init__()
         if self.platform is None:
             return  # a stack file's entry: judged on the stack's platform
-        errors = [f for f in self.findings() if f.severity == "error"]
+        found = self.findings()
+        errors = [f for f in found if f.severity == "error"]
         if errors:
             lines = "\n  ".join(map(str, errors))
             raise InvalidArgumentsError(
                 f"PersistentResourceArgs would be refused:\n  {lines}", findings=errors
             )
-        for warning in self.findings():
-            if warning.severity == "warning":
-                pulumi.log.warn(str(warning))
+        for warning in found:
+            pulumi.log.warn(str(warning))
 
     # ------------------------------------------------------------------ the resource
 
@@ -152,7 +152,8 @@ class PersistentResourceArgs(Checked):
         assert self.platform is not None
         found: list[Finding] = []
         if not self.pools:
-            found.append(Finding("resourcePools", "a persistent resource has at least one pool"))
+            empty = Finding("resourcePools", "a persistent resource has at least one pool")
+            found.append(empty.at("pools"))
         if self.resource_id is not None and not _PERSISTENT_RESOURCE.match(self.resource_id):
             found.append(_bad_id(self.resource_id, "resource_id"))
         local = self.platform.environment == "local"
