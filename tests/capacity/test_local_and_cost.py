@@ -34,6 +34,7 @@ def warm_pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     class WarmPool(pulumi.ComponentResource):
         def __init__(self, name: str, args: WarmPoolArgs, opts: pulumi.ResourceOptions) -> None:
             super().__init__("test:capacity:WarmPool", name, None, opts)
+            self.name = pulumi.Output.from_input(f"local/{args.resource_id}")
             made.append((name, args))
 
     module = types.ModuleType("vertex_training.capacity.local")
@@ -48,7 +49,8 @@ def test_on_a_local_platform_it_is_the_warm_pool(warm_pools: list[Any], tmp_path
     args = PersistentResourceArgs(
         platform=local, pools=[ResourcePool(machine_type="n1-standard-4", replica_count=2)]
     )
-    run = run_pulumi(lambda: PersistentResource("warm", args))
+    made: list[PersistentResource] = []
+    run = run_pulumi(lambda: made.append(PersistentResource("warm", args)) or made[0].name)
     ((name, pool_args),) = warm_pools
     assert name == "warm-pool"
     assert pool_args.resource_id == "warm"
@@ -57,6 +59,7 @@ def test_on_a_local_platform_it_is_the_warm_pool(warm_pools: list[Any], tmp_path
     ]
     assert pool_args.local_root == str(tmp_path)
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
+    assert made[0].cost_estimate is None
     pool = run.named("warm-pool")
     assert pool.parent == run.named("warm").urn
 

@@ -46,7 +46,8 @@ class PersistentResource(pulumi.ComponentResource):
     resource_id: str
     """What a job's ``persistentResourceId`` takes (known at construction)."""
     name: pulumi.Output[str]
-    """``projects/P/locations/R/persistentResources/ID`` (``local/persistentResources/ID``)."""
+    """``projects/P/locations/R/persistentResources/ID`` (on ``local``, the warm pool's:
+    ``projects/local/locations/local/persistentResources/ID``)."""
     pools: list[dict[str, Any]]
     """The resource's ``resourcePools`` REST bodies, as declared."""
     cost_estimate: CapacityEstimate | None
@@ -86,7 +87,7 @@ class PersistentResource(pulumi.ComponentResource):
             from vertex_training.capacity.local import WarmPool, WarmPoolArgs
 
             assert platform.local_root is not None
-            WarmPool(
+            pool = WarmPool(
                 f"{resource_name}-pool",
                 WarmPoolArgs(
                     resource_id=resource_id,
@@ -95,7 +96,7 @@ class PersistentResource(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            self.name = pulumi.Output.from_input(f"local/persistentResources/{resource_id}")
+            self.name = pool.name
         else:
             self.name = self._cloud(resource_name, resource_id, body, child)
             self.cost_estimate = estimate_capacity(resource_name, platform.region, self.pools)
