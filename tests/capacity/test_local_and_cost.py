@@ -17,7 +17,11 @@ from tests.capacity.resources import gpu_pool, platform
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.capacity import PersistentResource, PersistentResourceArgs, ResourcePool
 from vertex_training.cost.estimate import stack_estimate
-from vertex_training.cost.report import estimate_table, stack_total_message
+from vertex_training.cost.report import (
+    capacity_estimate_message,
+    estimate_table,
+    stack_total_message,
+)
 
 
 @pytest.fixture
@@ -79,6 +83,12 @@ def test_it_is_priced_per_hour_beside_the_total() -> None:
         (2, "e2-standard-4", 0),
     ]
     assert estimate.usd_per_hour > 0 and not estimate.unknown
+    assert capacity_estimate_message(estimate) == (
+        f"estimated cost of persistent resource warm: ${estimate.usd_per_hour:,.2f} per hour "
+        "while it exists (1 x n1-standard-8, 2 x e2-standard-4 + 2 x NVIDIA_TESLA_T4 at "
+        "minimum replicas, on-demand, us-central1), whether or not a job runs on it; the jobs "
+        "on it add nothing per run"
+    )
     total = stack_estimate([], None, (), [estimate])
     assert total.usd_high == 0  # kept out of the one-off total
     rate = f"${estimate.usd_per_hour:,.2f} per hour"

@@ -23,20 +23,6 @@ from vertex_training.findings import Finding
 __all__ = ["PersistentResource"]
 
 
-def _cost_message(estimate: CapacityEstimate) -> str:
-    from vertex_training.cost.report import _hardware, hourly_text
-
-    machines, accelerators = _hardware(estimate.pools)
-    text = hourly_text(estimate.usd_per_hour, bool(estimate.unknown))
-    more = f" + {accelerators}" if accelerators != "-" else ""
-    line = (
-        f"estimated cost of persistent resource {estimate.name}: {text} while it exists "
-        f"({machines}{more} at minimum replicas, on-demand, {estimate.region}), whether or "
-        "not a job runs on it; the jobs on it add nothing per run"
-    )
-    return line + "".join(f"; {u}, not counted" for u in estimate.unknown)
-
-
 class PersistentResource(pulumi.ComponentResource):
     """A Vertex AI PersistentResource (``vertex-training:capacity:PersistentResource``):
     its pools stay provisioned, billed every hour it exists; jobs placed on it start on
@@ -100,7 +86,9 @@ class PersistentResource(pulumi.ComponentResource):
         else:
             self.name = self._cloud(resource_name, resource_id, body, child)
             self.cost_estimate = estimate_capacity(resource_name, platform.region, self.pools)
-            pulumi.log.info(_cost_message(self.cost_estimate), resource=self)
+            from vertex_training.cost.report import capacity_estimate_message
+
+            pulumi.log.info(capacity_estimate_message(self.cost_estimate), resource=self)
         self.register_outputs({"resource_id": resource_id, "name": self.name, "pools": self.pools})
 
     def _cloud(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict, usd
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
+    CapacityEstimate,
     CostLine,
     JobEstimate,
     PoolCost,
@@ -96,6 +97,19 @@ def capacity_text(total: StackEstimate) -> str:
     if unknown:
         text += "; " + ", ".join(dict.fromkeys(map(str, unknown))) + ", not counted"
     return text
+
+
+def capacity_estimate_message(estimate: CapacityEstimate) -> str:
+    """One line for ``pulumi.log.info`` on a persistent resource in ``pulumi preview``."""
+    machines, accelerators = _hardware(estimate.pools)
+    more = f" + {accelerators}" if accelerators != "-" else ""
+    text = (
+        f"estimated cost of persistent resource {estimate.name}: "
+        f"{hourly_text(estimate.usd_per_hour, bool(estimate.unknown))} while it exists "
+        f"({machines}{more} at minimum replicas, on-demand, {estimate.region}), whether or "
+        "not a job runs on it; the jobs on it add nothing per run"
+    )
+    return text + "".join(f"; {u}, not counted" for u in estimate.unknown)
 
 
 def usd_text(line: CostLine) -> str:
@@ -221,6 +235,7 @@ def estimate_table(total: StackEstimate) -> str:
 __all__ = [
     "TABLE_HEADER",
     "budget_line",
+    "capacity_estimate_message",
     "capacity_text",
     "cost_text",
     "estimate_table",
