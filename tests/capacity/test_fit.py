@@ -154,3 +154,9 @@ def test_a_specific_reservation_must_name_its_reservations() -> None:
         )
     callers = {f.caller for f in caught.value.findings}
     assert callers == {"pools[0].reservation_affinity.key", "pools[0].reservation_affinity.values"}
+
+
+def test_a_label_vertex_refuses_is_refused_at_its_key() -> None:
+    with pytest.raises(InvalidArgumentsError) as caught:
+        PersistentResourceArgs(platform=platform(), pools=[gpu_pool()], labels={"Team": "x"})
+    assert [f.caller for f in caught.value.findings] == ["labels.Team"]

@@ -35,10 +35,11 @@ from vertex_training.jobs.rules.hardware import (
     check_region,
     normalize_accelerator,
 )
-from vertex_training.jobs.rules.job import (
-    _PERSISTENT_RESOURCE,  # the one pattern of a persistent resource id (a job's rule too)
+from vertex_training.jobs.rules.job import (  # the jobs' own rules, applied here too
+    _PERSISTENT_RESOURCE,
     BOOT_DISK_GB_RANGE,
     BOOT_DISK_TYPES,
+    _labels,
 )
 
 __all__ = [
@@ -156,6 +157,9 @@ class PersistentResourceArgs(Checked):
             found.append(empty.at("pools"))
         if self.resource_id is not None and not _PERSISTENT_RESOURCE.match(self.resource_id):
             found.append(_bad_id(self.resource_id, "resource_id"))
+        labels = {**dict(self.platform.labels), **self.labels}
+        if all(isinstance(v, str) for v in labels.values()):
+            found += [Finding(at, message).at(at) for at, message in _labels(labels)]
         local = self.platform.environment == "local"
         for index, pool in enumerate(self.pools):
             found += _pool_findings(pool, f"resourcePools[{index}]", f"pools[{index}]", local)
