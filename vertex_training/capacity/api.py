@@ -158,8 +158,9 @@ class PersistentResourceArgs(Checked):
         if self.resource_id is not None and not _PERSISTENT_RESOURCE.match(self.resource_id):
             found.append(_bad_id(self.resource_id, "resource_id"))
         labels = {**dict(self.platform.labels), **self.labels}
-        if all(isinstance(v, str) for v in labels.values()):
-            found += [Finding(at, message).at(at) for at, message in _labels(labels)]
+        known = {k: v for k, v in labels.items() if isinstance(v, str)}
+        if len(known) == len(labels):
+            found += [Finding(at, message).at(at) for at, message in _labels(known)]
         local = self.platform.environment == "local"
         for index, pool in enumerate(self.pools):
             found += _pool_findings(pool, f"resourcePools[{index}]", f"pools[{index}]", local)
