@@ -104,6 +104,31 @@ def test_a_job_that_fits_carries_the_resource_id_and_waits_for_it() -> None:
     assert run.named("warm-resource").urn in job.dependencies
 
 
+def test_a_job_on_it_takes_no_input_from_it_so_a_replacement_replaces_no_job() -> None:
+    """The job's spec holds the resource's id as plain text: no input of the job comes from
+    the resource, so replacing the resource (its id stays) gives the job no new input."""
+    monitors: list[RecordingMonitor] = []
+    inputs_from: dict[str, set[str]] = {}
+
+    def program() -> None:
+        monitor = monitors[0]
+        register = monitor.RegisterResource
+
+        def recording(request: Any) -> Any:
+            deps = request.propertyDependencies
+            inputs_from[request.name] = {urn for key in deps for urn in deps[key].urns}
+            return register(request)
+
+        monitor.RegisterResource = recording  # type: ignore[method-assign]
+        resource = _resource()
+        args = CustomJobArgs(platform=platform(), chief=_pool(), persistent_resource_id=resource)
+        CustomJob("train", args)
+
+    run = run_pulumi(program, monitor_sink=monitors)
+    assert run.named("warm-resource").urn in run.named("train").dependencies  # created after
+    assert inputs_from["train"] == set()
+
+
 def _study(parallel: int, resource: PersistentResource) -> HyperparameterTuningJobArgs:
     return HyperparameterTuningJobArgs(
         platform=platform(),
