@@ -6,9 +6,12 @@ import vertex_training as vt
 
 stack = vt.load_stack()
 platform = vt.TrainingPlatform("platform", stack.platform)
-jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in stack.jobs.items()}
+capacity, placed = stack.capacity.declare(platform, stack.jobs)
+jobs = {name: vt.declare_job(name, args.on(platform)) for name, args in placed.items()}
 models, endpoints = stack.serving.declare(platform, jobs)
-vt.log_stack_cost(platform, jobs.values(), endpoints.values(), budget=stack.config.budget)
+vt.log_stack_cost(
+    platform, jobs.values(), endpoints.values(), capacity.values(), budget=stack.config.budget
+)
 
 
 def _job_output(job: vt.CustomJob | vt.HyperparameterTuningJob) -> dict[str, object]:

@@ -219,6 +219,33 @@ def _gpus_per_stack() -> StackValidationPolicy:
     )
 
 
+_PER_ENVIRONMENT_NUMBER = {
+    "type": "object",
+    "additionalProperties": {"type": "number", "minimum": 0},
+}
+
+
+def _capacity_per_hour() -> StackValidationPolicy:
+    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
+        resources = _resources(args)
+        defaults = {"maxUsdPerHour": dict(rules.DEFAULT_MAX_CAPACITY_USD_PER_HOUR)}
+        config = _config(args, defaults)
+        environment = _stack_environment(resources, config)
+        known = [_known(r) for r in resources if r.type == rules.PERSISTENT_RESOURCE_TYPE]
+        _report(report, rules.stack_capacity_limit(known, environment, config["maxUsdPerHour"]))
+
+    return StackValidationPolicy(
+        name="capacity-per-hour",
+        description="The stack's persistent resources together cost at most "
+        "maxUsdPerHour[environment] per hour, always on (at their minimum replicas).",
+        validate=validate,
+        enforcement_level=EnforcementLevel.MANDATORY,
+        config_schema=PolicyConfigSchema(
+            properties={**_ENVIRONMENT, "maxUsdPerHour": _PER_ENVIRONMENT_NUMBER}
+        ),
+    )
+
+
 def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
     mandatory, advisory = EnforcementLevel.MANDATORY, EnforcementLevel.ADVISORY
     return [
@@ -240,6 +267,15 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             properties={"maxGpus": _PER_ENVIRONMENT_INT},
         ),
         _gpus_per_stack(),
+        _capacity_per_hour(),
+        _resource_policy(
+            "capacity-team-label",
+            description="A persistent resource carries labels identifying its team (keys).",
+            level=mandatory,
+            check=lambda r, c: rules.capacity_team_label(r, c["keys"]),
+            defaults={"keys": list(rules.DEFAULT_CAPACITY_TEAM_LABELS)},
+            properties={"keys": {"type": "array", "items": {"type": "string"}}},
+        ),
         _resource_policy(
             "allowed-accelerators",
             description="Jobs, endpoints and notebooks use only the accelerator types allowed "

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
@@ -50,6 +51,8 @@ BUCKET_TYPE = "gcp:storage/bucket:Bucket"
 WORKBENCH_TYPE = "gcp:workbench/instance:Instance"
 LEGACY_NOTEBOOK_TYPE = "gcp:notebooks/instance:Instance"
 NOTEBOOK_TYPES = (WORKBENCH_TYPE, LEGACY_NOTEBOOK_TYPE)
+PERSISTENT_RESOURCE_TYPE = "gcp:vertex/aiPersistentResource:AiPersistentResource"
+"""Its inputs: pulumi-gcp's (``resourcePools`` as the REST bodies, ``location``, ``labels``)."""
 ENDPOINT_TYPE = "pulumi-python:dynamic/vertex:Endpoint"
 """Its inputs: ``body`` (the Endpoint), ``deployments`` (a ``DeployedModel`` body by
 deployment name), ``traffic``, ``backend``."""
@@ -235,6 +238,56 @@ def stack_gpu_limit(resources: Sequence[Resource], environment: str, cap: int) -
     return [
         f"the stack's jobs hold {gpus} accelerators if they run at once ({each}); "
         f"{environment} allows {cap} per stack"
+    ]
+
+
+# ----------------------------------------------------------------------- capacity
+
+
+DEFAULT_MAX_CAPACITY_USD_PER_HOUR: Mapping[str, float] = {"local": 0, "dev": 10, "prod": 200}
+"""What an environment's persistent resources may cost per hour, always on (at minimum
+replicas): they bill every hour they exist, whether or not a job runs."""
+DEFAULT_CAPACITY_TEAM_LABELS = ("team",)
+
+
+def capacity_per_hour(resource: Resource) -> float:
+    """A persistent resource's USD per hour at its pools' minimum replicas (known prices)."""
+    pools = resource.props.get("resourcePools")
+    region = str(resource.props.get("location") or "unknown-region")
+    if not isinstance(pools, Sequence):
+        return 0.0
+    estimate = estimate_capacity(
+        resource.name, region, [p for p in pools if isinstance(p, Mapping)]
+    )
+    return estimate.usd_per_hour
+
+
+@per_environment
+def stack_capacity_limit(resources: Sequence[Resource], environment: str, cap: float) -> list[str]:
+    held = [r for r in resources if r.type == PERSISTENT_RESOURCE_TYPE]
+    usd = sum(capacity_per_hour(r) for r in held)
+    if usd <= cap:
+        return []
+    each = ", ".join(f"{r.name or r.urn}: ${capacity_per_hour(r):,.2f}" for r in held)
+    return [
+        f"the stack's persistent resources cost ${usd:,.2f} per hour while they exist, "
+        f"whether or not a job runs ({each}); {environment} allows ${cap:,.2f} per hour"
+    ]
+
+
+def capacity_team_label(
+    resource: Resource, keys: Sequence[str] = DEFAULT_CAPACITY_TEAM_LABELS
+) -> list[str]:
+    """Capacity billed by the hour says whose it is."""
+    if resource.type != PERSISTENT_RESOURCE_TYPE:
+        return []
+    labels = _labels(resource)
+    missing = [key for key in keys if not labels.get(key)]
+    if not missing:
+        return []
+    return [
+        f"a persistent resource (billed every hour it exists) without label(s) "
+        f"{', '.join(missing)} identifying its team; has: {', '.join(sorted(labels)) or 'none'}"
     ]
 
 
@@ -489,6 +542,7 @@ __all__ = [
     "ENDPOINT_TYPE",
     "EXPECTED_DURATION_PROP",
     "JOB_TYPES",
+    "PERSISTENT_RESOURCE_TYPE",
     "TUNING_JOB_TYPE",
     "WORKBENCH_TYPE",
     "Resource",
@@ -497,6 +551,8 @@ __all__ = [
     "applies",
     "bucket_access",
     "budget_of",
+    "capacity_per_hour",
+    "capacity_team_label",
     "cmek",
     "endpoint_machines",
     "endpoint_replicas",
@@ -511,5 +567,6 @@ __all__ = [
     "notebook_no_public_ip",
     "required_labels",
     "stack_budget",
+    "stack_capacity_limit",
     "stack_gpu_limit",
 ]

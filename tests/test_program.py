@@ -70,13 +70,14 @@ def runs() -> dict[str, PulumiRun]:
 
 def test_main_stays_small() -> None:
     """The program reads the stack and declares the platform, jobs, models and endpoints: it
-    shapes its outputs and nothing else (the ceiling grew by 5 lines with served models)."""
+    shapes its outputs and nothing else (the ceiling grew by 5 lines with served models, and
+    by 3 with persistent resources, which the jobs are placed on)."""
     lines = [
         line
         for line in (PROJECT_ROOT / "__main__.py").read_text().splitlines()
         if line.strip() and not line.strip().startswith("#")
     ]
-    assert len(lines) <= 45
+    assert len(lines) <= 48
 
 
 @pytest.mark.parametrize("stack", sorted(STACK_FILES))
@@ -110,7 +111,8 @@ def test_local_stack_registers_no_cloud_resource(runs: dict[str, PulumiRun]) -> 
 def test_cloud_stack_builds_the_whole_environment(stack: str, runs: dict[str, PulumiRun]) -> None:
     run = runs[stack]
     components = {r.type.rsplit(":", 1)[-1] for r in run.registrations if not r.custom}
-    assert components == {
+    # dev keeps one persistent resource warm (its cassava CPU job runs on it).
+    assert components - {"PersistentResource"} == {
         "TrainingPlatform",
         "ProjectServices",
         "TrainingBucket",

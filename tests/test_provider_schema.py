@@ -49,8 +49,13 @@ def schema() -> dict[str, Any]:
 
 
 def _options(hint: object) -> list[object]:
-    """The values a field may hold, ``pulumi.Input``'s mark and None dropped."""
-    found = [o for o in alternatives(hint) if o is not None and o is not type(None)]
+    """The values a field may hold, ``pulumi.Input``'s mark and None dropped, and a Python
+    object behind a protocol (a job's ``JobCapacity``), which no other language can give."""
+    found = [
+        o
+        for o in alternatives(hint)
+        if o is not None and o is not type(None) and not getattr(o, "_is_protocol", False)
+    ]
     return list(dict.fromkeys(found))
 
 

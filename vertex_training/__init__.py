@@ -39,6 +39,8 @@ atexit.register(gc.freeze)
 
 if TYPE_CHECKING:
     from vertex_training._checks import InvalidArgumentsError
+    from vertex_training.capacity.api import Autoscaling, PersistentResourceArgs, ResourcePool
+    from vertex_training.capacity.resource import PersistentResource
     from vertex_training.cost.program import log_stack_cost
     from vertex_training.jobs.api import (
         CustomJobArgs,
@@ -83,6 +85,10 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "InvalidArgumentsError": "vertex_training._checks",
+    **dict.fromkeys(
+        ("Autoscaling", "PersistentResourceArgs", "ResourcePool"), "vertex_training.capacity.api"
+    ),
+    "PersistentResource": "vertex_training.capacity.resource",
     **dict.fromkeys(
         ("Accelerator", "NfsMount", "ReservationAffinity", "Scheduling", "WorkerPool"),
         "vertex_training.jobs.pools",
@@ -131,6 +137,7 @@ _ARGS = "vertex_training.jobs.api"
 
 __all__ = [
     "Accelerator",
+    "Autoscaling",
     "CategoricalParameter",
     "ConvexStopping",
     "CustomJob",
@@ -155,8 +162,11 @@ __all__ = [
     "NfsMount",
     "Parameter",
     "ParameterBase",
+    "PersistentResource",
+    "PersistentResourceArgs",
     "PscInterfaceConfig",
     "ReservationAffinity",
+    "ResourcePool",
     "Scheduling",
     "StackDefinition",
     "Study",

@@ -86,16 +86,18 @@ def test_cli_prints_the_dev_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["estimate", "--stack", "dev", "--duration", "cassava-mwms=1800"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "stack dev (us-central1), list prices in USD"
-    names = [line.split()[0] for line in out[3:8]]
+    names = [line.split()[0] for line in out[3:9]]
     assert names == [
         "cassava-mwms",
         "cassava-mwms-cpu",
         "horses-humans-tuning",
         "workbench",
         "horses-humans",  # the endpoint, per hour
+        "warm-cpu",  # the persistent resource, per hour
     ]
-    assert re.fullmatch(r"total: \$\d+\.\d\d - \$\d+\.\d\d", out[-2])
-    assert out[-1].startswith("serving: $0.11 per hour while deployed (1 endpoint")
+    assert re.fullmatch(r"total: \$\d+\.\d\d - \$\d+\.\d\d", out[-3])
+    assert out[-2].startswith("serving: $0.11 per hour while deployed (1 endpoint")
+    assert out[-1].startswith("capacity: $0.87 per hour while it exists (1 persistent resource")
 
 
 def test_cli_refuses_a_malformed_duration(capsys: pytest.CaptureFixture[str]) -> None:

@@ -130,6 +130,8 @@ def test_every_policy_has_an_enforcement_level_and_a_config_schema(pack: dict[st
         "cmek",
         "budget",
         "budget-prod",
+        "capacity-per-hour",
+        "capacity-team-label",
     }
     for name, meta in policies.items():
         assert meta["level"] in ("advisory", "mandatory"), name

@@ -11,6 +11,9 @@ use them (``vertex_training.jobs.estimate`` prices a job's body with ``pool_cost
   upper bound, and the estimate says so);
 - a Workbench instance costs its machine and GPUs per hour while it is up (the boot disk,
   a few dollars a month, is left out and the estimate says so);
+- a persistent resource costs, per hour while it exists, the sum over its pools of
+  ``minimum replicas x (machine + accelerators)`` at training prices: hourly too, beside
+  the total (the jobs on it add nothing per run);
 - an endpoint costs, per hour while it serves, the sum over its deployed models of
   ``minReplicaCount x (machine + accelerators)`` at prediction prices: hourly, so it is
   shown beside the stack's total, not added to it (nor to the budget, a one-off cap).
@@ -198,6 +201,16 @@ class EndpointEstimate(_Pools):
 
 
 @dataclass(frozen=True)
+class CapacityEstimate(_Pools):
+    """A persistent resource per hour while it exists: each pool at its minimum replicas,
+    whether or not a job runs on it (the jobs on it add nothing)."""
+
+    name: str
+    region: str
+    pools: tuple[PoolCost, ...]
+
+
+@dataclass(frozen=True)
 class StackEstimate:
     """Every line of a stack: its jobs (one run each) and its Workbench uptime; beside
     them, its endpoints per hour."""
@@ -205,6 +218,8 @@ class StackEstimate:
     lines: tuple[CostLine, ...]
     endpoints: tuple[EndpointEstimate, ...] = ()
     """Hourly: not in ``usd_low``/``usd_high`` nor in ``unknown`` (see ``serving``)."""
+    capacity: tuple[CapacityEstimate, ...] = ()
+    """Persistent resources, hourly while they exist: beside the total, like ``endpoints``."""
 
     @property
     def usd_low(self) -> float:
@@ -309,16 +324,21 @@ def stack_estimate(
     jobs: Sequence[JobEstimate],
     workbench: WorkbenchEstimate | None = None,
     endpoints: Sequence[EndpointEstimate] = (),
+    capacity: Sequence[CapacityEstimate] = (),
 ) -> StackEstimate:
-    """The stack's lines: every job once, then the Workbench instance; its endpoints."""
+    """The stack's lines: every job once, then the Workbench instance; its endpoints and
+    persistent resources (hourly)."""
     return StackEstimate(
-        (*jobs, *((workbench,) if workbench is not None else ())), tuple(endpoints)
+        (*jobs, *((workbench,) if workbench is not None else ())),
+        tuple(endpoints),
+        tuple(capacity),
     )
 
 
 __all__ = [
     "DEFAULT_WORKBENCH_HOURS",
     "VERTEX_DEFAULT_TIMEOUT_SECONDS",
+    "CapacityEstimate",
     "CostLine",
     "EndpointEstimate",
     "EstimateError",

@@ -15,6 +15,7 @@ import pulumi
 
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.estimate import (
+    CapacityEstimate,
     EndpointEstimate,
     JobEstimate,
     StackEstimate,
@@ -43,22 +44,29 @@ class _Endpoint(Protocol):
     def cost_estimate(self) -> EndpointEstimate: ...
 
 
+class _Capacity(Protocol):
+    @property
+    def cost_estimate(self) -> CapacityEstimate | None: ...
+
+
 def log_stack_cost(
     platform: _Platform,
     jobs: Iterable[_Job],
     endpoints: Iterable[_Endpoint] = (),
+    capacity: Iterable[_Capacity] = (),
     *,
     budget: float | None = None,
 ) -> StackEstimate | None:
     """Log the stack's estimated cost (every job once, the Workbench instance for an
-    hour; beside it each endpoint per hour at its minimum replicas) as one ``pulumi
-    preview`` diagnostic, with the budget when there is one; returns the ``StackEstimate``
-    (None on a local platform: nothing there costs)."""
+    hour; beside it each endpoint and each persistent resource per hour at its minimum
+    replicas) as one ``pulumi preview`` diagnostic, with the budget when there is one;
+    returns the ``StackEstimate`` (None on a local platform: nothing there costs)."""
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     serving = [endpoint.cost_estimate for endpoint in endpoints]
-    total = stack_estimate(estimates, platform.cost_estimate, serving)
+    warm = [c.cost_estimate for c in capacity if c.cost_estimate is not None]
+    total = stack_estimate(estimates, platform.cost_estimate, serving, warm)
     resource = platform if isinstance(platform, pulumi.Resource) else None
     log_stack_total(total, budget, platform.environment, resource=resource)
     return total

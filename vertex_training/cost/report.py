@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from vertex_training.cost.budget import BudgetStatus, BudgetVerdict, budget_verdict, usd
 from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
+    CapacityEstimate,
     CostLine,
     JobEstimate,
     PoolCost,
@@ -81,6 +82,36 @@ def serving_text(total: StackEstimate) -> str:
     )
 
 
+def capacity_text(total: StackEstimate) -> str:
+    """The persistent resources' hourly rate at their minimum replicas ("" without)."""
+    if not total.capacity:
+        return ""
+    usd_per_hour = sum(c.usd_per_hour for c in total.capacity)
+    unknown = [u for c in total.capacity for u in c.unknown]
+    count = len(total.capacity)
+    text = hourly_text(usd_per_hour, bool(unknown))
+    text = (
+        f"capacity: {text} while it exists ({count} persistent resource"
+        f"{'s' if count > 1 else ''} at minimum replicas; not in the total or the budget)"
+    )
+    if unknown:
+        text += "; " + ", ".join(dict.fromkeys(map(str, unknown))) + ", not counted"
+    return text
+
+
+def capacity_estimate_message(estimate: CapacityEstimate) -> str:
+    """One line for ``pulumi.log.info`` on a persistent resource in ``pulumi preview``."""
+    machines, accelerators = _hardware(estimate.pools)
+    more = f" + {accelerators}" if accelerators != "-" else ""
+    text = (
+        f"estimated cost of persistent resource {estimate.name}: "
+        f"{hourly_text(estimate.usd_per_hour, bool(estimate.unknown))} while it exists "
+        f"({machines}{more} at minimum replicas, on-demand, {estimate.region}), whether or "
+        "not a job runs on it; the jobs on it add nothing per run"
+    )
+    return text + "".join(f"; {u}, not counted" for u in estimate.unknown)
+
+
 def usd_text(line: CostLine) -> str:
     if isinstance(line, JobEstimate) and line.persistent_resource:
         return f"{usd(0)} (on {line.persistent_resource})"
@@ -141,6 +172,8 @@ def stack_total_message(total: StackEstimate, budget: float | None = None) -> st
         text += f"; {serving_text(total)}"
         if total.serving.unknown:
             text += "; " + ", ".join(str(u) for u in total.serving.unknown) + ", not counted"
+    if total.capacity:
+        text += f"; {capacity_text(total)}"
     return text
 
 
@@ -169,6 +202,11 @@ def estimate_table(total: StackEstimate) -> str:
         rate = hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown))
         name = f"{endpoint.name} (endpoint)"
         rows.append((name, machines or "(no deployments)", accelerators, "per hour", rate))
+    for resource in total.capacity:
+        machines, accelerators = _hardware(resource.pools)
+        rate = hourly_text(resource.usd_per_hour, bool(resource.unknown))
+        name = f"{resource.name} (persistent resource)"
+        rows.append((name, machines or "(no pools)", accelerators, "per hour", rate))
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     out = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -189,12 +227,16 @@ def estimate_table(total: StackEstimate) -> str:
     out.append(f"total: {cost_text(total.usd_low, total.usd_high, bool(total.unknown))}")
     if total.endpoints:
         out.append(serving_text(total))
+    if total.capacity:
+        out.append(capacity_text(total))
     return "\n".join(out)
 
 
 __all__ = [
     "TABLE_HEADER",
     "budget_line",
+    "capacity_estimate_message",
+    "capacity_text",
     "cost_text",
     "estimate_table",
     "hourly_text",

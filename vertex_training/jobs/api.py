@@ -24,8 +24,8 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
 from vertex_training.findings import Finding
+from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
 from vertex_training.jobs.placeholders import LATER
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
@@ -42,6 +42,7 @@ __all__ = [
     "DnsPeeringConfig",
     "HyperparameterTuningJobArgs",
     "JobArgs",
+    "JobCapacity",
     "JobPlatform",
     "PlatformFacts",
     "PscInterfaceConfig",
@@ -84,6 +85,28 @@ class JobPlatform(Protocol):
         or several."""
 
     def resource_options(self) -> pulumi.ResourceOptions: ...
+
+
+@runtime_checkable
+class JobCapacity(Protocol):
+    """Capacity a job is placed on (``vt.PersistentResource`` is one): its id, and the rule
+    the job's pools are held to there (the capacity package defines it; jobs cannot import
+    it)."""
+
+    resource_id: str
+    """What ``jobSpec.persistentResourceId`` takes."""
+
+    def findings(
+        self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1
+    ) -> list[Finding]:
+        """The findings of a job's pools (``WorkerPoolSpec`` views at ``path[i]``) on it."""
+
+    def resource_options(self) -> pulumi.ResourceOptions:
+        """What a job on it needs (created after it)."""
+
+
+def _capacity_id(value: Any) -> Any:
+    return value.resource_id if is_known(value) and isinstance(value, JobCapacity) else value
 
 
 # --------------------------------------------------------------------------- jobs
@@ -142,8 +165,11 @@ class _RunFields(Checked):
     """An interactive shell into each replica (``webAccessUris``)."""
     enable_dashboard_access: bool = False
     """The training container's dashboard over HTTPS (``webAccessUris``)."""
-    persistent_resource_id: pulumi.Input[str] | None = None
-    """Run on this persistent resource's machines instead of new ones."""
+    persistent_resource_id: pulumi.Input[str] | JobCapacity | None = field(
+        default=None, metadata=vertex("persistentResourceId", encode=_capacity_id)
+    )
+    """Run on this persistent resource's machines instead of new ones: its id, or the
+    resource itself (``vt.PersistentResource``), which the job's pools must fit."""
     psc_interface_config: PscInterfaceConfig | None = None
     """Reach a VPC through a Private Service Connect interface."""
     reserved_ip_ranges: Sequence[str] = ()
@@ -422,18 +448,25 @@ def judge_job(
     facts = facts_of(job_platform(args, platform))
     local = facts.environment == "local"
     strict = args.strict_hardware_checks
-    findings = judge_body(
-        job_body(args, name, facts),
-        VIEWS[args.KIND],
-        lambda view, _: platform_findings(
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    capacity = run.persistent_resource_id
+    on = capacity if is_known(capacity) and isinstance(capacity, JobCapacity) else None
+
+    def rules(view: Any, _: str) -> list[Finding]:
+        found = platform_findings(
             view,
             region=None if local else facts.region,
             remote=not local,
             strict=facts.strict_hardware_checks if strict is None else strict,
-        ),
-    )
+        )
+        if on is not None:  # the pools the job is placed on
+            parallel = max(getattr(view, "parallel_trial_count", 1), 1)
+            pools = view.trial_job.worker_pool_specs
+            found += on.findings(pools, f"{view.trial_job_path}.workerPoolSpecs", parallel)
+        return found
+
+    findings = judge_body(job_body(args, name, facts), VIEWS[args.KIND], rules)
     # The platform's acknowledged hardware checks, the job's and its pools'.
-    run = args if isinstance(args, CustomJobArgs) else args.trial
     pools = [pool for pool in (getattr(run, key) for key in POOL_NAMES) if pool is not None]
     acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
     acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training.findings import Finding
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
     ConfigProblem,
@@ -30,7 +31,6 @@ from vertex_training.jobs.fields import (
     yaml_keys,
     yaml_value,
 )
-from vertex_training.findings import Finding
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})

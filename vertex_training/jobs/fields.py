@@ -473,7 +473,8 @@ def in_callers_words(obj: Any, finding: Finding, api_path: str, argument: str = 
     ``WorkerPool.machine_type: ... (Vertex field machineSpec.machineType)``."""
     where = argument or caller_path(obj, api_path) or api_path
     named = f" (Vertex field {api_path})" if api_path else ""
-    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}"
+    valid = f"; valid: {finding.valid}" if finding.valid else ""
+    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}{valid}"
 
 
 def map_known(value: Any, fn: Any) -> Any:

@@ -40,6 +40,7 @@ from vertex_training.jobs.api import (
     WAITS,
     CustomJobArgs,
     HyperparameterTuningJobArgs,
+    JobCapacity,
     declared_problems,
     job_body,
     job_platform,
@@ -317,7 +318,12 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             )[1],
             **dict.fromkeys(JobProvider.output_names()),
         }
-        super().__init__(JobProvider(args.KIND), resource_name, props, placed(args, opts))
+        opts = placed(args, opts)
+        fields = args if isinstance(args, CustomJobArgs) else args.trial
+        capacity = fields.persistent_resource_id
+        if is_known(capacity) and isinstance(capacity, JobCapacity):
+            opts = pulumi.ResourceOptions.merge(opts, capacity.resource_options())
+        super().__init__(JobProvider(args.KIND), resource_name, props, opts)
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""

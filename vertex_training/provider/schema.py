@@ -42,6 +42,9 @@ def _options(hint: object) -> tuple[list[object], bool]:
     """(the options of ``hint``, an annotation of ``field_types``, whether None is one):
     ``pulumi.Input[T]`` is ``T``, and a path is text."""
     unique = list(dict.fromkeys(str if _is_path(o) else o for o in alternatives(hint)))
+    # A Python object behind a protocol (a job's ``JobCapacity``) does not cross into
+    # another language: there its id, the other option, is what is given.
+    unique = [o for o in unique if not getattr(o, "_is_protocol", False)]
     return [o for o in unique if o is not type(None)], type(None) in unique
 
 

@@ -46,6 +46,7 @@ from vertex_training.platform.rules import (
     image_reference_problems,
     judge_platform,
 )
+from vertex_training.stack.capacity import CAPACITY_KEY, read_capacity
 from vertex_training.stack.serving import SERVING_KEYS, read_serving
 from vertex_training.stack.settings import (
     PROJECT_NAME,
@@ -75,7 +76,7 @@ GCP_PROJECT_KEY = "gcp:project"
 _STACK_FILE = re.compile(r"^Pulumi\.(?P<stack>[^.]+)\.ya?ml$")
 
 
-STRUCTURED_KEYS = ("jobs", *SERVING_KEYS)
+STRUCTURED_KEYS = ("jobs", *SERVING_KEYS, CAPACITY_KEY)
 """Keys whose value is a list of entries: edited in the file, not set by ``pulumi config``."""
 
 
@@ -179,6 +180,11 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         environment=general.environment.value,
     )
     problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
+    capacity, unfit, capacity_warnings = read_capacity(
+        ours.get(CAPACITY_KEY), _facts(stack, general), jobs, _job_paths(ours.get("jobs"), jobs)
+    )
+    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unfit]
+    problems += [_at(w, w.caller) for w in capacity_warnings]
     errors = [f for f in problems if f.severity == "error"]
     if errors:
         raise ConfigError(stack, errors, general.region)
@@ -186,9 +192,21 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         update={
             "jobs": JobsSettings.model_construct(jobs=jobs),
             "serving": serving,
+            "capacity": capacity,
             "warnings": tuple(f for f in problems if f.severity == "warning"),
         }
     )
+
+
+def _job_paths(raw: object, jobs: tuple[JobDeclaration, ...]) -> list[str]:
+    """Each read job's YAML path (``jobs[2]``), found by its name."""
+    items = raw if isinstance(raw, list | tuple) else []
+    where = {
+        item.get("name"): f"jobs[{index}]"
+        for index, item in enumerate(items)
+        if isinstance(item, Mapping)
+    }
+    return [where.get(job.name, "jobs") for job in jobs]
 
 
 def _valid(valid: str) -> str:
@@ -200,7 +218,7 @@ def _is_ours(full_key: str) -> bool:
     """A key of this project that it reads (the legacy ``project:config:key`` too)."""
     short = _short(full_key)
     return full_key.startswith(f"{PROJECT_NAME}:") and (
-        short in known_config_keys() or short in SERVING_KEYS
+        short in known_config_keys() or short in STRUCTURED_KEYS
     )
 
 
@@ -380,6 +398,23 @@ def _shell_quote(value: str) -> str:
     return value if re.fullmatch(r"[A-Za-z0-9_./:@<>-]+", value) else f"'{value}'"
 
 
+def _facts(stack: str, general: GeneralSettings) -> PlatformFacts:
+    """What the stack's platform (``stack_definition``) will be, as the rules see it."""
+    cloud = general.environment.is_cloud
+    return PlatformFacts(
+        environment=general.environment.value,
+        region=general.region,
+        strict_hardware_checks=general.strict_hardware_checks,
+        acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
+        labels=platform_labels(general.environment.value, stack, {}),
+        kms_key_name=general.kms_key_name,
+        network=None,
+        tensorboard=LATER if cloud and general.tensorboard_enabled else None,
+        training_service_account=LATER if cloud else None,
+        image=LATER,
+    )
+
+
 def _jobs(
     stack: str, raw: object, general: GeneralSettings, region_refused: bool
 ) -> tuple[tuple[JobDeclaration, ...], list[Finding]]:
@@ -401,21 +436,7 @@ def _jobs(
         if job is not None:
             jobs.append(job)
             indexes.append(index)
-    cloud = general.environment.is_cloud
-    # What the stack's platform (``stack_definition``) will be, as the job rules see it.
-    facts = PlatformFacts(
-        environment=general.environment.value,
-        region=general.region,
-        strict_hardware_checks=general.strict_hardware_checks,
-        acknowledged_hardware_checks=tuple(general.acknowledged_hardware_checks),
-        labels=platform_labels(general.environment.value, stack, {}),
-        kms_key_name=general.kms_key_name,
-        network=None,
-        tensorboard=LATER if cloud and general.tensorboard_enabled else None,
-        training_service_account=LATER if cloud else None,
-        image=LATER,
-    )
-    placed, found = job_problems(tuple(jobs), facts)
+    placed, found = job_problems(tuple(jobs), _facts(stack, general))
     for path, finding in found:
         if finding.path == "region" and (
             region_refused or finding.check.startswith("unknown-region:")

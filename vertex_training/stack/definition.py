@@ -22,6 +22,7 @@ from vertex_training.platform.platform import (
     TrainingPlatformArgs,
     Workbench,
 )
+from vertex_training.stack.capacity import CapacityDeclarations
 from vertex_training.stack.config import (
     StackConfig,
     load_pulumi_config,
@@ -63,6 +64,9 @@ class StackDefinition:
     there): ``args.on(platform)`` puts them on the platform itself."""
     serving: ServingDeclarations = field(default_factory=ServingDeclarations)
     """The stack's models and endpoints: ``declare(platform, jobs)``."""
+    capacity: CapacityDeclarations = field(default_factory=CapacityDeclarations)
+    """The stack's persistent resources: ``declare(platform)``; ``place(args, resources)``
+    puts a job on the one it names."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:
@@ -122,7 +126,10 @@ def stack_definition(config: StackConfig) -> StackDefinition:
         local_root=config.local_root,
     )
     jobs = {job.name: job.args for job in config.jobs.jobs}
-    return StackDefinition(config=config, platform=platform, jobs=jobs, serving=serving)
+    capacity = config.capacity or CapacityDeclarations()
+    return StackDefinition(
+        config=config, platform=platform, jobs=jobs, serving=serving, capacity=capacity
+    )
 
 
 def load_stack(stack_file: Path | None = None) -> StackDefinition:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
 from vertex_training.cost.estimate import (
@@ -94,7 +95,13 @@ def estimate_stack(
             )
             for endpoint in (config.serving.endpoints if config.serving else ())
         ]
-    return stack_estimate(jobs, workbench, endpoints)
+    capacity = []
+    if config.environment.is_cloud and config.capacity is not None:
+        capacity = [
+            estimate_capacity(name, config.region, args.pool_bodies(), catalog=catalog)
+            for name, args in config.capacity.resources.items()
+        ]
+    return stack_estimate(jobs, workbench, endpoints, capacity)
 
 
 def print_estimate(config: StackConfig, args: argparse.Namespace) -> int:

@@ -281,6 +281,8 @@ class StackConfig(BaseModel):
     jobs: JobsSettings
     serving: Any = None
     """``ServingDeclarations`` (stack/serving.py): the stack's models and endpoints."""
+    capacity: Any = None
+    """``CapacityDeclarations`` (stack/capacity.py): the stack's persistent resources."""
     warnings: tuple[Finding, ...] = ()
     """What passed but deserves a look (hardware the catalog does not know)."""
 
