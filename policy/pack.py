@@ -31,7 +31,6 @@ from pulumi_policy.proxy import (
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
     _DictProxy,
-    _is_unknown,
     _ListProxy,
 )
 
@@ -171,7 +170,7 @@ def _known(resource: Resource) -> Resource:
     the program's own preview estimate does; an unknown that can (a machine type, a
     replica count) raises ``UnknownValueError``: the engine reports that the policy could
     not run in this preview."""
-    props, paths = with_placeholders(_plain(resource.props), _is_unknown)
+    props, paths = with_placeholders(_plain(resource.props))
     for path in paths:
         if path.rsplit(".", 1)[-1].split("[", 1)[0] not in _PRICELESS_KEYS:
             raise UnknownValueError(UNKNOWN_STRING_VALUE, path.split("."))

@@ -20,6 +20,8 @@ import pulumi
 import pulumi.dynamic
 from pulumi.runtime.rpc import UNKNOWN
 
+from vertex_training.findings import Finding
+
 __all__ = [
     "ADOPTION_LABEL",
     "STACK_LABEL",
@@ -203,15 +205,23 @@ class Provider(pulumi.dynamic.ResourceProvider):
             )
         failures = []
         for problem in self.problems(news, settings):
+            if isinstance(problem, Finding):
+                # A finding names its input by its path: an input's own, else the body's.
+                head = problem.path.partition(".")[0].partition("[")[0]
+                prop = head if head in self.required else self.body
+                failures.append(pulumi.dynamic.CheckFailure(prop, str(problem)))
+                continue
             head = re.split(r"[.:\[]", problem, maxsplit=1)[0]
             prop = head if head in self.required else self.body
             failures.append(pulumi.dynamic.CheckFailure(prop, problem))
         news = {**news, "backend_target": backend_target(settings.to_props())}
         return pulumi.dynamic.CheckResult(news, failures)
 
-    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
-        """What the service would refuse of the inputs, each ``path: message``: a failure of
-        the input the path starts at, else of the body."""
+    def problems(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> list[Finding] | list[str]:
+        """What the service would refuse of the inputs: each a failure of the input its
+        path starts at, else of the body (a ``Finding``; serving's still ``path: message``)."""
         raise NotImplementedError
 
     def _body(self, props: Mapping[str, Any], metadata: bool) -> Any:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training.findings import Finding
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
     ConfigProblem,
@@ -30,7 +31,6 @@ from vertex_training.jobs.fields import (
     yaml_keys,
     yaml_value,
 )
-from vertex_training.findings import Finding
 
 _NAME = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 _NOT_IN_YAML = frozenset({"platform"})
@@ -114,8 +114,9 @@ def job_problems(
             repeats = Finding("name", f"{job.name!r} repeats; job names are unique", "error")
             out.append((f"{where}.name", repeats))
         seen.add(job.name)
-        placed.append(JobDeclaration(job.name, job.args.on(facts)))
-        for finding in api.judge_job(job.args, platform=facts):
+        resolved = api.resolve(job.args, job.name, facts)
+        placed.append(JobDeclaration(job.name, api.judged_as(job.args, job.name, facts)))
+        for finding in resolved.findings:
             key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out

@@ -29,6 +29,7 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import (
+    LATER,
     LEAVES,
     InvalidArgumentsError,
     alternatives,
@@ -36,12 +37,15 @@ from vertex_training._checks import (
     field_types,
     is_known,
     matches,
+    rendered,
     shown,
     typo_hint,
 )
 from vertex_training._spelling import did_you_mean
 from vertex_training.findings import Finding
-from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.rules.catalog import catalog
+from vertex_training.jobs.rules.hardware import acknowledge
 from vertex_training.jobs.view import M, Message, read
 
 __all__ = [
@@ -413,73 +417,87 @@ def from_config(
     try:
         return cls(**kwargs)
     except InvalidArgumentsError as error:
-        out += refusal_problems(error, path)
+        out += config_problems(cls, error.findings, path)
         return None
 
 
-def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[ConfigProblem]:
-    """The lines of an ``InvalidArgumentsError`` of the Args (``Class.field['key'][0]:
-    problem; valid: ...``) as problems at the caller's path under ``root`` in YAML
-    spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
+def config_problems(cls: type, findings: Sequence[Finding], root: str = "") -> list[ConfigProblem]:
+    """What the Args ``cls`` refused (``findings``), each at the YAML key under ``root`` that
+    sets it (derived from its API path; a field's own type at its camelCased name) and
+    naming the Vertex field."""
     problems = []
-    for line in str(error).splitlines():
-        where, message, valid = split_refusal(line)
-        if not message:
-            continue
-        inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
-        keys = [camel(key) for key in inner.split(".") if key]
-        problems.append(ConfigProblem(".".join([root, *keys]).lstrip("."), message, valid))
+    for finding in findings:
+        if finding.path == finding.caller:  # about the field itself (its type)
+            key = ".".join(camel(part) for part in finding.caller.split("."))
+            named = ""
+        else:
+            key = caller_path(cls, finding.path, "yaml") or finding.path
+            named = f" (Vertex field {finding.path})"
+        where = ".".join(filter(None, (root, key)))
+        problems.append(
+            ConfigProblem(where, finding.message + named, finding.valid or SEE_THE_PROBLEM)
+        )
     return problems
-
-
-def split_refusal(line: str) -> tuple[str, str, str]:
-    """(where, problem, valid) of a refusal's line ``where: problem; valid: ...``; valid
-    is ``SEE_THE_PROBLEM`` where the problem says it itself."""
-    where, _, text = line.strip().partition(": ")
-    problem, _, valid = text.partition("; valid: ")
-    return where, problem, valid or SEE_THE_PROBLEM
 
 
 def judge_body(
     body: Any, model: type[M], rules: Callable[[M, str], list[Finding]], root: str = ""
-) -> list[Finding]:
+) -> tuple[list[Finding], list[str]]:
     """The findings of ``rules`` on ``body`` read as ``model`` at the API path ``root`` (or
-    every field it could not read), values not known yet (Outputs, ``LATER``) left
-    unjudged."""
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
+    every field it could not read), and the paths of the values not known yet, which
+    the findings leave unjudged."""
+    known, unknown = with_placeholders(body, root)
     spec, unreadable = read(model, known, root)
-    return drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
+    found = unreadable or (rules(spec, root) if spec is not None else [])
+    return drop_unknown(found, unknown), unknown
 
 
-def refuse_where_built(
+def judged_where_built(
     obj: Any,
-    root: str,
     model: type[Message],
     rules: Callable[[Any, str], list[Finding]],
     body: dict[str, Any] | None = None,
-) -> None:
-    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
-    wrong at the API path ``root``. Each line names the caller's own field."""
-    errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
+) -> tuple[Finding, ...]:
+    """Where ``obj`` (a pool, study or parameter) is built: the rules of what it must be
+    anywhere, on its body (``to_body(obj)`` unless given), its own acknowledged hardware
+    checks applied. Raises ``InvalidArgumentsError`` naming the caller's own field for
+    every error; returns the warnings, for the job that runs it to show."""
+    found, _ = judge_body(to_body(obj) if body is None else body, model, rules)
+    found = acknowledge(found, getattr(obj, "acknowledged_hardware_checks", ()))
+    found = [f.at(caller_path(obj, f.path) or f.path) for f in found]
+    errors = [f for f in found if f.severity == "error"]
     if errors:
-        lines = [in_callers_words(obj, f, f.path.removeprefix(root).lstrip(".")) for f in errors]
-        raise InvalidArgumentsError("\n".join(lines))
+        raise refusal(type(obj).__name__, errors)
+    return tuple(found)
 
 
-def in_callers_words(obj: Any, finding: Finding, api_path: str, argument: str = "") -> str:
-    """``finding``, at ``api_path`` in the body of ``obj``, naming the caller's field that
-    sets it (``argument``, else ``caller_path``, else the API path) and the Vertex field:
-    ``WorkerPool.machine_type: ... (Vertex field machineSpec.machineType)``."""
-    where = argument or caller_path(obj, api_path) or api_path
-    named = f" (Vertex field {api_path})" if api_path else ""
-    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}"
+def refusal(owner: str, findings: Sequence[Finding], heading: str = "") -> InvalidArgumentsError:
+    """``InvalidArgumentsError.of`` the Args class ``owner``; an error of the hardware catalog
+    says how to acknowledge it, since a catalog row can be out of date and the message
+    alone must say the way out."""
+    error = InvalidArgumentsError.of(owner, findings, heading)
+    hints = {
+        f.check: f"; where the hardware catalog (as of {catalog().as_of}) is out of date: "
+        f"{owner}(..., acknowledged_hardware_checks=[{f.check!r}]) only warns"
+        for f in findings
+        if f.check and f.severity == "error"
+    }
+    if not hints:
+        return error
+    lines = [
+        rendered(owner, f) + hints.get(f.check, "") if f.severity == "error" else rendered(owner, f)
+        for f in findings
+    ]
+    text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
+    return InvalidArgumentsError(text, findings)
 
 
 def map_known(value: Any, fn: Any) -> Any:
-    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
+    """``fn(value)``, or the Output of it when ``value`` is not known yet (``LATER`` stays)."""
     if is_known(value):
         return fn(value)
+    if value is LATER:
+        return value
     return pulumi.Output.from_input(value).apply(fn)
 
 

@@ -31,7 +31,6 @@ from vertex_training.jobs.fields import (
     ConfigProblem,
     caller_path,
     from_config,
-    split_refusal,
     yaml_value,
 )
 from vertex_training.serving.api import DeploymentArgs, EndpointArgs, ModelArgs, endpoint_problems
@@ -92,7 +91,9 @@ def _phrased(path: str, found: list[str]) -> list[ConfigProblem]:
     out: list[ConfigProblem] = []
     deployments = f"{path}.deployments."
     for line in found:
-        where, problem, valid = split_refusal(line)
+        where, _, text = line.strip().partition(": ")
+        problem, _, valid = text.partition("; valid: ")
+        valid = valid or "see the problem"
         if where.startswith(deployments):
             name, _, api = where.removeprefix(deployments).partition(".")
             key = caller_path(DeploymentArgs, api, "yaml") if api else ""
