@@ -850,8 +850,10 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
         "vertex-trainng:region": "us-central1",
     }
     keys = sorted(p.key for p in problems_of("dev", raw).problems)
-    # A job whose keys do not parse (jobs[0]) is not checked further until they do.
+    # A job whose keys do not parse (jobs[0]) is not checked further until they do; its
+    # pool's accelerator is wrong anywhere: refused where the pool is read, in the same run.
     assert keys == [
+        "vertex-training:jobs[0].chief.accelerator.type",
         "vertex-training:jobs[0].scheduling.strategy",
         "vertex-training:jobs[1].displayName",
         "vertex-training:jobs[1].persistentResourceId",

@@ -229,7 +229,9 @@ def test_the_yaml_route_refuses_a_pool_where_it_is_built_at_its_key() -> None:
     [problem] = problems
     assert problem.path == "jobs[0].chief.accelerator.count"
     assert problem.problem.startswith("3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid")
-    assert problem.problem.endswith("(Vertex field machineSpec.acceleratorCount)")
+    assert problem.problem.endswith(
+        "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount)"
+    )
 
 
 def test_the_yaml_route_judges_the_job_on_its_platform() -> None:

@@ -308,7 +308,9 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
     )
     [problem] = problems
     assert problem.path == "jobs[0].workers.machineType"
-    assert problem.problem.endswith("(Vertex field machineSpec.machineType)")
+    assert problem.problem.endswith(
+        "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.machineType)"
+    )
 
 
 def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:

@@ -206,7 +206,7 @@ def test_a_bad_gpu_count_names_the_job_key_and_the_vertex_field() -> None:
     [(key, problem)] = problems([job]).items()
     assert key == "jobs[0].chief.accelerator.count"
     assert "valid counts: 1, 2, 4, 8" in problem
-    assert "(Vertex field machineSpec.acceleratorCount)" in problem  # judged with its pool
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem
 
 
 def test_gpus_are_checked_in_the_stack_region() -> None:

@@ -352,17 +352,19 @@ def _scalar(
     return value
 
 
-def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
+def _convert(
+    expected: object, value: Any, path: str, out: list[ConfigProblem], api: str = ""
+) -> Any:
     options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and len(classes) == 1:
-        return from_config(classes[0], value, path, out)
+        return from_config(classes[0], value, path, out, api=api)
     if isinstance(value, Mapping) and classes:
         by_name = {c.__name__: c for c in classes}
         chosen = by_name.get(str(value.get(UNION_KEY)))
         if chosen is not None:
             rest = {k: v for k, v in value.items() if k != UNION_KEY}
-            return from_config(chosen, rest, path, out)
+            return from_config(chosen, rest, path, out, api=api)
         given = repr(value[UNION_KEY]) if UNION_KEY in value else "missing"
         kinds = "one of " + ", ".join(by_name)
         out.append(ConfigProblem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds))
@@ -371,12 +373,15 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple) and isinstance(value, list | tuple):
             inner = typing.get_args(option)[0]
-            return [_convert(inner, item, f"{path}[{i}]", out) for i, item in enumerate(value)]
+            return [
+                _convert(inner, item, f"{path}[{i}]", out, f"{api}[{i}]")
+                for i, item in enumerate(value)
+            ]
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
                 _scalar(key_type, k, f"{path}.{k}", out, text=True): _convert(
-                    value_type, v, f"{path}.{k}", out
+                    value_type, v, f"{path}.{k}", out, f"{api}.{k}"
                 )
                 for k, v in value.items()
             }
@@ -389,10 +394,13 @@ def from_config(
     path: str,
     out: list[ConfigProblem],
     skip: frozenset[str] = frozenset(),
+    *,
+    api: str = "",
 ) -> Any:
     """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
     or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
-    with its YAML path; None when there was one."""
+    with its YAML path (and the API path of the Vertex field, under ``api``, the place of
+    ``cls`` in the body); None when there was one."""
     if not isinstance(data, Mapping):
         out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
@@ -408,7 +416,9 @@ def from_config(
                 ConfigProblem(f"{path}.{key}", f"unknown key{hint}", "one of " + ", ".join(keys))
             )
             continue
-        kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out)
+        at = _api_paths(cls).get(f.name, "")
+        inner = ".".join(filter(None, (api, at))) if at else ""
+        kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out, inner)
     for key, f in keys.items():
         if required(f) and f.name not in kwargs:
             out.append(ConfigProblem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
@@ -417,22 +427,44 @@ def from_config(
     try:
         return cls(**kwargs)
     except InvalidArgumentsError as error:
-        out += config_problems(cls, error.findings, path)
+        out += config_problems(cls, error.findings, path, api)
         return None
 
 
-def config_problems(cls: type, findings: Sequence[Finding], root: str = "") -> list[ConfigProblem]:
+@functools.cache
+def _api_paths(cls: type) -> dict[str, str]:
+    """Each Vertex field of ``cls`` by name: its API path under the body of ``cls``."""
+    return {
+        name: "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".")
+        for name, _, keys in _layout(cls)
+    }
+
+
+_STEP = re.compile(r"\['([^']*)'\]|\[(\d+)\]|([^.\[\]]+)")
+
+
+def yaml_path(caller: str) -> str:
+    """A caller's Python path in YAML spelling: ``extra_fields['env'][0]`` ->
+    ``extraFields.env[0]``, ``chief.accelerator.count`` as it is."""
+    steps = [
+        key if key else f"[{index}]" if index else camel(name)
+        for key, index, name in _STEP.findall(caller)
+    ]
+    return "".join(s if s.startswith("[") else f".{s}" for s in steps).lstrip(".")
+
+
+def config_problems(
+    cls: type, findings: Sequence[Finding], root: str = "", api: str = ""
+) -> list[ConfigProblem]:
     """What the Args ``cls`` refused (``findings``), each at the YAML key under ``root`` that
     sets it (derived from its API path; a field's own type at its camelCased name) and
-    naming the Vertex field."""
+    naming the Vertex field (under ``api``, the place of ``cls`` in the body)."""
     problems = []
     for finding in findings:
-        if finding.path == finding.caller:  # about the field itself (its type)
-            key = ".".join(camel(part) for part in finding.caller.split("."))
-            named = ""
-        else:
-            key = caller_path(cls, finding.path, "yaml") or finding.path
-            named = f" (Vertex field {finding.path})"
+        key = yaml_path(finding.caller) or caller_path(cls, finding.path, "yaml")
+        named = ""
+        if finding.path != finding.caller:  # else about the field itself (its type)
+            named = f" (Vertex field {'.'.join(filter(None, (api, finding.path)))})"
         where = ".".join(filter(None, (root, key)))
         problems.append(
             ConfigProblem(where, finding.message + named, finding.valid or SEE_THE_PROBLEM)
