@@ -219,7 +219,9 @@ class JobProvider(Provider):
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         # Judged by ``check``, which the engine runs first.
         backend = _backend(props)
-        found = backend.find(self.job_kind, self.adoption_labels(props))
+        # The adoption label parses the body once; the backend parses what it submits.
+        adoption = self.adoption_labels(props)
+        found = backend.find(self.job_kind, adoption)
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
             record = found
@@ -229,7 +231,8 @@ class JobProvider(Provider):
             _log.info("resumed %s (its local supervisor had died)", resumed.name)
             record = resumed
         else:
-            record = backend.submit(self.job_kind, self.labelled_body(props))
+            body = labelled(props["spec"], str(props["identity"]), adoption)
+            record = backend.submit(self.job_kind, body)
         if props["wait"]:
             record = backend.wait(
                 record.name,
