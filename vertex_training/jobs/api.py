@@ -288,7 +288,7 @@ class PlatformFacts:
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
 
 
-def _with(obj: Any, **changes: Any) -> Any:
+def _unchecked_copy(obj: Any, **changes: Any) -> Any:
     """``obj`` with ``changes`` that the platform gives (types it checked), not checked again."""
     out = copy.copy(obj)
     for key, value in changes.items():
@@ -340,7 +340,7 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any
                 f"{where}.{pool_name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[pool_name] = _with(pool, image=image)
+        changes[pool_name] = _unchecked_copy(pool, image=image)
     if run.base_output_directory is None and platform.bucket_url is not None:
         changes["base_output_directory"] = map_known(
             platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{name}"
@@ -352,7 +352,7 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any
     ):
         if getattr(run, key) is None and value is not None:
             changes[key] = value
-    return _with(run, **changes) if changes else run
+    return _unchecked_copy(run, **changes) if changes else run
 
 
 def _body(args: JobArgs, name: str, platform: JobPlatform) -> dict[str, Any]:
@@ -360,7 +360,7 @@ def _body(args: JobArgs, name: str, platform: JobPlatform) -> dict[str, Any]:
     ``extra_fields`` merged in; values not known yet (Outputs) stay in place: the engine
     resolves them, each where it is, so that ``check`` sees the rest of the body in preview."""
     where = type(args).__name__
-    job = _with(
+    job = _unchecked_copy(
         args,
         display_name=args.display_name if args.display_name is not None else name,
         labels={**dict(platform.labels), **args.labels},
@@ -368,7 +368,9 @@ def _body(args: JobArgs, name: str, platform: JobPlatform) -> dict[str, Any]:
     )
     if isinstance(args, CustomJobArgs):
         return to_body(_resolved_run(job, platform, name, where))
-    return to_body(_with(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial")))
+    return to_body(
+        _unchecked_copy(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial"))
+    )
 
 
 _FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
