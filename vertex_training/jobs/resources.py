@@ -63,7 +63,7 @@ _log = logging.getLogger(__name__)
 ArgsT = TypeVar("ArgsT", CustomJobArgs, HyperparameterTuningJobArgs)
 
 
-PROVIDER_VERSION = "3"
+PROVIDER_VERSION = "4"
 """Bump when the provider's behaviour changes: the diff shows it (an in-place update,
 no API call), so a provider change is never invisible."""
 
