@@ -15,7 +15,7 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
@@ -58,12 +58,15 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
 
     @classmethod
     def of(
-        cls, owner: str, findings: Sequence[Finding], heading: str = ""
+        cls,
+        owner: str,
+        findings: Sequence[Finding],
+        heading: str = "",
+        hint: Callable[[Finding], str] = lambda _: "",
     ) -> InvalidArgumentsError:
         """The refusal of ``findings`` (each at its ``caller`` path under ``owner``, the
-        Args class): one line each, ``Owner.caller: message (Vertex field path); valid:
-        ...``, under ``heading`` when given."""
-        lines = [rendered(owner, finding) for finding in findings]
+        Args class): one line each, ``rendered`` then its ``hint``, under ``heading``."""
+        lines = [rendered(owner, finding) + hint(finding) for finding in findings]
         text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
         return cls(text, findings)
 

@@ -37,7 +37,6 @@ from vertex_training._checks import (
     field_types,
     is_known,
     matches,
-    rendered,
     shown,
     typo_hint,
 )
@@ -507,21 +506,16 @@ def refusal(owner: str, findings: Sequence[Finding], heading: str = "") -> Inval
     """``InvalidArgumentsError.of`` the Args class ``owner``; an error of the hardware catalog
     says how to acknowledge it, since a catalog row can be out of date and the message
     alone must say the way out."""
-    error = InvalidArgumentsError.of(owner, findings, heading)
-    hints = {
-        f.check: f"; where the hardware catalog (as of {catalog().as_of}) is out of date: "
-        f"{owner}(..., acknowledged_hardware_checks=[{f.check!r}]) only warns"
-        for f in findings
-        if f.check and f.severity == "error"
-    }
-    if not hints:
-        return error
-    lines = [
-        rendered(owner, f) + hints.get(f.check, "") if f.severity == "error" else rendered(owner, f)
-        for f in findings
-    ]
-    text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
-    return InvalidArgumentsError(text, findings)
+
+    def acknowledging(finding: Finding) -> str:
+        if not finding.check or finding.severity != "error":
+            return ""
+        return (
+            f"; where the hardware catalog (as of {catalog().as_of}) is out of date: "
+            f"{owner}(..., acknowledged_hardware_checks=[{finding.check!r}]) only warns"
+        )
+
+    return InvalidArgumentsError.of(owner, findings, heading, acknowledging)
 
 
 def map_known(value: Any, fn: Any) -> Any:
