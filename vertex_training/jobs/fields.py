@@ -45,7 +45,7 @@ from vertex_training.findings import Finding
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.view import M, Message, read
+from vertex_training.jobs.view import Message, read
 
 __all__ = [
     "VertexField",
@@ -471,18 +471,6 @@ def config_problems(
     return problems
 
 
-def judge_body(
-    body: Any, model: type[M], rules: Callable[[M, str], list[Finding]], root: str = ""
-) -> tuple[list[Finding], list[str]]:
-    """The findings of ``rules`` on ``body`` read as ``model`` at the API path ``root`` (or
-    every field it could not read), and the paths of the values not known yet, which
-    the findings leave unjudged."""
-    known, unknown = with_placeholders(body, root)
-    spec, unreadable = read(model, known, root)
-    found = unreadable or (rules(spec, root) if spec is not None else [])
-    return drop_unknown(found, unknown), unknown
-
-
 def judged_where_built(
     obj: Any,
     model: type[Message],
@@ -493,7 +481,9 @@ def judged_where_built(
     anywhere, on its body (``to_body(obj)`` unless given), its own acknowledged hardware
     checks applied. Raises ``InvalidArgumentsError`` naming the caller's own field for
     every error; returns the warnings, for the job that runs it to show."""
-    found, _ = judge_body(to_body(obj) if body is None else body, model, rules)
+    known, unknown = with_placeholders(to_body(obj) if body is None else body)
+    view, found = read(model, known)
+    found = drop_unknown(found or (rules(view, "") if view is not None else []), unknown)
     found = acknowledge(found, getattr(obj, "acknowledged_hardware_checks", ()))
     found = [f.at(caller_path(obj, f.path) or f.path) for f in found]
     errors = [f for f in found if f.severity == "error"]
