@@ -25,7 +25,7 @@ from pulumi_policy import (
 )
 
 from policy import rules
-from policy.engine_values import is_unknown, plain, unknown_at
+from policy.engine_values import plain, unknown_at
 from policy.rules import Resource
 from vertex_training.cost.budget import REFUSING_ENVIRONMENTS
 from vertex_training.jobs.placeholders import with_placeholders
@@ -149,7 +149,7 @@ def _known(resource: Resource) -> Resource:
     the program's own preview estimate does; an unknown that can (a machine type, a
     replica count) raises ``UnknownValueError``: the engine reports that the policy could
     not run in this preview."""
-    props, paths = with_placeholders(plain(resource.props), is_unknown)
+    props, paths = with_placeholders(plain(resource.props))
     for path in paths:
         if path.rsplit(".", 1)[-1].split("[", 1)[0] not in _PRICELESS_KEYS:
             raise unknown_at(path)

@@ -171,10 +171,9 @@ def test_outputs_pass_the_type_check() -> None:
     run_pulumi(program)
 
 
-def test_gpus_that_do_not_fit_fail_where_the_job_meets_its_platform() -> None:
-    """Refused by the catalog where the job meets its platform (the catalog's strictness
-    and acknowledgements are the platform's), before the job is registered, naming the
-    caller's own field."""
+def test_gpus_that_do_not_fit_fail_where_the_pool_is_built() -> None:
+    """Refused by the catalog where the pool is built (valid on no platform, in no region),
+    before anything is registered, naming the caller's own field."""
 
     def program() -> None:
         workers = v100(3)
@@ -183,11 +182,11 @@ def test_gpus_that_do_not_fit_fail_where_the_job_meets_its_platform() -> None:
         )
 
     message, monitor = failing(program)
-    assert "CustomJobArgs.workers.accelerator.count: 3 x NVIDIA_TESLA_V100" in message
+    assert "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_V100" in message
     assert "valid counts: 1, 2, 4, 8" in message
-    assert "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.acceleratorCount)" in message
-    # The platform came first in the program; the job is refused before it is registered.
-    assert [r.type for r in monitor.registrations] == ["vertex-training:index:TrainingPlatform"]
+    assert "(Vertex field machineSpec.acceleratorCount)" in message
+    # The pool is built before the platform it would run on is registered.
+    assert [r.type for r in monitor.registrations] == []
 
 
 def test_a_bad_platform_registers_nothing() -> None:
@@ -315,7 +314,7 @@ def test_unknown_hardware_warns_and_no_family_is_refused(caplog: pytest.LogCaptu
         assert "c2d-standard-3" in caplog.text
     # A machine of no family is known wrong, strict or not.
     message, _ = failing(lambda: job(None, "z9-megagpu-8g"))
-    assert "CustomJobArgs.chief.machine_type: 'z9-megagpu-8g' matches no Vertex" in message
+    assert "WorkerPool.machine_type: 'z9-megagpu-8g' matches no Vertex" in message
 
 
 # ------------------------------------------------------------------ bring your own
@@ -637,7 +636,7 @@ def test_accelerators_vertex_refuses_name_the_argument(
     accelerator: vt.Accelerator, argument: str, text: str
 ) -> None:
     message, _ = failing(lambda: vt.CustomJob("x", alone(accelerator=accelerator)))
-    assert f"CustomJobArgs.chief.{argument}: {text}" in message  # where the job meets its region
+    assert f"WorkerPool.{argument}: {text}" in message  # where the pool is built
 
 
 def test_nfs_mounts_without_a_network_name_the_pool_extra_fields() -> None:
@@ -698,7 +697,7 @@ def _platform(**extra: Any) -> Any:
 
 
 def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
-    from vertex_training.jobs.api import job_body
+    from vertex_training.jobs.api import resolve
 
     pool = vt.WorkerPool(
         machine_type="ct5lp-hightpu-4t",
@@ -723,7 +722,7 @@ def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
             ],
         ),
     )
-    body = job_body(args, "j", _platform())
+    body = resolve(args, "j", _platform()).body
     parse_body(JobKind.CUSTOM_JOB, body)  # the real protos take every typed field
     spec = body["jobSpec"]
     chief = spec["workerPoolSpecs"][0]
@@ -747,14 +746,14 @@ def test_the_typed_fields_reach_the_body_as_vertex_spells_them() -> None:
 
 
 def test_network_false_leaves_the_platform_network_off_the_job() -> None:
-    from vertex_training.jobs.api import job_body
+    from vertex_training.jobs.api import resolve
 
     vpc = "projects/1/global/networks/vpc"
     chief = vt.WorkerPool(machine_type="n1-standard-4")
     joined = vt.CustomJobArgs(project="p", region="us-central1", chief=chief)
     alone_ = vt.CustomJobArgs(project="p", region="us-central1", chief=chief, network=False)
-    assert job_body(joined, "j", _platform(network=vpc))["jobSpec"]["network"] == vpc
-    assert "network" not in job_body(alone_, "j", _platform(network=vpc))["jobSpec"]
+    assert resolve(joined, "j", _platform(network=vpc)).body["jobSpec"]["network"] == vpc
+    assert "network" not in resolve(alone_, "j", _platform(network=vpc)).body["jobSpec"]
 
 
 @pytest.mark.parametrize(
@@ -855,7 +854,7 @@ def test_every_parameter_has_the_parameter_base() -> None:
 
 
 def test_reserved_ip_ranges_from_python_and_yaml_reach_the_body() -> None:
-    from vertex_training.jobs.api import job_body
+    from vertex_training.jobs.api import resolve
     from vertex_training.jobs.declarations import read_job
     from vertex_training.jobs.fields import caller_path
 
@@ -863,7 +862,7 @@ def test_reserved_ip_ranges_from_python_and_yaml_reach_the_body() -> None:
     args = vt.CustomJobArgs(
         project="p", region="us-central1", chief=chief, reserved_ip_ranges=["vertex-a"]
     )
-    body = job_body(args, "j", _platform())
+    body = resolve(args, "j", _platform()).body
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["reservedIpRanges"] == ["vertex-a"]
     entry = {"name": "r", "chief": {"machineType": "n1-standard-4"}, "reservedIpRanges": ["x"]}

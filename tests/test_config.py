@@ -852,8 +852,10 @@ def test_every_problem_of_a_stack_is_reported_in_one_run() -> None:
         "vertex-trainng:region": "us-central1",
     }
     keys = sorted(p.caller for p in problems_of("dev", raw).findings)
-    # A job whose keys do not parse (jobs[0]) is not checked further until they do.
+    # A job whose keys do not parse (jobs[0]) is not checked further until they do; its
+    # pool's accelerator is wrong anywhere: refused where the pool is read, in the same run.
     assert keys == [
+        "vertex-training:jobs[0].chief.accelerator.type",
         "vertex-training:jobs[0].scheduling.strategy",
         "vertex-training:jobs[1].displayName",
         "vertex-training:jobs[1].persistentResourceId",
@@ -932,25 +934,16 @@ def test_a_bad_job_gpu_count_has_the_same_words_in_yaml_and_python() -> None:
     pool = {"machineType": "n1-standard-4", "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 3}}
     [problem] = problems_of("local", _jobs(_job("a", chief=pool))).findings
     assert problem.caller == key("jobs[0].chief.accelerator.count")
+    # In Python the pool is refused where it is built, before any job or resource exists.
     with pytest.raises(vt.InvalidArgumentsError) as caught:
-        run_pulumi(
-            lambda: vt.CustomJob(
-                "a",
-                vt.CustomJobArgs(
-                    platform=vt.TrainingPlatform(
-                        "p", vt.TrainingPlatformArgs(images={"trainer": "example.com/t:1"})
-                    ),
-                    chief=vt.WorkerPool(
-                        machine_type="n1-standard-4",
-                        accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
-                    ),
-                ),
-            ),
-            stack="local",
+        vt.WorkerPool(
+            machine_type="n1-standard-4", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3)
         )
-    python = str(caught.value)
-    assert f"chief.accelerator.count: {problem.message} (Vertex field {problem.path})" in python
-    assert f"{problem.caller}: {problem.message} (Vertex field {problem.path})" in render(problem)
+    [python] = caught.value.findings
+    assert python.caller == "accelerator.count"
+    assert problem.message.startswith(python.message)
+    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem.message
+    assert render(problem).startswith(f"{problem.caller}: {python.message}")
 
 
 @pytest.mark.parametrize(

@@ -179,7 +179,7 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
 ) -> None:
     """Added to the Args alone (one field in api.py): the body, stack YAML and the
     provider's schema (YAML, TypeScript, Go) have it, with no other file touched."""
-    from vertex_training.jobs.api import PlatformFacts, job_body
+    from vertex_training.jobs.api import PlatformFacts, resolve
     from vertex_training.jobs.declarations import read_job
     from vertex_training.jobs.protos import parse_body
     from vertex_training.jobs.records import JobKind
@@ -191,7 +191,7 @@ def test_protected_artifact_location_reaches_the_body_and_every_language(
         protected_artifact_location_id="us-central1",
     )
     platform = PlatformFacts(environment="dev", region="us-central1", project="p", bucket_url=None)
-    body = job_body(args, "j", platform)
+    body = resolve(args, "j", platform).body
     parse_body(JobKind.CUSTOM_JOB, body)
     assert body["jobSpec"]["protectedArtifactLocationId"] == "us-central1"
     entry = {

@@ -15,13 +15,15 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
 import pulumi
+import pulumi.output
 import typing_extensions
+from pulumi.runtime.rpc import UNKNOWN
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValidator
 from pydantic_core import core_schema
 
@@ -29,6 +31,7 @@ from vertex_training._spelling import did_you_mean
 from vertex_training.findings import Finding
 
 __all__ = [
+    "LATER",
     "LEAVES",
     "Checked",
     "InvalidArgumentsError",
@@ -37,6 +40,7 @@ __all__ = [
     "field_types",
     "is_known",
     "matches",
+    "rendered",
     "shown",
     "typo_hint",
 ]
@@ -52,6 +56,29 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
         self.findings = tuple(findings)
         super().__init__(message or "\n".join(map(str, self.findings)))
 
+    @classmethod
+    def of(
+        cls,
+        owner: str,
+        findings: Sequence[Finding],
+        heading: str = "",
+        hint: Callable[[Finding], str] = lambda _: "",
+    ) -> InvalidArgumentsError:
+        """The refusal of ``findings`` (each at its ``caller`` path under ``owner``, the
+        Args class): one line each, ``rendered`` then its ``hint``, under ``heading``."""
+        lines = [rendered(owner, finding) + hint(finding) for finding in findings]
+        text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
+        return cls(text, findings)
+
+
+def rendered(owner: str, finding: Finding) -> str:
+    """``finding`` in a Python user's words: ``Owner.caller: message (Vertex field path);
+    valid: ...``."""
+    where = f"{owner}.{finding.caller}" if finding.caller else owner
+    named = f" (Vertex field {finding.path})" if finding.path not in ("", finding.caller) else ""
+    valid = f"; valid: {finding.valid}" if finding.valid else ""
+    return f"{where}: {finding.message}{named}{valid}"
+
 
 LEAVES = frozenset({str, bytes, int, float, bool, type(None)})
 """Exact types of known values that hold no other value (no Output, collection or spec)."""
@@ -60,9 +87,22 @@ _PLAIN = LEAVES | {dict, list, tuple}
 the (slower) abstract ``Awaitable`` check. Subclasses take the full check."""
 
 
+LATER: Any = object()
+"""A value another resource fills in later, where the job rules judge a job on the facts
+of a platform (``PlatformFacts``): not known yet, like an Output."""
+
+
 def is_known(value: object) -> bool:
-    """False for an Output or awaitable: its value comes from another resource."""
-    return type(value) in _PLAIN or not isinstance(value, pulumi.Output | Awaitable)
+    """The one test of "not known yet": False for an Output or awaitable (another resource
+    gives it), ``LATER``, and what the engine hands a provider in its place in preview."""
+    kind = type(value)
+    if kind is str:
+        return value != UNKNOWN
+    if kind in _PLAIN:
+        return True
+    return value is not LATER and not isinstance(
+        value, pulumi.Output | Awaitable | pulumi.output.Unknown
+    )
 
 
 def _unless_unknown(value: object, handler: Any) -> object:
@@ -214,14 +254,12 @@ class Checked:
             _adapter(cls).validate_python(self.__dict__)
         except ValidationError as error:
             names = dict.fromkeys(str(e["loc"][0]) for e in error.errors())
-            problems = []
+            findings = []
             for name in names:
                 value, expected = getattr(self, name), field_types(cls)[name]
-                problems.append(
-                    f"{cls.__name__}.{name}: got {type(value).__name__} {shown(value)}"
-                    f"{typo_hint(value, expected)}; valid: {describe(expected)}"
-                )
-            raise InvalidArgumentsError("\n".join(problems)) from None
+                message = f"got {type(value).__name__} {shown(value)}{typo_hint(value, expected)}"
+                findings.append(Finding(name, message, valid=describe(expected), caller=name))
+            raise InvalidArgumentsError.of(cls.__name__, findings) from None
 
     @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:

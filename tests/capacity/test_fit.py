@@ -14,7 +14,7 @@ from tests.jobs.facts import IMAGE
 from tests.pulumi_mocks import RecordingMonitor, run_pulumi
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.capacity import PersistentResource, PersistentResourceArgs, ResourcePool
-from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, TrialJob, judge_job
+from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, TrialJob, resolve
 from vertex_training.jobs.pools import Accelerator, WorkerPool
 from vertex_training.jobs.resources import CustomJob
 from vertex_training.jobs.studies import DoubleParameter, Metric, Study
@@ -148,8 +148,12 @@ def test_a_study_whose_parallel_trials_outgrow_the_pool_is_warned_about() -> Non
     resources: list[PersistentResource] = []
     run_pulumi(lambda: resources.append(_resource()))
     # Two replicas a trial (chief and a worker) on a pool of at most 4: 2 trials fit.
-    assert [f for f in judge_job(_study(2, resources[0])) if "queue" in f.message] == []
-    (warning,) = [f for f in judge_job(_study(3, resources[0])) if "queue" in f.message]
+    assert [
+        f for f in resolve(_study(2, resources[0]), "study").findings if "queue" in f.message
+    ] == []
+    (warning,) = [
+        f for f in resolve(_study(3, resources[0]), "study").findings if "queue" in f.message
+    ]
     assert warning.severity == "warning" and warning.path == "parallelTrialCount"
     assert "3 trials at a time x 2 replicas need 6 of pool pools[0]" in warning.message
 

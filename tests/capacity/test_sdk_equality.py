@@ -16,7 +16,7 @@ from vertex_training.capacity import (
     PersistentResourceArgs,
     ResourcePool,
 )
-from vertex_training.jobs.api import CustomJobArgs, job_body
+from vertex_training.jobs.api import CustomJobArgs, resolve
 from vertex_training.jobs.pools import Accelerator, WorkerPool
 from vertex_training.jobs.protos import body_of
 
@@ -102,7 +102,7 @@ def test_a_job_on_it_is_what_the_sdk_builds() -> None:
         image=IMAGE,
     )
     args = CustomJobArgs(platform=platform(), chief=chief, persistent_resource_id=resources[0])
-    ours = job_body(args, "train", args.platform)
+    ours = resolve(args, "train").body
     sdk = aiplatform.CustomJob(
         display_name="train",
         worker_pool_specs=[

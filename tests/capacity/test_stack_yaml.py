@@ -56,7 +56,8 @@ def test_a_job_that_wants_too_many_replicas_is_refused_at_its_key() -> None:
 
     (problem,) = _problems(edit)
     assert problem.startswith("vertex-training:jobs[1].workers.replicaCount: 3 replicas")
-    assert "holds at most 2 (replicaCount 2); valid: at most 2 replicas" in problem
+    assert "holds at most 2 (replicaCount 2)" in problem
+    assert problem.endswith("; valid: at most 2 replicas, or a larger pool on the resource")
 
 
 def test_a_pool_that_could_never_be_provisioned_is_refused_at_its_key() -> None:

@@ -155,18 +155,16 @@ def _wrong_accelerator_count(job: dict[str, Any]) -> None:
 
 
 def _python_message() -> str:
-    """What the Python stack config reader says about the same mistake."""
-    from tests.jobs.facts import platform_facts
-    from vertex_training.jobs.declarations import job_problems, read_job
+    """What the Python stack config reader says about the same mistake (a pool's, refused
+    where the reader builds the pool)."""
+    from vertex_training.jobs.declarations import read_job
 
     entry = {"name": "cassava-mwms", "chief": {"machineType": "n1-standard-8"}}
     _wrong_accelerator_count(entry)
     declaration, problems = read_job(entry, "jobs[0]")
-    assert declaration is not None, problems
-    local = platform_facts("local")
-    _, found_all = job_problems((declaration,), local)
-    (found,) = [f for _, f in found_all]
-    return found.message
+    assert declaration is None
+    (problem,) = problems
+    return problem.problem
 
 
 @pytest.mark.parametrize("name", ["yaml-local", "ts-local"])

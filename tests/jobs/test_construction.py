@@ -12,7 +12,7 @@ import pytest
 import vertex_training as vt
 from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.jobs.api import judge_job
+from vertex_training.jobs.api import resolve
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.rules.catalog import catalog
@@ -37,23 +37,26 @@ def on_a_job(pool: vt.WorkerPool) -> None:
     run_pulumi(lambda: vt.CustomJob("j", args), stack="dev")
 
 
-def test_gpus_that_fit_no_machine_fail_where_the_job_meets_its_catalog() -> None:
-    # The hardware catalog is the platform's (its as-of date, strictness and acknowledged
-    # rows): a pool's machine is judged where its job meets the platform, once.
-    pool = vt.WorkerPool(
-        machine_type="n1-standard-16",
-        accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3),
-        image=DIGEST,
+def test_gpus_that_fit_no_machine_fail_where_the_pool_is_built() -> None:
+    # 3 x T4 on n1-standard-16 is valid in no job and no region: refused where the pool is
+    # built, before any resource exists (issue 33), as a value naming the caller's field.
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.WorkerPool(
+            machine_type="n1-standard-16", accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 3)
+        )
+    assert str(caught.value) == (
+        "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid; "
+        "valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
+        "(Vertex field machineSpec.acceleratorCount); where the hardware catalog (as of "
+        f"{catalog().as_of}) is out of date: WorkerPool(..., acknowledged_hardware_checks="
+        "['accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16']) only warns"
     )
-    message = refused(lambda: on_a_job(pool))
-    assert (
-        "CustomJobArgs.chief.accelerator.count: 3 x NVIDIA_TESLA_T4 on n1-standard-16 is not "
-        "valid; valid counts: 1, 2, 4 (check accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16) "
-        "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount); where the "
-        f"hardware catalog (as of {catalog().as_of}) is out of date: CustomJobArgs(..., "
-        "acknowledged_hardware_checks=['accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16']) "
-        "only warns"
-    ) in message
+    [finding] = caught.value.findings
+    assert (finding.path, finding.caller, finding.severity) == (
+        "machineSpec.acceleratorCount",
+        "accelerator.count",
+        "error",
+    )
 
 
 T4_X3 = "accelerator-count:NVIDIA_TESLA_T4x3@n1-standard-16"
@@ -112,6 +115,7 @@ def test_a_pool_reports_every_problem_it_has_in_one_message() -> None:
         "WorkerPool.replica_count",
         "WorkerPool.env",
         "WorkerPool.boot_disk_size_gb",
+        "WorkerPool.accelerator.count",
     ]
 
 
@@ -208,9 +212,9 @@ def test_values_not_known_yet_are_judged_later() -> None:
     assert isinstance(pool.accelerator.count, pulumi.Output)
 
 
-def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one_run() -> None:
-    # The stack reader judges the job on the stack's platform (the stack's acknowledgements
-    # apply), so a machine the catalog refuses does not hide the job's own problems.
+def test_the_yaml_route_refuses_a_pool_where_it_is_built_at_its_key() -> None:
+    # The pool is refused where the reader builds it: its problem, a value, at the YAML key
+    # derived from its API path.
     job, problems = read_job(
         {
             "name": "x",
@@ -218,17 +222,30 @@ def test_the_yaml_route_judges_the_job_on_its_platform_with_every_problem_in_one
                 "machineType": "n1-standard-16",
                 "accelerator": {"type": "NVIDIA_TESLA_T4", "count": 3},
             },
+        },
+        "jobs[0]",
+    )
+    assert job is None
+    [problem] = problems
+    assert problem.path == "jobs[0].chief.accelerator.count"
+    assert problem.problem.startswith("3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid")
+    assert problem.problem.endswith(
+        "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount)"
+    )
+
+
+def test_the_yaml_route_judges_the_job_on_its_platform() -> None:
+    job, problems = read_job(
+        {
+            "name": "x",
+            "chief": {"machineType": "n1-standard-4"},
             "scheduling": {"maxWaitSeconds": 60},
         },
         "jobs[0]",
     )
     assert problems == [] and job is not None
-    findings = judge_job(job.args, platform=FACTS)
-    paths = sorted(f.path for f in findings)
-    assert paths == [
-        "jobSpec.scheduling.maxWaitDuration",
-        "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
-    ]
+    findings = resolve(job.args, job.name, FACTS).findings
+    assert [f.path for f in findings] == ["jobSpec.scheduling.maxWaitDuration"]
 
 
 def test_a_stack_job_declared_off_its_platform_says_how_to_put_it_there() -> None:
@@ -237,7 +254,7 @@ def test_a_stack_job_declared_off_its_platform_says_how_to_put_it_there() -> Non
     job, problems = read_job({"name": "x", "chief": {"machineType": "n1-standard-4"}}, "jobs[0]")
     assert problems == [] and job is not None
     on_facts = job.args.on(FACTS)
-    assert judge_job(job.args, platform=FACTS) == []
+    assert resolve(job.args, job.name, FACTS).findings == ()
     message = refused(lambda: run_pulumi(lambda: vt.declare_job("x", on_facts)))
     assert message.endswith("valid: vt.declare_job(name, args.on(platform))")
 

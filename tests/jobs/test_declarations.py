@@ -61,7 +61,14 @@ def _sample(expected: object, name: str, depth: int) -> Any:
 
 
 _IDS = itertools.count()
-_VALID = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}
+_VALID = {
+    "boot_disk_type": "pd-ssd",
+    "boot_disk_size_gb": 100,
+    # A machine the catalog knows, with GPUs it takes (a pool is judged where it is built).
+    "machine_type": "n1-standard-8",
+    "type": "NVIDIA_TESLA_V100",
+    "tpu_topology": None,
+}
 
 
 def _sample_of(cls: type, depth: int = 0) -> dict[str, Any]:
@@ -179,8 +186,8 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
         ),
         labels={"job": "tuned"},
     )
-    body = api.job_body(declared.args, declared.name, handles())
-    assert body == api.job_body(python, declared.name, handles())
+    body = api.resolve(declared.args, declared.name, handles()).body
+    assert body == api.resolve(python, declared.name, handles()).body
     parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert "network" not in body["trialJobSpec"]
 
@@ -287,11 +294,22 @@ def test_job_problems_are_local_aware_and_name_config_keys() -> None:
 
 
 def test_job_problems_map_hardware_to_the_pool_key() -> None:
-    jobs = (_declare(), _declare(workers={"machineType": "n1-standard-5"}))
+    jobs = (_declare(), _declare(workers={"machineType": "n1-standard-8"}))
     found = {key: f for key, f in _problems(jobs, _facts())}
     assert "repeats" in found["jobs[1].name"].message
-    assert found["jobs[1].workers.machineType"].path == (
-        "jobSpec.workerPoolSpecs[1].machineSpec.machineType"
+    # A machine no family has is refused where the reader builds the pool, at its key.
+    _, problems = read_job(
+        {
+            "name": "x",
+            "chief": {"machineType": "n1-standard-4"},
+            "workers": {"machineType": "n1-standard-5"},
+        },
+        "jobs[0]",
+    )
+    [problem] = problems
+    assert problem.path == "jobs[0].workers.machineType"
+    assert problem.problem.endswith(
+        "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.machineType)"
     )
 
 
@@ -303,9 +321,10 @@ def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:
 
 
 def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
-    jobs = (_declare(chief={"machineType": "gpu-large"}),)
-    [(key, error)] = _problems(jobs, _facts())
-    assert key == "jobs[0].chief.machineType" and error.severity == "error"
+    _, problems = read_job({"name": "x", "chief": {"machineType": "gpu-large"}}, "jobs[0]")
+    [problem] = problems
+    assert problem.path == "jobs[0].chief.machineType"
+    assert "matches no Vertex machine family" in problem.problem
 
 
 def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
@@ -402,9 +421,9 @@ def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
     found = _read(
         {"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-fast"}}
     )
-    problem, valid = found["jobs[0].chief.bootDiskType"]
+    problem, _ = found["jobs[0].chief.bootDiskType"]
     assert "'pd-fast' is not a boot disk type Vertex documents" in problem
-    assert valid.startswith("pd-ssd, pd-standard, hyperdisk-balanced")
+    assert "valid: pd-ssd, pd-standard, hyperdisk-balanced" in problem
     assert (
         _read({"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-ssd"}})
         == {}

@@ -355,7 +355,7 @@ def test_an_image_by_tag_is_refused_once_resolved(host: ProviderHost) -> None:
 
 def test_an_image_another_resource_gives_is_judged_by_check_once_known() -> None:
     """A pool's image from an Output is unknown when the program judges the job: its props
-    name that path as unjudged and check holds the resolved value to a digest; a job whose
+    name that path as not known yet and check holds the resolved value to a digest; a job whose
     values were all known is not judged again."""
     import pulumi
 
@@ -395,7 +395,7 @@ def test_an_image_another_resource_gives_is_judged_by_check_once_known() -> None
         if registration.type.endswith("vertex:CustomJob"):
             inputs = dict(registration.inputs)
             result = JobProvider(JobKind.CUSTOM_JOB).check({}, inputs)
-            checked[registration.name] = (inputs["unjudged"], result.failures)
+            checked[registration.name] = (inputs["unknown_paths"], result.failures)
     image_path = "jobSpec.workerPoolSpecs[0].containerSpec.imageUri"
     unjudged, failures = checked["from-output"]
     assert unjudged == [image_path]

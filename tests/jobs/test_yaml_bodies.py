@@ -12,7 +12,7 @@ import pytest
 
 from tests.bodies import categorical, integer
 from tests.jobs.facts import IMAGE, SERVICE_ACCOUNT, handles
-from vertex_training.jobs.api import job_body
+from vertex_training.jobs.api import resolve
 from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
 from vertex_training.jobs.protos import canonical_json, parse_body
@@ -38,7 +38,7 @@ def declare(**fields: Any) -> JobDeclaration:
 
 
 def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
-    body = job_body(job.args, job.name, handles(labels))
+    body = resolve(job.args, job.name, handles(labels)).body
     parse_body(job.args.KIND, body)  # every body is one the real protos take
     return body
 
@@ -234,7 +234,7 @@ def test_extra_fields_merge_into_the_body() -> None:
             "labels": {"cost-center": "42"},
         },
     )
-    body = job_body(job.args, job.name, handles({"stack": "dev"}))
+    body = resolve(job.args, job.name, handles({"stack": "dev"})).body
     assert body["jobSpec"]["models"] == ["m"]
     # Mappings merge key by key: the declared timeout stays beside the extra field.
     assert body["jobSpec"]["scheduling"] == {"timeout": "60s", "disableRetries": True}

@@ -84,7 +84,7 @@ def test_a_gpu_the_stack_region_does_not_serve_is_named_at_the_key() -> None:
 
 def test_traffic_and_every_other_problem_at_once_with_the_jobs() -> None:
     problems = _problems(
-        jobs=[{**JOB, "chief": {**JOB["chief"], "machineType": "n1-standard-3"}}],
+        jobs=[{**JOB, "scheduling": {"maxWaitSeconds": 60}}],
         endpoints=[
             {
                 "name": "e",
@@ -102,7 +102,7 @@ def test_traffic_and_every_other_problem_at_once_with_the_jobs() -> None:
     )
     keys = [p.split(": ")[0] for p in problems]
     assert keys == [
-        f"{NS}:jobs[0].chief.machineType",
+        f"{NS}:jobs[0].scheduling.maxWaitSeconds",
         f"{NS}:endpoints[0].deployments.green",
         f"{NS}:endpoints[0].traffic",
     ]

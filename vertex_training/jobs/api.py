@@ -23,19 +23,19 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import pulumi
 
-from vertex_training._checks import Checked, InvalidArgumentsError, is_known
+from vertex_training._checks import LATER, Checked, InvalidArgumentsError, is_known
 from vertex_training.findings import Finding
-from vertex_training.jobs.fields import in_callers_words, judge_body, map_known, to_body, vertex
-from vertex_training.jobs.placeholders import LATER
+from vertex_training.jobs.fields import caller_path, map_known, refusal, to_body, vertex
+from vertex_training.jobs.placeholders import digest, drop_unknown, with_placeholders
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import display_name_findings, platform_findings
+from vertex_training.jobs.rules.job import platform_findings, pool_findings
 from vertex_training.jobs.studies import Study
-from vertex_training.jobs.view import VIEWS
+from vertex_training.jobs.view import VIEWS, JobView, read
 
 __all__ = [
+    "LATER",
     "SERVING_IMAGE",
     "WAITS",
     "CustomJobArgs",
@@ -46,13 +46,13 @@ __all__ = [
     "JobPlatform",
     "PlatformFacts",
     "PscInterfaceConfig",
+    "ResolvedJob",
     "TrialJob",
-    "declared_problems",
     "facts_of",
-    "job_body",
-    "job_platform",
-    "judge_job",
+    "judged_as",
+    "judged_inputs",
     "positive_seconds",
+    "resolve",
 ]
 
 
@@ -184,12 +184,12 @@ WAITS = ("wait_timeout_seconds", "poll_interval_seconds", "delete_timeout_second
 """How long ``up`` waits for a job and how often it looks (``positive_seconds``)."""
 
 
-def positive_seconds(prefix: str, values: Mapping[str, Any]) -> list[str]:
-    """How ``up`` waits: each a positive number of seconds."""
+def positive_seconds(values: Mapping[str, Any]) -> list[Finding]:
+    """How ``up`` waits (``WAITS``): each a positive number of seconds."""
     return [
-        f"{prefix}{key}: must be a positive number of seconds, got {value}"
-        for key, value in values.items()
-        if not value > 0
+        Finding(key, f"must be a positive number of seconds, got {values[key]}", caller=key)
+        for key in WAITS
+        if not values[key] > 0
     ]
 
 
@@ -232,27 +232,18 @@ class _JobFields(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        problems = positive_seconds(f"{type(self).__name__}.", {k: getattr(self, k) for k in WAITS})
+        problems = positive_seconds({key: getattr(self, key) for key in WAITS})
         if problems:
-            raise InvalidArgumentsError("\n".join(problems))
-        if self.platform is None or isinstance(self.platform, PlatformFacts):
-            return  # judged where its resource is declared, or by the stack reader
-        # The job meets its platform: the rules that need it run now, once.
-        errors, warnings = phrase(self, judge_job(self))  # type: ignore[arg-type]
-        if errors:
-            raise InvalidArgumentsError(
-                f"{type(self).__name__} would be refused on its platform:\n  " + "\n  ".join(errors)
-            )
-        for warning in warnings:
-            pulumi.log.warn(warning)
+            raise refusal(type(self).__name__, problems)
 
     def on(self, platform: JobPlatform) -> Any:
-        """These Args on ``platform``, judged there unless the rules see nothing new (a
-        stack's job, judged by the stack reader on the facts of the platform the stack
-        declares, then put on that platform)."""
-        if self.platform is not None and facts_of(self.platform) == facts_of(platform):
-            return _with(self, platform=platform)
-        return dataclasses.replace(self, platform=platform)
+        """These Args on ``platform``. A stack's job was judged on the facts of the platform
+        the stack declares (``judged_as``): where they are ``platform``'s, it stays judged."""
+        placed = dataclasses.replace(self, platform=platform)
+        judged = getattr(self, "judged_as", None)
+        if judged is not None and judged[1] == facts_of(platform):
+            object.__setattr__(placed, "judged_as", judged)
+        return placed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,8 +314,8 @@ class PlatformFacts:
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
 
 
-def _with(obj: Any, **changes: Any) -> Any:
-    """``obj`` with ``changes``, not checked again (the defaults come from the platform)."""
+def _unchecked_copy(obj: Any, **changes: Any) -> Any:
+    """``obj`` with ``changes`` that the platform gives (types it checked), not checked again."""
     out = copy.copy(obj)
     for key, value in changes.items():
         object.__setattr__(out, key, value)
@@ -362,7 +353,7 @@ def job_platform(args: JobArgs, platform: JobPlatform | None = None) -> JobPlatf
     return PlatformFacts(environment="", region=args.region, project=args.project, bucket_url=None)
 
 
-def _resolved_run(run: Any, platform: JobPlatform, name: str | None, where: str) -> Any:
+def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any:
     """``run`` with what the platform provides filled in where the caller left it unset."""
     changes: dict[str, Any] = {}
     for pool_name in POOL_NAMES:
@@ -375,10 +366,8 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str | None, where: str)
                 f"{where}.{pool_name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[pool_name] = _with(pool, image=image)
-    if run.base_output_directory is None and platform.bucket_url is LATER:
-        changes["base_output_directory"] = LATER
-    elif run.base_output_directory is None and platform.bucket_url is not None:
+        changes[pool_name] = _unchecked_copy(pool, image=image)
+    if run.base_output_directory is None and platform.bucket_url is not None:
         changes["base_output_directory"] = map_known(
             platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{name}"
         )
@@ -389,20 +378,15 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str | None, where: str)
     ):
         if getattr(run, key) is None and value is not None:
             changes[key] = value
-    return _with(run, **changes) if changes else run
+    return _unchecked_copy(run, **changes) if changes else run
 
 
-def job_body(
-    args: JobArgs, name: str | None, platform: JobPlatform | None = None
-) -> dict[str, Any]:
-    """The Vertex REST body ``args`` declare as the resource ``name`` (None where it is not
-    known yet) on ``platform`` (``job_platform``), ``extra_fields`` merged in.
-
-    Values not known yet (Outputs) stay in place: the engine resolves them, each where it
-    is, so that ``check`` sees the rest of the body even in preview."""
+def _body(args: JobArgs, name: str, platform: JobPlatform) -> dict[str, Any]:
+    """The Vertex REST body ``args`` declare as the resource ``name`` on ``platform``,
+    ``extra_fields`` merged in; values not known yet (Outputs) stay in place: the engine
+    resolves them, each where it is, so that ``check`` sees the rest of the body in preview."""
     where = type(args).__name__
-    platform = job_platform(args, platform)
-    job = _with(
+    job = _unchecked_copy(
         args,
         display_name=args.display_name if args.display_name is not None else name,
         labels={**dict(platform.labels), **args.labels},
@@ -410,10 +394,9 @@ def job_body(
     )
     if isinstance(args, CustomJobArgs):
         return to_body(_resolved_run(job, platform, name, where))
-    return to_body(_with(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial")))
-
-
-# --------------------------------------------------------------------------- validation
+    return to_body(
+        _unchecked_copy(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial"))
+    )
 
 
 _FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
@@ -421,7 +404,7 @@ _FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
 
 
 def _fact(value: Any) -> Any:
-    return value if value is None or (is_known(value) and value is not LATER) else LATER
+    return value if value is None or is_known(value) else LATER
 
 
 def facts_of(platform: JobPlatform) -> PlatformFacts:
@@ -439,67 +422,109 @@ def facts_of(platform: JobPlatform) -> PlatformFacts:
     )
 
 
-def judge_job(
-    args: JobArgs, name: str | None = None, platform: JobPlatform | None = None
-) -> list[Finding]:
-    """The rules of a job on its platform (``job_platform``), each finding at its API path,
-    acknowledgements applied. What a pool, study or parameter must be anywhere was judged
-    where each was built."""
-    facts = facts_of(job_platform(args, platform))
-    local = facts.environment == "local"
-    strict = args.strict_hardware_checks
+# --------------------------------------------------------------------------- one pass
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """A job resolved once, where its name and its platform are both known: what its
+    resource sends, what the cost estimate reads and what ``check`` judges later."""
+
+    body: dict[str, Any]
+    """The Vertex REST body; values not known yet (Outputs) in place."""
+    unknown: tuple[str, ...]
+    """The API paths of the values not known yet: ``check`` judges them once they are."""
+    view: JobView | None
+    """The body read for the rules and the estimate, a stand-in for each value not known
+    yet; None where it cannot be read (``findings`` say why)."""
+    findings: tuple[Finding, ...]
+    """Every finding of the job's rules (its pools' warnings included), at its API path and
+    the caller's (Python) path, acknowledgements applied; empty where the job was judged
+    already (a stack's job, on the same facts)."""
+    platform: JobPlatform
+    acknowledged: tuple[str, ...]
+    """The hardware checks acknowledged by the platform, the job and its pools."""
+
+
+def _pools(args: JobArgs) -> list[tuple[int, WorkerPool]]:
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    capacity = run.persistent_resource_id
-    on = capacity if is_known(capacity) and isinstance(capacity, JobCapacity) else None
-
-    def rules(view: Any, _: str) -> list[Finding]:
-        found = platform_findings(
-            view,
-            region=None if local else facts.region,
-            remote=not local,
-            strict=facts.strict_hardware_checks if strict is None else strict,
-        )
-        if on is not None:  # the pools the job is placed on
-            parallel = max(getattr(view, "parallel_trial_count", 1), 1)
-            pools = view.trial_job.worker_pool_specs
-            found += on.findings(pools, f"{view.trial_job_path}.workerPoolSpecs", parallel)
-        return found
-
-    findings = judge_body(job_body(args, name, facts), VIEWS[args.KIND], rules)
-    # The platform's acknowledged hardware checks, the job's and its pools'.
-    pools = [pool for pool in (getattr(run, key) for key in POOL_NAMES) if pool is not None]
-    acknowledged = [*facts.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
-    acknowledged += [check for pool in pools for check in pool.acknowledged_hardware_checks]
-    return acknowledge(findings, acknowledged)
+    pools = [(i, getattr(run, key)) for i, key in enumerate(POOL_NAMES)]
+    return [(i, pool) for i, pool in pools if pool is not None]
 
 
-def phrase(args: JobArgs, findings: Sequence[Finding]) -> tuple[list[str], list[str]]:
-    """(errors, warnings): each finding naming the Python argument and the Vertex field; an
-    error of the hardware catalog says how to acknowledge it, since a catalog row can be out
-    of date and the message alone must say the way out."""
-    where = type(args).__name__
-    errors: list[str] = []
-    warnings: list[str] = []
-    for finding in findings:
-        # A job without its own region runs where its platform is.
-        region = finding.path == "region" and args.region is None
-        text = in_callers_words(args, finding, finding.path, "platform.region" if region else "")
-        if finding.severity == "warning":
-            warnings.append(text)
-        elif finding.check:
-            errors.append(
-                f"{text}; where the hardware catalog (as of {catalog().as_of}) is out of date: "
-                f"{where}(..., acknowledged_hardware_checks=[{finding.check!r}]) only warns"
-            )
-        else:
-            errors.append(text)
-    return errors, warnings
+def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> ResolvedJob:
+    """The one pass of a job: its body as the resource ``name`` on ``platform`` (else its
+    own, ``job_platform``), the paths not known yet, and the findings of the rules of a job
+    on its platform. What a pool, study or parameter must be anywhere was judged where each
+    was built; pools given in ``extra_fields`` are judged here."""
+    platform = job_platform(args, platform)
+    body = _body(args, name, platform)
+    known, unknown = with_placeholders(body)
+    view, unreadable = read(VIEWS[args.KIND], known)
+    acknowledged = [*platform.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
+    acknowledged += [
+        check for _, pool in _pools(args) for check in pool.acknowledged_hardware_checks
+    ]
+    findings: list[Finding] = []
+    if getattr(args, "judged_as", None) != (name, facts_of(platform)):
+        findings = _judged(args, view, platform) if view is not None else unreadable
+        findings = acknowledge(drop_unknown(findings, unknown), acknowledged)
+        region = "platform.region" if args.region is None else "region"
+        findings = [
+            f.at(caller_path(args, f.path) or (region if f.path == "region" else f.path))
+            for f in findings
+        ]
+    return ResolvedJob(body, tuple(unknown), view, tuple(findings), platform, tuple(acknowledged))
 
 
-def declared_problems(args: JobArgs, name: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) where the job's resource is declared: a job without a platform
-    meets its project and region here; a job on a platform was judged there, and only its
-    default display name (the resource name) is first known here."""
-    if args.platform is None:
-        return phrase(args, judge_job(args, name))
-    return phrase(args, [] if args.display_name is not None else display_name_findings(name))
+def _judged(args: JobArgs, view: JobView, platform: JobPlatform) -> list[Finding]:
+    local = platform.environment == "local"
+    strict = args.strict_hardware_checks
+    found = platform_findings(
+        view,
+        region=None if local else platform.region,
+        remote=not local,
+        strict=platform.strict_hardware_checks if strict is None else strict,
+    )
+    run = view.trial_job_path
+    if "workerPoolSpecs" in (args.extra_fields.get(run) or {}):
+        # Pools the Args did not build: what a pool must be anywhere, judged here.
+        for index, spec in enumerate(view.trial_job.worker_pool_specs):
+            if spec is not None:
+                found += pool_findings(spec, f"{run}.workerPoolSpecs[{index}]")
+    else:
+        for index, pool in _pools(args):
+            at = f"{run}.workerPoolSpecs[{index}]"
+            found += [dataclasses.replace(f, path=f"{at}.{f.path}") for f in pool.warnings]
+    capacity = (args if isinstance(args, CustomJobArgs) else args.trial).persistent_resource_id
+    if is_known(capacity) and isinstance(capacity, JobCapacity):  # the pools it is placed on
+        parallel = max(getattr(view, "parallel_trial_count", 1), 1)
+        pools = view.trial_job.worker_pool_specs
+        found += capacity.findings(pools, f"{run}.workerPoolSpecs", parallel)
+    return found
+
+
+def judged_as(args: JobArgs, name: str, facts: PlatformFacts) -> Any:
+    """``args`` on ``facts``, judged there as the resource ``name`` (``resolve``): put on a
+    platform of the same facts (``on``), they are not judged again."""
+    placed = args.on(facts)
+    object.__setattr__(placed, "judged_as", (name, facts))
+    return placed
+
+
+def judged_inputs(
+    body: Any, waits: Mapping[str, Any], backend: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the job's rules judged of its resource's inputs (its ``judged_digest``): the
+    body, the waits, where it runs."""
+    return {
+        "spec": body,
+        **{key: waits[key] for key in WAITS},
+        "where": [backend.get("kind"), backend.get("location")],
+    }
+
+
+def judged_digest(resolved: ResolvedJob, args: JobArgs, backend: Mapping[str, Any]) -> str:
+    """The digest of what ``resolve`` judged of ``args`` (values not known yet left out)."""
+    waits = {key: getattr(args, key) for key in WAITS}
+    return digest(judged_inputs(resolved.body, waits, backend), resolved.unknown)

@@ -114,8 +114,9 @@ def job_problems(
             repeats = Finding("name", f"{job.name!r} repeats; job names are unique", "error")
             out.append((f"{where}.name", repeats))
         seen.add(job.name)
-        placed.append(JobDeclaration(job.name, job.args.on(facts)))
-        for finding in api.judge_job(job.args, platform=facts):
+        resolved = api.resolve(job.args, job.name, facts)
+        placed.append(JobDeclaration(job.name, api.judged_as(job.args, job.name, facts)))
+        for finding in resolved.findings:
             key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))
     return tuple(placed), out

@@ -24,6 +24,7 @@ from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
     CustomJobSpec,
     HyperparameterTuningJob,
+    JobView,
     PoolRole,
     SchedulingStrategy,
     read_view,
@@ -72,11 +73,28 @@ def estimate_job(
     job) is expected to take; without it the job's timeout gives an upper bound.
     Raises ``EstimateError`` for a body the view cannot read or a bad duration.
     """
-    job_kind = JobKind(kind)
-    view, problems = read_view(job_kind, body)
+    view, problems = read_view(JobKind(kind), body)
     if view is None:
         listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
         raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
+    return estimate_view(
+        view,
+        region,
+        name=name,
+        expected_duration_seconds=expected_duration_seconds,
+        catalog=catalog,
+    )
+
+
+def estimate_view(
+    view: JobView,
+    region: str,
+    *,
+    name: str | None = None,
+    expected_duration_seconds: float | None = None,
+    catalog: PriceCatalog | None = None,
+) -> JobEstimate:
+    """The cost of one job from its view (``estimate_job``): what a resolved job reads."""
     catalog = catalog or price_catalog()
     spec = view.trial_job
     pricing, notes = _pricing_of(spec)
@@ -121,4 +139,4 @@ def estimate_job(
     )
 
 
-__all__ = ["estimate_job"]
+__all__ = ["estimate_job", "estimate_view"]

@@ -29,6 +29,7 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import (
+    LATER,
     LEAVES,
     InvalidArgumentsError,
     alternatives,
@@ -41,8 +42,10 @@ from vertex_training._checks import (
 )
 from vertex_training._spelling import did_you_mean
 from vertex_training.findings import Finding
-from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
-from vertex_training.jobs.view import M, Message, read
+from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
+from vertex_training.jobs.rules.catalog import catalog
+from vertex_training.jobs.rules.hardware import acknowledge
+from vertex_training.jobs.view import Message, read
 
 __all__ = [
     "VertexField",
@@ -348,17 +351,19 @@ def _scalar(
     return value
 
 
-def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) -> Any:
+def _convert(
+    expected: object, value: Any, path: str, out: list[ConfigProblem], api: str = ""
+) -> Any:
     options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and len(classes) == 1:
-        return from_config(classes[0], value, path, out)
+        return from_config(classes[0], value, path, out, api=api)
     if isinstance(value, Mapping) and classes:
         by_name = {c.__name__: c for c in classes}
         chosen = by_name.get(str(value.get(UNION_KEY)))
         if chosen is not None:
             rest = {k: v for k, v in value.items() if k != UNION_KEY}
-            return from_config(chosen, rest, path, out)
+            return from_config(chosen, rest, path, out, api=api)
         given = repr(value[UNION_KEY]) if UNION_KEY in value else "missing"
         kinds = "one of " + ", ".join(by_name)
         out.append(ConfigProblem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds))
@@ -367,12 +372,15 @@ def _convert(expected: object, value: Any, path: str, out: list[ConfigProblem]) 
         origin = typing.get_origin(option)
         if origin in (Sequence, list, tuple) and isinstance(value, list | tuple):
             inner = typing.get_args(option)[0]
-            return [_convert(inner, item, f"{path}[{i}]", out) for i, item in enumerate(value)]
+            return [
+                _convert(inner, item, f"{path}[{i}]", out, f"{api}[{i}]")
+                for i, item in enumerate(value)
+            ]
         if origin in (Mapping, dict) and isinstance(value, Mapping):
             key_type, value_type = typing.get_args(option)
             return {
                 _scalar(key_type, k, f"{path}.{k}", out, text=True): _convert(
-                    value_type, v, f"{path}.{k}", out
+                    value_type, v, f"{path}.{k}", out, f"{api}.{k}"
                 )
                 for k, v in value.items()
             }
@@ -385,10 +393,13 @@ def from_config(
     path: str,
     out: list[ConfigProblem],
     skip: frozenset[str] = frozenset(),
+    *,
+    api: str = "",
 ) -> Any:
     """``cls`` built from a YAML mapping of its fields in camelCase; every problem (unknown
     or missing keys, wrong types, what ``cls`` refuses when built) appended to ``out``
-    with its YAML path; None when there was one."""
+    with its YAML path (and the API path of the Vertex field, under ``api``, the place of
+    ``cls`` in the body); None when there was one."""
     if not isinstance(data, Mapping):
         out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
@@ -404,7 +415,9 @@ def from_config(
                 ConfigProblem(f"{path}.{key}", f"unknown key{hint}", "one of " + ", ".join(keys))
             )
             continue
-        kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out)
+        at = _api_paths(cls).get(f.name, "")
+        inner = ".".join(filter(None, (api, at))) if at else ""
+        kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out, inner)
     for key, f in keys.items():
         if required(f) and f.name not in kwargs:
             out.append(ConfigProblem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
@@ -413,74 +426,94 @@ def from_config(
     try:
         return cls(**kwargs)
     except InvalidArgumentsError as error:
-        out += refusal_problems(error, path)
+        out += config_problems(cls, error.findings, path, api)
         return None
 
 
-def refusal_problems(error: InvalidArgumentsError, root: str = "") -> list[ConfigProblem]:
-    """The lines of an ``InvalidArgumentsError`` of the Args (``Class.field['key'][0]:
-    problem; valid: ...``) as problems at the caller's path under ``root`` in YAML
-    spelling (``root.field.key[0]``); a line without a problem (a heading) is left out."""
+@functools.cache
+def _api_paths(cls: type) -> dict[str, str]:
+    """Each Vertex field of ``cls`` by name: its API path under the body of ``cls``."""
+    return {
+        name: "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".")
+        for name, _, keys in _layout(cls)
+    }
+
+
+_STEP = re.compile(r"\['([^']*)'\]|\[(\d+)\]|([^.\[\]]+)")
+
+
+def yaml_path(caller: str) -> str:
+    """A caller's Python path in YAML spelling: ``extra_fields['env'][0]`` ->
+    ``extraFields.env[0]``, ``chief.accelerator.count`` as it is."""
+    steps = [
+        key if key else f"[{index}]" if index else camel(name)
+        for key, index, name in _STEP.findall(caller)
+    ]
+    return "".join(s if s.startswith("[") else f".{s}" for s in steps).lstrip(".")
+
+
+def config_problems(
+    cls: type, findings: Sequence[Finding], root: str = "", api: str = ""
+) -> list[ConfigProblem]:
+    """What the Args ``cls`` refused (``findings``), each at the YAML key under ``root`` that
+    sets it (derived from its API path; a field's own type at its camelCased name) and
+    naming the Vertex field (under ``api``, the place of ``cls`` in the body)."""
     problems = []
-    for line in str(error).splitlines():
-        where, message, valid = split_refusal(line)
-        if not message:
-            continue
-        inner = re.sub(r"\['([^']*)'\]", r".\1", where.partition(".")[2])
-        keys = [camel(key) for key in inner.split(".") if key]
-        problems.append(ConfigProblem(".".join([root, *keys]).lstrip("."), message, valid))
+    for finding in findings:
+        key = yaml_path(finding.caller) or caller_path(cls, finding.path, "yaml")
+        named = ""
+        if finding.path != finding.caller:  # else about the field itself (its type)
+            named = f" (Vertex field {'.'.join(filter(None, (api, finding.path)))})"
+        where = ".".join(filter(None, (root, key)))
+        problems.append(
+            ConfigProblem(where, finding.message + named, finding.valid or SEE_THE_PROBLEM)
+        )
     return problems
 
 
-def split_refusal(line: str) -> tuple[str, str, str]:
-    """(where, problem, valid) of a refusal's line ``where: problem; valid: ...``; valid
-    is ``SEE_THE_PROBLEM`` where the problem says it itself."""
-    where, _, text = line.strip().partition(": ")
-    problem, _, valid = text.partition("; valid: ")
-    return where, problem, valid or SEE_THE_PROBLEM
-
-
-def judge_body(
-    body: Any, model: type[M], rules: Callable[[M, str], list[Finding]], root: str = ""
-) -> list[Finding]:
-    """The findings of ``rules`` on ``body`` read as ``model`` at the API path ``root`` (or
-    every field it could not read), values not known yet (Outputs, ``LATER``) left
-    unjudged."""
-    known, unknown = with_placeholders(body, lambda v: v is LATER or not is_known(v), root)
-    spec, unreadable = read(model, known, root)
-    return drop_unknown(unreadable or (rules(spec, root) if spec is not None else []), unknown)
-
-
-def refuse_where_built(
+def judged_where_built(
     obj: Any,
-    root: str,
     model: type[Message],
     rules: Callable[[Any, str], list[Finding]],
     body: dict[str, Any] | None = None,
-) -> None:
-    """Raise ``InvalidArgumentsError`` where ``obj`` (a pool, study or parameter) is built
-    if the rules of what it must be anywhere find its body (``to_body(obj)`` unless given)
-    wrong at the API path ``root``. Each line names the caller's own field."""
-    errors = judge_body(to_body(obj) if body is None else body, model, rules, root)
+) -> tuple[Finding, ...]:
+    """Where ``obj`` (a pool, study or parameter) is built: the rules of what it must be
+    anywhere, on its body (``to_body(obj)`` unless given), its own acknowledged hardware
+    checks applied. Raises ``InvalidArgumentsError`` naming the caller's own field for
+    every error; returns the warnings, for the job that runs it to show."""
+    known, unknown = with_placeholders(to_body(obj) if body is None else body)
+    view, found = read(model, known)
+    found = drop_unknown(found or (rules(view, "") if view is not None else []), unknown)
+    found = acknowledge(found, getattr(obj, "acknowledged_hardware_checks", ()))
+    found = [f.at(caller_path(obj, f.path) or f.path) for f in found]
+    errors = [f for f in found if f.severity == "error"]
     if errors:
-        lines = [in_callers_words(obj, f, f.path.removeprefix(root).lstrip(".")) for f in errors]
-        raise InvalidArgumentsError("\n".join(lines))
+        raise refusal(type(obj).__name__, errors)
+    return tuple(found)
 
 
-def in_callers_words(obj: Any, finding: Finding, api_path: str, argument: str = "") -> str:
-    """``finding``, at ``api_path`` in the body of ``obj``, naming the caller's field that
-    sets it (``argument``, else ``caller_path``, else the API path) and the Vertex field:
-    ``WorkerPool.machine_type: ... (Vertex field machineSpec.machineType)``."""
-    where = argument or caller_path(obj, api_path) or api_path
-    named = f" (Vertex field {api_path})" if api_path else ""
-    valid = f"; valid: {finding.valid}" if finding.valid else ""
-    return f"{type(obj).__name__}{'.' if where else ''}{where}: {finding.message}{named}{valid}"
+def refusal(owner: str, findings: Sequence[Finding], heading: str = "") -> InvalidArgumentsError:
+    """``InvalidArgumentsError.of`` the Args class ``owner``; an error of the hardware catalog
+    says how to acknowledge it, since a catalog row can be out of date and the message
+    alone must say the way out."""
+
+    def acknowledging(finding: Finding) -> str:
+        if not finding.check or finding.severity != "error":
+            return ""
+        return (
+            f"; where the hardware catalog (as of {catalog().as_of}) is out of date: "
+            f"{owner}(..., acknowledged_hardware_checks=[{finding.check!r}]) only warns"
+        )
+
+    return InvalidArgumentsError.of(owner, findings, heading, acknowledging)
 
 
 def map_known(value: Any, fn: Any) -> Any:
-    """``fn(value)``, or the Output of it when ``value`` is not known yet."""
+    """``fn(value)``, or the Output of it when ``value`` is not known yet (``LATER`` stays)."""
     if is_known(value):
         return fn(value)
+    if value is LATER:
+        return value
     return pulumi.Output.from_input(value).apply(fn)
 
 

@@ -9,17 +9,21 @@ are about the stand-ins (or about their siblings, which a real value could chang
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+import json
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from vertex_training._checks import LEAVES
+from vertex_training._checks import LEAVES, is_known
 from vertex_training.findings import Finding
 
 __all__ = [
     "PLACEHOLDER_BUCKET",
     "PLACEHOLDER_IMAGE",
     "PLACEHOLDER_SERVICE_ACCOUNT",
+    "digest",
     "drop_unknown",
+    "typed",
     "with_placeholders",
 ]
 
@@ -48,20 +52,20 @@ _BY_KEY: Mapping[str, Any] = {
 }
 
 
-LATER: Any = object()
-"""A value filled in later (a pool's image, by its job's platform; what a platform fills
-in, where the job rules judge a job on it): left unjudged where it is not known yet."""
+def typed(unknown: Collection[str]) -> bool:
+    """Whether each stand-in at the API paths ``unknown`` has its field's type (a field this
+    module knows), so that what the protos refuse of the body is about known values."""
+    return all(path.rsplit(".", 1)[-1].split("[", 1)[0] in _BY_KEY for path in unknown)
 
 
-def with_placeholders(
-    body: Any, is_unknown: Callable[[Any], bool], path: str = ""
-) -> tuple[Any, list[str]]:
-    """``body`` with each unknown value replaced by a stand-in of the field's shape, and
-    the API paths of those values (``jobSpec.workerPoolSpecs[0].containerSpec.imageUri``)."""
+def with_placeholders(body: Any, path: str = "") -> tuple[Any, list[str]]:
+    """``body`` with each value not known yet (``is_known``) replaced by a stand-in of the
+    field's shape, and the API paths of those values
+    (``jobSpec.workerPoolSpecs[0].containerSpec.imageUri``)."""
     unknown: list[str] = []
 
     def walk(value: Any, where: str, key: str) -> Any:
-        if is_unknown(value):
+        if not is_known(value):
             unknown.append(where)
             return _BY_KEY.get(key, "placeholder")
         if type(value) in LEAVES:
@@ -101,3 +105,27 @@ def drop_unknown(findings: list[Finding], unknown: list[str]) -> list[Finding]:
         return any(path == scope or path.startswith((f"{scope}.", f"{scope}[")) for scope in scopes)
 
     return [f for f in findings if not affected(f.path)]
+
+
+def digest(inputs: Mapping[str, Any], unknown: Collection[str]) -> str:
+    """A digest of ``inputs`` (a body and the settings judged with it), the values at the
+    API paths ``unknown`` (under ``spec``) left out: the program records the digest of what
+    it judged, and ``check`` judges again whatever does not match it. Numbers that crossed
+    the engine as floats (2.0) count as the ints they were (2)."""
+    masked = frozenset(f"spec.{path}" if path else "spec" for path in unknown)
+
+    def plain(value: Any, where: str) -> Any:
+        if where in masked:
+            return "<not known yet>"
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if type(value) in LEAVES:
+            return value
+        if isinstance(value, Mapping):
+            return {str(k): plain(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+            return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return repr(value)  # a value not known yet where the judged inputs had one
+
+    text = json.dumps(plain(dict(inputs), ""), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()

@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
 
-from vertex_training._checks import Checked, InvalidArgumentsError
-from vertex_training.jobs.fields import int64, refuse_where_built, seconds, to_body, vertex
-from vertex_training.jobs.placeholders import LATER
+from vertex_training._checks import LATER, Checked
+from vertex_training.findings import Finding
+from vertex_training.jobs.fields import int64, judged_where_built, refusal, seconds, to_body, vertex
 from vertex_training.jobs.rules.job import pool_findings
 from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
 
@@ -63,7 +63,17 @@ class WorkerPool(Checked):
         super().__post_init__()
         body = to_body(self)  # without an image, the job's platform gives one
         body.setdefault("containerSpec", {}).setdefault("imageUri", LATER)
-        refuse_where_built(self, "workerPoolSpecs[0]", WorkerPoolSpec, pool_findings, body)
+        # What a pool must be anywhere, its machine against the catalog included: refused
+        # here, before any resource exists; the warnings are its job's to show.
+        # (Not a field: it is no argument, and no part of the body.)
+        object.__setattr__(
+            self, "warnings", judged_where_built(self, WorkerPoolSpec, pool_findings, body)
+        )
+
+    if TYPE_CHECKING:
+        warnings: tuple[Finding, ...]
+        """What the hardware catalog cannot tell about this pool (or what it acknowledged),
+        at API paths under the pool: shown by the job that runs it."""
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
     accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
@@ -133,14 +143,18 @@ class Scheduling(Checked):
         # A protobuf Duration holds at most 315,576,000,000 s (10,000 years): a larger
         # number (1e400 reads as infinity) is said here, not met as an OverflowError.
         problems = [
-            f"Scheduling.{key}: {value:g} is out of range; valid: a number of seconds up to "
-            f"{MAX_DURATION_SECONDS}"
+            Finding(
+                key,
+                f"{value:g} is out of range",
+                valid=f"a number of seconds up to {MAX_DURATION_SECONDS}",
+                caller=key,
+            )
             for key in ("timeout_seconds", "max_wait_seconds")
             if isinstance(value := getattr(self, key), int | float)
             and not abs(value) <= MAX_DURATION_SECONDS
         ]
         if problems:
-            raise InvalidArgumentsError("\n".join(problems))
+            raise refusal("Scheduling", problems)
 
 
 __all__ = [

@@ -15,14 +15,13 @@ cancels, waits for a terminal state, deletes.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._checks import InvalidArgumentsError, is_known
+from vertex_training._checks import InvalidArgumentsError, is_known, rendered
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
@@ -30,7 +29,6 @@ from vertex_training._dynamic import (
     BackendSettings,
     Provider,
     adoption_label,
-    is_unknown,
     labelled,
     placement,
 )
@@ -41,14 +39,14 @@ from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
     JobCapacity,
-    declared_problems,
-    job_body,
-    job_platform,
+    judged_digest,
+    judged_inputs,
     positive_seconds,
+    resolve,
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
-from vertex_training.jobs.fields import to_body
-from vertex_training.jobs.placeholders import LATER, drop_unknown, with_placeholders
+from vertex_training.jobs.fields import refusal
+from vertex_training.jobs.placeholders import digest, drop_unknown, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
 if TYPE_CHECKING:
@@ -79,6 +77,11 @@ class JobFailedError(RuntimeError):
     """The job ended FAILED / CANCELLED / EXPIRED while ``create`` waited for it."""
 
 
+JUDGING = ("judged_digest", "unknown_paths", "acknowledged_hardware_checks")
+"""What the program says of its judgement: the digest of the inputs it judged, the paths
+it could not judge (values not known yet) and the hardware checks acknowledged."""
+
+
 class JobProvider(Provider):
     """Provider for one job kind; stateless apart from that kind (it is pickled)."""
 
@@ -89,7 +92,13 @@ class JobProvider(Provider):
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run, submitted
     before the old one is cancelled and deleted (``delete_before_replace`` False: the adoption
     label hashes the spec, so no mix-up)."""
-    updating = (*_WAITING, "provider_version", "unjudged", "backend", "expected_duration_seconds")
+    updating = (
+        *_WAITING,
+        *JUDGING,
+        "provider_version",
+        "backend",
+        "expected_duration_seconds",
+    )
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
     backends = {
@@ -128,52 +137,59 @@ class JobProvider(Provider):
     def findings(
         self, props: Mapping[str, Any], settings: BackendSettings
     ) -> list[tuple[str, Finding]]:
-        """What Vertex would refuse that the Args did not judge where they were built: the
-        body through the real protos (unknown fields, wrong types, enum names: what
-        ``extra_fields`` set); the rules on what the program could not judge (props that did
-        not come from the Args: the waits and every rule; else the values another resource
-        gave the Args, an Output image: the paths ``unjudged`` names), known now; on a local
-        platform, what only Vertex has. Values not known yet (preview) stand in as
-        placeholders and are not judged."""
+        """What Vertex would refuse that the program did not judge: the body through the
+        real protos (unknown fields, wrong types, enum names: what ``extra_fields`` set);
+        every rule on inputs that are not exactly those the program judged (their digest
+        differs: a resource transform, a body edited in state, a program that registers
+        the type itself); else the rules on the values that were not known when it judged
+        (``unknown_paths``), known now; on a local platform, what only Vertex has. Values
+        not known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
+        from vertex_training.jobs.rules.hardware import acknowledge
         from vertex_training.jobs.rules.job import job_findings
         from vertex_training.jobs.view import read_view
 
-        problems: list[tuple[str, Finding]] = []
-        only = props.get("unjudged")
-        if only is None:  # the Args judged their own waits
-            for key in WAITS:
-                problems += [(key, Finding("", p)) for p in positive_seconds("", {key: props[key]})]
-        body, unknown = with_placeholders(dict(props["spec"]), is_unknown)
+        later = list(props.get("unknown_paths") or [])
+        inputs = judged_inputs(props["spec"], props, props["backend"])
+        as_judged = props.get("judged_digest") == digest(inputs, later)
+        found = [] if as_judged else positive_seconds(props)
+        body, unknown = with_placeholders(dict(props["spec"]))
         try:
             message = parse_body(self.job_kind, body)
         except BodyParseError as error:
-            keys = {re.split(r"[.\[]", u)[-1] for u in unknown}
-            if any(key in str(error) for key in keys):
-                return problems
-            return [*problems, (self.body, Finding("", str(error)))]
-        if only is None or only:
-            view, found = read_view(self.job_kind, body)
-            if not found and view is not None:
+            if typed(unknown):  # else a stand-in may not be of its field's type
+                found.append(Finding("", str(error)))
+            return self._at_inputs(found)
+        if not as_judged or later:
+            view, rules = read_view(self.job_kind, body)
+            if view is not None:
                 remote = settings.kind is BackendKind.VERTEX
                 region = settings.location if remote else None
-                found = job_findings(view, region=region, remote=remote, strict=False)
-            found = drop_unknown(found, unknown)
-            if only is not None:  # the program judged all the rest
-                judged = drop_unknown(found, only)
-                found = [f for f in found if f not in judged]
-            problems += [(self.body, f) for f in found]
+                rules = job_findings(
+                    view, region=region, remote=remote, later=later if as_judged else None
+                )
+            rules = drop_unknown(rules, unknown)
+            if as_judged:  # judge only what the program could not
+                rules = [f for f in rules if f not in drop_unknown(rules, later)]
+            rules = acknowledge(rules, props.get("acknowledged_hardware_checks") or ())
+            found += [f for f in rules if f.severity == "error"]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
             from vertex_training.jobs.backends.local.capabilities import local_refusals
 
-            problems += [(self.body, f) for f in local_refusals(message)]
-        return problems
+            found += local_refusals(message)
+        return self._at_inputs(found)
+
+    def _at_inputs(self, found: list[Finding]) -> list[tuple[str, Finding]]:
+        """Each finding with its input: a wait's own, else the body."""
+        return [(f.path if f.path in self.required else self.body, f) for f in found]
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         # Judged by ``check``, which the engine runs first.
         backend = self.backend(props)
-        found = backend.find(self.job_kind, self.adoption_labels(props))
+        # The adoption label parses the body once; the backend parses what it submits.
+        adoption = self.adoption_labels(props)
+        found = backend.find(self.job_kind, adoption)
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
             record = found
@@ -183,7 +199,8 @@ class JobProvider(Provider):
             _log.info("resumed %s (its local supervisor had died)", resumed.name)
             record = resumed
         else:
-            record = backend.submit(self.job_kind, self.labelled_body(props))
+            body = labelled(props["spec"], str(props["identity"]), adoption)
+            record = backend.submit(self.job_kind, body)
         if props["wait"]:
             record = backend.wait(
                 record.name,
@@ -298,24 +315,21 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         registered, naming each wrong argument) and register the job."""
         require_args(type(self).__name__, resource_name, args, self._args_type)
         cls = type(self).__name__
-        platform = job_platform(args)
-        body = job_body(args, resource_name)
-        errors, warnings = declared_problems(args, resource_name)
+        job = resolve(args, resource_name)
+        errors = [f for f in job.findings if f.severity == "error"]
         if errors:
-            raise InvalidArgumentsError(
-                f"{cls} {resource_name!r} would be refused:\n  " + "\n  ".join(errors)
-            )
+            raise refusal(type(args).__name__, errors, f"{cls} {resource_name!r} would be refused")
+        platform, body = job.platform, job.body
         backend = BackendSettings.of(platform)
         props: dict[str, Any] = {
             "spec": body,
             **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
             **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
-            # The Args judged this body where each part was built and where the job met
-            # its platform, all but the values another resource gives them (an Output
-            # image): ``check`` parses it with the protos and judges those, once known.
-            "unjudged": with_placeholders(
-                to_body(args), lambda v: v is not LATER and not is_known(v)
-            )[1],
+            # ``check`` judges these inputs again unless they are exactly the ones judged
+            # here, and in any case the values not known here, once they are.
+            "judged_digest": judged_digest(job, args, backend.to_props()),
+            "unknown_paths": list(job.unknown),
+            "acknowledged_hardware_checks": list(job.acknowledged),
             **dict.fromkeys(JobProvider.output_names()),
         }
         opts = placed(args, opts)
@@ -327,22 +341,20 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
-        for warning in warnings:
-            pulumi.log.warn(warning, resource=self)
+        for warning in job.findings:
+            pulumi.log.warn(rendered(type(args).__name__, warning), resource=self)
         self.cost_estimate = None
-        if platform.environment == "local":
+        if platform.environment == "local" or job.view is None:
             return
         # What one run costs, as a diagnostic where decisions are made (`pulumi preview`);
         # values not known yet do not change a price.
         from vertex_training.cost.estimate import EstimateError
         from vertex_training.cost.report import job_estimate_message
-        from vertex_training.jobs.estimate import estimate_job
+        from vertex_training.jobs.estimate import estimate_view
 
-        known, _ = with_placeholders(body, lambda v: not is_known(v))
         try:
-            self.cost_estimate = estimate_job(
-                args.KIND,
-                known,
+            self.cost_estimate = estimate_view(
+                job.view,
                 platform.region,
                 name=resource_name,
                 expected_duration_seconds=args.expected_duration_seconds,

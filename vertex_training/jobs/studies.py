@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from vertex_training._checks import Checked
-from vertex_training.jobs.fields import refuse_where_built, to_body, vertex
+from vertex_training.jobs.fields import judged_where_built, to_body, vertex
 from vertex_training.jobs.rules.job import parameter_findings, study_findings
 from vertex_training.jobs.view import (
     MeasurementSelection,
@@ -56,7 +56,7 @@ class ParameterBase(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(self, "parameter", ParameterSpec, parameter_findings)
+        judged_where_built(self, ParameterSpec, parameter_findings)
 
 
 def _conditional(parent_key: str, cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -178,7 +178,7 @@ class Study(Checked):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        refuse_where_built(self, "studySpec", StudySpec, study_findings)
+        judged_where_built(self, StudySpec, study_findings)
 
     parameters: Sequence[Parameter] = field(metadata=vertex("parameters", keep_empty=True))
     metrics: Sequence[Metric] = (Metric(),)

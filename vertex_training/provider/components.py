@@ -27,8 +27,8 @@ from vertex_training.jobs.declarations import job_problems, read_job
 from vertex_training.jobs.fields import (
     SEE_THE_PROBLEM,
     ConfigProblem,
+    config_problems,
     from_config,
-    refusal_problems,
 )
 from vertex_training.jobs.records import TrialResult
 from vertex_training.jobs.resources import CustomJob as CustomJobResource
@@ -61,9 +61,11 @@ class ArgsError(Exception):
         self.header = f"invalid args for {component} {name!r}"
 
 
-def _refused(component: str, name: str, error: InvalidArgumentsError) -> ArgsError:
+def _refused(component: str, name: str, error: InvalidArgumentsError, args: type) -> ArgsError:
     """An ``InvalidArgumentsError`` of the Args (Python spelling) as an ``ArgsError``."""
-    return ArgsError(component, name, refusal_problems(error))
+    if not error.findings:  # a resource's own refusal, not its Args'
+        return ArgsError(component, name, [ConfigProblem("", str(error), SEE_THE_PROBLEM)])
+    return ArgsError(component, name, config_problems(args, error.findings))
 
 
 _PLATFORMS: dict[str, Platform] = {}
@@ -102,7 +104,7 @@ class TrainingPlatform(pulumi.ComponentResource):
         try:
             platform = Platform(name, platform_args, pulumi.ResourceOptions(parent=self))
         except InvalidArgumentsError as error:
-            raise _refused("TrainingPlatform", name, error) from None
+            raise _refused("TrainingPlatform", name, error, TrainingPlatformArgs) from None
         self.environment = pulumi.Output.from_input(platform.environment)
         self.project = pulumi.Output.from_input(platform.project)
         self.region = pulumi.Output.from_input(platform.region)
@@ -173,7 +175,7 @@ class _Job(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, depends_on=[platform]),
             )
         except InvalidArgumentsError as error:
-            raise _refused(kind, name, error) from None
+            raise _refused(kind, name, error, self._args) from None
         self.job_name = job.job_name
         self.state = job.state
         self.console_url = job.console_url.apply(lambda url: url or "")

@@ -31,18 +31,19 @@ from typing import Any
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.capacity.resource import PersistentResource
-from vertex_training.findings import Finding
-from vertex_training.jobs.api import CustomJobArgs, JobArgs, PlatformFacts, job_body
+from vertex_training.jobs.api import (
+    CustomJobArgs,
+    JobArgs,
+    PlatformFacts,
+    _unchecked_copy,
+)
 from vertex_training.jobs.declarations import JobDeclaration, name_problems
 from vertex_training.jobs.fields import (
     ConfigProblem,
-    caller_path,
     camel,
     from_config,
-    judge_body,
     yaml_value,
 )
-from vertex_training.jobs.view import VIEWS
 
 CAPACITY_KEY = "persistentResources"
 """The stack key this module reads."""
@@ -59,9 +60,10 @@ class CapacityDeclarations:
     ) -> tuple[dict[str, PersistentResource], dict[str, JobArgs]]:
         """The stack's ``PersistentResource`` components on ``platform``, and ``jobs`` with
         a ``persistentResourceId`` naming one of them (by its stack-file name) placed on
-        that resource (their fit was judged by ``read_capacity``)."""
+        that resource (their fit was judged with the job)."""
         resources = {
-            name: PersistentResource(name, dataclasses.replace(args, platform=platform))
+            # Judged on the stack's facts where it was read: not again.
+            name: PersistentResource(name, _unchecked_copy(args, platform=platform))
             for name, args in self.resources.items()
         }
         return resources, {name: _placed(args, resources) for name, args in jobs.items()}
@@ -70,19 +72,10 @@ class CapacityDeclarations:
 def _placed(args: JobArgs, resources: Mapping[str, Any]) -> JobArgs:
     run = args if isinstance(args, CustomJobArgs) else args.trial
     named = run.persistent_resource_id
-    if not isinstance(named, str) or named not in resources:
+    if not isinstance(named, StackCapacity):
         return args
-    placed = _with(run, persistent_resource_id=resources[named])
-    return placed if isinstance(args, CustomJobArgs) else _with(args, trial=placed)
-
-
-def _with(obj: Any, **changes: Any) -> Any:
-    """``obj`` with ``changes``, not judged again (the reader judged the placement)."""
-    copy = object.__new__(type(obj))
-    copy.__dict__.update(obj.__dict__)
-    for key, value in changes.items():
-        object.__setattr__(copy, key, value)
-    return copy
+    placed = _unchecked_copy(run, persistent_resource_id=resources[named.name])
+    return placed if isinstance(args, CustomJobArgs) else _unchecked_copy(args, trial=placed)
 
 
 def _resource_problems(error: InvalidArgumentsError, path: str) -> list[ConfigProblem]:
@@ -95,13 +88,49 @@ def _resource_problems(error: InvalidArgumentsError, path: str) -> list[ConfigPr
     return out or [ConfigProblem(path, str(error), "see the problem")]
 
 
+@dataclass(frozen=True)
+class StackCapacity:
+    """A stack job's place on a persistent resource of the same stack file (``JobCapacity``),
+    while the stack is read: the job's one judging pass holds its pools to the resource's
+    (``fit_findings``); ``declare`` puts the resource itself in its place."""
+
+    name: str
+    """The resource's stack-file name."""
+    args: PersistentResourceArgs
+
+    @property
+    def resource_id(self) -> str:
+        return self.args.resource_id or self.name
+
+    def findings(self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1) -> list[Any]:
+        return self.args.fit_findings(self.resource_id, job_pools, path, parallel_trials)
+
+    def resource_options(self) -> Any:
+        return None
+
+
+def placed_on(
+    job: JobDeclaration, resources: Mapping[str, PersistentResourceArgs]
+) -> JobDeclaration:
+    """``job`` placed on the resource its ``persistentResourceId`` names by its stack-file
+    name (unchanged where it names none of them: any other id is Vertex's to know)."""
+    run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
+    named = run.persistent_resource_id
+    if not isinstance(named, str) or named not in resources:
+        return job
+    placed = _unchecked_copy(run, persistent_resource_id=StackCapacity(named, resources[named]))
+    args = (
+        placed if isinstance(job.args, CustomJobArgs) else _unchecked_copy(job.args, trial=placed)
+    )
+    return JobDeclaration(job.name, args)
+
+
 def read_capacity(
-    raw: object, facts: PlatformFacts, jobs: Sequence[JobDeclaration], job_paths: Sequence[str]
-) -> tuple[CapacityDeclarations, list[ConfigProblem], list[Finding]]:
-    """The stack's persistent resources judged on ``facts``, and the fit of each job (at
-    ``job_paths``) naming one; (declarations, problems at YAML paths, warnings)."""
+    raw: object, facts: PlatformFacts
+) -> tuple[dict[str, PersistentResourceArgs], list[ConfigProblem]]:
+    """The stack's persistent resources judged on ``facts``, by their stack-file name, and
+    their problems at YAML paths."""
     out: list[ConfigProblem] = []
-    warnings: list[Finding] = []
     resources: dict[str, PersistentResourceArgs] = {}
     if raw is None or raw == "":
         raw = []
@@ -125,33 +154,7 @@ def read_capacity(
             except InvalidArgumentsError as error:
                 found += _resource_problems(error, path)
         out += found
-    for job, path in zip(jobs, job_paths, strict=True):
-        run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
-        named = run.persistent_resource_id
-        if not isinstance(named, str) or named not in resources:
-            continue
-        resource = resources[named]
-        resource_id = resource.resource_id or named
-
-        def fit(
-            view: Any, _: str, resource: PersistentResourceArgs = resource, rid: str = resource_id
-        ) -> list[Any]:
-            parallel = max(getattr(view, "parallel_trial_count", 1), 1)
-            pools = view.trial_job.worker_pool_specs
-            at = f"{view.trial_job_path}.workerPoolSpecs"
-            return resource.fit_findings(rid, pools, at, parallel)
-
-        body = job_body(job.args, job.name, facts)
-        for finding in judge_body(body, VIEWS[job.args.KIND], fit):
-            key = caller_path(job.args, finding.path, "yaml")
-            where = f"{path}.{key}" if key else path
-            if finding.severity == "warning":
-                warnings.append(finding.at(where))
-            else:
-                out.append(
-                    ConfigProblem(where, finding.message, finding.valid or "see the problem")
-                )
-    return CapacityDeclarations(resources), out, warnings
+    return resources, out
 
 
-__all__ = ["CAPACITY_KEY", "CapacityDeclarations", "read_capacity"]
+__all__ = ["CAPACITY_KEY", "CapacityDeclarations", "StackCapacity", "placed_on", "read_capacity"]

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from vertex_training._spelling import closest, did_you_mean
+from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
@@ -46,7 +47,12 @@ from vertex_training.platform.rules import (
     image_reference_problems,
     judge_platform,
 )
-from vertex_training.stack.capacity import CAPACITY_KEY, read_capacity
+from vertex_training.stack.capacity import (
+    CAPACITY_KEY,
+    CapacityDeclarations,
+    placed_on,
+    read_capacity,
+)
 from vertex_training.stack.serving import SERVING_KEYS, read_serving
 from vertex_training.stack.settings import (
     PROJECT_NAME,
@@ -171,7 +177,9 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     refused = {p.caller for p in problems}
     problems += [f for f in found if f.caller not in refused]
     region_refused = any(f.caller == f"{PROJECT_NAME}:region" for f in problems)
-    jobs, job_findings = _jobs(stack, ours.get("jobs"), general, region_refused)
+    resources, unfit = read_capacity(ours.get(CAPACITY_KEY), _facts(stack, general))
+    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unfit]
+    jobs, job_findings = _jobs(stack, ours.get("jobs"), general, region_refused, resources)
     problems += job_findings
     serving, unreadable = read_serving(
         ours,
@@ -180,11 +188,6 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         environment=general.environment.value,
     )
     problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
-    capacity, unfit, capacity_warnings = read_capacity(
-        ours.get(CAPACITY_KEY), _facts(stack, general), jobs, _job_paths(ours.get("jobs"), jobs)
-    )
-    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unfit]
-    problems += [_at(w, w.caller) for w in capacity_warnings]
     errors = [f for f in problems if f.severity == "error"]
     if errors:
         raise ConfigError(stack, errors, general.region)
@@ -192,21 +195,10 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         update={
             "jobs": JobsSettings.model_construct(jobs=jobs),
             "serving": serving,
-            "capacity": capacity,
+            "capacity": CapacityDeclarations(resources),
             "warnings": tuple(f for f in problems if f.severity == "warning"),
         }
     )
-
-
-def _job_paths(raw: object, jobs: tuple[JobDeclaration, ...]) -> list[str]:
-    """Each read job's YAML path (``jobs[2]``), found by its name."""
-    items = raw if isinstance(raw, list | tuple) else []
-    where = {
-        item.get("name"): f"jobs[{index}]"
-        for index, item in enumerate(items)
-        if isinstance(item, Mapping)
-    }
-    return [where.get(job.name, "jobs") for job in jobs]
 
 
 def _valid(valid: str) -> str:
@@ -416,11 +408,16 @@ def _facts(stack: str, general: GeneralSettings) -> PlatformFacts:
 
 
 def _jobs(
-    stack: str, raw: object, general: GeneralSettings, region_refused: bool
+    stack: str,
+    raw: object,
+    general: GeneralSettings,
+    region_refused: bool,
+    resources: Mapping[str, PersistentResourceArgs],
 ) -> tuple[tuple[JobDeclaration, ...], list[Finding]]:
     """Each job read on its own, so one job's mistake hides no other's; then every job's
     body judged by the job rules (GPUs in the stack's region on cloud stacks, unless the
-    region itself was refused: that is said once, at its key)."""
+    region itself was refused: that is said once, at its key), on the stack's persistent
+    ``resources`` it names (their fit judged in the same pass)."""
     if raw is None or raw == "":
         return (), []
     if not isinstance(raw, list | tuple):
@@ -434,7 +431,7 @@ def _jobs(
         job, unreadable = read_job(item, f"jobs[{index}]")
         problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
         if job is not None:
-            jobs.append(job)
+            jobs.append(placed_on(job, resources))
             indexes.append(index)
     placed, found = job_problems(tuple(jobs), _facts(stack, general))
     for path, finding in found:

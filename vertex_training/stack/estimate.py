@@ -24,7 +24,7 @@ from vertex_training.cost.estimate import (
     stack_estimate,
 )
 from vertex_training.cost.report import budget_line, estimate_table
-from vertex_training.jobs.api import PlatformFacts, job_body
+from vertex_training.jobs.api import PlatformFacts, resolve
 from vertex_training.jobs.estimate import estimate_job
 from vertex_training.jobs.placeholders import (
     PLACEHOLDER_BUCKET,
@@ -66,7 +66,7 @@ def estimate_stack(
     jobs = [
         estimate_job(
             job.args.KIND,
-            job_body(job.args, job.name, platform),
+            resolve(job.args, job.name, platform).body,
             config.region,
             name=job.name,
             expected_duration_seconds=durations.get(job.name, job.args.expected_duration_seconds),

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vertex_training.jobs.api import _with
+from vertex_training.jobs.api import _unchecked_copy
 from vertex_training.jobs.declarations import name_problems
 from vertex_training.jobs.fields import SEE_THE_PROBLEM, ConfigProblem, from_config, yaml_value
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
@@ -68,7 +68,7 @@ class ServingDeclarations:
         for m in self.models:
             job = jobs[m.job] if m.job is not None else None
             # The same facts as judged on: the Args keep their findings (not judged again).
-            models[m.name] = Model(m.name, _with(m.args, platform=platform, job=job))
+            models[m.name] = Model(m.name, _unchecked_copy(m.args, platform=platform, job=job))
         endpoints: dict[str, Endpoint] = {}
         for e in self.endpoints:
             deployments = {
@@ -77,7 +77,7 @@ class ServingDeclarations:
                 else d
                 for key, d in e.args.deployments.items()
             }
-            args = _with(e.args, platform=platform, deployments=deployments)
+            args = _unchecked_copy(e.args, platform=platform, deployments=deployments)
             endpoints[e.name] = Endpoint(e.name, args)
         return models, endpoints
 

@@ -228,12 +228,14 @@ def check_machine_spec(
     *,
     target: Target = "training",
     scheduling_strategy: str | None = None,
+    provisioning: bool = True,
 ) -> list[Finding]:
     """Findings for one ``machineSpec`` at ``path`` (empty: the catalog accepts it), whose
     machine type is set and accelerator count not negative (what a pool must be anywhere).
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
-    machines sold only as Spot or Flex-start.
+    machines sold only as Spot or Flex-start; ``provisioning`` False: leave that to the
+    job (``check_provisioning``), where a training pool meets its strategy.
     """
     cat = catalog()
     findings: list[Finding | None] = []
@@ -267,9 +269,18 @@ def check_machine_spec(
             findings.append(
                 _check_accelerator_fit(machine, accelerator, accelerator_count, target, path)
             )
-        findings.append(_check_provisioning(machine, scheduling_strategy, target, path))
+        if provisioning:
+            findings.append(_check_provisioning(machine, scheduling_strategy, target, path))
     findings.append(_check_topology(machine, tpu_topology, path))
     return [f for f in findings if f is not None]
+
+
+def check_provisioning(path: str, machine_type: str, strategy: str | None) -> list[Finding]:
+    """A training pool's machine (``machineSpec`` at ``path``) against its job's
+    ``scheduling.strategy``: machines Google sells only as Spot or Flex-start."""
+    machine = catalog().machines["training"].get(machine_type)
+    found = None if machine is None else _check_provisioning(machine, strategy, "training", path)
+    return [] if found is None else [found]
 
 
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
@@ -391,6 +402,7 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
 __all__ = [
     "acknowledge",
     "check_machine_spec",
+    "check_provisioning",
     "check_region",
     "check_zone",
     "normalize_accelerator",

@@ -12,10 +12,14 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from vertex_training.findings import Finding
-from vertex_training.jobs.rules.hardware import check_machine_spec, check_region
+from vertex_training.jobs.rules.hardware import (
+    check_machine_spec,
+    check_provisioning,
+    check_region,
+)
 from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
 from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_KEY, TENSORBOARD
 from vertex_training.jobs.view import (
@@ -137,9 +141,21 @@ def display_name_findings(name: str) -> list[Finding]:
 
 
 def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
-    """What one pool at ``path`` must be in any place, job and region: judged where the pool
-    is built."""
-    return _at(path, _pool(pool))
+    """What one pool at ``path`` must be in any place, job and region (its machine against
+    the hardware catalog included): judged where the pool is built."""
+    out = _at(path, _pool(pool))
+    machine = pool.machine_spec
+    if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
+        # What a pool must be before its machine is looked up: a machine type, a count.
+        out += check_machine_spec(
+            path=".".join(filter(None, (path, "machineSpec"))),
+            machine_type=machine.machine_type,
+            accelerator_type=machine.accelerator_type,
+            accelerator_count=machine.accelerator_count,
+            tpu_topology=machine.tpu_topology,
+            provisioning=False,
+        )
+    return out
 
 
 def _pool(pool: WorkerPoolSpec) -> Found:
@@ -182,8 +198,20 @@ def _pool(pool: WorkerPoolSpec) -> Found:
         )
 
 
+def _accelerators(view: JobView) -> list[tuple[str, str | None]]:
+    """(machineSpec path, accelerator type) of each pool of ``view`` with accelerators."""
+    path = f"{view.trial_job_path}.workerPoolSpecs"
+    return [
+        (f"{path}[{index}].machineSpec", pool.machine_spec.accelerator_type)
+        for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
+        if pool is not None
+        and pool.machine_spec.accelerator_type
+        and pool.machine_spec.accelerator_count
+    ]
+
+
 def _custom_job_spec(
-    spec: CustomJobSpec, path: str, *, region: str | None, remote: bool, strict: bool
+    spec: CustomJobSpec, path: str, *, remote: bool
 ) -> Iterator[tuple[str, str] | Finding]:
     pools = spec.worker_pool_specs
     strategy = spec.scheduling.strategy
@@ -199,7 +227,6 @@ def _custom_job_spec(
             f"workerPoolSpecs[{len(pools) - 1}]",
             "an empty pool is only a placeholder before a later pool; drop trailing empty pools",
         )
-    accelerators = []
     for index, pool in enumerate(pools[:MAX_POOLS]):
         if pool is None:
             continue
@@ -211,15 +238,10 @@ def _custom_job_spec(
                 "put further replicas in workerPoolSpecs[1]",
             )
         machine = pool.machine_spec
-        if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
-            # What a pool must be anywhere (pool_findings) goes first: a machine type, a count.
-            yield from check_machine_spec(
-                path=f"{path}.{at}.machineSpec",
-                machine_type=machine.machine_type,
-                accelerator_type=machine.accelerator_type,
-                accelerator_count=machine.accelerator_count,
-                tpu_topology=machine.tpu_topology,
-                scheduling_strategy=strategy,
+        if machine.machine_type:
+            # The rest of the machine was judged with the pool (pool_findings).
+            yield from check_provisioning(
+                f"{path}.{at}.machineSpec", machine.machine_type, strategy
             )
         image = pool.container_spec.image_uri if pool.container_spec is not None else ""
         if remote and image.strip() and not is_by_digest(image):
@@ -229,8 +251,6 @@ def _custom_job_spec(
                 f"{at}.containerSpec.imageUri",
                 f'{not_by_digest(image)}, e.g. platform.image("trainer")',
             )
-        if machine.accelerator_type and machine.accelerator_count:
-            accelerators.append((f"{path}.{at}.machineSpec", machine.accelerator_type))
         if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
             # Private Service Connect interface ("Mount a Network File System share").
@@ -240,8 +260,6 @@ def _custom_job_spec(
                 "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
                 "or drop nfsMounts",
             )
-    if region is not None:
-        yield from check_region(region, accelerators, strict=strict)
     base = spec.base_output_directory.output_uri_prefix
     if base is not None and not base.strip():
         yield "baseOutputDirectory.outputUriPrefix", "must not be empty when set"
@@ -465,7 +483,12 @@ def _study(study: StudySpec) -> Found:
 
 
 def platform_findings(
-    view: JobView, *, region: str | None, remote: bool, strict: bool = False
+    view: JobView,
+    *,
+    region: str | None,
+    remote: bool,
+    strict: bool = False,
+    later: Sequence[str] | None = None,
 ) -> list[Finding]:
     """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
     hardware catalog does not know (errors too when ``strict``). What a pool, study or
@@ -474,30 +497,60 @@ def platform_findings(
 
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
+    ``later``: judge only what reads a value at these API paths (not known before).
     """
-    out = [] if view.display_name is None else display_name_findings(view.display_name)
-    out += _at("", _labels(view.labels))
-    out += _at("", _located(view, region))
     path = view.trial_job_path
-    out += _at(
-        path, _custom_job_spec(view.trial_job, path, region=region, remote=remote, strict=strict)
-    )
-    if isinstance(view, HyperparameterTuningJob):
+
+    def reads(*fields: str) -> bool:
+        return later is None or any(
+            p == f or p.startswith((f"{f}.", f"{f}[")) for p in later for f in fields
+        )
+
+    located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
+    out: list[Finding] = []
+    if view.display_name is not None and reads("displayName"):
+        out += display_name_findings(view.display_name)
+    if reads("labels"):
+        out += _at("", _labels(view.labels))
+    if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
+        out += _at("", _located(view, region))
+    if reads(path):
+        out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
+    machines = later is None or any(".machineSpec" in p for p in later)
+    if region is not None and machines:
+        out += check_region(region, _accelerators(view), strict=strict)
+    tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
+    if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
         out += _at("", _tuning_job(view))
     return out
 
 
 def job_findings(
-    view: JobView, *, region: str | None, remote: bool, strict: bool = False
+    view: JobView,
+    *,
+    region: str | None,
+    remote: bool,
+    strict: bool = False,
+    later: Sequence[str] | None = None,
 ) -> list[Finding]:
     """Every rule on a body that did not come from the Args (which judged their parts where
     each was built): ``platform_findings`` and what each pool, the study and each parameter
-    must be."""
-    out = platform_findings(view, region=region, remote=remote, strict=strict)
+    must be. ``later``: the body came from the Args, all but the values at these API paths,
+    not known when they judged it: the job's rules, and those of a pool, the study or a
+    parameter only where such a value is theirs (an image is the job's to judge)."""
+
+    def touched(at: str) -> bool:
+        return later is None or any(
+            path.startswith((f"{at}.", f"{at}[")) and not path.endswith(".containerSpec.imageUri")
+            for path in later
+        )
+
+    out = platform_findings(view, region=region, remote=remote, strict=strict, later=later)
     for index, pool in enumerate(view.trial_job.worker_pool_specs):
-        if pool is not None:
-            out += pool_findings(pool, f"{view.trial_job_path}.workerPoolSpecs[{index}]")
-    if isinstance(view, HyperparameterTuningJob):
+        at = f"{view.trial_job_path}.workerPoolSpecs[{index}]"
+        if pool is not None and touched(at):
+            out += pool_findings(pool, at)
+    if isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
