@@ -21,6 +21,7 @@ LAYERS = {
     "vertex_training.jobs": 2,
     "vertex_training.platform": 3,
     "vertex_training.serving": 3,
+    "vertex_training.capacity": 3,
     "vertex_training.stack": 4,
     "vertex_training.cost.program": 5,
     "vertex_training.cost.__main__": 5,

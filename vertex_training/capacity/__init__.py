@@ -1,0 +1,1 @@
+"""Persistent resources: capacity kept warm, and the jobs placed on it."""
