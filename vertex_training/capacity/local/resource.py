@@ -129,6 +129,7 @@ class WarmPool(pulumi.dynamic.Resource, module="vertex", name="WarmPool"):
 
     name: pulumi.Output[str]
     """``projects/local/locations/local/persistentResources/ID``."""
+    resource_id: pulumi.Output[str]
     slots: pulumi.Output[float]
     healthy: pulumi.Output[bool]
     """Every slot had a live worker waiting when last looked at."""
