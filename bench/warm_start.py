@@ -29,19 +29,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as `make` exports it: the pool and jobs agree
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import yaml
+
+from vertex_training.capacity.local.pool import create_pool, stop_pool
+from vertex_training.jobs.api import PlatformFacts, job_body
+from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local.warm import pool_dir
+from vertex_training.jobs.declarations import read_job
+from vertex_training.jobs.records import JobKind, JobRecord, JobState
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import yaml  # noqa: E402
-
-from vertex_training.capacity.local.pool import create_pool, stop_pool  # noqa: E402
-from vertex_training.jobs.api import PlatformFacts, job_body  # noqa: E402
-from vertex_training.jobs.backends.local import LocalBackend  # noqa: E402
-from vertex_training.jobs.backends.local.warm import pool_dir  # noqa: E402
-from vertex_training.jobs.declarations import read_job  # noqa: E402
-from vertex_training.jobs.records import JobKind, JobRecord, JobState  # noqa: E402
-
 STUDY = "horses-humans-tuning"
 RESOURCE = "bench-pool"
 FIRST_STEP = "start_epoch="
@@ -96,6 +95,7 @@ def starts(backend: LocalBackend, record: JobRecord) -> list[float]:
 
 
 def main() -> int:
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as `make` exports it: the pool and jobs agree
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
         backend = LocalBackend(str(root))
