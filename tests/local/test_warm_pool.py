@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.bodies import custom_job, pool
+from tests.bodies import custom_job, pool, study, tuning_job
 from tests.local.conftest import pid_gone
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.capacity.local.resource import WarmPoolProvider
@@ -43,7 +43,12 @@ PROBE = textwrap.dedent(
     if tf is not None:
         tf._probe_job = os.environ["CLOUD_ML_JOB_ID"]  # what the next job must not see
     task = record["cluster_spec"]["task"]
-    out = os.path.join(sys.argv[1], f"{task['type']}-{task['index']}.json")
+    trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
+    if trial:
+        import hypertune
+        hypertune.HyperTune().report_hyperparameter_tuning_metric(
+            hyperparameter_metric_tag="accuracy", metric_value=0.5, global_step=1)
+    out = os.path.join(sys.argv[1], f"{trial}{task['type']}-{task['index']}.json")
     with open(out, "w") as handle:
         json.dump(record, handle)
     """
@@ -162,6 +167,30 @@ def test_each_job_gets_a_fresh_interpreter_and_a_cluster_gets_one_worker_each(
         assert probe["pid"] != one["pid"]
         assert json.loads(probe["tf_config"])["cluster"].keys() == {"chief", "worker"}
     assert log.count("runs warm") == 2
+
+
+@pytest.mark.slow
+def test_a_studys_trials_each_run_in_a_fresh_warm_worker(
+    warm: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    root, _ = warm
+    script, out = tmp_path / "probe.py", tmp_path / "out"
+    script.write_text(PROBE)
+    out.mkdir()
+    trial = {
+        "workerPoolSpecs": [pool(command=("python", str(script)), args=(str(out),))],
+        "persistentResourceId": RESOURCE,
+    }
+    parameter = {"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}
+    body = tuning_job(trial, study(parameter, algorithm="RANDOM_SEARCH"), max_trials=3)
+    backend = LocalBackend(str(root))
+    record = backend.wait(backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, body).name, timeout=300)
+    assert record.state is JobState.SUCCEEDED, record.error_message
+    probes = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
+    assert len(probes) == 3 and len({p["pid"] for p in probes}) == 3
+    assert all(p["tensorflow_imported"] and p["seen_before"] is None for p in probes)
+    log = (backend.jobs_dir / record.name.rsplit("/", 1)[-1] / "supervisor.log").read_text()
+    assert log.count("runs warm") == 3
 
 
 @pytest.mark.slow
