@@ -178,6 +178,7 @@ class ClusterRun:
                 log=log,
             )
             process: subprocess.Popen[bytes] | WarmProcess
+            start: str | None
             if warm:
                 process, start = warm, warm.start
             else:
