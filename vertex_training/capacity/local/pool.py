@@ -65,7 +65,9 @@ def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | No
     worker = pool / SLOTS_DIR / str(slot) / str(process.pid)
     worker.mkdir(parents=True, exist_ok=True)
     info = {"pid": process.pid, "start": process_start_time(process.pid)}
-    (worker / WORKER_FILE).write_text(json.dumps(info), encoding="utf-8")
+    temporary = worker / f"{WORKER_FILE}.tmp"
+    temporary.write_text(json.dumps(info), encoding="utf-8")
+    temporary.rename(worker / WORKER_FILE)  # read whole or not at all
     return worker
 
 
@@ -93,7 +95,7 @@ def create_pool(pool: Path, slots: int) -> None:
     pool.mkdir(parents=True, exist_ok=True)
     env = pool_environment(os.environ)
     warm_env = {name: env[name] for name in IMPORT_TIME_VARIABLES if name in env}
-    info = {"slots": slots, "environment": warm_env}
+    info = {"slots": slots, "python": sys.executable, "environment": warm_env}
     (pool / POOL_FILE).write_text(json.dumps(info, indent=1), encoding="utf-8")
     ensure_workers(pool)
 
@@ -126,12 +128,13 @@ def healthy(pool: Path) -> bool:
     except FileNotFoundError:
         return False
     return all(
-        any(worker_alive(w) and waiting(w) for w in _listed(pool, slot))
+        any(worker_alive(w) and waiting(w) for w in listed_workers(pool, slot))
         for slot in range(int(info["slots"]))
     )
 
 
-def _listed(pool: Path, slot: int) -> list[Path]:
+def listed_workers(pool: Path, slot: int) -> list[Path]:
+    """The slot's worker directories, live or not."""
     directory = pool / SLOTS_DIR / str(slot)
     return sorted(directory.iterdir()) if directory.is_dir() else []
 
@@ -167,4 +170,12 @@ def stop_pool(pool: Path) -> None:
     shutil.rmtree(pool, ignore_errors=True)
 
 
-__all__ = ["create_pool", "ensure_workers", "healthy", "start_worker", "stop_pool"]
+__all__ = [
+    "create_pool",
+    "ensure_workers",
+    "healthy",
+    "listed_workers",
+    "start_worker",
+    "stop_pool",
+    "waiting",
+]

@@ -19,13 +19,14 @@ import time
 import traceback
 from pathlib import Path
 
-from vertex_training.capacity.local.pool import WARM, start_worker
+from vertex_training.capacity.local.pool import WARM, listed_workers, start_worker, waiting
 from vertex_training.jobs.backends.local._store import process_alive
 from vertex_training.jobs.backends.local.warm import (
     POOL_FILE,
     READY,
     SLOTS_DIR,
     ReplicaRequest,
+    worker_alive,
 )
 
 _log = logging.getLogger("vertex_training.capacity.local.worker")
@@ -97,8 +98,10 @@ def main(argv: list[str]) -> int:
         if not (pool / POOL_FILE).exists():
             return 0
         time.sleep(POLL_SECONDS)
-    with contextlib.suppress(FileNotFoundError):
-        if (pool / POOL_FILE).exists():
+    # The slot's next worker, unless the pool is going or an `up` started one meanwhile.
+    others = (w for w in listed_workers(pool, slot) if w != me)
+    if (pool / POOL_FILE).exists() and not any(worker_alive(w) and waiting(w) for w in others):
+        with contextlib.suppress(FileNotFoundError):
             start_worker(pool, slot, environment, me)
     _log.info("worker %d runs %s", os.getpid(), request.module or request.script)
     code = run_replica(request)

@@ -8,8 +8,9 @@ in files only (the jobs layer never imports the capacity layer), under
 ``<local root>/capacity/<resource id>/``:
 
 ``pool.json``
-    written by ``up``: the number of slots and ``environment``, the values of
-    ``IMPORT_TIME_VARIABLES`` every worker was started with. Gone once ``destroy`` began.
+    written by ``up``: the number of slots, the workers' interpreter (``python``) and
+    ``environment``, the values of ``IMPORT_TIME_VARIABLES`` every worker was started
+    with. Gone once ``destroy`` began.
 ``slots/<slot>/<pid>/``
     one directory per worker process. ``worker.json`` (pid, kernel start time) as soon
     as it runs; ``ready`` once TensorFlow is imported and the slot's previous worker has
@@ -31,7 +32,6 @@ import contextlib
 import json
 import logging
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -113,8 +113,8 @@ def workers(pool: Path) -> Iterator[Path]:
 
 def cold_reason(pool: Mapping[str, Any], command: Sequence[str], env: Mapping[str, str]) -> str:
     """Why a replica cannot run in one of the pool's warm interpreters ('' when it can)."""
-    if len(command) < 2 or command[0] != sys.executable:
-        return f"its command {command[0]!r} is not the pool's interpreter {sys.executable}"
+    if len(command) < 2 or command[0] != pool.get("python"):
+        return f"its command {command[0]!r} is not the pool's interpreter {pool.get('python')}"
     if command[1].startswith("-") and (command[1] != "-m" or len(command) < 3):
         return f"its command is not `python -m <module>` or `python <script>` but {command[1]!r}"
     warm = pool.get("environment", {})
@@ -168,12 +168,12 @@ class WarmProcess:
 
     def poll(self) -> int | None:
         if self.returncode is None:
+            # Looked at before the file: a worker that ended had written it by then.
+            alive = process_alive(self.pid, self.start)
             if self.exit_file.exists():
-                self.returncode = int(self.exit_file.read_text(encoding="utf-8") or EXIT_KILLED)
-            elif not process_alive(self.pid, self.start):
-                # It may have written the file just before it ended.
-                text = self.exit_file.read_text() if self.exit_file.exists() else ""
-                self.returncode = int(text) if text else EXIT_KILLED
+                self.returncode = int(self.exit_file.read_text(encoding="utf-8"))
+            elif not alive:
+                self.returncode = EXIT_KILLED
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
