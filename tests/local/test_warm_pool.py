@@ -109,28 +109,34 @@ def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[
         provider.delete(created.id, props)
 
 
+def _probe_pool(tmp: Path, replicas: int = 1, env: dict[str, str] | None = None) -> Any:
+    """A pool body whose replicas run ``PROBE``, writing into ``tmp / "out"``."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / "out").mkdir(exist_ok=True)
+    script = tmp / "probe.py"
+    script.write_text(PROBE)
+    command = ("python", str(script))
+    return pool(command=command, args=(str(tmp / "out"),), replicas=replicas, env=env or {})
+
+
+def _run(root: Path, tmp: Path, kind: JobKind, body: dict[str, Any]) -> Any:
+    """The job's record when it ended, its replicas' probes by name, its supervisor log."""
+    backend = LocalBackend(str(root))
+    record = backend.wait(backend.submit(kind, body).name, timeout=300)
+    job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
+    probes = {p.stem: json.loads(p.read_text()) for p in sorted((tmp / "out").glob("*.json"))}
+    return record, probes, (job_dir / "supervisor.log").read_text()
+
+
 def _probe_job(
     root: Path, tmp: Path, *, replicas: int = 1, env: dict[str, str] | None = None
 ) -> Any:
-    tmp.mkdir(parents=True, exist_ok=True)
-    script = tmp / "probe.py"
-    script.write_text(PROBE)
-    out = tmp / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    pools = [pool(command=("python", str(script)), args=(str(out),), env=env or {})]
+    pools = [_probe_pool(tmp, env=env)]
     if replicas > 1:
-        pools.append(pool(command=("python", str(script)), args=(str(out),), replicas=replicas - 1))
-    backend = LocalBackend(str(root))
-    body = custom_job(
-        *pools,
-        persistentResourceId=RESOURCE,
-        baseOutputDirectory={"outputUriPrefix": str(tmp / "gcs")},
-    )
-    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, body).name, timeout=300)
-    job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
-    log = (job_dir / "supervisor.log").read_text()
-    probes = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
-    return record, probes, log
+        pools.append(_probe_pool(tmp, replicas=replicas - 1))
+    output = {"outputUriPrefix": str(tmp / "gcs")}
+    body = custom_job(*pools, persistentResourceId=RESOURCE, baseOutputDirectory=output)
+    return _run(root, tmp, JobKind.CUSTOM_JOB, body)
 
 
 @pytest.mark.slow
@@ -174,22 +180,13 @@ def test_a_studys_trials_each_run_in_a_fresh_warm_worker(
     warm: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
     root, _ = warm
-    script, out = tmp_path / "probe.py", tmp_path / "out"
-    script.write_text(PROBE)
-    out.mkdir()
-    trial = {
-        "workerPoolSpecs": [pool(command=("python", str(script)), args=(str(out),))],
-        "persistentResourceId": RESOURCE,
-    }
+    trial = {"workerPoolSpecs": [_probe_pool(tmp_path)], "persistentResourceId": RESOURCE}
     parameter = {"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}
     body = tuning_job(trial, study(parameter, algorithm="RANDOM_SEARCH"), max_trials=3)
-    backend = LocalBackend(str(root))
-    record = backend.wait(backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, body).name, timeout=300)
+    record, probes, log = _run(root, tmp_path, JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert record.state is JobState.SUCCEEDED, record.error_message
-    probes = [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
-    assert len(probes) == 3 and len({p["pid"] for p in probes}) == 3
-    assert all(p["tensorflow_imported"] and p["seen_before"] is None for p in probes)
-    log = (backend.jobs_dir / record.name.rsplit("/", 1)[-1] / "supervisor.log").read_text()
+    assert len(probes) == 3 and len({p["pid"] for p in probes.values()}) == 3
+    assert all(p["tensorflow_imported"] and p["seen_before"] is None for p in probes.values())
     assert log.count("runs warm") == 3
 
 

@@ -8,16 +8,17 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import process_start_time
-from vertex_training.jobs.backends.local.cluster import log_tail, stop_process_groups
+from vertex_training.jobs.backends.local.cluster import (
+    log_tail,
+    start_process,
+    stop_process_groups,
+)
 from vertex_training.jobs.backends.local.warm import (
     CLAIMED,
     IMPORT_TIME_VARIABLES,
@@ -50,21 +51,12 @@ def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | No
     command = [sys.executable, "-m", WORKER_MODULE, str(pool), str(slot)]
     if predecessor:
         command += [str(predecessor["pid"]), str(predecessor["start"])]
-    with open(pool / LOGS_DIR / f"slot-{slot}.log", "ab") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=project_root(),
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process, start = start_process(command, pool / LOGS_DIR / f"slot-{slot}.log", env)
     # Reaped when it ends while its starter still runs: a zombie would look alive.
     threading.Thread(target=process.wait, daemon=True).start()
     worker = pool / SLOTS_DIR / str(slot) / str(process.pid)
     worker.mkdir(parents=True, exist_ok=True)
-    info = {"pid": process.pid, "start": process_start_time(process.pid)}
+    info = {"pid": process.pid, "start": start}
     temporary = worker / f"{WORKER_FILE}.tmp"
     temporary.write_text(json.dumps(info), encoding="utf-8")
     temporary.rename(worker / WORKER_FILE)  # read whole or not at all
