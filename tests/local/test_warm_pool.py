@@ -20,10 +20,10 @@ import pytest
 from tests.bodies import custom_job, pool, study, tuning_job
 from tests.local.conftest import pid_gone
 from vertex_training._dynamic import BackendKind, BackendSettings
-from vertex_training.capacity.local.resource import WarmPoolProvider
+from vertex_training.capacity.local.resource import WarmPoolProvider, slot_count
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.warm import WORKER_FILE, pool_dir, workers
+from vertex_training.jobs.backends.local.warm import WORKER_FILE, cold_reason, pool_dir, workers
 from vertex_training.jobs.records import JobKind, JobState
 
 RESOURCE = "warm-pool-1"
@@ -93,6 +93,33 @@ def test_a_pool_without_replicas_is_refused_at_check(tmp_path: Path) -> None:
     assert [f.reason for f in result.failures] == [
         "resourcePools: no replica in any pool; valid: a replicaCount of 1 or more"
     ]
+
+
+def test_a_pool_has_one_slot_per_replica_as_the_engine_hands_the_counts_over() -> None:
+    pools = [
+        {"replicaCount": "2"},  # int64 as REST writes it
+        {"replicaCount": 1.0},  # a number through the engine
+        {"autoscalingSpec": {"minReplicaCount": 1, "maxReplicaCount": 3}},
+    ]
+    assert slot_count(pools) == 4
+
+
+@pytest.mark.parametrize(
+    ("command", "env", "reason"),
+    [
+        (["/other/python", "-m", "trainer.task"], {}, "is not the pool's interpreter"),
+        (["PY", "-c", "print(1)"], {}, "not `python -m <module>` or `python <script>` but '-c'"),
+        (["PY", "-m", "trainer.task"], {"TF_USE_LEGACY_KERAS": "0"}, "TF_USE_LEGACY_KERAS='0'"),
+        (["PY", "-m", "trainer.task"], {"TF_USE_LEGACY_KERAS": "1"}, ""),
+        (["PY", "script.py", "--x=1"], {"TF_USE_LEGACY_KERAS": "1"}, ""),
+    ],
+)
+def test_a_replica_runs_warm_only_where_the_pools_interpreter_read_what_it_would(
+    command: list[str], env: dict[str, str], reason: str
+) -> None:
+    pool_info = {"python": "PY", "environment": {"TF_USE_LEGACY_KERAS": "1"}}
+    said = cold_reason(pool_info, command, env)
+    assert (reason in said) if reason else said == ""
 
 
 @pytest.fixture(scope="module")

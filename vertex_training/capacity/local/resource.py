@@ -19,9 +19,14 @@ OUTPUTS = ("name", "slots", "healthy")
 
 
 def slot_count(resource_pools: Sequence[Mapping[str, Any]]) -> int:
-    """One slot per replica: the pools' replica counts (numbers cross the engine as
-    floats, int64 as strings)."""
-    return sum(int(float(p.get("replicaCount", 0))) for p in resource_pools)
+    """One slot per replica: the pools' replica counts, or where a pool sets none its
+    autoscaling minimum (numbers cross the engine as floats, int64 as strings)."""
+    return sum(
+        int(
+            float(p.get("replicaCount", (p.get("autoscalingSpec") or {}).get("minReplicaCount", 0)))
+        )
+        for p in resource_pools
+    )
 
 
 def _pool(props: Mapping[str, Any]) -> Path:
