@@ -150,10 +150,6 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
         ),
         r"jobSpec\.workerPoolSpecs\[0\]\.machineSpec\.reservationAffinity",
     ),
-    "persistentResourceId": (
-        custom_job(_pool(), persistentResourceId="my-cluster"),
-        r"jobSpec\.persistentResourceId",
-    ),
     "pythonPackageSpec": (
         custom_job(_python_package_pool()),
         r"jobSpec\.workerPoolSpecs\[0\]\.pythonPackageSpec",

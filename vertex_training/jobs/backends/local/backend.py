@@ -15,7 +15,6 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
-from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
@@ -41,7 +40,9 @@ from vertex_training.jobs.backends.local.environment import (
     DECODED_CACHE,
     local_bucket_paths,
     replica_command,
+    replica_pythonpath,
 )
+from vertex_training.jobs.backends.local.warm import pool_dir, pool_exists
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
@@ -89,6 +90,13 @@ class LocalBackend(JobBackend):
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
         job_message = check_runnable(kind, body)
+        resource_id = _job_spec(job_message).persistent_resource_id
+        if resource_id and not pool_exists(self.root, resource_id):
+            raise JobRefusedError(
+                f"jobSpec.persistentResourceId: no persistent resource {resource_id!r} on this "
+                f"machine (no pool under {pool_dir(self.root, resource_id)}); valid: the id of "
+                "a persistent resource of this platform, created before the job"
+            )
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         job_id = new_job_id()
         while True:
@@ -131,7 +139,7 @@ class LocalBackend(JobBackend):
         process, state.supervisor_start = start_process(
             [sys.executable, "-m", SUPERVISOR_MODULE, str(job.path)],
             job.path / SUPERVISOR_LOG,
-            {**os.environ, "PYTHONPATH": _pythonpath()},
+            {**os.environ, "PYTHONPATH": replica_pythonpath(os.environ)},
         )
         # Reap it when it ends, so a long-lived caller keeps no zombie (a zombie would
         # also look alive to the liveness check).
@@ -270,17 +278,6 @@ def _died(state: LocalJobState) -> bool:
     return state.record.state is JobState.FAILED and (state.record.error_message or "").startswith(
         SUPERVISOR_DIED
     )
-
-
-def _pythonpath() -> str:
-    """The project (replicas import its ``trainer``), then wherever this library was
-    imported from (a checkout on no path but the caller's), then the caller's own."""
-    # The directory holding the vertex_training package (this file is
-    # vertex_training/jobs/backends/local/backend.py), without importing the top level.
-    library = Path(__file__).resolve().parents[4]
-    existing = os.environ.get("PYTHONPATH")
-    entries = [str(project_root()), str(library), *([existing] if existing else [])]
-    return os.pathsep.join(dict.fromkeys(entries))
 
 
 def _job_spec(job: JobMessage) -> CustomJobSpec:

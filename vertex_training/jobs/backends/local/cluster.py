@@ -35,6 +35,7 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
+from vertex_training.jobs.backends.local.warm import WarmProcess, run_warm
 from vertex_training.jobs.records import output_dirs
 
 _log = logging.getLogger(__name__)
@@ -122,7 +123,7 @@ class ClusterRun:
     extra_args: tuple[str, ...] = ()
     """Appended to every pool's args (a trial's ``--param=value`` flags, as Vertex does)."""
     replicas: list[ReplicaStatus] = field(default_factory=list)
-    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    processes: list[subprocess.Popen[bytes] | WarmProcess] = field(default_factory=list)
     held_gpus: list[tuple[str, ...] | None] = field(default_factory=list)
     started_at: float = 0.0
     chief_done_at: float | None = None
@@ -167,7 +168,21 @@ class ClusterRun:
             )
             command = replica_command(pool, args[slot.pool])
             log = self.run_dir / "logs" / f"{slot.label}.log"
-            process, start = start_process(command, log, {**inherited, **env})
+            # On a persistent resource: a warm worker of its pool runs the replica.
+            warm = self.spec.persistent_resource_id and run_warm(
+                self.job.root,
+                resource_id=self.spec.persistent_resource_id,
+                label=slot.label,
+                command=command,
+                env={**inherited, **env},
+                log=log,
+            )
+            process: subprocess.Popen[bytes] | WarmProcess
+            start: str | None
+            if warm:
+                process, start = warm, warm.start
+            else:
+                process, start = start_process(command, log, {**inherited, **env})
             self.processes.append(process)
             self.replicas.append(
                 ReplicaStatus(

@@ -42,6 +42,7 @@ from typing import Any
 from google.cloud.aiplatform_v1 import CustomJobSpec, WorkerPoolSpec
 from google.protobuf import json_format
 
+from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_training.jobs.records import output_dirs
@@ -224,6 +225,18 @@ def inherited_environment(environ: Mapping[str, str]) -> dict[str, str]:
         for k, v in environ.items()
         if k not in VERTEX_OWNED_NAMES and not k.startswith(VERTEX_OWNED_PREFIXES)
     }
+
+
+def replica_pythonpath(environ: Mapping[str, str]) -> str:
+    """The ``PYTHONPATH`` of a job's supervisor and replicas: the project (replicas import
+    its ``trainer``), then wherever this library was imported from (a checkout on no path
+    but the caller's), then ``environ``'s own."""
+    # The directory holding the vertex_training package (this file is
+    # vertex_training/jobs/backends/local/environment.py), without importing the top level.
+    library = Path(__file__).resolve().parents[4]
+    existing = environ.get("PYTHONPATH")
+    entries = [str(project_root()), str(library), *([existing] if existing else [])]
+    return os.pathsep.join(dict.fromkeys(entries))
 
 
 def is_repo_trainer_image(image_uri: str) -> bool:

@@ -1,0 +1,117 @@
+"""A warm worker of a local persistent resource:
+``python -m vertex_training.capacity.local.worker <pool dir> <slot> [<pid> <start>]``.
+
+It imports what the trainer imports, waits for the slot's previous worker (``<pid>``,
+started at kernel time ``<start>``) to end, then for one replica
+(``jobs.backends.local.warm`` describes the files), starts the slot's next worker, runs
+the replica in this interpreter with exactly its environment, and ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import runpy
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from vertex_training.capacity.local.pool import WARM, listed_workers, start_worker, waiting
+from vertex_training.jobs.backends.local._store import process_alive
+from vertex_training.jobs.backends.local.warm import (
+    POOL_FILE,
+    READY,
+    SLOTS_DIR,
+    ReplicaRequest,
+    worker_alive,
+)
+
+_log = logging.getLogger("vertex_training.capacity.local.worker")
+
+WARM_MODULES = ("tensorflow", "tf_keras", "hypertune")
+"""What the trainer imports that takes long: imported before any job (the trainer's own
+modules are not, so a job runs the trainer as it is on disk when the job starts)."""
+POLL_SECONDS = 0.02
+
+
+def run_replica(request: ReplicaRequest) -> int:
+    """Run the replica as ``python -m module`` or ``python script`` would; its exit code."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    log = os.open(request.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(request.cwd)
+    os.environ.clear()
+    os.environ.update(request.env)
+    try:
+        if request.module is not None:
+            sys.argv = [request.module, *request.args]
+            runpy.run_module(request.module, run_name="__main__", alter_sys=True)
+        else:
+            assert request.script is not None
+            sys.argv = [request.script, *request.args]
+            sys.path[0] = str(Path(request.script).resolve().parent)
+            runpy.run_path(request.script, run_name="__main__")
+        code = 0
+    except SystemExit as exit_:
+        if exit_.code is None or isinstance(exit_.code, int):
+            code = exit_.code or 0
+        else:
+            print(exit_.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return code
+
+
+def main(argv: list[str]) -> int:
+    pool, slot = Path(argv[1]), int(argv[2])
+    predecessor = (int(argv[3]), argv[4]) if len(argv) > 4 else None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # Its own handler: the root logger stays unconfigured for the replica's basicConfig.
+    _log.addHandler(handler)
+    _log.setLevel(logging.INFO)
+    _log.propagate = False
+    environment = dict(os.environ)  # what the next worker gets, before a replica's
+    me = pool / SLOTS_DIR / str(slot) / str(os.getpid())
+    me.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    for module in WARM_MODULES:
+        importlib.import_module(module)
+    (me / WARM).touch()
+    _log.info("worker %d of slot %d warm in %.1f s", os.getpid(), slot, time.monotonic() - started)
+    while predecessor and process_alive(*predecessor):
+        if not (pool / POOL_FILE).exists():
+            return 0  # destroyed
+        time.sleep(POLL_SECONDS)
+    (me / READY).touch()
+    while (request := ReplicaRequest.read(me)) is None:
+        if not (pool / POOL_FILE).exists():
+            return 0
+        time.sleep(POLL_SECONDS)
+    # The slot's next worker, unless the pool is going or an `up` started one meanwhile.
+    others = (w for w in listed_workers(pool, slot) if w != me)
+    if (pool / POOL_FILE).exists() and not any(worker_alive(w) and waiting(w) for w in others):
+        with contextlib.suppress(FileNotFoundError):
+            start_worker(pool, slot, environment, me)
+    _log.info("worker %d runs %s", os.getpid(), request.module or request.script)
+    code = run_replica(request)
+    exit_file = Path(request.exit_file)
+    temporary = exit_file.with_name(f"{exit_file.name}.tmp")
+    temporary.write_text(str(code), encoding="utf-8")
+    temporary.rename(exit_file)
+    return code
+
+
+if __name__ == "__main__":
+    # No interpreter teardown: TensorFlow's threads may hold it, and nothing is left to save.
+    os._exit(main(sys.argv))
