@@ -11,6 +11,7 @@ import pulumi
 import pulumi.dynamic
 
 from vertex_training._dynamic import BackendKind, BackendSettings, Provider, placement
+from vertex_training.findings import Finding
 from vertex_training.jobs.backends.local.warm import pool_dir
 
 PROVIDER_VERSION = "1"
@@ -56,31 +57,43 @@ class WarmPoolProvider(Provider):
     # The new pool takes the same directory: the old one goes first.
     delete_before_replace = True
 
-    def problems(self, news: Mapping[str, Any], settings: BackendSettings) -> list[str]:
+    def findings(
+        self, news: Mapping[str, Any], settings: BackendSettings
+    ) -> list[tuple[str, Finding]]:
         if settings.kind is not BackendKind.LOCAL:
-            return ["backend.kind: a warm pool is the local twin of a persistent resource"]
+            return [
+                (
+                    "backend",
+                    Finding(
+                        "kind",
+                        "a warm pool is the local twin of a persistent resource",
+                        valid="local",
+                    ),
+                )
+            ]
         pools = news["spec"].get("resourcePools") or []
         try:
             slots = slot_count(pools)
         except (TypeError, ValueError) as error:
-            return [f"resourcePools: a replicaCount is not a number ({error})"]
+            return [("spec", Finding("resourcePools", f"a replicaCount is not a number ({error})"))]
         if slots < 1:
-            return ["resourcePools: no replica in any pool; valid: a replicaCount of 1 or more"]
+            return [
+                (
+                    "spec",
+                    Finding(
+                        "resourcePools",
+                        "no replica in any pool",
+                        valid="a replicaCount of 1 or more",
+                    ),
+                )
+            ]
         return []
 
-    def diff(
-        self, id_: str, olds: dict[str, Any], news: dict[str, Any]
-    ) -> pulumi.dynamic.DiffResult:
+    def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
         from vertex_training.capacity.local.pool import healthy
 
-        replaces, changed = self.changes(olds, news)
-        if not replaces and not changed and not healthy(_pool(news)):
-            changed.append("healthy")  # a worker died (or the machine restarted): replace it
-        return pulumi.dynamic.DiffResult(
-            changes=bool(replaces or changed),
-            replaces=replaces,
-            delete_before_replace=self.delete_before_replace,
-        )
+        # A worker died (or the machine restarted): an update replaces it.
+        return [] if healthy(_pool(props)) else ["healthy"]
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         from vertex_training.capacity.local.pool import create_pool
