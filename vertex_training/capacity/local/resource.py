@@ -10,7 +10,13 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._dynamic import BackendKind, BackendSettings, Provider, placement
+from vertex_training._dynamic import (
+    BackendKind,
+    BackendSettings,
+    NotFoundError,
+    Provider,
+    placement,
+)
 from vertex_training.findings import Finding
 from vertex_training.jobs.backends.local.warm import pool_dir
 
@@ -104,13 +110,20 @@ class WarmPoolProvider(Provider):
             id_=outputs["name"], outs={**self.inputs(props), **outputs}
         )
 
-    def current(self, id_: str, props: Mapping[str, Any]) -> dict[str, Any] | None:
+    def backend(self, props: Mapping[str, Any]) -> Path:
+        """The pool's directory: its files are the pool's whole state."""
+        return _pool(props)
+
+    def fetch(self, backend: Path, id_: str) -> Path:
         from vertex_training.capacity.local.pool import ensure_workers
 
         try:
-            ensure_workers(_pool(props))  # a refresh replaces a dead worker
-        except FileNotFoundError:
-            return None  # its pool is gone: the next `up` creates it again
+            ensure_workers(backend)  # a refresh replaces a dead worker
+        except FileNotFoundError as gone:
+            raise NotFoundError(id_) from gone  # the next `up` creates it again
+        return backend
+
+    def outputs(self, record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
         return _outputs(props)
 
     def update(
