@@ -186,7 +186,11 @@ class Provider(pulumi.dynamic.ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
         settings and the provider's ``problems``. The backend's target is kept beside the
-        inputs (a new target replaces)."""
+        inputs (a new target replaces). Inputs equal to the state's were judged by the check
+        that let them in: an unchanged resource is not judged again (so a no-op ``up``
+        loads neither the protos nor the rules)."""
+        if news == _olds:
+            return pulumi.dynamic.CheckResult(news, [])
         failures = [
             pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
             for key in self.required
