@@ -66,8 +66,9 @@ def environment(root: Path, name: str) -> dict[str, str]:
     state = root / f"state-{name}"
     state.mkdir(exist_ok=True)
     cli_dir = ROOT / ".tools" / "bin"
-    return {
-        **os.environ,
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {  # bytecode cached, as a user's `up` has it (the first up compiles)
+        **inherited,
         "PATH": f"{cli_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
         f"{os.environ.get('PATH', '')}",
         "VERTEX_TRAINING_PULUMI_CLI": str(cli_dir / "pulumi"),
@@ -170,6 +171,8 @@ def measure(root: Path, repeat: int, keep: bool) -> None:
                 f"{time.perf_counter() - started:.0f} s",
                 flush=True,
             )
+        else:  # the code was copied again: compile it once
+            timed([*ours_up, "--expect-no-changes"], ours, ours_env)
         samples: dict[str, list[tuple[float, float]]] = {"ours": [], "empty": []}
         for _ in range(repeat):  # alternately, so both see the same load
             samples["ours"].append(timed([*ours_up, "--expect-no-changes"], ours, ours_env))
