@@ -118,8 +118,9 @@ class BackendSettings:
         return cls(BackendKind.VERTEX, project=project, location=platform.region)
 
     def to_props(self) -> dict[str, Any]:
-        props = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-        return props | {"kind": self.kind.value}
+        # Every field is a plain value: no deep copy (``dataclasses.asdict``) per resource.
+        props = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in props.items() if v is not None} | {"kind": self.kind.value}
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> BackendSettings:
