@@ -125,6 +125,7 @@ policy/venv/.installed: policy/requirements.txt
 # Each script prints its ratio against a baseline measured in the same run.
 bench: install
 	$(BIN)/python bench/program_eval.py --jobs 10 100
+	$(BIN)/python bench/noop_up.py
 	$(BIN)/python bench/input_pipeline.py
 	$(BIN)/python bench/train_step.py
 	$(BIN)/python bench/local_study.py

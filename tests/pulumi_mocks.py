@@ -24,7 +24,6 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from tests import PROJECT_ROOT
-from vertex_training.stack.config import PROJECT_NAME
 
 MOCK_ACCESS_TOKEN = "ya29.mock-access-token"
 
@@ -142,13 +141,18 @@ def run_pulumi(
     stack: str = "test",
     config: Mapping[str, str] | None = None,
     monitor_sink: list[RecordingMonitor] | None = None,
-    project: str = PROJECT_NAME,
+    project: str | None = None,
 ) -> PulumiRun:
     """Evaluate ``fn`` under fresh mocks; ``config`` is the flat map the CLI would pass.
 
     ``monitor_sink`` receives the monitor before ``fn`` runs, so a test can still look
-    at what was registered when ``fn`` raises.
+    at what was registered when ``fn`` raises. ``project`` defaults to this repository's
+    (looked up only then, so that a benchmark's floor runs these mocks with no code of ours).
     """
+    if project is None:
+        from vertex_training.stack.config import PROJECT_NAME
+
+        project = PROJECT_NAME
     settings.reset_options(project=project, stack=stack)
     set_all_config(dict(config or {}))
     mocks = PlatformMocks()

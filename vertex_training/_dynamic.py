@@ -169,8 +169,9 @@ class BackendSettings:
         return cls(BackendKind.VERTEX, project=project, location=platform.region)
 
     def to_props(self) -> dict[str, Any]:
-        props = {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-        return props | {"kind": self.kind.value}
+        # Every field is a plain value: no deep copy (``dataclasses.asdict``) per resource.
+        props = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {k: v for k, v in props.items() if v is not None} | {"kind": self.kind.value}
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> BackendSettings:
@@ -260,7 +261,11 @@ class Provider(pulumi.dynamic.ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
         settings and the provider's ``findings``, each a failure of its input. The
-        backend's target is kept beside the inputs (a new target replaces)."""
+        backend's target is kept beside the inputs (a new target replaces). Inputs equal to
+        the state's were judged by the check that let them in: an unchanged resource is not
+        judged again (so a no-op ``up`` loads neither the protos nor the rules)."""
+        if news == _olds:
+            return pulumi.dynamic.CheckResult(news, [])
         failures = [
             pulumi.dynamic.CheckFailure(key, f"required input {key!r} missing")
             for key in self.required
