@@ -34,8 +34,7 @@ from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.fields import SEE_THE_PROBLEM
 from vertex_training.jobs.rules.catalog import catalog
-from vertex_training.platform.names import derived_bucket_name
-from vertex_training.platform.platform import platform_labels
+from vertex_training.platform.names import derived_bucket_name, platform_labels
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
     EnvironmentKind,
