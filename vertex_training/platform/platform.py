@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
 
@@ -421,10 +421,7 @@ class TrainingPlatform(pulumi.ComponentResource):
 
             email = workbench.service_account or self.workbench_service_account
             assert email is not None
-            accelerator = workbench.accelerator
-            gpu_type, gpu_count = (
-                (accelerator.type, accelerator.count) if accelerator else (None, 0)
-            )
+            machine = _machine(workbench)
             instance = TrainingWorkbench(
                 f"{name}-workbench",
                 TrainingWorkbenchArgs(
@@ -432,12 +429,7 @@ class TrainingPlatform(pulumi.ComponentResource):
                     zone=workbench.zone or f"{args.region}-a",
                     instance_name=names.workbench_instance,
                     service_account_email=email,
-                    machine_type=workbench.machine_type,
-                    gpu_type=gpu_type,  # type: ignore[arg-type]
-                    gpu_count=gpu_count,  # type: ignore[arg-type]
-                    disk_size_gb=workbench.disk_size_gb,
-                    container_image=workbench.container_image,
-                    idle_timeout_minutes=workbench.idle_timeout_minutes,
+                    **machine,
                     # prod notebooks are reached through the Workbench proxy only.
                     public_ip=(
                         args.environment != "prod"
@@ -454,8 +446,8 @@ class TrainingPlatform(pulumi.ComponentResource):
             try:
                 self.cost_estimate = estimate_workbench(
                     machine_type=workbench.machine_type,
-                    gpu_type=gpu_type,  # type: ignore[arg-type]
-                    gpu_count=gpu_count,  # type: ignore[arg-type]
+                    gpu_type=machine["gpu_type"],
+                    gpu_count=machine["gpu_count"],
                     region=args.region,
                 )
             except EstimateError as error:
@@ -582,18 +574,22 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[F
     return problems
 
 
-def _workbench_values(workbench: Workbench) -> WorkbenchValues:
+def _machine(workbench: Workbench) -> dict[str, Any]:
+    """The Workbench fields of the machine, as ``WorkbenchValues`` and the instance name them."""
     accelerator = workbench.accelerator
-    gpu_type, gpu_count = (accelerator.type, accelerator.count) if accelerator else (None, 0)
-    if not (is_known(gpu_type) and is_known(gpu_count)):
+    return {
+        "machine_type": workbench.machine_type,
+        "gpu_type": accelerator.type if accelerator else None,
+        "gpu_count": accelerator.count if accelerator else 0,
+        "container_image": workbench.container_image,
+        "disk_size_gb": workbench.disk_size_gb,
+        "idle_timeout_minutes": workbench.idle_timeout_minutes,
+    }
+
+
+def _workbench_values(workbench: Workbench) -> WorkbenchValues:
+    machine = _machine(workbench)
+    if not (is_known(machine["gpu_type"]) and is_known(machine["gpu_count"])):
         # From another resource: the GPUs are judged when known (by Vertex).
-        gpu_type, gpu_count = None, 0
-    return WorkbenchValues(
-        zone=workbench.zone,
-        machine_type=workbench.machine_type,
-        gpu_type=gpu_type,  # type: ignore[arg-type]
-        gpu_count=gpu_count,  # type: ignore[arg-type]
-        container_image=workbench.container_image,
-        disk_size_gb=workbench.disk_size_gb,
-        idle_timeout_minutes=workbench.idle_timeout_minutes,
-    )
+        machine.update(gpu_type=None, gpu_count=0)
+    return WorkbenchValues(zone=workbench.zone, **machine)
