@@ -204,7 +204,7 @@ def _job_paths(raw: object, jobs: tuple[JobDeclaration, ...]) -> list[str]:
     where = {
         item.get("name"): f"jobs[{index}]"
         for index, item in enumerate(items)
-        if isinstance(item, Mapping)
+        if isinstance(item, Mapping) and isinstance(item.get("name"), str)
     }
     return [where.get(job.name, "jobs") for job in jobs]
 
