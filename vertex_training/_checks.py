@@ -237,10 +237,10 @@ def typo_hint(value: object, expected: object) -> str:
     return did_you_mean(value, options)
 
 
-def shown(value: object) -> str:
-    """``repr(value)``, cut to 60 characters."""
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a huge number is thousands of digits)."""
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Checked:

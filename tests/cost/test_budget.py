@@ -103,17 +103,19 @@ def test_the_three_callers_share_the_verdict_text(prices: PriceCatalog) -> None:
 def test_the_preview_line_warns_when_the_policy_would_act(
     prices: PriceCatalog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from types import SimpleNamespace
+
     import pulumi
 
-    from vertex_training.cost.program import log_stack_total
+    from vertex_training.cost.program import log_stack_cost
 
     logged: list[tuple[str, str]] = []
     monkeypatch.setattr(pulumi.log, "info", lambda m, resource=None: logged.append(("info", m)))
     monkeypatch.setattr(pulumi.log, "warn", lambda m, resource=None: logged.append(("warn", m)))
-    over = stack_estimate([_job(prices, pool("n1-standard-8", 4))])
-    log_stack_total(over, 1.0, "prod")
-    log_stack_total(over, 1.0, "dev")
-    log_stack_total(over, 100.0, "prod")
+    jobs = [SimpleNamespace(cost_estimate=_job(prices, pool("n1-standard-8", 4)))]
+    for environment, budget in (("prod", 1.0), ("dev", 1.0), ("prod", 100.0)):
+        platform = SimpleNamespace(environment=environment, cost_estimate=None)
+        log_stack_cost(platform, jobs, budget=budget)
     assert [level for level, _ in logged] == ["warn", "warn", "info"]
     assert logged[0][1].endswith("(the policy pack refuses it)")
     assert logged[1][1].endswith("(refused in prod)")

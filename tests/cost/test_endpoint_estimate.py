@@ -115,7 +115,7 @@ def test_the_shipped_catalog_prices_every_prediction_machine_of_the_default_regi
     prices = price_catalog()
     hardware = prediction_catalog()
     assert priced(prices, "prediction", "machines") <= hardware.machine_types
-    assert priced(prices, "prediction", "accelerators") <= hardware.accelerators
+    assert priced(prices, "prediction", "accelerators") <= set(hardware.accelerator_regions)
     assert priced(prices, "prediction") == {"us-central1", "europe-west4"}
     row = prices.row("prediction", "machines", "us-central1", "n1-standard-2")
     assert row is not None and row.on_demand == pytest.approx(0.109249)

@@ -113,3 +113,29 @@ def test_instance_is_a_child_of_the_component() -> None:
     run = build()
     component = run.one("vertex-training:platform:TrainingWorkbench")
     assert run.children_of(component) == [run.one(INSTANCE)]
+
+
+def test_a_platform_hands_its_workbench_machine_to_the_instance_and_prices_it() -> None:
+    import vertex_training as vt
+
+    platforms: list[vt.TrainingPlatform] = []
+
+    def program() -> None:
+        workbench = vt.Workbench(
+            machine_type="n1-standard-8",
+            accelerator=vt.Accelerator("NVIDIA_TESLA_T4", 1),
+            disk_size_gb=200,
+            idle_timeout_minutes=30,
+        )
+        args = vt.TrainingPlatformArgs(
+            environment="dev", project="team-project-1", workbench=workbench
+        )
+        platforms.append(vt.TrainingPlatform("platform", args))
+
+    setup = run_pulumi(program, stack="dev").one(INSTANCE).inputs["gceSetup"]
+    assert setup["machineType"] == "n1-standard-8"
+    assert setup["acceleratorConfigs"] == [{"type": "NVIDIA_TESLA_T4", "coreCount": "1"}]
+    assert setup["bootDisk"]["diskSizeGb"] == "200"
+    assert setup["metadata"]["idle-timeout-seconds"] == "1800"
+    estimate = platforms[0].cost_estimate
+    assert estimate is not None and estimate.usd_per_hour > 0

@@ -9,7 +9,7 @@ from google.api_core import exceptions as api_exceptions
 
 from tests.fakes.vertex_serving_service import FakeServingService
 from vertex_training._dynamic import BackendKind, BackendSettings
-from vertex_training.serving.backends import (
+from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingNotFoundError,
     ServingRefusedError,

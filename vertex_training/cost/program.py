@@ -59,36 +59,26 @@ def log_stack_cost(
 ) -> StackEstimate | None:
     """Log the stack's estimated cost (every job once, the Workbench instance for an
     hour; beside it each endpoint and each persistent resource per hour at its minimum
-    replicas) as one ``pulumi preview`` diagnostic, with the budget when there is one;
-    returns the ``StackEstimate`` (None on a local platform: nothing there costs)."""
+    replicas) as one ``pulumi preview`` diagnostic, with the budget when there is one: info
+    when it fits (or no budget), a warning when the budget verdict is over or unknown (the
+    policy pack refuses those in prod). Returns the ``StackEstimate`` (None on a local
+    platform: nothing there costs)."""
     if platform.environment == "local":
         return None
     estimates = [job.cost_estimate for job in jobs if job.cost_estimate is not None]
     serving = [endpoint.cost_estimate for endpoint in endpoints]
     warm = [c.cost_estimate for c in capacity if c.cost_estimate is not None]
     total = stack_estimate(estimates, platform.cost_estimate, serving, warm)
-    resource = platform if isinstance(platform, pulumi.Resource) else None
-    log_stack_total(total, budget, platform.environment, resource=resource)
-    return total
-
-
-def log_stack_total(
-    total: StackEstimate,
-    budget: float | None,
-    environment: str,
-    *,
-    resource: pulumi.Resource | None = None,
-) -> None:
-    """The stack total as one diagnostic: info when it fits (or no budget), a warning when
-    the budget verdict is over or unknown (the policy pack refuses those in prod)."""
     message = stack_total_message(total, budget)
     verdict = budget_verdict(total, budget)
-    action = verdict.action(environment) if verdict is not None else None
+    action = verdict.action(platform.environment) if verdict is not None else None
+    resource = platform if isinstance(platform, pulumi.Resource) else None
     if action is None:
         pulumi.log.info(message, resource=resource)
     else:
         where = "the policy pack refuses it" if action == "refuse" else "refused in prod"
         pulumi.log.warn(f"{message} ({where})", resource=resource)
+    return total
 
 
-__all__ = ["log_stack_cost", "log_stack_total"]
+__all__ = ["log_stack_cost"]

@@ -17,18 +17,24 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "APP_LABEL",
     "BUCKET_NAME_MAX",
     "DEFAULT_COMPONENT",
     "SERVICE_ACCOUNT_ID_MAX",
     "PlatformNames",
     "derived_bucket_name",
     "name_qualifier",
+    "platform_labels",
     "platform_names",
     "slug",
 ]
+
+APP_LABEL = "vertex-training"
+"""The ``app`` label of everything a platform creates."""
 
 DEFAULT_COMPONENT = "platform"
 """The component name whose derived names do not include it (the names stacks had)."""
@@ -109,3 +115,14 @@ def platform_names(stack: str, qualifier: str = "") -> PlatformNames:
         tensorboard_role_id=_cut(role_id, qualifier, _ROLE_ID_MAX, separator="_"),
         repository_id=_cut(f"trainers{tail}", qualifier, _REPOSITORY_ID_MAX),
     )
+
+
+def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
+    """The labels of everything a platform creates (its jobs too)."""
+    return {
+        "app": APP_LABEL,
+        "stack": slug(stack)[:63],
+        "environment": environment,
+        "managed-by": "pulumi",
+        **extra,
+    }

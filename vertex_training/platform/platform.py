@@ -1,14 +1,7 @@
-"""``TrainingPlatform``: the whole training environment as one component.
-
-On a cloud environment (``dev``, ``prod``) it enables the APIs, creates the bucket, the
-Artifact Registry repository, the service accounts with their least roles, the trainer
-images (pushed, consumed by digest) and optionally a Workbench instance; each of those
-can be brought instead (an existing bucket, service account, network, image by digest,
-no Workbench). On ``local`` it registers nothing in Google Cloud: jobs on it run on this
-machine, reading and writing a local directory that stands in for the bucket.
-
-Children are registered only after every argument has been checked, so a wrong argument
-leaves nothing half-registered.
+"""``TrainingPlatform``: the whole training environment as one component. On ``dev`` and
+``prod`` it creates what jobs need in Google Cloud (each part can be brought instead); on
+``local`` nothing: jobs run on this machine against a local directory. Children are
+registered only after every argument has been checked: a wrong one leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -16,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pulumi
 
@@ -27,7 +20,13 @@ from vertex_training.findings import Finding
 from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform._gc import frozen_once_loaded
-from vertex_training.platform.names import derived_bucket_name, name_qualifier, platform_names, slug
+from vertex_training.platform.names import (
+    derived_bucket_name,
+    name_qualifier,
+    platform_labels,
+    platform_names,
+    slug,
+)
 from vertex_training.platform.rules import (
     REPOSITORY_ID,
     EnvironmentKind,
@@ -40,22 +39,16 @@ from vertex_training.platform.rules import (
 )
 
 if TYPE_CHECKING:
-    from vertex_training.platform.identity import PlatformIdentity
     from vertex_training.platform.registry import TrainerRepository
 
 __all__ = [
-    "APP_LABEL",
     "LOCAL_PROJECT",
     "ImageBuild",
     "TensorBoard",
     "TrainingPlatform",
     "TrainingPlatformArgs",
     "Workbench",
-    "platform_labels",
 ]
-
-APP_LABEL = "vertex-training"
-"""The ``app`` label of everything a platform creates."""
 
 LOCAL_PROJECT = "local"
 """The project id a local platform reports (job names keep the Vertex shape)."""
@@ -258,8 +251,6 @@ class TrainingPlatform(pulumi.ComponentResource):
             }
         )
 
-    # ------------------------------------------------------------------ handles
-
     def image(self, name: str) -> pulumi.Output[str]:
         """The image ``name`` by digest (``<repository>/<image>@sha256:<digest>``); on a
         local platform ``<image>:local``, run from this checkout."""
@@ -287,8 +278,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         ``ResourceOptions.merge(platform.resource_options(), mine)``."""
         return pulumi.ResourceOptions(depends_on=list(self._dependencies))
 
-    # ------------------------------------------------------------------ local
-
     def _local(self, args: TrainingPlatformArgs) -> None:
         given = Path(args.local_root)
         root = given if given.is_absolute() else project_root() / given
@@ -299,8 +288,6 @@ class TrainingPlatform(pulumi.ComponentResource):
         for name, image in args.images.items():
             local = f"{image.image_name or name}:local" if isinstance(image, ImageBuild) else image
             self._images[name] = pulumi.Output.from_input(local)
-
-    # ------------------------------------------------------------------ cloud
 
     def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
@@ -401,10 +388,72 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.training_service_account = pulumi.Output.from_input(
                 args.training_service_account  # type: ignore[arg-type]
             )
+        after = self._after(*([identity] if identity is not None else []))
         if args.tensorboard is not None:
-            self._tensorboard(name, args, stack, names.tensorboard_role_id, identity)
+            from vertex_training.platform.tensorboard import (
+                ExperimentTracking,
+                ExperimentTrackingArgs,
+            )
+
+            tracking = ExperimentTracking(
+                f"{name}-tracking",
+                ExperimentTrackingArgs(
+                    project=project,
+                    region=args.region,
+                    display_name=args.tensorboard.display_name or f"{stack} training",
+                    training_member=pulumi.Output.concat(
+                        "serviceAccount:", self.training_service_account
+                    ),
+                    role_id=names.tensorboard_role_id,
+                    kms_key_name=args.kms_key_name,
+                    experiments=args.tensorboard.experiments,
+                    labels=self.labels,
+                    existing_tensorboard=args.tensorboard.existing,
+                ),
+                opts=after,
+            )
+            self.tensorboard = tracking.tensorboard_name
+            self.tensorboard_url = tracking.console_url
+            self._dependencies.append(tracking)
         if workbench is not None:
-            self._workbench(name, args, workbench, names.workbench_instance, identity)
+            from vertex_training.cost.estimate import EstimateError, estimate_workbench
+            from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
+
+            email = workbench.service_account or self.workbench_service_account
+            assert email is not None
+            machine = _machine(workbench)
+            instance = TrainingWorkbench(
+                f"{name}-workbench",
+                TrainingWorkbenchArgs(
+                    project=project,
+                    zone=workbench.zone or f"{args.region}-a",
+                    instance_name=names.workbench_instance,
+                    service_account_email=email,
+                    **machine,
+                    # prod notebooks are reached through the Workbench proxy only.
+                    public_ip=(
+                        args.environment != "prod"
+                        if workbench.public_ip is None
+                        else workbench.public_ip
+                    ),
+                    network=args.network,
+                    subnet=args.subnet,
+                    labels=self.labels,
+                ),
+                opts=after,
+            )
+            self.workbench_url = instance.url
+            try:
+                self.cost_estimate = estimate_workbench(
+                    machine_type=workbench.machine_type,
+                    gpu_type=machine["gpu_type"],
+                    gpu_count=machine["gpu_count"],
+                    region=args.region,
+                )
+            except EstimateError as error:
+                pulumi.log.warn(
+                    f"no cost estimate for the Workbench instance: {error}", resource=self
+                )
 
         for image_name, image in args.images.items():
             if isinstance(image, ImageBuild):
@@ -412,89 +461,6 @@ class TrainingPlatform(pulumi.ComponentResource):
                 self._images[image_name] = self._build(name, image_name, image, repository)
             else:
                 self._images[image_name] = pulumi.Output.from_input(image)
-
-    def _tensorboard(
-        self,
-        name: str,
-        args: TrainingPlatformArgs,
-        stack: str,
-        role_id: str,
-        identity: PlatformIdentity | None,
-    ) -> None:
-        from vertex_training.platform.tensorboard import ExperimentTracking, ExperimentTrackingArgs
-
-        tensorboard = args.tensorboard
-        assert tensorboard is not None and self.training_service_account is not None
-        member = pulumi.Output.concat("serviceAccount:", self.training_service_account)
-        tracking = ExperimentTracking(
-            f"{name}-tracking",
-            ExperimentTrackingArgs(
-                project=self.project,
-                region=args.region,
-                display_name=tensorboard.display_name or f"{stack} training",
-                training_member=member,
-                role_id=role_id,
-                kms_key_name=args.kms_key_name,
-                experiments=tensorboard.experiments,
-                labels=self.labels,
-                existing_tensorboard=tensorboard.existing,
-            ),
-            opts=self._after(*([identity] if identity is not None else [])),
-        )
-        self.tensorboard = tracking.tensorboard_name
-        self.tensorboard_url = tracking.console_url
-        self._dependencies.append(tracking)
-
-    def _workbench(
-        self,
-        name: str,
-        args: TrainingPlatformArgs,
-        workbench: Workbench,
-        instance_name: str,
-        identity: PlatformIdentity | None,
-    ) -> None:
-        from vertex_training.cost.estimate import EstimateError, estimate_workbench
-        from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
-
-        email = workbench.service_account or self.workbench_service_account
-        assert email is not None
-        accelerator = workbench.accelerator
-        gpu_type, gpu_count = (accelerator.type, accelerator.count) if accelerator else (None, 0)
-        instance = TrainingWorkbench(
-            f"{name}-workbench",
-            TrainingWorkbenchArgs(
-                project=self.project,
-                zone=workbench.zone or f"{args.region}-a",
-                instance_name=instance_name,
-                service_account_email=email,
-                machine_type=workbench.machine_type,
-                gpu_type=gpu_type,  # type: ignore[arg-type]
-                gpu_count=gpu_count,  # type: ignore[arg-type]
-                disk_size_gb=workbench.disk_size_gb,
-                container_image=workbench.container_image,
-                idle_timeout_minutes=workbench.idle_timeout_minutes,
-                # prod notebooks are reached through the Workbench proxy only.
-                public_ip=(
-                    args.environment != "prod"
-                    if workbench.public_ip is None
-                    else workbench.public_ip
-                ),
-                network=args.network,
-                subnet=args.subnet,
-                labels=self.labels,
-            ),
-            opts=self._after(*([identity] if identity is not None else [])),
-        )
-        self.workbench_url = instance.url
-        try:
-            self.cost_estimate = estimate_workbench(
-                machine_type=workbench.machine_type,
-                gpu_type=gpu_type,  # type: ignore[arg-type]
-                gpu_count=gpu_count,  # type: ignore[arg-type]
-                region=args.region,
-            )
-        except EstimateError as error:
-            pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
         self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository
@@ -525,28 +491,11 @@ class TrainingPlatform(pulumi.ComponentResource):
         return built.reference
 
 
-# --------------------------------------------------------------------------- checks
-
-
-def platform_labels(environment: str, stack: str, extra: Mapping[str, str]) -> dict[str, str]:
-    """The labels of everything a platform creates (its jobs too)."""
-    return {
-        "app": APP_LABEL,
-        "stack": slug(stack)[:63],
-        "environment": environment,
-        "managed-by": "pulumi",
-        **extra,
-    }
-
-
 def platform_problems(
     args: TrainingPlatformArgs, resource_name: str
 ) -> tuple[list[Finding], list[Finding]]:
-    """(errors, warnings) on ``args``, each at the argument (``caller``
-    ``TrainingPlatformArgs.<field>``), saying what is wrong and what would be valid:
-    the platform rules every route shares (``judge_platform``), then what only a program
-    can give (image builds, the name qualifier, an existing TensorBoard)."""
-    where = "TrainingPlatformArgs"
+    """(errors, warnings) on ``args`` at ``TrainingPlatformArgs.<field>``: the rules every
+    route shares (``judge_platform``), then those on what only a program gives."""
     environment = EnvironmentKind(args.environment)
     project = args.project if isinstance(args.project, str) else None
     workbench = args.workbench
@@ -590,7 +539,7 @@ def platform_problems(
             "serves the local jobs' logs"
         )
         judged.append(Finding("tensorboard", message, "warning"))
-    placed = [f.at(f"{where}.{f.path}") for f in judged]
+    placed = [f.at(f"TrainingPlatformArgs.{f.path}") for f in judged]
     return (
         [f for f in placed if f.severity == "error"],
         [f for f in placed if f.severity == "warning"],
@@ -625,19 +574,22 @@ def _image_problems(where: str, name: str, image: object, cloud: bool) -> list[F
     return problems
 
 
-def _workbench_values(workbench: Workbench) -> WorkbenchValues:
+def _machine(workbench: Workbench) -> dict[str, Any]:
+    """The Workbench fields of the machine, as ``WorkbenchValues`` and the instance name them."""
     accelerator = workbench.accelerator
-    gpu_type = accelerator.type if accelerator is not None else None
-    gpu_count = accelerator.count if accelerator is not None else 0
-    if not (is_known(gpu_type) and is_known(gpu_count)):
+    return {
+        "machine_type": workbench.machine_type,
+        "gpu_type": accelerator.type if accelerator else None,
+        "gpu_count": accelerator.count if accelerator else 0,
+        "container_image": workbench.container_image,
+        "disk_size_gb": workbench.disk_size_gb,
+        "idle_timeout_minutes": workbench.idle_timeout_minutes,
+    }
+
+
+def _workbench_values(workbench: Workbench) -> WorkbenchValues:
+    machine = _machine(workbench)
+    if not (is_known(machine["gpu_type"]) and is_known(machine["gpu_count"])):
         # From another resource: the GPUs are judged when known (by Vertex).
-        gpu_type, gpu_count = None, 0
-    return WorkbenchValues(
-        zone=workbench.zone,
-        machine_type=workbench.machine_type,
-        gpu_type=gpu_type,  # type: ignore[arg-type]
-        gpu_count=gpu_count,  # type: ignore[arg-type]
-        container_image=workbench.container_image,
-        disk_size_gb=workbench.disk_size_gb,
-        idle_timeout_minutes=workbench.idle_timeout_minutes,
-    )
+        machine.update(gpu_type=None, gpu_count=0)
+    return WorkbenchValues(zone=workbench.zone, **machine)

@@ -31,6 +31,7 @@ __all__ = [
     "GCP_PROJECT_ID",
     "REPOSITORY_ID",
     "SETTINGS",
+    "WORKBENCH_GPU_COUNT_VALID",
     "EnvironmentKind",
     "InvalidValueError",
     "PlatformValues",

@@ -35,10 +35,6 @@ class PredictionCatalog:
     prebuilt_pattern: re.Pattern[str]
     prebuilt_newest: str
 
-    @property
-    def accelerators(self) -> frozenset[str]:
-        return frozenset(self.accelerator_regions)
-
 
 @cache
 def prediction_catalog() -> PredictionCatalog:

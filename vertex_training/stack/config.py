@@ -28,6 +28,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from vertex_training._checks import shown
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.findings import Finding
@@ -35,8 +36,7 @@ from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.fields import SEE_THE_PROBLEM
 from vertex_training.jobs.rules.catalog import catalog
-from vertex_training.platform.names import derived_bucket_name
-from vertex_training.platform.platform import platform_labels
+from vertex_training.platform.names import derived_bucket_name, platform_labels
 from vertex_training.platform.rules import (
     GCP_PROJECT_ID,
     EnvironmentKind,
@@ -283,18 +283,12 @@ def _problems_from(error: ValidationError, model: type[Section]) -> list[Finding
         if isinstance(cause, InvalidValueError):
             problem, valid = cause.problem, cause.valid
         else:
-            problem = f"{item['msg']} (got {_shown(item.get('input'))})"
+            problem = f"{item['msg']} (got {shown(item.get('input'), 40)})"
             valid = str(_meta(by_alias.get(alias)).get("valid", "see Pulumi.yaml"))
         # Structured values (lists): say where inside the value.
         inner = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in item["loc"][1:])
         problems.append(_at(Finding(alias + inner, problem, valid=valid), alias + inner))
     return problems
-
-
-def _shown(value: object) -> str:
-    """A refused value, cut short (a huge number is thousands of digits)."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 # --------------------------------------------------------------------------- the rules

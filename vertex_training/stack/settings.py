@@ -29,6 +29,7 @@ from vertex_training.platform.rules import (
     IMAGE_NAME_VALID,
     REPOSITORY_ID_VALID,
     SETTINGS,
+    WORKBENCH_GPU_COUNT_VALID,
     EnvironmentKind,
     InvalidValueError,
 )
@@ -87,51 +88,29 @@ OptionalText = Annotated[str | None, BeforeValidator(lambda v: None if v == "" e
 
 class GeneralSettings(Section):
     environment: EnvironmentKind = _key(
-        "environment",
-        EnvironmentKind.LOCAL,
-        "one of local, dev, prod",
-        "dev",
+        "environment", EnvironmentKind.LOCAL, "one of local, dev, prod", "dev"
     )
     region: str = _key(
         "region",
         "us-central1",
         "a region where Vertex AI training runs, e.g. us-central1, europe-west4",
     )
-    strict_hardware_checks: bool = _key(
-        "strictHardwareChecks",
-        False,
-        "true or false",
-        "true",
-    )
+    strict_hardware_checks: bool = _key("strictHardwareChecks", False, "true or false", "true")
     acknowledged_hardware_checks: tuple[str, ...] = _key(
         "acknowledgedHardwareChecks",
         (),
         "a list of check ids",
         '["accelerator-region:NVIDIA_B200@europe-west4"]',
     )
-    budget: int = _key(
-        "budget",
-        0,
-        BUDGET_VALID,
-        "50",
-    )
-    tensorboard_enabled: bool = _key(
-        "tensorboardEnabled",
-        False,
-        "true or false",
-        "true",
-    )
+    budget: int = _key("budget", 0, BUDGET_VALID, "50")
+    tensorboard_enabled: bool = _key("tensorboardEnabled", False, "true or false", "true")
     kms_key_name: OptionalText = _key(
         "kmsKeyName",
         None,
         "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
         "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
     )
-    local_root: str = _key(
-        "localRoot",
-        ".local-vertex",
-        "a relative or absolute directory path",
-    )
+    local_root: str = _key("localRoot", ".local-vertex", "a relative or absolute directory path")
 
     @field_validator("budget", mode="before")
     @classmethod
@@ -159,43 +138,22 @@ class GeneralSettings(Section):
 
 
 class StorageSettings(Section):
-    bucket_name: OptionalText = _key(
-        "bucketName",
-        None,
-        BUCKET_NAME_VALID,
-        "my-project-dev-vertex",
-    )
+    bucket_name: OptionalText = _key("bucketName", None, BUCKET_NAME_VALID, "my-project-dev-vertex")
     staging_retention_days: Count = _key(
-        "stagingRetentionDays",
-        7,
-        SETTINGS["staging_retention_days"].valid,
+        "stagingRetentionDays", 7, SETTINGS["staging_retention_days"].valid
     )
     soft_delete_retention_days: Count = _key(
-        "softDeleteRetentionDays",
-        7,
-        SETTINGS["soft_delete_retention_days"].valid,
+        "softDeleteRetentionDays", 7, SETTINGS["soft_delete_retention_days"].valid
     )
 
 
 class RegistrySettings(Section):
-    repository_name: str = _key(
-        "repositoryName",
-        "trainers",
-        REPOSITORY_ID_VALID,
-    )
-    image_keep_count: Count = _key(
-        "imageKeepCount",
-        10,
-        SETTINGS["image_keep_count"].valid,
-    )
+    repository_name: str = _key("repositoryName", "trainers", REPOSITORY_ID_VALID)
+    image_keep_count: Count = _key("imageKeepCount", 10, SETTINGS["image_keep_count"].valid)
 
 
 class ImageSettings(Section):
-    image_name: str = _key(
-        "imageName",
-        "trainer",
-        IMAGE_NAME_VALID,
-    )
+    image_name: str = _key("imageName", "trainer", IMAGE_NAME_VALID)
     trainer_image: OptionalText = _key(
         "trainerImage",
         None,
@@ -205,12 +163,7 @@ class ImageSettings(Section):
 
 
 class WorkbenchSettings(Section):
-    enabled: bool = _key(
-        "workbenchEnabled",
-        True,
-        "true or false",
-        "false",
-    )
+    enabled: bool = _key("workbenchEnabled", True, "true or false", "false")
     zone: OptionalText = _key(
         "workbenchZone",
         None,
@@ -228,17 +181,8 @@ class WorkbenchSettings(Section):
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
     )
-    gpu_count: Count = _key(
-        "workbenchGpuCount",
-        0,
-        "0 without a GPU type; 1, 2, 4 or 8 with one",
-        "1",
-    )
-    disk_size_gb: Count = _key(
-        "workbenchDiskSizeGb",
-        150,
-        SETTINGS["disk_size_gb"].valid,
-    )
+    gpu_count: Count = _key("workbenchGpuCount", 0, WORKBENCH_GPU_COUNT_VALID, "1")
+    disk_size_gb: Count = _key("workbenchDiskSizeGb", 150, SETTINGS["disk_size_gb"].valid)
     container_image: OptionalText = _key(
         "workbenchContainerImage",
         None,
@@ -246,9 +190,7 @@ class WorkbenchSettings(Section):
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
     )
     idle_timeout_minutes: Count = _key(
-        "workbenchIdleTimeoutMinutes",
-        60,
-        SETTINGS["idle_timeout_minutes"].valid,
+        "workbenchIdleTimeoutMinutes", 60, SETTINGS["idle_timeout_minutes"].valid
     )
 
 
