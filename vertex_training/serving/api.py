@@ -64,8 +64,11 @@ class ModelArgs(_Placed):
 
 def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input[str]:
     """What a deployment names: a ``Model``'s current version, or the name as given."""
-    version = getattr(model, "version_name", None)
-    return version if version is not None else model  # type: ignore[return-value]
+    # Only a resource's attribute: an Output (a version's name from another resource) would
+    # lift ``version_name`` into an attribute of the text it resolves to.
+    if isinstance(model, pulumi.Resource):
+        return getattr(model, "version_name", model)  # type: ignore[no-any-return]
+    return model
 
 
 @dataclass(frozen=True, kw_only=True)
