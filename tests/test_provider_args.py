@@ -84,3 +84,17 @@ def test_only_the_provider_process_imports_the_provider() -> None:
         and any(t.startswith("vertex_training.provider") for t in targets)
     }
     assert importers == set()
+
+
+def test_a_reference_to_anything_but_a_component_of_this_program_is_refused_by_name() -> None:
+    from vertex_training.provider.components import ArgsError, TrainingPlatform, _referenced
+
+    urn = "urn:pulumi:local::p::vertex-training:index:TrainingPlatform::elsewhere"
+    try:
+        _referenced("CustomJob", "job", "platform", urn, (TrainingPlatform,))
+    except ArgsError as error:
+        (found,) = error.errors
+    else:
+        raise AssertionError("a URN was taken for a platform")
+    assert found["property_path"] == "platform"
+    assert found["reason"].startswith("not a TrainingPlatform of this program. Valid: ")

@@ -109,14 +109,14 @@ _ENUMS: dict[str, type[enum.Enum]] = {}
 def _enum_type(name: str, values: tuple[str, ...]) -> type[enum.Enum]:
     """The enumeration ``name`` of ``values``: each member named in PascalCase
     (``reverse_log``: ``ReverseLog``, ``SPOT``: ``Spot``), its value the literal."""
-    made = _ENUMS.get(name)
-    if made is None:
-        members = {_pascal(v): v for v in values}
-        made = _ENUMS[name] = enum.Enum(name, members, module=__name__)  # type: ignore[misc]
-        made.__doc__ = "One of " + ", ".join(f"`{v}`" for v in values) + "."
-    if tuple(m.value for m in made) != values:
-        raise TypeError(f"two enumerations are named {name}: {values} and {list(made)}")
-    return made
+    if name not in _ENUMS:
+        words: Any = enum.Enum(name, {_pascal(v): v for v in values}, module=__name__)  # type: ignore[misc]
+        words.__doc__ = "One of " + ", ".join(f"`{v}`" for v in values) + "."
+        _ENUMS[name] = words
+    found = _ENUMS[name]
+    if tuple(m.value for m in found) != values:
+        raise TypeError(f"two enumerations are named {name}: {values} and {list(found)}")
+    return found
 
 
 def _pascal(word: str) -> str:

@@ -66,9 +66,8 @@ def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input
     """What a deployment names: a ``Model``'s current version, or the name as given."""
     # Only a resource's attribute: an Output (a version's name from another resource) would
     # lift ``version_name`` into an attribute of the text it resolves to.
-    if isinstance(model, pulumi.Resource):
-        return getattr(model, "version_name", model)  # type: ignore[no-any-return]
-    return model
+    version = getattr(model, "version_name", None) if isinstance(model, pulumi.Resource) else None
+    return version if version is not None else model  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, kw_only=True)
