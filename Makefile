@@ -114,6 +114,9 @@ docs: install
 sdk: install
 	$(BIN)/python -m vertex_training.provider schema > sdk/schema.json
 	cd tools/sdkgen && GOFLAGS=-mod=readonly go run . ../../sdk/schema.json ../../sdk
+	@# The TypeScript example's lock records the linked SDK's version and dependencies.
+	if command -v npm >/dev/null; then cd examples/ts-local && npm install --package-lock-only \
+	  --prefer-offline --no-audit --no-fund --loglevel=error; fi
 
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
 # `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).

@@ -22,7 +22,12 @@ from vertex_training.provider.schema import markdown
 __all__ = ["VertexTrainingProvider", "finished_schema", "schema", "serve", "version"]
 
 LANGUAGES = {
-    "nodejs": {"packageName": "@vertex-training/sdk", "respectSchemaVersion": True},
+    "nodejs": {
+        "packageName": "@vertex-training/sdk",
+        "respectSchemaVersion": True,
+        # The oldest @pulumi/pulumi it is built and run with (examples/ts-local's lock).
+        "dependencies": {"@pulumi/pulumi": "^3.248.0"},
+    },
     "go": {
         "importBasePath": "vertex-training/sdk/go/vertextraining",
         "modulePath": "vertex-training/sdk/go",
