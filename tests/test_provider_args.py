@@ -98,3 +98,14 @@ def test_a_reference_to_anything_but_a_component_of_this_program_is_refused_by_n
         raise AssertionError("a URN was taken for a platform")
     assert found["property_path"] == "platform"
     assert found["reason"].startswith("not a TrainingPlatform of this program. Valid: ")
+
+
+def test_a_deployments_model_given_as_an_output_is_that_output() -> None:
+    """Other languages pass a Model's ``versionName`` (an Output): a version's name, not a
+    resource whose ``version_name`` would be lifted out of the text."""
+    import pulumi
+
+    from vertex_training.serving.api import model_version_of
+
+    version = pulumi.Output.from_input("projects/p/locations/l/models/m@1")
+    assert model_version_of(version) is version
