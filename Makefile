@@ -11,7 +11,7 @@ export PULUMI_CONFIG_PASSPHRASE ?=
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: install lint test test-fast up outputs tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs
+.PHONY: install lint test test-fast up outputs tensorboard preview refresh destroy lock pulumi-cli bench clean estimate policy-venv docs sdk
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -107,6 +107,16 @@ tensorboard: install
 docs: install
 	$(BIN)/python tools/reference.py
 	$(BIN)/pdoc vertex_training -o docs/html
+
+# The typed SDKs of the component provider (sdk/nodejs, sdk/go) from its schema
+# (sdk/schema.json), by Pulumi's own code generators at the CLI's release (tools/sdkgen,
+# the same module versions as tools/pulumi). Committed; a test keeps them current.
+sdk: install
+	$(BIN)/python -m vertex_training.provider schema > sdk/schema.json
+	cd tools/sdkgen && GOFLAGS=-mod=readonly go run . ../../sdk/schema.json ../../sdk
+	@# The TypeScript example's lock records the linked SDK's version and dependencies.
+	if command -v npm >/dev/null; then cd examples/ts-local && npm install --package-lock-only \
+	  --prefer-offline --no-audit --no-fund --loglevel=error; fi
 
 # What $(STACK) costs before it runs: one row per job and the Workbench instance, then
 # `total: $$LOW - $$HIGH`. No CLI and no cloud needed (list prices from vertex_training/cost/prices.json).

@@ -20,9 +20,9 @@ def test_a_field_added_to_the_args_is_in_the_derived_type() -> None:
         max_restarts: int | None = field(default=None, metadata=vertex("maxRestarts"))
 
     derived = args_type(Grown)
-    assert typing.get_type_hints(derived)["max_restarts"] is int
+    assert typing.get_args(derived.__annotations__["max_restarts"]) == (int,)  # NotRequired
     assert "max_restarts" in derived.__optional_keys__
-    assert set(typing.get_type_hints(derived)) == {f.name for f in dataclasses.fields(Grown)}
+    assert set(derived.__annotations__) == {f.name for f in dataclasses.fields(Grown)}
 
 
 def test_required_fields_are_required() -> None:
@@ -84,3 +84,28 @@ def test_only_the_provider_process_imports_the_provider() -> None:
         and any(t.startswith("vertex_training.provider") for t in targets)
     }
     assert importers == set()
+
+
+def test_a_reference_to_anything_but_a_component_of_this_program_is_refused_by_name() -> None:
+    from vertex_training.provider.components import ArgsError, TrainingPlatform, _referenced
+
+    urn = "urn:pulumi:local::p::vertex-training:index:TrainingPlatform::elsewhere"
+    try:
+        _referenced("CustomJob", "job", "platform", urn, (TrainingPlatform,))
+    except ArgsError as error:
+        (found,) = error.errors
+    else:
+        raise AssertionError("a URN was taken for a platform")
+    assert found["property_path"] == "platform"
+    assert found["reason"].startswith("not a TrainingPlatform of this program. Valid: ")
+
+
+def test_a_deployments_model_given_as_an_output_is_that_output() -> None:
+    """Other languages pass a Model's ``versionName`` (an Output): a version's name, not a
+    resource whose ``version_name`` would be lifted out of the text."""
+    import pulumi
+
+    from vertex_training.serving.api import model_version_of
+
+    version = pulumi.Output.from_input("projects/p/locations/l/models/m@1")
+    assert model_version_of(version) is version

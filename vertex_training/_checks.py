@@ -35,6 +35,7 @@ __all__ = [
     "LEAVES",
     "Checked",
     "InvalidArgumentsError",
+    "accepts_unknown",
     "alternatives",
     "describe",
     "field_types",
@@ -138,6 +139,17 @@ def field_types(cls: type) -> dict[str, object]:
         return eval(f.type, vars(sys.modules[owner.__module__]), _NAMES)
 
     return {f.name: evaluated(f) for f in dataclasses.fields(cls)}
+
+
+def accepts_unknown(expected: object) -> bool:
+    """Whether an annotation of ``field_types`` is ``pulumi.Input[...]`` (optional or not):
+    its value may come from another resource."""
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return _INPUT in expected.__metadata__  # type: ignore[attr-defined]
+    if origin is typing.Union or origin is types.UnionType:
+        return any(accepts_unknown(option) for option in typing.get_args(expected))
+    return False
 
 
 @cache

@@ -2,7 +2,13 @@ module vertex-training/examples/go-local
 
 go 1.26.6
 
-require github.com/pulumi/pulumi/sdk/v3 v3.274.1
+require (
+	github.com/pulumi/pulumi/sdk/v3 v3.274.1
+	vertex-training/sdk/go v0.0.0
+)
+
+// The generated SDK (make sdk), from this checkout.
+replace vertex-training/sdk/go => ../../sdk/go
 
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect

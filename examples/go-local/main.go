@@ -1,7 +1,8 @@
-// The local platform and the local stack's two jobs, as `make up` declares them
-// (stacks/Pulumi.local.yaml), from Go through the Go Automation API: the program runs
-// inline here, the CLI runs the engine, and the vertex-training component provider
-// builds the resources. Usage: go run . up|preview|destroy|outputs
+// The local platform, the local stack's two jobs, the best trial's model and the endpoint
+// serving it, as `make up` declares them (stacks/Pulumi.local.yaml), from Go through the
+// Go Automation API: the program runs inline here, the CLI runs the engine, and the
+// vertex-training component provider builds the resources, typed by the generated SDK
+// (sdk/go, a `replace` in go.mod). Usage: ./run up|preview|destroy|outputs
 package main
 
 import (
@@ -15,90 +16,93 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	vt "vertex-training/sdk/go/vertextraining"
 )
 
-// TrainingPlatform is the vertex-training:index:TrainingPlatform component.
-type TrainingPlatform struct {
-	pulumi.ResourceState
-	Environment pulumi.StringOutput `pulumi:"environment"`
-	Region      pulumi.StringOutput `pulumi:"region"`
-	BucketURL   pulumi.StringOutput `pulumi:"bucketUrl"`
-}
-
-// Job is a vertex-training CustomJob or HyperparameterTuningJob component.
-type Job struct {
-	pulumi.ResourceState
-	JobName  pulumi.StringOutput `pulumi:"jobName"`
-	State    pulumi.StringOutput `pulumi:"state"`
-	ModelDir pulumi.StringOutput `pulumi:"modelDir"`
-}
-
-// TuningJob is a vertex-training HyperparameterTuningJob component: a Job's outputs and
-// the study's best trial.
-type TuningJob struct {
-	pulumi.ResourceState
-	JobName   pulumi.StringOutput `pulumi:"jobName"`
-	State     pulumi.StringOutput `pulumi:"state"`
-	ModelDir  pulumi.StringOutput `pulumi:"modelDir"`
-	BestTrial pulumi.MapOutput    `pulumi:"bestTrial"`
-}
-
-type object = map[string]interface{}
+func ptr[T any](value T) *T { return &value }
 
 func program(ctx *pulumi.Context) error {
-	var platform TrainingPlatform
-	err := ctx.RegisterRemoteComponentResource("vertex-training:index:TrainingPlatform", "platform", pulumi.Map{
-		"environment": pulumi.String("local"),
-		"region":      pulumi.String("us-central1"),
-		"images":      pulumi.Any(object{"trainer": "localhost/vertex-training/trainer:local"}),
-	}, &platform)
+	platform, err := vt.NewTrainingPlatform(ctx, "platform", &vt.TrainingPlatformArgs{
+		Environment: ptr(vt.TrainingPlatformEnvironmentLocal),
+		Region:      ptr("us-central1"),
+		Images:      map[string]interface{}{"trainer": "localhost/vertex-training/trainer:local"},
+	})
 	if err != nil {
 		return err
 	}
-	cassavaArgs := []string{"--workload", "cassava", "--data", "synthetic", "--synthetic-examples", "32",
-		"--image-size", "32", "--epochs", "1", "--batch-size-per-replica", "4", "--weights", "none"}
-	var cassava Job
-	err = ctx.RegisterRemoteComponentResource("vertex-training:index:CustomJob", "cassava-mwms", pulumi.Map{
-		"platform":            platform.URN(),
-		"displayName":         pulumi.String("multiworker-cassava"),
-		"chief":               pulumi.Any(object{"machineType": "n1-standard-8", "args": cassavaArgs}),
-		"workers":             pulumi.Any(object{"machineType": "n1-standard-8", "replicaCount": 1, "args": cassavaArgs}),
-		"scheduling":          pulumi.Any(object{"timeoutSeconds": 900}),
-		"pollIntervalSeconds": pulumi.Float64(5),
-	}, &cassava)
+	cassavaArgs := pulumi.ToStringArray([]string{"--workload", "cassava", "--data", "synthetic",
+		"--synthetic-examples", "32", "--image-size", "32", "--epochs", "1", "--batch-size-per-replica", "4",
+		"--weights", "none"})
+	cassava, err := vt.NewCustomJob(ctx, "cassava-mwms", &vt.CustomJobArgs{
+		Platform:    platform,
+		DisplayName: pulumi.String("multiworker-cassava"),
+		Chief:       vt.WorkerPoolArgs{MachineType: pulumi.String("n1-standard-8"), Args: cassavaArgs},
+		Workers: &vt.WorkerPoolArgs{MachineType: pulumi.String("n1-standard-8"), ReplicaCount: pulumi.Int(1),
+			Args: cassavaArgs},
+		Scheduling:          &vt.SchedulingArgs{TimeoutSeconds: pulumi.Float64(900)},
+		PollIntervalSeconds: ptr(5.0),
+	})
 	if err != nil {
 		return err
 	}
-	var tuning TuningJob
-	err = ctx.RegisterRemoteComponentResource("vertex-training:index:HyperparameterTuningJob", "horses-humans-tuning", pulumi.Map{
-		"platform":    platform.URN(),
-		"displayName": pulumi.String("horses-humans"),
-		"trial": pulumi.Any(object{
-			"chief": object{"machineType": "n1-standard-4", "args": []string{"--workload", "horses_or_humans",
-				"--data", "synthetic", "--synthetic-examples", "128", "--image-size", "32", "--epochs", "2",
-				"--batch-size-per-replica", "16"}},
-			"scheduling": object{"timeoutSeconds": 900},
-		}),
-		"pollIntervalSeconds": pulumi.Float64(5),
-		"maxTrialCount":       pulumi.Int(6),
-		"parallelTrialCount":  pulumi.Int(2),
-		"study": pulumi.Any(object{
-			"metrics": []object{{"metricId": "accuracy", "goal": "maximize"}},
-			"parameters": []object{
-				{"type": "DoubleParameter", "parameterId": "learning_rate", "minValue": 0.001, "maxValue": 1, "scale": "log"},
-				{"type": "DoubleParameter", "parameterId": "momentum", "minValue": 0, "maxValue": 1, "scale": "linear"},
-				{"type": "DiscreteParameter", "parameterId": "num_units", "values": []float64{64, 128, 512}},
+	tuning, err := vt.NewHyperparameterTuningJob(ctx, "horses-humans-tuning", &vt.HyperparameterTuningJobArgs{
+		Platform:    platform,
+		DisplayName: pulumi.String("horses-humans"),
+		Trial: vt.TrialJobArgs{
+			Chief: vt.WorkerPoolArgs{MachineType: pulumi.String("n1-standard-4"), Args: pulumi.ToStringArray([]string{
+				"--workload", "horses_or_humans", "--data", "synthetic", "--synthetic-examples", "128",
+				"--image-size", "32", "--epochs", "2", "--batch-size-per-replica", "16"})},
+			Scheduling: &vt.SchedulingArgs{TimeoutSeconds: pulumi.Float64(900)},
+		},
+		PollIntervalSeconds: ptr(5.0),
+		MaxTrialCount:       pulumi.Int(6),
+		ParallelTrialCount:  pulumi.Int(2),
+		Study: vt.StudyArgs{
+			Metrics: []vt.MetricArgs{{MetricId: ptr("accuracy"), Goal: ptr(vt.MetricGoalMaximize)}},
+			Parameters: []vt.ParameterArgs{
+				{Type: "DoubleParameter", ParameterId: ptr("learning_rate"), MinValue: 0.001, MaxValue: 1,
+					Scale: ptr(vt.ParameterScaleLog)},
+				{Type: "DoubleParameter", ParameterId: ptr("momentum"), MinValue: 0, MaxValue: 1,
+					Scale: ptr(vt.ParameterScaleLinear)},
+				{Type: "DiscreteParameter", ParameterId: ptr("num_units"), Values: []float64{64, 128, 512}},
 			},
-		}),
-	}, &tuning)
+		},
+	})
 	if err != nil {
 		return err
 	}
-	ctx.Export("bucketUrl", platform.BucketURL)
+	// The best trial's model, registered (a new version each time the study trains again),
+	// and served: locally a prediction server on 127.0.0.1.
+	model, err := vt.NewModel(ctx, "horses-humans", &vt.ModelArgs{
+		Platform:       platform,
+		Job:            tuning,
+		DisplayName:    pulumi.String("horses-or-humans"),
+		VersionAliases: []string{"production"},
+	})
+	if err != nil {
+		return err
+	}
+	endpoint, err := vt.NewEndpoint(ctx, "horses-humans-endpoint", &vt.EndpointArgs{
+		Platform:    platform,
+		DisplayName: pulumi.String("horses-or-humans"),
+		Deployments: map[string]vt.DeploymentInput{
+			"primary": vt.DeploymentArgs{Model: model.VersionName, MachineType: ptr("n1-standard-2")},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ctx.Export("bucketUrl", platform.BucketUrl)
 	ctx.Export("jobs", pulumi.Map{
 		"cassava-mwms": pulumi.Map{"name": cassava.JobName, "state": cassava.State, "modelDir": cassava.ModelDir},
 		"horses-humans-tuning": pulumi.Map{"name": tuning.JobName, "state": tuning.State,
 			"modelDir": tuning.ModelDir, "bestTrial": tuning.BestTrial},
+	})
+	ctx.Export("models", pulumi.Map{
+		"horses-humans": pulumi.Map{"name": model.Name, "versionName": model.VersionName},
+	})
+	ctx.Export("endpoints", pulumi.Map{
+		"horses-humans": pulumi.Map{"name": endpoint.Name, "predictUrl": endpoint.PredictUrl},
 	})
 	return nil
 }

@@ -1,7 +1,9 @@
-"""The platform and its jobs from YAML, TypeScript and Go, through the real CLI and the
-component provider (plugins/vertex-training): each example's ``./run`` trains the local
-stack's two jobs, a second ``up`` changes nothing, ``destroy`` leaves no job and no
-process; a wrong argument is one clear message in every language. Each example runs in a
+"""The platform, its jobs, the best trial's model and its endpoint from YAML, TypeScript
+and Go (the generated SDKs, sdk/), through the real CLI and the component provider
+(plugins/vertex-training): each example's ``./run`` trains the local stack's two jobs,
+registers the model and serves it (a predict through ``predictUrl`` answers), a second
+``up`` changes nothing, ``destroy`` leaves no job, process or port; a wrong argument is
+one clear message in every language. Each example runs in a
 copy of the project (the provider, the trainer and the example), with a temporary file
 backend; ``./run`` installs from the example's own lock files. The copy trains smaller
 than the example (``SMALLER``): what is tested is the language and the provider; the
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.engine.conftest import REPO_ROOT, processes_with, run_command
+from tests.engine.test_serving import PIXEL, port_of, predict
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +55,7 @@ def _smaller(word: str, trials: str, poll: str) -> tuple[tuple[str, str], ...]:
 SMALLER = {
     "yaml-local": _smaller("%s", "maxTrialCount: %d", "pollIntervalSeconds: %d"),
     "ts-local": _smaller('"%s"', "maxTrialCount: %d", "pollIntervalSeconds: %d"),
-    "go-local": _smaller('"%s"', "pulumi.Int(%d)", '"pollIntervalSeconds": pulumi.Float64(%d)'),
+    "go-local": _smaller('"%s"', "pulumi.Int(%d)", "PollIntervalSeconds: ptr(%d.0)"),
 }
 
 
@@ -60,9 +64,11 @@ class Example:
 
     def __init__(self, root: Path, name: str, bin_dir: Path) -> None:
         self.root = root
-        for part in ("vertex_training", "trainer", "plugins"):
+        for part in ("vertex_training", "trainer", "predictor", "plugins", "sdk"):
             shutil.copytree(
-                REPO_ROOT / part, root / part, ignore=shutil.ignore_patterns("__pycache__")
+                REPO_ROOT / part,
+                root / part,
+                ignore=shutil.ignore_patterns("__pycache__", "node_modules", "bin"),
             )
         shutil.copy2(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
         (root / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
@@ -139,6 +145,8 @@ def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
         "horses-humans-tuning": "SUCCEEDED",
     }
     assert jobs["horses-humans-tuning"]["bestTrial"]["state"] == "SUCCEEDED"
+    url = example.outputs()["endpoints"]["horses-humans"]["predictUrl"]
+    assert len(predict(url, [PIXEL])["predictions"]) == 1
 
     example.run("up")
     assert set(example.last_changes()) == {"same"}, example.last_changes()
@@ -148,6 +156,8 @@ def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
     assert example.resources() == []
     assert example.outputs() == {}
     assert example.processes() == []
+    with socket.socket() as sock:
+        assert sock.connect_ex(("127.0.0.1", port_of(url))) != 0  # no server on its port
 
 
 def _wrong_accelerator_count(job: dict[str, Any]) -> None:

@@ -2,10 +2,11 @@
 ``schema`` derives from the Python Args) the way the stack config reader reads a stack's
 YAML, then declares the same public resources a Python program would.
 
-A job names its platform by the platform component's URN (``platform.urn``): the
-platform was constructed in this same provider process, before the job (the URN is an
-input of the job, so the engine waits for it), and the job runs on that
-``vt.TrainingPlatform`` object itself (its bucket, image, labels and dependencies).
+A job, model or endpoint takes its platform (and a model its job) as the component
+itself: the SDKs send a resource reference, and this process, which constructed that
+component before (the reference waits for it), hands back its own object
+(``_References``), so the job runs on that ``vt.TrainingPlatform`` itself (its bucket,
+image, labels and dependencies).
 
 Problems with the args are one ``ArgsError``: every problem, each at the path the caller
 wrote (``trial.chief.machineType``), what is valid, and the fix; the provider hands it
@@ -14,9 +15,8 @@ to the engine as the message alone (no traceback).
 
 # No ``from __future__ import annotations``: the provider reads these annotations as types.
 
-import asyncio
 import dataclasses
-from typing import Any
+from typing import Any, NotRequired
 
 import pulumi
 from pulumi.errors import InputPropertyErrorDetails
@@ -30,14 +30,26 @@ from vertex_training.jobs.fields import (
     config_problems,
     from_config,
 )
-from vertex_training.jobs.records import TrialResult
+from vertex_training.jobs.records import JobState, TrialResult
 from vertex_training.jobs.resources import CustomJob as CustomJobResource
 from vertex_training.jobs.resources import HyperparameterTuningJob as TuningJobResource
 from vertex_training.platform.platform import TrainingPlatform as Platform
 from vertex_training.platform.platform import TrainingPlatformArgs
 from vertex_training.provider.schema import args_type, output_type, yaml_spelling
+from vertex_training.serving.api import EndpointArgs, ModelArgs
+from vertex_training.serving.resources import Endpoint as EndpointResource
+from vertex_training.serving.resources import Model as ModelResource
 
-__all__ = ["COMPONENTS", "ArgsError", "CustomJob", "HyperparameterTuningJob", "TrainingPlatform"]
+__all__ = [
+    "COMPONENTS",
+    "REFERENCES",
+    "ArgsError",
+    "CustomJob",
+    "Endpoint",
+    "HyperparameterTuningJob",
+    "Model",
+    "TrainingPlatform",
+]
 
 PACKAGE = "vertex-training"
 
@@ -68,18 +80,40 @@ def _refused(component: str, name: str, error: InvalidArgumentsError, args: type
     return ArgsError(component, name, config_problems(args, error.findings))
 
 
-_PLATFORMS: dict[str, Platform] = {}
-"""This process's platforms by their component's name (the last part of its URN)."""
+_OURS: dict[tuple[str, str], pulumi.ComponentResource] = {}
+"""This process's components by (type, name)."""
 
 
-def _resolved_now(value: Any) -> Any:
-    """A value that is already known: plain, or an Output the provider resolved on receipt."""
-    if isinstance(value, pulumi.Output):
-        data = value._data
-        if isinstance(data, asyncio.Future) and data.done() and data.result().is_known:
-            return data.result().value
+class _References(pulumi.runtime.ResourceModule):
+    """A reference to a component of this package (``platform``, ``job``) as the object
+    this process constructed; the URN of any other (a component this process did not
+    construct), which the component taking it refuses by name."""
+
+    def version(self) -> None:
         return None
-    return value
+
+    def construct(self, name: str, typ: str, urn: str) -> Any:
+        return _OURS.get((typ, name), urn)
+
+
+def _referenced(component: str, name: str, key: str, value: Any, kinds: tuple[type, ...]) -> Any:
+    """``value``, a reference to one of ``kinds`` constructed in this program, else the
+    ``ArgsError`` naming ``key``."""
+    if isinstance(value, kinds):
+        return value
+    wanted = " or ".join(kind.__name__ for kind in kinds)
+    raise ArgsError(
+        component,
+        name,
+        [
+            ConfigProblem(
+                key,
+                f"not a {wanted} of this program",
+                f"a vertex-training {wanted} declared in this program ({key}: ${{{key}}} in "
+                f"YAML, the object itself in TypeScript and Go)",
+            )
+        ],
+    )
 
 
 class TrainingPlatform(pulumi.ComponentResource):
@@ -109,7 +143,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.project = pulumi.Output.from_input(platform.project)
         self.region = pulumi.Output.from_input(platform.region)
         self.bucket_url = platform.bucket_url
-        _PLATFORMS[name] = platform
+        self.platform = platform
+        _OURS[(f"{PACKAGE}:index:TrainingPlatform", name)] = self
         self.register_outputs({})
 
 
@@ -123,8 +158,8 @@ class _Job(pulumi.ComponentResource):
 
     job_name: pulumi.Output[str]
     """``projects/P/locations/L/<kind>/ID`` (local: ``local/...``)."""
-    state: pulumi.Output[str]
-    """``SUCCEEDED``, ``FAILED``, ``RUNNING`` ... when the job was created or refreshed."""
+    state: pulumi.Output[JobState]
+    """When the job was created or refreshed."""
     console_url: pulumi.Output[str]
     """Where to watch the job: the Cloud console page, or the local job directory."""
     model_dir: pulumi.Output[str]
@@ -138,21 +173,8 @@ class _Job(pulumi.ComponentResource):
         declaration, problems = read_job(item, "")
         if declaration is None:
             raise ArgsError(kind, name, [_unrooted(p) for p in problems])
-        urn = _resolved_now(args.get("platform"))
-        platform = _PLATFORMS.get(str(urn).rpartition("::")[2])
-        if platform is None:
-            raise ArgsError(
-                kind,
-                name,
-                [
-                    ConfigProblem(
-                        "platform",
-                        f"{urn!r} is not a TrainingPlatform of this program",
-                        "the urn of a vertex-training TrainingPlatform (platform: "
-                        "${platform.urn} in YAML, platform.urn in TypeScript and Go)",
-                    )
-                ],
-            )
+        platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
+        platform = platform.platform
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
@@ -176,8 +198,10 @@ class _Job(pulumi.ComponentResource):
             )
         except InvalidArgumentsError as error:
             raise _refused(kind, name, error, self._args) from None
+        self.job = job
+        _OURS[(f"{PACKAGE}:index:{kind}", name)] = self
         self.job_name = job.job_name
-        self.state = job.state
+        self.state = job.state.apply(JobState)
         self.console_url = job.console_url.apply(lambda url: url or "")
         self.model_dir = job.model_dir.apply(lambda path: path or "")
         self.end_time = job.end_time.apply(lambda time: time or "")
@@ -235,22 +259,134 @@ def _with_args(component: type, args: Any) -> None:
     vars(component)["__init__"].__annotations__["args"] = args
 
 
-def _job_args(cls: type) -> Any:
-    """A job's args: the fields of its Args, and its platform by the platform's URN."""
-    fields = args_type(cls, _NO_PLATFORM)
-    platform: Any = pulumi.Input[str]  # type: ignore[misc]
-    return type(cls.__name__, (fields,), {"__annotations__": {"platform": platform}})
+def _with_references(cls: type, skip: frozenset[str], **references: str) -> Any:
+    """The args of ``cls`` without ``skip``, and each of ``references`` a component of this
+    package (``Name?``: optional). The pinned SDK's analyzer types a resource only as
+    another package's (it reads the class's ``pulumi-plugin.json``): each is a string
+    here, which ``host.finished_schema`` makes a reference to the components it names."""
+    fields = args_type(cls, skip)
+    text: Any = pulumi.Input[str]  # type: ignore[misc]
+    annotations = {
+        key: NotRequired[text] if kinds.endswith("?") else text for key, kinds in references.items()
+    }
+    REFERENCES[cls.__name__.removesuffix("Args")] = {
+        key: kinds.rstrip("?") for key, kinds in references.items()
+    }
+    return type(cls.__name__, (fields,), {"__annotations__": annotations})
+
+
+REFERENCES: dict[str, dict[str, str]] = {}
+"""Each component's properties that are components of this package: property -> the
+components it may be (``|`` between several)."""
+
+
+_SERVING_NOT_IN_ARGS = frozenset({"platform", "project", "region", "job"})
+"""A model or endpoint is placed by its platform; a model's job is a reference."""
+
+
+class Model(pulumi.ComponentResource):
+    """A model in Vertex AI Model Registry, uploaded from a job's model directory (a
+    tuning job's: its best trial's); when the job trains again, a new version."""
+
+    name: pulumi.Output[str]
+    """`projects/P/locations/L/models/ID` (no version)."""
+    version_id: pulumi.Output[str]
+    version_name: pulumi.Output[str]
+    """`<name>@<version id>`: what a deployment serves."""
+    aliases: pulumi.Output[list[str]]
+    artifact_uri: pulumi.Output[str]
+
+    def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        platform = _referenced("Model", name, "platform", args.get("platform"), (TrainingPlatform,))
+        job = args.get("job")
+        if job is not None:
+            job = _referenced("Model", name, "job", job, (CustomJob, HyperparameterTuningJob)).job
+        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
+        model_args = _read("Model", name, ModelArgs, fields, _MODEL_ARGS)
+        super().__init__(f"{PACKAGE}:index:Model", name, None, opts)
+        try:
+            model = ModelResource(
+                name,
+                dataclasses.replace(model_args, platform=platform.platform, job=job),
+                pulumi.ResourceOptions(parent=self),
+            )
+        except InvalidArgumentsError as error:
+            raise _refused("Model", name, error, ModelArgs) from None
+        self.name = model.name
+        self.version_id = model.version_id
+        self.version_name = model.version_name
+        self.aliases = model.aliases
+        self.artifact_uri = model.artifact_uri
+        self.register_outputs({})
+
+
+class Endpoint(pulumi.ComponentResource):
+    """A Vertex AI endpoint with its deployed models and their traffic split (locally, a
+    prediction server on 127.0.0.1)."""
+
+    name: pulumi.Output[str]
+    """`projects/P/locations/L/endpoints/ID`."""
+    predict_url: pulumi.Output[str]
+    """Where to POST `{"instances": [...]}`."""
+    deployed_model_ids: pulumi.Output[dict[str, str]]
+    """`DeployedModel.id` by deployment name."""
+
+    def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        platform = _referenced(
+            "Endpoint", name, "platform", args.get("platform"), (TrainingPlatform,)
+        )
+        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
+        endpoint_args = _read("Endpoint", name, EndpointArgs, fields, _ENDPOINT_ARGS)
+        super().__init__(f"{PACKAGE}:index:Endpoint", name, None, opts)
+        try:
+            endpoint = EndpointResource(
+                name,
+                dataclasses.replace(endpoint_args, platform=platform.platform),
+                pulumi.ResourceOptions(parent=self),
+            )
+        except InvalidArgumentsError as error:
+            raise _refused("Endpoint", name, error, EndpointArgs) from None
+        self.name = endpoint.name
+        self.predict_url = endpoint.predict_url
+        self.deployed_model_ids = endpoint.deployed_model_ids
+        self.register_outputs({})
+
+
+def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
+    """``cls`` from the component's ``fields`` (the stack reader's route), or the
+    ``ArgsError`` naming every problem."""
+    problems: list[ConfigProblem] = []
+    read = from_config(cls, yaml_spelling(fields, hint), "", problems, skip=_SERVING_NOT_IN_ARGS)
+    if problems or read is None:
+        raise ArgsError(component, name, [_unrooted(p) for p in problems])
+    return read
 
 
 _PLATFORM_ARGS = args_type(TrainingPlatformArgs)
+_MODEL_ARGS = args_type(ModelArgs, _SERVING_NOT_IN_ARGS)
+_ENDPOINT_ARGS = args_type(EndpointArgs, _SERVING_NOT_IN_ARGS)
 _with_args(TrainingPlatform, _PLATFORM_ARGS)
-_with_args(CustomJob, _job_args(CustomJobArgs))
-_with_args(HyperparameterTuningJob, _job_args(HyperparameterTuningJobArgs))
+_JOB_REFS = {"platform": "TrainingPlatform"}
+_with_args(CustomJob, _with_references(CustomJobArgs, _NO_PLATFORM, **_JOB_REFS))
+_with_args(
+    HyperparameterTuningJob,
+    _with_references(HyperparameterTuningJobArgs, _NO_PLATFORM, **_JOB_REFS),
+)
+_with_args(
+    Model,
+    _with_references(
+        ModelArgs, _SERVING_NOT_IN_ARGS, job="CustomJob|HyperparameterTuningJob?", **_JOB_REFS
+    ),
+)
+_with_args(Endpoint, _with_references(EndpointArgs, _SERVING_NOT_IN_ARGS, **_JOB_REFS))
 HyperparameterTuningJob.__annotations__["best_trial"] = output_type(TrialResult)
 HyperparameterTuningJob.__annotations__["trials"] = output_type(list[TrialResult])
+pulumi.runtime.register_resource_module(PACKAGE, "index", _References())
 
 COMPONENTS: list[type[pulumi.ComponentResource]] = [
     TrainingPlatform,
     CustomJob,
     HyperparameterTuningJob,
+    Model,
+    Endpoint,
 ]

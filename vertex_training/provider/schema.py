@@ -7,9 +7,12 @@ same fields, here, when this module is imported: a field added to the Args is in
 language's schema with no other file touched. The schema cannot say everything a Python
 annotation says, so each annotation is spelt in the schema's terms:
 
-- ``pulumi.Input[T]`` and ``T | None``: ``T`` (a field with a default is optional);
-- ``Literal["a", "b"]``: the literals' type (the Args refuse any other value, naming the
-  valid ones); ``Path``: ``str``;
+- ``pulumi.Input[T]``: ``pulumi.Input[T]`` (another resource's output may be passed),
+  any other field is plain; ``T | None``: ``T`` (a field with a default is optional);
+- ``Literal["a", "b"]`` (text): an enumeration, named by its class and field
+  (``MetricGoal``, ``SchedulingStrategy``), whose members are the literals; ``Path``:
+  ``str``;
+- a resource or its name (``pulumi.Resource | pulumi.Input[str]``): the name;
 - ``Sequence[T]``: ``list[T]``; ``Mapping[K, V]``: ``dict[str, V]`` (schema keys are
   strings);
 - a union of dataclasses (a parameter, an early-stopping rule): one object with every
@@ -23,8 +26,10 @@ descriptions are the Args' own docstrings.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import os
+import re
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,10 +37,10 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pulumi
 
-from vertex_training._checks import alternatives, field_types
+from vertex_training._checks import accepts_unknown, alternatives, field_types
 from vertex_training.jobs.fields import UNION_KEY, camel, required
 
-__all__ = ["args_type", "output_type", "schema_type", "yaml_spelling"]
+__all__ = ["args_type", "markdown", "output_type", "schema_type", "yaml_spelling"]
 
 
 def _options(hint: object) -> tuple[list[object], bool]:
@@ -45,6 +50,9 @@ def _options(hint: object) -> tuple[list[object], bool]:
     # A Python object behind a protocol (a job's ``JobCapacity``) does not cross into
     # another language: there its id, the other option, is what is given.
     unique = [o for o in unique if not getattr(o, "_is_protocol", False)]
+    # A resource or its name (a deployment's model): the name, from the resource's output.
+    named = [o for o in unique if not (isinstance(o, type) and issubclass(o, pulumi.Resource))]
+    unique = named if str in named else unique
     return [o for o in unique if o is not type(None)], type(None) in unique
 
 
@@ -56,8 +64,16 @@ def _is_record(hint: object) -> bool:
     return isinstance(hint, type) and (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint))
 
 
-def schema_type(hint: object) -> tuple[object, bool]:
-    """(the schema's spelling of the annotation ``hint``, whether it may be absent)."""
+def schema_type(hint: object, name: str = "") -> tuple[object, bool]:
+    """(the schema's spelling of the annotation ``hint``, whether it may be absent);
+    ``name`` names an enumeration of its literals (``MetricGoal``)."""
+    spelt, optional = _plain_type(hint, name)
+    if accepts_unknown(hint) and spelt is not Any:
+        return pulumi.Input[spelt], optional  # type: ignore[misc, valid-type]
+    return spelt, optional
+
+
+def _plain_type(hint: object, name: str) -> tuple[object, bool]:
     options, optional = _options(hint)
     if len(options) > 1:
         if all(_is_record(o) for o in options):
@@ -68,21 +84,54 @@ def schema_type(hint: object) -> tuple[object, bool]:
     if option is Any or option is object:
         return Any, optional
     if origin is Literal:
-        kinds = {type(v) for v in typing.get_args(option)}
+        values = typing.get_args(option)
+        if all(isinstance(v, str) for v in values):
+            return _enum_type(name, values), optional
+        kinds = {type(v) for v in values}
         return (kinds.pop() if len(kinds) == 1 else Any), optional
     if origin is pulumi.Output:
-        return schema_type(typing.get_args(option)[0])[0], optional
+        return schema_type(typing.get_args(option)[0], name)[0], optional
     if origin in (Sequence, list, tuple):
-        return list[schema_type(typing.get_args(option)[0])[0]], optional  # type: ignore[misc]
+        return list[schema_type(typing.get_args(option)[0], name)[0]], optional  # type: ignore[misc]
     if origin in (Mapping, dict):
-        return dict[str, schema_type(typing.get_args(option)[1])[0]], optional  # type: ignore[misc]
+        return dict[str, schema_type(typing.get_args(option)[1], name)[0]], optional  # type: ignore[misc]
     if option in (str, int, float, bool):
         return option, optional
     if _is_path(option):
         return str, optional
     if _is_record(option):
         return _record_type(option), optional  # type: ignore[arg-type]
+    if isinstance(option, type) and issubclass(option, enum.Enum):
+        return option, optional
     raise TypeError(f"no schema spelling for {option!r}")
+
+
+_ENUMS: dict[str, type[enum.Enum]] = {}
+
+
+def _enum_type(name: str, values: tuple[str, ...]) -> type[enum.Enum]:
+    """The enumeration ``name`` of ``values``: each member named in PascalCase
+    (``reverse_log``: ``ReverseLog``, ``SPOT``: ``Spot``), its value the literal."""
+    if name not in _ENUMS:
+        words: Any = enum.Enum(name, {_pascal(v): v for v in values}, module=__name__)  # type: ignore[misc]
+        words.__doc__ = "One of " + ", ".join(f"`{v}`" for v in values) + "."
+        _ENUMS[name] = words
+    found = _ENUMS[name]
+    if tuple(m.value for m in found) != values:
+        raise TypeError(f"two enumerations are named {name}: {values} and {list(found)}")
+    return found
+
+
+def _pascal(word: str) -> str:
+    return "".join(part.capitalize() for part in re.split(r"[_\W]+", word) if part)
+
+
+def markdown(text: str) -> str:
+    """A docstring as the schema's Markdown: reStructuredText's double backticks as
+    single ones, and the lines of a paragraph joined (docstrings wrap at 88 columns)."""
+    text = re.sub(r"``(.+?)``", r"`\1`", text, flags=re.DOTALL)
+    paragraphs = re.split(r"\n\s*\n", text.strip())
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
 
 
 def _hints(cls: type) -> dict[str, tuple[object, bool]]:
@@ -129,10 +178,11 @@ def _record_type(cls: type, skip: frozenset[str] = frozenset()) -> Any:
         return _MADE[key]
     made = _MADE[key] = _typed_dict(cls.__name__, cls)
     fields: dict[str, tuple[object, bool]] = {}
+    owner = cls.__name__.removesuffix("Args")
     for name, (hint, has_default) in _hints(cls).items():
         if name in skip:
             continue
-        spelt, optional = schema_type(hint)
+        spelt, optional = schema_type(hint, owner + _pascal(name))
         fields[name] = (spelt, has_default or optional)
     return _fill(made, fields)
 
@@ -156,7 +206,7 @@ def _union_type(members: tuple[type, ...]) -> Any:
     fields: dict[str, tuple[object, bool]] = {UNION_KEY: (str, False)}
     for member in members:
         for name, (hint, _) in _hints(member).items():
-            spelt = schema_type(hint)[0]
+            spelt = schema_type(hint, made.__name__ + _pascal(name))[0]
             if name in fields and fields[name][0] != spelt:
                 spelt = Any
             fields[name] = (spelt, True)
@@ -179,6 +229,8 @@ def yaml_spelling(value: Any, hint: object) -> Any:
     """``value``, received for the schema type ``hint`` with Python's field names
     (the provider maps the schema's camelCase back), with stack YAML's camelCase names:
     what the stack config reader takes. Keys of a plain mapping stay as they are."""
+    if isinstance(value, enum.Enum):
+        return value.value
     options, _ = _options(hint)
     option = options[0] if options else Any
     origin = typing.get_origin(option)

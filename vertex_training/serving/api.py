@@ -65,7 +65,9 @@ class ModelArgs(_Placed):
 
 def model_version_of(model: pulumi.Resource | pulumi.Input[str]) -> pulumi.Input[str]:
     """What a deployment names: a ``Model``'s current version, or the name as given."""
-    version = getattr(model, "version_name", None)
+    # Only a resource's attribute: an Output (a version's name from another resource) would
+    # lift ``version_name`` into an attribute of the text it resolves to.
+    version = getattr(model, "version_name", None) if isinstance(model, pulumi.Resource) else None
     return version if version is not None else model  # type: ignore[return-value]
 
 

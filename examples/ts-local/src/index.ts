@@ -1,23 +1,25 @@
-// The local platform and the local stack's two jobs, as `make up` declares them
-// (stacks/Pulumi.local.yaml), from TypeScript through the Node Automation API: the
-// program runs inline here, the CLI runs the engine. Usage: node build/index.js
-// up|preview|destroy|outputs [--bad-config] (a wrong machine type, to see the error).
+// The local platform, the local stack's two jobs, the best trial's model and the endpoint
+// serving it, as `make up` declares them (stacks/Pulumi.local.yaml), from TypeScript
+// through the Node Automation API: the program runs inline here, the CLI runs the engine.
+// The components are typed by the generated SDK (sdk/nodejs, a dependency by path).
+// Usage: ./run up|preview|destroy|outputs [--bad-config] (a wrong accelerator count, to
+// see the provider's message).
 import * as path from "path";
 import { LocalWorkspace } from "@pulumi/pulumi/automation";
-import { CustomJob, HyperparameterTuningJob, TrainingPlatform } from "./vertexTraining";
+import * as vt from "@vertex-training/sdk";
 
 const badConfig = process.argv.includes("--bad-config");
 
 function program() {
-  const platform = new TrainingPlatform("platform", {
-    environment: "local",
+  const platform = new vt.TrainingPlatform("platform", {
+    environment: vt.TrainingPlatformEnvironment.Local,
     region: "us-central1",
     images: { trainer: "localhost/vertex-training/trainer:local" },
   });
   const cassavaArgs = ["--workload", "cassava", "--data", "synthetic", "--synthetic-examples", "32",
     "--image-size", "32", "--epochs", "1", "--batch-size-per-replica", "4", "--weights", "none"];
-  const cassava = new CustomJob("cassava-mwms", {
-    platform: platform.urn,
+  const cassava = new vt.CustomJob("cassava-mwms", {
+    platform,
     displayName: "multiworker-cassava",
     chief: {
       machineType: "n1-standard-8",
@@ -29,8 +31,8 @@ function program() {
     scheduling: { timeoutSeconds: 900 },
     pollIntervalSeconds: 5,
   });
-  const tuning = new HyperparameterTuningJob("horses-humans-tuning", {
-    platform: platform.urn,
+  const tuning = new vt.HyperparameterTuningJob("horses-humans-tuning", {
+    platform,
     displayName: "horses-humans",
     trial: {
       chief: {
@@ -44,13 +46,26 @@ function program() {
     maxTrialCount: 6,
     parallelTrialCount: 2,
     study: {
-      metrics: [{ metricId: "accuracy", goal: "maximize" }],
+      metrics: [{ metricId: "accuracy", goal: vt.MetricGoal.Maximize }],
       parameters: [
-        { type: "DoubleParameter", parameterId: "learning_rate", minValue: 0.001, maxValue: 1, scale: "log" },
-        { type: "DoubleParameter", parameterId: "momentum", minValue: 0, maxValue: 1, scale: "linear" },
+        { type: "DoubleParameter", parameterId: "learning_rate", minValue: 0.001, maxValue: 1, scale: vt.ParameterScale.Log },
+        { type: "DoubleParameter", parameterId: "momentum", minValue: 0, maxValue: 1, scale: vt.ParameterScale.Linear },
         { type: "DiscreteParameter", parameterId: "num_units", values: [64, 128, 512] },
       ],
     },
+  });
+  // The best trial's model, registered (a new version each time the study trains again),
+  // and served: locally a prediction server on 127.0.0.1.
+  const model = new vt.Model("horses-humans", {
+    platform,
+    job: tuning,
+    displayName: "horses-or-humans",
+    versionAliases: ["production"],
+  });
+  const endpoint = new vt.Endpoint("horses-humans-endpoint", {
+    platform,
+    displayName: "horses-or-humans",
+    deployments: { primary: { model: model.versionName, machineType: "n1-standard-2" } },
   });
   return Promise.resolve({
     bucketUrl: platform.bucketUrl,
@@ -60,6 +75,8 @@ function program() {
         name: tuning.jobName, state: tuning.state, modelDir: tuning.modelDir, bestTrial: tuning.bestTrial,
       },
     },
+    models: { "horses-humans": { name: model.name, versionName: model.versionName } },
+    endpoints: { "horses-humans": { name: endpoint.name, predictUrl: endpoint.predictUrl } },
   });
 }
 

@@ -1,0 +1,2 @@
+// Vertex AI TensorFlow training, models and endpoints as components.
+package vertextraining
