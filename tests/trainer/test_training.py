@@ -79,24 +79,6 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-@pytest.fixture(scope="module")
-def horses_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Run]:
-    """One single-process horses_or_humans trial with the Vertex variables set."""
-    base = tmp_path_factory.mktemp("horses")
-    env = trainer_env(
-        AIP_MODEL_DIR=str(base / "model"),
-        AIP_CHECKPOINT_DIR=str(base / "checkpoints"),
-        AIP_TENSORBOARD_LOG_DIR=str(base / "logs"),
-        CLOUD_ML_HP_METRIC_FILE=str(base / "hypertune" / "output.metrics"),
-        CLOUD_ML_TRIAL_ID="3",
-    )
-    args = ["--workload", "horses_or_humans", *TINY, "--epochs", "3", "--synthetic-examples", "64"]
-    args += ["--learning_rate", "0.05", "--momentum", "0.5", "--num_units", "8"]
-    result = run(args, env, base / "trainer.log")
-    assert result.returncode == 0, result.log[-3000:]
-    return base, result
-
-
 def served_probabilities(model_dir: Path, instances: int = 2) -> Any:
     """The exported model's ``serving_default`` on JPEGs of two sizes: (instances, classes)."""
     import numpy as np
