@@ -3,9 +3,10 @@ component provider (plugins/vertex-training): each example's ``./run`` trains th
 stack's two jobs, a second ``up`` changes nothing, ``destroy`` leaves no job and no
 process; a wrong argument is one clear message in every language. Each example runs in a
 copy of the project (the provider, the trainer and the example), with a temporary file
-backend; ``./run`` installs from the example's own lock files. The copy trains smaller
-than the example (``SMALLER``): what is tested is the language and the provider; the
-local stack trains as shipped in test_lifecycle.py."""
+backend; ``./run`` installs from the example's own lock files. What is tested is the
+language and the provider, not training: the copy's jobs run the stand-in trainer
+(tests/engine/standin_trainer.py) and a smaller study (``SMALLER``); the local stack
+trains as shipped in test_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import REPO_ROOT, processes_with, run_command
+from tests.engine.conftest import REPO_ROOT, processes_with, run_command, use_standin_trainer
 
 pytestmark = pytest.mark.slow
 
@@ -60,10 +61,11 @@ class Example:
 
     def __init__(self, root: Path, name: str, bin_dir: Path) -> None:
         self.root = root
-        for part in ("vertex_training", "trainer", "plugins"):
+        for part in ("vertex_training", "plugins"):
             shutil.copytree(
                 REPO_ROOT / part, root / part, ignore=shutil.ignore_patterns("__pycache__")
             )
+        use_standin_trainer(root)  # the language and the provider are tested, not training
         shutil.copy2(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
         (root / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
         (root / ".tools").mkdir()
