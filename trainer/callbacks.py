@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import signal
 from typing import Any
 
 import tf_keras
 
 from trainer.metric import HYPERTUNE_METRIC_TAG
 
-__all__ = ["EpochLogger", "EpochSummaryWriter", "HypertuneReporter", "StepProfiler"]
+__all__ = [
+    "EpochLogger",
+    "EpochSummaryWriter",
+    "HypertuneReporter",
+    "PreemptionAfterEpoch",
+    "StepProfiler",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -174,3 +182,18 @@ class StepProfiler(tf_keras.callbacks.Callback):
         self._active = False
         self._done = True
         logger.info("profiler: trace written under %s/plugins/profile", self._log_dir)
+
+
+class PreemptionAfterEpoch(tf_keras.callbacks.Callback):
+    """A test hook: this process dies by SIGKILL, as in a preemption, once epoch ``epoch``
+    (1-based) has ended and its checkpoint is written (place it last). A resume test then
+    knows where the run stopped instead of racing a kill against training."""
+
+    def __init__(self, epoch: int) -> None:
+        super().__init__()
+        self._epoch = epoch
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if epoch + 1 == self._epoch:
+            logger.warning("preempted after epoch %d (test hook)", epoch + 1)
+            os.kill(os.getpid(), signal.SIGKILL)

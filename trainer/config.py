@@ -85,6 +85,9 @@ CACHE_DIR_ENV = "TRAINER_CACHE_DIR"
 every replica of a stack at one directory under the stack's local root this way."""
 CACHE_MAX_BYTES_ENV = "TRAINER_CACHE_MAX_BYTES"
 """A bound on the disk cache directory: least recently used splits go to make room."""
+PREEMPT_AFTER_EPOCH_ENV = "TRAINER_TEST_PREEMPT_AFTER_EPOCH"
+"""A test hook: the epoch (1-based) after whose checkpoint the run kills itself, as a
+preemption would (``trainer.callbacks.PreemptionAfterEpoch``)."""
 
 
 @dataclass(frozen=True)

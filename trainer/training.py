@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 
 import tensorflow as tf
 import tf_keras
 
-from trainer.callbacks import EpochLogger, EpochSummaryWriter, HypertuneReporter, StepProfiler
+from trainer.callbacks import (
+    EpochLogger,
+    EpochSummaryWriter,
+    HypertuneReporter,
+    PreemptionAfterEpoch,
+    StepProfiler,
+)
 from trainer.cluster import ClusterRole
-from trainer.config import TrainConfig
+from trainer.config import PREEMPT_AFTER_EPOCH_ENV, TrainConfig
 from trainer.data import EncodedSplit, ImagePipeline, load_tfds_split, synthetic_split
 from trainer.disk_cache import DiskCache
 from trainer.distribution import create_strategy, save_model
@@ -145,6 +152,8 @@ def run_training(config: TrainConfig, role: ClusterRole) -> str | None:
             )
     if workload.reports_hypertune_metric and role.is_chief:
         callbacks.append(HypertuneReporter())
+    if preempt_after := os.environ.get(PREEMPT_AFTER_EPOCH_ENV):
+        callbacks.append(PreemptionAfterEpoch(int(preempt_after)))
 
     logger.info(
         "training %s on %s data: %d epochs, %dpx, batch %d per replica x %d replicas; "

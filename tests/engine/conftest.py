@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.engine.standin_trainer import HOLD_ENV
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
 STACK = "local"
@@ -37,6 +39,7 @@ CLI_OVERRIDE_ENV = "VERTEX_TRAINING_PULUMI_CLI"
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "requirements.lock", ".dockerignore")
 PROJECT_PACKAGES = ("vertex_training", "trainer", "predictor", "docker")
 COMMAND_TIMEOUT_S = 900
+STANDIN_TRAINER = Path(__file__).with_name("standin_trainer.py")
 
 
 def pinned_cli_version() -> str:
@@ -121,7 +124,9 @@ def run_command(
 
 class PulumiProject:
     """A copy of this project (or of another project directory, ``source``, e.g. an
-    example) with one stack in its own file backend."""
+    example) with one stack in its own file backend; with ``standin_trainer``, the copy's
+    jobs run standin_trainer.py where they would train, and hold while ``trainer_hold``
+    exists."""
 
     def __init__(
         self,
@@ -129,6 +134,8 @@ class PulumiProject:
         bin_dir: Path,
         stack_config: Mapping[str, Any],
         source: Path | None = None,
+        *,
+        standin_trainer: bool = False,
     ) -> None:
         self.root = root
         self.dir = root / "project"
@@ -144,7 +151,10 @@ class PulumiProject:
                 )
             # The project's virtualenv, as `make install` leaves it in a clone.
             (self.dir / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
+            if standin_trainer:
+                use_standin_trainer(self.dir)
         else:
+            assert not standin_trainer, "an example runs this checkout's trainer"
             shutil.copytree(
                 source, self.dir, ignore=shutil.ignore_patterns("__pycache__", "venv", ".local-*")
             )
@@ -171,6 +181,9 @@ class PulumiProject:
             # An example depends on this package by path (its requirements.txt: ../..).
             self.env["PYTHONPATH"] = str(REPO_ROOT)
         self.env.pop("PULUMI_ACCESS_TOKEN", None)
+        self.trainer_hold = root / "trainer-hold"
+        if standin_trainer:
+            self.env[HOLD_ENV] = str(self.trainer_hold)
         self.pulumi("stack", "init")
 
     @property
@@ -317,14 +330,27 @@ def wait_for(condition: Any, timeout_s: float, what: str, interval_s: float = 0.
     pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
+def use_standin_trainer(root: Path) -> None:
+    """The ``trainer`` package of a copy (``root``) becomes standin_trainer.py alone."""
+    trainer = root / "trainer"
+    shutil.rmtree(trainer, ignore_errors=True)
+    trainer.mkdir()
+    (trainer / "__init__.py").write_text("", encoding="utf-8")
+    shutil.copy2(STANDIN_TRAINER, trainer / "task.py")
+
+
 def make_project(
     tmp_path_factory: pytest.TempPathFactory,
     bin_dir: Path,
     config: Mapping[str, Any],
     name: str,
     source: Path | None = None,
+    *,
+    standin_trainer: bool = False,
 ) -> Iterator[PulumiProject]:
-    project = PulumiProject(tmp_path_factory.mktemp(name), bin_dir, config, source)
+    project = PulumiProject(
+        tmp_path_factory.mktemp(name), bin_dir, config, source, standin_trainer=standin_trainer
+    )
     try:
         yield project
     finally:

@@ -1,12 +1,15 @@
 """Changes through the real engine on a smaller copy of the ``local`` stack (the same
-program, fewer trials and epochs): a changed job is replaced (create before delete), and
-an ``up`` killed while a job runs leaves a job the next ``up`` adopts instead of
-submitting it twice.
+program, a one-trial study, no serving): a changed job is replaced (create before
+delete), and an ``up`` killed while a job runs leaves a job the next ``up`` adopts
+instead of submitting it twice.
 
-The tests of this module share one stack (training it takes minutes). Each starts from
-a stack that is up (the ``up`` fixture brings it up where it is not, e.g. when the test
-runs alone), states what it changes and compares with what it saw before, so each runs
-alone and in any order.
+What is tested is which job runs, not what it learns: the copy's jobs run the stand-in
+trainer (tests/engine/standin_trainer.py), which holds while the project's
+``trainer_hold`` file exists, so a test interrupts an ``up`` while its job surely runs.
+
+The tests of this module share one stack. Each starts from a stack that is up (the ``up``
+fixture brings it up where it is not, e.g. when the test runs alone), states what it
+changes and compares with what it saw before, so each runs alone and in any order.
 """
 
 from __future__ import annotations
@@ -65,19 +68,15 @@ def _set_arg(job: dict[str, Any], flag: str, value: str) -> None:
 
 
 def small_stack_config() -> dict[str, Any]:
-    """The repository's local stack with a 1-trial study of one epoch and the small CNN
-    instead of ResNet50 in the MWMS cluster (still a chief and a worker), each job looked
-    at every second (what is tested is which job runs, not what it learns)."""
+    """The repository's local stack with a 1-trial study (the MWMS job still a chief and a
+    worker), each job looked at every second."""
     config = copy.deepcopy(repo_stack_config())
     # The jobs' changes alone: what they do to a served model is test_serving.py's.
     for key in ("vertex-training:models", "vertex-training:endpoints"):
         config["config"].pop(key, None)
-    _set_arg(_jobs(config)[CUSTOM_JOB], "--workload", "horses_or_humans")
     tuning = _jobs(config)[TUNING_JOB]
     tuning["maxTrialCount"] = 1
     tuning["parallelTrialCount"] = 1
-    _set_arg(tuning, "--epochs", "1")
-    _set_arg(tuning, "--synthetic-examples", "32")
     for job in _jobs(config).values():
         job["pollIntervalSeconds"] = 1
     return config
@@ -92,7 +91,9 @@ def stack_config() -> dict[str, Any]:
 def project(
     tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path, stack_config: dict[str, Any]
 ) -> Iterator[PulumiProject]:
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, stack_config, "changes")
+    yield from make_project(
+        tmp_path_factory, pulumi_bin_dir, stack_config, "changes", standin_trainer=True
+    )
 
 
 @pytest.fixture
@@ -157,6 +158,7 @@ def test_interrupted_up_is_adopted_not_duplicated(
     project.write_config(stack_config)
     log = project.root / "interrupted-up.log"
 
+    project.trainer_hold.touch()  # the replacement job runs until the up is gone
     with log.open("w") as out:
         up = subprocess.Popen(
             project.stack_command("up"),
@@ -182,6 +184,7 @@ def test_interrupted_up_is_adopted_not_duplicated(
         finally:
             project.kill_session(up.pid)
             up.wait(timeout=30)
+            project.trainer_hold.unlink()
     interrupted = jobs_named(project.local_root, CUSTOM_JOB)
     assert len(interrupted) == 2, log.read_text()
     submitted = interrupted[-1]
@@ -246,10 +249,10 @@ def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
     project.write_config(stack_config)
 
     chunks: list[bytes] = []
+    # The replacement's create waits for its job, which runs until the cancel is asked.
+    project.trainer_hold.touch()
     if how == "typed in a terminal":
-        up, master = _start_in_terminal(project, project.stack_command("up"))
-        reader = threading.Thread(target=_read_all, args=(master, chunks), daemon=True)
-        reader.start()
+        up, output_fd = _start_in_terminal(project, project.stack_command("up"))
     else:
         up = subprocess.Popen(
             project.stack_command("up"),
@@ -259,6 +262,10 @@ def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        assert up.stdout is not None
+        output_fd = up.stdout.fileno()
+    reader = threading.Thread(target=_read_all, args=(output_fd, chunks), daemon=True)
+    reader.start()
     try:
         wait_for(
             lambda: len(jobs_named(project.local_root, CUSTOM_JOB)) == 2,
@@ -266,16 +273,19 @@ def test_ctrl_c_cancels_cleanly_and_the_next_up_finishes_the_change(
             "the replacement job to be submitted",
         )
         if how == "typed in a terminal":
-            os.write(master, b"\x03")  # the terminal sends SIGINT to runner and CLI alike
-            up.wait(timeout=600)
-            reader.join(timeout=30)
-            os.close(master)
+            os.write(output_fd, b"\x03")  # the terminal sends SIGINT to runner and CLI alike
         else:
             # No terminal: the runner passes the request on to the CLI.
             up.send_signal(signal.SIGINT)
-            chunks.append(up.communicate(timeout=600)[0])
+        wait_for(lambda: b"Cancelling" in b"".join(chunks), 60, "the runner to cancel")
+        project.trainer_hold.unlink()
+        up.wait(timeout=600)
+        reader.join(timeout=30)
     finally:
+        project.trainer_hold.unlink(missing_ok=True)
         project.kill_session(up.pid)
+        if how == "typed in a terminal":
+            os.close(output_fd)
     output = b"".join(chunks).decode(errors="replace")
 
     # The engine finished the step it was running (the replacement's create) and started

@@ -6,8 +6,8 @@ registers the model and serves it (a predict through ``predictUrl`` answers), a 
 one clear message in every language. Each example runs in a
 copy of the project (the provider, the trainer and the example), with a temporary file
 backend; ``./run`` installs from the example's own lock files. The copy trains smaller
-than the example (``SMALLER``): what is tested is the language and the provider; the
-local stack trains as shipped in test_lifecycle.py."""
+than the example (``SMALLER``), still for real: its model is served and answers a
+predict; the local stack trains as shipped in test_lifecycle.py."""
 
 from __future__ import annotations
 

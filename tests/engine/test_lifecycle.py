@@ -1,5 +1,9 @@
 """The repository's ``local`` stack through the real engine: preview, up, an idempotent
-second up, refresh, the state's contents, destroy.
+second up, refresh, the state's contents, destroy. Its jobs train as shipped (the
+two-replica MWMS cluster and the study: the one real training of each through the
+engine), but for the study's length: one round of two trials, not three (six trials two
+at a time run with a stand-in in tests/local/test_tuning_job.py). What serves the study's
+model is test_serving.py's, so it is left out here.
 
 Training the stack takes minutes, so its lifecycle runs once per module, one stage per
 fixture: each stage asks for the stages it follows and records what its test looks at,
@@ -33,7 +37,7 @@ JOB_TYPES = {
     "pulumi-python:dynamic/vertex:CustomJob",
     "pulumi-python:dynamic/vertex:HyperparameterTuningJob",
 }
-TRIALS = 6
+TRIALS = 2
 # What must never reach the state: tokens, keys, passwords (the provider holds no client).
 CREDENTIAL_PATTERNS = (
     r"ya29\.",  # a Google OAuth access token
@@ -61,11 +65,25 @@ def _bucket_files(project: PulumiProject) -> tuple[Path, ...]:
     return tuple(sorted(p.relative_to(bucket_jobs) for p in bucket_jobs.rglob("*")))
 
 
+def jobs_stack_config() -> dict[str, Any]:
+    """The repository's local stack without the model and the endpoint that serve its
+    study, the study one round long, each job looked at every second."""
+    config = repo_stack_config()
+    for key in ("vertex-training:models", "vertex-training:endpoints"):
+        config["config"].pop(key)
+    for job in config["config"]["vertex-training:jobs"]:
+        job["pollIntervalSeconds"] = 1
+        if job["name"] == TUNING_JOB:
+            assert job["parallelTrialCount"] == TRIALS, job
+            job["maxTrialCount"] = TRIALS
+    return config
+
+
 @pytest.fixture(scope="module")
 def project(
     tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
 ) -> Iterator[PulumiProject]:
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, repo_stack_config(), "lifecycle")
+    yield from make_project(tmp_path_factory, pulumi_bin_dir, jobs_stack_config(), "lifecycle")
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +135,6 @@ def test_preview_lists_both_jobs_as_creates_and_starts_nothing(
 ) -> None:
     steps, seen = previewed
 
-    # The served model and endpoint are tests/engine/test_serving.py's.
     jobs = {s["urn"].rsplit("::", 1)[-1]: s for s in steps if any(t in s["urn"] for t in JOB_TYPES)}
     assert set(jobs) == JOBS
     assert {s["op"] for s in jobs.values()} == {"create"}

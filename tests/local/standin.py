@@ -7,11 +7,13 @@ metrics files), not about TensorFlow.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import hypertune
 
@@ -40,6 +42,12 @@ ENV_KEYS = (
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dump-env", help="directory to write this replica's environment to")
+    parser.add_argument(
+        "--await-dumps", type=int, default=0, help="then wait until the directory holds N"
+    )
+    parser.add_argument(
+        "--hold-while", help="wait while this path exists ({trial}: the trial id) first"
+    )
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--exit-code", type=int, default=0)
     parser.add_argument("--fail-only", default="", help="workerpoolN-i that fails; others succeed")
@@ -55,19 +63,24 @@ def main() -> int:
     task = json.loads(os.environ.get("CLUSTER_SPEC", "{}")).get("task", {})
     label = f"{task.get('type', 'none')}-{task.get('index', 0)}"
     print(f"standin {label} starting with params {params}", flush=True)
+    trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
+    if args.hold_while:
+        hold = args.hold_while.replace("{trial}", trial)
+        wait_until(lambda: not os.path.exists(hold), f"{hold} to go")
     if args.dump_env:
         os.makedirs(args.dump_env, exist_ok=True)
         record: dict[str, object] = {k: os.environ.get(k) for k in ENV_KEYS}
         record["argv"] = sys.argv[1:]
         record["pid"] = os.getpid()
         record["cwd"] = os.getcwd()
-        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
         with open(os.path.join(args.dump_env, f"{trial}{label}.json"), "w") as handle:
             json.dump(record, handle)
+        if args.await_dumps:
+            pattern = os.path.join(args.dump_env, "*.json")
+            wait_until(lambda: len(glob.glob(pattern)) >= args.await_dumps, "environments")
     if args.spawn_child:
         os.makedirs(args.spawn_child, exist_ok=True)
         child = subprocess.Popen(["sleep", "300"])
-        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
         with open(os.path.join(args.spawn_child, f"{trial}{label}.pids"), "w") as handle:
             handle.write(f"{os.getpid()} {child.pid}\n")
     if args.steps:
@@ -84,7 +97,6 @@ def main() -> int:
     time.sleep(args.sleep)
     if args.span_dir:
         os.makedirs(args.span_dir, exist_ok=True)
-        trial = os.environ.get("CLOUD_ML_TRIAL_ID", "")
         with open(os.path.join(args.span_dir, f"{trial}{label}.json"), "w") as handle:
             json.dump({"start": started, "end": time.time()}, handle)
     if args.exit_code and (not args.fail_only or args.fail_only == label):
@@ -94,6 +106,14 @@ def main() -> int:
         return args.exit_code
     print(f"standin {label} done", flush=True)
     return 0
+
+
+def wait_until(condition: Callable[[], bool], what: str, limit_s: float = 120.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            sys.exit(f"standin: no {what} after {limit_s:.0f} s")
+        time.sleep(0.02)
 
 
 def metric_of(params: dict[str, str], step: int, steps: int) -> float:

@@ -65,11 +65,11 @@ class TestEnvironmentConformance:
                 replicas=replicas,
             )
 
-        # The chief lingers so that the parameter server and evaluator (which never
-        # exit by themselves) have written their environment before the job ends.
+        # The chief waits for all five environments: the parameter server and evaluator
+        # (which never exit by themselves) have written theirs before the job ends.
         spec = _job(
             (
-                standin(1, "--sleep=1.5"),
+                standin(1, "--await-dumps=5"),
                 standin(2),
                 standin(1, "--sleep=60"),
                 standin(1, "--sleep=60"),
@@ -357,7 +357,7 @@ def test_gpus_are_split_between_replicas_by_accelerator_count(
     dump = tmp_path / "env"
     spec = _job(
         (
-            standin_pool([f"--dump-env={dump}", "--sleep=1"], accelerators=2),
+            standin_pool([f"--dump-env={dump}", "--await-dumps=4"], accelerators=2),
             standin_pool([f"--dump-env={dump}"], replicas=2, accelerators=1),
             {},
             standin_pool([f"--dump-env={dump}", "--sleep=60"]),

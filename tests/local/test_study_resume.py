@@ -23,7 +23,7 @@ from vertex_training.jobs.records import JobKind, JobState
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 TUNING = JobKind.HYPERPARAMETER_TUNING_JOB
-TRIALS = 6
+TRIALS = 4
 
 
 def _wait_for(condition: object, timeout: float = 60.0) -> None:
@@ -33,13 +33,34 @@ def _wait_for(condition: object, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _hold_trials(tmp_path: Path, trial_ids: range) -> list[Path]:
+    """Hold files for the stand-in's ``--hold-while``: those trials run until they go."""
+    holds = [tmp_path / f"hold-{trial_id}" for trial_id in trial_ids]
+    for hold in holds:
+        hold.touch()
+    return holds
+
+
+def _settled(backend: LocalBackend, name: str, states: list[str]) -> bool:
+    """The study's trials are in ``states`` and its supervisor holds no lock on its journal
+    (the running trials hold: nothing is written until one ends), so a kill now leaves
+    no lock behind for the resumed supervisor to wait out."""
+    record = backend.get(name)
+    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
+    lock = journal.with_name(journal.name + ".lock")
+    return [t.state for t in record.trials] == states and not lock.exists()
+
+
 def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     import optuna
 
+    # Trials 1 and 2 finish; 3 and 4 run until the supervisor is killed (they hold).
+    holds = _hold_trials(tmp_path, range(3, TRIALS + 1))
+    hold_while = f"--hold-while={tmp_path}/hold-{{trial}}"
     body = tuning_job(
-        job_spec(standin_pool(["--steps=3", "--step-sleep=0.3"]), output="gs://bucket/hp"),
+        job_spec(standin_pool(["--steps=1", hold_while]), output="gs://bucket/hp"),
         study(double("x", 0.01, 1.0)),
         max_trials=TRIALS,
         parallel=2,
@@ -47,14 +68,11 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
     )
     record = backend.submit(TUNING, body)
 
-    def mid_study() -> bool:
-        states = [t.state for t in backend.get(record.name).trials]
-        return states.count("SUCCEEDED") >= 2 and "ACTIVE" in states
-
-    _wait_for(mid_study)
+    _wait_for(
+        lambda: _settled(backend, record.name, ["SUCCEEDED", "SUCCEEDED", "ACTIVE", "ACTIVE"])
+    )
     details = backend.details(record.name)
     running = [t for t in details.record.trials if t.state == "ACTIVE"]
-    assert running
     supervisor = details.supervisor_pid
     assert supervisor is not None
     os.kill(supervisor, signal.SIGKILL)
@@ -63,11 +81,13 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
     assert died.record.state is JobState.FAILED
     assert (died.record.error_message or "").startswith(SUPERVISOR_DIED)
     before = {t.trial_id: t for t in died.record.trials if t.state == "SUCCEEDED"}
-    assert 2 <= len(before) < TRIALS
+    assert sorted(before) == ["1", "2"]
     # The dead supervisor's trial processes were stopped with it.
     assert all(pid_gone(r.pid) for r in died.replicas if r.pid is not None)
 
     # The job is taken up where it stopped (the provider does so when `up` runs again).
+    for hold in holds:
+        hold.unlink()
     resumed = backend.resume_interrupted(record.name)
     assert resumed is not None and resumed.name == record.name
     assert resumed.state is not JobState.FAILED
@@ -122,15 +142,17 @@ def test_only_a_job_whose_supervisor_died_resumes(
 
 
 def test_an_interrupted_up_resumes_the_study_through_the_provider(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     """`pulumi up` killed mid-study leaves no state for the job; the next `up` creates it
     again, and the provider finds the job by its adoption label and resumes it."""
     from vertex_training._dynamic import BackendKind, BackendSettings
     from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 
+    holds = _hold_trials(tmp_path, range(2, 5))  # trial 1 finishes, the others hold
+    hold_while = f"--hold-while={tmp_path}/hold-{{trial}}"
     body = tuning_job(
-        job_spec(standin_pool(["--steps=3", "--step-sleep=0.3"]), output="gs://bucket/up"),
+        job_spec(standin_pool(["--steps=1", hold_while]), output="gs://bucket/up"),
         study(double("x", 0.01, 1.0)),
         max_trials=4,
         parallel=2,
@@ -148,12 +170,15 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     }
     provider = JobProvider(TUNING)
     first = provider.create(props)
-    _wait_for(lambda: any(t.state == "SUCCEEDED" for t in backend.get(first.id).trials))
+    _wait_for(lambda: _settled(backend, first.id, ["SUCCEEDED", "ACTIVE", "ACTIVE"]))
     supervisor = backend.details(first.id).supervisor_pid
     assert supervisor is not None
     os.kill(supervisor, signal.SIGKILL)
     _wait_for(lambda: pid_gone(supervisor))
     done_before = [t for t in backend.details(first.id).record.trials if t.state == "SUCCEEDED"]
+    assert [t.trial_id for t in done_before] == ["1"]
+    for hold in holds:
+        hold.unlink()
 
     again = provider.create({**props, "wait": True, "poll_interval_seconds": 0.1})
     assert again.id == first.id  # the same job, resumed: not a new study

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -134,6 +135,24 @@ def test_cluster_spec_workerpools(pool: str, index: int, task_type: str, is_chie
     assert role.trial_id == "7"
     assert dict(role.cluster) == {"chief": ("c:1",), "worker": ("w0:1", "w1:1"), "ps": ("p:1",)}
     assert role.num_workers == 3
+
+
+@pytest.mark.parametrize("task_type", ["chief", "worker"])
+def test_master_and_cluster_spec_give_the_role_vertex_tf_config_gives(task_type: str) -> None:
+    """The role is all the trainer builds its strategy and saves from: one two-process
+    training (tests/trainer/test_training.py, with TF_CONFIG) covers the other names."""
+    chief, worker = TWO
+    vertex = parse_cluster_role(
+        {"TF_CONFIG": tf_config({"chief": [chief], "worker": [worker]}, task_type, 0)}
+    )
+    if task_type == "chief":
+        cluster = {"master": [chief], "worker": [worker]}
+        other = parse_cluster_role({"TF_CONFIG": tf_config(cluster, "master", 0)})
+    else:
+        pools = {"workerpool0": [chief], "workerpool1": [worker]}
+        spec = json.dumps({"cluster": pools, "task": {"type": "workerpool1", "index": 0}})
+        other = parse_cluster_role({"CLUSTER_SPEC": spec})
+    assert dataclasses.replace(other, source="TF_CONFIG") == vertex
 
 
 def test_tf_config_wins_and_keeps_the_cluster_spec_trial() -> None:

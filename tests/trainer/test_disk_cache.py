@@ -116,28 +116,32 @@ def test_half_written_cache_is_never_read_and_is_rebuilt(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_writer_killed_mid_save_leaves_nothing_a_later_job_reads(tmp_path: Path) -> None:
+    # The writer stops for good at image 100, after saying so: killed there, mid-save.
+    stuck = tmp_path.parent / "writer-stuck"
     script = f"""
-import os, sys, time
+import sys, time
 sys.path.insert(0, {str(REPO)!r})
 import numpy as np, tensorflow as tf
 from trainer.disk_cache import DiskCache
-def slow(x):
-    time.sleep(0.05)
+def stop_at_100(x):
+    if int(x) == 100:
+        open({str(stuck)!r}, "w").close()
+        while True:
+            time.sleep(1)
     return x
 images = tf.data.Dataset.range(400).map(
     lambda i: (tf.fill((8, 8, 3), tf.cast(i % 200, tf.uint8)),
-               tf.py_function(slow, [i], tf.int64)))
+               tf.py_function(stop_at_100, [i], tf.int64)))
 DiskCache({str(tmp_path)!r}).decoded(
     images, key="k", num_examples=400, block_size=10, shuffle=True
 )
 """
     writer = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     deadline = time.monotonic() + 120
-    while not any(tmp_path.glob("k.partial-*/*")):
+    while not stuck.exists():
         assert writer.poll() is None, "the writer ended before it was killed"
-        assert time.monotonic() < deadline, "the writer never started writing"
+        assert time.monotonic() < deadline, "the writer never reached image 100"
         time.sleep(0.05)
-    time.sleep(1.0)  # well into the save
     writer.send_signal(signal.SIGKILL)
     writer.wait(timeout=30)
     assert not (tmp_path / "k").exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.trainer.test_config import _exit_message, resolved
-from tests.trainer.test_training import TINY, run, trainer_env
+from tests.trainer.test_training import TINY, Run, run, trainer_env
 from trainer.config import ProfileSteps, ProfileStepsError, parse_config
 
 HORSES = ["--workload", "horses_or_humans"]
@@ -83,16 +83,12 @@ def _scalars(run_dir: Path) -> dict[str, dict[int, float]]:
 
 
 @pytest.mark.slow
-def test_scalars_every_epoch_and_a_trace_of_the_asked_steps(tmp_path: Path) -> None:
-    logs = tmp_path / "out" / "3" / "logs"
-    env = trainer_env(AIP_TENSORBOARD_LOG_DIR=str(logs), CLOUD_ML_TRIAL_ID="3")
-    args = [*HORSES, *FOUR_STEPS, "--epochs", "2", "--job-dir", str(tmp_path / "job")]
-    args += ["--profile-steps", "2,3"]
-    result = run(args, env, tmp_path / "trainer.log")
-    assert result.returncode == 0, result.log[-3000:]
+def test_scalars_every_epoch_and_a_trace_of_the_asked_steps(horses_run: tuple[Path, Run]) -> None:
+    base, result = horses_run
+    logs = base / "logs"
     train, validation = _scalars(logs / "train"), _scalars(logs / "validation")
-    assert set(train["epoch_loss"]) == {1, 2}
-    assert set(validation["epoch_accuracy"]) == {1, 2}
+    assert set(train["epoch_loss"]) == {1, 2, 3}
+    assert set(validation["epoch_accuracy"]) == {1, 2, 3}
     assert all(0.0 <= v <= 1.0 for v in validation["epoch_accuracy"].values())
     traces = list((logs / "train" / "plugins" / "profile").glob("*/*.xplane.pb"))
     assert len(traces) == 1 and traces[0].stat().st_size > 0
