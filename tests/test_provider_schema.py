@@ -19,6 +19,7 @@ import pytest
 from pulumi import Resource
 
 from vertex_training._checks import accepts_unknown, alternatives, field_types
+from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.jobs import api, pools
 from vertex_training.jobs.fields import camel
 from vertex_training.platform.platform import TrainingPlatformArgs
@@ -34,6 +35,7 @@ COMPONENTS = {
     "HyperparameterTuningJob": api.HyperparameterTuningJobArgs,
     "Model": ModelArgs,
     "Endpoint": EndpointArgs,
+    "PersistentResource": PersistentResourceArgs,
 }
 PLACED = frozenset({"platform", "project", "region", "job"})
 """A model or endpoint is placed by its platform (a model's job is a reference)."""
@@ -190,7 +192,7 @@ def _resource(kind: str) -> dict[str, str]:
 def test_a_job_model_or_endpoint_takes_its_platform_and_a_model_its_job_as_the_component(
     schema: dict[str, Any],
 ) -> None:
-    for kind in ("CustomJob", "HyperparameterTuningJob", "Model", "Endpoint"):
+    for kind in ("CustomJob", "HyperparameterTuningJob", "Model", "Endpoint", "PersistentResource"):
         resource = schema["resources"][f"{PACKAGE}:index:{kind}"]
         assert resource["inputProperties"]["platform"] == _resource("TrainingPlatform")
         assert "platform" in resource["requiredInputs"]

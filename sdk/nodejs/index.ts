@@ -25,6 +25,11 @@ export type Model = import("./model").Model;
 export const Model: typeof import("./model").Model = null as any;
 utilities.lazyLoad(exports, ["Model"], () => require("./model"));
 
+export { PersistentResourceArgs } from "./persistentResource";
+export type PersistentResource = import("./persistentResource").PersistentResource;
+export const PersistentResource: typeof import("./persistentResource").PersistentResource = null as any;
+utilities.lazyLoad(exports, ["PersistentResource"], () => require("./persistentResource"));
+
 export { ProviderArgs } from "./provider";
 export type Provider = import("./provider").Provider;
 export const Provider: typeof import("./provider").Provider = null as any;
@@ -58,6 +63,8 @@ const _module = {
                 return new HyperparameterTuningJob(name, <any>undefined, { urn })
             case "vertex-training:index:Model":
                 return new Model(name, <any>undefined, { urn })
+            case "vertex-training:index:PersistentResource":
+                return new PersistentResource(name, <any>undefined, { urn })
             case "vertex-training:index:TrainingPlatform":
                 return new TrainingPlatform(name, <any>undefined, { urn })
             default:

@@ -200,3 +200,33 @@ def test_a_wrong_argument_is_one_clear_message(
     assert "Fix: set chief.accelerator.count in the args of CustomJob 'cassava-mwms'" in line
     assert "Traceback" not in said
     assert example.processes() == []
+
+
+def test_a_job_on_a_persistent_resources_id_is_held_to_its_pools(
+    tmp_path: Path, pulumi_bin_dir: Path
+) -> None:
+    """YAML places a job on a PersistentResource by its ``resourceId`` output: the provider,
+    which constructed the resource, refuses at preview a job whose pools fit none of its
+    pools, with Python's words, before anything is created."""
+    import yaml
+
+    example = _example(tmp_path, "yaml-local", pulumi_bin_dir)
+    program = yaml.safe_load((example.dir / "Pulumi.yaml").read_text(encoding="utf-8"))
+    program["resources"]["warm"] = {
+        "type": "vertex-training:PersistentResource",
+        "properties": {"platform": "${platform}", "pools": [{"machineType": "n1-standard-4"}]},
+    }
+    job = program["resources"]["cassava-mwms"]["properties"]
+    job["persistentResourceId"] = "${warm.resourceId}"
+    (example.dir / "Pulumi.yaml").write_text(yaml.safe_dump(program), encoding="utf-8")
+    done = example.run("preview", check=False)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "invalid args for CustomJob 'cassava-mwms'" in said
+    (line,) = [line for line in said.splitlines() if "property chief " in line]
+    assert (
+        "n1-standard-8, pd-ssd 100 GB matches no pool of persistent resource 'warm' "
+        "(pools[0]: n1-standard-4, pd-ssd 100 GB)" in line
+    )
+    assert "Traceback" not in said
+    assert example.processes() == []

@@ -2,11 +2,14 @@
 ``schema`` derives from the Python Args) the way the stack config reader reads a stack's
 YAML, then declares the same public resources a Python program would.
 
-A job, model or endpoint takes its platform (and a model its job) as the component
-itself: the SDKs send a resource reference, and this process, which constructed that
-component before (the reference waits for it), hands back its own object
+A job, model, endpoint or persistent resource takes its platform (and a model its job)
+as the component itself: the SDKs send a resource reference, and this process, which
+constructed that component before (the reference waits for it), hands back its own object
 (``_References``), so the job runs on that ``vt.TrainingPlatform`` itself (its bucket,
-image, labels and dependencies).
+image, labels and dependencies). A job's ``persistentResourceId`` is text (a
+``PersistentResource``'s ``resourceId`` output, or any resource's id); where it is the id
+of a ``PersistentResource`` this process constructed, the job is placed on that resource
+itself and held to its pools, as in Python.
 
 Problems with the args are one ``ArgsError``: every problem, each at the path the caller
 wrote (``trial.chief.machineType``), what is valid, and the fix; the provider hands it
@@ -22,8 +25,15 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from vertex_training._checks import InvalidArgumentsError
-from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, facts_of
-from vertex_training.jobs.declarations import job_problems, read_job
+from vertex_training.capacity.api import PersistentResourceArgs
+from vertex_training.capacity.resource import PersistentResource as CapacityResource
+from vertex_training.jobs.api import (
+    CustomJobArgs,
+    HyperparameterTuningJobArgs,
+    _unchecked_copy,
+    facts_of,
+)
+from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.fields import (
     SEE_THE_PROBLEM,
     ConfigProblem,
@@ -48,6 +58,7 @@ __all__ = [
     "Endpoint",
     "HyperparameterTuningJob",
     "Model",
+    "PersistentResource",
     "TrainingPlatform",
 ]
 
@@ -173,6 +184,7 @@ class _Job(pulumi.ComponentResource):
         declaration, problems = read_job(item, "")
         if declaration is None:
             raise ArgsError(kind, name, [_unrooted(p) for p in problems])
+        declaration = _on_capacity(declaration)
         platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
         platform = platform.platform
         acknowledged = platform.acknowledged_hardware_checks
@@ -216,6 +228,28 @@ class _Job(pulumi.ComponentResource):
 
 
 _NO_PLATFORM = frozenset({"platform"})
+
+
+def _on_capacity(job: JobDeclaration) -> JobDeclaration:
+    """``job`` placed on the ``PersistentResource`` of this program whose id its
+    ``persistentResourceId`` is (so its pools are held to the resource's), else as it is."""
+    run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
+    resource_id = _now(run.persistent_resource_id)
+    resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
+    if resource is None:
+        return job
+    placed = _unchecked_copy(run, persistent_resource_id=resource.resource)
+    args = placed if run is job.args else _unchecked_copy(job.args, trial=placed)
+    return JobDeclaration(job.name, args)
+
+
+def _now(value: Any) -> Any:
+    """``value``, or the value of an Output the engine handed this process already
+    resolved (an input from another resource's output arrives so): None where unknown."""
+    if not isinstance(value, pulumi.Output):
+        return value
+    data = value._data  # the SDK's one future of value, dependencies and known-ness
+    return data.result().value if data.done() and data.result().is_known else None
 
 
 class CustomJob(_Job):
@@ -352,6 +386,40 @@ class Endpoint(pulumi.ComponentResource):
         self.register_outputs({})
 
 
+class PersistentResource(pulumi.ComponentResource):
+    """A Vertex AI PersistentResource on a TrainingPlatform: pools kept provisioned (and
+    billed every hour it exists) for the jobs placed on it (on ``local``, a warm pool of
+    worker processes). A job is placed on it by its `resourceId` output."""
+
+    resource_id: pulumi.Output[str]
+    """What a job's `persistentResourceId` takes."""
+    name: pulumi.Output[str]
+    """`projects/P/locations/R/persistentResources/ID`."""
+
+    def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
+        kind = "PersistentResource"
+        platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
+        fields = {k: v for k, v in args.items() if k != "platform"}
+        resource_args = _read(kind, name, PersistentResourceArgs, fields, _CAPACITY_ARGS)
+        try:
+            placed = dataclasses.replace(resource_args, platform=platform.platform)
+            resource_id = placed.id_for(name)
+        except InvalidArgumentsError as error:
+            raise _refused(kind, name, error, PersistentResourceArgs) from None
+        super().__init__(f"{PACKAGE}:index:{kind}", name, None, opts)
+        self.resource = CapacityResource(name, placed, pulumi.ResourceOptions(parent=self))
+        self.resource_id = pulumi.Output.from_input(resource_id)
+        self.name = self.resource.name
+        _OURS[(f"{PACKAGE}:index:{kind}", name)] = self
+        _CAPACITY[resource_id] = self
+        self.register_outputs({})
+
+
+_CAPACITY: dict[str, PersistentResource] = {}
+"""This process's persistent resources by their id: where a job's ``persistentResourceId``
+is one of them, the job is held to its pools."""
+
+
 def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
     """``cls`` from the component's ``fields`` (the stack reader's route), or the
     ``ArgsError`` naming every problem."""
@@ -365,6 +433,7 @@ def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
 _PLATFORM_ARGS = args_type(TrainingPlatformArgs)
 _MODEL_ARGS = args_type(ModelArgs, _SERVING_NOT_IN_ARGS)
 _ENDPOINT_ARGS = args_type(EndpointArgs, _SERVING_NOT_IN_ARGS)
+_CAPACITY_ARGS = args_type(PersistentResourceArgs, _NO_PLATFORM)
 _with_args(TrainingPlatform, _PLATFORM_ARGS)
 _JOB_REFS = {"platform": "TrainingPlatform"}
 _with_args(CustomJob, _with_references(CustomJobArgs, _NO_PLATFORM, **_JOB_REFS))
@@ -379,6 +448,7 @@ _with_args(
     ),
 )
 _with_args(Endpoint, _with_references(EndpointArgs, _SERVING_NOT_IN_ARGS, **_JOB_REFS))
+_with_args(PersistentResource, _with_references(PersistentResourceArgs, _NO_PLATFORM, **_JOB_REFS))
 HyperparameterTuningJob.__annotations__["best_trial"] = output_type(TrialResult)
 HyperparameterTuningJob.__annotations__["trials"] = output_type(list[TrialResult])
 pulumi.runtime.register_resource_module(PACKAGE, "index", _References())
@@ -389,4 +459,5 @@ COMPONENTS: list[type[pulumi.ComponentResource]] = [
     HyperparameterTuningJob,
     Model,
     Endpoint,
+    PersistentResource,
 ]

@@ -52,8 +52,9 @@ def finished_schema(schema: dict[str, Any]) -> dict[str, Any]:
     components it names, a type's name without ``Args`` (the SDKs add their own:
     ``DeploymentArgs`` would be ``DeploymentArgsArgs``), descriptions in Markdown (an
     array's items and a map's values not repeating their property's), a map's object
-    values Inputs (the Go generator writes no input type for an object reached only
-    through a plain map), and the SDKs' names (``LANGUAGES``)."""
+    values and a component's list items Inputs (the Go generator writes no input type for
+    an object reached only through a plain map, or a component's plain list), and the
+    SDKs' names (``LANGUAGES``)."""
     types = f"#/types/{PACKAGE}:index:"
     schema["types"] = {key.removesuffix("Args"): value for key, value in schema["types"].items()}
     for component, references in REFERENCES.items():
@@ -61,6 +62,11 @@ def finished_schema(schema: dict[str, Any]) -> dict[str, Any]:
         for key, kinds in references.items():
             refs = [{"$ref": f"#/resources/{PACKAGE}:index:{kind}"} for kind in kinds.split("|")]
             inputs[key] = refs[0] if len(refs) == 1 else {"oneOf": refs}
+    for resource in schema["resources"].values():
+        for value in resource["inputProperties"].values():
+            items = value.get("items")
+            if isinstance(items, dict) and str(items.get("$ref")).startswith(types):
+                items.pop("plain", None)
 
     def finish(node: Any) -> None:
         if isinstance(node, dict):
@@ -84,7 +90,9 @@ def finished_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 finish(value)
 
     finish(schema)
-    schema["description"] = "Vertex AI TensorFlow training, models and endpoints as components."
+    schema["description"] = (
+        "Vertex AI TensorFlow training, capacity, models and endpoints as components."
+    )
     schema["language"] = LANGUAGES
     return schema
 

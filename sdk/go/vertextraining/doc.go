@@ -1,2 +1,2 @@
-// Vertex AI TensorFlow training, models and endpoints as components.
+// Vertex AI TensorFlow training, capacity, models and endpoints as components.
 package vertextraining

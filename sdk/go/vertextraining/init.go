@@ -29,6 +29,8 @@ func (m *module) Construct(ctx *pulumi.Context, name, typ, urn string) (r pulumi
 		r = &HyperparameterTuningJob{}
 	case "vertex-training:index:Model":
 		r = &Model{}
+	case "vertex-training:index:PersistentResource":
+		r = &PersistentResource{}
 	case "vertex-training:index:TrainingPlatform":
 		r = &TrainingPlatform{}
 	default:

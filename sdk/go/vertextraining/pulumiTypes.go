@@ -187,6 +187,165 @@ func (o AcceleratorPtrOutput) Type() pulumi.StringPtrOutput {
 	}).(pulumi.StringPtrOutput)
 }
 
+// `ResourcePool.autoscalingSpec`: the pool grows and shrinks between these counts.
+type Autoscaling struct {
+	// The most replicas a job on the pool can have.
+	MaxReplicaCount int `pulumi:"maxReplicaCount"`
+	// Kept warm (and billed) while the resource exists.
+	MinReplicaCount int `pulumi:"minReplicaCount"`
+}
+
+// AutoscalingInput is an input type that accepts AutoscalingArgs and AutoscalingOutput values.
+// You can construct a concrete instance of `AutoscalingInput` via:
+//
+//	AutoscalingArgs{...}
+type AutoscalingInput interface {
+	pulumi.Input
+
+	ToAutoscalingOutput() AutoscalingOutput
+	ToAutoscalingOutputWithContext(context.Context) AutoscalingOutput
+}
+
+// `ResourcePool.autoscalingSpec`: the pool grows and shrinks between these counts.
+type AutoscalingArgs struct {
+	// The most replicas a job on the pool can have.
+	MaxReplicaCount pulumi.IntInput `pulumi:"maxReplicaCount"`
+	// Kept warm (and billed) while the resource exists.
+	MinReplicaCount pulumi.IntInput `pulumi:"minReplicaCount"`
+}
+
+func (AutoscalingArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*Autoscaling)(nil)).Elem()
+}
+
+func (i AutoscalingArgs) ToAutoscalingOutput() AutoscalingOutput {
+	return i.ToAutoscalingOutputWithContext(context.Background())
+}
+
+func (i AutoscalingArgs) ToAutoscalingOutputWithContext(ctx context.Context) AutoscalingOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingOutput)
+}
+
+func (i AutoscalingArgs) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return i.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (i AutoscalingArgs) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingOutput).ToAutoscalingPtrOutputWithContext(ctx)
+}
+
+// AutoscalingPtrInput is an input type that accepts AutoscalingArgs, AutoscalingPtr and AutoscalingPtrOutput values.
+// You can construct a concrete instance of `AutoscalingPtrInput` via:
+//
+//	        AutoscalingArgs{...}
+//
+//	or:
+//
+//	        nil
+type AutoscalingPtrInput interface {
+	pulumi.Input
+
+	ToAutoscalingPtrOutput() AutoscalingPtrOutput
+	ToAutoscalingPtrOutputWithContext(context.Context) AutoscalingPtrOutput
+}
+
+type autoscalingPtrType AutoscalingArgs
+
+func AutoscalingPtr(v *AutoscalingArgs) AutoscalingPtrInput {
+	return (*autoscalingPtrType)(v)
+}
+
+func (*autoscalingPtrType) ElementType() reflect.Type {
+	return reflect.TypeOf((**Autoscaling)(nil)).Elem()
+}
+
+func (i *autoscalingPtrType) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return i.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (i *autoscalingPtrType) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(AutoscalingPtrOutput)
+}
+
+// `ResourcePool.autoscalingSpec`: the pool grows and shrinks between these counts.
+type AutoscalingOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*Autoscaling)(nil)).Elem()
+}
+
+func (o AutoscalingOutput) ToAutoscalingOutput() AutoscalingOutput {
+	return o
+}
+
+func (o AutoscalingOutput) ToAutoscalingOutputWithContext(ctx context.Context) AutoscalingOutput {
+	return o
+}
+
+func (o AutoscalingOutput) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return o.ToAutoscalingPtrOutputWithContext(context.Background())
+}
+
+func (o AutoscalingOutput) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return o.ApplyTWithContext(ctx, func(_ context.Context, v Autoscaling) *Autoscaling {
+		return &v
+	}).(AutoscalingPtrOutput)
+}
+
+// The most replicas a job on the pool can have.
+func (o AutoscalingOutput) MaxReplicaCount() pulumi.IntOutput {
+	return o.ApplyT(func(v Autoscaling) int { return v.MaxReplicaCount }).(pulumi.IntOutput)
+}
+
+// Kept warm (and billed) while the resource exists.
+func (o AutoscalingOutput) MinReplicaCount() pulumi.IntOutput {
+	return o.ApplyT(func(v Autoscaling) int { return v.MinReplicaCount }).(pulumi.IntOutput)
+}
+
+type AutoscalingPtrOutput struct{ *pulumi.OutputState }
+
+func (AutoscalingPtrOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((**Autoscaling)(nil)).Elem()
+}
+
+func (o AutoscalingPtrOutput) ToAutoscalingPtrOutput() AutoscalingPtrOutput {
+	return o
+}
+
+func (o AutoscalingPtrOutput) ToAutoscalingPtrOutputWithContext(ctx context.Context) AutoscalingPtrOutput {
+	return o
+}
+
+func (o AutoscalingPtrOutput) Elem() AutoscalingOutput {
+	return o.ApplyT(func(v *Autoscaling) Autoscaling {
+		if v != nil {
+			return *v
+		}
+		var ret Autoscaling
+		return ret
+	}).(AutoscalingOutput)
+}
+
+// The most replicas a job on the pool can have.
+func (o AutoscalingPtrOutput) MaxReplicaCount() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.MaxReplicaCount
+	}).(pulumi.IntPtrOutput)
+}
+
+// Kept warm (and billed) while the resource exists.
+func (o AutoscalingPtrOutput) MinReplicaCount() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v *Autoscaling) *int {
+		if v == nil {
+			return nil
+		}
+		return &v.MinReplicaCount
+	}).(pulumi.IntPtrOutput)
+}
+
 // One model deployed to an endpoint (`DeployedModel` with `dedicatedResources`).
 type Deployment struct {
 	// `machineSpec.acceleratorCount`; None: 1 with an `accelerator_type`.
@@ -1104,6 +1263,112 @@ func (o ReservationAffinityPtrOutput) Values() pulumi.StringArrayOutput {
 		}
 		return v.Values
 	}).(pulumi.StringArrayOutput)
+}
+
+// A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
+type ResourcePool struct {
+	Accelerator *Accelerator `pulumi:"accelerator"`
+	Autoscaling *Autoscaling `pulumi:"autoscaling"`
+	// None: 100 (the service's default).
+	BootDiskSizeGb *int `pulumi:"bootDiskSizeGb"`
+	// None: `pd-ssd` (the service's default).
+	BootDiskType *string `pulumi:"bootDiskType"`
+	// The pool's id within the resource; None: Vertex names it.
+	Id          *string `pulumi:"id"`
+	MachineType string  `pulumi:"machineType"`
+	// Replicas provisioned when the resource is created (without `autoscaling`: always).
+	ReplicaCount        *int                 `pulumi:"replicaCount"`
+	ReservationAffinity *ReservationAffinity `pulumi:"reservationAffinity"`
+}
+
+// ResourcePoolInput is an input type that accepts ResourcePoolArgs and ResourcePoolOutput values.
+// You can construct a concrete instance of `ResourcePoolInput` via:
+//
+//	ResourcePoolArgs{...}
+type ResourcePoolInput interface {
+	pulumi.Input
+
+	ToResourcePoolOutput() ResourcePoolOutput
+	ToResourcePoolOutputWithContext(context.Context) ResourcePoolOutput
+}
+
+// A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
+type ResourcePoolArgs struct {
+	Accelerator *AcceleratorArgs `pulumi:"accelerator"`
+	Autoscaling *AutoscalingArgs `pulumi:"autoscaling"`
+	// None: 100 (the service's default).
+	BootDiskSizeGb pulumi.IntPtrInput `pulumi:"bootDiskSizeGb"`
+	// None: `pd-ssd` (the service's default).
+	BootDiskType pulumi.StringPtrInput `pulumi:"bootDiskType"`
+	// The pool's id within the resource; None: Vertex names it.
+	Id          *string            `pulumi:"id"`
+	MachineType pulumi.StringInput `pulumi:"machineType"`
+	// Replicas provisioned when the resource is created (without `autoscaling`: always).
+	ReplicaCount        pulumi.IntPtrInput       `pulumi:"replicaCount"`
+	ReservationAffinity *ReservationAffinityArgs `pulumi:"reservationAffinity"`
+}
+
+func (ResourcePoolArgs) ElementType() reflect.Type {
+	return reflect.TypeOf((*ResourcePool)(nil)).Elem()
+}
+
+func (i ResourcePoolArgs) ToResourcePoolOutput() ResourcePoolOutput {
+	return i.ToResourcePoolOutputWithContext(context.Background())
+}
+
+func (i ResourcePoolArgs) ToResourcePoolOutputWithContext(ctx context.Context) ResourcePoolOutput {
+	return pulumi.ToOutputWithContext(ctx, i).(ResourcePoolOutput)
+}
+
+// A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
+type ResourcePoolOutput struct{ *pulumi.OutputState }
+
+func (ResourcePoolOutput) ElementType() reflect.Type {
+	return reflect.TypeOf((*ResourcePool)(nil)).Elem()
+}
+
+func (o ResourcePoolOutput) ToResourcePoolOutput() ResourcePoolOutput {
+	return o
+}
+
+func (o ResourcePoolOutput) ToResourcePoolOutputWithContext(ctx context.Context) ResourcePoolOutput {
+	return o
+}
+
+func (o ResourcePoolOutput) Accelerator() AcceleratorPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *Accelerator { return v.Accelerator }).(AcceleratorPtrOutput)
+}
+
+func (o ResourcePoolOutput) Autoscaling() AutoscalingPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
+}
+
+// None: 100 (the service's default).
+func (o ResourcePoolOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *int { return v.BootDiskSizeGb }).(pulumi.IntPtrOutput)
+}
+
+// None: `pd-ssd` (the service's default).
+func (o ResourcePoolOutput) BootDiskType() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *string { return v.BootDiskType }).(pulumi.StringPtrOutput)
+}
+
+// The pool's id within the resource; None: Vertex names it.
+func (o ResourcePoolOutput) Id() pulumi.StringPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *string { return v.Id }).(pulumi.StringPtrOutput)
+}
+
+func (o ResourcePoolOutput) MachineType() pulumi.StringOutput {
+	return o.ApplyT(func(v ResourcePool) string { return v.MachineType }).(pulumi.StringOutput)
+}
+
+// Replicas provisioned when the resource is created (without `autoscaling`: always).
+func (o ResourcePoolOutput) ReplicaCount() pulumi.IntPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *int { return v.ReplicaCount }).(pulumi.IntPtrOutput)
+}
+
+func (o ResourcePoolOutput) ReservationAffinity() ReservationAffinityPtrOutput {
+	return o.ApplyT(func(v ResourcePool) *ReservationAffinity { return v.ReservationAffinity }).(ReservationAffinityPtrOutput)
 }
 
 // `Scheduling`: how long a job may run, on which capacity, and its restarts.
@@ -2684,6 +2949,8 @@ func (o ParameterArrayMapOutput) MapIndex(k pulumi.StringInput) ParameterArrayOu
 func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*AcceleratorInput)(nil)).Elem(), AcceleratorArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*AcceleratorPtrInput)(nil)).Elem(), AcceleratorArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingInput)(nil)).Elem(), AutoscalingArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*AutoscalingPtrInput)(nil)).Elem(), AutoscalingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DeploymentInput)(nil)).Elem(), DeploymentArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DnsPeeringConfigInput)(nil)).Elem(), DnsPeeringConfigArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*DnsPeeringConfigArrayInput)(nil)).Elem(), DnsPeeringConfigArray{})
@@ -2697,6 +2964,7 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*PscInterfaceConfigPtrInput)(nil)).Elem(), PscInterfaceConfigArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ReservationAffinityInput)(nil)).Elem(), ReservationAffinityArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*ReservationAffinityPtrInput)(nil)).Elem(), ReservationAffinityArgs{})
+	pulumi.RegisterInputType(reflect.TypeOf((*ResourcePoolInput)(nil)).Elem(), ResourcePoolArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingInput)(nil)).Elem(), SchedulingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*SchedulingPtrInput)(nil)).Elem(), SchedulingArgs{})
 	pulumi.RegisterInputType(reflect.TypeOf((*StoppingInput)(nil)).Elem(), StoppingArgs{})
@@ -2712,6 +2980,8 @@ func init() {
 	pulumi.RegisterInputType(reflect.TypeOf((*ParameterArrayMapInput)(nil)).Elem(), ParameterArrayMap{})
 	pulumi.RegisterOutputType(AcceleratorOutput{})
 	pulumi.RegisterOutputType(AcceleratorPtrOutput{})
+	pulumi.RegisterOutputType(AutoscalingOutput{})
+	pulumi.RegisterOutputType(AutoscalingPtrOutput{})
 	pulumi.RegisterOutputType(DeploymentOutput{})
 	pulumi.RegisterOutputType(DnsPeeringConfigOutput{})
 	pulumi.RegisterOutputType(DnsPeeringConfigArrayOutput{})
@@ -2725,6 +2995,7 @@ func init() {
 	pulumi.RegisterOutputType(PscInterfaceConfigPtrOutput{})
 	pulumi.RegisterOutputType(ReservationAffinityOutput{})
 	pulumi.RegisterOutputType(ReservationAffinityPtrOutput{})
+	pulumi.RegisterOutputType(ResourcePoolOutput{})
 	pulumi.RegisterOutputType(SchedulingOutput{})
 	pulumi.RegisterOutputType(SchedulingPtrOutput{})
 	pulumi.RegisterOutputType(StoppingOutput{})

@@ -22,6 +22,20 @@ export interface AcceleratorArgs {
 }
 
 /**
+ * `ResourcePool.autoscalingSpec`: the pool grows and shrinks between these counts.
+ */
+export interface AutoscalingArgs {
+    /**
+     * The most replicas a job on the pool can have.
+     */
+    maxReplicaCount: pulumi.Input<number>;
+    /**
+     * Kept warm (and billed) while the resource exists.
+     */
+    minReplicaCount: pulumi.Input<number>;
+}
+
+/**
  * One model deployed to an endpoint (`DeployedModel` with `dedicatedResources`).
  */
 export interface DeploymentArgs {
@@ -135,6 +149,32 @@ export interface ReservationAffinityArgs {
      * SPECIFIC_RESERVATION: the reservations, `projects/P/zones/Z/reservations/R`.
      */
     values?: string[];
+}
+
+/**
+ * A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
+ */
+export interface ResourcePoolArgs {
+    accelerator?: inputs.AcceleratorArgs;
+    autoscaling?: inputs.AutoscalingArgs;
+    /**
+     * None: 100 (the service's default).
+     */
+    bootDiskSizeGb?: pulumi.Input<number | undefined>;
+    /**
+     * None: `pd-ssd` (the service's default).
+     */
+    bootDiskType?: pulumi.Input<string | undefined>;
+    /**
+     * The pool's id within the resource; None: Vertex names it.
+     */
+    id?: string;
+    machineType: pulumi.Input<string>;
+    /**
+     * Replicas provisioned when the resource is created (without `autoscaling`: always).
+     */
+    replicaCount?: pulumi.Input<number | undefined>;
+    reservationAffinity?: inputs.ReservationAffinityArgs;
 }
 
 /**

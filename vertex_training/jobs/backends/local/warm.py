@@ -40,7 +40,6 @@ from typing import Any
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import process_alive
-from vertex_training.jobs.backends.local.environment import replica_pythonpath
 
 _log = logging.getLogger(__name__)
 
@@ -234,6 +233,11 @@ def pool_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """A worker's environment: ``environ`` with the path a replica's gets (the project,
     then this library), so that a replica of a job submitted from the same environment
     finds the pool's ``PYTHONPATH`` equal to its own."""
+    # Here, not at import: the component provider's process constructs a local
+    # PersistentResource (this module's ``pool_dir``), and there google.api_core, which
+    # ``environment`` loads, cannot be imported beside pulumi's own google.rpc.Status.
+    from vertex_training.jobs.backends.local.environment import replica_pythonpath
+
     return {**environ, "PYTHONPATH": replica_pythonpath(environ)}
 
 
