@@ -234,7 +234,7 @@ def _on_capacity(job: JobDeclaration) -> JobDeclaration:
     """``job`` placed on the ``PersistentResource`` of this program whose id its
     ``persistentResourceId`` is (so its pools are held to the resource's), else as it is."""
     run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
-    resource_id = _now(run.persistent_resource_id)
+    resource_id = resolved_now(run.persistent_resource_id)
     resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
     if resource is None:
         return job
@@ -243,9 +243,18 @@ def _on_capacity(job: JobDeclaration) -> JobDeclaration:
     return JobDeclaration(job.name, args)
 
 
-def _now(value: Any) -> Any:
+PULUMI_READ = "3.272.0"
+"""The pulumi SDK whose internal ``Output._data`` ``resolved_now`` reads (the lock's pin):
+tests/test_provider_internals.py fails when the installed SDK is another, or when it no
+longer behaves as read here."""
+
+
+def resolved_now(value: Any) -> Any:
     """``value``, or the value of an Output the engine handed this process already
-    resolved (an input from another resource's output arrives so): None where unknown."""
+    resolved (an input from another resource's output arrives so): None where unknown.
+
+    The one read of a Pulumi internal in the package: the SDK has no public way to read a
+    resolved Output without waiting on it, and a component's constructor cannot wait."""
     if not isinstance(value, pulumi.Output):
         return value
     data = value._data  # the SDK's one future of value, dependencies and known-ness
