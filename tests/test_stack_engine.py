@@ -145,3 +145,30 @@ def test_a_file_backend_directory_is_created(
     engine.prepare("s", root)
 
     assert state.is_dir()
+
+
+@pytest.mark.parametrize(("status", "expected"), [(3, 3), (1, 1), (255, 255)])
+def test_the_exit_status_is_the_clis_own(tmp_path: Path, status: int, expected: int) -> None:
+    """Read from the SDK's structured result, not its error text: this fails if the pinned
+    SDK stops raising ``CommandError`` from the frame that holds the ``CommandResult``."""
+    from pulumi import automation as auto
+
+    cli = tmp_path / "bin" / "pulumi"
+    cli.parent.mkdir()
+    # `version` answers the SDK's version check; every other command fails, saying a
+    # "code:" line of its own that must not be taken for the status.
+    cli.write_text(
+        '#!/bin/sh\nif [ "$1" = version ]; then echo v3.272.0; exit 0; fi\n'
+        f'echo " code: 42"; echo " code: 43" >&2; exit {status}\n'
+    )
+    cli.chmod(0o755)
+    command = auto.PulumiCommand(root=str(tmp_path), skip_version_check=True)
+
+    with pytest.raises(auto.errors.CommandError) as raised:
+        command.run(["preview"], str(tmp_path), {})
+
+    assert engine._exit_code(raised.value) == expected
+
+
+def test_an_error_without_a_result_is_status_1() -> None:
+    assert engine._exit_code(RuntimeError("\n code: 3\n")) == 1

@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -275,9 +276,18 @@ def _cancel_on_interrupt(say: Callable[[str], None]) -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _exit_code(error: Exception) -> int:
-    match = re.search(r"^\s*code: (-?\d+)", str(error), re.MULTILINE)
-    code = int(match.group(1)) if match else 1
+def _exit_code(error: BaseException) -> int:
+    """The CLI's exit status (1 where it is not a status the shell can pass on).
+
+    The pinned SDK's ``CommandError`` keeps only the text of the ``CommandResult`` it was
+    made from; the result itself is a local of the ``PulumiCommand.run`` frame that raised
+    it, which the traceback holds. Read there, never parsed from the text
+    (tests/test_stack_engine.py fails if a new SDK stops raising it that way)."""
+    from pulumi.automation import CommandResult
+
+    results = [frame.f_locals.get("result") for frame, _ in traceback.walk_tb(error.__traceback__)]
+    codes = [result.code for result in results if isinstance(result, CommandResult)]
+    code = codes[-1] if codes else 1
     return code if 0 < code < 256 else 1
 
 
