@@ -421,9 +421,9 @@ def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
     found = _read(
         {"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-fast"}}
     )
-    problem, _ = found["jobs[0].chief.bootDiskType"]
+    problem, valid = found["jobs[0].chief.bootDiskType"]
     assert "'pd-fast' is not a boot disk type Vertex documents" in problem
-    assert "valid: pd-ssd, pd-standard, hyperdisk-balanced" in problem
+    assert valid == "pd-ssd, pd-standard, hyperdisk-balanced"
     assert (
         _read({"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-ssd"}})
         == {}

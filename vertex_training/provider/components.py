@@ -178,7 +178,9 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, SEE_THE_PROBLEM)
+            ConfigProblem(
+                path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid or SEE_THE_PROBLEM
+            )
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
