@@ -281,15 +281,13 @@ def caller_path(args: Any, api_path: str, spelling: str = "python") -> str:
 
 @dataclass(frozen=True)
 class ConfigProblem:
-    """One problem in a YAML entry: the caller's path, what is wrong, what is valid."""
+    """One problem in a YAML entry: the caller's path, what is wrong, what is valid (""
+    where what is wrong says it, as a Finding's)."""
 
     path: str
     problem: str
     valid: str
 
-
-SEE_THE_PROBLEM = "see the problem"
-"""What is valid, where the problem itself says it (a rule's message does)."""
 
 UNION_KEY = "type"
 """Which class a YAML mapping means where several fit (a parameter, an early-stopping
@@ -465,9 +463,7 @@ def config_problems(
         if finding.path != finding.caller:  # else about the field itself (its type)
             named = f" (Vertex field {'.'.join(filter(None, (api, finding.path)))})"
         where = ".".join(filter(None, (root, key)))
-        problems.append(
-            ConfigProblem(where, finding.message + named, finding.valid or SEE_THE_PROBLEM)
-        )
+        problems.append(ConfigProblem(where, finding.message + named, finding.valid))
     return problems
 
 

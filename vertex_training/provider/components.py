@@ -25,7 +25,6 @@ from vertex_training._checks import InvalidArgumentsError
 from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, facts_of
 from vertex_training.jobs.declarations import job_problems, read_job
 from vertex_training.jobs.fields import (
-    SEE_THE_PROBLEM,
     ConfigProblem,
     config_problems,
     from_config,
@@ -63,7 +62,7 @@ class ArgsError(Exception):
             {
                 "property_path": p.path,
                 "reason": p.problem
-                + (f". Valid: {p.valid}" if p.valid != SEE_THE_PROBLEM else "")
+                + (f". Valid: {p.valid}" if p.valid else "")
                 + f". Fix: set {p.path} in the args of {component} {name!r} in your program",
             }
             for p in problems
@@ -76,7 +75,7 @@ class ArgsError(Exception):
 def _refused(component: str, name: str, error: InvalidArgumentsError, args: type) -> ArgsError:
     """An ``InvalidArgumentsError`` of the Args (Python spelling) as an ``ArgsError``."""
     if not error.findings:  # a resource's own refusal, not its Args'
-        return ArgsError(component, name, [ConfigProblem("", str(error), SEE_THE_PROBLEM)])
+        return ArgsError(component, name, [ConfigProblem("", str(error), "")])
     return ArgsError(component, name, config_problems(args, error.findings))
 
 
@@ -178,9 +177,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            ConfigProblem(
-                path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid or SEE_THE_PROBLEM
-            )
+            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]

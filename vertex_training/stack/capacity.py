@@ -84,8 +84,8 @@ def _resource_problems(error: InvalidArgumentsError, path: str) -> list[ConfigPr
     for finding in error.findings:
         keys = [camel(k) for k in finding.caller.split(".") if k] if finding.caller else []
         where = ".".join([path, *keys])
-        out.append(ConfigProblem(where, finding.message, finding.valid or "see the problem"))
-    return out or [ConfigProblem(path, str(error), "see the problem")]
+        out.append(ConfigProblem(where, finding.message, finding.valid))
+    return out or [ConfigProblem(path, str(error), "")]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from vertex_training.jobs.api import _unchecked_copy
 from vertex_training.jobs.declarations import name_problems
-from vertex_training.jobs.fields import SEE_THE_PROBLEM, ConfigProblem, from_config, yaml_value
+from vertex_training.jobs.fields import ConfigProblem, from_config, yaml_value
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
 
@@ -88,7 +88,7 @@ def _judged(
     """The serving rules' errors on an entry at ``path``, each at its YAML key."""
     found = located(judged(args, environment, region), "yaml")
     return [
-        ConfigProblem(f"{path}.{f.caller}", f.message, f.valid or SEE_THE_PROBLEM)
+        ConfigProblem(f"{path}.{f.caller}", f.message, f.valid)
         for f in found
         if f.severity == "error"
     ]
