@@ -22,10 +22,11 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from vertex_training._checks import InvalidArgumentsError
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import CustomJobArgs, HyperparameterTuningJobArgs, facts_of
 from vertex_training.jobs.declarations import job_problems, read_job
 from vertex_training.jobs.fields import (
-    ConfigProblem,
+    config_problem,
     config_problems,
     from_config,
 )
@@ -56,14 +57,14 @@ PACKAGE = "vertex-training"
 class ArgsError(Exception):
     """A component's args are wrong: every problem, phrased as stack config's are."""
 
-    def __init__(self, component: str, name: str, problems: list[ConfigProblem]) -> None:
+    def __init__(self, component: str, name: str, problems: list[Finding]) -> None:
         # Each problem as stack config phrases it: what is wrong, what is valid, the fix.
         self.errors: list[InputPropertyErrorDetails] = [
             {
-                "property_path": p.path,
-                "reason": p.problem
+                "property_path": p.caller,
+                "reason": p.message
                 + (f". Valid: {p.valid}" if p.valid else "")
-                + f". Fix: set {p.path} in the args of {component} {name!r} in your program",
+                + f". Fix: set {p.caller} in the args of {component} {name!r} in your program",
             }
             for p in problems
         ]
@@ -75,7 +76,7 @@ class ArgsError(Exception):
 def _refused(component: str, name: str, error: InvalidArgumentsError, args: type) -> ArgsError:
     """An ``InvalidArgumentsError`` of the Args (Python spelling) as an ``ArgsError``."""
     if not error.findings:  # a resource's own refusal, not its Args'
-        return ArgsError(component, name, [ConfigProblem("", str(error), "")])
+        return ArgsError(component, name, [config_problem("", str(error), "")])
     return ArgsError(component, name, config_problems(args, error.findings))
 
 
@@ -105,7 +106,7 @@ def _referenced(component: str, name: str, key: str, value: Any, kinds: tuple[ty
         component,
         name,
         [
-            ConfigProblem(
+            config_problem(
                 key,
                 f"not a {wanted} of this program",
                 f"a vertex-training {wanted} declared in this program ({key}: ${{{key}}} in "
@@ -127,7 +128,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        problems: list[ConfigProblem] = []
+        problems: list[Finding] = []
         platform_args = from_config(
             TrainingPlatformArgs, yaml_spelling(args, _PLATFORM_ARGS), "", problems
         )
@@ -147,8 +148,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def _unrooted(problem: ConfigProblem) -> ConfigProblem:
-    return dataclasses.replace(problem, path=problem.path.lstrip("."))
+def _unrooted(problem: Finding) -> Finding:
+    return dataclasses.replace(problem, caller=problem.caller.lstrip("."))
 
 
 class _Job(pulumi.ComponentResource):
@@ -177,7 +178,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
+            config_problem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
@@ -354,7 +355,7 @@ class Endpoint(pulumi.ComponentResource):
 def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
     """``cls`` from the component's ``fields`` (the stack reader's route), or the
     ``ArgsError`` naming every problem."""
-    problems: list[ConfigProblem] = []
+    problems: list[Finding] = []
     read = from_config(cls, yaml_spelling(fields, hint), "", problems, skip=_SERVING_NOT_IN_ARGS)
     if problems or read is None:
         raise ArgsError(component, name, [_unrooted(p) for p in problems])
