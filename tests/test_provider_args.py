@@ -7,6 +7,8 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 
+import pytest
+
 from vertex_training.jobs import api, pools
 from vertex_training.jobs.fields import vertex
 from vertex_training.provider.schema import args_type, yaml_spelling
@@ -109,3 +111,34 @@ def test_a_deployments_model_given_as_an_output_is_that_output() -> None:
 
     version = pulumi.Output.from_input("projects/p/locations/l/models/m@1")
     assert model_version_of(version) is version
+
+
+def test_a_platform_rule_on_a_component_job_says_what_is_valid() -> None:
+    """A rule that needs the platform (the job's region) keeps its ``valid`` on the way to
+    the component's error, said as every other component problem says it."""
+    from tests.pulumi_mocks import run_pulumi
+    from vertex_training.provider.components import ArgsError, CustomJob, TrainingPlatform
+
+    def program() -> None:
+        platform = TrainingPlatform(
+            "p", {"environment": "dev", "project": "my-project", "region": "us-central1"}
+        )
+        image = "us-docker.pkg.dev/p/r/i@sha256:" + "0" * 64
+        CustomJob(
+            "j",
+            {
+                "platform": platform,
+                "chief": {"machineType": "n1-standard-4", "image": image},
+                "tensorboard": "projects/p/locations/europe-west4/tensorboards/42",
+            },
+        )
+
+    with pytest.raises(ArgsError) as raised:
+        run_pulumi(program, stack="dev")
+    (found,) = raised.value.errors
+    assert found["property_path"] == "tensorboard"
+    assert found["reason"].startswith(
+        "'projects/p/locations/europe-west4/tensorboards/42' is in europe-west4, not in the "
+        "region us-central1 (jobs stream only to a TensorBoard in their own region). "
+        "Valid: projects/P/locations/us-central1/tensorboards/ID. Fix: "
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -110,25 +111,48 @@ def test_no_backend_and_no_login_is_the_project_file_backend(
     assert run.env["PULUMI_BACKEND_URL"] == f"file://{root.resolve() / '.pulumi-state'}"
 
 
-@pytest.mark.parametrize(
-    "output",
-    [
-        "error: Could not automatically download and install resource plugin "
-        "'pulumi-resource-gcp' at version v10.2.0, install the plugin using ...",
-        "error: no resource plugin 'pulumi-resource-gcp' found in the workspace at version "
-        "v10.2.0 or on your $PATH, install the plugin using ...",
-    ],
-)
-def test_a_missing_plugin_is_one_line_with_the_install_command(output: str) -> None:
-    message = engine.missing_plugin_message(f"Previewing update (dev):\n{output}\n")
+def test_a_missing_plugin_is_one_line_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no pulumi-resource-gcp on PATH either
+    message = engine.missing_plugin_message([("gcp", "10.2.0")], [("gcp", "9.0.0")])
 
     assert message is not None
     assert message.startswith("the stack needs the Pulumi provider plugin `gcp` 10.2.0")
     assert "`pulumi plugin install resource gcp 10.2.0`" in message
 
 
-def test_other_failures_get_no_plugin_hint() -> None:
-    assert engine.missing_plugin_message("error: preview failed\n") is None
+def test_every_missing_plugin_is_named_in_the_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    needed = [("docker-build", "0.0.22"), ("gcp", "10.2.0")]
+    message = engine.missing_plugin_message(needed, [])
+
+    assert message is not None
+    assert message.startswith(
+        "the stack needs the Pulumi provider plugins `docker-build` 0.0.22, `gcp` 10.2.0, "
+        "which are not installed"
+    )
+    assert "`pulumi plugin install resource docker-build 0.0.22` and `pulumi plugin " in message
+
+
+def test_an_installed_plugin_or_one_on_path_gets_no_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert engine.missing_plugin_message([("gcp", "10.2.0")], [("gcp", "v10.2.0")]) is None
+    assert engine.missing_plugin_message([], []) is None
+    on_path = tmp_path / "pulumi-resource-gcp"
+    on_path.write_text("#!/bin/sh\n")
+    on_path.chmod(0o755)
+    assert engine.missing_plugin_message([("gcp", "10.2.0")], []) is None
+
+
+def test_the_needed_plugins_are_those_of_the_provider_packages_loaded() -> None:
+    import pulumi_gcp  # the package only: its resource modules stay unloaded
+
+    metadata = Path(pulumi_gcp.__file__).parent / "pulumi-plugin.json"
+    version = json.loads(metadata.read_text())["version"]
+    assert ("gcp", version) in engine.loaded_providers()
 
 
 def test_a_file_backend_directory_is_created(
@@ -145,3 +169,30 @@ def test_a_file_backend_directory_is_created(
     engine.prepare("s", root)
 
     assert state.is_dir()
+
+
+@pytest.mark.parametrize(("status", "expected"), [(3, 3), (1, 1), (255, 255)])
+def test_the_exit_status_is_the_clis_own(tmp_path: Path, status: int, expected: int) -> None:
+    """Read from the SDK's structured result, not its error text: this fails if the pinned
+    SDK stops raising ``CommandError`` from the frame that holds the ``CommandResult``."""
+    from pulumi import automation as auto
+
+    cli = tmp_path / "bin" / "pulumi"
+    cli.parent.mkdir()
+    # `version` answers the SDK's version check; every other command fails, saying a
+    # "code:" line of its own that must not be taken for the status.
+    cli.write_text(
+        '#!/bin/sh\nif [ "$1" = version ]; then echo v3.272.0; exit 0; fi\n'
+        f'echo " code: 42"; echo " code: 43" >&2; exit {status}\n'
+    )
+    cli.chmod(0o755)
+    command = auto.PulumiCommand(root=str(tmp_path), skip_version_check=True)
+
+    with pytest.raises(auto.errors.CommandError) as raised:
+        command.run(["preview"], str(tmp_path), {})
+
+    assert engine._exit_code(raised.value) == expected
+
+
+def test_an_error_without_a_result_is_status_1() -> None:
+    assert engine._exit_code(RuntimeError("\n code: 3\n")) == 1

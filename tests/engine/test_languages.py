@@ -174,7 +174,7 @@ def _python_message() -> str:
     declaration, problems = read_job(entry, "jobs[0]")
     assert declaration is None
     (problem,) = problems
-    return problem.problem
+    return problem.message
 
 
 @pytest.mark.parametrize("name", ["yaml-local", "ts-local"])

@@ -227,9 +227,9 @@ def test_the_yaml_route_refuses_a_pool_where_it_is_built_at_its_key() -> None:
     )
     assert job is None
     [problem] = problems
-    assert problem.path == "jobs[0].chief.accelerator.count"
-    assert problem.problem.startswith("3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid")
-    assert problem.problem.endswith(
+    assert problem.caller == "jobs[0].chief.accelerator.count"
+    assert problem.message.startswith("3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid")
+    assert problem.message.endswith(
         "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount)"
     )
 

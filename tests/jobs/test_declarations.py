@@ -120,7 +120,7 @@ def test_union_members_are_chosen_by_their_class_name() -> None:
         assert type(job.args.study.early_stopping).__name__ == stopping  # type: ignore[union-attr]
     _, problems = read_job(_tuning({"earlyStopping": {"type": "Median"}}), "jobs[0]")
     [problem] = problems
-    assert problem.path == "jobs[0].study.earlyStopping.type"
+    assert problem.caller == "jobs[0].study.earlyStopping.type"
     assert problem.valid == "one of MedianStopping, DecayCurveStopping, ConvexStopping"
 
 
@@ -203,7 +203,7 @@ def test_a_key_of_an_older_shape_is_an_unknown_key_with_what_was_meant() -> None
         "study": {"parameters": [{"parameterId": "lr", "type": "DoubleParameter", "min": 0}]},
     }
     _, problems = read_job(old, "jobs[0]")
-    found = {p.path: p.problem for p in problems}
+    found = {p.caller: p.message for p in problems}
     assert found["jobs[0].kind"] == "unknown key"
     assert found["jobs[0].timeoutSeconds"].startswith("unknown key")
     assert (
@@ -307,8 +307,8 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
         "jobs[0]",
     )
     [problem] = problems
-    assert problem.path == "jobs[0].workers.machineType"
-    assert problem.problem.endswith(
+    assert problem.caller == "jobs[0].workers.machineType"
+    assert problem.message.endswith(
         "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.machineType)"
     )
 
@@ -323,8 +323,8 @@ def test_an_unlisted_size_of_a_partial_family_warns_strict_or_not() -> None:
 def test_a_machine_of_no_family_is_refused_strict_or_not() -> None:
     _, problems = read_job({"name": "x", "chief": {"machineType": "gpu-large"}}, "jobs[0]")
     [problem] = problems
-    assert problem.path == "jobs[0].chief.machineType"
-    assert "matches no Vertex machine family" in problem.problem
+    assert problem.caller == "jobs[0].chief.machineType"
+    assert "matches no Vertex machine family" in problem.message
 
 
 def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
@@ -332,10 +332,10 @@ def test_unknown_keys_and_wrong_types_name_the_yaml_path() -> None:
         {"name": "x", "chief": {"machineType": 4, "replicaCnt": 2}, "waitTimeoutSecond": 1},
         "jobs[0]",
     )
-    found = {p.path: p for p in problems}
-    assert "did you mean 'replicaCount'" in found["jobs[0].chief.replicaCnt"].problem
-    assert "did you mean 'waitTimeoutSeconds'" in found["jobs[0].waitTimeoutSecond"].problem
-    assert found["jobs[0].chief.machineType"].problem == "got the number 4"
+    found = {p.caller: p for p in problems}
+    assert "did you mean 'replicaCount'" in found["jobs[0].chief.replicaCnt"].message
+    assert "did you mean 'waitTimeoutSeconds'" in found["jobs[0].waitTimeoutSecond"].message
+    assert found["jobs[0].chief.machineType"].message == "got the number 4"
 
 
 def test_a_tuning_key_in_a_custom_job_says_how_the_entry_becomes_a_tuning_job() -> None:
@@ -349,10 +349,10 @@ def test_a_tuning_key_in_a_custom_job_says_how_the_entry_becomes_a_tuning_job() 
         },
         "jobs[0]",
     )
-    found = {p.path: p for p in problems}
+    found = {p.caller: p for p in problems}
     assert set(found) == {"jobs[0].maxTrialCount", "jobs[0].maxFailedTrialCount"}
     problem = found["jobs[0].maxTrialCount"]
-    assert problem.problem == (
+    assert problem.message == (
         "applies only to a tuning job, and this entry is a custom job (it has no trial or study)"
     )
     assert problem.valid == (
@@ -366,8 +366,8 @@ def test_a_run_key_at_the_top_of_a_tuning_job_says_it_belongs_to_each_trial() ->
     entry = _tuning({})
     _, problems = read_job({**entry, "scheduling": {"strategy": "SPOT"}}, "jobs[0]")
     [problem] = problems
-    assert problem.path == "jobs[0].scheduling"
-    assert problem.problem == "a tuning job sets it for each trial, under trial"
+    assert problem.caller == "jobs[0].scheduling"
+    assert problem.message == "a tuning job sets it for each trial, under trial"
     assert problem.valid == "trial: {scheduling: ...}"
 
 
@@ -376,10 +376,10 @@ def test_a_real_typo_of_a_job_key_still_gets_a_did_you_mean() -> None:
         {"name": "x", "chief": {"machineType": "n1-standard-4"}, "displayNme": "x"}, "jobs[0]"
     )
     [problem] = problems
-    assert problem.problem == "unknown key (did you mean 'displayName'?)"
+    assert problem.message == "unknown key (did you mean 'displayName'?)"
     _, problems = read_job({**_tuning({}), "maxTrialCont": 3}, "jobs[0]")
     [problem] = problems
-    assert problem.problem == "unknown key (did you mean 'maxTrialCount'?)"
+    assert problem.message == "unknown key (did you mean 'maxTrialCount'?)"
 
 
 def test_the_reference_lists_the_yaml_keys() -> None:
@@ -393,7 +393,7 @@ def test_the_reference_lists_the_yaml_keys() -> None:
 
 def _read(entry: dict[str, Any]) -> dict[str, tuple[str, str]]:
     _, problems = read_job(entry, "jobs[0]")
-    return {p.path: (p.problem, p.valid) for p in problems}
+    return {p.caller: (p.message, p.valid) for p in problems}
 
 
 def test_yaml_values_are_named_in_yaml_words() -> None:
@@ -421,9 +421,9 @@ def test_a_boot_disk_type_vertex_does_not_document_is_refused() -> None:
     found = _read(
         {"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-fast"}}
     )
-    problem, _ = found["jobs[0].chief.bootDiskType"]
+    problem, valid = found["jobs[0].chief.bootDiskType"]
     assert "'pd-fast' is not a boot disk type Vertex documents" in problem
-    assert "valid: pd-ssd, pd-standard, hyperdisk-balanced" in problem
+    assert valid == "pd-ssd, pd-standard, hyperdisk-balanced"
     assert (
         _read({"name": "x", "chief": {"machineType": "n1-standard-4", "bootDiskType": "pd-ssd"}})
         == {}

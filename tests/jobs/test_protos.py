@@ -22,6 +22,52 @@ def test_an_unknown_field_is_named_with_a_suggestion() -> None:
     assert "did you mean 'acceleratorType'?" in text
 
 
+def test_the_unknown_field_is_a_finding_at_its_path_with_what_is_valid() -> None:
+    body = cassava()
+    body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["env"] = [{"name": "A", "valu": "1"}]
+    with pytest.raises(BodyParseError) as caught:
+        parse_body(CUSTOM, body)
+    finding = caught.value.finding
+    assert finding.path == "jobSpec.workerPoolSpecs[0].containerSpec.env[0].valu"
+    assert finding.message == "EnvVar has no field 'valu' (did you mean 'value'?)"
+    assert finding.valid == "name, value"
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "message"),
+    [
+        ("replicaCount", "abc", "'abc' is not an integer"),
+        ("replicaCount", 2.5, "2.5 is not an integer"),
+        ("machineSpec", "n1", "'n1' is not a MachineSpec in its JSON form"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_by_its_path(
+    where: str, value: object, message: str
+) -> None:
+    body = cassava()
+    body["jobSpec"]["workerPoolSpecs"][0][where] = value
+    with pytest.raises(BodyParseError) as caught:
+        parse_body(CUSTOM, body)
+    finding = caught.value.finding
+    assert (finding.path, finding.message) == (f"jobSpec.workerPoolSpecs[0].{where}", message)
+    assert str(caught.value) == f"not a valid CustomJob body: {finding}"
+
+
+def test_a_list_given_as_an_object_and_a_duration_as_a_number() -> None:
+    body = cassava()
+    body["jobSpec"]["workerPoolSpecs"] = {"chief": {}}
+    with pytest.raises(BodyParseError) as caught:
+        parse_body(CUSTOM, body)
+    assert caught.value.finding.path == "jobSpec.workerPoolSpecs"
+    assert "is not a list, each a WorkerPoolSpec" in caught.value.finding.message
+    body = cassava()
+    body["jobSpec"]["scheduling"] = {"timeout": 600}
+    with pytest.raises(BodyParseError) as caught:
+        parse_body(CUSTOM, body)
+    assert caught.value.finding.path == "jobSpec.scheduling.timeout"
+    assert caught.value.finding.message == "600 is not a duration in seconds ('600s', '0.5s')"
+
+
 def test_a_top_level_unknown_field() -> None:
     body = horses_or_humans()
     body["maxTrials"] = 3
@@ -32,8 +78,10 @@ def test_a_top_level_unknown_field() -> None:
 def test_a_bad_enum_name_is_refused() -> None:
     body = horses_or_humans()
     body["studySpec"]["metrics"][0]["goal"] = "MAXIMISE"
-    with pytest.raises(BodyParseError, match="MAXIMISE"):
+    with pytest.raises(BodyParseError, match="MAXIMISE") as caught:
         parse_body(TUNING, body)
+    assert caught.value.finding.path == "studySpec.metrics[0].goal"
+    assert caught.value.finding.valid == "GOAL_TYPE_UNSPECIFIED, MAXIMIZE, MINIMIZE"
 
 
 def test_canonical_json_is_one_text_per_meaning() -> None:

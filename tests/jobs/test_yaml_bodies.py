@@ -337,4 +337,4 @@ def test_malformed_entries_name_the_yaml_path(
 ) -> None:
     job, problems = read_job({"name": "x", **entry}, "jobs[0]")
     assert job is None
-    assert [(p.path, p.problem) for p in problems] == [(path, message)]
+    assert [(p.caller, p.message) for p in problems] == [(path, message)]

@@ -166,7 +166,7 @@ def test_a_delete_refused_right_after_an_undeploy_is_retried(fake: FakeServingSe
 def test_a_misspelled_field_is_refused_by_name_before_any_call(fake: FakeServingService) -> None:
     with pytest.raises(ServingRefusedError) as refused:
         backend().upload("m", {**body(), "artifactUrl": "gs://b/m"})
-    assert "artifactUrl: Model has no field 'artifactUrl'; did you mean 'artifactUri'?" in str(
+    assert "artifactUrl: Model has no field 'artifactUrl' (did you mean 'artifactUri'?)" in str(
         refused.value
     )
     assert fake.calls["UploadModel"] == 0

@@ -24,8 +24,8 @@ from typing import Any
 from vertex_training.findings import Finding
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
-    ConfigProblem,
     caller_path,
+    config_problem,
     from_config,
     required,
     yaml_keys,
@@ -48,13 +48,13 @@ class JobDeclaration:
         return hash(self.name)  # the Args hold mappings
 
 
-def name_problems(name: Any, path: str, what: str, why: str = "") -> list[ConfigProblem]:
+def name_problems(name: Any, path: str, what: str, why: str = "") -> list[Finding]:
     """The problem of a stack entry's ``name`` (it names a resource), if it has one."""
     if isinstance(name, str) and _NAME.match(name):
         return []
     found = f"{name!r} is not a {what} name" if name is not None else "missing"
     valid = "1-63 lowercase letters, digits and '-', starting with a letter"
-    return [ConfigProblem(f"{path}.name", found, valid + why)]
+    return [config_problem(f"{path}.name", found, valid + why)]
 
 
 def _other_kind(key: str, fields: Mapping[str, Any], custom: bool) -> tuple[str, str]:
@@ -72,10 +72,10 @@ def _other_kind(key: str, fields: Mapping[str, Any], custom: bool) -> tuple[str,
     )
 
 
-def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigProblem]]:
+def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[Finding]]:
     """One YAML job entry as a declaration, or every problem it has (YAML paths)."""
     if not isinstance(item, Mapping):
-        return None, [ConfigProblem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
+        return None, [config_problem(path, f"got {yaml_value(item)}", "a mapping (one job)")]
     name = item.get("name")
     out = name_problems(
         name, path, "job", " (it names the resource and the job's output directory)"
@@ -89,7 +89,7 @@ def read_job(item: Any, path: str) -> tuple[JobDeclaration | None, list[ConfigPr
     )
     stray = yaml_keys(other, _NOT_IN_YAML).keys() - yaml_keys(cls, _NOT_IN_YAML).keys()
     out += [
-        ConfigProblem(f"{path}.{k}", *_other_kind(k, fields, custom)) for k in fields if k in stray
+        config_problem(f"{path}.{k}", *_other_kind(k, fields, custom)) for k in fields if k in stray
     ]
     kept = {k: v for k, v in fields.items() if k not in stray}
     args = from_config(cls, kept, path, out, skip=_NOT_IN_YAML)

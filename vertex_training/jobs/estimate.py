@@ -75,7 +75,7 @@ def estimate_job(
     """
     view, problems = read_view(JobKind(kind), body)
     if view is None:
-        listed = "; ".join(f"{p.path}: {p.message}" for p in problems)
+        listed = "; ".join(str(p) for p in problems)
         raise EstimateError(f"cannot estimate an unreadable job body: {listed}")
     return estimate_view(
         view,

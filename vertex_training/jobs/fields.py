@@ -279,17 +279,12 @@ def caller_path(args: Any, api_path: str, spelling: str = "python") -> str:
 # --------------------------------------------------------------------------- YAML
 
 
-@dataclass(frozen=True)
-class ConfigProblem:
-    """One problem in a YAML entry: the caller's path, what is wrong, what is valid."""
+def config_problem(path: str, problem: str, valid: str = "") -> Finding:
+    """One problem in a YAML entry, at the caller's YAML path ``path``: what is wrong and
+    what is valid ("" where what is wrong says it); the message names the Vertex field
+    where there is one."""
+    return Finding("", problem, valid=valid, caller=path)
 
-    path: str
-    problem: str
-    valid: str
-
-
-SEE_THE_PROBLEM = "see the problem"
-"""What is valid, where the problem itself says it (a rule's message does)."""
 
 UNION_KEY = "type"
 """Which class a YAML mapping means where several fit (a parameter, an early-stopping
@@ -339,21 +334,17 @@ def _number(expected: object, value: Any, text: bool = False) -> Any:
     return value
 
 
-def _scalar(
-    expected: object, value: Any, path: str, out: list[ConfigProblem], text: bool = False
-) -> Any:
+def _scalar(expected: object, value: Any, path: str, out: list[Finding], text: bool = False) -> Any:
     value = _number(expected, value, text)
     if not matches(value, expected):
         hint = typo_hint(value, expected)
         out.append(
-            ConfigProblem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
+            config_problem(path, f"got {yaml_value(value)}{hint}", describe(expected, yaml=True))
         )
     return value
 
 
-def _convert(
-    expected: object, value: Any, path: str, out: list[ConfigProblem], api: str = ""
-) -> Any:
+def _convert(expected: object, value: Any, path: str, out: list[Finding], api: str = "") -> Any:
     options = alternatives(expected)
     classes = [o for o in options if isinstance(o, type) and dataclasses.is_dataclass(o)]
     if isinstance(value, Mapping) and len(classes) == 1:
@@ -366,7 +357,9 @@ def _convert(
             return from_config(chosen, rest, path, out, api=api)
         given = repr(value[UNION_KEY]) if UNION_KEY in value else "missing"
         kinds = "one of " + ", ".join(by_name)
-        out.append(ConfigProblem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds))
+        out.append(
+            config_problem(f"{path}.{UNION_KEY}", f"{given}: says which kind this is", kinds)
+        )
         return None
     for option in options:
         origin = typing.get_origin(option)
@@ -391,7 +384,7 @@ def from_config(
     cls: type,
     data: Any,
     path: str,
-    out: list[ConfigProblem],
+    out: list[Finding],
     skip: frozenset[str] = frozenset(),
     *,
     api: str = "",
@@ -401,7 +394,7 @@ def from_config(
     with its YAML path (and the API path of the Vertex field, under ``api``, the place of
     ``cls`` in the body); None when there was one."""
     if not isinstance(data, Mapping):
-        out.append(ConfigProblem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
+        out.append(config_problem(path, f"got {yaml_value(data)}", f"a mapping ({cls.__name__})"))
         return None
     keys = yaml_keys(cls, skip)
     types_of = field_types(cls)
@@ -412,7 +405,7 @@ def from_config(
         if f is None:
             hint = did_you_mean(str(key), list(keys))
             out.append(
-                ConfigProblem(f"{path}.{key}", f"unknown key{hint}", "one of " + ", ".join(keys))
+                config_problem(f"{path}.{key}", f"unknown key{hint}", "one of " + ", ".join(keys))
             )
             continue
         at = _api_paths(cls).get(f.name, "")
@@ -420,7 +413,7 @@ def from_config(
         kwargs[f.name] = _convert(types_of[f.name], value, f"{path}.{key}", out, inner)
     for key, f in keys.items():
         if required(f) and f.name not in kwargs:
-            out.append(ConfigProblem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
+            out.append(config_problem(f"{path}.{key}", "missing", f"a {cls.__name__} needs it"))
     if len(out) > before:
         return None
     try:
@@ -454,7 +447,7 @@ def yaml_path(caller: str) -> str:
 
 def config_problems(
     cls: type, findings: Sequence[Finding], root: str = "", api: str = ""
-) -> list[ConfigProblem]:
+) -> list[Finding]:
     """What the Args ``cls`` refused (``findings``), each at the YAML key under ``root`` that
     sets it (derived from its API path; a field's own type at its camelCased name) and
     naming the Vertex field (under ``api``, the place of ``cls`` in the body)."""
@@ -465,9 +458,7 @@ def config_problems(
         if finding.path != finding.caller:  # else about the field itself (its type)
             named = f" (Vertex field {'.'.join(filter(None, (api, finding.path)))})"
         where = ".".join(filter(None, (root, key)))
-        problems.append(
-            ConfigProblem(where, finding.message + named, finding.valid or SEE_THE_PROBLEM)
-        )
+        problems.append(config_problem(where, finding.message + named, finding.valid))
     return problems
 
 

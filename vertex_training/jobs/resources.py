@@ -157,9 +157,9 @@ class JobProvider(Provider):
         try:
             message = parse_body(self.job_kind, body)
         except BodyParseError as error:
-            if typed(unknown):  # else a stand-in may not be of its field's type
-                found.append(Finding("", str(error)))
-            return self._at_inputs(found)
+            # A stand-in may not be of its field's type: judged once the value is known.
+            refused = [(self.body, error.finding)] if typed(unknown) else []
+            return [*self._at_inputs(found), *refused]
         if not as_judged or later:
             view, rules = read_view(self.job_kind, body)
             if view is not None:

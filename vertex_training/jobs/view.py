@@ -46,6 +46,15 @@ class PoolRole(enum.IntEnum):
     EVALUATOR = 3
 
 
+class NotOneOfError(ValueError):
+    """A value that is none of the names a field takes: what is wrong and what is valid,
+    kept apart for the finding (the text joins them for anything else)."""
+
+    def __init__(self, message: str, valid: str) -> None:
+        super().__init__(f"{message}; valid: {valid}")
+        self.message, self.valid = message, valid
+
+
 class ProtoEnum(enum.StrEnum):
     """A proto enum: each member is its proto name and carries its proto number, as the
     JSON may give either (``tests/jobs/test_protos.py`` holds both to ``aiplatform_v1``).
@@ -70,7 +79,7 @@ class ProtoEnum(enum.StrEnum):
                 return member
         names = [m.value for m in cls]
         hint = did_you_mean(str(value), names)
-        raise ValueError(f"{value!r} is not valid{hint}; valid: {', '.join(names)}")
+        raise NotOneOfError(f"{value!r} is not valid{hint}", ", ".join(names))
 
 
 class SchedulingStrategy(ProtoEnum):
@@ -424,11 +433,14 @@ def read(model: type[M], body: Any, path: str = "") -> tuple[M | None, list[Find
         findings = []
         for e in error.errors(include_url=False):
             kind = e["type"].split("_")[0]
-            if kind == "value":
-                message = str(e["ctx"]["error"])
+            cause, valid = e.get("ctx", {}).get("error"), ""
+            if isinstance(cause, NotOneOfError):
+                message, valid = cause.message, cause.valid
+            elif kind == "value":
+                message = str(cause)
             else:
                 message = f"{_WORDS.get(kind, e['msg'])}, got {e['input']!r}"
-            findings.append(Finding(_path(path, e["loc"]), message, "error"))
+            findings.append(Finding(_path(path, e["loc"]), message, "error", valid=valid))
         return None, findings
 
 

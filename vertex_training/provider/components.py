@@ -27,6 +27,7 @@ from pulumi.errors import InputPropertyErrorDetails
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.capacity.resource import PersistentResource as CapacityResource
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
@@ -35,8 +36,7 @@ from vertex_training.jobs.api import (
 )
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.fields import (
-    SEE_THE_PROBLEM,
-    ConfigProblem,
+    config_problem,
     config_problems,
     from_config,
 )
@@ -68,14 +68,14 @@ PACKAGE = "vertex-training"
 class ArgsError(Exception):
     """A component's args are wrong: every problem, phrased as stack config's are."""
 
-    def __init__(self, component: str, name: str, problems: list[ConfigProblem]) -> None:
+    def __init__(self, component: str, name: str, problems: list[Finding]) -> None:
         # Each problem as stack config phrases it: what is wrong, what is valid, the fix.
         self.errors: list[InputPropertyErrorDetails] = [
             {
-                "property_path": p.path,
-                "reason": p.problem
-                + (f". Valid: {p.valid}" if p.valid != SEE_THE_PROBLEM else "")
-                + f". Fix: set {p.path} in the args of {component} {name!r} in your program",
+                "property_path": p.caller,
+                "reason": p.message
+                + (f". Valid: {p.valid}" if p.valid else "")
+                + f". Fix: set {p.caller} in the args of {component} {name!r} in your program",
             }
             for p in problems
         ]
@@ -87,7 +87,7 @@ class ArgsError(Exception):
 def _refused(component: str, name: str, error: InvalidArgumentsError, args: type) -> ArgsError:
     """An ``InvalidArgumentsError`` of the Args (Python spelling) as an ``ArgsError``."""
     if not error.findings:  # a resource's own refusal, not its Args'
-        return ArgsError(component, name, [ConfigProblem("", str(error), SEE_THE_PROBLEM)])
+        return ArgsError(component, name, [config_problem("", str(error), "")])
     return ArgsError(component, name, config_problems(args, error.findings))
 
 
@@ -117,7 +117,7 @@ def _referenced(component: str, name: str, key: str, value: Any, kinds: tuple[ty
         component,
         name,
         [
-            ConfigProblem(
+            config_problem(
                 key,
                 f"not a {wanted} of this program",
                 f"a vertex-training {wanted} declared in this program ({key}: ${{{key}}} in "
@@ -139,7 +139,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        problems: list[ConfigProblem] = []
+        problems: list[Finding] = []
         platform_args = from_config(
             TrainingPlatformArgs, yaml_spelling(args, _PLATFORM_ARGS), "", problems
         )
@@ -159,8 +159,8 @@ class TrainingPlatform(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def _unrooted(problem: ConfigProblem) -> ConfigProblem:
-    return dataclasses.replace(problem, path=problem.path.lstrip("."))
+def _unrooted(problem: Finding) -> Finding:
+    return dataclasses.replace(problem, caller=problem.caller.lstrip("."))
 
 
 class _Job(pulumi.ComponentResource):
@@ -190,7 +190,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            ConfigProblem(path.removeprefix("jobs[0]").lstrip("."), f.message, SEE_THE_PROBLEM)
+            config_problem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
@@ -432,7 +432,7 @@ is one of them, the job is held to its pools."""
 def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
     """``cls`` from the component's ``fields`` (the stack reader's route), or the
     ``ArgsError`` naming every problem."""
-    problems: list[ConfigProblem] = []
+    problems: list[Finding] = []
     read = from_config(cls, yaml_spelling(fields, hint), "", problems, skip=_SERVING_NOT_IN_ARGS)
     if problems or read is None:
         raise ArgsError(component, name, [_unrooted(p) for p in problems])

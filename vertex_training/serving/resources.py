@@ -98,7 +98,7 @@ def _body_findings(message: str, body: Mapping[str, Any], local: bool) -> list[F
     try:
         parsed = parse_message(getattr(v1, message), canonical(body))
     except BodyParseError as error:
-        return [Finding("", str(error))]
+        return [error.finding]
     return local_refusals(parsed, LOCAL_SUPPORT) if local else []
 
 

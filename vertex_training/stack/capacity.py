@@ -31,6 +31,7 @@ from typing import Any
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.capacity.resource import PersistentResource
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
     CustomJobArgs,
     JobArgs,
@@ -39,8 +40,8 @@ from vertex_training.jobs.api import (
 )
 from vertex_training.jobs.declarations import JobDeclaration, name_problems
 from vertex_training.jobs.fields import (
-    ConfigProblem,
     camel,
+    config_problem,
     from_config,
     yaml_value,
 )
@@ -78,14 +79,14 @@ def _placed(args: JobArgs, resources: Mapping[str, Any]) -> JobArgs:
     return placed if isinstance(args, CustomJobArgs) else _unchecked_copy(args, trial=placed)
 
 
-def _resource_problems(error: InvalidArgumentsError, path: str) -> list[ConfigProblem]:
+def _resource_problems(error: InvalidArgumentsError, path: str) -> list[Finding]:
     """A resource's refusal, finding by finding, at the YAML key that set each."""
     out = []
     for finding in error.findings:
         keys = [camel(k) for k in finding.caller.split(".") if k] if finding.caller else []
         where = ".".join([path, *keys])
-        out.append(ConfigProblem(where, finding.message, finding.valid or "see the problem"))
-    return out or [ConfigProblem(path, str(error), "see the problem")]
+        out.append(config_problem(where, finding.message, finding.valid))
+    return out or [config_problem(path, str(error), "")]
 
 
 @dataclass(frozen=True)
@@ -127,25 +128,27 @@ def placed_on(
 
 def read_capacity(
     raw: object, facts: PlatformFacts
-) -> tuple[dict[str, PersistentResourceArgs], list[ConfigProblem]]:
+) -> tuple[dict[str, PersistentResourceArgs], list[Finding]]:
     """The stack's persistent resources judged on ``facts``, by their stack-file name, and
     their problems at YAML paths."""
-    out: list[ConfigProblem] = []
+    out: list[Finding] = []
     resources: dict[str, PersistentResourceArgs] = {}
     if raw is None or raw == "":
         raw = []
     if not isinstance(raw, list | tuple):
-        out.append(ConfigProblem(CAPACITY_KEY, f"got {yaml_value(raw)}", "a YAML list of mappings"))
+        out.append(
+            config_problem(CAPACITY_KEY, f"got {yaml_value(raw)}", "a YAML list of mappings")
+        )
         raw = []
     for index, item in enumerate(raw):
         path = f"{CAPACITY_KEY}[{index}]"
         if not isinstance(item, Mapping):
-            out.append(ConfigProblem(path, f"got {yaml_value(item)}", "a mapping"))
+            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
             continue
         name = item.get("name")
         found = name_problems(name, path, "persistent resource")
         if not found and name in resources:
-            found.append(ConfigProblem(f"{path}.name", f"{name!r} repeats", "unique names"))
+            found.append(config_problem(f"{path}.name", f"{name!r} repeats", "unique names"))
         fields = {k: v for k, v in item.items() if k != "name"}
         args = from_config(PersistentResourceArgs, fields, path, found, frozenset({"platform"}))
         if args is not None and not found:

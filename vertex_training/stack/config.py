@@ -34,7 +34,6 @@ from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.fields import SEE_THE_PROBLEM
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.platform.names import derived_bucket_name, platform_labels
 from vertex_training.platform.rules import (
@@ -178,7 +177,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
     problems += [f for f in found if f.caller not in refused]
     region_refused = any(f.caller == f"{PROJECT_NAME}:region" for f in problems)
     resources, unfit = read_capacity(ours.get(CAPACITY_KEY), _facts(stack, general))
-    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unfit]
+    problems += [_at(p, p.caller) for p in unfit]
     jobs, job_findings = _jobs(stack, ours.get("jobs"), general, region_refused, resources)
     problems += job_findings
     serving, unreadable = read_serving(
@@ -187,7 +186,7 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
         region=general.region if general.environment.is_cloud and not region_refused else None,
         environment=general.environment.value,
     )
-    problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
+    problems += [_at(p, p.caller) for p in unreadable]
     errors = [f for f in problems if f.severity == "error"]
     if errors:
         raise ConfigError(stack, errors, general.region)
@@ -199,11 +198,6 @@ def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
             "warnings": tuple(f for f in problems if f.severity == "warning"),
         }
     )
-
-
-def _valid(valid: str) -> str:
-    """What the jobs' YAML reader says is valid; "" where its problem says it."""
-    return "" if valid == SEE_THE_PROBLEM else valid
 
 
 def _is_ours(full_key: str) -> bool:
@@ -423,7 +417,7 @@ def _jobs(
     indexes: list[int] = []
     for index, item in enumerate(raw):
         job, unreadable = read_job(item, f"jobs[{index}]")
-        problems += [_at(Finding("", p.problem, valid=_valid(p.valid)), p.path) for p in unreadable]
+        problems += [_at(p, p.caller) for p in unreadable]
         if job is not None:
             jobs.append(placed_on(job, resources))
             indexes.append(index)

@@ -16,13 +16,15 @@ running and records them, as ``pulumi`` does); a second Ctrl-C stops it at once.
 from __future__ import annotations
 
 import argparse
+import importlib.resources
+import json
 import os
-import re
 import runpy
 import shutil
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -45,15 +47,6 @@ LOCAL_ENVIRONMENT = "local"
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-_PLUGIN_MISSING = re.compile(
-    # "no resource plugin 'pulumi-resource-gcp' found in the workspace at version v10.2.0"
-    # and "Could not automatically download and install resource plugin
-    # 'pulumi-resource-gcp' at version v10.2.0".
-    r"resource plugin '(?:pulumi-resource-)?(?P<name>[\w-]+)'(?: found in the workspace)?"
-    r" at version v?(?P<version>\d[\w.+-]*)"
-)
-
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's safe loader where PyYAML was built with it: every command reads the project
@@ -275,24 +268,73 @@ def _cancel_on_interrupt(say: Callable[[str], None]) -> Iterator[list[int]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _exit_code(error: Exception) -> int:
-    match = re.search(r"^\s*code: (-?\d+)", str(error), re.MULTILINE)
-    code = int(match.group(1)) if match else 1
+def _exit_code(error: BaseException) -> int:
+    """The CLI's exit status (1 where it is not a status the shell can pass on).
+
+    The pinned SDK's ``CommandError`` keeps only the text of the ``CommandResult`` it was
+    made from; the result itself is a local of the ``PulumiCommand.run`` frame that raised
+    it, which the traceback holds. Read there, never parsed from the text
+    (tests/test_stack_engine.py fails if a new SDK stops raising it that way)."""
+    from pulumi.automation import CommandResult
+
+    results = [frame.f_locals.get("result") for frame, _ in traceback.walk_tb(error.__traceback__)]
+    codes = [result.code for result in results if isinstance(result, CommandResult)]
+    code = codes[-1] if codes else 1
     return code if 0 < code < 256 else 1
 
 
-def missing_plugin_message(output: str) -> str | None:
-    """One clear line for a provider plugin the engine could neither find nor download."""
-    match = _PLUGIN_MISSING.search(output)
-    if not match:
+def loaded_providers() -> list[tuple[str, str]]:
+    """(name, version) of the resource plugin of each Pulumi provider package the program
+    imported into this process (its ``pulumi-plugin.json``): the plugins the engine needs."""
+    needed = []
+    for package in sorted(m for m in sys.modules if m.startswith("pulumi_") and "." not in m):
+        try:
+            text = (importlib.resources.files(package) / "pulumi-plugin.json").read_text()
+        except (OSError, TypeError, ModuleNotFoundError):
+            continue
+        meta = json.loads(text)
+        if meta.get("resource") and meta.get("name") and meta.get("version"):
+            needed.append((str(meta["name"]), str(meta["version"]).removeprefix("v")))
+    return needed
+
+
+def missing_plugin_message(
+    needed: list[tuple[str, str]], installed: list[tuple[str, str]]
+) -> str | None:
+    """One clear line for the provider plugins in ``needed`` that are neither among the
+    ``installed`` resource plugins (name, version) nor on PATH: after a failed command,
+    those the engine could neither find nor download."""
+    have = {(name, version.removeprefix("v")) for name, version in installed}
+    missing = [
+        (name, version)
+        for name, version in needed
+        if (name, version) not in have and not shutil.which(f"pulumi-resource-{name}")
+    ]
+    if not missing:
         return None
-    name, version = match.group("name"), match.group("version")
-    return (
-        f"the stack needs the Pulumi provider plugin `{name}` {version}, which is not "
-        f"installed and could not be downloaded. Install it with `pulumi plugin install "
-        f"resource {name} {version}` (offline: add `--file <the plugin's release archive>`), "
-        "then run the command again. The local stack needs no provider plugin."
+    plugins = ", ".join(f"`{name}` {version}" for name, version in missing)
+    commands = " and ".join(
+        f"`pulumi plugin install resource {name} {version}`" for name, version in missing
     )
+    one = len(missing) == 1
+    return (
+        f"the stack needs the Pulumi provider plugin{'' if one else 's'} {plugins}, which "
+        f"{'is' if one else 'are'} not installed and could not be downloaded. Install "
+        f"{'it' if one else 'them'} with {commands} (offline: add `--file <the plugin's "
+        "release archive>`), then run the command again. The local stack needs no provider "
+        "plugin."
+    )
+
+
+def _installed_plugins(workspace: Any) -> list[tuple[str, str]]:
+    """(name, version) of the resource plugins the CLI has installed."""
+    from pulumi import automation as auto
+
+    try:
+        plugins = workspace.list_plugins()
+    except auto.errors.CommandError:
+        return []
+    return [(p.name, p.version or "") for p in plugins if p.kind == "resource"]
 
 
 def run(options: argparse.Namespace, start: Path | None = None) -> int:
@@ -307,15 +349,11 @@ def run(options: argparse.Namespace, start: Path | None = None) -> int:
     os.environ.clear()
     os.environ.update(setup.env)
     os.chdir(setup.project_dir)
-    stdout_lines: list[str] = []
-    stderr_lines: list[str] = []
 
     def on_output(line: str) -> None:
-        stdout_lines.append(line)
         print(line, flush=True)
 
     def on_error(line: str) -> None:
-        stderr_lines.append(line)
         print(line, file=sys.stderr, flush=True)
 
     command = auto.PulumiCommand(root=None)
@@ -358,7 +396,8 @@ def run(options: argparse.Namespace, start: Path | None = None) -> int:
             )
         except auto.errors.CommandError as error:
             code = _exit_code(error)
-            hint = missing_plugin_message("\n".join(stdout_lines + stderr_lines))
+            needed = loaded_providers()  # the local stack's program loads none
+            hint = needed and missing_plugin_message(needed, _installed_plugins(stack.workspace))
             if hint:
                 say(f"error: {hint}")
             elif interrupts:

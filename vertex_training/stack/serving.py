@@ -27,9 +27,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training.findings import Finding
 from vertex_training.jobs.api import _unchecked_copy
 from vertex_training.jobs.declarations import name_problems
-from vertex_training.jobs.fields import SEE_THE_PROBLEM, ConfigProblem, from_config, yaml_value
+from vertex_training.jobs.fields import config_problem, from_config, yaml_value
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
 
@@ -84,29 +85,27 @@ class ServingDeclarations:
 
 def _judged(
     path: str, args: ModelArgs | EndpointArgs, environment: str, region: str | None
-) -> list[ConfigProblem]:
+) -> list[Finding]:
     """The serving rules' errors on an entry at ``path``, each at its YAML key."""
     found = located(judged(args, environment, region), "yaml")
     return [
-        ConfigProblem(f"{path}.{f.caller}", f.message, f.valid or SEE_THE_PROBLEM)
+        config_problem(f"{path}.{f.caller}", f.message, f.valid)
         for f in found
         if f.severity == "error"
     ]
 
 
-def _entries(
-    raw: object, key: str, out: list[ConfigProblem]
-) -> list[tuple[int, Mapping[str, Any]]]:
+def _entries(raw: object, key: str, out: list[Finding]) -> list[tuple[int, Mapping[str, Any]]]:
     if raw is None or raw == "":
         return []
     if not isinstance(raw, list | tuple):
-        out.append(ConfigProblem(key, f"got {yaml_value(raw)}", f"a YAML list of {key} mappings"))
+        out.append(config_problem(key, f"got {yaml_value(raw)}", f"a YAML list of {key} mappings"))
         return []
     entries = []
     for index, item in enumerate(raw):
         path = f"{key}[{index}]"
         if not isinstance(item, Mapping):
-            out.append(ConfigProblem(path, f"got {yaml_value(item)}", "a mapping"))
+            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
             continue
         problems = name_problems(item.get("name"), path, key.removesuffix("s"))
         out += problems
@@ -121,18 +120,18 @@ def read_serving(
     *,
     region: str | None = None,
     environment: str = "local",
-) -> tuple[ServingDeclarations, list[ConfigProblem]]:
+) -> tuple[ServingDeclarations, list[Finding]]:
     """The stack's models and endpoints, or every problem they have (YAML paths).
     ``region``: where a cloud stack serves (None: local, or a region refused elsewhere:
     only the shape of the hardware is judged)."""
-    out: list[ConfigProblem] = []
+    out: list[Finding] = []
     models: list[ModelDeclaration] = []
     for index, item in _entries(ours.get("models"), "models", out):
         path = f"models[{index}]"
         job = item.get("job")
         if job is not None and job not in job_names:
             out.append(
-                ConfigProblem(
+                config_problem(
                     f"{path}.job",
                     f"{job!r} is not a job of this stack",
                     ", ".join(job_names) or "no job is declared (vertex-training:jobs)",
@@ -156,7 +155,7 @@ def read_serving(
             model = deployment.model
             if isinstance(model, str) and "/" not in model and model not in model_names:
                 out.append(
-                    ConfigProblem(
+                    config_problem(
                         f"{path}.deployments.{key}.model",
                         f"{model!r} is not a model of this stack",
                         ", ".join(model_names)

@@ -99,8 +99,8 @@ def _unknown_machine(machine_type: str, target: Target, path: str) -> Finding:
         return Finding(field, message, "error", f"unknown-family:{family}")
     kin = [n for n, m in machines.items() if m.family == family]
     if sizes := [n for n in kin if n.startswith(f"{machine_type}-")]:
-        message = f"{machine_type!r} names a series without its size; valid: "
-        return Finding(field, message + _machine_list(sizes), "error")
+        message = f"{machine_type!r} names a series without its size"
+        return Finding(field, message, "error", valid=_machine_list(sizes))
     # A size missing from a family the catalog marks partial cannot be called wrong, so it
     # stays a warning in strict mode too: strict refuses only unheard-of names.
     severity, as_of = _partial(cat.families[family])
@@ -313,7 +313,7 @@ def _unknown_region(region: str, strict: bool) -> Finding:
     if guess is not None:
         # A near miss of a region Vertex has is a typo, not a region newer than the catalog.
         message = f"{region!r} is not a Vertex AI region (did you mean {guess!r}?)"
-        return Finding("region", f"{message}; valid: {_fmt(known)}", "error")
+        return Finding("region", message, "error", valid=_fmt(known))
     message = f"region {region!r} is not in the hardware catalog (as of {cat.as_of}); "
     message += f"Vertex will decide at submit. Known regions: {_fmt(known)}"
     return Finding("region", message, "error" if strict else "warning", f"unknown-region:{region}")

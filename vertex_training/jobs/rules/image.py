@@ -20,11 +20,9 @@ def is_by_digest(image: str) -> bool:
 
 
 def not_by_digest(image: str) -> str:
-    """What is wrong with ``image`` and what would be valid; callers add where it is."""
-    return (
-        f"{image!r} is not an image by digest (a tag can move while a job runs); "
-        f"valid: {DIGEST_FORM}"
-    )
+    """What is wrong with ``image`` (``DIGEST_FORM`` is what would be valid); callers add
+    where it is."""
+    return f"{image!r} is not an image by digest (a tag can move while a job runs)"
 
 
 __all__ = ["DIGEST_FORM", "DIGEST_REFERENCE", "is_by_digest", "not_by_digest"]

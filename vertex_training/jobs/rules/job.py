@@ -20,7 +20,7 @@ from vertex_training.jobs.rules.hardware import (
     check_provisioning,
     check_region,
 )
-from vertex_training.jobs.rules.image import is_by_digest, not_by_digest
+from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
 from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_KEY, TENSORBOARD
 from vertex_training.jobs.view import (
     CustomJobSpec,
@@ -68,17 +68,19 @@ _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 _PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
-Found = Iterator[tuple[str, str]]
-"""What a rule yields: (the field under the part it judges, what is wrong and what would
-be valid), each an error; a field "" is the part itself."""
+Found = Iterator[tuple[str, str] | tuple[str, str, str]]
+"""What a rule yields: (the field under the part it judges, what is wrong[, what would be
+valid where the message does not say it]), each an error; a field "" is the part itself."""
 
 
-def _at(path: str, found: Iterable[tuple[str, str] | Finding]) -> list[Finding]:
+def _at(
+    path: str, found: Iterable[tuple[str, str] | tuple[str, str, str] | Finding]
+) -> list[Finding]:
     """The errors ``found`` under ``path``; a hardware catalog's Finding is kept as it is."""
     return [
         f
         if isinstance(f, Finding)
-        else Finding(".".join(filter(None, (path, f[0]))), f[1], "error")
+        else Finding(".".join(filter(None, (path, f[0]))), f[1], "error", valid="".join(f[2:]))
         for f in found
     ]
 
@@ -103,7 +105,7 @@ def _label_valid(text: str) -> bool:
     )
 
 
-def _labels(labels: dict[str, str]) -> Found:
+def _labels(labels: dict[str, str]) -> Iterator[tuple[str, str]]:
     if len(labels) > MAX_LABELS:
         yield "labels", f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
@@ -126,15 +128,15 @@ def display_name_findings(name: str) -> list[Finding]:
     first known where the resource is declared."""
     problems = []
     if not name.strip():
-        problems.append("must not be empty (1-128 characters)")
+        problems.append(Finding("displayName", "must not be empty (1-128 characters)"))
     elif len(name) > MAX_DISPLAY_NAME:
-        problems.append(f"is {len(name)} characters long; at most 128 are allowed")
+        message = f"is {len(name)} characters long; at most 128 are allowed"
+        problems.append(Finding("displayName", message))
     if control := next((c for c in name if unicodedata.category(c) == "Cc"), None):
-        problems.append(
-            f"has a control character ({control!r}) in {name!r}; valid: 1-128 printable "
-            "characters (no tabs or line breaks)"
-        )
-    return [Finding("displayName", problem, "error") for problem in problems]
+        message = f"has a control character ({control!r}) in {name!r}"
+        valid = "1-128 printable characters (no tabs or line breaks)"
+        problems.append(Finding("displayName", message, valid=valid))
+    return problems
 
 
 # ------------------------------------------------------------------------------- pools
@@ -187,8 +189,8 @@ def _pool(pool: WorkerPoolSpec) -> Found:
     if disk.boot_disk_type not in (None, *BOOT_DISK_TYPES):
         yield (
             "diskSpec.bootDiskType",
-            f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents; valid: "
-            + ", ".join(BOOT_DISK_TYPES),
+            f"{disk.boot_disk_type!r} is not a boot disk type Vertex documents",
+            ", ".join(BOOT_DISK_TYPES),
         )
     low, high = BOOT_DISK_GB_RANGE
     if disk.boot_disk_size_gb is not None and not low <= disk.boot_disk_size_gb <= high:
@@ -212,7 +214,7 @@ def _accelerators(view: JobView) -> list[tuple[str, str | None]]:
 
 def _custom_job_spec(
     spec: CustomJobSpec, path: str, *, remote: bool
-) -> Iterator[tuple[str, str] | Finding]:
+) -> Iterator[tuple[str, str] | tuple[str, str, str] | Finding]:
     pools = spec.worker_pool_specs
     strategy = spec.scheduling.strategy
     if not pools or pools[0] is None:
@@ -249,16 +251,17 @@ def _custom_job_spec(
             # later trials); the local backend runs this checkout, whatever the tag.
             yield (
                 f"{at}.containerSpec.imageUri",
-                f'{not_by_digest(image)}, e.g. platform.image("trainer")',
+                not_by_digest(image),
+                f'{DIGEST_FORM}, e.g. platform.image("trainer")',
             )
         if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
             # Private Service Connect interface ("Mount a Network File System share").
             yield (
                 f"{at}.nfsMounts",
-                "NFS shares are reached over a VPC, and the job has no network; valid: set "
-                "network (projects/PROJECT_NUMBER/global/networks/NAME) or pscInterfaceConfig, "
-                "or drop nfsMounts",
+                "NFS shares are reached over a VPC, and the job has no network",
+                "set network (projects/PROJECT_NUMBER/global/networks/NAME) or "
+                "pscInterfaceConfig, or drop nfsMounts",
             )
     base = spec.base_output_directory.output_uri_prefix
     if base is not None and not base.strip():
@@ -276,8 +279,8 @@ def _custom_job_spec(
         # Two ways into a VPC, and Vertex takes one per job.
         yield (
             "pscInterfaceConfig",
-            "cannot be set with network (Vertex refuses both); valid: a Private Service "
-            "Connect interface or a peered VPC network, not both",
+            "cannot be set with network (Vertex refuses both)",
+            "a Private Service Connect interface or a peered VPC network, not both",
         )
     timeout, max_wait = spec.scheduling.timeout, spec.scheduling.max_wait_duration
     if timeout is not None and timeout <= 0:
@@ -290,15 +293,15 @@ def _custom_job_spec(
         named = "unset" if strategy is SchedulingStrategy.UNSPECIFIED else strategy.value
         yield (
             "scheduling.maxWaitDuration",
-            f"applies only to the FLEX_START strategy (the strategy is {named}); valid: set "
-            "scheduling.strategy to FLEX_START, or drop maxWaitDuration",
+            f"applies only to the FLEX_START strategy (the strategy is {named})",
+            "set scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
     resource_id = spec.persistent_resource_id
     if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
         yield (
             "persistentResourceId",
-            f"{resource_id!r} is not a persistent resource id; valid: 1-63 "
-            "characters: a lowercase letter, then lowercase letters, digits or '-', not "
+            f"{resource_id!r} is not a persistent resource id",
+            "1-63 characters: a lowercase letter, then lowercase letters, digits or '-', not "
             "ending with '-'",
         )
 
@@ -314,7 +317,7 @@ def _located(view: JobView, region: str | None) -> Found:
         (f"{path}.experimentRun", spec.experiment_run, EXPERIMENT_RUN),
     ):
         if problem := kind.problem(name, region):
-            yield field, "{}; valid: {}".format(*problem)
+            yield field, *problem
     if spec.tensorboard is not None and spec.base_output_directory.output_uri_prefix is None:
         yield (
             f"{path}.baseOutputDirectory",
@@ -367,8 +370,8 @@ def _parameter(param: ParameterSpec) -> Found:
     elif any(c.isspace() for c in pid):
         yield (
             "parameterId",
-            f"{pid!r} has whitespace; valid: letters, digits and '_' without spaces (the "
-            "trainer gets it as --<parameterId>)",
+            f"{pid!r} has whitespace",
+            "letters, digits and '_' without spaces (the trainer gets it as --<parameterId>)",
         )
     log_scale = param.scale_type in (ScaleType.LOG, ScaleType.REVERSE_LOG)
     bounds = param.double_value_spec or param.integer_value_spec
