@@ -15,6 +15,7 @@ from tests.bodies import double, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory, pid_gone
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.jobs.backends.local._store import SUPERVISOR_LOG
 from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED
 from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
 from vertex_training.jobs.backends.local.supervisor import VERTEX_TRIAL_ID
@@ -42,13 +43,8 @@ def _hold_trials(tmp_path: Path, trial_ids: range) -> list[Path]:
 
 
 def _settled(backend: LocalBackend, name: str, states: list[str]) -> bool:
-    """The study's trials are in ``states`` and its supervisor holds no lock on its journal
-    (the running trials hold: nothing is written until one ends), so a kill now leaves
-    no lock behind for the resumed supervisor to wait out."""
-    record = backend.get(name)
-    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
-    lock = journal.with_name(journal.name + ".lock")
-    return [t.state for t in record.trials] == states and not lock.exists()
+    """The study's trials are in ``states``."""
+    return [t.state for t in backend.get(name).trials] == states
 
 
 def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
@@ -118,6 +114,55 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
     failed = [t for t in loaded.trials if t.state is optuna.trial.TrialState.FAIL]
     assert len(failed) == len(loaded.trials) - TRIALS >= len(rerun)
     assert not [t for t in loaded.trials if t.state is optuna.trial.TrialState.RUNNING]
+
+
+def test_a_journal_lock_the_dead_supervisor_held_is_released_before_the_study_resumes(
+    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+) -> None:
+    """A supervisor killed mid-append leaves Optuna's journal lock behind; a resumed
+    supervisor would wait out Optuna's grace period (30 s) before forcing it. The lock is
+    made here as Optuna makes it, at the moments a supervisor would hold it."""
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    holds = _hold_trials(tmp_path, range(2, 3))  # trial 1 finishes, trial 2 holds
+    body = tuning_job(
+        job_spec(
+            standin_pool(["--steps=1", f"--hold-while={tmp_path}/hold-{{trial}}"]),
+            output="gs://bucket/locked",
+        ),
+        study(double("x", 0.01, 1.0)),
+        max_trials=2,
+        parallel=1,
+        display_name="locked-study",
+    )
+    record = backend.submit(TUNING, body)
+    _wait_for(lambda: _settled(backend, record.name, ["SUCCEEDED", "ACTIVE"]))
+    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
+    lock_file = journal.with_name(journal.name + ".lock")
+    supervisor = backend.details(record.name).supervisor_pid
+    assert supervisor is not None
+
+    # A live supervisor's lock is never broken (nothing is written while trial 2 holds).
+    lock = JournalFileSymlinkLock(str(journal))
+    assert lock.acquire()
+    assert backend.details(record.name).record.state is JobState.RUNNING
+    assert lock_file.is_symlink()
+
+    # The supervisor dies holding it.
+    os.kill(supervisor, signal.SIGKILL)
+    _wait_for(lambda: pid_gone(supervisor))
+    died = backend.details(record.name)
+    assert (died.record.error_message or "").startswith(SUPERVISOR_DIED)
+    assert not lock_file.is_symlink(), "the dead supervisor's journal lock is left"
+
+    for hold in holds:
+        hold.unlink()
+    assert backend.resume_interrupted(record.name) is not None
+    final = backend.wait(record.name, timeout=120)
+    assert final.state is JobState.SUCCEEDED, final.error_message
+    assert [t.state for t in final.trials] == ["SUCCEEDED", "SUCCEEDED"]
+    # The resumed supervisor never waited on the lock (Optuna warns when it does).
+    assert "lock file" not in (backend.jobs_dir / record.job_id / SUPERVISOR_LOG).read_text()
 
 
 def test_only_a_job_whose_supervisor_died_resumes(

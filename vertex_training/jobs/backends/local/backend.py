@@ -251,6 +251,16 @@ class LocalBackend(JobBackend):
             for replica in state.replicas:
                 if replica.state is ReplicaState.RUNNING:
                     replica.state = ReplicaState.KILLED
+            # The supervisor is its study journal's one writer: a lock on the journal is
+            # one it held when it died, which a resumed supervisor would otherwise wait
+            # out (Optuna's grace period). Optuna loads only when a supervisor died.
+            from vertex_training.jobs.backends.local.study import (
+                STUDY_JOURNAL,
+                release_dead_writers_lock,
+            )
+
+            if release_dead_writers_lock(job.path / STUDY_JOURNAL):
+                _log.info("released the journal lock the dead supervisor of %s held", job.path)
             cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
             state.record = replace(
                 state.record,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import optuna
 from google.cloud.aiplatform_v1 import StudySpec
-from optuna.storages.journal import JournalFileBackend
+from optuna.storages.journal import JournalFileBackend, JournalFileSymlinkLock
 
 _log = logging.getLogger(__name__)
 
@@ -103,6 +103,19 @@ def journal_storage(path: Path) -> optuna.storages.JournalStorage:
     """The Optuna storage kept in the journal file ``path`` (created when absent)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     return optuna.storages.JournalStorage(JournalFileBackend(str(path)))
+
+
+def release_dead_writers_lock(path: Path) -> bool:
+    """Remove the lock on the journal ``path`` that a writer killed mid-append left
+    behind; False when there is none. Optuna's lock (``<path>.lock``, the default lock of
+    ``JournalFileBackend``) names no holder, and a waiting writer forces it only after its
+    grace period (30 s): call this only when every writer of the journal is known dead
+    (a job's journal has one writer, its supervisor), else a live lock is broken."""
+    try:
+        JournalFileSymlinkLock(str(path)).release()
+    except RuntimeError:  # Optuna's "did not possess lock": no lock file
+        return False
+    return True
 
 
 def create_study(study: StudySpec, seed: int | None, *, storage: Path, name: str) -> optuna.Study:
