@@ -10,17 +10,17 @@ from google.cloud import aiplatform_v1 as v1
 
 from tests.jobs.backends.local.test_capabilities import proto_fields
 from vertex_training._dynamic import PROVIDER_VERSION, BackendKind, BackendSettings
-from vertex_training.serving.backends.local import LOCAL_SUPPORT
+from vertex_training.serving.backends.local import local_support
 from vertex_training.serving.resources import EndpointProvider, ModelProvider
 
 ROOTS = (v1.Model, v1.Endpoint, v1.DeployedModel)
 
 
 def test_every_serving_proto_field_is_classified_and_none_is_stale() -> None:
-    fields = proto_fields(ROOTS, LOCAL_SUPPORT)
+    fields = proto_fields(ROOTS, local_support())
     assert "MachineSpec.accelerator_count" in fields and "ModelContainerSpec.env" in fields
-    assert sorted(fields - set(LOCAL_SUPPORT)) == []
-    assert sorted(set(LOCAL_SUPPORT) - fields) == []
+    assert sorted(fields - set(local_support())) == []
+    assert sorted(set(local_support()) - fields) == []
 
 
 def _local(tmp_path: Path) -> dict[str, Any]:

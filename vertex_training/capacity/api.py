@@ -351,6 +351,10 @@ def _holds(pool: ResourcePool) -> str:
     return f"autoscaling maximum {pool.autoscaling.max_replica_count}"
 
 
+INT64_MAX = 2**63 - 1
+"""The most an int64 field of the protos (a replica count) holds."""
+
+
 def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Finding]:
     """What one ``ResourcePool`` must be to be provisioned at all: replica counts, the hardware
     catalog's machine and accelerator rules, the disk, a well-formed reservation."""
@@ -360,7 +364,17 @@ def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Findi
         counts["autoscaling.min_replica_count"] = pool.autoscaling.min_replica_count
         counts["autoscaling.max_replica_count"] = pool.autoscaling.max_replica_count
     for key, count in counts.items():
-        if is_known(count) and count < (0 if key.endswith("min_replica_count") else 1):
+        if is_known(count) and count > INT64_MAX:  # more than the proto's int64 holds
+            digits = len(str(count))
+            shown = str(count) if digits <= 20 else f"a number of {digits} digits"
+            found.append(
+                Finding(
+                    f"{path}.{_api(key)}",
+                    f"{shown} is more than the field holds",
+                    valid=f"1 to {INT64_MAX}",
+                ).at(f"{caller}.{key}")
+            )
+        elif is_known(count) and count < (0 if key.endswith("min_replica_count") else 1):
             found.append(
                 Finding(f"{path}.{_api(key)}", f"{count} replicas", valid="at least 1").at(
                     f"{caller}.{key}"
@@ -391,7 +405,8 @@ def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Findi
         if accelerator is None
         else [accelerator.type, accelerator.count, accelerator.tpu_topology]
     )
-    if not local and _known(*values):
+    # The machine is judged on every platform: one the catalog refuses is valid nowhere.
+    if _known(*values):
         machine = f"{path}.machineSpec"
         for finding in check_machine_spec(
             machine,

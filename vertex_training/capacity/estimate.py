@@ -22,8 +22,10 @@ def _count(value: Any) -> int | None:
     """An int64 count as the API writes it (``"2"``) or a number (2, 2.0 from the engine)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int | float) or (isinstance(value, str) and value.isdigit()):
-        return int(float(value))
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():  # finite: the engine's numbers
+        return int(value)
     return None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import pulumi
 
@@ -67,13 +67,15 @@ class WorkerPool(Checked):
         # here, before any resource exists; the warnings are its job's to show.
         # (Not a field: it is no argument, and no part of the body.)
         object.__setattr__(
-            self, "warnings", judged_where_built(self, WorkerPoolSpec, pool_findings, body)
+            self, "_warnings", judged_where_built(self, WorkerPoolSpec, pool_findings, body)
         )
 
-    if TYPE_CHECKING:
-        warnings: tuple[Finding, ...]
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
         """What the hardware catalog cannot tell about this pool (or what it acknowledged),
         at API paths under the pool: shown by the job that runs it."""
+        found: tuple[Finding, ...] = self.__dict__["_warnings"]
+        return found
 
     machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
     accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))

@@ -93,13 +93,13 @@ def _body_findings(message: str, body: Mapping[str, Any], local: bool) -> list[F
 
     from vertex_training.jobs.backends.local.capabilities import local_refusals
     from vertex_training.jobs.protos import BodyParseError, parse_message
-    from vertex_training.serving.backends.local import LOCAL_SUPPORT
+    from vertex_training.serving.backends.local import local_support
 
     try:
         parsed = parse_message(getattr(v1, message), canonical(body))
     except BodyParseError as error:
         return [error.finding]
-    return local_refusals(parsed, LOCAL_SUPPORT) if local else []
+    return local_refusals(parsed, local_support()) if local else []
 
 
 class ModelProvider(Provider):

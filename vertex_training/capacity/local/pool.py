@@ -14,11 +14,6 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertex_training.jobs.backends.local.cluster import (
-    log_tail,
-    start_process,
-    stop_process_groups,
-)
 from vertex_training.jobs.backends.local.warm import (
     CLAIMED,
     IMPORT_TIME_VARIABLES,
@@ -51,6 +46,10 @@ def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | No
     command = [sys.executable, "-m", WORKER_MODULE, str(pool), str(slot)]
     if predecessor:
         command += [str(predecessor["pid"]), str(predecessor["start"])]
+    # The cluster module loads the protos: only what starts or stops a worker needs it, not
+    # the health check a no-op ``up`` makes.
+    from vertex_training.jobs.backends.local.cluster import start_process
+
     process, start = start_process(command, pool / LOGS_DIR / f"slot-{slot}.log", env)
     # Reaped when it ends while its starter still runs: a zombie would look alive.
     threading.Thread(target=process.wait, daemon=True).start()
@@ -132,6 +131,8 @@ def listed_workers(pool: Path, slot: int) -> list[Path]:
 
 
 def _wait_warm(pool: Path, started: list[Path]) -> None:
+    from vertex_training.jobs.backends.local.cluster import log_tail
+
     deadline = time.monotonic() + WARM_TIMEOUT_SECONDS
     for worker in started:
         while not ((worker / WARM).exists() or (worker / READY).exists()):
@@ -148,6 +149,8 @@ def _wait_warm(pool: Path, started: list[Path]) -> None:
 def stop_pool(pool: Path) -> None:
     """Stop every worker of the pool (a job's replica in one included) and remove it:
     ``pool.json`` goes first, so that no worker starts a successor any more."""
+    from vertex_training.jobs.backends.local.cluster import stop_process_groups
+
     with contextlib.suppress(FileNotFoundError):
         (pool / POOL_FILE).unlink()
     # A worker that took a job just before may still start its successor: look again.

@@ -15,6 +15,7 @@ whole (a temporary file, then a rename).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import (
@@ -38,7 +39,6 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
-from vertex_training.jobs.backends.local.capabilities import support_table
 from vertex_training.serving.backends.base import (
     DeployedModelRecord,
     EndpointRecord,
@@ -47,6 +47,9 @@ from vertex_training.serving.backends.base import (
     ServingNotFoundError,
     ServingRefusedError,
 )
+
+if TYPE_CHECKING:
+    from vertex_training.jobs.backends.local.capabilities import SupportTable
 
 _log = logging.getLogger(__name__)
 
@@ -91,10 +94,14 @@ def has_saved_model(directory: Path) -> bool:
     return any((directory / name).is_file() for name in SAVED_MODEL_FILES)
 
 
-LOCAL_SUPPORT = support_table(Path(__file__).with_name("local_support.json"))
-"""What the twin does with each field of a ``Model``, an ``Endpoint`` and a
-``DeployedModel`` (the jobs' kind of table: honoured, ignored, refused), by the real
-protos' fields; the providers' ``check`` refuses what it refuses."""
+@functools.cache
+def local_support() -> SupportTable:
+    """How the local twin treats each field of a Model, Endpoint and DeployedModel
+    (``local_support.json``; read when a body is judged: the table's module loads the
+    protos, which an unchanged resource's ``up`` does not need)."""
+    from vertex_training.jobs.backends.local.capabilities import support_table
+
+    return support_table(Path(__file__).with_name("local_support.json"))
 
 
 class LocalServingBackend:
