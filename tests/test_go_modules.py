@@ -1,7 +1,8 @@
-"""The Go builds of `make pulumi-cli` share their compiled modules: Go's build cache reuses a
-package only when its module and everything below it are at the same versions, so a module
-the YAML language host shares with the CLI is pinned at the CLI's version (the host's own
-pulumi pkg/sdk excepted: it does not compile against the CLI's)."""
+"""The Go builds (`make pulumi-cli`, the SDK generator, the Go example) share their compiled
+modules: Go's build cache reuses a package only when its module and everything below it are
+at the same versions, so a module the YAML language host, the SDK generator or the Go
+example shares with the CLI is pinned at the CLI's version (the host's own pulumi pkg/sdk
+excepted: it does not compile against the CLI's)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ SHARING = {
     PROJECT_ROOT / "tools" / "pulumi-yaml" / "go.mod": {
         "github.com/pulumi/pulumi/pkg/v3",
         "github.com/pulumi/pulumi/sdk/v3",
-    }
+    },
+    PROJECT_ROOT / "tools" / "sdkgen" / "go.mod": set(),
+    PROJECT_ROOT / "examples" / "go-local" / "go.mod": set(),
 }
 
 

@@ -62,7 +62,9 @@ SMALLER = {
 class Example:
     """A copy of the project with one example, run through its ``./run``."""
 
-    def __init__(self, root: Path, name: str, bin_dir: Path) -> None:
+    def __init__(
+        self, root: Path, name: str, bin_dir: Path, node_modules: Path | None = None
+    ) -> None:
         self.root = root
         for part in ("vertex_training", "trainer", "predictor", "plugins", "sdk"):
             shutil.copytree(
@@ -78,6 +80,10 @@ class Example:
         shutil.copytree(
             REPO_ROOT / "examples" / name, self.dir, ignore=shutil.ignore_patterns(*BUILT)
         )
+        if node_modules is not None:  # installed from this lock file: ./run skips `npm ci`
+            shutil.copytree(
+                node_modules, self.dir / "node_modules", symlinks=True, copy_function=os.link
+            )
         self.env = {
             **os.environ,
             "PULUMI_BACKEND_URL": f"file://{root / 'state'}",
@@ -123,20 +129,41 @@ class Example:
         return processes_with(f"{MARKER}={self.root}".encode())
 
 
-def _example(tmp_path: Path, name: str, bin_dir: Path) -> Example:
+_NOT_SDK = shutil.ignore_patterns("node_modules", "bin")
+
+
+@pytest.fixture(scope="session")
+def ts_node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ts-local's packages, installed once (``npm ci``, as its ``./run`` does) for every test
+    that runs it; each copy hard-links them. The link to the generated SDK
+    (``file:../../sdk/nodejs``) is relative: in a copy it is that copy's SDK, which the
+    copy's ``./run`` compiles."""
+    root = tmp_path_factory.mktemp("ts-local-packages")
+    shutil.copytree(REPO_ROOT / "sdk" / "nodejs", root / "sdk" / "nodejs", ignore=_NOT_SDK)
+    example = root / "examples" / "ts-local"
+    example.mkdir(parents=True)
+    for file in ("package.json", "package-lock.json"):
+        shutil.copy2(REPO_ROOT / "examples" / "ts-local" / file, example / file)
+    npm = ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
+    run_command(npm, cwd=example, env=os.environ)
+    return example / "node_modules"
+
+
+def _example(request: pytest.FixtureRequest, tmp_path: Path, name: str, bin_dir: Path) -> Example:
     tool = TOOLS.get(name)
     if tool and shutil.which(tool) is None:
         pytest.skip(f"{name} needs {tool}, which this machine does not have")
     if name == "yaml-local" and not (bin_dir / "pulumi-language-yaml").is_file():
         pytest.skip("no YAML language host: make pulumi-cli builds it (tools/pulumi-yaml)")
-    return Example(tmp_path, name, bin_dir)
+    packages = request.getfixturevalue("ts_node_modules") if name == "ts-local" else None
+    return Example(tmp_path, name, bin_dir, packages)
 
 
 @pytest.mark.parametrize("name", LANGUAGES)
 def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
-    tmp_path: Path, name: str, pulumi_bin_dir: Path
+    request: pytest.FixtureRequest, tmp_path: Path, name: str, pulumi_bin_dir: Path
 ) -> None:
-    example = _example(tmp_path, name, pulumi_bin_dir)
+    example = _example(request, tmp_path, name, pulumi_bin_dir)
     example.train_smaller(name)
     example.run("up")
     jobs = example.outputs()["jobs"]
@@ -179,9 +206,9 @@ def _python_message() -> str:
 
 @pytest.mark.parametrize("name", ["yaml-local", "ts-local"])
 def test_a_wrong_argument_is_one_clear_message(
-    tmp_path: Path, name: str, pulumi_bin_dir: Path
+    request: pytest.FixtureRequest, tmp_path: Path, name: str, pulumi_bin_dir: Path
 ) -> None:
-    example = _example(tmp_path, name, pulumi_bin_dir)
+    example = _example(request, tmp_path, name, pulumi_bin_dir)
     if name == "yaml-local":
         import yaml
 
@@ -203,14 +230,14 @@ def test_a_wrong_argument_is_one_clear_message(
 
 
 def test_a_job_on_a_persistent_resources_id_is_held_to_its_pools(
-    tmp_path: Path, pulumi_bin_dir: Path
+    request: pytest.FixtureRequest, tmp_path: Path, pulumi_bin_dir: Path
 ) -> None:
     """YAML places a job on a PersistentResource by its ``resourceId`` output: the provider,
     which constructed the resource, refuses at preview a job whose pools fit none of its
     pools, with Python's words, before anything is created."""
     import yaml
 
-    example = _example(tmp_path, "yaml-local", pulumi_bin_dir)
+    example = _example(request, tmp_path, "yaml-local", pulumi_bin_dir)
     program = yaml.safe_load((example.dir / "Pulumi.yaml").read_text(encoding="utf-8"))
     program["resources"]["warm"] = {
         "type": "vertex-training:PersistentResource",
