@@ -49,4 +49,12 @@ class Finding:
         return f"{where}: {self.message}{valid}" if where else f"{self.message}{valid}"
 
 
-__all__ = ["Finding", "Severity"]
+def beyond(path: str, count: int, most: int) -> Finding:
+    """``count`` at ``path``, more than its proto field holds (``most``: an int32's or an
+    int64's largest); a number of thousands of digits is said by its length."""
+    digits = len(str(count))
+    shown = str(count) if digits <= 20 else f"a number of {digits} digits"
+    return Finding(path, f"{shown} is more than the field holds", valid=f"1 to {most}")
+
+
+__all__ = ["Finding", "Severity", "beyond"]

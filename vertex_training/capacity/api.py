@@ -25,7 +25,7 @@ from typing import Any, Literal
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.jobs.fields import int64, to_body, vertex
 from vertex_training.jobs.pools import Accelerator, ReservationAffinity
@@ -365,15 +365,7 @@ def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Findi
         counts["autoscaling.max_replica_count"] = pool.autoscaling.max_replica_count
     for key, count in counts.items():
         if is_known(count) and count > INT64_MAX:  # more than the proto's int64 holds
-            digits = len(str(count))
-            shown = str(count) if digits <= 20 else f"a number of {digits} digits"
-            found.append(
-                Finding(
-                    f"{path}.{_api(key)}",
-                    f"{shown} is more than the field holds",
-                    valid=f"1 to {INT64_MAX}",
-                ).at(f"{caller}.{key}")
-            )
+            found.append(beyond(f"{path}.{_api(key)}", count, INT64_MAX).at(f"{caller}.{key}"))
         elif is_known(count) and count < (0 if key.endswith("min_replica_count") else 1):
             found.append(
                 Finding(f"{path}.{_api(key)}", f"{count} replicas", valid="at least 1").at(

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
 
 CATALOG_FILE = Path(__file__).with_name("prediction_catalog.json")
@@ -160,15 +160,7 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
                 )
     for key, replicas in (("min", min_replica_count), ("max", max_replica_count)):
         if replicas is not None and replicas > INT32_MAX:  # an int32 field of the protos
-            digits = len(str(replicas))
-            shown = str(replicas) if digits <= 20 else f"a number of {digits} digits"
-            found.append(
-                Finding(
-                    f"dedicatedResources.{key}ReplicaCount",
-                    f"{shown} is more than the field holds",
-                    valid=f"1 to {INT32_MAX}",
-                )
-            )
+            found.append(beyond(f"dedicatedResources.{key}ReplicaCount", replicas, INT32_MAX))
             return found
     if min_replica_count < 1:
         found.append(
