@@ -139,6 +139,7 @@ bench: install
 	$(BIN)/python bench/input_pipeline.py
 	$(BIN)/python bench/train_step.py
 	$(BIN)/python bench/local_study.py
+	$(BIN)/python bench/warm_start.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
