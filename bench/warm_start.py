@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml
 
 from vertex_training.capacity.local.pool import create_pool, stop_pool
-from vertex_training.jobs.api import PlatformFacts, job_body
+from vertex_training.jobs.api import PlatformFacts, resolve
 from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.backends.local.warm import pool_dir
 from vertex_training.jobs.declarations import read_job
@@ -52,12 +52,14 @@ def study_body(bucket: Path) -> dict[str, Any]:
     stack = yaml.safe_load((ROOT / "stacks" / "Pulumi.local.yaml").read_text(encoding="utf-8"))
     (entry,) = (j for j in stack["config"]["vertex-training:jobs"] if j["name"] == STUDY)
     entry = {k: v for k, v in entry.items() if k != "pollIntervalSeconds"}
+    # Cold as declared here; ``on_pool`` places it on this bench's own pool.
+    entry["trial"] = {k: v for k, v in entry["trial"].items() if k != "persistentResourceId"}
     job, problems = read_job(entry, "jobs[1]")
     assert job is not None, problems
     facts = PlatformFacts(
         environment="local", region="us-central1", image="trainer:local", bucket_url=str(bucket)
     )
-    return job_body(job.args, job.name, facts)
+    return resolve(job.args, job.name, facts).body
 
 
 def on_pool(body: dict[str, Any]) -> dict[str, Any]:
