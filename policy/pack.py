@@ -163,7 +163,8 @@ def budget_violations(resources: Sequence[Resource], config: Mapping[str, Any]) 
     budget, problems = rules.budget_of(config)
     if problems or budget is None:
         return problems
-    known = [_known(r) for r in resources]
+    # In URN order: the first value not known yet is the same one in every run.
+    known = [_known(r) for r in sorted(resources, key=lambda r: r.urn)]
     return rules.estimate_errors(known) + rules.stack_budget(
         rules.estimate_from_resources(known, hours), budget
     )

@@ -165,17 +165,20 @@ DEFAULT_REQUIRED_LABELS = ("team", "cost-center")
 LABELLED_TYPES = (BUCKET_TYPE, *NOTEBOOK_TYPES, *JOB_TYPES)
 
 
+def _missing_labels(resource: Resource, keys: Sequence[str]) -> tuple[str, str]:
+    """(the ``keys`` the resource has no value for, the labels it has), each as a list."""
+    labels = _labels(resource)
+    missing = ", ".join(key for key in keys if not labels.get(key))
+    return missing, ", ".join(sorted(labels)) or "none"
+
+
 def required_labels(resource: Resource, keys: Sequence[str] = DEFAULT_REQUIRED_LABELS) -> list[str]:
     if resource.type not in LABELLED_TYPES:
         return []
-    labels = _labels(resource)
-    missing = [key for key in keys if not labels.get(key)]
+    missing, has = _missing_labels(resource, keys)
     if not missing:
         return []
-    return [
-        f"missing label(s) {', '.join(missing)} (required: {', '.join(keys)}; has: "
-        f"{', '.join(sorted(labels)) or 'none'})"
-    ]
+    return [f"missing label(s) {missing} (required: {', '.join(keys)}; has: {has})"]
 
 
 # ----------------------------------------------------------------------- GPUs
@@ -281,13 +284,12 @@ def capacity_team_label(
     """Capacity billed by the hour says whose it is."""
     if resource.type != PERSISTENT_RESOURCE_TYPE:
         return []
-    labels = _labels(resource)
-    missing = [key for key in keys if not labels.get(key)]
+    missing, has = _missing_labels(resource, keys)
     if not missing:
         return []
     return [
-        f"a persistent resource (billed every hour it exists) without label(s) "
-        f"{', '.join(missing)} identifying its team; has: {', '.join(sorted(labels)) or 'none'}"
+        f"a persistent resource (billed every hour it exists) without label(s) {missing} "
+        f"identifying its team; has: {has}"
     ]
 
 

@@ -43,7 +43,7 @@ def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
     except json_format.ParseError as error:
         # Found again by walking the body against the message's descriptor: protobuf's
         # error keeps the field only in its text, which is not parsed.
-        finding = _refused(pb.DESCRIPTOR, body, "") or Finding("", str(error).splitlines()[0])
+        finding = _refused(pb.DESCRIPTOR, body, "") or Finding("", str(error))
         raise BodyParseError(cls.__name__, finding) from error
     return message
 
