@@ -182,6 +182,15 @@ def test_a_job_runs_in_a_warm_worker_with_the_environment_vertex_gives(
     assert probe["model_dir"] == f"{tmp_path / 'gcs'}/model/"
     assert f"runs warm in worker {probe['pid']} of persistent resource {RESOURCE}" in log
     assert pid_gone(probe["pid"]), "a worker serves one job"
+    # Its slot's next worker is a copy of it from before the job, warm without an import,
+    # in a session of its own (a stop of a job's process group spares it).
+    (successor,) = set(_worker_pids(root)) - waiting
+    slot_logs = "".join(
+        log.read_text() for log in (pool_dir(root.resolve(), RESOURCE) / "logs").glob("*.log")
+    )
+    assert f"worker {successor} of slot" in slot_logs
+    assert f"forked warm from {probe['pid']}" in slot_logs
+    assert os.getsid(successor) == successor
 
 
 @pytest.mark.slow

@@ -38,9 +38,10 @@ LOGS_DIR = "logs"
 
 
 def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | None) -> Path:
-    """Start a worker for ``slot`` in a session of its own (it outlives its starter: the
-    provider's process, or the worker it succeeds), ready once the worker ``after`` (a
-    worker directory, the slot's busy one) has ended; its directory."""
+    """Start a worker for ``slot`` in a session of its own (it outlives its starter, the
+    provider's process), ready once the worker ``after`` (a worker directory, the slot's
+    busy one) has ended; its directory. (A worker that takes a replica forks the slot's
+    next one itself.)"""
     (pool / LOGS_DIR).mkdir(parents=True, exist_ok=True)
     predecessor = json.loads((after / WORKER_FILE).read_text()) if after else None
     command = [sys.executable, "-m", WORKER_MODULE, str(pool), str(slot)]
@@ -54,12 +55,16 @@ def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | No
     # Reaped when it ends while its starter still runs: a zombie would look alive.
     threading.Thread(target=process.wait, daemon=True).start()
     worker = pool / SLOTS_DIR / str(slot) / str(process.pid)
-    worker.mkdir(parents=True, exist_ok=True)
-    info = {"pid": process.pid, "start": start}
-    temporary = worker / f"{WORKER_FILE}.tmp"
-    temporary.write_text(json.dumps(info), encoding="utf-8")
-    temporary.rename(worker / WORKER_FILE)  # read whole or not at all
+    write_worker_file(worker, process.pid, start)
     return worker
+
+
+def write_worker_file(worker: Path, pid: int, start: str | None) -> None:
+    """The worker's directory in its slot's, and in it its process (``worker.json``)."""
+    worker.mkdir(exist_ok=True)
+    temporary = worker / f"{WORKER_FILE}.tmp"
+    temporary.write_text(json.dumps({"pid": pid, "start": start}), encoding="utf-8")
+    temporary.rename(worker / WORKER_FILE)  # read whole or not at all
 
 
 def slot_workers(pool: Path, slot: int) -> list[Path]:
@@ -148,12 +153,12 @@ def _wait_warm(pool: Path, started: list[Path]) -> None:
 
 def stop_pool(pool: Path) -> None:
     """Stop every worker of the pool (a job's replica in one included) and remove it:
-    ``pool.json`` goes first, so that no worker starts a successor any more."""
+    ``pool.json`` goes first, so that no worker forks a successor any more."""
     from vertex_training.jobs.backends.local.cluster import stop_process_groups
 
     with contextlib.suppress(FileNotFoundError):
         (pool / POOL_FILE).unlink()
-    # A worker that took a job just before may still start its successor: look again.
+    # A worker that took a job just before may still fork its successor: look again.
     for _ in range(3):
         pids = []
         for worker in workers(pool) if pool.is_dir() else ():
@@ -173,4 +178,5 @@ __all__ = [
     "start_worker",
     "stop_pool",
     "waiting",
+    "write_worker_file",
 ]

@@ -3,13 +3,14 @@
 
 It imports what the trainer imports, waits for the slot's previous worker (``<pid>``,
 started at kernel time ``<start>``) to end, then for one replica
-(``jobs.backends.local.warm`` describes the files), starts the slot's next worker, runs
-the replica in this interpreter with exactly its environment, and ends.
+(``jobs.backends.local.warm`` describes the files). Given one, it forks the slot's next
+worker from itself (a copy of this warm interpreter as it was before any job, so the next
+one imports nothing and no job sees another's state), runs the replica in this interpreter
+with exactly its environment, and ends.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import os
@@ -19,8 +20,8 @@ import time
 import traceback
 from pathlib import Path
 
-from vertex_training.capacity.local.pool import WARM, listed_workers, start_worker, waiting
-from vertex_training.jobs.backends.local._store import process_alive
+from vertex_training.capacity.local.pool import WARM, listed_workers, waiting, write_worker_file
+from vertex_training.jobs.backends.local._store import process_alive, process_start_time
 from vertex_training.jobs.backends.local.warm import (
     POOL_FILE,
     READY,
@@ -72,6 +73,27 @@ def run_replica(request: ReplicaRequest) -> int:
     return code
 
 
+def fork_successor() -> tuple[int, str] | None:
+    """Fork the slot's next worker from this interpreter, in a session of its own and no
+    child of ours (a zombie would look alive): in it, this worker (pid, start time); here,
+    None."""
+    parent = (os.getpid(), process_start_time(os.getpid()) or "")
+    if child := os.fork():
+        os.waitpid(child, 0)  # the go-between: it ends at once
+        return None
+    try:
+        if os.fork():
+            os._exit(0)
+        os.setsid()  # its own group too: a stop of a worker's group is a stop of it alone
+        # A fresh interpreter seeds numpy's global generator itself (``random`` reseeds at
+        # a fork on its own).
+        if (numpy := sys.modules.get("numpy")) is not None:
+            numpy.random.seed()
+        return parent
+    except BaseException:
+        os._exit(1)
+
+
 def main(argv: list[str]) -> int:
     pool, slot = Path(argv[1]), int(argv[2])
     predecessor = (int(argv[3]), argv[4]) if len(argv) > 4 else None
@@ -81,28 +103,35 @@ def main(argv: list[str]) -> int:
     _log.addHandler(handler)
     _log.setLevel(logging.INFO)
     _log.propagate = False
-    environment = dict(os.environ)  # what the next worker gets, before a replica's
     me = pool / SLOTS_DIR / str(slot) / str(os.getpid())
     me.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     for module in WARM_MODULES:
         importlib.import_module(module)
-    (me / WARM).touch()
     _log.info("worker %d of slot %d warm in %.1f s", os.getpid(), slot, time.monotonic() - started)
-    while predecessor and process_alive(*predecessor):
-        if not (pool / POOL_FILE).exists():
-            return 0  # destroyed
-        time.sleep(POLL_SECONDS)
-    (me / READY).touch()
-    while (request := ReplicaRequest.read(me)) is None:
-        if not (pool / POOL_FILE).exists():
-            return 0
-        time.sleep(POLL_SECONDS)
-    # The slot's next worker, unless the pool is going or an `up` started one meanwhile.
-    others = (w for w in listed_workers(pool, slot) if w != me)
-    if (pool / POOL_FILE).exists() and not any(worker_alive(w) and waiting(w) for w in others):
-        with contextlib.suppress(FileNotFoundError):
-            start_worker(pool, slot, environment, me)
+    while True:
+        (me / WARM).touch()
+        while predecessor and process_alive(*predecessor):
+            if not (pool / POOL_FILE).exists():
+                return 0  # destroyed
+            time.sleep(POLL_SECONDS)
+        (me / READY).touch()
+        while (request := ReplicaRequest.read(me)) is None:
+            if not (pool / POOL_FILE).exists():
+                return 0
+            time.sleep(POLL_SECONDS)
+        # The slot's next worker, unless the pool is going or an `up` started one meanwhile.
+        others = (w for w in listed_workers(pool, slot) if w != me)
+        if not (pool / POOL_FILE).exists() or any(worker_alive(w) and waiting(w) for w in others):
+            break
+        if (predecessor := fork_successor()) is None:
+            break
+        me = pool / SLOTS_DIR / str(slot) / str(os.getpid())
+        try:
+            write_worker_file(me, os.getpid(), process_start_time(os.getpid()))
+        except FileNotFoundError:
+            return 0  # the pool went meanwhile
+        _log.info("worker %d of slot %d forked warm from %d", os.getpid(), slot, predecessor[0])
     _log.info("worker %d runs %s", os.getpid(), request.module or request.script)
     code = run_replica(request)
     exit_file = Path(request.exit_file)

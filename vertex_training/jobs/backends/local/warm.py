@@ -16,7 +16,7 @@ in files only (the jobs layer never imports the capacity layer), under
     as it runs; ``ready`` once TensorFlow is imported and the slot's previous worker has
     ended (a slot runs one job at a time). A job claims the worker by renaming ``ready``
     to ``claimed`` (atomic: one claimer wins), then writes ``request.json`` (a
-    ``ReplicaRequest``). The worker starts the slot's next worker, runs the replica in
+    ``ReplicaRequest``). The worker forks the slot's next worker, runs the replica in
     its own interpreter with exactly the request's environment, writes the exit code to
     the request's ``exit_file`` and ends: an interpreter serves one job, so no job sees
     another's variables, graphs or strategy.
