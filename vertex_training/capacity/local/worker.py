@@ -76,7 +76,8 @@ def run_replica(request: ReplicaRequest) -> int:
 def fork_successor() -> tuple[int, str] | None:
     """Fork the slot's next worker from this interpreter, in a session of its own and no
     child of ours (a zombie would look alive): in it, this worker (pid, start time); here,
-    None."""
+    None. A fork is safe here because this interpreter has only imported modules:
+    TensorFlow starts its runtime (thread pools, CUDA) at a job's first op, after it."""
     parent = (os.getpid(), process_start_time(os.getpid()) or "")
     if child := os.fork():
         os.waitpid(child, 0)  # the go-between: it ends at once
