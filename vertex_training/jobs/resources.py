@@ -28,7 +28,6 @@ from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
     Provider,
-    adoption_label,
     labelled,
     placement,
 )
@@ -101,10 +100,7 @@ class JobProvider(Provider):
     )
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
-    backends = {
-        BackendKind.VERTEX: "vertex_training.jobs.backends.vertex:VertexBackend",
-        BackendKind.LOCAL: "vertex_training.jobs.backends.local:LocalBackend",
-    }
+    backends = "vertex_training.jobs.backends.{kind}:{Kind}Backend"
     outputs_from = {
         "job_name": "name",
         "job_id": "job_id",
@@ -123,16 +119,6 @@ class JobProvider(Provider):
     @property
     def job_kind(self) -> JobKind:
         return JobKind(self.kind)
-
-    def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
-        """Same resource and same run -> same label. Labels and display name stay out: an
-        edit of them is not a new run, so a crashed `up` whose job they were edited after
-        still adopts it."""
-        return adoption_label(str(props["identity"]), self._body(props, metadata=False))
-
-    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """The body as submitted: the declared one plus our stack and adoption labels."""
-        return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
 
     def findings(
         self, props: Mapping[str, Any], settings: BackendSettings
