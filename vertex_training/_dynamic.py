@@ -44,6 +44,7 @@ __all__ = [
     "is_unknown",
     "label_value",
     "labelled",
+    "placed",
     "placement",
 ]
 
@@ -191,6 +192,13 @@ def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a backend's settings (``BackendSettings.to_props()``) that decides
     *where* a resource lives: a change replaces it."""
     return {k: backend[k] for k in ("kind", "project", "location", "local_root") if k in backend}
+
+
+def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
+    """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
+    if args.platform is None:
+        return opts
+    return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
 
 
 def placement(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._checks import InvalidArgumentsError, is_known, rendered
+from vertex_training._checks import is_known, rendered, require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
@@ -29,6 +29,7 @@ from vertex_training._dynamic import (
     BackendSettings,
     Provider,
     labelled,
+    placed,
     placement,
 )
 from vertex_training.cost.estimate import JobEstimate
@@ -251,23 +252,6 @@ class JobProvider(Provider):
         backend.delete(id_)
 
 
-def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:
-    """Refuse ``args`` that are not ``args_type``'s, before anything is registered."""
-    if not isinstance(args, args_type):
-        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
-        raise InvalidArgumentsError(
-            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
-            f"got {type(args).__name__}"
-        )
-
-
-def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
-    """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
-    if args.platform is None:
-        return opts
-    return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-
-
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
     _args_type: ClassVar[type]
 
@@ -390,8 +374,6 @@ __all__ = [
     "JobFailedError",
     "JobProvider",
     "declare_job",
-    "placed",
-    "require_args",
 ]
 
 

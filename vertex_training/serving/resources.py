@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from vertex_training._checks import require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
@@ -36,12 +37,12 @@ from vertex_training._dynamic import (
     has_unknown,
     label_value,
     labelled,
+    placed,
     placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import JobPlatform
-from vertex_training.jobs.resources import placed, require_args
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
