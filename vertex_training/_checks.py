@@ -42,6 +42,7 @@ __all__ = [
     "is_known",
     "matches",
     "rendered",
+    "require_args",
     "shown",
     "typo_hint",
 ]
@@ -79,6 +80,16 @@ def rendered(owner: str, finding: Finding) -> str:
     named = f" (Vertex field {finding.path})" if finding.path not in ("", finding.caller) else ""
     valid = f"; valid: {finding.valid}" if finding.valid else ""
     return f"{where}: {finding.message}{named}{valid}"
+
+
+def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:
+    """Refuse ``args`` that are not ``args_type``'s, before anything is registered."""
+    if not isinstance(args, args_type):
+        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
+        raise InvalidArgumentsError(
+            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
+            f"got {type(args).__name__}"
+        )
 
 
 LEAVES = frozenset({str, bytes, int, float, bool, type(None)})

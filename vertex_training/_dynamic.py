@@ -44,6 +44,7 @@ __all__ = [
     "is_unknown",
     "label_value",
     "labelled",
+    "placed",
     "placement",
 ]
 
@@ -193,6 +194,13 @@ def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
     return {k: backend[k] for k in ("kind", "project", "location", "local_root") if k in backend}
 
 
+def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
+    """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
+    if args.platform is None:
+        return opts
+    return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
+
+
 def placement(
     resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
 ) -> dict[str, Any]:
@@ -229,9 +237,10 @@ class Provider(pulumi.dynamic.ResourceProvider):
     metadata: ClassVar[tuple[str, ...]]
     """Body fields changed in place."""
     delete_before_replace: ClassVar[bool] = False
-    backends: ClassVar[Mapping[BackendKind, str]]
-    """The backend class by kind, ``"module:Class"`` (imported when used): a Vertex one is
-    built from the ``BackendSettings``, a local one from the local root."""
+    backends: ClassVar[str]
+    """The backend classes, ``"module:Class"`` with ``{kind}`` (``vertex``, ``local``) and
+    ``{Kind}`` for the kind (imported when used): a Vertex one is built from the
+    ``BackendSettings``, a local one from the local root."""
     outputs_from: ClassVar[Mapping[str, str]]
     """Each output, by the attribute of the backend's record it is read from."""
 
@@ -239,7 +248,8 @@ class Provider(pulumi.dynamic.ResourceProvider):
         """A fresh backend for the resource's ``backend`` input (none is kept on ``self``:
         the provider is pickled)."""
         settings = BackendSettings.from_props(props["backend"])
-        module, _, name = self.backends[settings.kind].partition(":")
+        kind = settings.kind.value
+        module, _, name = self.backends.format(kind=kind, Kind=kind.title()).partition(":")
         backend_type = getattr(importlib.import_module(module), name)
         if settings.kind is BackendKind.LOCAL:
             return backend_type(settings.local_root)
@@ -301,6 +311,19 @@ class Provider(pulumi.dynamic.ResourceProvider):
         if not isinstance(body, Mapping):
             return None if metadata else body
         return {k: v for k, v in body.items() if (k in self.metadata) is metadata}
+
+    def adoption_content(self, props: Mapping[str, Any]) -> tuple[Any, ...]:
+        """What the adoption label hashes beside the identity: the body but its
+        ``metadata``, so that an edit of those alone is not new content (a crashed ``up``
+        whose resource they were edited after still adopts it)."""
+        return (self._body(props, metadata=False),)
+
+    def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
+        return adoption_label(str(props["identity"]), *self.adoption_content(props))
+
+    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
+        """The body as sent: the declared one plus our stack and adoption labels."""
+        return labelled(props[self.body], str(props["identity"]), self.adoption_labels(props))
 
     def metadata_changed(self, olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
         return bool(self._body(olds, True) != self._body(news, True))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.capacity.resources import KEY, NETWORK, gpu_pool, platform, sdk_where
-from tests.jobs.facts import IMAGE
+from tests.jobs.facts import IMAGE, body_of
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.capacity import (
     PersistentResource,
@@ -18,7 +18,6 @@ from vertex_training.capacity import (
 )
 from vertex_training.jobs.api import CustomJobArgs, resolve
 from vertex_training.jobs.pools import Accelerator, WorkerPool
-from vertex_training.jobs.protos import body_of
 
 GCP_TYPE = "gcp:vertex/aiPersistentResource:AiPersistentResource"
 

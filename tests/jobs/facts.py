@@ -1,8 +1,9 @@
-"""The platform facts the job-rule tests judge jobs on."""
+"""The platform facts the job-rule tests judge jobs on, and a message's REST JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from vertex_training.jobs.api import LATER, PlatformFacts
 
@@ -40,3 +41,10 @@ def handles(labels: Mapping[str, str] | None = None) -> PlatformFacts:
         bucket_url="gs://b",
         training_service_account=SERVICE_ACCOUNT,
     )
+
+
+def body_of(message: Any) -> dict[str, Any]:
+    """The REST JSON of a proto-plus message, as the API reference spells it."""
+    from google.protobuf import json_format
+
+    return json_format.MessageToDict(type(message).pb(message))

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from tests import PROJECT_ROOT
+from tests.jobs.facts import body_of
 from tests.pulumi_mocks import run_program, stack_file_config
-from vertex_training.jobs.protos import body_of, parse_body
+from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 
 ASIDE_RUN = ("baseOutputDirectory", "serviceAccount", "scheduling", "tensorboard")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.bodies import cassava, horses_or_humans
-from vertex_training.jobs.protos import BodyParseError, body_of, canonical_json, parse_body
+from vertex_training.jobs.protos import BodyParseError, parse_body
 from vertex_training.jobs.records import JobKind
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
@@ -82,26 +82,6 @@ def test_a_bad_enum_name_is_refused() -> None:
         parse_body(TUNING, body)
     assert caught.value.finding.path == "studySpec.metrics[0].goal"
     assert caught.value.finding.valid == "GOAL_TYPE_UNSPECIFIED, MAXIMIZE, MINIMIZE"
-
-
-def test_canonical_json_is_one_text_per_meaning() -> None:
-    body = cassava()
-    floats = cassava()
-    chief = floats["jobSpec"]["workerPoolSpecs"][0]
-    chief["machineSpec"]["acceleratorCount"] = 1.0
-    chief["replica_count"] = chief.pop("replicaCount")  # the proto spelling
-    reordered = dict(reversed(list(body.items())))
-    assert canonical_json(CUSTOM, body) == canonical_json(CUSTOM, floats)
-    assert canonical_json(CUSTOM, body) == canonical_json(CUSTOM, reordered)
-    assert canonical_json(CUSTOM, body) != canonical_json(CUSTOM, cassava(workers=2))
-
-
-def test_body_of_round_trips() -> None:
-    message = parse_body(TUNING, horses_or_humans())
-    assert body_of(parse_body(TUNING, body_of(message))) == body_of(message)
-
-
-# ----------------------------------------------- enum names the rules take from the protos
 
 
 def test_the_catalog_names_every_accelerator_type_of_the_api() -> None:

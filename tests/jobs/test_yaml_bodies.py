@@ -15,7 +15,7 @@ from tests.jobs.facts import IMAGE, SERVICE_ACCOUNT, handles
 from vertex_training.jobs.api import resolve
 from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
-from vertex_training.jobs.protos import canonical_json, parse_body
+from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.view import (
@@ -246,8 +246,8 @@ def test_extra_fields_reach_the_protos_unchanged() -> None:
     job = declare(
         name="x", chief=CHIEF, extraFields={"jobSpec": {"protectedArtifactLocationId": "l"}}
     )
-    text = canonical_json(JobKind.CUSTOM_JOB, body_of(job))
-    assert '"protectedArtifactLocationId": "l"' in text
+    parsed = parse_body(JobKind.CUSTOM_JOB, body_of(job))
+    assert parsed.job_spec.protected_artifact_location_id == "l"
 
 
 def test_merge_fields_replaces_non_mappings() -> None:

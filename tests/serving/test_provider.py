@@ -17,6 +17,7 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
+from tests.fakes import fake_settings
 from tests.fakes.vertex_serving_service import FakeServingService
 from tests.serving.conftest import saved_model
 from tests.serving.provider_host import ServingEngine, ServingHost, up
@@ -46,13 +47,7 @@ def host(serving_fake: FakeServingService) -> Iterator[ServingHost]:
 
 
 def vertex_backend() -> dict[str, Any]:
-    return BackendSettings(
-        BackendKind.VERTEX,
-        project="test-project",
-        location="us-central1",
-        retry_initial_seconds=0.01,
-        retry_timeout_seconds=5,
-    ).to_props()
+    return fake_settings().to_props()
 
 
 def model_props(

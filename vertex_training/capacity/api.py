@@ -28,7 +28,7 @@ from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.jobs.fields import int64, to_body, vertex
-from vertex_training.jobs.pools import Accelerator, ReservationAffinity
+from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
     check_machine_spec,
@@ -68,27 +68,11 @@ class Autoscaling(Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ResourcePool(Checked):
+class ResourcePool(Machines):
     """A ``ResourcePool`` of a persistent resource: machines of one kind kept provisioned."""
 
-    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
-    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
-    replica_count: pulumi.Input[int] = field(
-        default=1, metadata=vertex("replicaCount", encode=int64)
-    )
-    """Replicas provisioned when the resource is created (without ``autoscaling``: always)."""
     autoscaling: Autoscaling | None = field(default=None, metadata=vertex("autoscalingSpec"))
-    boot_disk_type: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskType")
-    )
-    """None: ``pd-ssd`` (the service's default)."""
-    boot_disk_size_gb: pulumi.Input[int] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
-    )
-    """None: 100 (the service's default)."""
-    reservation_affinity: ReservationAffinity | None = field(
-        default=None, metadata=vertex("machineSpec.reservationAffinity")
-    )
+    """None: ``replica_count`` replicas, always."""
     id: str | None = None
     """The pool's id within the resource; None: Vertex names it."""
 

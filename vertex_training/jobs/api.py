@@ -30,7 +30,7 @@ from vertex_training.jobs.placeholders import digest, drop_unknown, with_placeho
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import platform_findings, pool_findings
+from vertex_training.jobs.rules.job import job_findings, pool_findings
 from vertex_training.jobs.studies import Study
 from vertex_training.jobs.view import VIEWS, JobView, read
 
@@ -480,11 +480,12 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
 def _judged(args: JobArgs, view: JobView, platform: JobPlatform) -> list[Finding]:
     local = platform.environment == "local"
     strict = args.strict_hardware_checks
-    found = platform_findings(
+    found = job_findings(
         view,
         region=None if local else platform.region,
         remote=not local,
         strict=platform.strict_hardware_checks if strict is None else strict,
+        parts=False,
     )
     run = view.trial_job_path
     if "workerPoolSpecs" in (args.extra_fields.get(run) or {}):

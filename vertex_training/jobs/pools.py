@@ -56,7 +56,32 @@ class Accelerator(Checked):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WorkerPool(Checked):
+class Machines(Checked):
+    """Machines of one kind, alike in a job's pool and in a persistent resource's (where a
+    job's pools must match them): the machine, its accelerators, the replicas, the boot
+    disk and the reservations they may consume."""
+
+    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
+    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
+    replica_count: pulumi.Input[int] = field(
+        default=1, metadata=vertex("replicaCount", encode=int64)
+    )
+    boot_disk_type: pulumi.Input[str] | None = field(
+        default=None, metadata=vertex("diskSpec.bootDiskType")
+    )
+    """None: the service's default (``pd-ssd``)."""
+    boot_disk_size_gb: pulumi.Input[int] | None = field(
+        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
+    )
+    """None: the service's default (100)."""
+    reservation_affinity: ReservationAffinity | None = field(
+        default=None, metadata=vertex("machineSpec.reservationAffinity")
+    )
+    """None: the service's default (consume any matching reservation)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerPool(Machines):
     """A ``WorkerPoolSpec``: the machine each replica runs on and the container it runs."""
 
     def __post_init__(self) -> None:
@@ -77,11 +102,6 @@ class WorkerPool(Checked):
         found: tuple[Finding, ...] = self.__dict__["_warnings"]
         return found
 
-    machine_type: pulumi.Input[str] = field(metadata=vertex("machineSpec.machineType"))
-    accelerator: Accelerator | None = field(default=None, metadata=vertex("machineSpec"))
-    replica_count: pulumi.Input[int] = field(
-        default=1, metadata=vertex("replicaCount", encode=int64)
-    )
     image: pulumi.Input[str] | None = field(default=None, metadata=vertex("containerSpec.imageUri"))
     """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a
     cloud platform, an image by digest (``platform.image("trainer")``)."""
@@ -98,17 +118,6 @@ class WorkerPool(Checked):
             encode=lambda env: [{"name": k, "value": v} for k, v in env.items()],
         ),
     )
-    boot_disk_type: pulumi.Input[str] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskType")
-    )
-    """None: the service's default for the machine family."""
-    boot_disk_size_gb: pulumi.Input[int] | None = field(
-        default=None, metadata=vertex("diskSpec.bootDiskSizeGb")
-    )
-    reservation_affinity: ReservationAffinity | None = field(
-        default=None, metadata=vertex("machineSpec.reservationAffinity")
-    )
-    """None: the service's default (consume any matching reservation)."""
     nfs_mounts: Sequence[NfsMount] = ()
     extra_fields: Mapping[str, Any] = field(default_factory=dict)
     """Any other ``WorkerPoolSpec`` field (camelCase), merged into this pool's body,
@@ -161,6 +170,7 @@ class Scheduling(Checked):
 
 __all__ = [
     "Accelerator",
+    "Machines",
     "NfsMount",
     "ReservationAffinity",
     "Scheduling",

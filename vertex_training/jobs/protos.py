@@ -8,7 +8,6 @@ evaluation must not pay.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -147,15 +146,4 @@ def _expected(field: FieldDescriptor) -> str:
     return _SCALAR.get(field.cpp_type, "bytes in base64")
 
 
-def body_of(message: JobMessage) -> dict[str, Any]:
-    """The REST JSON of a message, as the API reference spells it."""
-    return json_format.MessageToDict(type(message).pb(message))
-
-
-def canonical_json(kind: JobKind, body: Mapping[str, Any]) -> str:
-    """One text per meaning: numbers that crossed the engine as floats (2.0), keys in either
-    spelling and any key order all give the same text."""
-    return json.dumps(body_of(parse_body(kind, body)), sort_keys=True)
-
-
-__all__ = ["BodyParseError", "JobMessage", "body_of", "canonical_json", "parse_body"]
+__all__ = ["BodyParseError", "JobMessage", "parse_body", "parse_message"]

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._checks import InvalidArgumentsError, is_known, rendered
+from vertex_training._checks import is_known, rendered, require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
     BackendKind,
     BackendSettings,
     Provider,
-    adoption_label,
     labelled,
+    placed,
     placement,
 )
 from vertex_training.cost.estimate import JobEstimate
@@ -101,10 +101,7 @@ class JobProvider(Provider):
     )
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
-    backends = {
-        BackendKind.VERTEX: "vertex_training.jobs.backends.vertex:VertexBackend",
-        BackendKind.LOCAL: "vertex_training.jobs.backends.local:LocalBackend",
-    }
+    backends = "vertex_training.jobs.backends.{kind}:{Kind}Backend"
     outputs_from = {
         "job_name": "name",
         "job_id": "job_id",
@@ -123,16 +120,6 @@ class JobProvider(Provider):
     @property
     def job_kind(self) -> JobKind:
         return JobKind(self.kind)
-
-    def adoption_labels(self, props: Mapping[str, Any]) -> dict[str, str]:
-        """Same resource and same run -> same label. Labels and display name stay out: an
-        edit of them is not a new run, so a crashed `up` whose job they were edited after
-        still adopts it."""
-        return adoption_label(str(props["identity"]), self._body(props, metadata=False))
-
-    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """The body as submitted: the declared one plus our stack and adoption labels."""
-        return labelled(props["spec"], str(props["identity"]), self.adoption_labels(props))
 
     def findings(
         self, props: Mapping[str, Any], settings: BackendSettings
@@ -265,23 +252,6 @@ class JobProvider(Provider):
         backend.delete(id_)
 
 
-def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:
-    """Refuse ``args`` that are not ``args_type``'s, before anything is registered."""
-    if not isinstance(args, args_type):
-        article = "an" if args_type.__name__[0] in "AEIOU" else "a"
-        raise InvalidArgumentsError(
-            f"{resource}({resource_name!r}): args must be {article} {args_type.__name__}, "
-            f"got {type(args).__name__}"
-        )
-
-
-def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
-    """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
-    if args.platform is None:
-        return opts
-    return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
-
-
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
     _args_type: ClassVar[type]
 
@@ -404,8 +374,6 @@ __all__ = [
     "JobFailedError",
     "JobProvider",
     "declare_job",
-    "placed",
-    "require_args",
 ]
 
 

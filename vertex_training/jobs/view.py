@@ -82,44 +82,6 @@ class ProtoEnum(enum.StrEnum):
         raise NotOneOfError(f"{value!r} is not valid{hint}", ", ".join(names))
 
 
-class SchedulingStrategy(ProtoEnum):
-    """``Scheduling.strategy``; unset is STANDARD (ON_DEMAND and LOW_COST are deprecated)."""
-
-    UNSPECIFIED = "STRATEGY_UNSPECIFIED", 0
-    ON_DEMAND = "ON_DEMAND", 1
-    LOW_COST = "LOW_COST", 2
-    STANDARD = "STANDARD", 3
-    SPOT = "SPOT", 4
-    FLEX_START = "FLEX_START", 6
-
-
-class SearchAlgorithm(ProtoEnum):
-    """``StudySpec.algorithm``; unset (``ALGORITHM_UNSPECIFIED``) is Vertex's Bayesian search."""
-
-    BAYESIAN = "ALGORITHM_UNSPECIFIED", 0
-    GRID = "GRID_SEARCH", 2
-    RANDOM = "RANDOM_SEARCH", 3
-
-
-class ScaleType(ProtoEnum):
-    UNSPECIFIED = "SCALE_TYPE_UNSPECIFIED", 0
-    LINEAR = "UNIT_LINEAR_SCALE", 1
-    LOG = "UNIT_LOG_SCALE", 2
-    REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE", 3
-
-
-class MetricGoal(ProtoEnum):
-    UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED", 0
-    MAXIMIZE = "MAXIMIZE", 1
-    MINIMIZE = "MINIMIZE", 2
-
-
-class MeasurementSelection(ProtoEnum):
-    UNSPECIFIED = "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", 0
-    LAST = "LAST_MEASUREMENT", 1
-    BEST = "BEST_MEASUREMENT", 2
-
-
 MAX_DURATION_SECONDS = 315_576_000_000
 """``google.protobuf.Duration``'s range: +-10,000 years."""
 _DURATION = re.compile(r"^(-?)(\d+)(?:\.(\d{1,9}))?s$")
@@ -173,6 +135,11 @@ class Message(BaseModel):
         frozen=True,
     )
 
+    def _set(self, suffix: str) -> list[str]:
+        """The JSON names of the set fields named ``*suffix`` (the members of a oneof)."""
+        fields = type(self).model_fields
+        return [to_camel(n) for n in fields if n.endswith(suffix) and getattr(self, n) is not None]
+
 
 M = TypeVar("M", bound=Message)
 
@@ -224,6 +191,17 @@ class WorkerPoolSpec(Message):
 def _placeholder(pool: Any) -> Any:
     """An empty pool (``{}``) holds a role's place: None."""
     return None if isinstance(pool, Mapping) and not pool else pool
+
+
+class SchedulingStrategy(ProtoEnum):
+    """``Scheduling.strategy``; unset is STANDARD (ON_DEMAND and LOW_COST are deprecated)."""
+
+    UNSPECIFIED = "STRATEGY_UNSPECIFIED", 0
+    ON_DEMAND = "ON_DEMAND", 1
+    LOW_COST = "LOW_COST", 2
+    STANDARD = "STANDARD", 3
+    SPOT = "SPOT", 4
+    FLEX_START = "FLEX_START", 6
 
 
 class Scheduling(Message):
@@ -282,12 +260,11 @@ class IntValues(Message):
     values: tuple[Int, ...] = ()
 
 
-_DOMAINS = (
-    "double_value_spec",
-    "integer_value_spec",
-    "discrete_value_spec",
-    "categorical_value_spec",
-)
+class ScaleType(ProtoEnum):
+    UNSPECIFIED = "SCALE_TYPE_UNSPECIFIED", 0
+    LINEAR = "UNIT_LINEAR_SCALE", 1
+    LOG = "UNIT_LOG_SCALE", 2
+    REVERSE_LOG = "UNIT_REVERSE_LOG_SCALE", 3
 
 
 class ParameterSpec(Message):
@@ -301,8 +278,7 @@ class ParameterSpec(Message):
 
     @model_validator(mode="after")
     def _one_domain(self) -> ParameterSpec:
-        kinds = [to_camel(n) for n in _DOMAINS if getattr(self, n) is not None]
-        if len(kinds) != 1:
+        if len(kinds := self._set("_value_spec")) != 1:
             raise ValueError(
                 "a parameter needs exactly one of doubleValueSpec, integerValueSpec, "
                 f"discreteValueSpec, categoricalValueSpec; got {kinds or 'none'}"
@@ -312,7 +288,7 @@ class ParameterSpec(Message):
     @property
     def domain(self) -> str:
         """The set value spec's JSON name, e.g. ``doubleValueSpec``."""
-        return next(to_camel(n) for n in _DOMAINS if getattr(self, n) is not None)
+        return self._set("_value_spec")[0]
 
 
 class ConditionalParameterSpec(Message):
@@ -331,16 +307,29 @@ class ConditionalParameterSpec(Message):
         return values.values if values is not None else ()
 
 
+class MetricGoal(ProtoEnum):
+    UNSPECIFIED = "GOAL_TYPE_UNSPECIFIED", 0
+    MAXIMIZE = "MAXIMIZE", 1
+    MINIMIZE = "MINIMIZE", 2
+
+
 class MetricSpec(Message):
     metric_id: str = ""
     goal: MetricGoal = MetricGoal.UNSPECIFIED
 
 
-_STOPPING = (
-    "median_automated_stopping_spec",
-    "decay_curve_stopping_spec",
-    "convex_automated_stopping_spec",
-)
+class SearchAlgorithm(ProtoEnum):
+    """``StudySpec.algorithm``; unset (``ALGORITHM_UNSPECIFIED``) is Vertex's Bayesian search."""
+
+    BAYESIAN = "ALGORITHM_UNSPECIFIED", 0
+    GRID = "GRID_SEARCH", 2
+    RANDOM = "RANDOM_SEARCH", 3
+
+
+class MeasurementSelection(ProtoEnum):
+    UNSPECIFIED = "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", 0
+    LAST = "LAST_MEASUREMENT", 1
+    BEST = "BEST_MEASUREMENT", 2
 
 
 class StudySpec(Message):
@@ -356,7 +345,7 @@ class StudySpec(Message):
     def early_stopping(self) -> str | None:
         """The automated stopping spec set (the body's oneof), e.g.
         ``medianAutomatedStoppingSpec``; None: none."""
-        return next((to_camel(n) for n in _STOPPING if getattr(self, n) is not None), None)
+        return next(iter(self._set("_stopping_spec")), None)
 
 
 # ------------------------------------------------------------------------------- jobs

@@ -24,6 +24,7 @@ from typing import Any
 import pulumi
 import pulumi.dynamic
 
+from vertex_training._checks import require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
@@ -31,18 +32,17 @@ from vertex_training._dynamic import (
     BackendSettings,
     NotFoundError,
     Provider,
-    adoption_label,
     canonical,
     digest,
     has_unknown,
     label_value,
     labelled,
+    placed,
     placement,
 )
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import JobPlatform
-from vertex_training.jobs.resources import placed, require_args
 from vertex_training.serving.api import (
     EndpointArgs,
     ModelArgs,
@@ -114,10 +114,7 @@ class ModelProvider(Provider):
     metadata = MODEL_METADATA
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
-    backends = {
-        BackendKind.VERTEX: "vertex_training.serving.backends.vertex:VertexServingBackend",
-        BackendKind.LOCAL: "vertex_training.serving.backends.local:LocalServingBackend",
-    }
+    backends = "vertex_training.serving.backends.{kind}:{Kind}ServingBackend"
     outputs_from = {
         "name": "model",
         "version_id": "version_id",
@@ -141,14 +138,9 @@ class ModelProvider(Provider):
             )
         return [(self.body, f) for f in found]
 
-    def labelled_body(self, props: Mapping[str, Any]) -> dict[str, Any]:
-        """The body as uploaded: the declared one plus our stack and adoption labels (a
-        new run of the source job is new content)."""
-        body = dict(props["body"])
-        identity = str(props["identity"])
-        content = {k: v for k, v in body.items() if k not in MODEL_METADATA}
-        labels = adoption_label(identity, props.get("source_job"), content)
-        return labelled(body, identity, labels)
+    def adoption_content(self, props: Mapping[str, Any]) -> tuple[Any, ...]:
+        # A new run of the source job is new content.
+        return (props.get("source_job"), self._body(props, metadata=False))
 
     def fetch(self, backend: Any, id_: str) -> Any:
         model, _, version = id_.partition("@")

@@ -1268,15 +1268,13 @@ func (o ReservationAffinityPtrOutput) Values() pulumi.StringArrayOutput {
 // A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
 type ResourcePool struct {
 	Accelerator *Accelerator `pulumi:"accelerator"`
-	Autoscaling *Autoscaling `pulumi:"autoscaling"`
-	// None: 100 (the service's default).
-	BootDiskSizeGb *int `pulumi:"bootDiskSizeGb"`
-	// None: `pd-ssd` (the service's default).
-	BootDiskType *string `pulumi:"bootDiskType"`
+	// None: `replica_count` replicas, always.
+	Autoscaling    *Autoscaling `pulumi:"autoscaling"`
+	BootDiskSizeGb *int         `pulumi:"bootDiskSizeGb"`
+	BootDiskType   *string      `pulumi:"bootDiskType"`
 	// The pool's id within the resource; None: Vertex names it.
-	Id          *string `pulumi:"id"`
-	MachineType string  `pulumi:"machineType"`
-	// Replicas provisioned when the resource is created (without `autoscaling`: always).
+	Id                  *string              `pulumi:"id"`
+	MachineType         string               `pulumi:"machineType"`
 	ReplicaCount        *int                 `pulumi:"replicaCount"`
 	ReservationAffinity *ReservationAffinity `pulumi:"reservationAffinity"`
 }
@@ -1295,15 +1293,13 @@ type ResourcePoolInput interface {
 // A `ResourcePool` of a persistent resource: machines of one kind kept provisioned.
 type ResourcePoolArgs struct {
 	Accelerator *AcceleratorArgs `pulumi:"accelerator"`
-	Autoscaling *AutoscalingArgs `pulumi:"autoscaling"`
-	// None: 100 (the service's default).
-	BootDiskSizeGb pulumi.IntPtrInput `pulumi:"bootDiskSizeGb"`
-	// None: `pd-ssd` (the service's default).
-	BootDiskType pulumi.StringPtrInput `pulumi:"bootDiskType"`
+	// None: `replica_count` replicas, always.
+	Autoscaling    *AutoscalingArgs      `pulumi:"autoscaling"`
+	BootDiskSizeGb pulumi.IntPtrInput    `pulumi:"bootDiskSizeGb"`
+	BootDiskType   pulumi.StringPtrInput `pulumi:"bootDiskType"`
 	// The pool's id within the resource; None: Vertex names it.
-	Id          *string            `pulumi:"id"`
-	MachineType pulumi.StringInput `pulumi:"machineType"`
-	// Replicas provisioned when the resource is created (without `autoscaling`: always).
+	Id                  *string                  `pulumi:"id"`
+	MachineType         pulumi.StringInput       `pulumi:"machineType"`
 	ReplicaCount        pulumi.IntPtrInput       `pulumi:"replicaCount"`
 	ReservationAffinity *ReservationAffinityArgs `pulumi:"reservationAffinity"`
 }
@@ -1339,16 +1335,15 @@ func (o ResourcePoolOutput) Accelerator() AcceleratorPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *Accelerator { return v.Accelerator }).(AcceleratorPtrOutput)
 }
 
+// None: `replica_count` replicas, always.
 func (o ResourcePoolOutput) Autoscaling() AutoscalingPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
 }
 
-// None: 100 (the service's default).
 func (o ResourcePoolOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *int { return v.BootDiskSizeGb }).(pulumi.IntPtrOutput)
 }
 
-// None: `pd-ssd` (the service's default).
 func (o ResourcePoolOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *string { return v.BootDiskType }).(pulumi.StringPtrOutput)
 }
@@ -1362,7 +1357,6 @@ func (o ResourcePoolOutput) MachineType() pulumi.StringOutput {
 	return o.ApplyT(func(v ResourcePool) string { return v.MachineType }).(pulumi.StringOutput)
 }
 
-// Replicas provisioned when the resource is created (without `autoscaling`: always).
 func (o ResourcePoolOutput) ReplicaCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *int { return v.ReplicaCount }).(pulumi.IntPtrOutput)
 }
@@ -2569,21 +2563,19 @@ func (o WorkbenchPtrOutput) Zone() pulumi.StringPtrOutput {
 type WorkerPool struct {
 	Accelerator *Accelerator `pulumi:"accelerator"`
 	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing, for a catalog row that is out of date: the job that runs the pool, judged on its platform's catalog, warns instead of refusing. Never part of the Vertex body.
-	AcknowledgedHardwareChecks []string `pulumi:"acknowledgedHardwareChecks"`
-	Args                       []string `pulumi:"args"`
-	BootDiskSizeGb             *int     `pulumi:"bootDiskSizeGb"`
-	// None: the service's default for the machine family.
-	BootDiskType *string           `pulumi:"bootDiskType"`
-	Command      []string          `pulumi:"command"`
-	Env          map[string]string `pulumi:"env"`
+	AcknowledgedHardwareChecks []string          `pulumi:"acknowledgedHardwareChecks"`
+	Args                       []string          `pulumi:"args"`
+	BootDiskSizeGb             *int              `pulumi:"bootDiskSizeGb"`
+	BootDiskType               *string           `pulumi:"bootDiskType"`
+	Command                    []string          `pulumi:"command"`
+	Env                        map[string]string `pulumi:"env"`
 	// Any other `WorkerPoolSpec` field (camelCase), merged into this pool's body, e.g. `{"lustreMounts": [...]}`.
 	ExtraFields map[string]interface{} `pulumi:"extraFields"`
 	// `containerSpec.imageUri`; None: the platform's image when it has exactly one. On a cloud platform, an image by digest (`platform.image("trainer")`).
-	Image        *string    `pulumi:"image"`
-	MachineType  string     `pulumi:"machineType"`
-	NfsMounts    []NfsMount `pulumi:"nfsMounts"`
-	ReplicaCount *int       `pulumi:"replicaCount"`
-	// None: the service's default (consume any matching reservation).
+	Image               *string              `pulumi:"image"`
+	MachineType         string               `pulumi:"machineType"`
+	NfsMounts           []NfsMount           `pulumi:"nfsMounts"`
+	ReplicaCount        *int                 `pulumi:"replicaCount"`
 	ReservationAffinity *ReservationAffinity `pulumi:"reservationAffinity"`
 }
 
@@ -2602,21 +2594,19 @@ type WorkerPoolInput interface {
 type WorkerPoolArgs struct {
 	Accelerator *AcceleratorArgs `pulumi:"accelerator"`
 	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing, for a catalog row that is out of date: the job that runs the pool, judged on its platform's catalog, warns instead of refusing. Never part of the Vertex body.
-	AcknowledgedHardwareChecks []string                `pulumi:"acknowledgedHardwareChecks"`
-	Args                       pulumi.StringArrayInput `pulumi:"args"`
-	BootDiskSizeGb             pulumi.IntPtrInput      `pulumi:"bootDiskSizeGb"`
-	// None: the service's default for the machine family.
-	BootDiskType pulumi.StringPtrInput         `pulumi:"bootDiskType"`
-	Command      pulumi.StringArrayInput       `pulumi:"command"`
-	Env          map[string]pulumi.StringInput `pulumi:"env"`
+	AcknowledgedHardwareChecks []string                      `pulumi:"acknowledgedHardwareChecks"`
+	Args                       pulumi.StringArrayInput       `pulumi:"args"`
+	BootDiskSizeGb             pulumi.IntPtrInput            `pulumi:"bootDiskSizeGb"`
+	BootDiskType               pulumi.StringPtrInput         `pulumi:"bootDiskType"`
+	Command                    pulumi.StringArrayInput       `pulumi:"command"`
+	Env                        map[string]pulumi.StringInput `pulumi:"env"`
 	// Any other `WorkerPoolSpec` field (camelCase), merged into this pool's body, e.g. `{"lustreMounts": [...]}`.
 	ExtraFields map[string]interface{} `pulumi:"extraFields"`
 	// `containerSpec.imageUri`; None: the platform's image when it has exactly one. On a cloud platform, an image by digest (`platform.image("trainer")`).
-	Image        pulumi.StringPtrInput `pulumi:"image"`
-	MachineType  pulumi.StringInput    `pulumi:"machineType"`
-	NfsMounts    []NfsMountArgs        `pulumi:"nfsMounts"`
-	ReplicaCount pulumi.IntPtrInput    `pulumi:"replicaCount"`
-	// None: the service's default (consume any matching reservation).
+	Image               pulumi.StringPtrInput    `pulumi:"image"`
+	MachineType         pulumi.StringInput       `pulumi:"machineType"`
+	NfsMounts           []NfsMountArgs           `pulumi:"nfsMounts"`
+	ReplicaCount        pulumi.IntPtrInput       `pulumi:"replicaCount"`
 	ReservationAffinity *ReservationAffinityArgs `pulumi:"reservationAffinity"`
 }
 
@@ -2715,7 +2705,6 @@ func (o WorkerPoolOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *int { return v.BootDiskSizeGb }).(pulumi.IntPtrOutput)
 }
 
-// None: the service's default for the machine family.
 func (o WorkerPoolOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *string { return v.BootDiskType }).(pulumi.StringPtrOutput)
 }
@@ -2750,7 +2739,6 @@ func (o WorkerPoolOutput) ReplicaCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *int { return v.ReplicaCount }).(pulumi.IntPtrOutput)
 }
 
-// None: the service's default (consume any matching reservation).
 func (o WorkerPoolOutput) ReservationAffinity() ReservationAffinityPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *ReservationAffinity { return v.ReservationAffinity }).(ReservationAffinityPtrOutput)
 }
@@ -2816,7 +2804,6 @@ func (o WorkerPoolPtrOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// None: the service's default for the machine family.
 func (o WorkerPoolPtrOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *WorkerPool) *string {
 		if v == nil {
@@ -2891,7 +2878,6 @@ func (o WorkerPoolPtrOutput) ReplicaCount() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
-// None: the service's default (consume any matching reservation).
 func (o WorkerPoolPtrOutput) ReservationAffinity() ReservationAffinityPtrOutput {
 	return o.ApplyT(func(v *WorkerPool) *ReservationAffinity {
 		if v == nil {

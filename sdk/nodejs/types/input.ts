@@ -156,23 +156,17 @@ export interface ReservationAffinityArgs {
  */
 export interface ResourcePoolArgs {
     accelerator?: inputs.AcceleratorArgs;
+    /**
+     * None: `replica_count` replicas, always.
+     */
     autoscaling?: inputs.AutoscalingArgs;
-    /**
-     * None: 100 (the service's default).
-     */
     bootDiskSizeGb?: pulumi.Input<number | undefined>;
-    /**
-     * None: `pd-ssd` (the service's default).
-     */
     bootDiskType?: pulumi.Input<string | undefined>;
     /**
      * The pool's id within the resource; None: Vertex names it.
      */
     id?: string;
     machineType: pulumi.Input<string>;
-    /**
-     * Replicas provisioned when the resource is created (without `autoscaling`: always).
-     */
     replicaCount?: pulumi.Input<number | undefined>;
     reservationAffinity?: inputs.ReservationAffinityArgs;
 }
@@ -308,9 +302,6 @@ export interface WorkerPoolArgs {
     acknowledgedHardwareChecks?: string[];
     args?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     bootDiskSizeGb?: pulumi.Input<number | undefined>;
-    /**
-     * None: the service's default for the machine family.
-     */
     bootDiskType?: pulumi.Input<string | undefined>;
     command?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     env?: {[key: string]: pulumi.Input<string>};
@@ -325,8 +316,5 @@ export interface WorkerPoolArgs {
     machineType: pulumi.Input<string>;
     nfsMounts?: inputs.NfsMountArgs[];
     replicaCount?: pulumi.Input<number | undefined>;
-    /**
-     * None: the service's default (consume any matching reservation).
-     */
     reservationAffinity?: inputs.ReservationAffinityArgs;
 }

@@ -485,22 +485,25 @@ def _study(study: StudySpec) -> Found:
             )
 
 
-def platform_findings(
+def job_findings(
     view: JobView,
     *,
     region: str | None,
     remote: bool,
     strict: bool = False,
     later: Sequence[str] | None = None,
+    parts: bool = True,
 ) -> list[Finding]:
     """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
-    hardware catalog does not know (errors too when ``strict``). What a pool, study or
-    parameter must be anywhere is judged where each is built (``pool_findings``,
-    ``study_findings``, ``parameter_findings``), not here.
+    hardware catalog does not know (errors too when ``strict``).
 
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
-    ``later``: judge only what reads a value at these API paths (not known before).
+    ``parts``: also what each pool, the study and each parameter must be anywhere (False
+    for a body from the Args, which judged each part where it was built).
+    ``later``: the body came from the Args, all but the values at these API paths, not
+    known when they judged it: judge only what reads such a value (a pool, the study or a
+    parameter only where the value is theirs; an image is the job's to judge).
     """
     path = view.trial_job_path
 
@@ -525,32 +528,17 @@ def platform_findings(
     tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
     if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
         out += _at("", _tuning_job(view))
-    return out
-
-
-def job_findings(
-    view: JobView,
-    *,
-    region: str | None,
-    remote: bool,
-    strict: bool = False,
-    later: Sequence[str] | None = None,
-) -> list[Finding]:
-    """Every rule on a body that did not come from the Args (which judged their parts where
-    each was built): ``platform_findings`` and what each pool, the study and each parameter
-    must be. ``later``: the body came from the Args, all but the values at these API paths,
-    not known when they judged it: the job's rules, and those of a pool, the study or a
-    parameter only where such a value is theirs (an image is the job's to judge)."""
+    if not parts:
+        return out
 
     def touched(at: str) -> bool:
         return later is None or any(
-            path.startswith((f"{at}.", f"{at}[")) and not path.endswith(".containerSpec.imageUri")
-            for path in later
+            p.startswith((f"{at}.", f"{at}[")) and not p.endswith(".containerSpec.imageUri")
+            for p in later
         )
 
-    out = platform_findings(view, region=region, remote=remote, strict=strict, later=later)
     for index, pool in enumerate(view.trial_job.worker_pool_specs):
-        at = f"{view.trial_job_path}.workerPoolSpecs[{index}]"
+        at = f"{path}.workerPoolSpecs[{index}]"
         if pool is not None and touched(at):
             out += pool_findings(pool, at)
     if isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
@@ -564,7 +552,6 @@ __all__ = [
     "display_name_findings",
     "job_findings",
     "parameter_findings",
-    "platform_findings",
     "pool_findings",
     "study_findings",
 ]
