@@ -223,6 +223,16 @@ def test_descriptions_are_markdown_and_words_are_enumerations(schema: dict[str, 
     ]
 
 
+def test_a_field_a_class_inherits_keeps_its_description(schema: dict[str, Any]) -> None:
+    # Pulumi's analyzer reads a class's own body: the machine fields both pools inherit
+    # from ``Machines`` (and a job's from its base) are described by the provider itself.
+    for pool in ("WorkerPool", "ResourcePool"):
+        disk = schema["types"][f"{PACKAGE}:index:{pool}"]["properties"]["bootDiskType"]
+        assert disk.get("description") == "None: the service's default (`pd-ssd`)."
+    job = schema["resources"][f"{PACKAGE}:index:CustomJob"]["inputProperties"]
+    assert "the chief" in job["chief"].get("description", "")
+
+
 def test_the_sdks_schema_is_the_providers() -> None:
     """sdk/schema.json, which the committed SDKs were generated from (make sdk), as the
     provider prints it (in its own process: the provider's protos and Google's clash)."""

@@ -102,34 +102,103 @@ export class CustomJob extends pulumi.ComponentResource {
  * The set of arguments for constructing a CustomJob resource.
  */
 export interface CustomJobArgs {
+    /**
+     * Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
+     */
     acknowledgedHardwareChecks?: string[];
+    /**
+     * None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+     */
     baseOutputDirectory?: pulumi.Input<string | undefined>;
+    /**
+     * Worker pool 0: exactly one replica (the chief).
+     */
     chief: inputs.WorkerPoolArgs;
     deleteTimeoutSeconds?: number;
+    /**
+     * None: the resource name.
+     */
     displayName?: pulumi.Input<string | undefined>;
+    /**
+     * The training container's dashboard over HTTPS (`webAccessUris`).
+     */
     enableDashboardAccess?: boolean;
+    /**
+     * An interactive shell into each replica (`webAccessUris`).
+     */
     enableWebAccess?: boolean;
     evaluator?: inputs.WorkerPoolArgs;
+    /**
+     * How long one run is expected to take; cost estimates use it (else the timeout).
+     */
     expectedDurationSeconds?: number;
+    /**
+     * A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+     */
     experiment?: pulumi.Input<string | undefined>;
+    /**
+     * The experiment run (a context of `experiment`); needs `experiment`.
+     */
     experimentRun?: pulumi.Input<string | undefined>;
+    /**
+     * Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+     */
     extraFields?: {[key: string]: any};
+    /**
+     * CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+     */
     kmsKeyName?: pulumi.Input<string | undefined>;
+    /**
+     * Added to the platform's labels.
+     */
     labels?: {[key: string]: pulumi.Input<string>};
+    /**
+     * VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+     */
     network?: any;
     parameterServers?: inputs.WorkerPoolArgs;
+    /**
+     * Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+     */
     persistentResourceId?: pulumi.Input<string | undefined>;
     platform: pulumi.Input<TrainingPlatform>;
     pollIntervalSeconds?: number;
+    /**
+     * Without a platform: the Google Cloud project the job runs in.
+     */
     project?: string;
+    /**
+     * Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
+     */
     protectedArtifactLocationId?: pulumi.Input<string | undefined>;
+    /**
+     * Reach a VPC through a Private Service Connect interface.
+     */
     pscInterfaceConfig?: inputs.PscInterfaceConfigArgs;
+    /**
+     * Without a platform: the Vertex region (`us-central1`).
+     */
     region?: string;
+    /**
+     * Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+     */
     reservedIpRanges?: string[];
     scheduling?: inputs.SchedulingArgs;
+    /**
+     * None: the platform's training service account.
+     */
     serviceAccount?: pulumi.Input<string | undefined>;
+    /**
+     * Refuse hardware the catalog does not know; None: the platform's setting.
+     */
     strictHardwareChecks?: boolean;
+    /**
+     * A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+     */
     tensorboard?: pulumi.Input<string | undefined>;
+    /**
+     * `pulumi up` waits for the job to end (like the SDK's `run()`).
+     */
     wait?: boolean;
     waitTimeoutSeconds?: number;
     workers?: inputs.WorkerPoolArgs;

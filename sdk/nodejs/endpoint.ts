@@ -80,8 +80,17 @@ export class Endpoint extends pulumi.ComponentResource {
 export interface EndpointArgs {
     deployments?: {[key: string]: pulumi.Input<inputs.DeploymentArgs>};
     description?: pulumi.Input<string | undefined>;
+    /**
+     * None: the resource name.
+     */
     displayName?: pulumi.Input<string | undefined>;
+    /**
+     * Any other field of the REST body, in the API's camelCase, merged in last.
+     */
     extraFields?: {[key: string]: any};
+    /**
+     * Added to the platform's labels.
+     */
     labels?: {[key: string]: pulumi.Input<string>};
     platform: pulumi.Input<TrainingPlatform>;
     traffic?: {[key: string]: number};

@@ -108,23 +108,53 @@ export class HyperparameterTuningJob extends pulumi.ComponentResource {
  * The set of arguments for constructing a HyperparameterTuningJob resource.
  */
 export interface HyperparameterTuningJobArgs {
+    /**
+     * Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
+     */
     acknowledgedHardwareChecks?: string[];
     deleteTimeoutSeconds?: number;
+    /**
+     * None: the resource name.
+     */
     displayName?: pulumi.Input<string | undefined>;
+    /**
+     * How long one run is expected to take; cost estimates use it (else the timeout).
+     */
     expectedDurationSeconds?: number;
+    /**
+     * Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+     */
     extraFields?: {[key: string]: any};
+    /**
+     * CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+     */
     kmsKeyName?: pulumi.Input<string | undefined>;
+    /**
+     * Added to the platform's labels.
+     */
     labels?: {[key: string]: pulumi.Input<string>};
     maxFailedTrialCount?: pulumi.Input<number | undefined>;
     maxTrialCount: pulumi.Input<number>;
     parallelTrialCount: pulumi.Input<number>;
     platform: pulumi.Input<TrainingPlatform>;
     pollIntervalSeconds?: number;
+    /**
+     * Without a platform: the Google Cloud project the job runs in.
+     */
     project?: string;
+    /**
+     * Without a platform: the Vertex region (`us-central1`).
+     */
     region?: string;
+    /**
+     * Refuse hardware the catalog does not know; None: the platform's setting.
+     */
     strictHardwareChecks?: boolean;
     study: inputs.StudyArgs;
     trial: inputs.TrialJobArgs;
+    /**
+     * `pulumi up` waits for the job to end (like the SDK's `run()`).
+     */
     wait?: boolean;
     waitTimeoutSeconds?: number;
 }

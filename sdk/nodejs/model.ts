@@ -82,10 +82,19 @@ export class Model extends pulumi.ComponentResource {
 export interface ModelArgs {
     artifactUri?: pulumi.Input<string | undefined>;
     description?: pulumi.Input<string | undefined>;
+    /**
+     * None: the resource name.
+     */
     displayName?: pulumi.Input<string | undefined>;
+    /**
+     * Any other field of the REST body, in the API's camelCase, merged in last.
+     */
     extraFields?: {[key: string]: any};
     image?: pulumi.Input<string | undefined>;
     job?: pulumi.Input<CustomJob | HyperparameterTuningJob | undefined>;
+    /**
+     * Added to the platform's labels.
+     */
     labels?: {[key: string]: pulumi.Input<string>};
     platform: pulumi.Input<TrainingPlatform>;
     versionAliases?: string[];

@@ -17,7 +17,7 @@ from pulumi.provider.experimental.component import ComponentProvider
 from pulumi.provider.server import ComponentInitError
 
 from vertex_training.provider.components import COMPONENTS, PACKAGE, REFERENCES, ArgsError
-from vertex_training.provider.schema import markdown
+from vertex_training.provider.schema import inherited_descriptions, markdown
 
 __all__ = ["VertexTrainingProvider", "finished_schema", "schema", "serve", "version"]
 
@@ -48,7 +48,8 @@ def version() -> str:
 
 
 def finished_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The analyzer's schema, finished: each of ``REFERENCES`` a reference to the
+    """The analyzer's schema, finished: the descriptions of inherited fields, each of
+    ``REFERENCES`` a reference to the
     components it names, a type's name without ``Args`` (the SDKs add their own:
     ``DeploymentArgs`` would be ``DeploymentArgsArgs``), descriptions in Markdown (an
     array's items and a map's values not repeating their property's), a map's object
@@ -56,6 +57,15 @@ def finished_schema(schema: dict[str, Any]) -> dict[str, Any]:
     an object reached only through a plain map, or a component's plain list), and the
     SDKs' names (``LANGUAGES``)."""
     types = f"#/types/{PACKAGE}:index:"
+    for name, descriptions in inherited_descriptions().items():
+        token = f"{PACKAGE}:index:{name}"
+        component = schema["resources"].get(token.removesuffix("Args"), {})
+        properties = schema["types"].get(token, {}).get("properties", {}) | component.get(
+            "inputProperties", {}
+        )
+        for key, description in descriptions.items():
+            if key in properties:
+                properties[key].setdefault("description", description)
     schema["types"] = {key.removesuffix("Args"): value for key, value in schema["types"].items()}
     for component, references in REFERENCES.items():
         inputs = schema["resources"][f"{PACKAGE}:index:{component}"]["inputProperties"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import inspect
 import os
 import re
 import typing
@@ -40,7 +41,14 @@ import pulumi
 from vertex_training._checks import accepts_unknown, alternatives, field_types
 from vertex_training.jobs.fields import UNION_KEY, camel, required
 
-__all__ = ["args_type", "markdown", "output_type", "schema_type", "yaml_spelling"]
+__all__ = [
+    "args_type",
+    "inherited_descriptions",
+    "markdown",
+    "output_type",
+    "schema_type",
+    "yaml_spelling",
+]
 
 
 def _options(hint: object) -> tuple[list[object], bool]:
@@ -215,6 +223,26 @@ def _union_type(members: tuple[type, ...]) -> Any:
 
 
 @functools.cache
+def inherited_descriptions() -> dict[str, dict[str, str]]:
+    """What Pulumi's analyzer cannot see: the docstrings of the fields a record type's
+    class inherits (it reads the class's own body), by type name and property, read as
+    it reads them, from the base class that declares each field."""
+    # Here, as in the provider's process: its protos and google.api_core's do not mix.
+    from pulumi.provider.experimental.analyzer import Analyzer
+
+    reader = Analyzer("inherited")
+    found: dict[str, dict[str, str]] = {}
+    for key, made in _MADE.items():
+        if not (isinstance(key, tuple) and isinstance(key[0], type)):
+            continue  # a union's members: their own classes'
+        cls = key[0]
+        for name in _hints(cls):
+            owner = next(c for c in cls.__mro__ if name in inspect.get_annotations(c))
+            if owner is not cls and (doc := reader.get_docstring(owner, name)):
+                found.setdefault(made.__name__, {})[camel(name)] = doc
+    return found
+
+
 def args_type(cls: type, skip: frozenset[str] = frozenset()) -> Any:
     """The ``TypedDict`` of the Args dataclass ``cls`` (without the fields ``skip``)."""
     return _record_type(cls, skip)

@@ -43,72 +43,118 @@ func NewCustomJob(ctx *pulumi.Context,
 }
 
 type customJobArgs struct {
-	AcknowledgedHardwareChecks  []string               `pulumi:"acknowledgedHardwareChecks"`
-	BaseOutputDirectory         *string                `pulumi:"baseOutputDirectory"`
-	Chief                       WorkerPool             `pulumi:"chief"`
-	DeleteTimeoutSeconds        *float64               `pulumi:"deleteTimeoutSeconds"`
-	DisplayName                 *string                `pulumi:"displayName"`
-	EnableDashboardAccess       *bool                  `pulumi:"enableDashboardAccess"`
-	EnableWebAccess             *bool                  `pulumi:"enableWebAccess"`
-	Evaluator                   *WorkerPool            `pulumi:"evaluator"`
-	ExpectedDurationSeconds     *float64               `pulumi:"expectedDurationSeconds"`
-	Experiment                  *string                `pulumi:"experiment"`
-	ExperimentRun               *string                `pulumi:"experimentRun"`
-	ExtraFields                 map[string]interface{} `pulumi:"extraFields"`
-	KmsKeyName                  *string                `pulumi:"kmsKeyName"`
-	Labels                      map[string]string      `pulumi:"labels"`
-	Network                     interface{}            `pulumi:"network"`
-	ParameterServers            *WorkerPool            `pulumi:"parameterServers"`
-	PersistentResourceId        *string                `pulumi:"persistentResourceId"`
-	Platform                    *TrainingPlatform      `pulumi:"platform"`
-	PollIntervalSeconds         *float64               `pulumi:"pollIntervalSeconds"`
-	Project                     *string                `pulumi:"project"`
-	ProtectedArtifactLocationId *string                `pulumi:"protectedArtifactLocationId"`
-	PscInterfaceConfig          *PscInterfaceConfig    `pulumi:"pscInterfaceConfig"`
-	Region                      *string                `pulumi:"region"`
-	ReservedIpRanges            []string               `pulumi:"reservedIpRanges"`
-	Scheduling                  *Scheduling            `pulumi:"scheduling"`
-	ServiceAccount              *string                `pulumi:"serviceAccount"`
-	StrictHardwareChecks        *bool                  `pulumi:"strictHardwareChecks"`
-	Tensorboard                 *string                `pulumi:"tensorboard"`
-	Wait                        *bool                  `pulumi:"wait"`
-	WaitTimeoutSeconds          *float64               `pulumi:"waitTimeoutSeconds"`
-	Workers                     *WorkerPool            `pulumi:"workers"`
+	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
+	AcknowledgedHardwareChecks []string `pulumi:"acknowledgedHardwareChecks"`
+	// None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+	BaseOutputDirectory *string `pulumi:"baseOutputDirectory"`
+	// Worker pool 0: exactly one replica (the chief).
+	Chief                WorkerPool `pulumi:"chief"`
+	DeleteTimeoutSeconds *float64   `pulumi:"deleteTimeoutSeconds"`
+	// None: the resource name.
+	DisplayName *string `pulumi:"displayName"`
+	// The training container's dashboard over HTTPS (`webAccessUris`).
+	EnableDashboardAccess *bool `pulumi:"enableDashboardAccess"`
+	// An interactive shell into each replica (`webAccessUris`).
+	EnableWebAccess *bool       `pulumi:"enableWebAccess"`
+	Evaluator       *WorkerPool `pulumi:"evaluator"`
+	// How long one run is expected to take; cost estimates use it (else the timeout).
+	ExpectedDurationSeconds *float64 `pulumi:"expectedDurationSeconds"`
+	// A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+	Experiment *string `pulumi:"experiment"`
+	// The experiment run (a context of `experiment`); needs `experiment`.
+	ExperimentRun *string `pulumi:"experimentRun"`
+	// Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+	ExtraFields map[string]interface{} `pulumi:"extraFields"`
+	// CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+	KmsKeyName *string `pulumi:"kmsKeyName"`
+	// Added to the platform's labels.
+	Labels map[string]string `pulumi:"labels"`
+	// VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+	Network          interface{} `pulumi:"network"`
+	ParameterServers *WorkerPool `pulumi:"parameterServers"`
+	// Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+	PersistentResourceId *string           `pulumi:"persistentResourceId"`
+	Platform             *TrainingPlatform `pulumi:"platform"`
+	PollIntervalSeconds  *float64          `pulumi:"pollIntervalSeconds"`
+	// Without a platform: the Google Cloud project the job runs in.
+	Project *string `pulumi:"project"`
+	// Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
+	ProtectedArtifactLocationId *string `pulumi:"protectedArtifactLocationId"`
+	// Reach a VPC through a Private Service Connect interface.
+	PscInterfaceConfig *PscInterfaceConfig `pulumi:"pscInterfaceConfig"`
+	// Without a platform: the Vertex region (`us-central1`).
+	Region *string `pulumi:"region"`
+	// Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+	ReservedIpRanges []string    `pulumi:"reservedIpRanges"`
+	Scheduling       *Scheduling `pulumi:"scheduling"`
+	// None: the platform's training service account.
+	ServiceAccount *string `pulumi:"serviceAccount"`
+	// Refuse hardware the catalog does not know; None: the platform's setting.
+	StrictHardwareChecks *bool `pulumi:"strictHardwareChecks"`
+	// A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+	Tensorboard *string `pulumi:"tensorboard"`
+	// `pulumi up` waits for the job to end (like the SDK's `run()`).
+	Wait               *bool       `pulumi:"wait"`
+	WaitTimeoutSeconds *float64    `pulumi:"waitTimeoutSeconds"`
+	Workers            *WorkerPool `pulumi:"workers"`
 }
 
 // The set of arguments for constructing a CustomJob resource.
 type CustomJobArgs struct {
-	AcknowledgedHardwareChecks  []string
-	BaseOutputDirectory         pulumi.StringPtrInput
-	Chief                       WorkerPoolArgs
-	DeleteTimeoutSeconds        *float64
-	DisplayName                 pulumi.StringPtrInput
-	EnableDashboardAccess       *bool
-	EnableWebAccess             *bool
-	Evaluator                   *WorkerPoolArgs
-	ExpectedDurationSeconds     *float64
-	Experiment                  pulumi.StringPtrInput
-	ExperimentRun               pulumi.StringPtrInput
-	ExtraFields                 map[string]interface{}
-	KmsKeyName                  pulumi.StringPtrInput
-	Labels                      map[string]pulumi.StringInput
-	Network                     interface{}
-	ParameterServers            *WorkerPoolArgs
-	PersistentResourceId        pulumi.StringPtrInput
-	Platform                    TrainingPlatformInput
-	PollIntervalSeconds         *float64
-	Project                     *string
+	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
+	AcknowledgedHardwareChecks []string
+	// None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+	BaseOutputDirectory pulumi.StringPtrInput
+	// Worker pool 0: exactly one replica (the chief).
+	Chief                WorkerPoolArgs
+	DeleteTimeoutSeconds *float64
+	// None: the resource name.
+	DisplayName pulumi.StringPtrInput
+	// The training container's dashboard over HTTPS (`webAccessUris`).
+	EnableDashboardAccess *bool
+	// An interactive shell into each replica (`webAccessUris`).
+	EnableWebAccess *bool
+	Evaluator       *WorkerPoolArgs
+	// How long one run is expected to take; cost estimates use it (else the timeout).
+	ExpectedDurationSeconds *float64
+	// A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+	Experiment pulumi.StringPtrInput
+	// The experiment run (a context of `experiment`); needs `experiment`.
+	ExperimentRun pulumi.StringPtrInput
+	// Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+	ExtraFields map[string]interface{}
+	// CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+	KmsKeyName pulumi.StringPtrInput
+	// Added to the platform's labels.
+	Labels map[string]pulumi.StringInput
+	// VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+	Network          interface{}
+	ParameterServers *WorkerPoolArgs
+	// Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+	PersistentResourceId pulumi.StringPtrInput
+	Platform             TrainingPlatformInput
+	PollIntervalSeconds  *float64
+	// Without a platform: the Google Cloud project the job runs in.
+	Project *string
+	// Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
 	ProtectedArtifactLocationId pulumi.StringPtrInput
-	PscInterfaceConfig          *PscInterfaceConfigArgs
-	Region                      *string
-	ReservedIpRanges            []string
-	Scheduling                  *SchedulingArgs
-	ServiceAccount              pulumi.StringPtrInput
-	StrictHardwareChecks        *bool
-	Tensorboard                 pulumi.StringPtrInput
-	Wait                        *bool
-	WaitTimeoutSeconds          *float64
-	Workers                     *WorkerPoolArgs
+	// Reach a VPC through a Private Service Connect interface.
+	PscInterfaceConfig *PscInterfaceConfigArgs
+	// Without a platform: the Vertex region (`us-central1`).
+	Region *string
+	// Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+	ReservedIpRanges []string
+	Scheduling       *SchedulingArgs
+	// None: the platform's training service account.
+	ServiceAccount pulumi.StringPtrInput
+	// Refuse hardware the catalog does not know; None: the platform's setting.
+	StrictHardwareChecks *bool
+	// A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+	Tensorboard pulumi.StringPtrInput
+	// `pulumi up` waits for the job to end (like the SDK's `run()`).
+	Wait               *bool
+	WaitTimeoutSeconds *float64
+	Workers            *WorkerPoolArgs
 }
 
 func (CustomJobArgs) ElementType() reflect.Type {

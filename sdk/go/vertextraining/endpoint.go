@@ -44,24 +44,30 @@ func NewEndpoint(ctx *pulumi.Context,
 }
 
 type endpointArgs struct {
-	Deployments map[string]Deployment  `pulumi:"deployments"`
-	Description *string                `pulumi:"description"`
-	DisplayName *string                `pulumi:"displayName"`
+	Deployments map[string]Deployment `pulumi:"deployments"`
+	Description *string               `pulumi:"description"`
+	// None: the resource name.
+	DisplayName *string `pulumi:"displayName"`
+	// Any other field of the REST body, in the API's camelCase, merged in last.
 	ExtraFields map[string]interface{} `pulumi:"extraFields"`
-	Labels      map[string]string      `pulumi:"labels"`
-	Platform    *TrainingPlatform      `pulumi:"platform"`
-	Traffic     map[string]int         `pulumi:"traffic"`
+	// Added to the platform's labels.
+	Labels   map[string]string `pulumi:"labels"`
+	Platform *TrainingPlatform `pulumi:"platform"`
+	Traffic  map[string]int    `pulumi:"traffic"`
 }
 
 // The set of arguments for constructing a Endpoint resource.
 type EndpointArgs struct {
 	Deployments map[string]DeploymentInput
 	Description pulumi.StringPtrInput
+	// None: the resource name.
 	DisplayName pulumi.StringPtrInput
+	// Any other field of the REST body, in the API's camelCase, merged in last.
 	ExtraFields map[string]interface{}
-	Labels      map[string]pulumi.StringInput
-	Platform    TrainingPlatformInput
-	Traffic     map[string]int
+	// Added to the platform's labels.
+	Labels   map[string]pulumi.StringInput
+	Platform TrainingPlatformInput
+	Traffic  map[string]int
 }
 
 func (EndpointArgs) ElementType() reflect.Type {

@@ -52,48 +52,68 @@ func NewHyperparameterTuningJob(ctx *pulumi.Context,
 }
 
 type hyperparameterTuningJobArgs struct {
-	AcknowledgedHardwareChecks []string               `pulumi:"acknowledgedHardwareChecks"`
-	DeleteTimeoutSeconds       *float64               `pulumi:"deleteTimeoutSeconds"`
-	DisplayName                *string                `pulumi:"displayName"`
-	ExpectedDurationSeconds    *float64               `pulumi:"expectedDurationSeconds"`
-	ExtraFields                map[string]interface{} `pulumi:"extraFields"`
-	KmsKeyName                 *string                `pulumi:"kmsKeyName"`
-	Labels                     map[string]string      `pulumi:"labels"`
-	MaxFailedTrialCount        *int                   `pulumi:"maxFailedTrialCount"`
-	MaxTrialCount              int                    `pulumi:"maxTrialCount"`
-	ParallelTrialCount         int                    `pulumi:"parallelTrialCount"`
-	Platform                   *TrainingPlatform      `pulumi:"platform"`
-	PollIntervalSeconds        *float64               `pulumi:"pollIntervalSeconds"`
-	Project                    *string                `pulumi:"project"`
-	Region                     *string                `pulumi:"region"`
-	StrictHardwareChecks       *bool                  `pulumi:"strictHardwareChecks"`
-	Study                      Study                  `pulumi:"study"`
-	Trial                      TrialJob               `pulumi:"trial"`
-	Wait                       *bool                  `pulumi:"wait"`
-	WaitTimeoutSeconds         *float64               `pulumi:"waitTimeoutSeconds"`
+	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
+	AcknowledgedHardwareChecks []string `pulumi:"acknowledgedHardwareChecks"`
+	DeleteTimeoutSeconds       *float64 `pulumi:"deleteTimeoutSeconds"`
+	// None: the resource name.
+	DisplayName *string `pulumi:"displayName"`
+	// How long one run is expected to take; cost estimates use it (else the timeout).
+	ExpectedDurationSeconds *float64 `pulumi:"expectedDurationSeconds"`
+	// Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+	ExtraFields map[string]interface{} `pulumi:"extraFields"`
+	// CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+	KmsKeyName *string `pulumi:"kmsKeyName"`
+	// Added to the platform's labels.
+	Labels              map[string]string `pulumi:"labels"`
+	MaxFailedTrialCount *int              `pulumi:"maxFailedTrialCount"`
+	MaxTrialCount       int               `pulumi:"maxTrialCount"`
+	ParallelTrialCount  int               `pulumi:"parallelTrialCount"`
+	Platform            *TrainingPlatform `pulumi:"platform"`
+	PollIntervalSeconds *float64          `pulumi:"pollIntervalSeconds"`
+	// Without a platform: the Google Cloud project the job runs in.
+	Project *string `pulumi:"project"`
+	// Without a platform: the Vertex region (`us-central1`).
+	Region *string `pulumi:"region"`
+	// Refuse hardware the catalog does not know; None: the platform's setting.
+	StrictHardwareChecks *bool    `pulumi:"strictHardwareChecks"`
+	Study                Study    `pulumi:"study"`
+	Trial                TrialJob `pulumi:"trial"`
+	// `pulumi up` waits for the job to end (like the SDK's `run()`).
+	Wait               *bool    `pulumi:"wait"`
+	WaitTimeoutSeconds *float64 `pulumi:"waitTimeoutSeconds"`
 }
 
 // The set of arguments for constructing a HyperparameterTuningJob resource.
 type HyperparameterTuningJobArgs struct {
+	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing; added to the platform's.
 	AcknowledgedHardwareChecks []string
 	DeleteTimeoutSeconds       *float64
-	DisplayName                pulumi.StringPtrInput
-	ExpectedDurationSeconds    *float64
-	ExtraFields                map[string]interface{}
-	KmsKeyName                 pulumi.StringPtrInput
-	Labels                     map[string]pulumi.StringInput
-	MaxFailedTrialCount        pulumi.IntPtrInput
-	MaxTrialCount              pulumi.IntInput
-	ParallelTrialCount         pulumi.IntInput
-	Platform                   TrainingPlatformInput
-	PollIntervalSeconds        *float64
-	Project                    *string
-	Region                     *string
-	StrictHardwareChecks       *bool
-	Study                      StudyArgs
-	Trial                      TrialJobArgs
-	Wait                       *bool
-	WaitTimeoutSeconds         *float64
+	// None: the resource name.
+	DisplayName pulumi.StringPtrInput
+	// How long one run is expected to take; cost estimates use it (else the timeout).
+	ExpectedDurationSeconds *float64
+	// Any other field of the job's body, in the API's camelCase, merged in last: `{"jobSpec": {"models": [...]}}`. The provider parses the whole body with the real protos, so an unknown field fails `pulumi preview`.
+	ExtraFields map[string]interface{}
+	// CMEK for the job (`encryptionSpec.kmsKeyName`), in the job's region; None: the platform's.
+	KmsKeyName pulumi.StringPtrInput
+	// Added to the platform's labels.
+	Labels              map[string]pulumi.StringInput
+	MaxFailedTrialCount pulumi.IntPtrInput
+	MaxTrialCount       pulumi.IntInput
+	ParallelTrialCount  pulumi.IntInput
+	Platform            TrainingPlatformInput
+	PollIntervalSeconds *float64
+	// Without a platform: the Google Cloud project the job runs in.
+	Project *string
+	// Without a platform: the Vertex region (`us-central1`).
+	Region *string
+	// Refuse hardware the catalog does not know; None: the platform's setting.
+	StrictHardwareChecks *bool
+	Study                StudyArgs
+	Trial                TrialJobArgs
+	// `pulumi up` waits for the job to end (like the SDK's `run()`).
+	Wait               *bool
+	WaitTimeoutSeconds *float64
 }
 
 func (HyperparameterTuningJobArgs) ElementType() reflect.Type {

@@ -45,26 +45,32 @@ func NewModel(ctx *pulumi.Context,
 }
 
 type modelArgs struct {
-	ArtifactUri        *string                `pulumi:"artifactUri"`
-	Description        *string                `pulumi:"description"`
-	DisplayName        *string                `pulumi:"displayName"`
-	ExtraFields        map[string]interface{} `pulumi:"extraFields"`
-	Image              *string                `pulumi:"image"`
-	Job                interface{}            `pulumi:"job"`
-	Labels             map[string]string      `pulumi:"labels"`
-	Platform           *TrainingPlatform      `pulumi:"platform"`
-	VersionAliases     []string               `pulumi:"versionAliases"`
-	VersionDescription *string                `pulumi:"versionDescription"`
+	ArtifactUri *string `pulumi:"artifactUri"`
+	Description *string `pulumi:"description"`
+	// None: the resource name.
+	DisplayName *string `pulumi:"displayName"`
+	// Any other field of the REST body, in the API's camelCase, merged in last.
+	ExtraFields map[string]interface{} `pulumi:"extraFields"`
+	Image       *string                `pulumi:"image"`
+	Job         interface{}            `pulumi:"job"`
+	// Added to the platform's labels.
+	Labels             map[string]string `pulumi:"labels"`
+	Platform           *TrainingPlatform `pulumi:"platform"`
+	VersionAliases     []string          `pulumi:"versionAliases"`
+	VersionDescription *string           `pulumi:"versionDescription"`
 }
 
 // The set of arguments for constructing a Model resource.
 type ModelArgs struct {
-	ArtifactUri        pulumi.StringPtrInput
-	Description        pulumi.StringPtrInput
-	DisplayName        pulumi.StringPtrInput
-	ExtraFields        map[string]interface{}
-	Image              pulumi.StringPtrInput
-	Job                pulumi.Input
+	ArtifactUri pulumi.StringPtrInput
+	Description pulumi.StringPtrInput
+	// None: the resource name.
+	DisplayName pulumi.StringPtrInput
+	// Any other field of the REST body, in the API's camelCase, merged in last.
+	ExtraFields map[string]interface{}
+	Image       pulumi.StringPtrInput
+	Job         pulumi.Input
+	// Added to the platform's labels.
 	Labels             map[string]pulumi.StringInput
 	Platform           TrainingPlatformInput
 	VersionAliases     []string

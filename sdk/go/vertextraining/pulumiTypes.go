@@ -808,10 +808,11 @@ type Parameter struct {
 	Conditional map[string][]Parameter `pulumi:"conditional"`
 	MaxValue    interface{}            `pulumi:"maxValue"`
 	MinValue    interface{}            `pulumi:"minValue"`
-	ParameterId *string                `pulumi:"parameterId"`
-	Scale       *ParameterScale        `pulumi:"scale"`
-	Type        string                 `pulumi:"type"`
-	Values      interface{}            `pulumi:"values"`
+	// Also the trainer flag: trials run with `--<parameter_id>=<value>`.
+	ParameterId *string         `pulumi:"parameterId"`
+	Scale       *ParameterScale `pulumi:"scale"`
+	Type        string          `pulumi:"type"`
+	Values      interface{}     `pulumi:"values"`
 }
 
 // ParameterInput is an input type that accepts ParameterArgs and ParameterOutput values.
@@ -830,10 +831,11 @@ type ParameterArgs struct {
 	Conditional map[string][]ParameterArgs `pulumi:"conditional"`
 	MaxValue    interface{}                `pulumi:"maxValue"`
 	MinValue    interface{}                `pulumi:"minValue"`
-	ParameterId *string                    `pulumi:"parameterId"`
-	Scale       *ParameterScale            `pulumi:"scale"`
-	Type        string                     `pulumi:"type"`
-	Values      interface{}                `pulumi:"values"`
+	// Also the trainer flag: trials run with `--<parameter_id>=<value>`.
+	ParameterId *string         `pulumi:"parameterId"`
+	Scale       *ParameterScale `pulumi:"scale"`
+	Type        string          `pulumi:"type"`
+	Values      interface{}     `pulumi:"values"`
 }
 
 func (ParameterArgs) ElementType() reflect.Type {
@@ -900,6 +902,7 @@ func (o ParameterOutput) MinValue() pulumi.AnyOutput {
 	return o.ApplyT(func(v Parameter) interface{} { return v.MinValue }).(pulumi.AnyOutput)
 }
 
+// Also the trainer flag: trials run with `--<parameter_id>=<value>`.
 func (o ParameterOutput) ParameterId() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v Parameter) *string { return v.ParameterId }).(pulumi.StringPtrOutput)
 }
@@ -1269,13 +1272,16 @@ func (o ReservationAffinityPtrOutput) Values() pulumi.StringArrayOutput {
 type ResourcePool struct {
 	Accelerator *Accelerator `pulumi:"accelerator"`
 	// None: `replica_count` replicas, always.
-	Autoscaling    *Autoscaling `pulumi:"autoscaling"`
-	BootDiskSizeGb *int         `pulumi:"bootDiskSizeGb"`
-	BootDiskType   *string      `pulumi:"bootDiskType"`
+	Autoscaling *Autoscaling `pulumi:"autoscaling"`
+	// None: the service's default (100).
+	BootDiskSizeGb *int `pulumi:"bootDiskSizeGb"`
+	// None: the service's default (`pd-ssd`).
+	BootDiskType *string `pulumi:"bootDiskType"`
 	// The pool's id within the resource; None: Vertex names it.
-	Id                  *string              `pulumi:"id"`
-	MachineType         string               `pulumi:"machineType"`
-	ReplicaCount        *int                 `pulumi:"replicaCount"`
+	Id           *string `pulumi:"id"`
+	MachineType  string  `pulumi:"machineType"`
+	ReplicaCount *int    `pulumi:"replicaCount"`
+	// None: the service's default (consume any matching reservation).
 	ReservationAffinity *ReservationAffinity `pulumi:"reservationAffinity"`
 }
 
@@ -1294,13 +1300,16 @@ type ResourcePoolInput interface {
 type ResourcePoolArgs struct {
 	Accelerator *AcceleratorArgs `pulumi:"accelerator"`
 	// None: `replica_count` replicas, always.
-	Autoscaling    *AutoscalingArgs      `pulumi:"autoscaling"`
-	BootDiskSizeGb pulumi.IntPtrInput    `pulumi:"bootDiskSizeGb"`
-	BootDiskType   pulumi.StringPtrInput `pulumi:"bootDiskType"`
+	Autoscaling *AutoscalingArgs `pulumi:"autoscaling"`
+	// None: the service's default (100).
+	BootDiskSizeGb pulumi.IntPtrInput `pulumi:"bootDiskSizeGb"`
+	// None: the service's default (`pd-ssd`).
+	BootDiskType pulumi.StringPtrInput `pulumi:"bootDiskType"`
 	// The pool's id within the resource; None: Vertex names it.
-	Id                  *string                  `pulumi:"id"`
-	MachineType         pulumi.StringInput       `pulumi:"machineType"`
-	ReplicaCount        pulumi.IntPtrInput       `pulumi:"replicaCount"`
+	Id           *string            `pulumi:"id"`
+	MachineType  pulumi.StringInput `pulumi:"machineType"`
+	ReplicaCount pulumi.IntPtrInput `pulumi:"replicaCount"`
+	// None: the service's default (consume any matching reservation).
 	ReservationAffinity *ReservationAffinityArgs `pulumi:"reservationAffinity"`
 }
 
@@ -1340,10 +1349,12 @@ func (o ResourcePoolOutput) Autoscaling() AutoscalingPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *Autoscaling { return v.Autoscaling }).(AutoscalingPtrOutput)
 }
 
+// None: the service's default (100).
 func (o ResourcePoolOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *int { return v.BootDiskSizeGb }).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (`pd-ssd`).
 func (o ResourcePoolOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *string { return v.BootDiskType }).(pulumi.StringPtrOutput)
 }
@@ -1361,6 +1372,7 @@ func (o ResourcePoolOutput) ReplicaCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *int { return v.ReplicaCount }).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (consume any matching reservation).
 func (o ResourcePoolOutput) ReservationAffinity() ReservationAffinityPtrOutput {
 	return o.ApplyT(func(v ResourcePool) *ReservationAffinity { return v.ReservationAffinity }).(ReservationAffinityPtrOutput)
 }
@@ -2061,23 +2073,36 @@ func (o TensorBoardPtrOutput) Experiments() pulumi.BoolPtrOutput {
 
 // What each trial of a study runs (`trialJobSpec`).
 type TrialJob struct {
-	BaseOutputDirectory         *string             `pulumi:"baseOutputDirectory"`
-	Chief                       WorkerPool          `pulumi:"chief"`
-	EnableDashboardAccess       *bool               `pulumi:"enableDashboardAccess"`
-	EnableWebAccess             *bool               `pulumi:"enableWebAccess"`
-	Evaluator                   *WorkerPool         `pulumi:"evaluator"`
-	Experiment                  *string             `pulumi:"experiment"`
-	ExperimentRun               *string             `pulumi:"experimentRun"`
-	Network                     interface{}         `pulumi:"network"`
-	ParameterServers            *WorkerPool         `pulumi:"parameterServers"`
-	PersistentResourceId        *string             `pulumi:"persistentResourceId"`
-	ProtectedArtifactLocationId *string             `pulumi:"protectedArtifactLocationId"`
-	PscInterfaceConfig          *PscInterfaceConfig `pulumi:"pscInterfaceConfig"`
-	ReservedIpRanges            []string            `pulumi:"reservedIpRanges"`
-	Scheduling                  *Scheduling         `pulumi:"scheduling"`
-	ServiceAccount              *string             `pulumi:"serviceAccount"`
-	Tensorboard                 *string             `pulumi:"tensorboard"`
-	Workers                     *WorkerPool         `pulumi:"workers"`
+	// None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+	BaseOutputDirectory *string `pulumi:"baseOutputDirectory"`
+	// Worker pool 0: exactly one replica (the chief).
+	Chief WorkerPool `pulumi:"chief"`
+	// The training container's dashboard over HTTPS (`webAccessUris`).
+	EnableDashboardAccess *bool `pulumi:"enableDashboardAccess"`
+	// An interactive shell into each replica (`webAccessUris`).
+	EnableWebAccess *bool       `pulumi:"enableWebAccess"`
+	Evaluator       *WorkerPool `pulumi:"evaluator"`
+	// A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+	Experiment *string `pulumi:"experiment"`
+	// The experiment run (a context of `experiment`); needs `experiment`.
+	ExperimentRun *string `pulumi:"experimentRun"`
+	// VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+	Network          interface{} `pulumi:"network"`
+	ParameterServers *WorkerPool `pulumi:"parameterServers"`
+	// Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+	PersistentResourceId *string `pulumi:"persistentResourceId"`
+	// Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
+	ProtectedArtifactLocationId *string `pulumi:"protectedArtifactLocationId"`
+	// Reach a VPC through a Private Service Connect interface.
+	PscInterfaceConfig *PscInterfaceConfig `pulumi:"pscInterfaceConfig"`
+	// Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+	ReservedIpRanges []string    `pulumi:"reservedIpRanges"`
+	Scheduling       *Scheduling `pulumi:"scheduling"`
+	// None: the platform's training service account.
+	ServiceAccount *string `pulumi:"serviceAccount"`
+	// A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+	Tensorboard *string     `pulumi:"tensorboard"`
+	Workers     *WorkerPool `pulumi:"workers"`
 }
 
 // TrialJobInput is an input type that accepts TrialJobArgs and TrialJobOutput values.
@@ -2093,23 +2118,36 @@ type TrialJobInput interface {
 
 // What each trial of a study runs (`trialJobSpec`).
 type TrialJobArgs struct {
-	BaseOutputDirectory         pulumi.StringPtrInput   `pulumi:"baseOutputDirectory"`
-	Chief                       WorkerPoolArgs          `pulumi:"chief"`
-	EnableDashboardAccess       *bool                   `pulumi:"enableDashboardAccess"`
-	EnableWebAccess             *bool                   `pulumi:"enableWebAccess"`
-	Evaluator                   *WorkerPoolArgs         `pulumi:"evaluator"`
-	Experiment                  pulumi.StringPtrInput   `pulumi:"experiment"`
-	ExperimentRun               pulumi.StringPtrInput   `pulumi:"experimentRun"`
-	Network                     interface{}             `pulumi:"network"`
-	ParameterServers            *WorkerPoolArgs         `pulumi:"parameterServers"`
-	PersistentResourceId        pulumi.StringPtrInput   `pulumi:"persistentResourceId"`
-	ProtectedArtifactLocationId pulumi.StringPtrInput   `pulumi:"protectedArtifactLocationId"`
-	PscInterfaceConfig          *PscInterfaceConfigArgs `pulumi:"pscInterfaceConfig"`
-	ReservedIpRanges            []string                `pulumi:"reservedIpRanges"`
-	Scheduling                  *SchedulingArgs         `pulumi:"scheduling"`
-	ServiceAccount              pulumi.StringPtrInput   `pulumi:"serviceAccount"`
-	Tensorboard                 pulumi.StringPtrInput   `pulumi:"tensorboard"`
-	Workers                     *WorkerPoolArgs         `pulumi:"workers"`
+	// None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+	BaseOutputDirectory pulumi.StringPtrInput `pulumi:"baseOutputDirectory"`
+	// Worker pool 0: exactly one replica (the chief).
+	Chief WorkerPoolArgs `pulumi:"chief"`
+	// The training container's dashboard over HTTPS (`webAccessUris`).
+	EnableDashboardAccess *bool `pulumi:"enableDashboardAccess"`
+	// An interactive shell into each replica (`webAccessUris`).
+	EnableWebAccess *bool           `pulumi:"enableWebAccess"`
+	Evaluator       *WorkerPoolArgs `pulumi:"evaluator"`
+	// A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+	Experiment pulumi.StringPtrInput `pulumi:"experiment"`
+	// The experiment run (a context of `experiment`); needs `experiment`.
+	ExperimentRun pulumi.StringPtrInput `pulumi:"experimentRun"`
+	// VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+	Network          interface{}     `pulumi:"network"`
+	ParameterServers *WorkerPoolArgs `pulumi:"parameterServers"`
+	// Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+	PersistentResourceId pulumi.StringPtrInput `pulumi:"persistentResourceId"`
+	// Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
+	ProtectedArtifactLocationId pulumi.StringPtrInput `pulumi:"protectedArtifactLocationId"`
+	// Reach a VPC through a Private Service Connect interface.
+	PscInterfaceConfig *PscInterfaceConfigArgs `pulumi:"pscInterfaceConfig"`
+	// Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+	ReservedIpRanges []string        `pulumi:"reservedIpRanges"`
+	Scheduling       *SchedulingArgs `pulumi:"scheduling"`
+	// None: the platform's training service account.
+	ServiceAccount pulumi.StringPtrInput `pulumi:"serviceAccount"`
+	// A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+	Tensorboard pulumi.StringPtrInput `pulumi:"tensorboard"`
+	Workers     *WorkerPoolArgs       `pulumi:"workers"`
 }
 
 func (TrialJobArgs) ElementType() reflect.Type {
@@ -2139,18 +2177,22 @@ func (o TrialJobOutput) ToTrialJobOutputWithContext(ctx context.Context) TrialJo
 	return o
 }
 
+// None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
 func (o TrialJobOutput) BaseOutputDirectory() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.BaseOutputDirectory }).(pulumi.StringPtrOutput)
 }
 
+// Worker pool 0: exactly one replica (the chief).
 func (o TrialJobOutput) Chief() WorkerPoolOutput {
 	return o.ApplyT(func(v TrialJob) WorkerPool { return v.Chief }).(WorkerPoolOutput)
 }
 
+// The training container's dashboard over HTTPS (`webAccessUris`).
 func (o TrialJobOutput) EnableDashboardAccess() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v TrialJob) *bool { return v.EnableDashboardAccess }).(pulumi.BoolPtrOutput)
 }
 
+// An interactive shell into each replica (`webAccessUris`).
 func (o TrialJobOutput) EnableWebAccess() pulumi.BoolPtrOutput {
 	return o.ApplyT(func(v TrialJob) *bool { return v.EnableWebAccess }).(pulumi.BoolPtrOutput)
 }
@@ -2159,14 +2201,17 @@ func (o TrialJobOutput) Evaluator() WorkerPoolPtrOutput {
 	return o.ApplyT(func(v TrialJob) *WorkerPool { return v.Evaluator }).(WorkerPoolPtrOutput)
 }
 
+// A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
 func (o TrialJobOutput) Experiment() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.Experiment }).(pulumi.StringPtrOutput)
 }
 
+// The experiment run (a context of `experiment`); needs `experiment`.
 func (o TrialJobOutput) ExperimentRun() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.ExperimentRun }).(pulumi.StringPtrOutput)
 }
 
+// VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
 func (o TrialJobOutput) Network() pulumi.AnyOutput {
 	return o.ApplyT(func(v TrialJob) interface{} { return v.Network }).(pulumi.AnyOutput)
 }
@@ -2175,18 +2220,22 @@ func (o TrialJobOutput) ParameterServers() WorkerPoolPtrOutput {
 	return o.ApplyT(func(v TrialJob) *WorkerPool { return v.ParameterServers }).(WorkerPoolPtrOutput)
 }
 
+// Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
 func (o TrialJobOutput) PersistentResourceId() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.PersistentResourceId }).(pulumi.StringPtrOutput)
 }
 
+// Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
 func (o TrialJobOutput) ProtectedArtifactLocationId() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.ProtectedArtifactLocationId }).(pulumi.StringPtrOutput)
 }
 
+// Reach a VPC through a Private Service Connect interface.
 func (o TrialJobOutput) PscInterfaceConfig() PscInterfaceConfigPtrOutput {
 	return o.ApplyT(func(v TrialJob) *PscInterfaceConfig { return v.PscInterfaceConfig }).(PscInterfaceConfigPtrOutput)
 }
 
+// Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
 func (o TrialJobOutput) ReservedIpRanges() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v TrialJob) []string { return v.ReservedIpRanges }).(pulumi.StringArrayOutput)
 }
@@ -2195,10 +2244,12 @@ func (o TrialJobOutput) Scheduling() SchedulingPtrOutput {
 	return o.ApplyT(func(v TrialJob) *Scheduling { return v.Scheduling }).(SchedulingPtrOutput)
 }
 
+// None: the platform's training service account.
 func (o TrialJobOutput) ServiceAccount() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.ServiceAccount }).(pulumi.StringPtrOutput)
 }
 
+// A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
 func (o TrialJobOutput) Tensorboard() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v TrialJob) *string { return v.Tensorboard }).(pulumi.StringPtrOutput)
 }
@@ -2563,19 +2614,22 @@ func (o WorkbenchPtrOutput) Zone() pulumi.StringPtrOutput {
 type WorkerPool struct {
 	Accelerator *Accelerator `pulumi:"accelerator"`
 	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing, for a catalog row that is out of date: the job that runs the pool, judged on its platform's catalog, warns instead of refusing. Never part of the Vertex body.
-	AcknowledgedHardwareChecks []string          `pulumi:"acknowledgedHardwareChecks"`
-	Args                       []string          `pulumi:"args"`
-	BootDiskSizeGb             *int              `pulumi:"bootDiskSizeGb"`
-	BootDiskType               *string           `pulumi:"bootDiskType"`
-	Command                    []string          `pulumi:"command"`
-	Env                        map[string]string `pulumi:"env"`
+	AcknowledgedHardwareChecks []string `pulumi:"acknowledgedHardwareChecks"`
+	Args                       []string `pulumi:"args"`
+	// None: the service's default (100).
+	BootDiskSizeGb *int `pulumi:"bootDiskSizeGb"`
+	// None: the service's default (`pd-ssd`).
+	BootDiskType *string           `pulumi:"bootDiskType"`
+	Command      []string          `pulumi:"command"`
+	Env          map[string]string `pulumi:"env"`
 	// Any other `WorkerPoolSpec` field (camelCase), merged into this pool's body, e.g. `{"lustreMounts": [...]}`.
 	ExtraFields map[string]interface{} `pulumi:"extraFields"`
 	// `containerSpec.imageUri`; None: the platform's image when it has exactly one. On a cloud platform, an image by digest (`platform.image("trainer")`).
-	Image               *string              `pulumi:"image"`
-	MachineType         string               `pulumi:"machineType"`
-	NfsMounts           []NfsMount           `pulumi:"nfsMounts"`
-	ReplicaCount        *int                 `pulumi:"replicaCount"`
+	Image        *string    `pulumi:"image"`
+	MachineType  string     `pulumi:"machineType"`
+	NfsMounts    []NfsMount `pulumi:"nfsMounts"`
+	ReplicaCount *int       `pulumi:"replicaCount"`
+	// None: the service's default (consume any matching reservation).
 	ReservationAffinity *ReservationAffinity `pulumi:"reservationAffinity"`
 }
 
@@ -2594,19 +2648,22 @@ type WorkerPoolInput interface {
 type WorkerPoolArgs struct {
 	Accelerator *AcceleratorArgs `pulumi:"accelerator"`
 	// Hardware check ids (from an error's "(check ...)") to warn about instead of refusing, for a catalog row that is out of date: the job that runs the pool, judged on its platform's catalog, warns instead of refusing. Never part of the Vertex body.
-	AcknowledgedHardwareChecks []string                      `pulumi:"acknowledgedHardwareChecks"`
-	Args                       pulumi.StringArrayInput       `pulumi:"args"`
-	BootDiskSizeGb             pulumi.IntPtrInput            `pulumi:"bootDiskSizeGb"`
-	BootDiskType               pulumi.StringPtrInput         `pulumi:"bootDiskType"`
-	Command                    pulumi.StringArrayInput       `pulumi:"command"`
-	Env                        map[string]pulumi.StringInput `pulumi:"env"`
+	AcknowledgedHardwareChecks []string                `pulumi:"acknowledgedHardwareChecks"`
+	Args                       pulumi.StringArrayInput `pulumi:"args"`
+	// None: the service's default (100).
+	BootDiskSizeGb pulumi.IntPtrInput `pulumi:"bootDiskSizeGb"`
+	// None: the service's default (`pd-ssd`).
+	BootDiskType pulumi.StringPtrInput         `pulumi:"bootDiskType"`
+	Command      pulumi.StringArrayInput       `pulumi:"command"`
+	Env          map[string]pulumi.StringInput `pulumi:"env"`
 	// Any other `WorkerPoolSpec` field (camelCase), merged into this pool's body, e.g. `{"lustreMounts": [...]}`.
 	ExtraFields map[string]interface{} `pulumi:"extraFields"`
 	// `containerSpec.imageUri`; None: the platform's image when it has exactly one. On a cloud platform, an image by digest (`platform.image("trainer")`).
-	Image               pulumi.StringPtrInput    `pulumi:"image"`
-	MachineType         pulumi.StringInput       `pulumi:"machineType"`
-	NfsMounts           []NfsMountArgs           `pulumi:"nfsMounts"`
-	ReplicaCount        pulumi.IntPtrInput       `pulumi:"replicaCount"`
+	Image        pulumi.StringPtrInput `pulumi:"image"`
+	MachineType  pulumi.StringInput    `pulumi:"machineType"`
+	NfsMounts    []NfsMountArgs        `pulumi:"nfsMounts"`
+	ReplicaCount pulumi.IntPtrInput    `pulumi:"replicaCount"`
+	// None: the service's default (consume any matching reservation).
 	ReservationAffinity *ReservationAffinityArgs `pulumi:"reservationAffinity"`
 }
 
@@ -2701,10 +2758,12 @@ func (o WorkerPoolOutput) Args() pulumi.StringArrayOutput {
 	return o.ApplyT(func(v WorkerPool) []string { return v.Args }).(pulumi.StringArrayOutput)
 }
 
+// None: the service's default (100).
 func (o WorkerPoolOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *int { return v.BootDiskSizeGb }).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (`pd-ssd`).
 func (o WorkerPoolOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *string { return v.BootDiskType }).(pulumi.StringPtrOutput)
 }
@@ -2739,6 +2798,7 @@ func (o WorkerPoolOutput) ReplicaCount() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *int { return v.ReplicaCount }).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (consume any matching reservation).
 func (o WorkerPoolOutput) ReservationAffinity() ReservationAffinityPtrOutput {
 	return o.ApplyT(func(v WorkerPool) *ReservationAffinity { return v.ReservationAffinity }).(ReservationAffinityPtrOutput)
 }
@@ -2795,6 +2855,7 @@ func (o WorkerPoolPtrOutput) Args() pulumi.StringArrayOutput {
 	}).(pulumi.StringArrayOutput)
 }
 
+// None: the service's default (100).
 func (o WorkerPoolPtrOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	return o.ApplyT(func(v *WorkerPool) *int {
 		if v == nil {
@@ -2804,6 +2865,7 @@ func (o WorkerPoolPtrOutput) BootDiskSizeGb() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (`pd-ssd`).
 func (o WorkerPoolPtrOutput) BootDiskType() pulumi.StringPtrOutput {
 	return o.ApplyT(func(v *WorkerPool) *string {
 		if v == nil {
@@ -2878,6 +2940,7 @@ func (o WorkerPoolPtrOutput) ReplicaCount() pulumi.IntPtrOutput {
 	}).(pulumi.IntPtrOutput)
 }
 
+// None: the service's default (consume any matching reservation).
 func (o WorkerPoolPtrOutput) ReservationAffinity() ReservationAffinityPtrOutput {
 	return o.ApplyT(func(v *WorkerPool) *ReservationAffinity {
 		if v == nil {

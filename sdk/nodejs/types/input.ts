@@ -119,6 +119,9 @@ export interface ParameterArgs {
     conditional?: {[key: string]: inputs.ParameterArgs[]};
     maxValue?: any;
     minValue?: any;
+    /**
+     * Also the trainer flag: trials run with `--<parameter_id>=<value>`.
+     */
     parameterId?: string;
     scale?: enums.ParameterScale;
     type: string;
@@ -160,7 +163,13 @@ export interface ResourcePoolArgs {
      * None: `replica_count` replicas, always.
      */
     autoscaling?: inputs.AutoscalingArgs;
+    /**
+     * None: the service's default (100).
+     */
     bootDiskSizeGb?: pulumi.Input<number | undefined>;
+    /**
+     * None: the service's default (`pd-ssd`).
+     */
     bootDiskType?: pulumi.Input<string | undefined>;
     /**
      * The pool's id within the resource; None: Vertex names it.
@@ -168,6 +177,9 @@ export interface ResourcePoolArgs {
     id?: string;
     machineType: pulumi.Input<string>;
     replicaCount?: pulumi.Input<number | undefined>;
+    /**
+     * None: the service's default (consume any matching reservation).
+     */
     reservationAffinity?: inputs.ReservationAffinityArgs;
 }
 
@@ -243,21 +255,60 @@ export interface TensorBoardArgs {
  * What each trial of a study runs (`trialJobSpec`).
  */
 export interface TrialJobArgs {
+    /**
+     * None: `<platform bucket>/jobs/<resource name>` (`AIP_MODEL_DIR` is its `model/`).
+     */
     baseOutputDirectory?: pulumi.Input<string | undefined>;
+    /**
+     * Worker pool 0: exactly one replica (the chief).
+     */
     chief: inputs.WorkerPoolArgs;
+    /**
+     * The training container's dashboard over HTTPS (`webAccessUris`).
+     */
     enableDashboardAccess?: boolean;
+    /**
+     * An interactive shell into each replica (`webAccessUris`).
+     */
     enableWebAccess?: boolean;
     evaluator?: inputs.WorkerPoolArgs;
+    /**
+     * A Vertex Experiment (`projects/P/locations/R/metadataStores/default/contexts/N`) the job's run is recorded in.
+     */
     experiment?: pulumi.Input<string | undefined>;
+    /**
+     * The experiment run (a context of `experiment`); needs `experiment`.
+     */
     experimentRun?: pulumi.Input<string | undefined>;
+    /**
+     * VPC network peered with Vertex; None: the platform's, if it has one; False: none (the job does not join the platform's network).
+     */
     network?: any;
     parameterServers?: inputs.WorkerPoolArgs;
+    /**
+     * Run on this persistent resource's machines instead of new ones: its id, or the resource itself (`vt.PersistentResource`), which the job's pools must fit.
+     */
     persistentResourceId?: pulumi.Input<string | undefined>;
+    /**
+     * Where the job's artifacts are kept, a location id (`us-central1`), for data residency (`CustomJobSpec.protectedArtifactLocationId`); None: the job's region.
+     */
     protectedArtifactLocationId?: pulumi.Input<string | undefined>;
+    /**
+     * Reach a VPC through a Private Service Connect interface.
+     */
     pscInterfaceConfig?: inputs.PscInterfaceConfigArgs;
+    /**
+     * Names of the ranges reserved for Vertex in `network` that the job's VMs take their addresses from (`CustomJobSpec.reservedIpRanges`); empty: any of them.
+     */
     reservedIpRanges?: string[];
     scheduling?: inputs.SchedulingArgs;
+    /**
+     * None: the platform's training service account.
+     */
     serviceAccount?: pulumi.Input<string | undefined>;
+    /**
+     * A Vertex AI TensorBoard resource name; None: the platform's, if it has one (the job streams `AIP_TENSORBOARD_LOG_DIR` to it; it needs `base_output_directory`).
+     */
     tensorboard?: pulumi.Input<string | undefined>;
     workers?: inputs.WorkerPoolArgs;
 }
@@ -301,7 +352,13 @@ export interface WorkerPoolArgs {
      */
     acknowledgedHardwareChecks?: string[];
     args?: pulumi.Input<pulumi.Input<string>[] | undefined>;
+    /**
+     * None: the service's default (100).
+     */
     bootDiskSizeGb?: pulumi.Input<number | undefined>;
+    /**
+     * None: the service's default (`pd-ssd`).
+     */
     bootDiskType?: pulumi.Input<string | undefined>;
     command?: pulumi.Input<pulumi.Input<string>[] | undefined>;
     env?: {[key: string]: pulumi.Input<string>};
@@ -316,5 +373,8 @@ export interface WorkerPoolArgs {
     machineType: pulumi.Input<string>;
     nfsMounts?: inputs.NfsMountArgs[];
     replicaCount?: pulumi.Input<number | undefined>;
+    /**
+     * None: the service's default (consume any matching reservation).
+     */
     reservationAffinity?: inputs.ReservationAffinityArgs;
 }
