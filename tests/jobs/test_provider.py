@@ -16,23 +16,17 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from tests import bodies
 from tests.bodies import cassava, horses_or_humans
+from tests.fakes.settings import vertex_settings
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION
 
 pytestmark = pytest.mark.slow
 
-BACKEND = BackendSettings(
-    BackendKind.VERTEX,
-    project="test-project",
-    location="us-central1",
-    retry_initial_seconds=0.01,
-    retry_timeout_seconds=10,
-)
+BACKEND = vertex_settings(retry_timeout_seconds=10)
 
 
 @pytest.fixture(scope="module")

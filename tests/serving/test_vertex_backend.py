@@ -7,8 +7,8 @@ import grpc
 import pytest
 from google.api_core import exceptions as api_exceptions
 
+from tests.fakes.settings import PARENT, vertex_settings
 from tests.fakes.vertex_serving_service import FakeServingService
-from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingNotFoundError,
@@ -16,20 +16,11 @@ from vertex_training.serving.backends.base import (
 )
 from vertex_training.serving.backends.vertex import VertexServingBackend
 
-PARENT = "projects/test-project/locations/us-central1"
 IMAGE = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 
 
 def backend() -> VertexServingBackend:
-    return VertexServingBackend(
-        BackendSettings(
-            BackendKind.VERTEX,
-            project="test-project",
-            location="us-central1",
-            retry_initial_seconds=0.01,
-            retry_timeout_seconds=2,
-        )
-    )
+    return VertexServingBackend(vertex_settings(retry_timeout_seconds=2))
 
 
 def body(uri: str = "gs://b/jobs/train/model", key: str = "k1") -> dict[str, object]:
