@@ -305,18 +305,7 @@ def test_bring_your_own_creates_none_of_it() -> None:
 
 
 def test_a_job_without_a_platform() -> None:
-    def program() -> None:
-        vt.CustomJob(
-            "alone",
-            vt.CustomJobArgs(
-                project="other-project",
-                region="europe-west4",
-                chief=vt.WorkerPool(machine_type="n1-standard-4", image=DIGEST),
-                base_output_directory="gs://elsewhere/out",
-            ),
-        )
-
-    run = run_pulumi(program, stack="dev")
+    run = run_pulumi(lambda: vt.CustomJob("alone", alone("europe-west4")), stack="dev")
     registration = run.named("alone")
     assert registration.inputs["backend"]["location"] == "europe-west4"
     assert registration.inputs["backend"]["project"] == "other-project"
