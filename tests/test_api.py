@@ -144,6 +144,11 @@ def byo_platform(**extra: Any) -> vt.TrainingPlatform:
     )
 
 
+def byo_job(name: str, **fields: Any) -> vt.CustomJob:
+    """A CustomJob on a new bring-your-own platform (``byo_platform``)."""
+    return vt.CustomJob(name, vt.CustomJobArgs(platform=byo_platform(), **fields))
+
+
 def v100(count: int, **extra: Any) -> vt.WorkerPool:
     return vt.WorkerPool(
         machine_type="n1-standard-8",
@@ -175,13 +180,7 @@ def test_gpus_that_do_not_fit_fail_where_the_pool_is_built() -> None:
     """Refused by the catalog where the pool is built (valid on no platform, in no region),
     before anything is registered, naming the caller's own field."""
 
-    def program() -> None:
-        workers = v100(3)
-        vt.CustomJob(
-            "bad", vt.CustomJobArgs(platform=byo_platform(), chief=v100(1), workers=workers)
-        )
-
-    message, monitor = failing(program)
+    message, monitor = failing(lambda: byo_job("bad", chief=v100(1), workers=v100(3)))
     assert "WorkerPool.accelerator.count: 3 x NVIDIA_TESLA_V100" in message
     assert "valid counts: 1, 2, 4, 8" in message
     assert "(Vertex field machineSpec.acceleratorCount)" in message
@@ -233,33 +232,17 @@ def test_a_tuning_job_without_parameters() -> None:
 
 
 def test_a_tagged_image_is_refused_on_a_cloud_platform() -> None:
-    def program() -> None:
-        vt.CustomJob(
-            "tagged",
-            vt.CustomJobArgs(
-                platform=byo_platform(),
-                chief=vt.WorkerPool(machine_type="n1-standard-4", image="gcr.io/x/trainer:latest"),
-            ),
-        )
-
-    message, _ = failing(program)
+    chief = vt.WorkerPool(machine_type="n1-standard-4", image="gcr.io/x/trainer:latest")
+    message, _ = failing(lambda: byo_job("tagged", chief=chief))
     assert (
         "CustomJobArgs.chief.image: 'gcr.io/x/trainer:latest' is not an image by digest" in message
     )
 
 
 def test_extra_fields_problems_are_named_in_extra_fields() -> None:
-    def program() -> None:
-        vt.CustomJob(
-            "extra",
-            vt.CustomJobArgs(
-                platform=byo_platform(),
-                chief=vt.WorkerPool(machine_type="n1-standard-4"),
-                extra_fields={"jobSpec": {"scheduling": {"timeout": "-5s"}}},
-            ),
-        )
-
-    message, _ = failing(program)
+    chief = vt.WorkerPool(machine_type="n1-standard-4")
+    extra = {"jobSpec": {"scheduling": {"timeout": "-5s"}}}
+    message, _ = failing(lambda: byo_job("extra", chief=chief, extra_fields=extra))
     assert "CustomJobArgs.extra_fields['jobSpec']['scheduling']['timeout']" in message
 
 
@@ -276,15 +259,8 @@ def test_a_pools_own_problem_in_its_extra_fields_is_named_there() -> None:
 def test_values_not_known_yet_are_not_judged() -> None:
     def program() -> None:
         machine = pulumi.Output.from_input("a2-highgpu-1g")  # as if from another resource
-        vt.CustomJob(
-            "later",
-            vt.CustomJobArgs(
-                platform=byo_platform(),
-                chief=vt.WorkerPool(
-                    machine_type=machine, accelerator=vt.Accelerator("NVIDIA_TESLA_A100", 1)
-                ),
-            ),
-        )
+        a100 = vt.Accelerator("NVIDIA_TESLA_A100", 1)
+        byo_job("later", chief=vt.WorkerPool(machine_type=machine, accelerator=a100))
 
     run = run_pulumi(program, stack="dev")
     assert run.named("later").inputs["spec"]["jobSpec"]["workerPoolSpecs"][0]["machineSpec"] == {
@@ -296,14 +272,8 @@ def test_values_not_known_yet_are_not_judged() -> None:
 
 def test_unknown_hardware_warns_and_no_family_is_refused(caplog: pytest.LogCaptureFixture) -> None:
     def job(strict: bool | None, machine_type: str = "c2d-standard-3") -> None:
-        vt.CustomJob(
-            "future",
-            vt.CustomJobArgs(
-                platform=byo_platform(),
-                chief=vt.WorkerPool(machine_type=machine_type),
-                strict_hardware_checks=strict,
-            ),
-        )
+        chief = vt.WorkerPool(machine_type=machine_type)
+        byo_job("future", chief=chief, strict_hardware_checks=strict)
 
     # An unlisted size of a family the catalog lists partially: unknown, so a warning, in
     # strict mode too (strict refuses only names the catalog never heard of).
@@ -335,18 +305,7 @@ def test_bring_your_own_creates_none_of_it() -> None:
 
 
 def test_a_job_without_a_platform() -> None:
-    def program() -> None:
-        vt.CustomJob(
-            "alone",
-            vt.CustomJobArgs(
-                project="other-project",
-                region="europe-west4",
-                chief=vt.WorkerPool(machine_type="n1-standard-4", image=DIGEST),
-                base_output_directory="gs://elsewhere/out",
-            ),
-        )
-
-    run = run_pulumi(program, stack="dev")
+    run = run_pulumi(lambda: vt.CustomJob("alone", alone("europe-west4")), stack="dev")
     registration = run.named("alone")
     assert registration.inputs["backend"]["location"] == "europe-west4"
     assert registration.inputs["backend"]["project"] == "other-project"
@@ -501,17 +460,8 @@ def test_an_experiment_run_needs_its_experiment() -> None:
         "projects/team-project/locations/us-central1/metadataStores/default/contexts/exp-run1"
     )
 
-    def program() -> None:
-        vt.CustomJob(
-            "tracked",
-            vt.CustomJobArgs(
-                platform=byo_platform(),
-                chief=vt.WorkerPool(machine_type="n1-standard-4"),
-                experiment_run=run_name,
-            ),
-        )
-
-    message, _ = failing(program)
+    chief = vt.WorkerPool(machine_type="n1-standard-4")
+    message, _ = failing(lambda: byo_job("tracked", chief=chief, experiment_run=run_name))
     assert "CustomJobArgs.experiment_run" in message and "jobSpec.experimentRun" in message
 
 

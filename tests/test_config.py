@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 
 import pulumi
@@ -36,10 +37,17 @@ STACK_FILES = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 SCHEMA = yaml.safe_load((PROJECT_ROOT / "Pulumi.yaml").read_text())["config"]
 
 DEV = {"vertex-training:environment": "dev", "gcp:project": "my-project"}
+KMS = "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c"
+T4 = "NVIDIA_TESLA_T4"
 
 
 def key(name: str) -> str:
     return f"{PROJECT_NAME}:{name}"
+
+
+def dev(**settings: str) -> dict[str, object]:
+    """The dev stack's config with these of our keys set."""
+    return {**DEV, **{key(k): v for k, v in settings.items()}}
 
 
 def same_words(problem: Finding, error: vt.InvalidArgumentsError, where: str) -> None:
@@ -53,6 +61,20 @@ def problems_of(stack: str, raw: dict[str, object]) -> ConfigError:
     with pytest.raises(ConfigError) as caught:
         parse_stack_config(stack, raw)
     return caught.value
+
+
+def one_rule_both_routes(
+    config: Mapping[str, str], args: Mapping[str, object], args_field: str
+) -> tuple[Finding, vt.InvalidArgumentsError]:
+    """The same bad value through the dev stack's config and through TrainingPlatformArgs:
+    one problem each, in the same words (see ``same_words``)."""
+    [problem] = problems_of("dev", dev(**config)).findings
+    with pytest.raises(vt.InvalidArgumentsError) as caught:
+        vt.TrainingPlatform(
+            "p", vt.TrainingPlatformArgs(environment="dev", project="my-project", **args)
+        )
+    same_words(problem, caught.value, f"TrainingPlatformArgs.{args_field}")
+    return problem, caught.value
 
 
 # --------------------------------------------------------------------- schema
@@ -168,13 +190,7 @@ def test_defaults() -> None:
 
 def test_values_as_the_cli_passes_them_are_coerced() -> None:
     config = parse_stack_config(
-        "dev",
-        {
-            **DEV,
-            key("workbenchDiskSizeGb"): "200",
-            key("workbenchEnabled"): "false",
-            key("bucketName"): "",
-        },
+        "dev", dev(workbenchDiskSizeGb="200", workbenchEnabled="false", bucketName="")
     )
     assert config.workbench.disk_size_gb == 200
     assert config.workbench.enabled is False
@@ -250,31 +266,14 @@ def test_regions_and_workbench_gpus_come_from_the_hardware_catalog() -> None:
 def test_both_routes_hold_a_setting_to_one_rule(
     setting: str, value: str, platform_field: str
 ) -> None:
-    error = problems_of("dev", {**DEV, key(setting): value})
-    [problem] = error.findings
-    with pytest.raises(vt.InvalidArgumentsError) as caught:
-        vt.TrainingPlatform(
-            "p",
-            vt.TrainingPlatformArgs(
-                environment="dev", project="my-project", **{platform_field: int(value)}
-            ),
-        )
-    same_words(problem, caught.value, f"TrainingPlatformArgs.{platform_field}")
+    one_rule_both_routes({setting: value}, {platform_field: int(value)}, platform_field)
 
 
 def test_the_workbench_disk_is_one_rule_for_both_routes() -> None:
-    [problem] = problems_of("dev", {**DEV, key("workbenchDiskSizeGb"): "100"}).findings
-    with pytest.raises(vt.InvalidArgumentsError) as caught:
-        vt.TrainingPlatform(
-            "p",
-            vt.TrainingPlatformArgs(
-                environment="dev", project="my-project", workbench=vt.Workbench(disk_size_gb=100)
-            ),
-        )
-    same_words(problem, caught.value, "TrainingPlatformArgs.workbench.disk_size_gb")
+    args = {"workbench": vt.Workbench(disk_size_gb=100)}
+    one_rule_both_routes({"workbenchDiskSizeGb": "100"}, args, "workbench.disk_size_gb")
 
 
-KMS = "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c"
 DIGEST = "example.com/trainer@sha256:" + "a" * 64
 
 
@@ -349,17 +348,11 @@ DIGEST = "example.com/trainer@sha256:" + "a" * 64
 def test_both_routes_run_one_rule_and_name_their_own_path(
     config: dict[str, str], args: dict[str, object], config_key: str, args_field: str
 ) -> None:
-    # The same bad value through the stack config and through TrainingPlatformArgs: one
-    # rule (platform.rules), one problem, each route naming the value its own way.
-    [problem] = problems_of("dev", {**DEV, **{key(k): v for k, v in config.items()}}).findings
+    # One rule (platform.rules), one problem, each route naming the value its own way.
+    problem, error = one_rule_both_routes(config, args, args_field)
     assert problem.caller == key(config_key)
     assert fix(problem, "dev").startswith(f"pulumi config set {key(config_key)} ")
-    with pytest.raises(vt.InvalidArgumentsError) as caught:
-        vt.TrainingPlatform(
-            "p", vt.TrainingPlatformArgs(environment="dev", project="my-project", **args)
-        )
-    message = str(caught.value)
-    same_words(problem, caught.value, f"TrainingPlatformArgs.{args_field}")
+    message = str(error)
     assert config_key not in message and "vertex-training:" not in message
     assert "TrainingPlatformArgs" not in str(problem)
 
@@ -384,19 +377,10 @@ def test_a_derived_bucket_name_is_one_rule_for_both_routes() -> None:
 def test_one_bad_value_hides_no_other_of_its_section() -> None:
     # The general section has a budget pydantic refuses; its other values are still
     # judged by the platform rules in the same run (a KMS key of another region).
-    error = problems_of(
-        "dev",
-        {
-            **DEV,
-            key("budget"): "-5",
-            key("kmsKeyName"): "projects/p/locations/europe-west4/keyRings/k/cryptoKeys/c",
-        },
-    )
+    error = problems_of("dev", dev(budget="-5", kmsKeyName=KMS))
     assert {p.caller for p in error.findings} == {key("budget"), key("kmsKeyName")}
     # A refused value's default stands in for the rules, and is not judged in its place.
-    error = problems_of(
-        "dev", {**DEV, key("workbenchGpuType"): "NVIDIA_TESLA_T4", key("workbenchGpuCount"): "x"}
-    )
+    error = problems_of("dev", dev(workbenchGpuType=T4, workbenchGpuCount="x"))
     [problem] = error.findings
     assert problem.caller == key("workbenchGpuCount") and "valid integer" in problem.message
 
@@ -560,7 +544,7 @@ def test_trainer_image_must_be_a_digest() -> None:
     ],
 )
 def test_rules_between_and_within_keys(extra: dict[str, str], bad_key: str, text: str) -> None:
-    error = problems_of("dev", {**DEV, **{key(k): v for k, v in extra.items()}})
+    error = problems_of("dev", dev(**extra))
     assert [p.caller for p in error.findings] == [key(bad_key)]
     assert text in error.findings[0].message
     assert fix(error.findings[0], "dev").startswith(f"pulumi config set {key(bad_key)} ")
@@ -891,19 +875,12 @@ def test_a_number_no_float_holds_is_refused_at_its_key(
 
 
 def test_a_negative_workbench_gpu_count_is_refused_in_both_routes() -> None:
-    [problem] = problems_of("dev", {**DEV, key("workbenchGpuCount"): "-1"}).findings
+    args = {"workbench": vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", -1))}
+    problem, _ = one_rule_both_routes(
+        {"workbenchGpuCount": "-1"}, args, "workbench.accelerator.count"
+    )
     assert problem.caller == key("workbenchGpuCount")
     assert problem.message == "-1 GPUs is negative"
-    with pytest.raises(vt.InvalidArgumentsError) as caught:
-        vt.TrainingPlatform(
-            "p",
-            vt.TrainingPlatformArgs(
-                environment="dev",
-                project="my-project",
-                workbench=vt.Workbench(accelerator=vt.Accelerator("NVIDIA_TESLA_T4", -1)),
-            ),
-        )
-    same_words(problem, caught.value, "TrainingPlatformArgs.workbench.accelerator.count")
 
 
 def test_workbench_keys_on_a_local_stack_are_said_to_be_ignored() -> None:

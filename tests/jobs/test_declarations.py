@@ -25,6 +25,8 @@ from vertex_training.jobs.fields import caller_path, camel
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 
+CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
+
 
 def _sample(expected: object, name: str, depth: int) -> Any:
     """A YAML value of type ``expected`` (every field of a dataclass set)."""
@@ -188,7 +190,7 @@ def test_the_yaml_and_python_routes_build_the_same_body() -> None:
     )
     body = api.resolve(declared.args, declared.name, handles()).body
     assert body == api.resolve(python, declared.name, handles()).body
-    parse_body(JobKind.HYPERPARAMETER_TUNING_JOB, body)
+    parse_body(TUNING, body)
     assert "network" not in body["trialJobSpec"]
 
 
@@ -226,45 +228,33 @@ def test_the_repo_stack_files_are_in_the_new_shape() -> None:
     ("kind", "api_path", "key"),
     [
         (
-            JobKind.CUSTOM_JOB,
+            CUSTOM,
             "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount",
             "chief.accelerator.count",
         ),
         (
-            JobKind.HYPERPARAMETER_TUNING_JOB,
+            TUNING,
             "trialJobSpec.workerPoolSpecs[1].machineSpec.machineType",
             "trial.workers.machineType",
         ),
-        (
-            JobKind.CUSTOM_JOB,
-            "jobSpec.workerPoolSpecs[2].containerSpec.env[1].name",
-            "parameterServers.env",
-        ),
-        (
-            JobKind.CUSTOM_JOB,
-            "jobSpec.workerPoolSpecs[3].diskSpec.bootDiskSizeGb",
-            "evaluator.bootDiskSizeGb",
-        ),
-        (JobKind.CUSTOM_JOB, "jobSpec.workerPoolSpecs[3]", "evaluator"),
-        (JobKind.CUSTOM_JOB, "jobSpec.workerPoolSpecs[0].containerSpec.imageUri", "chief.image"),
-        (JobKind.CUSTOM_JOB, "jobSpec.scheduling.timeout", "scheduling.timeoutSeconds"),
-        (JobKind.CUSTOM_JOB, "jobSpec.baseOutputDirectory.outputUriPrefix", "baseOutputDirectory"),
-        (JobKind.CUSTOM_JOB, "jobSpec.serviceAccount", "serviceAccount"),
-        (
-            JobKind.HYPERPARAMETER_TUNING_JOB,
-            "studySpec.metrics[0].metricId",
-            "study.metrics[0].metricId",
-        ),
-        (JobKind.HYPERPARAMETER_TUNING_JOB, "studySpec.parameters[1]", "study.parameters[1]"),
-        (JobKind.CUSTOM_JOB, "encryptionSpec.kmsKeyName", "kmsKeyName"),
-        (JobKind.HYPERPARAMETER_TUNING_JOB, "maxTrialCount", "maxTrialCount"),
-        (JobKind.CUSTOM_JOB, "displayName", "displayName"),
-        (JobKind.CUSTOM_JOB, "labels.Team", "labels.Team"),
-        (JobKind.CUSTOM_JOB, "", ""),
+        (CUSTOM, "jobSpec.workerPoolSpecs[2].containerSpec.env[1].name", "parameterServers.env"),
+        (CUSTOM, "jobSpec.workerPoolSpecs[3].diskSpec.bootDiskSizeGb", "evaluator.bootDiskSizeGb"),
+        (CUSTOM, "jobSpec.workerPoolSpecs[3]", "evaluator"),
+        (CUSTOM, "jobSpec.workerPoolSpecs[0].containerSpec.imageUri", "chief.image"),
+        (CUSTOM, "jobSpec.scheduling.timeout", "scheduling.timeoutSeconds"),
+        (CUSTOM, "jobSpec.baseOutputDirectory.outputUriPrefix", "baseOutputDirectory"),
+        (CUSTOM, "jobSpec.serviceAccount", "serviceAccount"),
+        (TUNING, "studySpec.metrics[0].metricId", "study.metrics[0].metricId"),
+        (TUNING, "studySpec.parameters[1]", "study.parameters[1]"),
+        (CUSTOM, "encryptionSpec.kmsKeyName", "kmsKeyName"),
+        (TUNING, "maxTrialCount", "maxTrialCount"),
+        (CUSTOM, "displayName", "displayName"),
+        (CUSTOM, "labels.Team", "labels.Team"),
+        (CUSTOM, "", ""),
     ],
 )
 def test_config_path(kind: JobKind, api_path: str, key: str) -> None:
-    cls = api.CustomJobArgs if kind is JobKind.CUSTOM_JOB else api.HyperparameterTuningJobArgs
+    cls = api.CustomJobArgs if kind is CUSTOM else api.HyperparameterTuningJobArgs
     assert caller_path(cls, api_path, "yaml") == key
 
 

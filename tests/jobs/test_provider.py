@@ -16,7 +16,7 @@ from pulumi.runtime.rpc import UNKNOWN
 
 from tests import bodies
 from tests.bodies import cassava, horses_or_humans
-from tests.fakes import fake_settings
+from tests.fakes.settings import vertex_settings
 from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
@@ -26,7 +26,7 @@ from vertex_training.jobs.resources import ADOPTION_LABEL, PROVIDER_VERSION
 
 pytestmark = pytest.mark.slow
 
-BACKEND = fake_settings(retry_timeout_seconds=10)
+BACKEND = vertex_settings(retry_timeout_seconds=10)
 
 
 @pytest.fixture(scope="module")

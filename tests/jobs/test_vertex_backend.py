@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.bodies import cassava, horses_or_humans
-from tests.fakes import fake_settings
+from tests.fakes.settings import PARENT, vertex_settings
 from tests.fakes.vertex_job_service import FakeJobService
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training._dynamic import BackendKind, BackendSettings
@@ -40,8 +40,6 @@ from vertex_training.jobs.records import JobKind, JobState
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 
-PARENT = "projects/test-project/locations/us-central1"
-
 
 @pytest.fixture(autouse=True)
 def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +48,7 @@ def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def backend() -> VertexBackend:
-    return VertexBackend(fake_settings())
+    return VertexBackend(vertex_settings(retry_timeout_seconds=5))
 
 
 def client(fake: FakeJobService) -> JobServiceClient:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,17 +67,25 @@ def _run(backend: LocalBackend, spec: dict[str, Any]) -> JobRecord:
     return backend.wait(record.name, timeout=150)
 
 
+RunStudy = Callable[..., JobRecord]
+
+
+@pytest.fixture
+def run_study(backend: LocalBackend, standin_pool: PoolFactory) -> RunStudy:
+    """Runs a study of stand-in trials (``_tuning``'s fields) on the local backend to its end."""
+    return lambda **fields: _run(backend, _tuning(standin_pool, **fields))
+
+
 def _metric(trial: TrialRecord) -> float | None:
     return trial.final_metrics.get(METRIC)
 
 
 @pytest.mark.slow
 def test_six_trials_two_parallel_complete_and_report_the_best(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: LocalBackend, run_study: RunStudy, tmp_path: Path
 ) -> None:
     dump = tmp_path / "env"
-    spec = _tuning(standin_pool, args=("--steps=2", "--step-sleep=0.2", f"--dump-env={dump}"))
-    record = _run(backend, spec)
+    record = run_study(args=("--steps=2", "--step-sleep=0.2", f"--dump-env={dump}"))
     assert record.state is JobState.SUCCEEDED, record.error_message
     assert [t.trial_id for t in record.trials] == ["1", "2", "3", "4", "5", "6"]
     assert all(t.state == "SUCCEEDED" for t in record.trials)
@@ -105,13 +114,10 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
 
 @pytest.mark.slow
 def test_parallel_trial_count_is_respected(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: LocalBackend, run_study: RunStudy, tmp_path: Path
 ) -> None:
     spans_dir = tmp_path / "spans"
-    spec = _tuning(
-        standin_pool, args=("--steps=1", "--sleep=1.0", f"--span-dir={spans_dir}"), trials=4
-    )
-    record = _run(backend, spec)
+    record = run_study(args=("--steps=1", "--sleep=1.0", f"--span-dir={spans_dir}"), trials=4)
     assert record.state is JobState.SUCCEEDED
     spans = [json.loads(p.read_text()) for p in sorted(spans_dir.glob("*.json"))]
     assert len(spans) == 4
@@ -126,12 +132,9 @@ def test_parallel_trial_count_is_respected(
 
 
 @pytest.mark.slow
-def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
+def test_grid_search_covers_the_grid_and_stops_when_it_is_exhausted(run_study: RunStudy) -> None:
     params = (discrete("x", (0.2, 0.7)), categorical("kind", ("good", "bad")))
-    spec = _tuning(standin_pool, parameters=params, trials=10, parallel=2, algorithm="GRID_SEARCH")
-    record = _run(backend, spec)
+    record = run_study(parameters=params, trials=10, parallel=2, algorithm="GRID_SEARCH")
     assert record.state is JobState.SUCCEEDED
     combos = sorted((dict(t.parameters)["x"], t.parameters["kind"]) for t in record.trials)
     assert combos == [(0.2, "bad"), (0.2, "good"), (0.7, "bad"), (0.7, "good")]
@@ -165,14 +168,9 @@ def test_random_search_is_reproducible_with_the_backend_seed(
 
 
 @pytest.mark.slow
-def test_conditional_parameter_only_when_parent_matches(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
+def test_conditional_parameter_only_when_parent_matches(run_study: RunStudy) -> None:
     kind = categorical("kind", ("good", "bad"), good=[integer("units", 8, 16)])
-    spec = _tuning(
-        standin_pool, parameters=(kind,), trials=6, parallel=2, algorithm="RANDOM_SEARCH"
-    )
-    record = _run(backend, spec)
+    record = run_study(parameters=(kind,), trials=6, parallel=2, algorithm="RANDOM_SEARCH")
     assert record.state is JobState.SUCCEEDED
     kinds = set()
     for trial in record.trials:
@@ -183,13 +181,8 @@ def test_conditional_parameter_only_when_parent_matches(
 
 
 @pytest.mark.slow
-def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
-    spec = _tuning(
-        standin_pool, args=("--exit-code=4",), trials=6, parallel=1, max_failed=2, output=None
-    )
-    record = _run(backend, spec)
+def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(run_study: RunStudy) -> None:
+    record = run_study(args=("--exit-code=4",), trials=6, parallel=1, max_failed=2, output=None)
     assert record.state is JobState.FAILED
     assert [t.state for t in record.trials] == ["INFEASIBLE", "INFEASIBLE"]
     assert "2 trials failed" in (record.error_message or "")
@@ -197,18 +190,14 @@ def test_failed_trials_are_infeasible_and_max_failed_fails_the_job(
 
 
 @pytest.mark.slow
-def test_trial_without_metric_is_infeasible_but_the_study_succeeds(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
-    spec = _tuning(
-        standin_pool,
+def test_trial_without_metric_is_infeasible_but_the_study_succeeds(run_study: RunStudy) -> None:
+    record = run_study(
         args=("--steps=1", "--no-metric-if=kind=bad"),
         parameters=(categorical("kind", ("good", "bad")),),
         trials=2,
         parallel=1,
         algorithm="GRID_SEARCH",
     )
-    record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
     states = {t.parameters["kind"]: t.state for t in record.trials}
     assert states == {"good": "SUCCEEDED", "bad": "INFEASIBLE"}
@@ -256,13 +245,10 @@ def test_parameter_args_are_vertex_flags() -> None:
 
 
 @pytest.mark.slow
-def test_median_stopping_stops_trials_worse_than_the_median(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
+def test_median_stopping_stops_trials_worse_than_the_median(run_study: RunStudy) -> None:
     # Grid order is random but seeded; the good values finish first often enough that
     # later poor trials are compared against them. Steps are slow so stopping shows.
-    spec = _tuning(
-        standin_pool,
+    record = run_study(
         args=("--steps=6", "--step-sleep=0.3"),
         parameters=(discrete("x", (0.04, 0.05, 0.06, 0.69, 0.7, 0.71)),),
         trials=6,
@@ -270,7 +256,6 @@ def test_median_stopping_stops_trials_worse_than_the_median(
         algorithm="GRID_SEARCH",
         medianAutomatedStoppingSpec={},
     )
-    record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
     stopped = [t.trial_id for t in record.trials if t.early_stopped]
     assert stopped, "median stopping stopped nothing"
@@ -362,21 +347,19 @@ def test_log_scales_put_their_resolution_at_the_right_end(
 
 @pytest.mark.slow
 def test_parallel_trials_get_distinct_gpus(
-    backend: LocalBackend,
     standin_pool: PoolFactory,
+    run_study: RunStudy,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A two-GPU machine; two trials at a time, one GPU each.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     dump = tmp_path / "env"
-    spec = _tuning(
-        standin_pool,
+    record = run_study(
         pool=standin_pool([f"--dump-env={dump}", "--steps=1", "--sleep=0.5"], accelerators=1),
         trials=2,
         parallel=2,
     )
-    record = _run(backend, spec)
     assert record.state is JobState.SUCCEEDED
     visible = sorted(json.loads(p.read_text())["CUDA_VISIBLE_DEVICES"] for p in dump.glob("*.json"))
     assert visible == ["0", "1"]

@@ -123,15 +123,15 @@ def test_a_replica_runs_warm_only_where_the_pools_interpreter_read_what_it_would
 
 
 @pytest.fixture(scope="module")
-def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """A pool of two slots, created as ``up`` creates it (warm when ``create`` returns);
-    deleted at the end whatever happened."""
+def warm_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The local root of a pool of two slots, created as ``up`` creates it (warm when
+    ``create`` returns); deleted at the end whatever happened."""
     root = tmp_path_factory.mktemp("warm") / "root"
     props = _props(root)
     provider = WarmPoolProvider()
     created = provider.create(props)
     try:
-        yield root, {**props, **created.outs}
+        yield root
     finally:
         provider.delete(created.id, props)
 
@@ -166,15 +166,23 @@ def _probe_job(
     return _run(root, tmp, JobKind.CUSTOM_JOB, body)
 
 
-@pytest.mark.slow
-def test_a_job_runs_in_a_warm_worker_with_the_environment_vertex_gives(
-    warm: tuple[Path, dict[str, Any]], tmp_path: Path
-) -> None:
-    root, _ = warm
+def _probe_alone(
+    root: Path, tmp: Path, env: dict[str, str] | None = None
+) -> tuple[set[int], dict[str, Any], str]:
+    """The pool's waiting workers, then a one-replica job that succeeded: its probe and
+    its supervisor log."""
     waiting = set(_worker_pids(root))
-    record, probes, log = _probe_job(root, tmp_path)
+    record, probes, log = _probe_job(root, tmp, env=env)
     assert record.state is JobState.SUCCEEDED, record.error_message
     (probe,) = probes.values()
+    return waiting, probe, log
+
+
+@pytest.mark.slow
+def test_a_job_runs_in_a_warm_worker_with_the_environment_vertex_gives(
+    warm_root: Path, tmp_path: Path
+) -> None:
+    waiting, probe, log = _probe_alone(warm_root, tmp_path)
     assert probe["pid"] in waiting, "it ran in one of the pool's workers"
     assert probe["tensorflow_imported"] is True
     assert probe["cluster_spec"]["task"] == {"type": "workerpool0", "index": 0}
@@ -184,9 +192,9 @@ def test_a_job_runs_in_a_warm_worker_with_the_environment_vertex_gives(
     assert pid_gone(probe["pid"]), "a worker serves one job"
     # Its slot's next worker is a copy of it from before the job, warm without an import,
     # in a session of its own (a stop of a job's process group spares it).
-    (successor,) = set(_worker_pids(root)) - waiting
+    (successor,) = set(_worker_pids(warm_root)) - waiting
     slot_logs = "".join(
-        log.read_text() for log in (pool_dir(root.resolve(), RESOURCE) / "logs").glob("*.log")
+        log.read_text() for log in (pool_dir(warm_root.resolve(), RESOURCE) / "logs").glob("*.log")
     )
     assert f"worker {successor} of slot" in slot_logs
     assert f"forked warm from {probe['pid']}" in slot_logs
@@ -195,11 +203,10 @@ def test_a_job_runs_in_a_warm_worker_with_the_environment_vertex_gives(
 
 @pytest.mark.slow
 def test_each_job_gets_a_fresh_interpreter_and_a_cluster_gets_one_worker_each(
-    warm: tuple[Path, dict[str, Any]], tmp_path: Path
+    warm_root: Path, tmp_path: Path
 ) -> None:
-    root, _ = warm
-    first, probes_1, _ = _probe_job(root, tmp_path / "1")
-    second, probes_2, log = _probe_job(root, tmp_path / "2", replicas=2)
+    first, probes_1, _ = _probe_job(warm_root, tmp_path / "1")
+    second, probes_2, log = _probe_job(warm_root, tmp_path / "2", replicas=2)
     assert first.state is JobState.SUCCEEDED and second.state is JobState.SUCCEEDED
     (one,) = probes_1.values()
     assert set(probes_2) == {"workerpool0-0", "workerpool1-0"}
@@ -212,14 +219,11 @@ def test_each_job_gets_a_fresh_interpreter_and_a_cluster_gets_one_worker_each(
 
 
 @pytest.mark.slow
-def test_a_studys_trials_each_run_in_a_fresh_warm_worker(
-    warm: tuple[Path, dict[str, Any]], tmp_path: Path
-) -> None:
-    root, _ = warm
+def test_a_studys_trials_each_run_in_a_fresh_warm_worker(warm_root: Path, tmp_path: Path) -> None:
     trial = {"workerPoolSpecs": [_probe_pool(tmp_path)], "persistentResourceId": RESOURCE}
     parameter = {"parameterId": "x", "doubleValueSpec": {"minValue": 0, "maxValue": 1}}
     body = tuning_job(trial, study(parameter, algorithm="RANDOM_SEARCH"), max_trials=3)
-    record, probes, log = _run(root, tmp_path, JobKind.HYPERPARAMETER_TUNING_JOB, body)
+    record, probes, log = _run(warm_root, tmp_path, JobKind.HYPERPARAMETER_TUNING_JOB, body)
     assert record.state is JobState.SUCCEEDED, record.error_message
     assert len(probes) == 3 and len({p["pid"] for p in probes.values()}) == 3
     assert all(p["tensorflow_imported"] and p["seen_before"] is None for p in probes.values())
@@ -228,17 +232,13 @@ def test_a_studys_trials_each_run_in_a_fresh_warm_worker(
 
 @pytest.mark.slow
 def test_a_job_whose_environment_changes_what_tensorflow_read_runs_cold(
-    warm: tuple[Path, dict[str, Any]], tmp_path: Path
+    warm_root: Path, tmp_path: Path
 ) -> None:
-    root, _ = warm
-    pool_pids = set(_worker_pids(root))
-    record, probes, log = _probe_job(root, tmp_path, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert record.state is JobState.SUCCEEDED, record.error_message
-    (probe,) = probes.values()
+    pool_pids, probe, log = _probe_alone(warm_root, tmp_path, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
     assert probe["pid"] not in pool_pids and probe["tensorflow_imported"] is False
     (line,) = [line for line in log.splitlines() if "runs cold" in line]
     assert "TF_CPP_MIN_LOG_LEVEL='3'" in line and RESOURCE in line
-    assert set(_worker_pids(root)) == pool_pids, "the pool's workers still wait"
+    assert set(_worker_pids(warm_root)) == pool_pids, "the pool's workers still wait"
 
 
 @pytest.mark.slow

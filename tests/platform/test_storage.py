@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pytest
 
@@ -11,23 +13,23 @@ from vertex_training.platform.storage import STAGING_PREFIX, TrainingBucket, Tra
 BUCKET = "gcp:storage/bucket:Bucket"
 LABELS = {"app": "vertex-training", "stack": "t"}
 
-DEV = TrainingBucketArgs(
-    project="p-1",
-    region="us-central1",
-    bucket_name="p-1-dev-vertex",
-    labels=LABELS,
-    staging_retention_days=3,
-    force_destroy=True,
-)
-PROD = TrainingBucketArgs(
-    project="p-1",
-    region="europe-west4",
-    bucket_name="p-1-prod-vertex",
-    labels=LABELS,
-    staging_retention_days=7,
-    versioning=True,
-    soft_delete_retention_days=14,
-    protect=True,
+
+def bucket_args(
+    environment: str, region: str, staging_days: int, **extra: Any
+) -> TrainingBucketArgs:
+    return TrainingBucketArgs(
+        project="p-1",
+        region=region,
+        bucket_name=f"p-1-{environment}-vertex",
+        labels=LABELS,
+        staging_retention_days=staging_days,
+        **extra,
+    )
+
+
+DEV = bucket_args("dev", "us-central1", 3, force_destroy=True)
+PROD = bucket_args(
+    "prod", "europe-west4", 7, versioning=True, soft_delete_retention_days=14, protect=True
 )
 
 

@@ -16,15 +16,11 @@ DIGEST = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 TRAINER = "us-docker.pkg.dev/p/r/trainer@sha256:" + "b" * 64
 
 
-def job(**extra: object) -> vt.CustomJob:
+def job(**extra: Any) -> vt.CustomJob:
+    """A job with no platform, in us-central1."""
+    chief = vt.WorkerPool(machine_type="n1-standard-4", image=TRAINER)
     return vt.CustomJob(
-        "train",
-        vt.CustomJobArgs(
-            project="p",
-            region="us-central1",
-            chief=vt.WorkerPool(machine_type="n1-standard-4", image=TRAINER),
-            **extra,  # type: ignore[arg-type]
-        ),
+        "train", vt.CustomJobArgs(project="p", region="us-central1", chief=chief, **extra)
     )
 
 

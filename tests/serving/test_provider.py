@@ -17,7 +17,7 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
-from tests.fakes import fake_settings
+from tests.fakes.settings import PARENT, vertex_settings
 from tests.fakes.vertex_serving_service import FakeServingService
 from tests.serving.conftest import saved_model
 from tests.serving.provider_host import ServingEngine, ServingHost, up
@@ -33,7 +33,6 @@ from vertex_training.serving.resources import (
 
 pytestmark = pytest.mark.slow
 
-PARENT = "projects/test-project/locations/us-central1"
 IMAGE = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 MODEL_IDENTITY = "vertex-training/dev/horses"
 ENDPOINT_IDENTITY = "vertex-training/dev/horses-endpoint"
@@ -47,7 +46,7 @@ def host(serving_fake: FakeServingService) -> Iterator[ServingHost]:
 
 
 def vertex_backend() -> dict[str, Any]:
-    return fake_settings().to_props()
+    return vertex_settings(retry_timeout_seconds=5).to_props()
 
 
 def model_props(

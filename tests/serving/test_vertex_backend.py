@@ -7,7 +7,7 @@ import grpc
 import pytest
 from google.api_core import exceptions as api_exceptions
 
-from tests.fakes import fake_settings
+from tests.fakes.settings import PARENT, vertex_settings
 from tests.fakes.vertex_serving_service import FakeServingService
 from vertex_training.serving.backends.base import (
     ModelInUseError,
@@ -16,12 +16,11 @@ from vertex_training.serving.backends.base import (
 )
 from vertex_training.serving.backends.vertex import VertexServingBackend
 
-PARENT = "projects/test-project/locations/us-central1"
 IMAGE = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 
 
 def backend() -> VertexServingBackend:
-    return VertexServingBackend(fake_settings(retry_timeout_seconds=2))
+    return VertexServingBackend(vertex_settings(retry_timeout_seconds=2))
 
 
 def body(uri: str = "gs://b/jobs/train/model", key: str = "k1") -> dict[str, object]:

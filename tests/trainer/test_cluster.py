@@ -16,70 +16,36 @@ def tf_config(cluster: dict[str, list[str]], task_type: str, index: int, **task:
     return json.dumps({"cluster": cluster, "task": {"type": task_type, "index": index, **task}})
 
 
+def tf_env(cluster: dict[str, list[str]], task_type: str, index: int) -> dict[str, str]:
+    return {"TF_CONFIG": tf_config(cluster, task_type, index)}
+
+
+WITH_CHIEF = {"chief": TWO[:1], "worker": TWO[1:]}
+WITH_MASTER = {"master": TWO[:1], "worker": TWO[1:]}
+WORKERS = {"worker": TWO}
+CHIEF_ONLY = {"chief": TWO[:1]}
+
+
 @pytest.mark.parametrize(
     ("env", "task_type", "index", "is_chief", "in_cluster", "workers"),
     [
         pytest.param({}, "chief", 0, True, True, 1, id="no TF_CONFIG: single replica is chief"),
+        pytest.param(tf_env(WITH_CHIEF, "chief", 0), "chief", 0, True, True, 2, id="chief"),
         pytest.param(
-            {"TF_CONFIG": tf_config({"chief": TWO[:1], "worker": TWO[1:]}, "chief", 0)},
-            "chief",
-            0,
-            True,
-            True,
-            2,
-            id="chief",
+            tf_env(WITH_MASTER, "master", 0), "chief", 0, True, True, 2, id="master is the chief"
         ),
         pytest.param(
-            {"TF_CONFIG": tf_config({"master": TWO[:1], "worker": TWO[1:]}, "master", 0)},
-            "chief",
-            0,
-            True,
-            True,
-            2,
-            id="master is the chief",
+            tf_env(WORKERS, "worker", 0), "worker", 0, True, True, 2, id="worker 0 without chief"
         ),
         pytest.param(
-            {"TF_CONFIG": tf_config({"worker": TWO}, "worker", 0)},
-            "worker",
-            0,
-            True,
-            True,
-            2,
-            id="worker 0 without chief",
+            tf_env(WITH_CHIEF, "worker", 0), "worker", 0, False, True, 2, id="worker 0 with a chief"
+        ),
+        pytest.param(tf_env(WORKERS, "worker", 1), "worker", 1, False, True, 2, id="worker 1"),
+        pytest.param(
+            tf_env({"chief": TWO[:1], "ps": TWO[1:]}, "ps", 0), "ps", 0, False, True, 1, id="ps"
         ),
         pytest.param(
-            {"TF_CONFIG": tf_config({"chief": TWO[:1], "worker": TWO[1:]}, "worker", 0)},
-            "worker",
-            0,
-            False,
-            True,
-            2,
-            id="worker 0 with a chief",
-        ),
-        pytest.param(
-            {"TF_CONFIG": tf_config({"worker": TWO}, "worker", 1)},
-            "worker",
-            1,
-            False,
-            True,
-            2,
-            id="worker 1",
-        ),
-        pytest.param(
-            {"TF_CONFIG": tf_config({"chief": TWO[:1], "ps": TWO[1:]}, "ps", 0)},
-            "ps",
-            0,
-            False,
-            True,
-            1,
-            id="ps",
-        ),
-        pytest.param(
-            {
-                "TF_CONFIG": tf_config(
-                    {"chief": TWO[:1], "worker": TWO[1:], "evaluator": ["h2:1"]}, "evaluator", 0
-                )
-            },
+            tf_env({**WITH_CHIEF, "evaluator": ["h2:1"]}, "evaluator", 0),
             "evaluator",
             0,
             False,
@@ -88,13 +54,7 @@ def tf_config(cluster: dict[str, list[str]], task_type: str, index: int, **task:
             id="evaluator is not in the training cluster",
         ),
         pytest.param(
-            {"TF_CONFIG": tf_config({"chief": TWO[:1]}, "chief", 0)},
-            "chief",
-            0,
-            True,
-            True,
-            1,
-            id="Vertex single replica",
+            tf_env(CHIEF_ONLY, "chief", 0), "chief", 0, True, True, 1, id="Vertex single replica"
         ),
     ],
 )
@@ -142,12 +102,10 @@ def test_master_and_cluster_spec_give_the_role_vertex_tf_config_gives(task_type:
     """The role is all the trainer builds its strategy and saves from: one two-process
     training (tests/trainer/test_training.py, with TF_CONFIG) covers the other names."""
     chief, worker = TWO
-    vertex = parse_cluster_role(
-        {"TF_CONFIG": tf_config({"chief": [chief], "worker": [worker]}, task_type, 0)}
-    )
+    vertex = parse_cluster_role(tf_env({"chief": [chief], "worker": [worker]}, task_type, 0))
     if task_type == "chief":
         cluster = {"master": [chief], "worker": [worker]}
-        other = parse_cluster_role({"TF_CONFIG": tf_config(cluster, "master", 0)})
+        other = parse_cluster_role(tf_env(cluster, "master", 0))
     else:
         pools = {"workerpool0": [chief], "workerpool1": [worker]}
         spec = json.dumps({"cluster": pools, "task": {"type": "workerpool1", "index": 0}})
@@ -189,9 +147,7 @@ def test_bad_tf_config_names_the_problem(raw: str, message: str) -> None:
 
 
 def test_parameter_servers_are_refused_with_a_fix() -> None:
-    role = parse_cluster_role(
-        {"TF_CONFIG": tf_config({"chief": ["c:1"], "ps": ["p:1"]}, "chief", 0)}
-    )
+    role = parse_cluster_role(tf_env({"chief": ["c:1"], "ps": ["p:1"]}, "chief", 0))
     with pytest.raises(ClusterConfigError, match="drop worker pool 2"):
         require_all_reduce_cluster(role)
     require_all_reduce_cluster(parse_cluster_role({}))  # a single replica is fine

@@ -339,21 +339,22 @@ def test_tpu_topologies() -> None:
 # --- regions and zones -----------------------------------------------------------------
 
 
+def _pools(*accelerators: str) -> list[tuple[str, str]]:
+    """What ``check_region`` reads of a CustomJob's pools: each one's machineSpec path and
+    its accelerator type."""
+    return [(f"jobSpec.workerPoolSpecs[{i}].machineSpec", a) for i, a in enumerate(accelerators)]
+
+
 @pytest.mark.parametrize(
     "region",
     ["us-central1", "us-east4", "us-east5", "us-west1", "europe-west4", "asia-southeast1"],
 )
 def test_h100_regions(region: str) -> None:
-    pools = [("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_H100_80GB")]
-    assert check_region(region, pools) == []
+    assert check_region(region, _pools("NVIDIA_H100_80GB")) == []
 
 
 def test_seed_example_gpus_not_sharing_a_zone_are_refused() -> None:
-    pools = [
-        ("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_TESLA_T4"),
-        ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_K80"),
-        ("jobSpec.workerPoolSpecs[2].machineSpec", "NVIDIA_TESLA_P100"),
-    ]
+    pools = _pools("NVIDIA_TESLA_T4", "NVIDIA_TESLA_K80", "NVIDIA_TESLA_P100")
     error = _only(check_region("us-central1", pools))
     assert error.severity == "error"
     assert error.path == "region"
@@ -364,10 +365,7 @@ def test_seed_example_gpus_not_sharing_a_zone_are_refused() -> None:
 
 
 def test_gpu_not_offered_in_region_is_refused_on_the_pool() -> None:
-    pools = [
-        ("jobSpec.workerPoolSpecs[0].machineSpec", "NVIDIA_TESLA_T4"),
-        ("jobSpec.workerPoolSpecs[1].machineSpec", "NVIDIA_TESLA_V100"),
-    ]
+    pools = _pools("NVIDIA_TESLA_T4", "NVIDIA_TESLA_V100")
     error = _only(check_region("us-west2", pools))
     assert error.severity == "error"
     assert error.path == "jobSpec.workerPoolSpecs[1].machineSpec.acceleratorType"

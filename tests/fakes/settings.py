@@ -1,0 +1,20 @@
+"""Where the fakes answer as Vertex: the settings that point a Vertex backend at them."""
+
+from __future__ import annotations
+
+from vertex_training._dynamic import BackendKind, BackendSettings
+
+PROJECT, LOCATION = "test-project", "us-central1"
+PARENT = f"projects/{PROJECT}/locations/{LOCATION}"
+
+
+def vertex_settings(retry_timeout_seconds: float) -> BackendSettings:
+    """A Vertex backend in the fakes' project and location, retrying quickly (the fakes
+    inject failures) for at most ``retry_timeout_seconds``."""
+    return BackendSettings(
+        BackendKind.VERTEX,
+        project=PROJECT,
+        location=LOCATION,
+        retry_initial_seconds=0.01,
+        retry_timeout_seconds=retry_timeout_seconds,
+    )
