@@ -340,27 +340,43 @@ class Model(pulumi.ComponentResource):
     artifact_uri: pulumi.Output[str]
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        platform = _referenced("Model", name, "platform", args.get("platform"), (TrainingPlatform,))
         job = args.get("job")
         if job is not None:
             job = _referenced("Model", name, "job", job, (CustomJob, HyperparameterTuningJob)).job
-        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
-        model_args = _read("Model", name, ModelArgs, fields, _MODEL_ARGS)
-        super().__init__(f"{PACKAGE}:index:Model", name, None, opts)
-        try:
-            model = ModelResource(
-                name,
-                dataclasses.replace(model_args, platform=platform.platform, job=job),
-                pulumi.ResourceOptions(parent=self),
-            )
-        except InvalidArgumentsError as error:
-            raise _refused("Model", name, error, ModelArgs) from None
+        model = _serving(self, name, args, opts, cls=ModelArgs, resource=ModelResource, job=job)
         self.name = model.name
         self.version_id = model.version_id
         self.version_name = model.version_name
         self.aliases = model.aliases
         self.artifact_uri = model.artifact_uri
         self.register_outputs({})
+
+
+def _serving(
+    component: pulumi.ComponentResource,
+    name: str,
+    args: Any,
+    opts: pulumi.ResourceOptions | None,
+    *,
+    cls: type,
+    resource: Any,
+    **references: Any,
+) -> Any:
+    """``component`` (a model or an endpoint) registered, and the serving ``resource`` it
+    declares from its args on its platform (with ``references`` resolved already)."""
+    kind = type(component).__name__
+    platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
+    fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
+    read = _read(kind, name, cls, fields, args_type(cls, _SERVING_NOT_IN_ARGS))
+    pulumi.ComponentResource.__init__(component, f"{PACKAGE}:index:{kind}", name, None, opts)
+    try:
+        return resource(
+            name,
+            dataclasses.replace(read, platform=platform.platform, **references),
+            pulumi.ResourceOptions(parent=component),
+        )
+    except InvalidArgumentsError as error:
+        raise _refused(kind, name, error, cls) from None
 
 
 class Endpoint(pulumi.ComponentResource):
@@ -375,20 +391,7 @@ class Endpoint(pulumi.ComponentResource):
     """`DeployedModel.id` by deployment name."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        platform = _referenced(
-            "Endpoint", name, "platform", args.get("platform"), (TrainingPlatform,)
-        )
-        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
-        endpoint_args = _read("Endpoint", name, EndpointArgs, fields, _ENDPOINT_ARGS)
-        super().__init__(f"{PACKAGE}:index:Endpoint", name, None, opts)
-        try:
-            endpoint = EndpointResource(
-                name,
-                dataclasses.replace(endpoint_args, platform=platform.platform),
-                pulumi.ResourceOptions(parent=self),
-            )
-        except InvalidArgumentsError as error:
-            raise _refused("Endpoint", name, error, EndpointArgs) from None
+        endpoint = _serving(self, name, args, opts, cls=EndpointArgs, resource=EndpointResource)
         self.name = endpoint.name
         self.predict_url = endpoint.predict_url
         self.deployed_model_ids = endpoint.deployed_model_ids
@@ -440,8 +443,6 @@ def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
 
 
 _PLATFORM_ARGS = args_type(TrainingPlatformArgs)
-_MODEL_ARGS = args_type(ModelArgs, _SERVING_NOT_IN_ARGS)
-_ENDPOINT_ARGS = args_type(EndpointArgs, _SERVING_NOT_IN_ARGS)
 _CAPACITY_ARGS = args_type(PersistentResourceArgs, _NO_PLATFORM)
 _with_args(TrainingPlatform, _PLATFORM_ARGS)
 _JOB_REFS = {"platform": "TrainingPlatform"}
