@@ -38,13 +38,9 @@ from vertex_training.jobs.api import (
     PlatformFacts,
     _unchecked_copy,
 )
-from vertex_training.jobs.declarations import JobDeclaration, name_problems
-from vertex_training.jobs.fields import (
-    camel,
-    config_problem,
-    from_config,
-    yaml_value,
-)
+from vertex_training.jobs.declarations import JobDeclaration
+from vertex_training.jobs.fields import camel, config_problem, from_config
+from vertex_training.stack.settings import entries
 
 CAPACITY_KEY = "persistentResources"
 """The stack key this module reads."""
@@ -133,29 +129,14 @@ def read_capacity(
     their problems at YAML paths."""
     out: list[Finding] = []
     resources: dict[str, PersistentResourceArgs] = {}
-    if raw is None or raw == "":
-        raw = []
-    if not isinstance(raw, list | tuple):
-        out.append(
-            config_problem(CAPACITY_KEY, f"got {yaml_value(raw)}", "a YAML list of mappings")
-        )
-        raw = []
-    for index, item in enumerate(raw):
-        path = f"{CAPACITY_KEY}[{index}]"
-        if not isinstance(item, Mapping):
-            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
-            continue
-        name = item.get("name")
-        found = name_problems(name, path, "persistent resource")
-        if not found and name in resources:
-            found.append(config_problem(f"{path}.name", f"{name!r} repeats", "unique names"))
+    for path, item, found in entries(raw, CAPACITY_KEY, "persistent resource", out):
         fields = {k: v for k, v in item.items() if k != "name"}
         args = from_config(PersistentResourceArgs, fields, path, found, frozenset({"platform"}))
         if args is not None and not found:
             try:
-                resources[str(name)] = dataclasses.replace(args, platform=facts)
+                resources[str(item["name"])] = dataclasses.replace(args, platform=facts)
             except InvalidArgumentsError as error:
-                found += _resource_problems(error, path)
+                found.extend(_resource_problems(error, path))
         out += found
     return resources, out
 
