@@ -139,12 +139,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        problems: list[Finding] = []
-        platform_args = from_config(
-            TrainingPlatformArgs, yaml_spelling(args, _PLATFORM_ARGS), "", problems
-        )
-        if problems:
-            raise ArgsError("TrainingPlatform", name, [_unrooted(p) for p in problems])
+        platform_args = _read("TrainingPlatform", name, TrainingPlatformArgs, args, frozenset())
         super().__init__(f"{PACKAGE}:index:TrainingPlatform", name, None, opts)
         try:
             platform = Platform(name, platform_args, pulumi.ResourceOptions(parent=self))
@@ -367,7 +362,7 @@ def _serving(
     kind = type(component).__name__
     platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
     fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
-    read = _read(kind, name, cls, fields, args_type(cls, _SERVING_NOT_IN_ARGS))
+    read = _read(kind, name, cls, fields, _SERVING_NOT_IN_ARGS)
     pulumi.ComponentResource.__init__(component, f"{PACKAGE}:index:{kind}", name, None, opts)
     try:
         return resource(
@@ -412,7 +407,7 @@ class PersistentResource(pulumi.ComponentResource):
         kind = "PersistentResource"
         platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
         fields = {k: v for k, v in args.items() if k != "platform"}
-        resource_args = _read(kind, name, PersistentResourceArgs, fields, _CAPACITY_ARGS)
+        resource_args = _read(kind, name, PersistentResourceArgs, fields, _NO_PLATFORM)
         try:
             placed = dataclasses.replace(resource_args, platform=platform.platform)
             resource_id = placed.id_for(name)
@@ -432,19 +427,17 @@ _CAPACITY: dict[str, PersistentResource] = {}
 is one of them, the job is held to its pools."""
 
 
-def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
-    """``cls`` from the component's ``fields`` (the stack reader's route), or the
-    ``ArgsError`` naming every problem."""
+def _read(component: str, name: str, cls: type, fields: Any, skip: frozenset[str]) -> Any:
+    """``cls`` (without the fields ``skip``) from the component's ``fields`` (the stack
+    reader's route), or the ``ArgsError`` naming every problem."""
     problems: list[Finding] = []
-    read = from_config(cls, yaml_spelling(fields, hint), "", problems, skip=_SERVING_NOT_IN_ARGS)
+    read = from_config(cls, yaml_spelling(fields, args_type(cls, skip)), "", problems, skip=skip)
     if problems or read is None:
         raise ArgsError(component, name, [_unrooted(p) for p in problems])
     return read
 
 
-_PLATFORM_ARGS = args_type(TrainingPlatformArgs)
-_CAPACITY_ARGS = args_type(PersistentResourceArgs, _NO_PLATFORM)
-_with_args(TrainingPlatform, _PLATFORM_ARGS)
+_with_args(TrainingPlatform, args_type(TrainingPlatformArgs))
 _JOB_REFS = {"platform": "TrainingPlatform"}
 _with_args(CustomJob, _with_references(CustomJobArgs, _NO_PLATFORM, **_JOB_REFS))
 _with_args(
