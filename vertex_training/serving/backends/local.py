@@ -83,10 +83,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def has_saved_model(directory: Path) -> bool:
-    return any((directory / name).is_file() for name in SAVED_MODEL_FILES)
-
-
 @functools.cache
 def local_support() -> SupportTable:
     """How the local twin treats each field of a Model, Endpoint and DeployedModel
@@ -174,7 +170,7 @@ class LocalServingBackend:
 
     def upload(self, model_id: str, body: Mapping[str, Any]) -> base.ModelVersionRecord:
         source = self.local_path(str(body.get("artifactUri", "")))
-        if not has_saved_model(source):
+        if not any((source / name).is_file() for name in SAVED_MODEL_FILES):
             raise base.ServingRefusedError(
                 f"artifactUri: no SavedModel at {body.get('artifactUri')!r} (looked in "
                 f"{source}); a model is uploaded from a job that wrote one"
@@ -536,4 +532,4 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
-__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "LocalServingBackend", "has_saved_model"]
+__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "LocalServingBackend"]
