@@ -31,7 +31,6 @@ from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
-    _unchecked_copy,
     facts_of,
 )
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
@@ -49,6 +48,7 @@ from vertex_training.provider.schema import args_type, output_type, yaml_spellin
 from vertex_training.serving.api import EndpointArgs, ModelArgs
 from vertex_training.serving.resources import Endpoint as EndpointResource
 from vertex_training.serving.resources import Model as ModelResource
+from vertex_training.stack.capacity import on_capacity
 
 __all__ = [
     "COMPONENTS",
@@ -228,14 +228,13 @@ _NO_PLATFORM = frozenset({"platform"})
 def _on_capacity(job: JobDeclaration) -> JobDeclaration:
     """``job`` placed on the ``PersistentResource`` of this program whose id its
     ``persistentResourceId`` is (so its pools are held to the resource's), else as it is."""
-    run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
-    resource_id = resolved_now(run.persistent_resource_id)
-    resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
-    if resource is None:
-        return job
-    placed = _unchecked_copy(run, persistent_resource_id=resource.resource)
-    args = placed if run is job.args else _unchecked_copy(job.args, trial=placed)
-    return JobDeclaration(job.name, args)
+
+    def ours(named: Any) -> Any:
+        resource_id = resolved_now(named)
+        resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
+        return None if resource is None else resource.resource
+
+    return JobDeclaration(job.name, on_capacity(job.args, ours))
 
 
 PULUMI_READ = "3.272.0"
