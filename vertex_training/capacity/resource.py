@@ -19,6 +19,7 @@ from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.estimate import CapacityEstimate
 from vertex_training.findings import Finding
+from vertex_training.jobs.resources import require_args
 
 __all__ = ["PersistentResource"]
 
@@ -47,11 +48,7 @@ class PersistentResource(pulumi.ComponentResource):
     ) -> None:
         """Validate ``args`` (``InvalidArgumentsError`` before anything is registered) and
         register the resource."""
-        if not isinstance(args, PersistentResourceArgs):
-            raise InvalidArgumentsError(
-                f"PersistentResource({resource_name!r}): args must be a PersistentResourceArgs, "
-                f"got {type(args).__name__}"
-            )
+        require_args("PersistentResource", resource_name, args, PersistentResourceArgs)
         if args.platform is None:
             raise InvalidArgumentsError(
                 f"PersistentResource({resource_name!r}): args.platform is not set; valid: "
