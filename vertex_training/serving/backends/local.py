@@ -112,6 +112,13 @@ class LocalServingBackend:
         self.dir.mkdir(parents=True, exist_ok=True)
         return file_lock(self.dir / ".lock")
 
+    @contextlib.contextmanager
+    def _endpoint(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The id and the stored ``endpoint.json`` of the endpoint ``name``, under the lock."""
+        endpoint_id = self._id(name, "endpoints")
+        with self._locked():
+            yield endpoint_id, self._read_endpoint(endpoint_id)
+
     def local_path(self, uri: str) -> Path:
         """Where an artifact URI lives here: ``gs://b/p`` and ``/gcs/b/p`` under the local
         backend's bucket stand-in, other paths as they are."""
@@ -317,9 +324,8 @@ class LocalServingBackend:
         return pid is not None and process_alive(int(pid), server.get("start"))
 
     def get_endpoint(self, name: str) -> base.EndpointRecord:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            return self._endpoint_record(endpoint_id, self._read_endpoint(endpoint_id))
+        with self._endpoint(name) as (endpoint_id, endpoint):
+            return self._endpoint_record(endpoint_id, endpoint)
 
     def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> base.EndpointRecord:
         with self._locked():
@@ -331,19 +337,15 @@ class LocalServingBackend:
             return self._endpoint_record(endpoint_id, endpoint)
 
     def update_endpoint(self, name: str, body: Mapping[str, Any]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             _update_metadata(endpoint, body)
             self._write_endpoint(endpoint_id, endpoint)
 
     def deploy(
         self, name: str, deployed_model: Mapping[str, Any], traffic: Mapping[str, int]
     ) -> None:
-        endpoint_id = self._id(name, "endpoints")
         model, _, version_id = str(deployed_model["model"]).partition("@")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             stored = self._read_model(self._id(model, "models"))
             if stored is None:
                 raise base.ServingNotFoundError(f"model {model} not found")
@@ -362,16 +364,12 @@ class LocalServingBackend:
             self._stopped(endpoint_id, endpoint)
 
     def set_traffic(self, name: str, traffic: Mapping[str, int]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             endpoint["trafficSplit"] = dict(traffic)
             self._stopped(endpoint_id, endpoint)
 
     def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             endpoint["deployed"] = [d for d in endpoint["deployed"] if d["id"] != deployed_model_id]
             endpoint["trafficSplit"] = dict(traffic) if endpoint["deployed"] else {}
             self._stopped(endpoint_id, endpoint)
@@ -392,9 +390,7 @@ class LocalServingBackend:
             shutil.rmtree(self._endpoint_dir(endpoint_id))
 
     def ensure_serving(self, name: str) -> base.EndpointRecord:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             if endpoint["deployed"] and not self._server_alive(endpoint.get("server") or {}):
                 _log.info("%s: the prediction server is not running; starting it", name)
                 self._restart(endpoint_id, endpoint)
