@@ -208,42 +208,33 @@ _PER_ENVIRONMENT_NUMBER = {
 }
 
 
-def _per_environment_limit(
+def _limit(
     name: str,
     *,
     description: str,
-    check: Callable[[Resource, str | None, Mapping[str, Any]], list[str]],
+    check: Callable[[Any, str | None, Mapping[str, Any]], list[str]],
     key: str,
     default: Mapping[str, Any],
     schema: Mapping[str, Any],
-) -> ResourceValidationPolicy:
-    """A mandatory rule over one resource with a limit per environment (config ``key``)."""
-    return _resource_policy(
-        name,
-        description=description,
-        level=EnforcementLevel.MANDATORY,
-        check=lambda r, c: check(r, rules.environment_of(r, c), c[key]),
-        defaults={key: dict(default)},
-        properties={key: schema},
-    )
-
-
-def _stack_limit(
-    name: str,
-    *,
-    description: str,
-    check: Callable[[list[Resource], str | None, Mapping[str, Any]], list[str]],
-    key: str,
-    default: Mapping[str, Any],
-    schema: Mapping[str, Any],
-) -> StackValidationPolicy:
-    """A mandatory rule over the whole stack with a limit per environment (config ``key``)."""
+    whole_stack: bool = False,
+) -> ResourceValidationPolicy | StackValidationPolicy:
+    """A mandatory rule with a limit per environment (config ``key``), over each resource
+    or over the ``whole_stack``'s resources."""
+    defaults = {key: dict(default)}
+    if not whole_stack:
+        return _resource_policy(
+            name,
+            description=description,
+            level=EnforcementLevel.MANDATORY,
+            check=lambda r, c: check(r, rules.environment_of(r, c), c[key]),
+            defaults=defaults,
+            properties={key: schema},
+        )
 
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         resources = _resources(args)
-        config = _config(args, {key: dict(default)})
-        environment = _stack_environment(resources, config)
-        _report(report, check(resources, environment, config[key]))
+        config = _config(args, defaults)
+        _report(report, check(resources, _stack_environment(resources, config), config[key]))
 
     return StackValidationPolicy(
         name=name,
@@ -266,7 +257,7 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={"keys": list(rules.DEFAULT_REQUIRED_LABELS)},
             properties={"keys": {"type": "array", "items": {"type": "string"}}},
         ),
-        _per_environment_limit(
+        _limit(
             "gpus-per-job",
             description="A job holds at most maxGpus[environment] accelerators at once.",
             check=rules.job_gpu_limit,
@@ -274,16 +265,18 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             default=rules.DEFAULT_MAX_GPUS_PER_JOB,
             schema=_PER_ENVIRONMENT_INT,
         ),
-        _stack_limit(
+        _limit(
             "gpus-per-stack",
+            whole_stack=True,
             description="The stack's jobs together hold at most maxGpus[environment] accelerators.",
             check=rules.stack_gpu_limit,
             key="maxGpus",
             default=rules.DEFAULT_MAX_GPUS_PER_STACK,
             schema=_PER_ENVIRONMENT_INT,
         ),
-        _stack_limit(
+        _limit(
             "capacity-per-hour",
+            whole_stack=True,
             description="The stack's persistent resources together cost at most "
             "maxUsdPerHour[environment] per hour, always on (at their minimum replicas).",
             check=lambda resources, environment, limit: rules.stack_capacity_limit(
@@ -303,7 +296,7 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={"keys": list(rules.DEFAULT_CAPACITY_TEAM_LABELS)},
             properties={"keys": {"type": "array", "items": {"type": "string"}}},
         ),
-        _per_environment_limit(
+        _limit(
             "allowed-accelerators",
             description="Jobs, endpoints and notebooks use only the accelerator types allowed "
             "in their environment.",
@@ -312,7 +305,7 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             default=_per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS),
             schema=_PER_ENVIRONMENT_NAMES,
         ),
-        _per_environment_limit(
+        _limit(
             "endpoint-machines",
             description="Endpoints deploy models only on the machine types allowed in their "
             "environment (fnmatch patterns).",
@@ -321,7 +314,7 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             default=_per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES),
             schema=_PER_ENVIRONMENT_NAMES,
         ),
-        _per_environment_limit(
+        _limit(
             "endpoint-replicas",
             description="A deployed model scales to at most maxReplicas[environment] replicas.",
             check=rules.endpoint_replicas,
