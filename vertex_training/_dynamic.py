@@ -333,12 +333,13 @@ class Provider(pulumi.dynamic.ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         try:
-            outputs = self.outputs(self.fetch(self.backend(props), id_), props)
+            record = self.fetch(self.backend(props), id_)
         except NotFoundError:
             # Deleted elsewhere: an empty id drops it from the state.
             return pulumi.dynamic.ReadResult(id_="", outs={})
-        inputs = self.inputs(props)
-        return pulumi.dynamic.ReadResult(id_=id_, outs={**inputs, **outputs}, inputs=inputs)
+        return pulumi.dynamic.ReadResult(
+            id_=id_, outs=self.state(record, props), inputs=self.inputs(props)
+        )
 
     def fetch(self, backend: Any, id_: str) -> Any:
         """The service's record of ``id_``; raises a ``NotFoundError`` where it is gone."""
