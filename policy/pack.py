@@ -202,48 +202,46 @@ def _budget_policy(
     )
 
 
-def _gpus_per_stack() -> StackValidationPolicy:
-    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        resources = _resources(args)
-        config = _config(args, {"maxGpus": dict(rules.DEFAULT_MAX_GPUS_PER_STACK)})
-        environment = _stack_environment(resources, config)
-        _report(report, rules.stack_gpu_limit(resources, environment, config["maxGpus"]))
-
-    return StackValidationPolicy(
-        name="gpus-per-stack",
-        description="The stack's jobs together hold at most maxGpus[environment] accelerators.",
-        validate=validate,
-        enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(
-            properties={**_ENVIRONMENT, "maxGpus": _PER_ENVIRONMENT_INT}
-        ),
-    )
-
-
 _PER_ENVIRONMENT_NUMBER = {
     "type": "object",
     "additionalProperties": {"type": "number", "minimum": 0},
 }
 
 
-def _capacity_per_hour() -> StackValidationPolicy:
+def _limit(
+    name: str,
+    *,
+    description: str,
+    check: Callable[[Any, str | None, Mapping[str, Any]], list[str]],
+    key: str,
+    default: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    whole_stack: bool = False,
+) -> ResourceValidationPolicy | StackValidationPolicy:
+    """A mandatory rule with a limit per environment (config ``key``), over each resource
+    or over the ``whole_stack``'s resources."""
+    defaults = {key: dict(default)}
+    if not whole_stack:
+        return _resource_policy(
+            name,
+            description=description,
+            level=EnforcementLevel.MANDATORY,
+            check=lambda r, c: check(r, rules.environment_of(r, c), c[key]),
+            defaults=defaults,
+            properties={key: schema},
+        )
+
     def validate(args: StackValidationArgs, report: ReportViolation) -> None:
         resources = _resources(args)
-        defaults = {"maxUsdPerHour": dict(rules.DEFAULT_MAX_CAPACITY_USD_PER_HOUR)}
         config = _config(args, defaults)
-        environment = _stack_environment(resources, config)
-        known = [_known(r) for r in resources if r.type == rules.PERSISTENT_RESOURCE_TYPE]
-        _report(report, rules.stack_capacity_limit(known, environment, config["maxUsdPerHour"]))
+        _report(report, check(resources, _stack_environment(resources, config), config[key]))
 
     return StackValidationPolicy(
-        name="capacity-per-hour",
-        description="The stack's persistent resources together cost at most "
-        "maxUsdPerHour[environment] per hour, always on (at their minimum replicas).",
+        name=name,
+        description=description,
         validate=validate,
         enforcement_level=EnforcementLevel.MANDATORY,
-        config_schema=PolicyConfigSchema(
-            properties={**_ENVIRONMENT, "maxUsdPerHour": _PER_ENVIRONMENT_NUMBER}
-        ),
+        config_schema=PolicyConfigSchema(properties={**_ENVIRONMENT, key: schema}),
     )
 
 
@@ -259,16 +257,37 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={"keys": list(rules.DEFAULT_REQUIRED_LABELS)},
             properties={"keys": {"type": "array", "items": {"type": "string"}}},
         ),
-        _resource_policy(
+        _limit(
             "gpus-per-job",
             description="A job holds at most maxGpus[environment] accelerators at once.",
-            level=mandatory,
-            check=lambda r, c: rules.job_gpu_limit(r, rules.environment_of(r, c), c["maxGpus"]),
-            defaults={"maxGpus": dict(rules.DEFAULT_MAX_GPUS_PER_JOB)},
-            properties={"maxGpus": _PER_ENVIRONMENT_INT},
+            check=rules.job_gpu_limit,
+            key="maxGpus",
+            default=rules.DEFAULT_MAX_GPUS_PER_JOB,
+            schema=_PER_ENVIRONMENT_INT,
         ),
-        _gpus_per_stack(),
-        _capacity_per_hour(),
+        _limit(
+            "gpus-per-stack",
+            whole_stack=True,
+            description="The stack's jobs together hold at most maxGpus[environment] accelerators.",
+            check=rules.stack_gpu_limit,
+            key="maxGpus",
+            default=rules.DEFAULT_MAX_GPUS_PER_STACK,
+            schema=_PER_ENVIRONMENT_INT,
+        ),
+        _limit(
+            "capacity-per-hour",
+            whole_stack=True,
+            description="The stack's persistent resources together cost at most "
+            "maxUsdPerHour[environment] per hour, always on (at their minimum replicas).",
+            check=lambda resources, environment, limit: rules.stack_capacity_limit(
+                [_known(r) for r in resources if r.type == rules.PERSISTENT_RESOURCE_TYPE],
+                environment,
+                limit,
+            ),
+            key="maxUsdPerHour",
+            default=rules.DEFAULT_MAX_CAPACITY_USD_PER_HOUR,
+            schema=_PER_ENVIRONMENT_NUMBER,
+        ),
         _resource_policy(
             "capacity-team-label",
             description="A persistent resource carries labels identifying its team (keys).",
@@ -277,35 +296,31 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={"keys": list(rules.DEFAULT_CAPACITY_TEAM_LABELS)},
             properties={"keys": {"type": "array", "items": {"type": "string"}}},
         ),
-        _resource_policy(
+        _limit(
             "allowed-accelerators",
             description="Jobs, endpoints and notebooks use only the accelerator types allowed "
             "in their environment.",
-            level=mandatory,
-            check=lambda r, c: rules.allowed_accelerators(
-                r, rules.environment_of(r, c), c["allowed"]
-            ),
-            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS)},
-            properties={"allowed": _PER_ENVIRONMENT_NAMES},
+            check=rules.allowed_accelerators,
+            key="allowed",
+            default=_per_environment_names(rules.DEFAULT_ALLOWED_ACCELERATORS),
+            schema=_PER_ENVIRONMENT_NAMES,
         ),
-        _resource_policy(
+        _limit(
             "endpoint-machines",
             description="Endpoints deploy models only on the machine types allowed in their "
             "environment (fnmatch patterns).",
-            level=mandatory,
-            check=lambda r, c: rules.endpoint_machines(r, rules.environment_of(r, c), c["allowed"]),
-            defaults={"allowed": _per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES)},
-            properties={"allowed": _PER_ENVIRONMENT_NAMES},
+            check=rules.endpoint_machines,
+            key="allowed",
+            default=_per_environment_names(rules.DEFAULT_ALLOWED_PREDICTION_MACHINES),
+            schema=_PER_ENVIRONMENT_NAMES,
         ),
-        _resource_policy(
+        _limit(
             "endpoint-replicas",
             description="A deployed model scales to at most maxReplicas[environment] replicas.",
-            level=mandatory,
-            check=lambda r, c: rules.endpoint_replicas(
-                r, rules.environment_of(r, c), c["maxReplicas"]
-            ),
-            defaults={"maxReplicas": dict(rules.DEFAULT_MAX_REPLICAS)},
-            properties={"maxReplicas": _PER_ENVIRONMENT_INT},
+            check=rules.endpoint_replicas,
+            key="maxReplicas",
+            default=rules.DEFAULT_MAX_REPLICAS,
+            schema=_PER_ENVIRONMENT_INT,
         ),
         _resource_policy(
             "job-timeout",

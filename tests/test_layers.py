@@ -16,16 +16,16 @@ LAYERS = {
     "vertex_training._project": 0,
     "vertex_training.findings": 0,
     "vertex_training._checks": 1,
-    "vertex_training._dynamic": 1,
     "vertex_training.cost": 1,
-    "vertex_training.jobs": 2,
-    "vertex_training.platform": 3,
-    "vertex_training.serving": 3,
-    "vertex_training.capacity": 3,
-    "vertex_training.stack": 4,
+    "vertex_training._dynamic": 2,
+    "vertex_training.jobs": 3,
+    "vertex_training.platform": 4,
+    "vertex_training.serving": 4,
+    "vertex_training.capacity": 4,
+    "vertex_training.stack": 5,
     # The component provider: imported only in its own process (pulumi-resource-vertex-training).
-    "vertex_training.provider": 5,
-    "vertex_training": 6,
+    "vertex_training.provider": 6,
+    "vertex_training": 7,
 }
 """Each part of the package and its floor: a module may import its own floor or below."""
 

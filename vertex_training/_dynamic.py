@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 
 import pulumi
 import pulumi.dynamic
-from pulumi.runtime.rpc import UNKNOWN
 
+from vertex_training._checks import is_known
 from vertex_training.findings import Finding
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "adoption_label",
     "canonical",
     "has_unknown",
-    "is_unknown",
     "label_value",
     "labelled",
     "placed",
@@ -110,20 +109,13 @@ class NotFoundError(LookupError):
     it from the state. Each backend's not-found error is one of these."""
 
 
-def is_unknown(value: Any) -> bool:
-    """One value not known yet (preview), without looking inside it: the host hands
-    unknowns over as ``pulumi.output.Unknown`` (keep_unknowns=True); older SDKs passed
-    the sentinel string."""
-    return isinstance(value, pulumi.output.Unknown) or (isinstance(value, str) and value == UNKNOWN)
-
-
 def has_unknown(value: Any) -> bool:
-    """Whether ``value`` holds a value not known yet, however deep."""
+    """Whether ``value`` holds a value not known yet (preview), however deep."""
     if isinstance(value, Mapping):
         return any(has_unknown(v) for v in value.values())
     if isinstance(value, list | tuple):
         return any(has_unknown(v) for v in value)
-    return is_unknown(value)
+    return not is_known(value)
 
 
 class BackendKind(enum.StrEnum):
@@ -268,6 +260,10 @@ class Provider(pulumi.dynamic.ResourceProvider):
         keys = (self.body, *self.replacing, *self.updating)
         return {k: props[k] for k in keys if k in props}
 
+    def state(self, record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
+        """What the engine keeps of a resource: its inputs and its ``record``'s outputs."""
+        return {**self.inputs(props), **self.outputs(record, props)}
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
         """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
         settings and the provider's ``findings``, each a failure of its input. The
@@ -360,12 +356,13 @@ class Provider(pulumi.dynamic.ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
         try:
-            outputs = self.outputs(self.fetch(self.backend(props), id_), props)
+            record = self.fetch(self.backend(props), id_)
         except NotFoundError:
             # Deleted elsewhere: an empty id drops it from the state.
             return pulumi.dynamic.ReadResult(id_="", outs={})
-        inputs = self.inputs(props)
-        return pulumi.dynamic.ReadResult(id_=id_, outs={**inputs, **outputs}, inputs=inputs)
+        return pulumi.dynamic.ReadResult(
+            id_=id_, outs=self.state(record, props), inputs=self.inputs(props)
+        )
 
     def fetch(self, backend: Any, id_: str) -> Any:
         """The service's record of ``id_``; raises a ``NotFoundError`` where it is gone."""

@@ -31,15 +31,15 @@ def _problems(**keys: Any) -> list[str]:
     return [f"{render(p)}. Fix: {fix(p, 'scratch')}" for p in caught.value.findings]
 
 
-def _endpoint(**deployment: Any) -> dict[str, Any]:
-    return {"name": "e", "deployments": {"primary": {"model": "m", **deployment}}}
+def _endpoint(name: str = "e", **deployment: Any) -> dict[str, Any]:
+    return {"name": name, "deployments": {"primary": {"model": "m", **deployment}}}
 
 
 def test_hardware_problems_are_named_at_the_deployment_key() -> None:
     problems = _problems(
         endpoints=[
             _endpoint(machineType="n1-standard-3", minReplicaCount=0),
-            _endpoint(acceleratorType="NVIDIA_TESLA_T4", acceleratorCount=3),
+            _endpoint("f", acceleratorType="NVIDIA_TESLA_T4", acceleratorCount=3),
         ]
     )
     assert problems == [
@@ -136,3 +136,12 @@ def test_shapes_are_named_in_yaml_words(value: Any, word: str) -> None:
     ]
     (listed,) = _problems(endpoints={"name": "e"})
     assert listed.startswith(f"{NS}:endpoints: got a mapping; valid: a YAML list")
+
+
+def test_a_name_repeated_in_a_list_is_refused() -> None:
+    # Two resources of one kind and name would collide in the engine, after others exist.
+    problems = _problems(models=[{"name": "m", "job": "train"}, {"name": "m", "job": "train"}])
+    assert problems == [
+        f"{NS}:models[1].name: 'm' repeats; valid: unique names. Fix: edit models[1].name in "
+        f"stacks/Pulumi.scratch.yaml {WHOLE}"
+    ]

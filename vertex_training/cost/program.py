@@ -9,7 +9,7 @@ declared them, never by a job reaching up for its siblings.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import pulumi
 
@@ -24,6 +24,8 @@ from vertex_training.cost.estimate import (
 )
 from vertex_training.cost.report import stack_total_message
 
+Estimate_co = TypeVar("Estimate_co", covariant=True)
+
 
 # What the sum reads of the resources, named here: pricing sits below the resources it
 # prices and imports none of them (``vt.TrainingPlatform``, ``vt.CustomJob``, ...).
@@ -34,26 +36,16 @@ class _Platform(Protocol):
     def cost_estimate(self) -> WorkbenchEstimate | None: ...
 
 
-class _Job(Protocol):
+class _Priced(Protocol[Estimate_co]):
     @property
-    def cost_estimate(self) -> JobEstimate | None: ...
-
-
-class _Endpoint(Protocol):
-    @property
-    def cost_estimate(self) -> EndpointEstimate: ...
-
-
-class _Capacity(Protocol):
-    @property
-    def cost_estimate(self) -> CapacityEstimate | None: ...
+    def cost_estimate(self) -> Estimate_co: ...
 
 
 def log_stack_cost(
     platform: _Platform,
-    jobs: Iterable[_Job],
-    endpoints: Iterable[_Endpoint] = (),
-    capacity: Iterable[_Capacity] = (),
+    jobs: Iterable[_Priced[JobEstimate | None]],
+    endpoints: Iterable[_Priced[EndpointEstimate]] = (),
+    capacity: Iterable[_Priced[CapacityEstimate | None]] = (),
     *,
     budget: float | None = None,
 ) -> StackEstimate | None:

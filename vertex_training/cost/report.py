@@ -10,6 +10,7 @@ from vertex_training.cost.catalog import Pricing
 from vertex_training.cost.estimate import (
     CapacityEstimate,
     CostLine,
+    EndpointEstimate,
     JobEstimate,
     PoolCost,
     StackEstimate,
@@ -197,16 +198,14 @@ def estimate_table(total: StackEstimate) -> str:
         rows.append(
             (line.name, machines_text(line), accelerators, hours_text(line), usd_text(line))
         )
-    for endpoint in total.endpoints:
-        machines, accelerators = _hardware(endpoint.pools)
-        rate = hourly_text(endpoint.usd_per_hour, bool(endpoint.unknown))
-        name = f"{endpoint.name} (endpoint)"
-        rows.append((name, machines or "(no deployments)", accelerators, "per hour", rate))
-    for resource in total.capacity:
-        machines, accelerators = _hardware(resource.pools)
-        rate = hourly_text(resource.usd_per_hour, bool(resource.unknown))
-        name = f"{resource.name} (persistent resource)"
-        rows.append((name, machines or "(no pools)", accelerators, "per hour", rate))
+    hourly: list[tuple[EndpointEstimate | CapacityEstimate, str, str]] = [
+        *((e, "endpoint", "(no deployments)") for e in total.endpoints),
+        *((r, "persistent resource", "(no pools)") for r in total.capacity),
+    ]
+    for item, kind, empty in hourly:
+        machines, accelerators = _hardware(item.pools)
+        rate = hourly_text(item.usd_per_hour, bool(item.unknown))
+        rows.append((f"{item.name} ({kind})", machines or empty, accelerators, "per hour", rate))
     widths = [max(len(row[i]) for row in rows) for i in range(len(TABLE_HEADER))]
     out = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()

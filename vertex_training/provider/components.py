@@ -31,7 +31,6 @@ from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
-    _unchecked_copy,
     facts_of,
 )
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
@@ -49,6 +48,7 @@ from vertex_training.provider.schema import args_type, output_type, yaml_spellin
 from vertex_training.serving.api import EndpointArgs, ModelArgs
 from vertex_training.serving.resources import Endpoint as EndpointResource
 from vertex_training.serving.resources import Model as ModelResource
+from vertex_training.stack.capacity import on_capacity
 
 __all__ = [
     "COMPONENTS",
@@ -139,12 +139,7 @@ class TrainingPlatform(pulumi.ComponentResource):
     """``gs://<bucket>``; on a local platform an absolute directory."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        problems: list[Finding] = []
-        platform_args = from_config(
-            TrainingPlatformArgs, yaml_spelling(args, _PLATFORM_ARGS), "", problems
-        )
-        if problems:
-            raise ArgsError("TrainingPlatform", name, [_unrooted(p) for p in problems])
+        platform_args = _read("TrainingPlatform", name, TrainingPlatformArgs, args, frozenset())
         super().__init__(f"{PACKAGE}:index:TrainingPlatform", name, None, opts)
         try:
             platform = Platform(name, platform_args, pulumi.ResourceOptions(parent=self))
@@ -233,14 +228,13 @@ _NO_PLATFORM = frozenset({"platform"})
 def _on_capacity(job: JobDeclaration) -> JobDeclaration:
     """``job`` placed on the ``PersistentResource`` of this program whose id its
     ``persistentResourceId`` is (so its pools are held to the resource's), else as it is."""
-    run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
-    resource_id = resolved_now(run.persistent_resource_id)
-    resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
-    if resource is None:
-        return job
-    placed = _unchecked_copy(run, persistent_resource_id=resource.resource)
-    args = placed if run is job.args else _unchecked_copy(job.args, trial=placed)
-    return JobDeclaration(job.name, args)
+
+    def ours(named: Any) -> Any:
+        resource_id = resolved_now(named)
+        resource = _CAPACITY.get(resource_id) if isinstance(resource_id, str) else None
+        return None if resource is None else resource.resource
+
+    return JobDeclaration(job.name, on_capacity(job.args, ours))
 
 
 PULUMI_READ = "3.272.0"
@@ -340,27 +334,43 @@ class Model(pulumi.ComponentResource):
     artifact_uri: pulumi.Output[str]
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        platform = _referenced("Model", name, "platform", args.get("platform"), (TrainingPlatform,))
         job = args.get("job")
         if job is not None:
             job = _referenced("Model", name, "job", job, (CustomJob, HyperparameterTuningJob)).job
-        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
-        model_args = _read("Model", name, ModelArgs, fields, _MODEL_ARGS)
-        super().__init__(f"{PACKAGE}:index:Model", name, None, opts)
-        try:
-            model = ModelResource(
-                name,
-                dataclasses.replace(model_args, platform=platform.platform, job=job),
-                pulumi.ResourceOptions(parent=self),
-            )
-        except InvalidArgumentsError as error:
-            raise _refused("Model", name, error, ModelArgs) from None
+        model = _serving(self, name, args, opts, cls=ModelArgs, resource=ModelResource, job=job)
         self.name = model.name
         self.version_id = model.version_id
         self.version_name = model.version_name
         self.aliases = model.aliases
         self.artifact_uri = model.artifact_uri
         self.register_outputs({})
+
+
+def _serving(
+    component: pulumi.ComponentResource,
+    name: str,
+    args: Any,
+    opts: pulumi.ResourceOptions | None,
+    *,
+    cls: type,
+    resource: Any,
+    **references: Any,
+) -> Any:
+    """``component`` (a model or an endpoint) registered, and the serving ``resource`` it
+    declares from its args on its platform (with ``references`` resolved already)."""
+    kind = type(component).__name__
+    platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
+    fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
+    read = _read(kind, name, cls, fields, _SERVING_NOT_IN_ARGS)
+    pulumi.ComponentResource.__init__(component, f"{PACKAGE}:index:{kind}", name, None, opts)
+    try:
+        return resource(
+            name,
+            dataclasses.replace(read, platform=platform.platform, **references),
+            pulumi.ResourceOptions(parent=component),
+        )
+    except InvalidArgumentsError as error:
+        raise _refused(kind, name, error, cls) from None
 
 
 class Endpoint(pulumi.ComponentResource):
@@ -375,20 +385,7 @@ class Endpoint(pulumi.ComponentResource):
     """`DeployedModel.id` by deployment name."""
 
     def __init__(self, name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> None:
-        platform = _referenced(
-            "Endpoint", name, "platform", args.get("platform"), (TrainingPlatform,)
-        )
-        fields = {k: v for k, v in args.items() if k not in _SERVING_NOT_IN_ARGS}
-        endpoint_args = _read("Endpoint", name, EndpointArgs, fields, _ENDPOINT_ARGS)
-        super().__init__(f"{PACKAGE}:index:Endpoint", name, None, opts)
-        try:
-            endpoint = EndpointResource(
-                name,
-                dataclasses.replace(endpoint_args, platform=platform.platform),
-                pulumi.ResourceOptions(parent=self),
-            )
-        except InvalidArgumentsError as error:
-            raise _refused("Endpoint", name, error, EndpointArgs) from None
+        endpoint = _serving(self, name, args, opts, cls=EndpointArgs, resource=EndpointResource)
         self.name = endpoint.name
         self.predict_url = endpoint.predict_url
         self.deployed_model_ids = endpoint.deployed_model_ids
@@ -409,7 +406,7 @@ class PersistentResource(pulumi.ComponentResource):
         kind = "PersistentResource"
         platform = _referenced(kind, name, "platform", args.get("platform"), (TrainingPlatform,))
         fields = {k: v for k, v in args.items() if k != "platform"}
-        resource_args = _read(kind, name, PersistentResourceArgs, fields, _CAPACITY_ARGS)
+        resource_args = _read(kind, name, PersistentResourceArgs, fields, _NO_PLATFORM)
         try:
             placed = dataclasses.replace(resource_args, platform=platform.platform)
             resource_id = placed.id_for(name)
@@ -429,21 +426,17 @@ _CAPACITY: dict[str, PersistentResource] = {}
 is one of them, the job is held to its pools."""
 
 
-def _read(component: str, name: str, cls: type, fields: Any, hint: Any) -> Any:
-    """``cls`` from the component's ``fields`` (the stack reader's route), or the
-    ``ArgsError`` naming every problem."""
+def _read(component: str, name: str, cls: type, fields: Any, skip: frozenset[str]) -> Any:
+    """``cls`` (without the fields ``skip``) from the component's ``fields`` (the stack
+    reader's route), or the ``ArgsError`` naming every problem."""
     problems: list[Finding] = []
-    read = from_config(cls, yaml_spelling(fields, hint), "", problems, skip=_SERVING_NOT_IN_ARGS)
+    read = from_config(cls, yaml_spelling(fields, args_type(cls, skip)), "", problems, skip=skip)
     if problems or read is None:
         raise ArgsError(component, name, [_unrooted(p) for p in problems])
     return read
 
 
-_PLATFORM_ARGS = args_type(TrainingPlatformArgs)
-_MODEL_ARGS = args_type(ModelArgs, _SERVING_NOT_IN_ARGS)
-_ENDPOINT_ARGS = args_type(EndpointArgs, _SERVING_NOT_IN_ARGS)
-_CAPACITY_ARGS = args_type(PersistentResourceArgs, _NO_PLATFORM)
-_with_args(TrainingPlatform, _PLATFORM_ARGS)
+_with_args(TrainingPlatform, args_type(TrainingPlatformArgs))
 _JOB_REFS = {"platform": "TrainingPlatform"}
 _with_args(CustomJob, _with_references(CustomJobArgs, _NO_PLATFORM, **_JOB_REFS))
 _with_args(

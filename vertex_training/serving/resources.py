@@ -56,10 +56,9 @@ from vertex_training.serving.estimate import estimate_endpoint
 
 _log = logging.getLogger(__name__)
 
-MODEL_METADATA = ("displayName", "description", "labels")
-"""Body fields an edit of which updates the version in place (no new upload)."""
-ENDPOINT_METADATA = ("displayName", "description", "labels")
-"""Endpoint body fields updated in place; any other changes the endpoint (a replacement)."""
+METADATA = ("displayName", "description", "labels")
+"""Body fields an edit of which updates a model version or an endpoint in place; any other
+is a new upload, or a new endpoint."""
 DEFAULT_ALIAS = "default"
 
 
@@ -111,7 +110,7 @@ class ModelProvider(Provider):
     # even where it writes to the same directory as the run before.
     replacing = ("source_job", "model_id", "backend_target", "identity")
     updating = ("version_aliases", "provider_version", "backend")
-    metadata = MODEL_METADATA
+    metadata = METADATA
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
     backends = "vertex_training.serving.backends.{kind}:{Kind}ServingBackend"
@@ -160,8 +159,7 @@ class ModelProvider(Provider):
             record.model, record.version_id, [DEFAULT_ALIAS, *props.get("version_aliases", [])]
         )
         record = backend.get_version(record.model, record.version_id)
-        outs = {**self.inputs(props), **self.outputs(record, props)}
-        return pulumi.dynamic.CreateResult(id_=record.version_name, outs=outs)
+        return pulumi.dynamic.CreateResult(id_=record.version_name, outs=self.state(record, props))
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -172,7 +170,7 @@ class ModelProvider(Provider):
             backend.update_version(model, version, self.labelled_body(news))
         backend.move_aliases(model, version, [DEFAULT_ALIAS, *news.get("version_aliases", [])])
         record = backend.get_version(model, version)
-        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **self.outputs(record, news)})
+        return pulumi.dynamic.UpdateResult(outs=self.state(record, news))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         model, _, version = id_.partition("@")
@@ -316,7 +314,7 @@ class EndpointProvider(Provider):
     late = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
     updating = ("deployments", "traffic", "judged", "provider_version", "backend")
-    metadata = ENDPOINT_METADATA
+    metadata = METADATA
     delete_before_replace = True
     backends = ModelProvider.backends
     outputs_from = {
@@ -371,8 +369,7 @@ class EndpointProvider(Provider):
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         record = _reconcile(self.backend(props), props)
-        outs = {**self.inputs(props), **self.outputs(record, props)}
-        return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
+        return pulumi.dynamic.CreateResult(id_=record.name, outs=self.state(record, props))
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
@@ -381,7 +378,7 @@ class EndpointProvider(Provider):
         if self.metadata_changed(olds, news):
             backend.update_endpoint(id_, _endpoint_body(news))
         record = _reconcile(backend, news)
-        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **self.outputs(record, news)})
+        return pulumi.dynamic.UpdateResult(outs=self.state(record, news))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         backend = self.backend(props)

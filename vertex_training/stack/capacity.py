@@ -24,7 +24,7 @@ its YAML key before anything is registered.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +38,9 @@ from vertex_training.jobs.api import (
     PlatformFacts,
     _unchecked_copy,
 )
-from vertex_training.jobs.declarations import JobDeclaration, name_problems
-from vertex_training.jobs.fields import (
-    camel,
-    config_problem,
-    from_config,
-    yaml_value,
-)
+from vertex_training.jobs.declarations import JobDeclaration
+from vertex_training.jobs.fields import camel, config_problem, from_config
+from vertex_training.stack.settings import entries
 
 CAPACITY_KEY = "persistentResources"
 """The stack key this module reads."""
@@ -67,16 +63,22 @@ class CapacityDeclarations:
             name: PersistentResource(name, _unchecked_copy(args, platform=platform))
             for name, args in self.resources.items()
         }
-        return resources, {name: _placed(args, resources) for name, args in jobs.items()}
+
+        def resource(named: Any) -> Any:
+            return resources[named.name] if isinstance(named, StackCapacity) else None
+
+        return resources, {name: on_capacity(args, resource) for name, args in jobs.items()}
 
 
-def _placed(args: JobArgs, resources: Mapping[str, Any]) -> JobArgs:
+def on_capacity(args: JobArgs, find: Callable[[Any], Any]) -> JobArgs:
+    """``args`` with its run's ``persistentResourceId`` replaced by ``find`` of it (the
+    capacity it names), or as they are where ``find`` gives None."""
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    named = run.persistent_resource_id
-    if not isinstance(named, StackCapacity):
+    capacity = find(run.persistent_resource_id)
+    if capacity is None:
         return args
-    placed = _unchecked_copy(run, persistent_resource_id=resources[named.name])
-    return placed if isinstance(args, CustomJobArgs) else _unchecked_copy(args, trial=placed)
+    placed = _unchecked_copy(run, persistent_resource_id=capacity)
+    return placed if run is args else _unchecked_copy(args, trial=placed)
 
 
 def _resource_problems(error: InvalidArgumentsError, path: str) -> list[Finding]:
@@ -115,15 +117,13 @@ def placed_on(
 ) -> JobDeclaration:
     """``job`` placed on the resource its ``persistentResourceId`` names by its stack-file
     name (unchanged where it names none of them: any other id is Vertex's to know)."""
-    run = job.args if isinstance(job.args, CustomJobArgs) else job.args.trial
-    named = run.persistent_resource_id
-    if not isinstance(named, str) or named not in resources:
-        return job
-    placed = _unchecked_copy(run, persistent_resource_id=StackCapacity(named, resources[named]))
-    args = (
-        placed if isinstance(job.args, CustomJobArgs) else _unchecked_copy(job.args, trial=placed)
-    )
-    return JobDeclaration(job.name, args)
+
+    def declared(named: Any) -> StackCapacity | None:
+        if not isinstance(named, str) or named not in resources:
+            return None
+        return StackCapacity(named, resources[named])
+
+    return JobDeclaration(job.name, on_capacity(job.args, declared))
 
 
 def read_capacity(
@@ -133,31 +133,23 @@ def read_capacity(
     their problems at YAML paths."""
     out: list[Finding] = []
     resources: dict[str, PersistentResourceArgs] = {}
-    if raw is None or raw == "":
-        raw = []
-    if not isinstance(raw, list | tuple):
-        out.append(
-            config_problem(CAPACITY_KEY, f"got {yaml_value(raw)}", "a YAML list of mappings")
-        )
-        raw = []
-    for index, item in enumerate(raw):
-        path = f"{CAPACITY_KEY}[{index}]"
-        if not isinstance(item, Mapping):
-            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
-            continue
-        name = item.get("name")
-        found = name_problems(name, path, "persistent resource")
-        if not found and name in resources:
-            found.append(config_problem(f"{path}.name", f"{name!r} repeats", "unique names"))
+    for path, item, found in entries(raw, CAPACITY_KEY, "persistent resource", out):
         fields = {k: v for k, v in item.items() if k != "name"}
         args = from_config(PersistentResourceArgs, fields, path, found, frozenset({"platform"}))
         if args is not None and not found:
             try:
-                resources[str(name)] = dataclasses.replace(args, platform=facts)
+                resources[str(item["name"])] = dataclasses.replace(args, platform=facts)
             except InvalidArgumentsError as error:
-                found += _resource_problems(error, path)
+                found.extend(_resource_problems(error, path))
         out += found
     return resources, out
 
 
-__all__ = ["CAPACITY_KEY", "CapacityDeclarations", "StackCapacity", "placed_on", "read_capacity"]
+__all__ = [
+    "CAPACITY_KEY",
+    "CapacityDeclarations",
+    "StackCapacity",
+    "on_capacity",
+    "placed_on",
+    "read_capacity",
+]

@@ -65,8 +65,8 @@ class StackDefinition:
     serving: ServingDeclarations = field(default_factory=ServingDeclarations)
     """The stack's models and endpoints: ``declare(platform, jobs)``."""
     capacity: CapacityDeclarations = field(default_factory=CapacityDeclarations)
-    """The stack's persistent resources: ``declare(platform)``; ``place(args, resources)``
-    puts a job on the one it names."""
+    """The stack's persistent resources: ``declare(platform, jobs)`` gives them, and the
+    jobs placed on the ones they name."""
 
 
 def stack_definition(config: StackConfig) -> StackDefinition:

@@ -353,9 +353,6 @@ def run(options: argparse.Namespace, start: Path | None = None) -> int:
     def on_output(line: str) -> None:
         print(line, flush=True)
 
-    def on_error(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
     command = auto.PulumiCommand(root=None)
     command.command = str(setup.cli)
     workspace = auto.LocalWorkspaceOptions(
@@ -391,7 +388,7 @@ def run(options: argparse.Namespace, start: Path | None = None) -> int:
             operation(
                 **{k: v or None for k, v in flags.items()},
                 on_output=on_output,
-                on_error=on_error,
+                on_error=say,
                 color="auto",
             )
         except auto.errors.CommandError as error:

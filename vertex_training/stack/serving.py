@@ -29,10 +29,10 @@ from typing import Any
 
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import _unchecked_copy
-from vertex_training.jobs.declarations import name_problems
-from vertex_training.jobs.fields import config_problem, from_config, yaml_value
+from vertex_training.jobs.fields import config_problem, from_config
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
+from vertex_training.stack.settings import entries
 
 SERVING_KEYS = ("models", "endpoints")
 """The stack keys this module reads."""
@@ -95,25 +95,6 @@ def _judged(
     ]
 
 
-def _entries(raw: object, key: str, out: list[Finding]) -> list[tuple[int, Mapping[str, Any]]]:
-    if raw is None or raw == "":
-        return []
-    if not isinstance(raw, list | tuple):
-        out.append(config_problem(key, f"got {yaml_value(raw)}", f"a YAML list of {key} mappings"))
-        return []
-    entries = []
-    for index, item in enumerate(raw):
-        path = f"{key}[{index}]"
-        if not isinstance(item, Mapping):
-            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
-            continue
-        problems = name_problems(item.get("name"), path, key.removesuffix("s"))
-        out += problems
-        if not problems:
-            entries.append((index, item))
-    return entries
-
-
 def read_serving(
     ours: Mapping[str, object],
     job_names: Sequence[str],
@@ -126,8 +107,10 @@ def read_serving(
     only the shape of the hardware is judged)."""
     out: list[Finding] = []
     models: list[ModelDeclaration] = []
-    for index, item in _entries(ours.get("models"), "models", out):
-        path = f"models[{index}]"
+    for path, item, found in entries(ours.get("models"), "models", "model", out):
+        out += found
+        if found:
+            continue
         job = item.get("job")
         if job is not None and job not in job_names:
             out.append(
@@ -145,8 +128,10 @@ def read_serving(
         models.append(ModelDeclaration(str(item["name"]), job, args))
     model_names = [m.name for m in models]
     endpoints: list[EndpointDeclaration] = []
-    for index, item in _entries(ours.get("endpoints"), "endpoints", out):
-        path = f"endpoints[{index}]"
+    for path, item, found in entries(ours.get("endpoints"), "endpoints", "endpoint", out):
+        out += found
+        if found:
+            continue
         fields = {k: v for k, v in item.items() if k != "name"}
         args = from_config(EndpointArgs, fields, path, out, skip=_NOT_IN_YAML)
         if args is None:

@@ -22,7 +22,8 @@ from pydantic.fields import FieldInfo
 
 from vertex_training._project import project_root
 from vertex_training.findings import Finding
-from vertex_training.jobs.declarations import JobDeclaration
+from vertex_training.jobs.declarations import JobDeclaration, name_problems
+from vertex_training.jobs.fields import config_problem, yaml_value
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
     BUCKET_NAME_VALID,
@@ -45,6 +46,7 @@ __all__ = [
     "StackConfig",
     "StorageSettings",
     "WorkbenchSettings",
+    "entries",
     "known_config_keys",
 ]
 
@@ -261,6 +263,33 @@ SECTIONS: Mapping[str, type[Section]] = {
     if isinstance(info.annotation, type) and issubclass(info.annotation, Section)
 }
 """``StackConfig`` field -> section model; each section field's alias is a config key."""
+
+
+def entries(
+    raw: object, key: str, what: str, out: list[Finding]
+) -> list[tuple[str, Mapping[str, Any], list[Finding]]]:
+    """Each mapping of the stack's list ``key`` with its path (``models[0]``) and the
+    problems of its name (a ``what`` name, unique in the list); what is not a list, or not
+    a mapping, is said in ``out``."""
+    if raw is None or raw == "":
+        return []
+    if not isinstance(raw, list | tuple):
+        out.append(config_problem(key, f"got {yaml_value(raw)}", "a YAML list of mappings"))
+        return []
+    found: list[tuple[str, Mapping[str, Any], list[Finding]]] = []
+    names: set[str] = set()
+    for index, item in enumerate(raw):
+        path = f"{key}[{index}]"
+        if not isinstance(item, Mapping):
+            out.append(config_problem(path, f"got {yaml_value(item)}", "a mapping"))
+            continue
+        name = item.get("name")
+        problems = name_problems(name, path, what)
+        if not problems and name in names:
+            problems.append(config_problem(f"{path}.name", f"{name!r} repeats", "unique names"))
+        names.add(str(name))
+        found.append((path, item, problems))
+    return found
 
 
 def known_config_keys() -> dict[str, FieldInfo]:

@@ -39,14 +39,7 @@ from vertex_training.jobs.backends.local._store import (
     process_alive,
     process_start_time,
 )
-from vertex_training.serving.backends.base import (
-    DeployedModelRecord,
-    EndpointRecord,
-    ModelInUseError,
-    ModelVersionRecord,
-    ServingNotFoundError,
-    ServingRefusedError,
-)
+from vertex_training.serving.backends import base
 
 if TYPE_CHECKING:
     from vertex_training.jobs.backends.local.capabilities import SupportTable
@@ -90,10 +83,6 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def has_saved_model(directory: Path) -> bool:
-    return any((directory / name).is_file() for name in SAVED_MODEL_FILES)
-
-
 @functools.cache
 def local_support() -> SupportTable:
     """How the local twin treats each field of a Model, Endpoint and DeployedModel
@@ -123,6 +112,13 @@ class LocalServingBackend:
         self.dir.mkdir(parents=True, exist_ok=True)
         return file_lock(self.dir / ".lock")
 
+    @contextlib.contextmanager
+    def _endpoint(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The id and the stored ``endpoint.json`` of the endpoint ``name``, under the lock."""
+        endpoint_id = self._id(name, "endpoints")
+        with self._locked():
+            yield endpoint_id, self._read_endpoint(endpoint_id)
+
     def local_path(self, uri: str) -> Path:
         """Where an artifact URI lives here: ``gs://b/p`` and ``/gcs/b/p`` under the local
         backend's bucket stand-in, other paths as they are."""
@@ -134,7 +130,7 @@ class LocalServingBackend:
     def _id(name: str, collection: str) -> str:
         prefix = f"{LOCAL_PARENT}/{collection}/"
         if not name.startswith(prefix) or "/" in name[len(prefix) :]:
-            raise ServingNotFoundError(f"{name!r} is not a local {collection[:-1]} name")
+            raise base.ServingNotFoundError(f"{name!r} is not a local {collection[:-1]} name")
         return name[len(prefix) :]
 
     # -- Model Registry ----------------------------------------------------------------
@@ -146,9 +142,9 @@ class LocalServingBackend:
         model: dict[str, Any] = json.loads(path.read_text())
         return model
 
-    def _version_record(self, model_id: str, version: Mapping[str, Any]) -> ModelVersionRecord:
+    def _version_record(self, model_id: str, version: Mapping[str, Any]) -> base.ModelVersionRecord:
         model = f"{LOCAL_PARENT}/models/{model_id}"
-        return ModelVersionRecord(
+        return base.ModelVersionRecord(
             model=model,
             version_id=str(version["versionId"]),
             artifact_uri=str(version.get("artifactUri", "")),
@@ -165,7 +161,9 @@ class LocalServingBackend:
                 if deployed["model"] == model and deployed["modelVersionId"] == version_id:
                     yield f"{LOCAL_PARENT}/endpoints/{path.parent.name}", deployed["id"]
 
-    def find_version(self, model_id: str, labels: Mapping[str, str]) -> ModelVersionRecord | None:
+    def find_version(
+        self, model_id: str, labels: Mapping[str, str]
+    ) -> base.ModelVersionRecord | None:
         with self._locked():
             model = self._read_model(model_id)
             if model is None:
@@ -177,10 +175,10 @@ class LocalServingBackend:
             ]
             return self._version_record(model_id, found[-1]) if found else None
 
-    def upload(self, model_id: str, body: Mapping[str, Any]) -> ModelVersionRecord:
+    def upload(self, model_id: str, body: Mapping[str, Any]) -> base.ModelVersionRecord:
         source = self.local_path(str(body.get("artifactUri", "")))
-        if not has_saved_model(source):
-            raise ServingRefusedError(
+        if not any((source / name).is_file() for name in SAVED_MODEL_FILES):
+            raise base.ServingRefusedError(
                 f"artifactUri: no SavedModel at {body.get('artifactUri')!r} (looked in "
                 f"{source}); a model is uploaded from a job that wrote one"
             )
@@ -213,20 +211,20 @@ class LocalServingBackend:
             if version["versionId"] == version_id:
                 found: dict[str, Any] = version
                 return found
-        raise ServingNotFoundError(f"model version {name}@{version_id} not found")
+        raise base.ServingNotFoundError(f"model version {name}@{version_id} not found")
 
     def _stored_version(
         self, model: str, version_id: str
     ) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """The model's id, its stored ``model.json`` and the version in it (under the lock);
-        ``ServingNotFoundError`` when either is gone."""
+        ``base.ServingNotFoundError`` when either is gone."""
         model_id = self._id(model, "models")
         stored = self._read_model(model_id)
         if stored is None:
-            raise ServingNotFoundError(f"model {model} not found")
+            raise base.ServingNotFoundError(f"model {model} not found")
         return model_id, stored, self._version(stored, version_id, model)
 
-    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
+    def get_version(self, model: str, version_id: str) -> base.ModelVersionRecord:
         with self._locked():
             model_id, _, version = self._stored_version(model, version_id)
             return self._version_record(model_id, version)
@@ -268,7 +266,7 @@ class LocalServingBackend:
                 return
             deployed = list(self._deployed_to(model, version_id))
             if deployed:
-                raise ModelInUseError(_in_use_message(model, version_id, deployed))
+                raise base.ModelInUseError(_in_use_message(model, version_id, deployed))
             if not remaining:
                 shutil.rmtree(self._model_dir(model_id))
                 return
@@ -288,7 +286,9 @@ class LocalServingBackend:
     def _read_endpoint(self, endpoint_id: str) -> dict[str, Any]:
         path = self._endpoint_dir(endpoint_id) / "endpoint.json"
         if not path.is_file():
-            raise ServingNotFoundError(f"endpoint {LOCAL_PARENT}/endpoints/{endpoint_id} not found")
+            raise base.ServingNotFoundError(
+                f"endpoint {LOCAL_PARENT}/endpoints/{endpoint_id} not found"
+            )
         endpoint: dict[str, Any] = json.loads(path.read_text())
         return endpoint
 
@@ -298,15 +298,17 @@ class LocalServingBackend:
     def _predict_route(self, endpoint_id: str) -> str:
         return f"/v1/{LOCAL_PARENT}/endpoints/{endpoint_id}:predict"
 
-    def _endpoint_record(self, endpoint_id: str, endpoint: Mapping[str, Any]) -> EndpointRecord:
+    def _endpoint_record(
+        self, endpoint_id: str, endpoint: Mapping[str, Any]
+    ) -> base.EndpointRecord:
         server = endpoint.get("server") or {}
         port = server.get("port")
-        return EndpointRecord(
+        return base.EndpointRecord(
             name=f"{LOCAL_PARENT}/endpoints/{endpoint_id}",
             display_name=str(endpoint.get("displayName", "")),
             labels=dict(endpoint.get("labels") or {}),
             deployed=tuple(
-                DeployedModelRecord(d["id"], d["model"], d["modelVersionId"])
+                base.DeployedModelRecord(d["id"], d["model"], d["modelVersionId"])
                 for d in endpoint.get("deployed", [])
             ),
             traffic={k: int(v) for k, v in (endpoint.get("trafficSplit") or {}).items()},
@@ -321,37 +323,32 @@ class LocalServingBackend:
         pid = server.get("pid")
         return pid is not None and process_alive(int(pid), server.get("start"))
 
-    def get_endpoint(self, name: str) -> EndpointRecord:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            return self._endpoint_record(endpoint_id, self._read_endpoint(endpoint_id))
+    def get_endpoint(self, name: str) -> base.EndpointRecord:
+        with self._endpoint(name) as (endpoint_id, endpoint):
+            return self._endpoint_record(endpoint_id, endpoint)
 
-    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> EndpointRecord:
+    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> base.EndpointRecord:
         with self._locked():
             try:
                 endpoint = self._read_endpoint(endpoint_id)
-            except ServingNotFoundError:
+            except base.ServingNotFoundError:
                 endpoint = {**body, "deployed": [], "trafficSplit": {}, "createTime": now_rfc3339()}
                 self._write_endpoint(endpoint_id, endpoint)
             return self._endpoint_record(endpoint_id, endpoint)
 
     def update_endpoint(self, name: str, body: Mapping[str, Any]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             _update_metadata(endpoint, body)
             self._write_endpoint(endpoint_id, endpoint)
 
     def deploy(
         self, name: str, deployed_model: Mapping[str, Any], traffic: Mapping[str, int]
     ) -> None:
-        endpoint_id = self._id(name, "endpoints")
         model, _, version_id = str(deployed_model["model"]).partition("@")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             stored = self._read_model(self._id(model, "models"))
             if stored is None:
-                raise ServingNotFoundError(f"model {model} not found")
+                raise base.ServingNotFoundError(f"model {model} not found")
             version = self._version(stored, version_id or _default_version(stored), model)
             entry = {
                 "id": str(deployed_model["id"]),
@@ -367,16 +364,12 @@ class LocalServingBackend:
             self._stopped(endpoint_id, endpoint)
 
     def set_traffic(self, name: str, traffic: Mapping[str, int]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             endpoint["trafficSplit"] = dict(traffic)
             self._stopped(endpoint_id, endpoint)
 
     def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+        with self._endpoint(name) as (endpoint_id, endpoint):
             endpoint["deployed"] = [d for d in endpoint["deployed"] if d["id"] != deployed_model_id]
             endpoint["trafficSplit"] = dict(traffic) if endpoint["deployed"] else {}
             self._stopped(endpoint_id, endpoint)
@@ -386,20 +379,18 @@ class LocalServingBackend:
         with self._locked():
             try:
                 endpoint = self._read_endpoint(endpoint_id)
-            except ServingNotFoundError:
+            except base.ServingNotFoundError:
                 return
             if endpoint["deployed"]:
-                raise ServingRefusedError(
+                raise base.ServingRefusedError(
                     f"endpoint {name} still has deployed models "
                     f"{[d['id'] for d in endpoint['deployed']]}: undeploy them first"
                 )
             self._stop(endpoint)
             shutil.rmtree(self._endpoint_dir(endpoint_id))
 
-    def ensure_serving(self, name: str) -> EndpointRecord:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            endpoint = self._read_endpoint(endpoint_id)
+    def ensure_serving(self, name: str) -> base.EndpointRecord:
+        with self._endpoint(name) as (endpoint_id, endpoint):
             if endpoint["deployed"] and not self._server_alive(endpoint.get("server") or {}):
                 _log.info("%s: the prediction server is not running; starting it", name)
                 self._restart(endpoint_id, endpoint)
@@ -537,4 +528,4 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
-__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "LocalServingBackend", "has_saved_model"]
+__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "LocalServingBackend"]

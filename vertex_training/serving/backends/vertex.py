@@ -24,14 +24,7 @@ from vertex_training.jobs.backends.vertex import (
     service_client,
 )
 from vertex_training.jobs.protos import BodyParseError, parse_message
-from vertex_training.serving.backends.base import (
-    DeployedModelRecord,
-    EndpointRecord,
-    ModelInUseError,
-    ModelVersionRecord,
-    ServingNotFoundError,
-    ServingRefusedError,
-)
+from vertex_training.serving.backends import base
 
 _log = logging.getLogger(__name__)
 
@@ -46,7 +39,7 @@ def _parse(message_type: type[M], body: Mapping[str, Any]) -> M:
     try:
         return parse_message(message_type, body)
     except BodyParseError as error:
-        raise ServingRefusedError(str(error)) from error
+        raise base.ServingRefusedError(str(error)) from error
 
 
 def _metadata(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,8 +52,8 @@ def _metadata(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def version_record(model: v1.Model) -> ModelVersionRecord:
-    return ModelVersionRecord(
+def version_record(model: v1.Model) -> base.ModelVersionRecord:
+    return base.ModelVersionRecord(
         model=model.name.split("@", 1)[0],
         version_id=model.version_id,
         artifact_uri=model.artifact_uri,
@@ -92,7 +85,9 @@ class VertexServingBackend(VertexService):
         except api_exceptions.NotFound:
             return []
 
-    def find_version(self, model_id: str, labels: Mapping[str, str]) -> ModelVersionRecord | None:
+    def find_version(
+        self, model_id: str, labels: Mapping[str, str]
+    ) -> base.ModelVersionRecord | None:
         found = [
             m
             for m in self._versions(f"{self.parent}/models/{model_id}", labels)
@@ -103,7 +98,7 @@ class VertexServingBackend(VertexService):
             return None
         return version_record(max(found, key=lambda m: int(m.version_id or 0)))
 
-    def upload(self, model_id: str, body: Mapping[str, Any]) -> ModelVersionRecord:
+    def upload(self, model_id: str, body: Mapping[str, Any]) -> base.ModelVersionRecord:
         model = _parse(v1.Model, body)
         name = f"{self.parent}/models/{model_id}"
         request = v1.UploadModelRequest(parent=self.parent, model=model)
@@ -118,13 +113,13 @@ class VertexServingBackend(VertexService):
         _log.info("uploaded %s version %s", response.model, response.model_version_id)
         return self.get_version(response.model, response.model_version_id)
 
-    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
+    def get_version(self, model: str, version_id: str) -> base.ModelVersionRecord:
         try:
             return version_record(
                 self.models.get_model(name=f"{model}@{version_id}", retry=self.retry)
             )
         except api_exceptions.NotFound as error:
-            raise ServingNotFoundError(f"{model}@{version_id} not found") from error
+            raise base.ServingNotFoundError(f"{model}@{version_id} not found") from error
 
     def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
         metadata = _metadata(body)
@@ -168,7 +163,7 @@ class VertexServingBackend(VertexService):
             where = ", ".join(
                 f"{d.endpoint} (deployed model {d.deployed_model_id})" for d in this.deployed_models
             )
-            raise ModelInUseError(
+            raise base.ModelInUseError(
                 f"model version {model}@{version_id} is still deployed to {where}: undeploy "
                 "it there first (remove the deployment from that endpoint, or destroy it), "
                 "then delete the model"
@@ -186,30 +181,30 @@ class VertexServingBackend(VertexService):
 
     # -- endpoints ---------------------------------------------------------------------
 
-    def _endpoint_record(self, endpoint: v1.Endpoint) -> EndpointRecord:
-        return EndpointRecord(
+    def _endpoint_record(self, endpoint: v1.Endpoint) -> base.EndpointRecord:
+        return base.EndpointRecord(
             name=endpoint.name,
             display_name=endpoint.display_name,
             labels=dict(endpoint.labels),
             deployed=tuple(
-                DeployedModelRecord(d.id, d.model.split("@", 1)[0], d.model_version_id)
+                base.DeployedModelRecord(d.id, d.model.split("@", 1)[0], d.model_version_id)
                 for d in endpoint.deployed_models
             ),
             traffic=dict(endpoint.traffic_split),
             predict_url=f"https://{regional_endpoint(self.location)}/v1/{endpoint.name}:predict",
         )
 
-    def get_endpoint(self, name: str) -> EndpointRecord:
+    def get_endpoint(self, name: str) -> base.EndpointRecord:
         try:
             return self._endpoint_record(self.endpoints.get_endpoint(name=name, retry=self.retry))
         except api_exceptions.NotFound as error:
-            raise ServingNotFoundError(f"{name} not found") from error
+            raise base.ServingNotFoundError(f"{name} not found") from error
 
-    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> EndpointRecord:
+    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> base.EndpointRecord:
         name = f"{self.parent}/endpoints/{endpoint_id}"
         try:
             return self.get_endpoint(name)  # left by an interrupted `up`: ids are ours
-        except ServingNotFoundError:
+        except base.ServingNotFoundError:
             pass
         endpoint = _parse(v1.Endpoint, body)
         try:
@@ -279,13 +274,13 @@ class VertexServingBackend(VertexService):
             delay = min(delay * 2, self.retry_initial * 16)
             try:
                 left = self.get_endpoint(name)
-            except ServingNotFoundError:
+            except base.ServingNotFoundError:
                 return
             for deployed in left.deployed:
                 # Something was deployed again meanwhile: undeploy it too.
                 self.undeploy(name, deployed.id, {})
 
-    def ensure_serving(self, name: str) -> EndpointRecord:
+    def ensure_serving(self, name: str) -> base.EndpointRecord:
         # Vertex keeps its replicas running itself.
         return self.get_endpoint(name)
 
