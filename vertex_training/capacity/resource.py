@@ -19,7 +19,6 @@ from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.estimate import CapacityEstimate
 from vertex_training.findings import Finding
-from vertex_training.jobs.resources import require_args
 
 __all__ = ["PersistentResource"]
 
