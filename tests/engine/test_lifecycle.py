@@ -18,14 +18,13 @@ import base64
 import json
 import pickle
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.conftest import PulumiProject, make_project, repo_stack_config
+from tests.engine.conftest import ProjectMaker, PulumiProject, repo_stack_config
 from tests.engine.local_store import StoredJob, job_logs, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
@@ -80,10 +79,8 @@ def jobs_stack_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, jobs_stack_config(), "lifecycle")
+def project(new_project: ProjectMaker) -> PulumiProject:
+    return new_project("lifecycle", jobs_stack_config())
 
 
 @pytest.fixture(scope="module")
