@@ -122,26 +122,6 @@ class Example:
         return processes_with(f"{MARKER}={self.root}".encode())
 
 
-_NOT_SDK = shutil.ignore_patterns("node_modules", "bin")
-
-
-@pytest.fixture(scope="session")
-def ts_node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ts-local's packages, installed once (``npm ci``, as its ``./run`` does) for every test
-    that runs it; each copy hard-links them. The link to the generated SDK
-    (``file:../../sdk/nodejs``) is relative: in a copy it is that copy's SDK, which the
-    copy's ``./run`` compiles."""
-    root = tmp_path_factory.mktemp("ts-local-packages")
-    shutil.copytree(REPO_ROOT / "sdk" / "nodejs", root / "sdk" / "nodejs", ignore=_NOT_SDK)
-    example = root / "examples" / "ts-local"
-    example.mkdir(parents=True)
-    for file in ("package.json", "package-lock.json"):
-        shutil.copy2(REPO_ROOT / "examples" / "ts-local" / file, example / file)
-    npm = ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-    run_command(npm, cwd=example, env=os.environ)
-    return example / "node_modules"
-
-
 def _example(request: pytest.FixtureRequest, tmp_path: Path, name: str, bin_dir: Path) -> Example:
     tool = TOOLS.get(name)
     if tool and shutil.which(tool) is None:
