@@ -4,11 +4,6 @@ class for each instance); a second ``up`` changes nothing; a retrained study reg
 version 2, the alias and the traffic move; an ``up`` that lost its state after the upload
 adopts instead of uploading again; ``destroy`` leaves no server, no port, no registry entry.
 
-Version 1 is the one model trained for real and served through the engine. The study
-that makes version 2 runs the stand-in trainer (standin_trainer.py), which leaves the
-trainer's exported model where a trained one would be, as in test_languages.py: what is
-tested there is which version serves, not what it learned.
-
 The tests share one stack and run in file order.
 """
 
@@ -18,18 +13,11 @@ import copy
 import json
 import socket
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.conftest import (
-    ProjectMaker,
-    PulumiProject,
-    repo_stack_config,
-    use_standin_trainer,
-)
-from tests.engine.standin_trainer import MODEL_ENV
+from tests.engine.conftest import ProjectMaker, PulumiProject, repo_stack_config
 
 pytestmark = pytest.mark.slow
 
@@ -106,10 +94,8 @@ def test_second_up_changes_nothing(project: PulumiProject) -> None:
 
 
 def test_a_retrained_study_becomes_version_2_and_takes_alias_and_traffic(
-    project: PulumiProject, model_dir: Path
+    project: PulumiProject,
 ) -> None:
-    use_standin_trainer(project.dir)
-    project.env[MODEL_ENV] = str(model_dir)
     project.write_config(serving_stack_config(epochs="2"))
     project.up()
 
