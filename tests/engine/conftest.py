@@ -197,7 +197,7 @@ class PulumiProject:
 
     def write_config(self, stack_config: Mapping[str, Any]) -> None:
         # Keep what `stack init` added (the passphrase salt) and replace the config.
-        existing = {}
+        existing: dict[str, Any] = {}
         if self.config_file.is_file():
             existing = yaml.safe_load(self.config_file.read_text(encoding="utf-8")) or {}
         existing["config"] = dict(stack_config["config"])
