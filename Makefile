@@ -32,9 +32,11 @@ lint: install
 
 # tests/engine drives the real CLI through the local stack's lifecycle: make builds it
 # first (where it cannot be had the engine tests skip, saying why, except under CI=true).
+# Two workers, each test file on one (a module's tests share one stack), since most of the
+# run waits on processes: the engine, its providers, jobs and servers.
 test: install lint policy-venv
 	$(MAKE) --no-print-directory pulumi-cli || echo "No Pulumi CLI: tests/engine will skip."
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadfile
 
 test-fast: install
 	$(BIN)/pytest -q -m "not slow"

@@ -1,12 +1,11 @@
 """The installable package: the wheel holds ``vertex_training`` (typed) and nothing else, and
-works installed into a fresh virtualenv, imported from outside this checkout."""
+works installed by pip, imported from outside this checkout."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -50,42 +49,11 @@ def test_the_wheel_holds_the_package_and_nothing_else(wheel: Path) -> None:
     assert not [n for n in names if n.split("/")[0] in ("infra", "tests", "bench", "trainer")]
 
 
-def test_installed_from_the_wheel_the_public_names_import(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        check=True,
-    )
-    # Without dependencies (as asked): make the project's installed ones visible instead.
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    Path(site, "project-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    program = (
-        "import vertex_training as vt\n"
-        "print(vt.__file__)\n"
-        "for name in vt.__all__: getattr(vt, name)\n"
-        "pool = vt.WorkerPool(machine_type='n1-standard-4',\n"
-        "                     accelerator=vt.Accelerator('NVIDIA_TESLA_T4'))\n"
-        "print(pool.with_replicas(2).replica_count)\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    out = run_python("-c", program, cwd=tmp_path, env=env, python=python).split()
-    assert Path(out[0]).is_relative_to(venv), out[0]
-    assert out[1] == "2"
-
-
-def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
-    wheel: Path, tmp_path: Path
-) -> None:
-    """``load_stack`` and ``python -m vertex_training.stack estimate --stack`` find the project
-    (Pulumi.yaml, stacks/, docker/) from the working directory, not beside the package."""
-    site = tmp_path / "site"
+@pytest.fixture(scope="module")
+def site(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed into a directory of its own (without dependencies, as asked: the
+    project's installed ones serve), which a program puts first on its path."""
+    site = tmp_path_factory.mktemp("site")
     subprocess.run(
         [
             *(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index"),
@@ -94,6 +62,28 @@ def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
         check=True,
         capture_output=True,
     )
+    return site
+
+
+def test_installed_from_the_wheel_the_public_names_import(site: Path, tmp_path: Path) -> None:
+    program = (
+        "import vertex_training as vt\n"
+        "print(vt.__file__)\n"
+        "for name in vt.__all__: getattr(vt, name)\n"
+        "pool = vt.WorkerPool(machine_type='n1-standard-4',\n"
+        "                     accelerator=vt.Accelerator('NVIDIA_TESLA_T4'))\n"
+        "print(pool.with_replicas(2).replica_count)\n"
+    )
+    out = run_python("-c", program, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)})
+    assert Path(out.split()[0]).is_relative_to(site), out
+    assert out.split()[1] == "2"
+
+
+def test_installed_from_the_wheel_it_reads_the_project_it_runs_in(
+    site: Path, tmp_path: Path
+) -> None:
+    """``load_stack`` and ``python -m vertex_training.stack estimate --stack`` find the project
+    (Pulumi.yaml, stacks/, docker/) from the working directory, not beside the package."""
     project = tmp_path / "my-project"
     (project / "stacks").mkdir(parents=True)
     (project / "docker").mkdir()

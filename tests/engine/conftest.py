@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +197,7 @@ class PulumiProject:
 
     def write_config(self, stack_config: Mapping[str, Any]) -> None:
         # Keep what `stack init` added (the passphrase salt) and replace the config.
-        existing = {}
+        existing: dict[str, Any] = {}
         if self.config_file.is_file():
             existing = yaml.safe_load(self.config_file.read_text(encoding="utf-8")) or {}
         existing["config"] = dict(stack_config["config"])
@@ -225,6 +225,15 @@ class PulumiProject:
         self, *args: str, check: bool = True, timeout: float = COMMAND_TIMEOUT_S
     ) -> subprocess.CompletedProcess[str]:
         return self._run(self.stack_command(*args), check, timeout)
+
+    def refused(self, *args: str) -> str:
+        """The output of a stack command that must fail cleanly: it exits non-zero, with no
+        traceback."""
+        done = self.stack(*args, check=False)
+        output = done.stdout + done.stderr
+        assert done.returncode != 0, output[-3000:]
+        assert "Traceback" not in output, output[-3000:]
+        return output
 
     def up(self) -> subprocess.CompletedProcess[str]:
         return self.stack("up")
@@ -339,23 +348,45 @@ def use_standin_trainer(root: Path) -> None:
     shutil.copy2(STANDIN_TRAINER, trainer / "task.py")
 
 
-def make_project(
-    tmp_path_factory: pytest.TempPathFactory,
-    bin_dir: Path,
-    config: Mapping[str, Any],
-    name: str,
-    source: Path | None = None,
-    *,
-    standin_trainer: bool = False,
-) -> Iterator[PulumiProject]:
-    project = PulumiProject(
-        tmp_path_factory.mktemp(name), bin_dir, config, source, standin_trainer=standin_trainer
-    )
-    try:
-        yield project
-    finally:
-        # Whatever a failed test left running goes, so that one failure does not hold the
-        # cores the next tests need.
+ProjectMaker = Callable[..., PulumiProject]
+
+
+@pytest.fixture(scope="module")
+def new_project(
+    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
+) -> Iterator[ProjectMaker]:
+    """Makes this module's projects: ``new_project(name, config)`` is a copy of this project
+    with ``config`` as its stack file; ``program={file: text}`` makes a project of those
+    files instead, ``source=`` copies that directory (an example); ``standin_trainer`` as
+    in PulumiProject. When the module ends, whatever a copy left running goes, so that one
+    failure does not hold the cores the next tests need."""
+    made: list[PulumiProject] = []
+
+    def make(
+        name: str,
+        config: Mapping[str, Any],
+        *,
+        source: Path | None = None,
+        program: Mapping[str, str] | None = None,
+        standin_trainer: bool = False,
+    ) -> PulumiProject:
+        if program is not None:
+            source = tmp_path_factory.mktemp(f"{name}-source")
+            for file, text in program.items():
+                (source / file).write_text(text, encoding="utf-8")
+        made.append(
+            PulumiProject(
+                tmp_path_factory.mktemp(name),
+                pulumi_bin_dir,
+                config,
+                source,
+                standin_trainer=standin_trainer,
+            )
+        )
+        return made[-1]
+
+    yield make
+    for project in made:
         if project.processes():
             project.pulumi("cancel", "--yes", check=False)
             project.stack("destroy", check=False)

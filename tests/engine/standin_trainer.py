@@ -7,7 +7,9 @@ local backend runs this, in a fraction of a second, where it would train.
 
 It does what the local backend reads back from a trainer: the chief of a trial reports
 the study's metric (``accuracy``, here the trial's learning rate) through hypertune, and
-the chief writes a model where ``AIP_MODEL_DIR`` says. While the file named by
+the chief writes a model where ``AIP_MODEL_DIR`` says: a copy of the SavedModel
+``$STANDIN_TRAINER_MODEL`` names where a test serves it, else a placeholder file. While
+the file named by
 ``$STANDIN_TRAINER_HOLD`` exists, each replica waits: a test that must catch a job
 running creates it, and removes it to let the job end, instead of racing real training.
 """
@@ -16,11 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
 
 HOLD_ENV = "STANDIN_TRAINER_HOLD"
+MODEL_ENV = "STANDIN_TRAINER_MODEL"
 HOLD_LIMIT_S = 600
 
 
@@ -45,7 +49,9 @@ def main(argv: list[str]) -> int:
             global_step=1,
         )
     model_dir = os.environ.get("AIP_MODEL_DIR")
-    if chief and model_dir:
+    if chief and model_dir and os.environ.get(MODEL_ENV):
+        shutil.copytree(os.environ[MODEL_ENV], model_dir, dirs_exist_ok=True)
+    elif chief and model_dir:
         Path(model_dir).mkdir(parents=True, exist_ok=True)
         (Path(model_dir) / "saved_model.pb").write_bytes(b"stand-in")
     print("stand-in trainer: done", flush=True)

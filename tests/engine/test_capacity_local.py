@@ -6,12 +6,10 @@ warm pool and a job placed on the resource itself (not its id) runs in a warm wo
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import PulumiProject, make_project
+from tests.engine.conftest import ProjectMaker, PulumiProject
 from tests.engine.local_store import stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
@@ -50,15 +48,14 @@ PROBE = "import sys\nprint('tensorflow already imported:', 'tensorflow' in sys.m
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
+def project(new_project: ProjectMaker) -> PulumiProject:
     pytest.importorskip("vertex_training.capacity.local")
-    source = tmp_path_factory.mktemp("capacity-local-source")
-    (source / "Pulumi.yaml").write_text("name: capacity-local\nruntime: python\n")
-    (source / "__main__.py").write_text(PROGRAM, encoding="utf-8")
-    (source / "probe.py").write_text(PROBE, encoding="utf-8")
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, {"config": {}}, "capacity", source)
+    program = {
+        "Pulumi.yaml": "name: capacity-local\nruntime: python\n",
+        "__main__.py": PROGRAM,
+        "probe.py": PROBE,
+    }
+    return new_project("capacity", {"config": {}}, program=program)
 
 
 def test_a_job_on_a_local_resource_runs_warm_and_destroy_leaves_nothing(

@@ -22,16 +22,14 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from subprocess import Popen
 from typing import Any
 
 import pytest
 
 from tests.engine.conftest import (
+    ProjectMaker,
     PulumiProject,
-    make_project,
     repo_stack_config,
     wait_for,
 )
@@ -88,12 +86,8 @@ def stack_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path, stack_config: dict[str, Any]
-) -> Iterator[PulumiProject]:
-    yield from make_project(
-        tmp_path_factory, pulumi_bin_dir, stack_config, "changes", standin_trainer=True
-    )
+def project(new_project: ProjectMaker, stack_config: dict[str, Any]) -> PulumiProject:
+    return new_project("changes", stack_config, standin_trainer=True)
 
 
 @pytest.fixture

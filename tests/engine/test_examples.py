@@ -7,14 +7,12 @@ test reads, so each test runs alone and in any order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.conftest import REPO_ROOT, PulumiProject, make_project
+from tests.engine.conftest import REPO_ROOT, ProjectMaker, PulumiProject
 from tests.engine.local_store import StoredJob, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
@@ -23,10 +21,8 @@ EXAMPLE = REPO_ROOT / "examples" / "local-study"
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, {}, "local-study", source=EXAMPLE)
+def project(new_project: ProjectMaker) -> PulumiProject:
+    return new_project("local-study", {}, source=EXAMPLE)
 
 
 @dataclass(frozen=True)

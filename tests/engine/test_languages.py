@@ -1,13 +1,15 @@
 """The platform, its jobs, the best trial's model and its endpoint from YAML, TypeScript
 and Go (the generated SDKs, sdk/), through the real CLI and the component provider
-(plugins/vertex-training): each example's ``./run`` trains the local stack's two jobs,
-registers the model and serves it (a predict through ``predictUrl`` answers), a second
-``up`` changes nothing, ``destroy`` leaves no job, process or port; a wrong argument is
-one clear message in every language. Each example runs in a
-copy of the project (the provider, the trainer and the example), with a temporary file
-backend; ``./run`` installs from the example's own lock files. The copy trains smaller
-than the example (``SMALLER``), still for real: its model is served and answers a
-predict; the local stack trains as shipped in test_lifecycle.py."""
+(plugins/vertex-training): each example's ``./run`` runs the local stack's two jobs,
+registers the best trial's model and serves it (a predict through ``predictUrl``
+answers), a second ``up`` changes nothing, ``destroy`` leaves no job, process or port; a
+wrong argument is one clear message in every language. Each example runs in a copy of
+the project (the provider, the stand-in trainer and the example), with a temporary file
+backend; ``./run`` installs from the example's own lock files. What is tested is the
+plumbing of each language, not training: the copy's jobs run the stand-in trainer
+(standin_trainer.py), which leaves the trainer's exported SavedModel where a trained model
+would be, and its study is one round of two trials (``SMALLER``); the real trainer trains
+through the engine in test_lifecycle.py and test_serving.py."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from tests.engine.conftest import REPO_ROOT, processes_with, run_command
+from tests.engine.conftest import REPO_ROOT, processes_with, run_command, use_standin_trainer
+from tests.engine.standin_trainer import MODEL_ENV
 from tests.engine.test_serving import PIXEL, port_of, predict
 
 pytestmark = pytest.mark.slow
@@ -33,29 +36,18 @@ MARKER = "VERTEX_TRAINING_LANGUAGE_TEST"
 PROGRAMS = {"yaml-local": "Pulumi.yaml", "ts-local": "src/index.ts", "go-local": "main.go"}
 
 
-def _smaller(word: str, trials: str, poll: str) -> tuple[tuple[str, str], ...]:
-    """(text, its replacement) in a program that writes a bare word of the trainer's args
-    as ``word``, the study's trial count as ``trials`` and a poll interval as ``poll``
-    (%-formats): the same two jobs (a chief and a worker in one MWMS cluster; a study of
-    parallel trials and its best trial), but the small CNN in the cluster instead of
-    ResNet50, one round of two one-epoch trials, each job looked at every second."""
-
-    def arg(flag: str, old: str, new: str) -> tuple[str, str]:
-        return f"{word % flag}, {old}", f"{word % flag}, {new}"
-
-    return (
-        arg("--workload", word % "cassava", word % "horses_or_humans"),
-        arg("--synthetic-examples", '"128"', '"32"'),
-        arg("--epochs", '"2"', '"1"'),
-        (trials % 6, trials % 2),
-        (poll % 5, poll % 1),
-    )
+def _smaller(trials: str, poll: str) -> tuple[tuple[str, str], ...]:
+    """(text, its replacement) in a program that writes the study's trial count as
+    ``trials`` and a poll interval as ``poll`` (%-formats): the same two jobs (a chief and a
+    worker in one MWMS cluster; a study of parallel trials and its best trial), but one
+    round of two trials, each job looked at every second."""
+    return ((trials % 6, trials % 2), (poll % 5, poll % 1))
 
 
 SMALLER = {
-    "yaml-local": _smaller("%s", "maxTrialCount: %d", "pollIntervalSeconds: %d"),
-    "ts-local": _smaller('"%s"', "maxTrialCount: %d", "pollIntervalSeconds: %d"),
-    "go-local": _smaller('"%s"', "pulumi.Int(%d)", "PollIntervalSeconds: ptr(%d.0)"),
+    "yaml-local": _smaller("maxTrialCount: %d", "pollIntervalSeconds: %d"),
+    "ts-local": _smaller("maxTrialCount: %d", "pollIntervalSeconds: %d"),
+    "go-local": _smaller("pulumi.Int(%d)", "PollIntervalSeconds: ptr(%d.0)"),
 }
 
 
@@ -66,12 +58,13 @@ class Example:
         self, root: Path, name: str, bin_dir: Path, node_modules: Path | None = None
     ) -> None:
         self.root = root
-        for part in ("vertex_training", "trainer", "predictor", "plugins", "sdk"):
+        for part in ("vertex_training", "predictor", "plugins", "sdk"):
             shutil.copytree(
                 REPO_ROOT / part,
                 root / part,
                 ignore=shutil.ignore_patterns("__pycache__", "node_modules", "bin"),
             )
+        use_standin_trainer(root)
         shutil.copy2(REPO_ROOT / "pyproject.toml", root / "pyproject.toml")
         (root / ".venv").symlink_to((REPO_ROOT / ".venv").resolve())
         (root / ".tools").mkdir()
@@ -129,26 +122,6 @@ class Example:
         return processes_with(f"{MARKER}={self.root}".encode())
 
 
-_NOT_SDK = shutil.ignore_patterns("node_modules", "bin")
-
-
-@pytest.fixture(scope="session")
-def ts_node_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """ts-local's packages, installed once (``npm ci``, as its ``./run`` does) for every test
-    that runs it; each copy hard-links them. The link to the generated SDK
-    (``file:../../sdk/nodejs``) is relative: in a copy it is that copy's SDK, which the
-    copy's ``./run`` compiles."""
-    root = tmp_path_factory.mktemp("ts-local-packages")
-    shutil.copytree(REPO_ROOT / "sdk" / "nodejs", root / "sdk" / "nodejs", ignore=_NOT_SDK)
-    example = root / "examples" / "ts-local"
-    example.mkdir(parents=True)
-    for file in ("package.json", "package-lock.json"):
-        shutil.copy2(REPO_ROOT / "examples" / "ts-local" / file, example / file)
-    npm = ["npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]
-    run_command(npm, cwd=example, env=os.environ)
-    return example / "node_modules"
-
-
 def _example(request: pytest.FixtureRequest, tmp_path: Path, name: str, bin_dir: Path) -> Example:
     tool = TOOLS.get(name)
     if tool and shutil.which(tool) is None:
@@ -160,10 +133,15 @@ def _example(request: pytest.FixtureRequest, tmp_path: Path, name: str, bin_dir:
 
 
 @pytest.mark.parametrize("name", LANGUAGES)
-def test_up_trains_both_jobs_again_changes_nothing_destroy_leaves_nothing(
-    request: pytest.FixtureRequest, tmp_path: Path, name: str, pulumi_bin_dir: Path
+def test_up_runs_both_jobs_and_serves_again_changes_nothing_destroy_leaves_nothing(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    name: str,
+    pulumi_bin_dir: Path,
+    model_dir: Path,
 ) -> None:
     example = _example(request, tmp_path, name, pulumi_bin_dir)
+    example.env[MODEL_ENV] = str(model_dir)  # what the best trial leaves, and is served
     example.train_smaller(name)
     example.run("up")
     jobs = example.outputs()["jobs"]

@@ -12,12 +12,10 @@ import copy
 import json
 import shutil
 import textwrap
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.engine.conftest import REPO_ROOT, PulumiProject, make_project, repo_stack_config
+from tests.engine.conftest import REPO_ROOT, ProjectMaker, PulumiProject, repo_stack_config
 
 pytestmark = pytest.mark.slow
 
@@ -36,17 +34,12 @@ def _with_pack(project: PulumiProject) -> PulumiProject:
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
+def project(new_project: ProjectMaker) -> PulumiProject:
     """This repository's local stack with the pack beside it (previews only: each test
     sees the stack as created, whichever runs first)."""
     if not (POLICY_VENV / "bin" / "python").is_file():
         pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
-    for project in make_project(
-        tmp_path_factory, pulumi_bin_dir, copy.deepcopy(repo_stack_config()), "policy"
-    ):
-        yield _with_pack(project)
+    return _with_pack(new_project("policy", copy.deepcopy(repo_stack_config())))
 
 
 def _preview(
@@ -108,15 +101,11 @@ VERTEX_JOB_PROGRAM = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def team_project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
+def team_project(new_project: ProjectMaker) -> PulumiProject:
     if not (POLICY_VENV / "bin" / "python").is_file():
         pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
-    source = tmp_path_factory.mktemp("team-source")
-    (source / "Pulumi.yaml").write_text(TEAM_PROJECT, encoding="utf-8")
-    (source / "__main__.py").write_text(VERTEX_JOB_PROGRAM, encoding="utf-8")
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, {}, "team-policy", source)
+    program = {"Pulumi.yaml": TEAM_PROJECT, "__main__.py": VERTEX_JOB_PROGRAM}
+    return new_project("team-policy", {}, program=program)
 
 
 def test_budget_policy_judges_a_team_projects_vertex_job_body(

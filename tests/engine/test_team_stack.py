@@ -9,13 +9,11 @@ and records what its test reads, so each test runs alone and in any order."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.conftest import PulumiProject, make_project
+from tests.engine.conftest import ProjectMaker, PulumiProject
 from tests.engine.local_store import StoredJob, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
@@ -57,14 +55,11 @@ JOBS = {"research-train", "prod-like-train"}
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
-    source = tmp_path_factory.mktemp("team-stack-source")
-    (source / "Pulumi.yaml").write_text(PROJECT, encoding="utf-8")
-    (source / "__main__.py").write_text(PROGRAM, encoding="utf-8")
+def project(new_project: ProjectMaker) -> PulumiProject:
     config = {"config": {"team-stack:team": "vision"}}
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, config, "team-stack", source)
+    return new_project(
+        "team-stack", config, program={"Pulumi.yaml": PROJECT, "__main__.py": PROGRAM}
+    )
 
 
 def _stored(project: PulumiProject) -> dict[str, StoredJob]:

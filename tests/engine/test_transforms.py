@@ -5,12 +5,9 @@ program judged), and nothing is created."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.engine.conftest import PulumiProject, make_project
+from tests.engine.conftest import ProjectMaker, PulumiProject
 from tests.engine.local_store import stored_jobs
 
 pytestmark = pytest.mark.slow
@@ -68,26 +65,18 @@ runtime:
 
 
 @pytest.fixture
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
-    source = tmp_path_factory.mktemp("transform-source")
-    (source / "Pulumi.yaml").write_text(SETTINGS, encoding="utf-8")
-    (source / "__main__.py").write_text(PROGRAM, encoding="utf-8")
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, {}, "transform", source=source)
+def project(new_project: ProjectMaker) -> PulumiProject:
+    return new_project("transform", {}, program={"Pulumi.yaml": SETTINGS, "__main__.py": PROGRAM})
 
 
 def test_a_transform_that_breaks_a_pool_fails_preview_with_the_rules_message(
     project: PulumiProject,
 ) -> None:
-    done = project.stack("preview", check=False)
-    output = done.stdout + done.stderr
-    assert done.returncode != 0, output[-3000:]
+    output = project.refused("preview")
     assert (
         "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount: 3 x NVIDIA_TESLA_T4 on "
         "n1-standard-16 is not valid; valid counts: 1, 2, 4" in output
     ), output[-3000:]
-    assert "Traceback" not in output
     resources = project.export()["deployment"].get("resources") or []
     assert [r["type"] for r in resources if ":dynamic/" in r["type"]] == []
     assert stored_jobs(project.dir / ".local-vertex") == {}

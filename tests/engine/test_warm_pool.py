@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.conftest import PulumiProject, make_project, wait_for
+from tests.engine.conftest import ProjectMaker, PulumiProject, wait_for
 from tests.engine.local_store import StoredJob, stored_jobs, succeeded
 
 pytestmark = pytest.mark.slow
@@ -78,14 +77,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def project(
-    tmp_path_factory: pytest.TempPathFactory, pulumi_bin_dir: Path
-) -> Iterator[PulumiProject]:
-    source = tmp_path_factory.mktemp("warm-pool-source")
-    (source / "Pulumi.yaml").write_text(PROJECT, encoding="utf-8")
-    (source / "__main__.py").write_text(PROGRAM, encoding="utf-8")
-    (source / "probe.py").write_text(PROBE, encoding="utf-8")
-    yield from make_project(tmp_path_factory, pulumi_bin_dir, {"config": {}}, "warm-pool", source)
+def project(new_project: ProjectMaker) -> PulumiProject:
+    program = {"Pulumi.yaml": PROJECT, "__main__.py": PROGRAM, "probe.py": PROBE}
+    return new_project("warm-pool", {"config": {}}, program=program)
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from predictor.server import MAX_REQUEST_BYTES, PredictionServer, Predictor
+from predictor.server import MAX_REQUEST_BYTES, PredictionServer, Predictor, build_parser
 
 REPO = Path(__file__).resolve().parents[2]
 HEALTH = "/v1/endpoints/e/deployedModels/d"
@@ -140,7 +140,7 @@ def jpeg(height: int, width: int) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_the_twin_splits_traffic_and_says_which_deployed_model_answered(
+def test_the_twin_splits_traffic_and_says_which_deployed_model_answered_and_sigterm_stops_it(
     tmp_path: Path, model_dir: Path
 ) -> None:
     model = "projects/local/locations/local/models/horses"
@@ -168,21 +168,25 @@ def test_the_twin_splits_traffic_and_says_which_deployed_model_answered(
         assert predict(port, {"instances": [[[[0, 0, 0]]]]})[0] == 200  # still serving
     finally:
         assert stop(process) == 0
-    assert "Traceback" not in log.read_text()
-
-
-@pytest.mark.slow
-def test_sigterm_stops_the_server_and_frees_its_port(tmp_path: Path, model_dir: Path) -> None:
-    # The serving image's way: the model from AIP_STORAGE_URI, no deployments.
-    process, port, log = start_server(tmp_path, AIP_STORAGE_URI=str(model_dir))
-    status, answer = predict(port, {"instances": [jpeg(33, 33)]})
-    assert status == 200 and set(answer) == {"predictions"}
-    assert stop(process) == 0
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     with pytest.raises(ProcessLookupError):
         os.kill(process.pid, 0)
     assert "stopped" in log.read_text()
+    assert "Traceback" not in log.read_text()
+
+
+def test_the_serving_image_serves_aip_storage_uri_without_deployment_metadata(
+    model_dir: Path,
+) -> None:
+    """The serving image's way: the model from AIP_STORAGE_URI, no deployments (in process:
+    ``python -m predictor`` is the twin's, above, and the loads that fail, below)."""
+    args = build_parser({"AIP_STORAGE_URI": str(model_dir)}).parse_args([])
+    predictor = Predictor(model_dir=args.model_dir)
+    predictor.load()
+    assert predictor.ready.is_set()
+    answer = predictor.predict(json.dumps({"instances": [jpeg(33, 33)]}).encode())
+    assert set(answer) == {"predictions"} and len(answer["predictions"]) == 1
 
 
 def run_to_exit(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
