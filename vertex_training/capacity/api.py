@@ -18,7 +18,7 @@ this one).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +26,7 @@ import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known
 from vertex_training.findings import Finding, beyond
-from vertex_training.jobs.api import JobPlatform
+from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform, _unchecked_copy
 from vertex_training.jobs.fields import int64, to_body, vertex
 from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
@@ -47,6 +47,7 @@ __all__ = [
     "Autoscaling",
     "PersistentResourceArgs",
     "ResourcePool",
+    "on_capacity",
 ]
 
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
@@ -481,3 +482,14 @@ def _reservation_findings(affinity: ReservationAffinity, path: str, caller: str)
             ).at(caller)
         ]
     return []
+
+
+def on_capacity(args: JobArgs, find: Callable[[Any], Any]) -> JobArgs:
+    """``args`` with its run's ``persistentResourceId`` replaced by ``find`` of it (the
+    capacity it names), or as they are where ``find`` gives None."""
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    capacity = find(run.persistent_resource_id)
+    if capacity is None:
+        return args
+    placed = _unchecked_copy(run, persistent_resource_id=capacity)
+    return placed if run is args else _unchecked_copy(args, trial=placed)

@@ -25,7 +25,7 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from vertex_training._checks import InvalidArgumentsError
-from vertex_training.capacity.api import PersistentResourceArgs
+from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource as CapacityResource
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
@@ -48,7 +48,6 @@ from vertex_training.provider.schema import args_type, output_type, yaml_spellin
 from vertex_training.serving.api import EndpointArgs, ModelArgs
 from vertex_training.serving.resources import Endpoint as EndpointResource
 from vertex_training.serving.resources import Model as ModelResource
-from vertex_training.stack.capacity import on_capacity
 
 __all__ = [
     "COMPONENTS",

@@ -24,16 +24,15 @@ its YAML key before anything is registered.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from vertex_training._checks import InvalidArgumentsError
-from vertex_training.capacity.api import PersistentResourceArgs
+from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
-    CustomJobArgs,
     JobArgs,
     PlatformFacts,
     _unchecked_copy,
@@ -68,17 +67,6 @@ class CapacityDeclarations:
             return resources[named.name] if isinstance(named, StackCapacity) else None
 
         return resources, {name: on_capacity(args, resource) for name, args in jobs.items()}
-
-
-def on_capacity(args: JobArgs, find: Callable[[Any], Any]) -> JobArgs:
-    """``args`` with its run's ``persistentResourceId`` replaced by ``find`` of it (the
-    capacity it names), or as they are where ``find`` gives None."""
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    capacity = find(run.persistent_resource_id)
-    if capacity is None:
-        return args
-    placed = _unchecked_copy(run, persistent_resource_id=capacity)
-    return placed if run is args else _unchecked_copy(args, trial=placed)
 
 
 def _resource_problems(error: InvalidArgumentsError, path: str) -> list[Finding]:
@@ -149,7 +137,6 @@ __all__ = [
     "CAPACITY_KEY",
     "CapacityDeclarations",
     "StackCapacity",
-    "on_capacity",
     "placed_on",
     "read_capacity",
 ]

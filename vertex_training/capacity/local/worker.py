@@ -63,7 +63,9 @@ def run_replica(request: ReplicaRequest) -> int:
         if exit_.code is None or isinstance(exit_.code, int):
             code = exit_.code or 0
         else:
-            print(exit_.code, file=sys.stderr)
+            # What the interpreter writes for ``sys.exit(message)``: the replica's own
+            # output in its log, as a cold run shows it (no log line of ours).
+            sys.stderr.write(f"{exit_.code}\n")
             code = 1
     except BaseException:
         traceback.print_exc()
