@@ -10,6 +10,7 @@ which is judged where it resolves".
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import sys
@@ -115,6 +116,15 @@ def is_known(value: object) -> bool:
     return value is not LATER and not isinstance(
         value, pulumi.Output | Awaitable | pulumi.output.Unknown
     )
+
+
+def map_known(value: Any, fn: Any) -> Any:
+    """``fn(value)``, or the Output of it when ``value`` is not known yet (``LATER`` stays)."""
+    if is_known(value):
+        return fn(value)
+    if value is LATER:
+        return value
+    return pulumi.Output.from_input(value).apply(fn)
 
 
 def _unless_unknown(value: object, handler: Any) -> object:
@@ -288,3 +298,15 @@ class Checked:
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
         # A field holding Args is checked by isinstance: the Args checked themselves.
         return core_schema.is_instance_schema(cls)
+
+
+_T = typing.TypeVar("_T")
+
+
+def unchecked_copy(obj: _T, **changes: Any) -> _T:
+    """``obj`` (``Checked`` Args) with ``changes`` its caller took from where the Args run
+    (a platform's values, whose types it checked): not checked, nor judged, again."""
+    out = copy.copy(obj)
+    for key, value in changes.items():
+        object.__setattr__(out, key, value)
+    return out

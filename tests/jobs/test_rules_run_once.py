@@ -17,6 +17,7 @@ from tests import PROJECT_ROOT
 from tests.pulumi_mocks import PulumiRun, run_program, run_pulumi, stack_file_config
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
+from vertex_training.jobs.rules import hardware
 from vertex_training.jobs.rules import job as job_rules
 
 DIGEST = "us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64
@@ -50,11 +51,12 @@ def runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[str]]:
         return run
 
     for name in RULES:
-        rule = getattr(job_rules, name)
+        home = job_rules if hasattr(job_rules, name) else hardware
+        rule = getattr(home, name)
         counted = counting(name, rule)
-        monkeypatch.setattr(job_rules, name, counted)
-        if rule.__module__ != job_rules.__name__:
-            continue  # a hardware or CMEK rule: counted where the job rules call it
+        monkeypatch.setattr(home, name, counted)
+        if home is hardware:
+            continue  # a hardware rule: counted where the catalog's job check calls it
         # The rules of a pool, study or parameter also run where each is built (imported).
         for module_name, module in list(sys.modules.items()):
             if module_name.startswith("vertex_training.") and getattr(module, name, None) is rule:

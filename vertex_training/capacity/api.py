@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import pulumi
 
-from vertex_training._checks import Checked, InvalidArgumentsError, is_known
+from vertex_training._checks import Checked, InvalidArgumentsError, is_known, unchecked_copy
 from vertex_training.findings import Finding, beyond
-from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform, _unchecked_copy
+from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform
 from vertex_training.jobs.fields import int64, to_body, vertex
 from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
@@ -491,5 +491,6 @@ def on_capacity(args: JobArgs, find: Callable[[Any], Any]) -> JobArgs:
     capacity = find(run.persistent_resource_id)
     if capacity is None:
         return args
-    placed = _unchecked_copy(run, persistent_resource_id=capacity)
-    return placed if run is args else _unchecked_copy(args, trial=placed)
+    if isinstance(args, CustomJobArgs):
+        return unchecked_copy(args, persistent_resource_id=capacity)
+    return unchecked_copy(args, trial=unchecked_copy(args.trial, persistent_resource_id=capacity))

@@ -14,7 +14,6 @@ the real protos in the provider's ``check``.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,14 +22,20 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import pulumi
 
-from vertex_training._checks import LATER, Checked, InvalidArgumentsError, is_known
+from vertex_training._checks import (
+    LATER,
+    Checked,
+    InvalidArgumentsError,
+    is_known,
+    map_known,
+    unchecked_copy,
+)
 from vertex_training.findings import Finding
-from vertex_training.jobs.fields import caller_path, map_known, refusal, to_body, vertex
-from vertex_training.jobs.placeholders import digest, drop_unknown, with_placeholders
+from vertex_training.jobs.fields import caller_path, refusal, to_body, vertex
+from vertex_training.jobs.placeholders import digest, with_placeholders
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.hardware import acknowledge
-from vertex_training.jobs.rules.job import job_findings, pool_findings
+from vertex_training.jobs.rules.job import job_findings
 from vertex_training.jobs.studies import Study
 from vertex_training.jobs.view import VIEWS, JobView, read
 
@@ -50,7 +55,6 @@ __all__ = [
     "TrialJob",
     "facts_of",
     "judged_as",
-    "judged_inputs",
     "positive_seconds",
     "resolve",
 ]
@@ -241,8 +245,8 @@ class _JobFields(Checked):
         the stack declares (``judged_as``): where they are ``platform``'s, it stays judged."""
         placed = dataclasses.replace(self, platform=platform)
         judged = getattr(self, "judged_as", None)
-        if judged is not None and judged[1] == facts_of(platform):
-            object.__setattr__(placed, "judged_as", judged)
+        if judged is not None and facts_of(judged[1]) == facts_of(platform):
+            object.__setattr__(placed, "judged_as", (judged[0], platform))
         return placed
 
 
@@ -314,14 +318,6 @@ class PlatformFacts:
 POOL_NAMES = ("chief", "workers", "parameter_servers", "evaluator")
 
 
-def _unchecked_copy(obj: Any, **changes: Any) -> Any:
-    """``obj`` with ``changes`` that the platform gives (types it checked), not checked again."""
-    out = copy.copy(obj)
-    for key, value in changes.items():
-        object.__setattr__(out, key, value)
-    return out
-
-
 def job_platform(args: JobArgs, platform: JobPlatform | None = None) -> JobPlatform:
     """Where ``args`` run: on ``platform`` (the facts a stack's job is judged on), else on
     their own, else on the facts of their own project and region."""
@@ -353,8 +349,12 @@ def job_platform(args: JobArgs, platform: JobPlatform | None = None) -> JobPlatf
     return PlatformFacts(environment="", region=args.region, project=args.project, bucket_url=None)
 
 
-def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any:
-    """``run`` with what the platform provides filled in where the caller left it unset."""
+def _on_platform(args: JobArgs, name: str, platform: JobPlatform) -> JobArgs:
+    """``args`` as the resource ``name`` on ``platform``: what the platform provides filled
+    in where the caller left it unset (values not known yet, Outputs, in place: the engine
+    resolves each where it is, so that ``check`` sees the rest of the body in preview)."""
+    run: _RunFields = args if isinstance(args, CustomJobArgs) else args.trial
+    where = type(args).__name__ if run is args else f"{type(args).__name__}.trial"
     changes: dict[str, Any] = {}
     for pool_name in POOL_NAMES:
         pool = getattr(run, pool_name)
@@ -366,11 +366,7 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any
                 f"{where}.{pool_name}.image: not set, and the platform has no single image to "
                 'default to; valid: an image by digest, e.g. image=platform.image("trainer")'
             )
-        changes[pool_name] = _unchecked_copy(pool, image=image)
-    if run.base_output_directory is None and platform.bucket_url is not None:
-        changes["base_output_directory"] = map_known(
-            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{name}"
-        )
+        changes[pool_name] = unchecked_copy(pool, image=image)
     for key, value in (
         ("service_account", platform.training_service_account),
         ("network", platform.network),
@@ -378,25 +374,19 @@ def _resolved_run(run: Any, platform: JobPlatform, name: str, where: str) -> Any
     ):
         if getattr(run, key) is None and value is not None:
             changes[key] = value
-    return _unchecked_copy(run, **changes) if changes else run
-
-
-def _body(args: JobArgs, name: str, platform: JobPlatform) -> dict[str, Any]:
-    """The Vertex REST body ``args`` declare as the resource ``name`` on ``platform``,
-    ``extra_fields`` merged in; values not known yet (Outputs) stay in place: the engine
-    resolves them, each where it is, so that ``check`` sees the rest of the body in preview."""
-    where = type(args).__name__
-    job = _unchecked_copy(
-        args,
-        display_name=args.display_name if args.display_name is not None else name,
-        labels={**dict(platform.labels), **args.labels},
-        kms_key_name=args.kms_key_name if args.kms_key_name is not None else platform.kms_key_name,
-    )
+    if run.base_output_directory is None and platform.bucket_url is not None:
+        changes["base_output_directory"] = map_known(
+            platform.bucket_url, lambda url: f"{url.rstrip('/')}/jobs/{name}"
+        )
+    kms_key_name = args.kms_key_name
+    job = {
+        "display_name": args.display_name if args.display_name is not None else name,
+        "labels": {**dict(platform.labels), **args.labels},
+        "kms_key_name": platform.kms_key_name if kms_key_name is None else kms_key_name,
+    }
     if isinstance(args, CustomJobArgs):
-        return to_body(_resolved_run(job, platform, name, where))
-    return to_body(
-        _unchecked_copy(job, trial=_resolved_run(args.trial, platform, name, f"{where}.trial"))
-    )
+        return unchecked_copy(args, **job, **changes)
+    return unchecked_copy(args, **job, trial=unchecked_copy(run, **changes))
 
 
 _FILLED = ("kms_key_name", "network", "tensorboard", "training_service_account")
@@ -434,6 +424,9 @@ class ResolvedJob:
     """The Vertex REST body; values not known yet (Outputs) in place."""
     unknown: tuple[str, ...]
     """The API paths of the values not known yet: ``check`` judges them once they are."""
+    digest: str
+    """The digest of what the rules judged (``placeholders.digest``): ``check`` judges the
+    resource's inputs again unless theirs matches."""
     view: JobView | None
     """The body read for the rules and the estimate, a stand-in for each value not known
     yet; None where it cannot be read (``findings`` say why)."""
@@ -446,63 +439,59 @@ class ResolvedJob:
     """The hardware checks acknowledged by the platform, the job and its pools."""
 
 
-def _pools(args: JobArgs) -> list[tuple[int, WorkerPool]]:
-    run = args if isinstance(args, CustomJobArgs) else args.trial
-    pools = [(i, getattr(run, key)) for i, key in enumerate(POOL_NAMES)]
-    return [(i, pool) for i, pool in pools if pool is not None]
-
-
 def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> ResolvedJob:
     """The one pass of a job: its body as the resource ``name`` on ``platform`` (else its
     own, ``job_platform``), the paths not known yet, and the findings of the rules of a job
     on its platform. What a pool, study or parameter must be anywhere was judged where each
     was built; pools given in ``extra_fields`` are judged here."""
     platform = job_platform(args, platform)
-    body = _body(args, name, platform)
-    known, unknown = with_placeholders(body)
-    view, unreadable = read(VIEWS[args.KIND], known)
+    run = args if isinstance(args, CustomJobArgs) else args.trial
+    pools = [(i, pool) for i, key in enumerate(POOL_NAMES) if (pool := getattr(run, key))]
     acknowledged = [*platform.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
-    acknowledged += [
-        check for _, pool in _pools(args) for check in pool.acknowledged_hardware_checks
-    ]
-    findings: list[Finding] = []
-    if getattr(args, "judged_as", None) != (name, facts_of(platform)):
-        findings = _judged(args, view, platform) if view is not None else unreadable
-        findings = acknowledge(drop_unknown(findings, unknown), acknowledged)
-        region = "platform.region" if args.region is None else "region"
-        findings = [
-            f.at(caller_path(args, f.path) or (region if f.path == "region" else f.path))
-            for f in findings
-        ]
-    return ResolvedJob(body, tuple(unknown), view, tuple(findings), platform, tuple(acknowledged))
-
-
-def _judged(args: JobArgs, view: JobView, platform: JobPlatform) -> list[Finding]:
-    local = platform.environment == "local"
+    acknowledged += [check for _, pool in pools for check in pool.acknowledged_hardware_checks]
+    # Judged already: a stack's job, judged on facts equal to this platform's (``on``).
+    judge = getattr(args, "judged_as", None) != (name, platform)
     strict = args.strict_hardware_checks
-    found = job_findings(
-        view,
-        region=None if local else platform.region,
-        remote=not local,
-        strict=platform.strict_hardware_checks if strict is None else strict,
-        parts=False,
+    where = None if platform.environment == "local" else platform.region
+    extra_pools = "workerPoolSpecs" in (
+        args.extra_fields.get(VIEWS[args.KIND].trial_job_path) or {}
     )
-    run = view.trial_job_path
-    if "workerPoolSpecs" in (args.extra_fields.get(run) or {}):
-        # Pools the Args did not build: what a pool must be anywhere, judged here.
-        for index, spec in enumerate(view.trial_job.worker_pool_specs):
-            if spec is not None:
-                found += pool_findings(spec, f"{run}.workerPoolSpecs[{index}]")
-    else:
-        for index, pool in _pools(args):
-            at = f"{run}.workerPoolSpecs[{index}]"
-            found += [dataclasses.replace(f, path=f"{at}.{f.path}") for f in pool.warnings]
-    capacity = (args if isinstance(args, CustomJobArgs) else args.trial).persistent_resource_id
-    if is_known(capacity) and isinstance(capacity, JobCapacity):  # the pools it is placed on
-        parallel = max(getattr(view, "parallel_trial_count", 1), 1)
-        pools = view.trial_job.worker_pool_specs
-        found += capacity.findings(pools, f"{run}.workerPoolSpecs", parallel)
-    return found
+    job = _on_platform(args, name, platform)
+    capacity = run.persistent_resource_id
+    placed_on = capacity if is_known(capacity) and isinstance(capacity, JobCapacity) else None
+    body = to_body(job)
+    known, unknown = with_placeholders(body)
+    waits = {key: getattr(args, key) for key in WAITS}
+    judged = digest(body, waits, ["local" if where is None else "vertex", where], unknown)
+    view, findings = read(VIEWS[args.KIND], known)
+    if not judge:
+        findings = []
+    elif view is not None:
+        findings = job_findings(
+            view,
+            region=where,
+            remote=where is not None,
+            strict=platform.strict_hardware_checks if strict is None else strict,
+            # Pools the Args did not build: what a pool must be anywhere, judged here.
+            parts=("pools",) if extra_pools else (),
+            capacity=None if placed_on is None else placed_on.findings,
+            unknown=unknown,
+            acknowledged=acknowledged,
+        )
+        at = f"{view.trial_job_path}.workerPoolSpecs"
+        if not extra_pools:  # what the Args' pools found where they were built
+            findings += [
+                dataclasses.replace(f, path=f"{at}[{i}].{f.path}")
+                for i, p in pools
+                for f in p.warnings
+            ]
+    region = "platform.region" if args.region is None else "region"
+    findings = [
+        f.at(caller_path(args, f.path) or (region if f.path == "region" else f.path))
+        for f in findings
+    ]
+    acks = tuple(acknowledged)
+    return ResolvedJob(body, tuple(unknown), judged, view, tuple(findings), platform, acks)
 
 
 def judged_as(args: JobArgs, name: str, facts: PlatformFacts) -> Any:
@@ -511,21 +500,3 @@ def judged_as(args: JobArgs, name: str, facts: PlatformFacts) -> Any:
     placed = args.on(facts)
     object.__setattr__(placed, "judged_as", (name, facts))
     return placed
-
-
-def judged_inputs(
-    body: Any, waits: Mapping[str, Any], backend: Mapping[str, Any]
-) -> dict[str, Any]:
-    """What the job's rules judged of its resource's inputs (its ``judged_digest``): the
-    body, the waits, where it runs."""
-    return {
-        "spec": body,
-        **{key: waits[key] for key in WAITS},
-        "where": [backend.get("kind"), backend.get("location")],
-    }
-
-
-def judged_digest(resolved: ResolvedJob, args: JobArgs, backend: Mapping[str, Any]) -> str:
-    """The digest of what ``resolve`` judged of ``args`` (values not known yet left out)."""
-    waits = {key: getattr(args, key) for key in WAITS}
-    return digest(judged_inputs(resolved.body, waits, backend), resolved.unknown)

@@ -98,6 +98,9 @@ def estimate_view(
     catalog = catalog or price_catalog()
     spec = view.trial_job
     pricing, notes = _pricing_of(spec)
+    # Hours, their basis and whether they are an upper bound: JobEstimate's fields after
+    # the pools (``_hours``).
+    hours = _hours(spec, expected_duration_seconds)
     pools = []
     for index, pool in enumerate(spec.worker_pool_specs):
         if pool is None:
@@ -124,14 +127,12 @@ def estimate_view(
         parallel = max(view.parallel_trial_count, 1)
         if view.study_spec.early_stopping is not None:
             notes += ("early stopping may end trials sooner",)
-    # The required fields in order: name, region, pricing, pools, then hours, its basis and
-    # whether it is an upper bound (``_hours``).
     return JobEstimate(
         name or view.display_name or "",
         region,
         pricing,
         tuple(pools),
-        *_hours(spec, expected_duration_seconds),
+        *hours,
         trials=trials,
         parallel_trials=parallel,
         notes=notes,

@@ -26,16 +26,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pulumi
-
 from vertex_training._checks import (
-    LATER,
     LEAVES,
     InvalidArgumentsError,
     alternatives,
     describe,
     field_types,
     is_known,
+    map_known,
     matches,
     shown,
     typo_hint,
@@ -497,15 +495,6 @@ def refusal(owner: str, findings: Sequence[Finding], heading: str = "") -> Inval
         )
 
     return InvalidArgumentsError.of(owner, findings, heading, acknowledging)
-
-
-def map_known(value: Any, fn: Any) -> Any:
-    """``fn(value)``, or the Output of it when ``value`` is not known yet (``LATER`` stays)."""
-    if is_known(value):
-        return fn(value)
-    if value is LATER:
-        return value
-    return pulumi.Output.from_input(value).apply(fn)
 
 
 def duration(seconds: float) -> str:

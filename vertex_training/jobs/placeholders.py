@@ -107,11 +107,15 @@ def drop_unknown(findings: list[Finding], unknown: list[str]) -> list[Finding]:
     return [f for f in findings if not affected(f.path)]
 
 
-def digest(inputs: Mapping[str, Any], unknown: Collection[str]) -> str:
-    """A digest of ``inputs`` (a body and the settings judged with it), the values at the
-    API paths ``unknown`` (under ``spec``) left out: the program records the digest of what
-    it judged, and ``check`` judges again whatever does not match it. Numbers that crossed
-    the engine as floats (2.0) count as the ints they were (2)."""
+def digest(
+    body: Any, waits: Mapping[str, Any], where: Sequence[str | None], unknown: Collection[str]
+) -> str:
+    """A digest of what a job's rules judge: its ``body``, the ``waits`` of ``up`` and
+    ``where`` it runs (backend kind, location), the values at the API paths ``unknown``
+    left out: the program records the digest of what it judged, and ``check`` judges again
+    whatever does not match it. Numbers that crossed the engine as floats (2.0) count as
+    the ints they were (2)."""
+    inputs = {"spec": body, **waits, "where": list(where)}
     masked = frozenset(f"spec.{path}" if path else "spec" for path in unknown)
 
     def plain(value: Any, where: str) -> Any:

@@ -39,8 +39,6 @@ from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
     JobCapacity,
-    judged_digest,
-    judged_inputs,
     positive_seconds,
     resolve,
 )
@@ -132,13 +130,13 @@ class JobProvider(Provider):
         (``unknown_paths``), known now; on a local platform, what only Vertex has. Values
         not known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
-        from vertex_training.jobs.rules.hardware import acknowledge
         from vertex_training.jobs.rules.job import job_findings
         from vertex_training.jobs.view import read_view
 
         later = list(props.get("unknown_paths") or [])
-        inputs = judged_inputs(props["spec"], props, props["backend"])
-        as_judged = props.get("judged_digest") == digest(inputs, later)
+        waits = {key: props[key] for key in WAITS}
+        where = [props["backend"].get("kind"), props["backend"].get("location")]
+        as_judged = props.get("judged_digest") == digest(props["spec"], waits, where, later)
         found = [] if as_judged else positive_seconds(props)
         body, unknown = with_placeholders(dict(props["spec"]))
         try:
@@ -148,17 +146,20 @@ class JobProvider(Provider):
             refused = [(self.body, error.finding)] if typed(unknown) else []
             return [*self._at_inputs(found), *refused]
         if not as_judged or later:
-            view, rules = read_view(self.job_kind, body)
+            view, unreadable = read_view(self.job_kind, body)
+            rules = drop_unknown(unreadable, unknown)
             if view is not None:
                 remote = settings.kind is BackendKind.VERTEX
-                region = settings.location if remote else None
                 rules = job_findings(
-                    view, region=region, remote=remote, later=later if as_judged else None
+                    view,
+                    region=settings.location if remote else None,
+                    remote=remote,
+                    later=later if as_judged else None,
+                    unknown=unknown,
+                    acknowledged=props.get("acknowledged_hardware_checks") or (),
                 )
-            rules = drop_unknown(rules, unknown)
             if as_judged:  # judge only what the program could not
                 rules = [f for f in rules if f not in drop_unknown(rules, later)]
-            rules = acknowledge(rules, props.get("acknowledged_hardware_checks") or ())
             found += [f for f in rules if f.severity == "error"]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
@@ -253,7 +254,7 @@ class JobProvider(Provider):
 
 
 class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
-    _args_type: ClassVar[type]
+    _args_type: ClassVar[type[CustomJobArgs] | type[HyperparameterTuningJobArgs]]
 
     job_name: pulumi.Output[str]
     """Full resource name ``projects/P/locations/L/<kind>/ID`` (local: ``local/...``)."""
@@ -291,23 +292,23 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             raise refusal(type(args).__name__, errors, f"{cls} {resource_name!r} would be refused")
         platform, body = job.platform, job.body
         backend = BackendSettings.of(platform)
+        opts = placed(args, opts)
         props: dict[str, Any] = {
             "spec": body,
             **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
             **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
             # ``check`` judges these inputs again unless they are exactly the ones judged
             # here, and in any case the values not known here, once they are.
-            "judged_digest": judged_digest(job, args, backend.to_props()),
+            "judged_digest": job.digest,
             "unknown_paths": list(job.unknown),
             "acknowledged_hardware_checks": list(job.acknowledged),
             **dict.fromkeys(JobProvider.output_names()),
         }
-        opts = placed(args, opts)
         fields = args if isinstance(args, CustomJobArgs) else args.trial
         capacity = fields.persistent_resource_id
         if is_known(capacity) and isinstance(capacity, JobCapacity):
             opts = pulumi.ResourceOptions.merge(opts, capacity.resource_options())
-        super().__init__(JobProvider(args.KIND), resource_name, props, opts)
+        super().__init__(JobProvider(self._args_type.KIND), resource_name, props, opts)
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""

@@ -28,15 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vertex_training._checks import InvalidArgumentsError
+from vertex_training._checks import InvalidArgumentsError, unchecked_copy
 from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource
 from vertex_training.findings import Finding
-from vertex_training.jobs.api import (
-    JobArgs,
-    PlatformFacts,
-    _unchecked_copy,
-)
+from vertex_training.jobs.api import JobArgs, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.jobs.fields import camel, config_problem, from_config
 from vertex_training.stack.settings import entries
@@ -59,7 +55,7 @@ class CapacityDeclarations:
         that resource (their fit was judged with the job)."""
         resources = {
             # Judged on the stack's facts where it was read: not again.
-            name: PersistentResource(name, _unchecked_copy(args, platform=platform))
+            name: PersistentResource(name, unchecked_copy(args, platform=platform))
             for name, args in self.resources.items()
         }
 

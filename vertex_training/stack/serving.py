@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training._checks import unchecked_copy
 from vertex_training.findings import Finding
-from vertex_training.jobs.api import _unchecked_copy
 from vertex_training.jobs.fields import config_problem, from_config
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
@@ -69,7 +69,7 @@ class ServingDeclarations:
         for m in self.models:
             job = jobs[m.job] if m.job is not None else None
             # The same facts as judged on: the Args keep their findings (not judged again).
-            models[m.name] = Model(m.name, _unchecked_copy(m.args, platform=platform, job=job))
+            models[m.name] = Model(m.name, unchecked_copy(m.args, platform=platform, job=job))
         endpoints: dict[str, Endpoint] = {}
         for e in self.endpoints:
             deployments = {
@@ -78,7 +78,7 @@ class ServingDeclarations:
                 else d
                 for key, d in e.args.deployments.items()
             }
-            args = _unchecked_copy(e.args, platform=platform, deployments=deployments)
+            args = unchecked_copy(e.args, platform=platform, deployments=deployments)
             endpoints[e.name] = Endpoint(e.name, args)
         return models, endpoints
 

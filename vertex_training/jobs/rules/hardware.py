@@ -16,7 +16,7 @@ memory limits).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.cost.catalog import Target
@@ -283,6 +283,45 @@ def check_provisioning(path: str, machine_type: str, strategy: str | None) -> li
     return [] if found is None else [found]
 
 
+Machine = tuple[str, str | None, str | None, int, str | None]
+"""A training pool's ``machineSpec``: its API path, machine type, accelerator type and
+count, TPU topology."""
+
+
+def check_job(
+    machines: Sequence[Machine],
+    *,
+    strategy: str | None,
+    provisioning: bool = True,
+    specs: Collection[str] = (),
+    region: str | None = None,
+    strict: bool = False,
+) -> list[Finding]:
+    """The hardware of one training job, its pools' ``machines``: the machine specs at the
+    paths ``specs`` in full (what a pool must be anywhere, for pools not judged where they
+    were built); with ``provisioning``, each machine against the job's scheduling
+    ``strategy``; with a ``region`` (None: the local backend), the accelerators of all the
+    pools there."""
+    found: list[Finding] = []
+    for path, machine_type, accelerator, count, topology in machines:
+        if path in specs and machine_type:
+            found += check_machine_spec(
+                path,
+                machine_type,
+                accelerator,
+                count,
+                topology,
+                scheduling_strategy=strategy,
+                provisioning=provisioning,
+            )
+        elif provisioning and machine_type:
+            found += check_provisioning(path, machine_type, strategy)
+    if region is not None:
+        wanted = [(path, accelerator) for path, _, accelerator, count, _ in machines if count]
+        found += check_region(region, [(p, a) for p, a in wanted if a], strict=strict)
+    return found
+
+
 def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> list[Finding]:
     """``findings`` with every error whose check is ``acknowledged`` made a warning.
 
@@ -401,6 +440,7 @@ def check_zone(*, path: str, zone: str, accelerator_type: str | None = None) -> 
 
 __all__ = [
     "acknowledge",
+    "check_job",
     "check_machine_spec",
     "check_provisioning",
     "check_region",

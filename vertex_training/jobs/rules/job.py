@@ -12,14 +12,11 @@ import itertools
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from vertex_training.findings import Finding
-from vertex_training.jobs.rules.hardware import (
-    check_machine_spec,
-    check_provisioning,
-    check_region,
-)
+from vertex_training.jobs.placeholders import drop_unknown
+from vertex_training.jobs.rules.hardware import Machine, acknowledge, check_job
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
 from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_KEY, TENSORBOARD
 from vertex_training.jobs.view import (
@@ -145,19 +142,22 @@ def display_name_findings(name: str) -> list[Finding]:
 def pool_findings(pool: WorkerPoolSpec, path: str) -> list[Finding]:
     """What one pool at ``path`` must be in any place, job and region (its machine against
     the hardware catalog included): judged where the pool is built."""
+    machine = _machine(path, pool)
+    specs = [machine[0]] if _judgeable(pool) else []
     out = _at(path, _pool(pool))
+    return out + check_job([machine], strategy=None, provisioning=False, specs=specs)
+
+
+def _machine(path: str, pool: WorkerPoolSpec) -> Machine:
+    m = pool.machine_spec
+    at = ".".join(filter(None, (path, "machineSpec")))
+    return at, m.machine_type, m.accelerator_type, m.accelerator_count, m.tpu_topology
+
+
+def _judgeable(pool: WorkerPoolSpec) -> bool:
+    """What a pool's machine must be before it is looked up: a machine type, a count."""
     machine = pool.machine_spec
-    if machine.machine_type and 0 <= machine.accelerator_count <= INT32_MAX:
-        # What a pool must be before its machine is looked up: a machine type, a count.
-        out += check_machine_spec(
-            path=".".join(filter(None, (path, "machineSpec"))),
-            machine_type=machine.machine_type,
-            accelerator_type=machine.accelerator_type,
-            accelerator_count=machine.accelerator_count,
-            tpu_topology=machine.tpu_topology,
-            provisioning=False,
-        )
-    return out
+    return bool(machine.machine_type) and 0 <= machine.accelerator_count <= INT32_MAX
 
 
 def _pool(pool: WorkerPoolSpec) -> Found:
@@ -200,18 +200,6 @@ def _pool(pool: WorkerPoolSpec) -> Found:
         )
 
 
-def _accelerators(view: JobView) -> list[tuple[str, str | None]]:
-    """(machineSpec path, accelerator type) of each pool of ``view`` with accelerators."""
-    path = f"{view.trial_job_path}.workerPoolSpecs"
-    return [
-        (f"{path}[{index}].machineSpec", pool.machine_spec.accelerator_type)
-        for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
-        if pool is not None
-        and pool.machine_spec.accelerator_type
-        and pool.machine_spec.accelerator_count
-    ]
-
-
 def _custom_job_spec(
     spec: CustomJobSpec, path: str, *, remote: bool
 ) -> Iterator[tuple[str, str] | tuple[str, str, str] | Finding]:
@@ -238,21 +226,6 @@ def _custom_job_spec(
                 f"{at}.replicaCount",
                 f"the first pool (the chief) runs exactly 1 replica, got {pool.replica_count}; "
                 "put further replicas in workerPoolSpecs[1]",
-            )
-        machine = pool.machine_spec
-        if machine.machine_type:
-            # The rest of the machine was judged with the pool (pool_findings).
-            yield from check_provisioning(
-                f"{path}.{at}.machineSpec", machine.machine_type, strategy
-            )
-        image = pool.container_spec.image_uri if pool.container_spec is not None else ""
-        if remote and image.strip() and not is_by_digest(image):
-            # On Vertex a tag can move under a running job (and its retries, and a study's
-            # later trials); the local backend runs this checkout, whatever the tag.
-            yield (
-                f"{at}.containerSpec.imageUri",
-                not_by_digest(image),
-                f'{DIGEST_FORM}, e.g. platform.image("trainer")',
             )
         if pool.nfs_mounts and spec.network is None and spec.psc_interface_config is None:
             # NFS shares live in a VPC: Vertex reaches them over VPC peering (network) or a
@@ -492,15 +465,22 @@ def job_findings(
     remote: bool,
     strict: bool = False,
     later: Sequence[str] | None = None,
-    parts: bool = True,
+    parts: Collection[str] = ("pools", "study"),
+    capacity: Callable[[Sequence[WorkerPoolSpec | None], str, int], list[Finding]] | None = None,
+    unknown: Sequence[str] = (),
+    acknowledged: Iterable[str] = (),
 ) -> list[Finding]:
     """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
-    hardware catalog does not know (errors too when ``strict``).
+    hardware catalog does not know (errors too when ``strict``); none about the values not
+    known yet (at the API paths ``unknown``); the hardware checks ``acknowledged`` only warn.
 
     ``region``: the Vertex location (None: the local backend, no availability checks).
     ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
-    ``parts``: also what each pool, the study and each parameter must be anywhere (False
-    for a body from the Args, which judged each part where it was built).
+    ``parts``: also what each pool (``"pools"``), the study and each parameter (``"study"``)
+    must be anywhere; the Args judged each part where it was built, but for pools given in
+    ``extra_fields``.
+    ``capacity``: the rule of the persistent resource the job is placed on, over its pools
+    (``JobCapacity.findings``).
     ``later``: the body came from the Args, all but the values at these API paths, not
     known when they judged it: judge only what reads such a value (a pool, the study or a
     parameter only where the value is theirs; an image is the job's to judge).
@@ -510,6 +490,12 @@ def job_findings(
     def reads(*fields: str) -> bool:
         return later is None or any(
             p == f or p.startswith((f"{f}.", f"{f}[")) for p in later for f in fields
+        )
+
+    def touched(at: str) -> bool:
+        return later is None or any(
+            p.startswith((f"{at}.", f"{at}[")) and not p.endswith(".containerSpec.imageUri")
+            for p in later
         )
 
     located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
@@ -522,30 +508,51 @@ def job_findings(
         out += _at("", _located(view, region))
     if reads(path):
         out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
-    machines = later is None or any(".machineSpec" in p for p in later)
-    if region is not None and machines:
-        out += check_region(region, _accelerators(view), strict=strict)
     tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
     if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
         out += _at("", _tuning_job(view))
-    if not parts:
-        return out
-
-    def touched(at: str) -> bool:
-        return later is None or any(
-            p.startswith((f"{at}.", f"{at}[")) and not p.endswith(".containerSpec.imageUri")
-            for p in later
-        )
-
-    for index, pool in enumerate(view.trial_job.worker_pool_specs):
-        at = f"{path}.workerPoolSpecs[{index}]"
-        if pool is not None and touched(at):
-            out += pool_findings(pool, at)
-    if isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
+    pools = [
+        (f"{path}.workerPoolSpecs[{index}]", pool)
+        for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
+        if pool is not None
+    ]
+    specs = []
+    if "pools" in parts:
+        for at, pool in pools:
+            if touched(at):
+                out += _at(at, _pool(pool))
+                specs += [f"{at}.machineSpec"] if _judgeable(pool) else []
+    if "study" in parts and isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
-    return out
+    machines = [_machine(at, pool) for at, pool in pools]
+    images = [
+        (f"{at}.containerSpec.imageUri", pool.container_spec.image_uri)
+        for at, pool in pools
+        if pool.container_spec is not None and pool.container_spec.image_uri.strip()
+    ]
+    if remote and reads(path):
+        # On Vertex a tag can move under a running job (and its retries, and a study's
+        # later trials); the local backend runs this checkout, whatever the tag.
+        valid = f'{DIGEST_FORM}, e.g. platform.image("trainer")'
+        out += [
+            Finding(at, not_by_digest(i), valid=valid) for at, i in images if not is_by_digest(i)
+        ]
+    # The job's hardware in one look at the catalog: each machine (in full where its pool
+    # is judged here) with the job's scheduling strategy, and all of them in its region.
+    out += check_job(
+        machines,
+        strategy=view.trial_job.scheduling.strategy,
+        provisioning=reads(path),
+        specs=specs,
+        region=region if later is None or any(".machineSpec" in p for p in later) else None,
+        strict=strict,
+    )
+    if capacity is not None:  # the machines of the persistent resource it is placed on
+        parallel = max(getattr(view, "parallel_trial_count", 1), 1)
+        out += capacity(view.trial_job.worker_pool_specs, f"{path}.workerPoolSpecs", parallel)
+    return acknowledge(drop_unknown(out, list(unknown)), acknowledged)
 
 
 __all__ = [
