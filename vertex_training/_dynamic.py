@@ -219,7 +219,7 @@ class Provider(pulumi.dynamic.ResourceProvider):
     body: ClassVar[str]
     """The input holding the REST body."""
     required: ClassVar[tuple[str, ...]]
-    late: ClassVar[tuple[str, ...]] = ()
+    unknown_in_preview: ClassVar[tuple[str, ...]] = ()
     """Inputs that may hold values not known yet (preview) while the others are judged."""
     replacing: ClassVar[tuple[str, ...]]
     """Inputs a change of which replaces the resource (so does the body's, outside
@@ -265,8 +265,8 @@ class Provider(pulumi.dynamic.ResourceProvider):
         return {**self.inputs(props), **self.outputs(record, props)}
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> pulumi.dynamic.CheckResult:
-        """The ``required`` inputs; once all but the ``late`` ones are known, the backend's
-        settings and the provider's ``findings``, each a failure of its input. The
+        """The ``required`` inputs; once all but the ``unknown_in_preview`` ones are known,
+        the backend's settings and the provider's ``findings``, each a failure of its input. The
         backend's target is kept beside the inputs (a new target replaces). Inputs equal to
         the state's were judged by the check that let them in: an unchanged resource is not
         judged again (so a no-op ``up`` loads neither the protos nor the rules)."""
@@ -277,7 +277,7 @@ class Provider(pulumi.dynamic.ResourceProvider):
             for key in self.required
             if key not in news
         ]
-        early = {k: v for k, v in news.items() if k not in self.late}
+        early = {k: v for k, v in news.items() if k not in self.unknown_in_preview}
         if failures or has_unknown(early) or not isinstance(news[self.body], Mapping):
             return pulumi.dynamic.CheckResult(news, failures)
         try:

@@ -85,7 +85,7 @@ class JobProvider(Provider):
 
     body = "spec"
     required = ("spec", "backend", "identity", *_WAITING)
-    late = ("spec",)
+    unknown_in_preview = ("spec",)
     replacing = ("backend_target", "identity")
     """What runs (and the spec, but for ``METADATA_FIELDS``): a change is a new run, submitted
     before the old one is cancelled and deleted (``delete_before_replace`` False: the adoption

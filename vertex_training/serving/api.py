@@ -128,7 +128,7 @@ that (a ``DeployedModel`` path, a deployment's name in the split)."""
 def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
     """The serving rules on ``args`` in ``environment`` (``region`` None: local, only the
     shapes are judged). Judged once: the Args keep them, and so does a copy of them on the
-    same facts (a stack's, put on its platform with ``jobs.api._with``)."""
+    same facts (a stack's, put on its platform with ``_checks.unchecked_copy``)."""
     facts = (environment, region)
     kept = args.__dict__.get("_judged")
     if kept is not None and kept[0] == facts:

@@ -311,7 +311,7 @@ class EndpointProvider(Provider):
 
     body = "body"
     required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
-    late = ("deployments",)  # a model's version is not known in preview
+    unknown_in_preview = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
     updating = ("deployments", "traffic", "judged", "provider_version", "backend")
     metadata = METADATA
