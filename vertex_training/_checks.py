@@ -41,11 +41,13 @@ __all__ = [
     "describe",
     "field_types",
     "is_known",
+    "map_known",
     "matches",
     "rendered",
     "require_args",
     "shown",
     "typo_hint",
+    "unchecked_copy",
 ]
 
 

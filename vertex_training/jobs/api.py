@@ -32,7 +32,7 @@ from vertex_training._checks import (
 )
 from vertex_training.findings import Finding
 from vertex_training.jobs.fields import caller_path, refusal, to_body, vertex
-from vertex_training.jobs.placeholders import digest, with_placeholders
+from vertex_training.jobs.placeholders import with_placeholders
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.rules.job import job_findings
@@ -424,9 +424,6 @@ class ResolvedJob:
     """The Vertex REST body; values not known yet (Outputs) in place."""
     unknown: tuple[str, ...]
     """The API paths of the values not known yet: ``check`` judges them once they are."""
-    digest: str
-    """The digest of what the rules judged (``placeholders.digest``): ``check`` judges the
-    resource's inputs again unless theirs matches."""
     view: JobView | None
     """The body read for the rules and the estimate, a stand-in for each value not known
     yet; None where it cannot be read (``findings`` say why)."""
@@ -446,7 +443,7 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     was built; pools given in ``extra_fields`` are judged here."""
     platform = job_platform(args, platform)
     run = args if isinstance(args, CustomJobArgs) else args.trial
-    pools = [(i, pool) for i, key in enumerate(POOL_NAMES) if (pool := getattr(run, key))]
+    pools = [(i, p) for i, key in enumerate(POOL_NAMES) if (p := getattr(run, key)) is not None]
     acknowledged = [*platform.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
     acknowledged += [check for _, pool in pools for check in pool.acknowledged_hardware_checks]
     # Judged already: a stack's job, judged on facts equal to this platform's (``on``).
@@ -461,8 +458,6 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     placed_on = capacity if is_known(capacity) and isinstance(capacity, JobCapacity) else None
     body = to_body(job)
     known, unknown = with_placeholders(body)
-    waits = {key: getattr(args, key) for key in WAITS}
-    judged = digest(body, waits, ["local" if where is None else "vertex", where], unknown)
     view, findings = read(VIEWS[args.KIND], known)
     if not judge:
         findings = []
@@ -491,7 +486,7 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
         for f in findings
     ]
     acks = tuple(acknowledged)
-    return ResolvedJob(body, tuple(unknown), judged, view, tuple(findings), platform, acks)
+    return ResolvedJob(body, tuple(unknown), view, tuple(findings), platform, acks)
 
 
 def judged_as(args: JobArgs, name: str, facts: PlatformFacts) -> Any:

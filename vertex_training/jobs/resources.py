@@ -15,7 +15,7 @@ cancels, waits for a terminal state, deletes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pulumi
@@ -134,9 +134,7 @@ class JobProvider(Provider):
         from vertex_training.jobs.view import read_view
 
         later = list(props.get("unknown_paths") or [])
-        waits = {key: props[key] for key in WAITS}
-        where = [props["backend"].get("kind"), props["backend"].get("location")]
-        as_judged = props.get("judged_digest") == digest(props["spec"], waits, where, later)
+        as_judged = props.get("judged_digest") == self.judged_digest(props, later)
         found = [] if as_judged else positive_seconds(props)
         body, unknown = with_placeholders(dict(props["spec"]))
         try:
@@ -167,6 +165,16 @@ class JobProvider(Provider):
 
             found += local_refusals(message)
         return self._at_inputs(found)
+
+    @staticmethod
+    def judged_digest(props: Mapping[str, Any], unknown: Sequence[str]) -> str:
+        """The digest of what a job's rules judge of its inputs (``placeholders.digest``):
+        the body, how ``up`` waits and where the job runs; the values at the API paths
+        ``unknown`` left out."""
+        backend = props["backend"]
+        waits = {key: props[key] for key in WAITS}
+        where = [backend.get("kind"), backend.get("location")]
+        return digest(props["spec"], waits, where, unknown)
 
     def _at_inputs(self, found: list[Finding]) -> list[tuple[str, Finding]]:
         """Each finding with its input: a wait's own, else the body."""
@@ -297,13 +305,13 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             "spec": body,
             **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
             **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
-            # ``check`` judges these inputs again unless they are exactly the ones judged
-            # here, and in any case the values not known here, once they are.
-            "judged_digest": job.digest,
             "unknown_paths": list(job.unknown),
             "acknowledged_hardware_checks": list(job.acknowledged),
             **dict.fromkeys(JobProvider.output_names()),
         }
+        # ``check`` judges these inputs again unless they are exactly the ones judged here,
+        # and in any case the values not known here, once they are.
+        props["judged_digest"] = JobProvider.judged_digest(props, job.unknown)
         fields = args if isinstance(args, CustomJobArgs) else args.trial
         capacity = fields.persistent_resource_id
         if is_known(capacity) and isinstance(capacity, JobCapacity):

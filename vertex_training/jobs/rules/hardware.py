@@ -317,8 +317,8 @@ def check_job(
         elif provisioning and machine_type:
             found += check_provisioning(path, machine_type, strategy)
     if region is not None:
-        wanted = [(path, accelerator) for path, _, accelerator, count, _ in machines if count]
-        found += check_region(region, [(p, a) for p, a in wanted if a], strict=strict)
+        wanted = [(path, accel) for path, _, accel, count, _ in machines if accel and count]
+        found += check_region(region, wanted, strict=strict)
     return found
 
 

@@ -526,23 +526,20 @@ def job_findings(
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
-    machines = [_machine(at, pool) for at, pool in pools]
-    images = [
-        (f"{at}.containerSpec.imageUri", pool.container_spec.image_uri)
-        for at, pool in pools
-        if pool.container_spec is not None and pool.container_spec.image_uri.strip()
-    ]
     if remote and reads(path):
         # On Vertex a tag can move under a running job (and its retries, and a study's
         # later trials); the local backend runs this checkout, whatever the tag.
         valid = f'{DIGEST_FORM}, e.g. platform.image("trainer")'
+        images = [(at, p.container_spec.image_uri) for at, p in pools if p.container_spec]
         out += [
-            Finding(at, not_by_digest(i), valid=valid) for at, i in images if not is_by_digest(i)
+            Finding(f"{at}.containerSpec.imageUri", not_by_digest(image), valid=valid)
+            for at, image in images
+            if image.strip() and not is_by_digest(image)
         ]
     # The job's hardware in one look at the catalog: each machine (in full where its pool
     # is judged here) with the job's scheduling strategy, and all of them in its region.
     out += check_job(
-        machines,
+        [_machine(at, pool) for at, pool in pools],
         strategy=view.trial_job.scheduling.strategy,
         provisioning=reads(path),
         specs=specs,
