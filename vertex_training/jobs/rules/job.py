@@ -538,8 +538,9 @@ def job_findings(
         ]
     # The job's hardware in one look at the catalog: each machine (in full where its pool
     # is judged here) with the job's scheduling strategy, and all of them in its region.
+    machines = [_machine(at, pool) for at, pool in pools]
     out += check_job(
-        [_machine(at, pool) for at, pool in pools],
+        machines,
         strategy=view.trial_job.scheduling.strategy,
         provisioning=reads(path),
         specs=specs,
