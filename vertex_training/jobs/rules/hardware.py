@@ -235,7 +235,7 @@ def check_machine_spec(
 
     ``scheduling_strategy``: the job's ``scheduling.strategy`` (None: STANDARD), for
     machines sold only as Spot or Flex-start; ``provisioning`` False: leave that to the
-    job (``check_provisioning``), where a training pool meets its strategy.
+    job (``check_job``), where a training pool meets its strategy.
     """
     cat = catalog()
     findings: list[Finding | None] = []
@@ -275,14 +275,6 @@ def check_machine_spec(
     return [f for f in findings if f is not None]
 
 
-def check_provisioning(path: str, machine_type: str, strategy: str | None) -> list[Finding]:
-    """A training pool's machine (``machineSpec`` at ``path``) against its job's
-    ``scheduling.strategy``: machines Google sells only as Spot or Flex-start."""
-    machine = catalog().machines["training"].get(machine_type)
-    found = None if machine is None else _check_provisioning(machine, strategy, "training", path)
-    return [] if found is None else [found]
-
-
 Machine = tuple[str, str | None, str | None, int, str | None]
 """A training pool's ``machineSpec``: its API path, machine type, accelerator type and
 count, TPU topology."""
@@ -314,8 +306,9 @@ def check_job(
                 scheduling_strategy=strategy,
                 provisioning=provisioning,
             )
-        elif provisioning and machine_type:
-            found += check_provisioning(path, machine_type, strategy)
+        elif provisioning and (machine := catalog().machines["training"].get(machine_type or "")):
+            sold = _check_provisioning(machine, strategy, "training", path)
+            found += [] if sold is None else [sold]
     if region is not None:
         wanted = [(path, accel) for path, _, accel, count, _ in machines if accel and count]
         found += check_region(region, wanted, strict=strict)
@@ -442,7 +435,6 @@ __all__ = [
     "acknowledge",
     "check_job",
     "check_machine_spec",
-    "check_provisioning",
     "check_region",
     "check_zone",
     "normalize_accelerator",
