@@ -1,0 +1,1 @@
+"""The local Vertex AI: the Vertex AI v1 API served on this machine."""
