@@ -3,6 +3,7 @@ Vertex SDK and gcloud, against stub handlers."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -21,12 +22,16 @@ from google.api import httpbody_pb2
 from google.api_core import exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import aiplatform_v1 as v1
+from google.cloud.aiplatform_v1.services.endpoint_service.transports import (
+    EndpointServiceGrpcTransport,
+)
 from google.cloud.aiplatform_v1.services.job_service.transports import JobServiceGrpcTransport
+from google.cloud.aiplatform_v1.services.model_service.transports import ModelServiceGrpcTransport
 from google.cloud.aiplatform_v1.services.prediction_service.transports import (
     PredictionServiceGrpcTransport,
 )
 from google.longrunning import operations_pb2
-from google.protobuf import any_pb2, empty_pb2
+from google.protobuf import any_pb2, empty_pb2, field_mask_pb2
 
 from vertex_training.local import wire
 from vertex_training.local.wire import ServiceError
@@ -114,6 +119,17 @@ class StubPrediction:
         )
 
 
+class StubEndpoints:
+    def update_endpoint(self, request: v1.UpdateEndpointRequest) -> v1.Endpoint:
+        mask = ",".join(request.update_mask.paths)
+        return v1.Endpoint(request.endpoint, display_name=mask)
+
+
+class StubModels:
+    def get_model(self, request: v1.GetModelRequest) -> v1.Model:
+        return v1.Model(name=request.name)
+
+
 def admin(
     method: str, path: str, query: Mapping[str, list[str]], body: bytes
 ) -> tuple[int, str, bytes]:
@@ -131,6 +147,8 @@ def address(stub: StubJobs) -> Iterator[str]:
         "JobService": stub,
         "Operations": StubOperations(stub),
         "PredictionService": StubPrediction(),
+        "EndpointService": StubEndpoints(),
+        "ModelService": StubModels(),
     }
     server = wire.serve(handlers, admin=admin)
     yield server.address
@@ -151,7 +169,7 @@ def rest_client(address: str) -> v1.JobServiceClient:
     )
 
 
-def http(address: str, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+def rest(address: str, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(f"http://{address}{path}", data=body, method=method)
     request.add_header("Content-Type", "application/json")
     try:
@@ -347,16 +365,44 @@ def test_gcloud_lists_custom_jobs(address: str, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_a_nested_path_field_a_body_field_and_a_field_mask(address: str, transport: str) -> None:
+    client = v1.EndpointServiceClient(
+        transport=EndpointServiceGrpcTransport(channel=grpc.insecure_channel(address))
+        if transport == "grpc"
+        else "rest",
+        credentials=None if transport == "grpc" else AnonymousCredentials(),
+        client_options={"api_endpoint": "http://" + address},
+    )
+    endpoint = v1.Endpoint(name=f"{PARENT}/endpoints/7", traffic_split={"m1": 30, "m2": 70})
+    mask = field_mask_pb2.FieldMask(paths=["traffic_split", "display_name"])
+    updated = client.update_endpoint(endpoint=endpoint, update_mask=mask)
+    assert (updated.name, updated.display_name) == (endpoint.name, "traffic_split,display_name")
+    assert dict(updated.traffic_split) == {"m1": 30, "m2": 70}
+
+
 # ------------------------------------------------------------------ REST details
+
+
+def test_path_variables_arrive_percent_encoded(address: str) -> None:
+    status, answer = rest(address, "GET", f"/v1/{PARENT}/models/m%402")
+    assert (status, json.loads(answer)["name"]) == (200, f"{PARENT}/models/m@2")
+    got = v1.ModelServiceClient(
+        transport="rest",
+        credentials=AnonymousCredentials(),
+        client_options={"api_endpoint": "http://" + address},
+    ).get_model(name=f"{PARENT}/models/m@3")
+    assert got.name == f"{PARENT}/models/m@3"
 
 
 def test_rest_answers_enums_as_asked_and_int64_as_strings(address: str) -> None:
     name = rest_client(address).create_custom_job(parent=PARENT, custom_job=job("enums")).name
-    _, by_name = http(address, "GET", f"/v1/{name}?alt=json")
-    _, by_number = http(address, "GET", f"/v1/{name}?%24alt=json%3Benum-encoding%3Dint")
+    _, by_name = rest(address, "GET", f"/v1/{name}?alt=json")
+    _, by_number = rest(address, "GET", f"/v1/{name}?%24alt=json%3Benum-encoding%3Dint")
     assert json.loads(by_name)["state"] == "JOB_STATE_QUEUED"
+    assert json.loads(by_name)["jobSpec"]["workerPoolSpecs"][0]["replicaCount"] == "1"  # int64
     assert json.loads(by_number)["state"] == S.JOB_STATE_QUEUED.value
-    status, body = http(
+    status, body = rest(
         address, "GET", f"/v1/{PARENT}/customJobs?pageSize=1&filter=labels.a%3D%22b%22"
     )
     assert status == 200 and json.loads(body)["nextPageToken"] == "1"
@@ -373,23 +419,23 @@ def test_rest_answers_enums_as_asked_and_int64_as_strings(address: str) -> None:
 def test_a_malformed_body_is_invalid_argument_naming_the_field(
     address: str, body: bytes, named: str
 ) -> None:
-    status, answer = http(address, "POST", f"/v1/{PARENT}/customJobs", body)
+    status, answer = rest(address, "POST", f"/v1/{PARENT}/customJobs", body)
     error = json.loads(answer)["error"]
     assert (status, error["code"], error["status"]) == (400, 400, "INVALID_ARGUMENT")
     assert named in error["message"]
-    assert http(address, "GET", f"/v1/{PARENT}/customJobs")[0] == 200
+    assert rest(address, "GET", f"/v1/{PARENT}/customJobs")[0] == 200
 
 
 def test_rest_not_found_and_an_unknown_route(address: str) -> None:
-    status, answer = http(address, "GET", f"/v1/{PARENT}/customJobs/nope")
+    status, answer = rest(address, "GET", f"/v1/{PARENT}/customJobs/nope")
     assert (status, json.loads(answer)["error"]["status"]) == (404, "NOT_FOUND")
-    status, answer = http(address, "GET", "/v2/elsewhere")
+    status, answer = rest(address, "GET", "/v2/elsewhere")
     assert (status, json.loads(answer)["error"]["status"]) == (404, "NOT_FOUND")
 
 
 def test_raw_predict_takes_and_gives_raw_bytes(address: str) -> None:
     endpoint = f"{PARENT}/endpoints/7"
-    status, answer = http(address, "POST", f"/v1/{endpoint}:rawPredict", b'{"instances": [1]}')
+    status, answer = rest(address, "POST", f"/v1/{endpoint}:rawPredict", b'{"instances": [1]}')
     assert (status, answer) == (200, b'application/json {"instances": [1]}')
     # Over gRPC the HttpBody is a message. (GAPIC's REST client reads the answer as the JSON
     # of an HttpBody, which Vertex does not send: it answers the model's bytes, as here.)
@@ -400,5 +446,22 @@ def test_raw_predict_takes_and_gives_raw_bytes(address: str) -> None:
 
 
 def test_admin_answers_under_local(address: str) -> None:
-    status, answer = http(address, "POST", "/local/hold?job=1", b"x")
+    status, answer = rest(address, "POST", "/local/hold?job=1", b"x")
     assert (status, answer) == (200, b"POST /local/hold {'job': ['1']} x")
+
+
+def test_stop_closes_the_port_and_every_open_connection() -> None:
+    server = wire.serve({"ModelService": StubModels()})
+    host, port = server.address.split(":")
+    kept = http.client.HTTPConnection(host, int(port), timeout=30)
+    kept.request("GET", f"/v1/{PARENT}/models/1")
+    assert kept.getresponse().read()
+    channel = grpc.insecure_channel(server.address)
+    models = v1.ModelServiceClient(transport=ModelServiceGrpcTransport(channel=channel))
+    assert models.get_model(name=f"{PARENT}/models/2").name.endswith("/2")
+    server.stop()
+    with pytest.raises((http.client.HTTPException, OSError)):
+        kept.request("GET", f"/v1/{PARENT}/models/1")
+        kept.getresponse()
+    with pytest.raises(exceptions.ServiceUnavailable):
+        models.get_model(name=f"{PARENT}/models/2", timeout=10)

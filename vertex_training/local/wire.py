@@ -155,10 +155,12 @@ def _query_value(descriptor: Any, key: str, values: list[str]) -> Any:
     bool for a bool; an unknown name is left for the parser to refuse."""
     field = None
     for part in key.split("."):
-        fields = descriptor.fields_by_name if descriptor else {}
-        field = fields.get(part) or (
-            descriptor.fields_by_camelcase_name.get(part) if descriptor else None
+        fields = (
+            {**descriptor.fields_by_name, **descriptor.fields_by_camelcase_name}
+            if descriptor
+            else {}
         )
+        field = fields.get(part)
         descriptor = field.message_type if field else None
     if field is None:
         return values[-1]
@@ -182,27 +184,19 @@ def _rest_request(
         parsed = json.loads(body) if body.strip() else {}
     except ValueError:
         parsed = None
-    raw = [
-        f
+    is_raw = [
+        f.message_type and f.message_type.full_name == _HTTP_BODY
         for f in pb_class.DESCRIPTOR.fields
-        if f.message_type and f.message_type.full_name == _HTTP_BODY
     ]
+    raw = pb_class.DESCRIPTOR.fields[is_raw.index(True)] if any(is_raw) else None
     data: dict[str, Any] = {}
-    if (
-        raw
-        and body_field == "*"
-        and not (isinstance(parsed, dict) and {raw[0].name, raw[0].json_name} & parsed.keys())
-    ):
+    if raw and body_field == "*" and not (isinstance(parsed, dict) and raw.json_name in parsed):
         # The payload itself is the request's HttpBody (rawPredict from any HTTP client).
-        data[raw[0].name] = {"contentType": content_type, "data": base64.b64encode(body).decode()}
+        data[raw.name] = {"contentType": content_type, "data": base64.b64encode(body).decode()}
     elif body_field and body.strip():
-        if parsed is None:
-            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid JSON payload received.")
         data = parsed if body_field == "*" else {body_field: parsed}
-        if not isinstance(data, dict):
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT, "The JSON payload is not an object."
-            )
+        if not isinstance(data, dict) or parsed is None:
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid JSON payload received.")
     for key, values in query.items():
         if key not in _SYSTEM_PARAMETERS:
             _put(data, key, _query_value(pb_class.DESCRIPTOR, key, values))
@@ -241,11 +235,9 @@ def _grpc_handler(handlers: Mapping[str, object], method: Method) -> grpc.RpcMet
 
     request, response = method.request_type, method.response_type
     plus = _is_proto_plus(request), _is_proto_plus(response)
-    return grpc.unary_unary_rpc_method_handler(
-        behaviour,
-        request_deserializer=request.deserialize if plus[0] else request.FromString,  # type: ignore[attr-defined]
-        response_serializer=response.serialize if plus[1] else response.SerializeToString,  # type: ignore[attr-defined]
-    )
+    read = request.deserialize if plus[0] else request.FromString  # type: ignore[attr-defined]
+    write = response.serialize if plus[1] else response.SerializeToString  # type: ignore[attr-defined]
+    return grpc.unary_unary_rpc_method_handler(behaviour, read, write)
 
 
 def _json_error(error: ServiceError) -> tuple[int, str, bytes]:
@@ -268,15 +260,20 @@ class _Listener(ThreadingHTTPServer):
     routes: list[_Route]
     admin: Admin | None
 
+    connections: set[socket.socket]
+    """Open client connections, closed by :meth:`Server.stop` (keep-alive ones too)."""
+
     def finish_request(self, request: Any, client_address: Any) -> None:
-        try:
-            first = request.recv(len(_PREFACE), socket.MSG_PEEK | socket.MSG_WAITALL)
-        except OSError:
-            return
-        if first == _PREFACE:
-            _pipe(request, self.grpc_address)
-        elif first:
-            super().finish_request(request, client_address)
+        self.connections.add(request)
+        try:  # an OSError: the client went away, or the server stopped
+            with contextlib.suppress(OSError):
+                first = request.recv(len(_PREFACE), socket.MSG_PEEK | socket.MSG_WAITALL)
+                if first == _PREFACE:
+                    _pipe(request, self.grpc_address)
+                elif first:
+                    super().finish_request(request, client_address)
+        finally:
+            self.connections.discard(request)
 
     def answer(
         self, verb: str, path: str, query: Mapping[str, list[str]], body: bytes, content_type: str
@@ -370,9 +367,13 @@ class Server:
         self._thread.start()
 
     def stop(self, grace: float | None = None) -> None:
+        """Stop serving: gRPC calls get ``grace`` seconds, then every connection is closed."""
+        self._grpc.stop(grace).wait()
         self._listener.shutdown()
         self._listener.server_close()
-        self._grpc.stop(grace).wait()
+        for connection in list(self._listener.connections):
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 def serve(
@@ -413,4 +414,5 @@ def serve(
     listener = _Listener((host, port), _Rest)
     listener.grpc_address = ("127.0.0.1", grpc_port)
     listener.handlers, listener.routes, listener.admin = handlers, routes, admin
+    listener.connections = set()
     return Server(listener, grpc_server, host)
