@@ -137,7 +137,7 @@ def _pattern(uri: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     pieces = _VARIABLE.split(uri)
     regex, fields = re.escape(pieces[0]), []
     for field, template, literal in zip(pieces[1::3], pieces[2::3], pieces[3::3], strict=True):
-        inner = re.escape(template or "*").replace(r"\*\*", ".+").replace(r"\*", "[^/]+")
+        inner = re.escape(template or "*").replace(r"\*\*", ".+").replace(r"\*", "[^/:]+")
         regex += f"({inner}){re.escape(literal)}"
         fields.append(field)
     return re.compile(regex), tuple(fields)

@@ -142,6 +142,24 @@ class LocalServingBackend:
         model: dict[str, Any] = json.loads(path.read_text())
         return model
 
+    def stored_model(self, model_id: str) -> dict[str, Any] | None:
+        """The registry's record of a model (its versions as uploaded, aliases, ids)."""
+        with self._locked():
+            return self._read_model(model_id)
+
+    def stored_endpoint(self, endpoint_id: str) -> dict[str, Any]:
+        """The endpoint as stored (its body, deployed models, traffic split, server)."""
+        with self._locked():
+            return self._read_endpoint(endpoint_id)
+
+    def stored_endpoints(self) -> list[str]:
+        """The id of every endpoint."""
+        return sorted(p.parent.name for p in (self.dir / "endpoints").glob("*/endpoint.json"))
+
+    def stored_models(self) -> list[str]:
+        """The id of every model."""
+        return sorted(p.parent.name for p in (self.dir / "registry").glob("*/model.json"))
+
     def _version_record(self, model_id: str, version: Mapping[str, Any]) -> base.ModelVersionRecord:
         model = f"{LOCAL_PARENT}/models/{model_id}"
         return base.ModelVersionRecord(

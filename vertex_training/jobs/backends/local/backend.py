@@ -158,11 +158,15 @@ class LocalBackend(JobBackend):
             state = self._reap_orphan(job)
         return state
 
+    def job_body(self, name: str) -> dict[str, Any]:
+        """The job's body as it was submitted."""
+        return self._job_dir(name).read_body()
+
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        found = newest([r for r in self._records() if r.kind is kind], labels)
+        found = newest([r for r in self.records() if r.kind is kind], labels)
         return self.get(found.name) if found else None
 
-    def _records(self) -> list[JobRecord]:
+    def records(self) -> list[JobRecord]:
         """Every readable job of this root."""
         records = []
         for job in map(JobDir, self.jobs_dir.iterdir() if self.jobs_dir.is_dir() else ()):
@@ -207,7 +211,7 @@ class LocalBackend(JobBackend):
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
         cache = self.root / DECODED_CACHE
-        if cache.is_dir() and not self._records():
+        if cache.is_dir() and not self.records():
             _log.info(
                 "removing the decoded-image cache %s (no job of %s is left)", cache, self.root
             )
