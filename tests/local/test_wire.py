@@ -406,6 +406,9 @@ def test_rest_answers_enums_as_asked_and_int64_as_strings(address: str) -> None:
         address, "GET", f"/v1/{PARENT}/customJobs?pageSize=1&filter=labels.a%3D%22b%22"
     )
     assert status == 200 and json.loads(body)["nextPageToken"] == "1"
+    status, body = rest(address, "GET", f"/v1/{PARENT}/customJobs?readMask=displayName&bogus=1")
+    assert (status, json.loads(body)["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    assert '"bogus"' in json.loads(body)["error"]["message"]
 
 
 @pytest.mark.parametrize(
