@@ -296,6 +296,7 @@ class _Listener(ThreadingHTTPServer):
 
 class _Rest(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes
     server: _Listener
 
     def _handle(self) -> None:
