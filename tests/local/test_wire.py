@@ -406,6 +406,9 @@ def test_rest_answers_enums_as_asked_and_int64_as_strings(address: str) -> None:
         address, "GET", f"/v1/{PARENT}/customJobs?pageSize=1&filter=labels.a%3D%22b%22"
     )
     assert status == 200 and json.loads(body)["nextPageToken"] == "1"
+    status, body = rest(address, "GET", f"/v1/{PARENT}/customJobs?readMask=displayName&bogus=1")
+    assert (status, json.loads(body)["error"]["status"]) == (400, "INVALID_ARGUMENT")
+    assert '"bogus"' in json.loads(body)["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -465,3 +468,13 @@ def test_stop_closes_the_port_and_every_open_connection() -> None:
         kept.getresponse()
     with pytest.raises(exceptions.ServiceUnavailable):
         models.get_model(name=f"{PARENT}/models/2", timeout=10)
+
+
+def test_a_rule_template_binds_nested_fields_and_any_depth() -> None:
+    pattern, fields = wire._pattern("/v1/{endpoint.name=projects/*/endpoints/*}/{rest=**}:go")
+    match = pattern.fullmatch("/v1/projects/p/endpoints/e/a/b/c:go")
+    assert match and dict(zip(fields, match.groups(), strict=True)) == {
+        "endpoint.name": "projects/p/endpoints/e",
+        "rest": "a/b/c",
+    }
+    assert not pattern.fullmatch("/v1/projects/p/x/endpoints/e/a:go")

@@ -25,7 +25,7 @@ from concurrent import futures
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import grpc
@@ -96,13 +96,9 @@ def methods() -> dict[str, dict[str, Method]]:
     table: dict[str, dict[str, Method]] = {service: {} for service in SERVICES}
     for service in SERVICES[:-1]:
         package = f"google.cloud.aiplatform_v1.services.{_snake(service)}.transports"
-        grpc_transport = getattr(
-            importlib.import_module(f"{package}.grpc"), f"{service}GrpcTransport"
-        )
-        rest = getattr(
-            importlib.import_module(f"{package}.rest_base"), f"_Base{service}RestTransport"
-        )
-        for name, prop in vars(grpc_transport).items():
+        transport = vars(importlib.import_module(f"{package}.grpc"))[f"{service}GrpcTransport"]
+        rest = vars(importlib.import_module(f"{package}.rest_base"))[f"_Base{service}RestTransport"]
+        for name, prop in vars(transport).items():
             # Each stub property asks its channel for one callable; a stand-in channel that
             # only knows unary_unary records the path (streaming stubs raise, and are skipped).
             made: list[str] = []
@@ -155,58 +151,14 @@ def _query_value(descriptor: Any, key: str, values: list[str]) -> Any:
     bool for a bool; an unknown name is left for the parser to refuse."""
     field = None
     for part in key.split("."):
-        fields = (
-            {**descriptor.fields_by_name, **descriptor.fields_by_camelcase_name}
-            if descriptor
-            else {}
-        )
-        field = fields.get(part)
+        if descriptor is None:
+            return values[-1]
+        field = descriptor.fields_by_name.get(part) or descriptor.fields_by_camelcase_name.get(part)
         descriptor = field.message_type if field else None
     if field is None:
         return values[-1]
     typed = [v == "true" if field.type == field.TYPE_BOOL else v for v in values]
     return typed if field.is_repeated else typed[-1]
-
-
-def _rest_request(
-    method: Method,
-    body_field: str | None,
-    bound: Mapping[str, str],
-    *,
-    query: Mapping[str, list[str]],
-    body: bytes,
-    content_type: str,
-) -> Any:
-    from google.protobuf import json_format
-
-    pb_class = _pb_class(method.request_type)
-    try:
-        parsed = json.loads(body) if body.strip() else {}
-    except ValueError:
-        parsed = None
-    is_raw = [
-        f.message_type and f.message_type.full_name == _HTTP_BODY
-        for f in pb_class.DESCRIPTOR.fields
-    ]
-    raw = pb_class.DESCRIPTOR.fields[is_raw.index(True)] if any(is_raw) else None
-    data: dict[str, Any] = {}
-    if raw and body_field == "*" and not (isinstance(parsed, dict) and raw.json_name in parsed):
-        # The payload itself is the request's HttpBody (rawPredict from any HTTP client).
-        data[raw.name] = {"contentType": content_type, "data": base64.b64encode(body).decode()}
-    elif body_field and body.strip():
-        data = parsed if body_field == "*" else {body_field: parsed}
-        if not isinstance(data, dict) or parsed is None:
-            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid JSON payload received.")
-    for key, values in query.items():
-        if key not in _SYSTEM_PARAMETERS:
-            _put(data, key, _query_value(pb_class.DESCRIPTOR, key, values))
-    for field, value in bound.items():
-        _put(data, field, unquote(value))
-    try:
-        message = json_format.ParseDict(data, pb_class())
-    except json_format.ParseError as error:
-        raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, str(error).split("\n")[0]) from None
-    return method.request_type.wrap(message) if _is_proto_plus(method.request_type) else message  # type: ignore[attr-defined]
 
 
 def _invoke(handlers: Mapping[str, object], method: Method, request: Any) -> Any:
@@ -248,13 +200,17 @@ def _json_error(error: ServiceError) -> tuple[int, str, bytes]:
     return int(status), "application/json; charset=UTF-8", json.dumps(payload).encode()
 
 
-_Route = tuple[str, re.Pattern[str], tuple[str, ...], str | None, Method]
+class _Route(NamedTuple):
+    verb: str
+    pattern: re.Pattern[str]
+    fields: tuple[str, ...]
+    body: str | None
+    method: Method
 
 
 class _Listener(ThreadingHTTPServer):
     """The public port: gRPC connections are piped to ``grpc_address``; HTTP/1.1 is served."""
 
-    daemon_threads = True
     grpc_address: tuple[str, int]
     handlers: Mapping[str, object]
     routes: list[_Route]
@@ -278,27 +234,57 @@ class _Listener(ThreadingHTTPServer):
     def answer(
         self, verb: str, path: str, query: Mapping[str, list[str]], body: bytes, content_type: str
     ) -> tuple[int, str, bytes]:
+        """Transcode as Google's front end does: the rule's path variables, its body (the whole
+        request, one field, or none) and the query parameters set the request's fields."""
         from google.protobuf import json_format
 
         if path.startswith("/local/") and self.admin:
             return self.admin(verb, path, query, body)
-        found = next(
-            (
-                (route, match)
-                for route in self.routes
-                if route[0] == verb and (match := route[1].fullmatch(path))
-            ),
-            None,
+        matches = (
+            (r, m) for r in self.routes if r.verb == verb and (m := r.pattern.fullmatch(path))
         )
-        if found is None:
+        route, match = next(matches, (None, None))
+        if route is None or match is None:
             raise ServiceError(
                 grpc.StatusCode.NOT_FOUND, f"no Vertex AI v1 method answers {verb} {path}"
             )
-        (_, _, fields, body_field, method), match = found
-        bound = dict(zip(fields, match.groups(), strict=True))
-        request = _rest_request(
-            method, body_field, bound, query=query, body=body, content_type=content_type
-        )
+        method = route.method
+        pb_class = _pb_class(method.request_type)
+        parsed: Any = None
+        with contextlib.suppress(ValueError):
+            parsed = json.loads(body) if body.strip() else {}
+        fields = pb_class.DESCRIPTOR.fields
+        raw = [f for f in fields if f.message_type and f.message_type.full_name == _HTTP_BODY]
+        data: dict[str, Any] = {}
+        if (
+            raw
+            and route.body == "*"
+            and not (isinstance(parsed, dict) and raw[0].json_name in parsed)
+        ):
+            # The payload itself is the request's HttpBody (rawPredict from any HTTP client).
+            data[raw[0].name] = {
+                "contentType": content_type,
+                "data": base64.b64encode(body).decode(),
+            }
+        elif route.body and body.strip():
+            data = parsed if route.body == "*" else {route.body: parsed}
+            if not isinstance(data, dict) or parsed is None:
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT, "Invalid JSON payload received."
+                )
+        for key, values in query.items():
+            if key not in _SYSTEM_PARAMETERS:
+                _put(data, key, _query_value(pb_class.DESCRIPTOR, key, values))
+        for field, value in zip(route.fields, match.groups(), strict=True):
+            _put(data, field, unquote(value))
+        try:
+            request = json_format.ParseDict(data, pb_class())
+        except json_format.ParseError as error:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, str(error).split("\n")[0]
+            ) from None
+        if _is_proto_plus(method.request_type):
+            request = method.request_type.wrap(request)  # type: ignore[attr-defined]
         response = _invoke(self.handlers, method, request)
         if _pb_class(method.response_type).DESCRIPTOR.full_name == _HTTP_BODY:
             return 200, response.content_type or "application/octet-stream", response.data
@@ -310,6 +296,7 @@ class _Listener(ThreadingHTTPServer):
 
 class _Rest(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes
     server: _Listener
 
     def _handle(self) -> None:
@@ -361,9 +348,8 @@ class Server:
         self._listener = listener
         self._grpc = grpc_server
         self.address = f"{host}:{listener.server_port}"
-        self._thread = threading.Thread(
-            target=listener.serve_forever, name="vertex-wire", daemon=True
-        )
+        serve = functools.partial(listener.serve_forever, poll_interval=0.05)  # a quick stop
+        self._thread = threading.Thread(target=serve, name="vertex-wire", daemon=True)
         self._thread.start()
 
     def stop(self, grace: float | None = None) -> None:
@@ -404,7 +390,9 @@ def serve(
             by_service.setdefault(full_service, {})[rpc] = _grpc_handler(handlers, method)
             for rule in method.http_rules:
                 pattern, fields = _pattern(rule["uri"])
-                routes.append((rule["method"].upper(), pattern, fields, rule.get("body"), method))
+                routes.append(
+                    _Route(rule["method"].upper(), pattern, fields, rule.get("body"), method)
+                )
     for full_service, rpcs in by_service.items():
         grpc_server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(full_service, rpcs),)
