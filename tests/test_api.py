@@ -368,6 +368,8 @@ def test_a_local_platform_runs_jobs_here_and_creates_nothing_in_the_cloud(tmp_pa
     registration = run.named("here-job")
     assert registration.inputs["backend"] == {
         "kind": "local",
+        "project": "local",
+        "location": "us-central1",
         "local_root": str(tmp_path),
         "retry_initial_seconds": 1.0,
         "retry_timeout_seconds": 120.0,

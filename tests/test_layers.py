@@ -23,6 +23,8 @@ LAYERS = {
     "vertex_training.serving": 4,
     "vertex_training.capacity": 4,
     "vertex_training.stack": 5,
+    # The local Vertex: a server process over the runners of jobs, serving and capacity.
+    "vertex_training.local": 5,
     # The component provider: imported only in its own process (pulumi-resource-vertex-training).
     "vertex_training.provider": 6,
     "vertex_training": 7,

@@ -125,16 +125,17 @@ class BackendKind(enum.StrEnum):
 
 @dataclasses.dataclass(frozen=True)
 class BackendSettings:
-    """Where jobs run; carried in each job resource's inputs so that the same resources
-    run on Vertex in ``dev``/``prod`` and on this machine in the ``local`` stack."""
+    """Which Vertex AI a resource lives in; carried in each resource's inputs. Every
+    resource speaks the Vertex API through its clients: to Google's Vertex in
+    ``dev``/``prod``, to the local Vertex of ``local_root`` in the ``local`` stack."""
 
     kind: BackendKind
     project: str | None = None
-    """Vertex only: the Google Cloud project id."""
+    """The Google Cloud project id (on the local Vertex, the platform's)."""
     location: str | None = None
-    """Vertex only: the region, e.g. ``us-central1``."""
+    """The region, e.g. ``us-central1``."""
     local_root: str | None = None
-    """Local only: the directory that holds job state, logs and the local "bucket"."""
+    """Local only: the local Vertex's directory (job state, logs, the local "bucket")."""
     retry_initial_seconds: float = 1.0
     """First backoff of retried reads/lists/cancels/deletes (vertex)."""
     retry_timeout_seconds: float = 120.0
@@ -142,9 +143,9 @@ class BackendSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", BackendKind(self.kind))
-        if self.kind is BackendKind.VERTEX and not (self.project and self.location):
+        if not (self.project and self.location):
             raise ValueError(
-                "backend: kind 'vertex' needs project and location (region), got "
+                f"backend: kind {self.kind.value!r} needs project and location (region), got "
                 f"project={self.project!r} location={self.location!r}"
             )
         if self.kind is BackendKind.LOCAL and not self.local_root:
@@ -157,7 +158,12 @@ class BackendSettings:
         ``placement`` carries the real one) and region."""
         if platform.environment == "local":
             assert platform.local_root is not None
-            return cls(BackendKind.LOCAL, local_root=str(platform.local_root))
+            return cls(
+                BackendKind.LOCAL,
+                project=platform.project,
+                location=platform.region,
+                local_root=str(platform.local_root),
+            )
         project = platform.project if isinstance(platform.project, str) else "(not known yet)"
         return cls(BackendKind.VERTEX, project=project, location=platform.region)
 
@@ -230,22 +236,18 @@ class Provider(pulumi.dynamic.ResourceProvider):
     """Body fields changed in place."""
     delete_before_replace: ClassVar[bool] = False
     backends: ClassVar[str]
-    """The backend classes, ``"module:Class"`` with ``{kind}`` (``vertex``, ``local``) and
-    ``{Kind}`` for the kind (imported when used): a Vertex one is built from the
-    ``BackendSettings``, a local one from the local root."""
+    """The backend class, ``"module:Class"`` (imported when used), built from the
+    ``BackendSettings``: the Vertex clients, pointed at Google or at the local Vertex."""
     outputs_from: ClassVar[Mapping[str, str]]
     """Each output, by the attribute of the backend's record it is read from."""
 
     def backend(self, props: Mapping[str, Any]) -> Any:
         """A fresh backend for the resource's ``backend`` input (none is kept on ``self``:
         the provider is pickled)."""
-        settings = BackendSettings.from_props(props["backend"])
-        kind = settings.kind.value
-        module, _, name = self.backends.format(kind=kind, Kind=kind.title()).partition(":")
-        backend_type = getattr(importlib.import_module(module), name)
-        if settings.kind is BackendKind.LOCAL:
-            return backend_type(settings.local_root)
-        return backend_type(settings)
+        module, _, name = self.backends.partition(":")
+        return getattr(importlib.import_module(module), name)(
+            BackendSettings.from_props(props["backend"])
+        )
 
     @classmethod
     def output_names(cls) -> tuple[str, ...]:

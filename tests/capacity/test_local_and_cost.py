@@ -34,6 +34,8 @@ def warm_pools(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         resource_id: str
         resource_pools: list[dict[str, Any]]
         local_root: str
+        project: str
+        location: str
 
     class WarmPool(pulumi.ComponentResource):
         def __init__(self, name: str, args: WarmPoolArgs, opts: pulumi.ResourceOptions) -> None:
@@ -62,6 +64,7 @@ def test_on_a_local_platform_it_is_the_warm_pool(warm_pools: list[Any], tmp_path
         {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "2"}
     ]
     assert pool_args.local_root == str(tmp_path)
+    assert (pool_args.project, pool_args.location) == ("p", "us-central1")
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
     assert made[0].cost_estimate is None
     pool = run.named("warm-pool")

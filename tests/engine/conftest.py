@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.engine.standin_trainer import HOLD_ENV
+from vertex_training.local.server import IDLE_EXIT_SECONDS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_BIN = REPO_ROOT / ".tools" / "bin"
@@ -266,8 +267,15 @@ class PulumiProject:
 
     def processes(self) -> list[str]:
         """Processes started for this project (the CLI, plugins, job supervisors and
-        replicas all inherit its environment, which names the temporary root)."""
-        return processes_with(str(self.root).encode())
+        replicas all inherit its environment, which names the temporary root). A local
+        Vertex that holds nothing any more exits by itself, soon: when it is all that is
+        left, it is given that time."""
+        deadline = time.monotonic() + IDLE_EXIT_SECONDS + 15
+        while (found := processes_with(str(self.root).encode())) and time.monotonic() < deadline:
+            if not all(LOCAL_VERTEX in p for p in found):
+                break
+            time.sleep(0.2)
+        return found
 
     def kill_session(self, session_id: int) -> None:
         """SIGKILL every process of one session, as when the terminal or machine that ran
@@ -289,6 +297,10 @@ class PulumiProject:
                     os.kill(int(proc.name), signal.SIGKILL)
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue
+
+
+LOCAL_VERTEX = "vertex_training.local serve"
+"""The command line of a local Vertex."""
 
 
 def processes_with(marker: bytes) -> list[str]:

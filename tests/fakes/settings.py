@@ -8,6 +8,12 @@ PROJECT, LOCATION = "test-project", "us-central1"
 PARENT = f"projects/{PROJECT}/locations/{LOCATION}"
 
 
+def local_settings(root: str) -> BackendSettings:
+    """A backend on the local Vertex of ``root`` (started on demand), in the fakes' project
+    and location."""
+    return BackendSettings(BackendKind.LOCAL, project=PROJECT, location=LOCATION, local_root=root)
+
+
 def vertex_settings(retry_timeout_seconds: float) -> BackendSettings:
     """A Vertex backend in the fakes' project and location, retrying quickly (the fakes
     inject failures) for at most ``retry_timeout_seconds``."""

@@ -8,13 +8,14 @@ import pytest
 from pulumi.runtime.rpc import UNKNOWN
 
 from tests.bodies import cassava, horses_or_humans
+from tests.fakes.settings import local_settings
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 
 TAG = "us-central1-docker.pkg.dev/p/training/trainer:v1"
 VERTEX = BackendSettings(BackendKind.VERTEX, project="p-1", location="us-central1")
-LOCAL = BackendSettings(BackendKind.LOCAL, local_root="/tmp/local-root")
+LOCAL = local_settings("/tmp/local-root")
 
 
 def props(spec: Any, backend: BackendSettings = VERTEX) -> dict[str, Any]:

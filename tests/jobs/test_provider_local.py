@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,8 @@ import pytest
 from pulumi.runtime.proto import provider_pb2
 
 from tests.bodies import custom_job, pool
+from tests.fakes.settings import PARENT, local_settings
 from tests.jobs.provider_host import Engine, ProviderHost
-from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 
@@ -48,7 +49,7 @@ def job(*args: str, workers: int = 1) -> dict[str, Any]:
 
 
 def props(tmp_path: Path, spec: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    backend = BackendSettings(BackendKind.LOCAL, local_root=str(tmp_path / "root"))
+    backend = local_settings(str(tmp_path / "root"))
     return {
         "spec": spec,
         "backend": backend.to_props(),
@@ -67,9 +68,10 @@ def test_local_lifecycle(host: ProviderHost, tmp_path: Path) -> None:
     inputs, failures = engine.check(props(tmp_path, job()))
     assert failures == []
     job_id, outs = engine.create(inputs)
-    assert job_id.startswith("projects/local/locations/")
+    assert job_id.startswith(f"{PARENT}/customJobs/")
     assert outs["state"] == "SUCCEEDED"
-    assert outs.get("console_url") is None  # None values do not travel
+    # Its page: the local Vertex's own answer for the job.
+    assert re.fullmatch(rf"http://127\.0\.0\.1:\d+/v1/{job_id}", outs["console_url"])
     read_id, refreshed = engine.read(job_id, outs, inputs)
     assert read_id == job_id and refreshed["state"] == "SUCCEEDED"
     again, _ = engine.check(props(tmp_path, job()), olds=outs)
@@ -104,9 +106,10 @@ def test_local_destroy_of_a_running_job_cancels_then_deletes(
     assert gone_id == ""
 
 
-def test_local_label_and_display_name_edits_update_the_stored_job(
+def test_local_label_and_display_name_edits_are_recorded_in_the_state_only(
     host: ProviderHost, tmp_path: Path
 ) -> None:
+    """As on Vertex, which has no call to relabel a job: no new run, the job as it was."""
     from vertex_training.jobs.backends.local import LocalBackend
 
     engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
@@ -119,11 +122,11 @@ def test_local_label_and_display_name_edits_update_the_stored_job(
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
     updated = engine.update(job_id, outs, edited)
     assert updated["job_name"] == job_id and updated["spec"]["labels"] == {"team": "vision"}
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = LocalBackend(str(tmp_path / "root"), parent=PARENT)
     record = backend.get(job_id)
-    assert record.display_name == "renamed"
+    assert record.display_name == "local-smoke"
     labels = dict(record.labels)
-    assert labels["team"] == "vision"
+    assert "team" not in labels
     # Ours stay: the stack label, and the adoption label a crashed `up` finds it by.
     assert {"pulumi-stack", "pulumi-job-key"} <= set(labels)
     assert [p.name for p in (tmp_path / "root" / "jobs").iterdir()] == [job_id.rsplit("/", 1)[1]]

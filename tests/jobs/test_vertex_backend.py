@@ -223,7 +223,7 @@ def test_the_provider_builds_a_vertex_backend() -> None:
     with pytest.raises(ValueError, match="needs project and location"):
         BackendSettings(BackendKind.VERTEX, project="p")
     with pytest.raises(ValueError, match="needs local_root"):
-        BackendSettings(BackendKind.LOCAL)
+        BackendSettings(BackendKind.LOCAL, project="p", location="us-central1")
     with pytest.raises(ValueError, match="unknown keys"):
         BackendSettings.from_props({"kind": "vertex", "project": "p", "location": "l", "x": 1})
 
@@ -231,12 +231,14 @@ def test_the_provider_builds_a_vertex_backend() -> None:
 def test_regional_endpoint_without_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(EMULATOR_HOST_ENV)
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
-    built = service_client(JobServiceClient, "asia-southeast1")
+    settings = BackendSettings(BackendKind.VERTEX, project="p", location="asia-southeast1")
+    built = service_client(JobServiceClient, settings)
     assert built.api_endpoint == "asia-southeast1-aiplatform.googleapis.com"
 
 
 def test_emulator_endpoint(fake: FakeJobService) -> None:
-    built = service_client(JobServiceClient, "us-central1")
+    settings = BackendSettings(BackendKind.VERTEX, project="p", location="us-central1")
+    built = service_client(JobServiceClient, settings)
     assert built.api_endpoint == fake.address
 
 

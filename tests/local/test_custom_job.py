@@ -277,7 +277,7 @@ def test_delete_removes_the_job_and_unknown_names_raise(
         backend.get(record.name)
     backend.delete(record.name)  # already gone is fine
     backend.cancel(record.name)
-    with pytest.raises(JobNotFoundError, match="not a local job"):
+    with pytest.raises(JobNotFoundError, match="is not a job here"):
         backend.get("projects/p/locations/us-central1/customJobs/1")
     tuning_name = record.name.replace("customJobs", "hyperparameterTuningJobs")
     with pytest.raises(JobNotFoundError):

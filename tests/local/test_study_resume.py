@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.bodies import double, job_spec, study, tuning_job
+from tests.fakes.settings import PARENT, local_settings
 from tests.local.conftest import PoolFactory, pid_gone
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.backends.local import LocalBackend
@@ -191,7 +192,6 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
 ) -> None:
     """`pulumi up` killed mid-study leaves no state for the job; the next `up` creates it
     again, and the provider finds the job by its adoption label and resumes it."""
-    from vertex_training._dynamic import BackendKind, BackendSettings
     from vertex_training.jobs.resources import PROVIDER_VERSION, JobProvider
 
     holds = _hold_trials(tmp_path, range(2, 5))  # trial 1 finishes, the others hold
@@ -205,7 +205,7 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     )
     props = {
         "spec": body,
-        "backend": BackendSettings(BackendKind.LOCAL, local_root=str(backend.root)).to_props(),
+        "backend": local_settings(str(backend.root)).to_props(),
         "identity": "vertex-training/local/up-study",
         "wait": False,
         "wait_timeout_seconds": 600.0,
@@ -215,6 +215,8 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     }
     provider = JobProvider(TUNING)
     first = provider.create(props)
+    # The runner under the local Vertex, in its names.
+    backend = LocalBackend(str(backend.root), parent=PARENT)
     _wait_for(lambda: _settled(backend, first.id, ["SUCCEEDED", "ACTIVE", "ACTIVE"]))
     supervisor = backend.details(first.id).supervisor_pid
     assert supervisor is not None

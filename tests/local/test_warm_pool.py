@@ -56,7 +56,9 @@ PROBE = textwrap.dedent(
 
 
 def _props(root: Path, replicas: int = 2) -> dict[str, Any]:
-    backend = BackendSettings(BackendKind.LOCAL, local_root=str(root)).to_props()
+    backend = BackendSettings(
+        BackendKind.LOCAL, project="local", location="us-central1", local_root=str(root)
+    ).to_props()
     pools = [
         {"id": "cpu", "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": replicas}
     ]
@@ -242,9 +244,12 @@ def test_a_job_whose_environment_changes_what_tensorflow_read_runs_cold(
 
 
 @pytest.mark.slow
-def test_a_dead_worker_is_noticed_by_diff_and_replaced_by_refresh_and_delete_leaves_none(
+def test_the_local_vertex_replaces_a_dead_worker_and_delete_leaves_none(
     tmp_path: Path,
 ) -> None:
+    """As Vertex keeps a persistent resource's machines: the local Vertex replaces a worker
+    that died; with the local Vertex itself gone (the machine restarted), diff notices and
+    the update starts it again."""
     root = tmp_path / "root"
     props = _props(root, replicas=1)
     provider = WarmPoolProvider()
@@ -255,14 +260,22 @@ def test_a_dead_worker_is_noticed_by_diff_and_replaced_by_refresh_and_delete_lea
         assert provider.diff(created.id, olds, props).changes is False
         (victim,) = _worker_pids(root)
         os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 120
+        while not (alive := [p for p in _worker_pids(root) if not pid_gone(p)]):
+            assert time.monotonic() < deadline, "no worker took the dead one's place"
+            time.sleep(0.2)
+        (replacement,) = alive
+        assert replacement != victim
+        assert provider.read(created.id, olds).outs["healthy"] is True
+
+        server = json.loads((root / "vertex.json").read_text())["pid"]
+        os.kill(server, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while not pid_gone(victim) and time.monotonic() < deadline:
+        while not pid_gone(server) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert provider.diff(created.id, olds, props).changes is True
-        refreshed = provider.read(created.id, olds)
-        assert refreshed.outs["healthy"] is True
-        (replacement,) = _worker_pids(root)
-        assert replacement != victim and not pid_gone(replacement)
+        assert provider.update(created.id, olds, props).outs["healthy"] is True
+        assert provider.diff(created.id, olds, props).changes is False
     finally:
         provider.delete(created.id, props)
     assert pid_gone(replacement)

@@ -8,8 +8,9 @@ from typing import Any
 
 from google.cloud import aiplatform_v1 as v1
 
+from tests.fakes.settings import local_settings
 from tests.jobs.backends.local.test_capabilities import proto_fields
-from vertex_training._dynamic import PROVIDER_VERSION, BackendKind, BackendSettings
+from vertex_training._dynamic import PROVIDER_VERSION
 from vertex_training.serving.backends.local import local_support
 from vertex_training.serving.resources import EndpointProvider, ModelProvider
 
@@ -24,7 +25,7 @@ def test_every_serving_proto_field_is_classified_and_none_is_stale() -> None:
 
 
 def _local(tmp_path: Path) -> dict[str, Any]:
-    return BackendSettings(BackendKind.LOCAL, local_root=str(tmp_path)).to_props()
+    return local_settings(str(tmp_path)).to_props()
 
 
 def _endpoint_failures(tmp_path: Path, body: dict[str, Any], deployed: dict[str, Any]) -> list[str]:

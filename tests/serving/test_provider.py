@@ -17,11 +17,10 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
-from tests.fakes.settings import PARENT, vertex_settings
+from tests.fakes.settings import PARENT, local_settings, vertex_settings
 from tests.fakes.vertex_serving_service import FakeServingService
 from tests.serving.conftest import saved_model
 from tests.serving.provider_host import ServingEngine, ServingHost, up
-from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.serving.resources import (
     PROVIDER_VERSION,
     EndpointProvider,
@@ -184,14 +183,24 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _server(root: Path, endpoint_id: str) -> dict[str, Any]:
+    """The endpoint's prediction server (pid, port) as the local Vertex records it."""
+    endpoint = root / "serving/endpoints" / endpoint_id.rsplit("/", 1)[1] / "endpoint.json"
+    server: dict[str, Any] = json.loads(endpoint.read_text())["server"]
+    return server
+
+
+DIFF_NONE = provider_pb2.DiffResponse.DIFF_NONE
+
+
 def test_local_twin_lifecycle(host: ServingHost, tmp_path: Path) -> None:
     root = tmp_path / "root"
-    backend = BackendSettings(BackendKind.LOCAL, local_root=str(root)).to_props()
+    backend = local_settings(str(root)).to_props()
     saved_model(root / "bucket" / "jobs" / "t" / "3" / "model")
     models = ServingEngine(host, ModelProvider(), "Model", "horses")
     endpoints = ServingEngine(host, EndpointProvider(), "Endpoint", "horses-endpoint")
     model_id, model = up(models, model_props(backend, str(root / "bucket/jobs/t/3/model")))
-    assert model_id == f"projects/local/locations/local/models/{model_id_for(MODEL_IDENTITY)}@1"
+    assert model_id == f"{PARENT}/models/{model_id_for(MODEL_IDENTITY)}@1"
     registry = root / "serving" / "registry" / model_id_for(MODEL_IDENTITY)
     assert (registry / "versions" / "1" / "saved_model.pb").is_file()
 
@@ -210,11 +219,15 @@ def test_local_twin_lifecycle(host: ServingHost, tmp_path: Path) -> None:
         endpoints.diff(endpoint_id, endpoint, inputs).changes == provider_pb2.DiffResponse.DIFF_NONE
     )
 
-    # The machine restarted: the diff of the next `up` sees the server gone and starts it.
-    state = json.loads(
-        (root / "serving/endpoints" / endpoint_id.rsplit("/", 1)[1] / "endpoint.json").read_text()
-    )
-    os.killpg(state["server"]["pid"], signal.SIGKILL)
+    # The prediction server died: the local Vertex serves again, as Vertex keeps its
+    # replicas running; nothing for `up` to do.
+    os.killpg(_server(root, endpoint_id)["pid"], signal.SIGKILL)
+    assert _predict(url)["modelVersionId"] == "1"
+    assert endpoints.diff(endpoint_id, endpoint, inputs).changes == DIFF_NONE
+    # The machine restarted (the local Vertex is gone too): the diff of the next `up`
+    # sees it, and the update starts it, which serves again.
+    os.killpg(_server(root, endpoint_id)["pid"], signal.SIGKILL)
+    os.kill(json.loads((root / "vertex.json").read_text())["pid"], signal.SIGKILL)
     time.sleep(0.2)
     diff = endpoints.diff(endpoint_id, endpoint, inputs)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
@@ -224,17 +237,12 @@ def test_local_twin_lifecycle(host: ServingHost, tmp_path: Path) -> None:
     # The model version is deployed: deleting it is refused, with what to do.
     with pytest.raises(grpc.RpcError) as refused:
         models.delete(model_id, model)
-    assert "is still deployed to projects/local/locations/local/endpoints/" in str(
-        refused.value.details()
-    )
+    assert f"is still deployed to {PARENT}/endpoints/" in str(refused.value.details())
 
-    port = int(endpoint["predict_url"].split(":")[2].split("/")[0])
-    state = json.loads(
-        (root / "serving/endpoints" / endpoint_id.rsplit("/", 1)[1] / "endpoint.json").read_text()
-    )
+    server = _server(root, endpoint_id)
     endpoints.delete(endpoint_id, endpoint)
     models.delete(model_id, model)
-    assert not _listening(port)
-    assert not Path(f"/proc/{state['server']['pid']}").exists()
+    assert not _listening(server["port"])
+    assert not Path(f"/proc/{server['pid']}").exists()
     assert list((root / "serving" / "registry").iterdir()) == []
     assert list((root / "serving" / "endpoints").iterdir()) == []

@@ -75,6 +75,8 @@ class PersistentResource(pulumi.ComponentResource):
                     resource_id=resource_id,
                     resource_pools=self.pools,
                     local_root=str(platform.local_root),
+                    project=str(platform.project),
+                    location=platform.region,
                 ),
                 opts=child,
             )

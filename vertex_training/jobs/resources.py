@@ -99,7 +99,7 @@ class JobProvider(Provider):
     )
     """Inputs that only shape how we wait or talk to the service."""
     metadata = METADATA_FIELDS
-    backends = "vertex_training.jobs.backends.{kind}:{Kind}Backend"
+    backends = "vertex_training.jobs.backends.vertex:VertexBackend"
     outputs_from = {
         "job_name": "name",
         "job_id": "job_id",
@@ -189,11 +189,6 @@ class JobProvider(Provider):
         if found is not None and found.state not in _BAD_END:
             _log.info("adopting %s (left by an earlier run), state %s", found.name, found.state)
             record = found
-        # A local job whose supervisor died with an interrupted `up` resumes: a study goes
-        # on from its journal (finished trials count) instead of starting over.
-        elif found is not None and (resumed := backend.resume_interrupted(found.name)):
-            _log.info("resumed %s (its local supervisor had died)", resumed.name)
-            record = resumed
         else:
             body = labelled(props["spec"], str(props["identity"]), adoption)
             record = backend.submit(self.job_kind, body)
@@ -223,24 +218,12 @@ class JobProvider(Provider):
     ) -> pulumi.dynamic.UpdateResult:
         # Only settling inputs or the body's metadata changed (diff replaces otherwise).
         if self.metadata_changed(olds, news):
-            labels = self.labelled_body(news)["labels"]
-            display_name = str(news["spec"].get("displayName", ""))
-            try:
-                relabelled = self.backend(news).relabel(
-                    id_, labels=labels, display_name=display_name
-                )
-            except JobNotFoundError:
-                # Deleted elsewhere: the state keeps the new values; a refresh drops the job.
-                relabelled = True
-            if relabelled:
-                _log.info("%s: labels and display name updated in place", id_)
-            else:
-                _log.warning(
-                    "%s: the running job keeps its labels and display name (Vertex has no "
-                    "update call for them); the new ones are recorded in the stack's state "
-                    "and are sent with the job's next run",
-                    id_,
-                )
+            _log.warning(
+                "%s: the job keeps its labels and display name (Vertex has no update call "
+                "for them); the new ones are recorded in the stack's state and are sent with "
+                "the job's next run",
+                id_,
+            )
         outs = {k: olds.get(k) for k in self.output_names()}
         return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **outs})
 
@@ -349,8 +332,8 @@ class CustomJob(_JobResource[CustomJobArgs], module="vertex", name="CustomJob"):
 
     ``pulumi up`` submits it (or adopts the run a crashed ``up`` left) and, with
     ``wait``, waits for it to end; a change to what it runs replaces it with a new run,
-    a change to its labels or display name alone is an in-place update (no new run; on
-    Vertex, which cannot relabel a job, it is recorded in the state only);
+    a change to its labels or display name alone is an in-place update (no new run;
+    Vertex cannot relabel a job: it is recorded in the state only);
     ``pulumi destroy`` cancels and deletes it. On a local platform it runs on this
     machine, one process per replica."""
 

@@ -12,7 +12,6 @@ from google.protobuf import empty_pb2, json_format
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local._store import job_name
 from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord
 from vertex_training.local.names import Names, page, parse_label_filter
 from vertex_training.local.operations import Operations
@@ -69,16 +68,12 @@ class JobService:
                 return lambda request: getattr(self, f"_{verb}")(kind, request)
         raise AttributeError(method)
 
-    def _store_name(self, kind: JobKind, name: str) -> str:
-        job_id = self.names.resource_id(name, kind.value)
-        return job_name(kind, job_id)
-
     def _message(self, kind: JobKind, record: JobRecord) -> Any:
         body = self.runner.job_body(record.name)
         stamps = (("createTime", record.create_time), ("startTime", record.start_time))
         body |= {k: v for k, v in (*stamps, ("endTime", record.end_time)) if v}
         body |= {
-            "name": self.names.name(kind.value, record.job_id),
+            "name": record.name,
             "state": f"JOB_STATE_{record.state.value}",
             "labels": dict(record.labels),
             "displayName": record.display_name,
@@ -106,8 +101,11 @@ class JobService:
         return self._message(kind, record)
 
     def _record(self, kind: JobKind, name: str) -> JobRecord:
+        """The job as it is now. One whose local supervisor died (killed, or the machine
+        went down) goes on where it stopped: Vertex, too, runs its jobs to their end."""
+        self.names.resource_id(name, kind.value)
         try:
-            return self.runner.get(self._store_name(kind, name))
+            return self.runner.resume_interrupted(name) or self.runner.get(name)
         except JobNotFoundError as error:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"name: {name} not found") from error
 
@@ -118,7 +116,7 @@ class JobService:
         self.names.check_parent(request.parent)
         labels = parse_label_filter(request.filter)
         records = [
-            r
+            self.runner.resume_interrupted(r.name) or r
             for r in self.runner.records()
             if r.kind is kind and set(labels.items()) <= set(r.labels)
         ]

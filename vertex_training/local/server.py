@@ -1,9 +1,9 @@
-"""The local Vertex as a process: one per local root, its address in ``<root>/vertex.json``.
+"""The local Vertex as a process: one per local root, its address in ``<root>/vertex.json``
+(``jobs.backends.local_vertex`` finds it, or starts it on demand).
 
-The first client of a root starts it (``ensure_server``); a second start finds the running
-one. Started on demand, it exits by itself once it holds nothing running or serving, so
-that a ``destroy`` leaves no process behind. Jobs, pools and prediction servers run in
-processes of their own: they go on while it is down, and a restarted server reports them.
+Started on demand, it exits by itself once it holds nothing running or serving, so that a
+``destroy`` leaves no process behind. Jobs, pools and prediction servers run in processes
+of their own: they go on while it is down, and a restarted server reports them.
 """
 
 from __future__ import annotations
@@ -14,26 +14,23 @@ import json
 import logging
 import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.backends.local._store import file_lock, process_alive, process_start_time
+from vertex_training.jobs.backends.local._store import process_start_time
+from vertex_training.jobs.backends.local_vertex import ADDRESS_FILE
 
 _log = logging.getLogger(__name__)
 
-ADDRESS_FILE = "vertex.json"
-LOG_FILE = "vertex.log"
 DEFAULT_PROJECT = "local"
 DEFAULT_LOCATION = "us-central1"
-IDLE_EXIT_SECONDS = 20.0
+KEEP_SERVING_SECONDS = 5.0
+"""How often the server looks that what it keeps running runs."""
+IDLE_EXIT_SECONDS = 10.0
 """How long a server started on demand waits, holding nothing, before it exits."""
-START_TIMEOUT_SECONDS = 60.0
 
 
 class LocalVertex:
@@ -51,8 +48,8 @@ class LocalVertex:
         self.root = root
         names = Names(project, location)
         operations = Operations(names, root)
-        self.runner = LocalBackend(str(root))
-        self.twin = LocalServingBackend(str(root))
+        self.runner = LocalBackend(str(root), parent=names.parent)
+        self.twin = LocalServingBackend(str(root), names.parent)
         registry = (names, operations, self.twin)
         self.handlers: dict[str, Any] = {
             "JobService": JobService(names, operations, self.runner),
@@ -76,6 +73,18 @@ class LocalVertex:
         held += [p.parent.name for p in (self.root / "capacity").glob(f"*/{RESOURCE_FILE}")]
         return held
 
+    def keep_serving(self) -> None:
+        """What Vertex keeps running does run: an endpoint's prediction server, a pool's
+        workers (after a machine restart, or when one died)."""
+        from vertex_training.capacity.local.pool import ensure_workers, healthy
+
+        for endpoint_id in self.twin.stored_endpoints():
+            if self.twin.stored_endpoint(endpoint_id).get("deployed"):
+                self.twin.ensure_serving(f"{self.twin.parent}/endpoints/{endpoint_id}")
+        for pool in (self.root / "capacity").glob("*/pool.json"):
+            if not healthy(pool.parent):
+                ensure_workers(pool.parent)
+
     def admin(
         self, method: str, path: str, query: Mapping[str, list[str]], body: bytes
     ) -> tuple[int, str, bytes]:
@@ -90,60 +99,6 @@ class LocalVertex:
                 return 200, "text/plain; charset=utf-8", log.read_bytes()
             return 404, "text/plain", f"no log {replica} of job {job!r}".encode()
         return 404, "text/plain", f"{method} {path}: no such control".encode()
-
-
-def _answers(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host, int(port)), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
-def running(root: Path) -> dict[str, Any] | None:
-    """The server of ``root`` (``vertex.json``) when it runs and answers."""
-    try:
-        found: dict[str, Any] = json.loads((root / ADDRESS_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-    alive = process_alive(int(found["pid"]), found.get("start"))
-    return found if alive and _answers(found["address"]) else None
-
-
-def ensure_server(root: Path, project: str, location: str) -> str:
-    """The address of ``root``'s local Vertex, started (detached) when none runs."""
-    root = root.resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    with file_lock(root / ".vertex.lock"):
-        found = running(root)
-        if found is None:
-            from vertex_training.jobs.backends.local.environment import replica_pythonpath
-
-            command = [sys.executable, "-m", "vertex_training.local", "serve", "--root", str(root)]
-            command += ["--project", project, "--location", location, "--on-demand"]
-            with open(root / LOG_FILE, "ab") as log:
-                process = subprocess.Popen(
-                    command,
-                    env={**os.environ, "PYTHONPATH": replica_pythonpath(os.environ)},
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,  # it outlives the provider process that starts it
-                )
-            threading.Thread(target=process.wait, daemon=True).start()
-            deadline = time.monotonic() + START_TIMEOUT_SECONDS
-            while (found := running(root)) is None or found["pid"] != process.pid:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = (root / LOG_FILE).read_text(errors="replace")[-2000:]
-                    raise RuntimeError(f"the local Vertex of {root} did not start:\n{tail}")
-                time.sleep(0.05)
-    if (found["project"], found["location"]) != (project, location):
-        raise ValueError(
-            f"the local Vertex of {root} serves projects/{found['project']}/locations/"
-            f"{found['location']}, not projects/{project}/locations/{location}"
-        )
-    return str(found["address"])
 
 
 def serve(
@@ -163,6 +118,17 @@ def serve(
     (root / f".{ADDRESS_FILE}.tmp").replace(root / ADDRESS_FILE)
     print(f"local Vertex AI of {root}: http://{server.address}, {project}/{location}", flush=True)
     stop = threading.Event()
+
+    def watch() -> None:
+        while True:
+            try:
+                vertex.keep_serving()
+            except Exception:  # logged; the next look tries again
+                _log.exception("keeping %s serving failed", root)
+            if stop.wait(KEEP_SERVING_SECONDS):
+                return
+
+    threading.Thread(target=watch, name="keep-serving", daemon=True).start()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     idle_since = time.monotonic()

@@ -22,7 +22,7 @@ from vertex_training.local.names import Names, page, parse_label_filter
 from vertex_training.local.operations import Operations
 from vertex_training.local.wire import ServiceError
 from vertex_training.serving.backends import base
-from vertex_training.serving.backends.local import LOCAL_PARENT, LocalServingBackend
+from vertex_training.serving.backends.local import LocalServingBackend
 
 _STORE_ONLY = ("localDir", "nextVersion")
 _ids = itertools.count(int(time.time() * 1000))
@@ -43,7 +43,19 @@ def _refused(error: Exception) -> ServiceError:
         base.ServingNotFoundError: grpc.StatusCode.NOT_FOUND,
         base.ModelInUseError: grpc.StatusCode.FAILED_PRECONDITION,
     }.get(type(error), grpc.StatusCode.INVALID_ARGUMENT)
-    return ServiceError(code, str(error).replace(LOCAL_PARENT, "<parent>"))
+    return ServiceError(code, str(error))
+
+
+def _runs_here(message: Any, field: str) -> None:
+    """Refuse what only Vertex has (the table the providers' preview reads too)."""
+    from vertex_training.jobs.backends.local.capabilities import local_refusals
+    from vertex_training.serving.backends.local import local_support
+
+    if refused := local_refusals(message, local_support()):
+        raise ServiceError(
+            grpc.StatusCode.UNIMPLEMENTED,
+            "; ".join(f"{field}.{finding}" for finding in refused),
+        )
 
 
 class _Registry:
@@ -54,18 +66,15 @@ class _Registry:
         self.operations = operations
         self.twin = twin
 
-    def store_name(self, name: str, collection: str, field: str = "name") -> tuple[str, str]:
-        """The twin's name of ``name`` (and the version after ``@``, if any)."""
+    def checked(self, name: str, collection: str, field: str = "name") -> tuple[str, str]:
+        """``name`` without its ``@version``, and the version (empty where none is given)."""
         resource_id, _, version = self.names.resource_id(name, collection, field).partition("@")
-        return f"{LOCAL_PARENT}/{collection}/{resource_id}", version
-
-    def api_name(self, store_name: str) -> str:
-        return store_name.replace(LOCAL_PARENT, self.names.parent, 1)
+        return self.names.name(collection, resource_id), version
 
     # -- models ---------------------------------------------------------------------
 
     def versions(self, name: str) -> tuple[str, list[dict[str, Any]]]:
-        store, _ = self.store_name(name, "models")
+        store, _ = self.checked(name, "models")
         stored = self.twin.stored_model(store.rsplit("/", 1)[-1])
         if stored is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"name: model {name} not found")
@@ -82,13 +91,13 @@ class _Registry:
 
     def model(self, store: str, version: Mapping[str, Any]) -> v1.Model:
         deployed = [
-            {"endpoint": self.api_name(endpoint), "deployedModelId": dm}
+            {"endpoint": endpoint, "deployedModelId": dm}
             for endpoint, dm in self.twin._deployed_to(store, version["versionId"])
         ]
         body = {k: v for k, v in version.items() if k not in _STORE_ONLY}
         return _message(
             v1.Model,
-            {**body, "name": self.api_name(store), "deployedModels": deployed}
+            {**body, "name": store, "deployedModels": deployed}
             | {"supportedDeploymentResourcesTypes": ["DEDICATED_RESOURCES"]}
             | {"versionCreateTime": version.get("createTime")},
         )
@@ -96,7 +105,7 @@ class _Registry:
     # -- endpoints ------------------------------------------------------------------
 
     def endpoint(self, name: str, field: str = "name") -> tuple[str, dict[str, Any]]:
-        store, _ = self.store_name(name, "endpoints", field)
+        store, _ = self.checked(name, "endpoints", field)
         try:
             return store, self.twin.stored_endpoint(store.rsplit("/", 1)[-1])
         except base.ServingNotFoundError as error:
@@ -107,7 +116,7 @@ class _Registry:
             {
                 **d["body"],
                 "id": d["id"],
-                "model": self.api_name(d["model"]),
+                "model": d["model"],
                 "modelVersionId": d["modelVersionId"],
             }
             for d in stored.get("deployed", [])
@@ -117,7 +126,7 @@ class _Registry:
             v1.Endpoint,
             {k: stored[k] for k in keep if k in stored}
             | {
-                "name": self.api_name(store),
+                "name": store,
                 "deployedModels": deployed,
                 "trafficSplit": stored.get("trafficSplit") or {},
             },
@@ -138,6 +147,7 @@ class ModelService(_Registry):
                     f"model_id: model {self.names.name('models', model_id)} exists; upload a "
                     "new version with parent_model",
                 )
+        _runs_here(request.model, "model")
         body = _dict(request.model)
 
         def upload() -> v1.UploadModelResponse:
@@ -145,9 +155,7 @@ class ModelService(_Registry):
                 record = self.twin.upload(model_id, body)
             except base.ServingRefusedError as error:
                 raise _refused(error) from error
-            return v1.UploadModelResponse(
-                model=self.api_name(record.model), model_version_id=record.version_id
-            )
+            return v1.UploadModelResponse(model=record.model, model_version_id=record.version_id)
 
         return self.operations.run(upload, v1.UploadModelOperationMetadata())
 
@@ -204,7 +212,7 @@ class ModelService(_Registry):
                 raise ServiceError(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"name: {name}@{version['versionId']} is deployed to "
-                    f"{self.api_name(deployed[0][0])}: undeploy it first",
+                    f"{deployed[0][0]}: undeploy it first",
                 )
 
         def delete() -> empty_pb2.Empty:
@@ -238,11 +246,12 @@ class EndpointService(_Registry):
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"endpoint_id: {self.names.name('endpoints', endpoint_id)} exists",
             )
+        _runs_here(request.endpoint, "endpoint")
         body = _dict(request.endpoint)
 
         def create() -> v1.Endpoint:
             record = self.twin.create_endpoint(endpoint_id, body)
-            return self.endpoint_message(*self.endpoint(self.api_name(record.name)))
+            return self.endpoint_message(*self.endpoint(record.name))
 
         return self.operations.run(create, v1.CreateEndpointOperationMetadata())
 
@@ -297,6 +306,7 @@ class EndpointService(_Registry):
 
     def deploy_model(self, request: v1.DeployModelRequest) -> Any:
         store, stored = self.endpoint(request.endpoint, "endpoint")
+        _runs_here(request.deployed_model, "deployed_model")
         deployed = _dict(request.deployed_model)
         model_store, version = self.version(request.deployed_model.model)
         deployed_id = deployed.get("id") or str(next(_ids))
@@ -404,7 +414,7 @@ class PredictionService(_Registry):
         found = json.loads(answer)
         response = v1.PredictResponse(
             deployed_model_id=found.get("deployedModelId", ""),
-            model=self.api_name(found.get("model", "")),
+            model=found.get("model", ""),
             model_version_id=found.get("modelVersionId", ""),
         )
         out = v1.PredictResponse.pb(response)

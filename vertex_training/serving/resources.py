@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -113,7 +114,7 @@ class ModelProvider(Provider):
     metadata = METADATA
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
-    backends = "vertex_training.serving.backends.{kind}:{Kind}ServingBackend"
+    backends = "vertex_training.serving.backends.vertex:VertexServingBackend"
     outputs_from = {
         "name": "model",
         "version_id": "version_id",
@@ -282,7 +283,7 @@ def _reconcile(backend: Any, props: Mapping[str, Any]) -> Any:
             backend.undeploy(name, deployed, split)
     else:
         _undeploy_all(backend, name, gone)
-    return backend.ensure_serving(name)
+    return backend.get_endpoint(name)
 
 
 def judged_digest(
@@ -354,18 +355,17 @@ class EndpointProvider(Provider):
         return found
 
     def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
-        if (props.get("backend") or {}).get("kind") != BackendKind.LOCAL.value:
+        root = (props.get("backend") or {}).get("local_root")
+        if not root or not props.get("deployments"):
             return []  # Vertex keeps its replicas running; diff makes no API call
-        try:
-            serving = self.backend(props).get_endpoint(id_).serving
-        except NotFoundError:
-            serving = False
-        # The machine restarted (or the server died): `up` starts it again.
-        return [] if serving else ["serving"]
+        from vertex_training.jobs.backends.local_vertex import running
+
+        # The machine restarted: `up` starts the local Vertex again, which serves again
+        # what it served (read from its files: an unchanged `up` starts nothing).
+        return [] if running(Path(root)) else ["serving"]
 
     def fetch(self, backend: Any, id_: str) -> Any:
-        # A refresh notices a dead local server and starts it again.
-        return backend.ensure_serving(id_)
+        return backend.get_endpoint(id_)
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         record = _reconcile(self.backend(props), props)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,15 +14,14 @@ import pulumi.dynamic
 from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
-    NotFoundError,
     Provider,
     placement,
 )
 from vertex_training.findings import Finding
-from vertex_training.jobs.backends.local.warm import pool_dir
 
 PROVIDER_VERSION = "1"
-LOCAL_PARENT = "projects/local/locations/local"
+WARM_TIMEOUT_SECONDS = 660.0
+"""Workers import TensorFlow before they are warm: minutes on a busy machine."""
 OUTPUTS = ("name", "slots", "healthy")
 
 
@@ -36,32 +36,37 @@ def slot_count(resource_pools: Sequence[Mapping[str, Any]]) -> int:
     )
 
 
-def _pool(props: Mapping[str, Any]) -> Path:
-    root = BackendSettings.from_props(dict(props["backend"])).local_root
-    assert root is not None
-    return pool_dir(Path(root).resolve(), str(props["resource_id"]))
+def _client(props: Mapping[str, Any]) -> Any:
+    from google.cloud.aiplatform_v1 import PersistentResourceServiceClient
+
+    from vertex_training.jobs.backends.vertex import service_client
+
+    return service_client(
+        PersistentResourceServiceClient, BackendSettings.from_props(dict(props["backend"]))
+    )
 
 
-def _outputs(props: Mapping[str, Any]) -> dict[str, Any]:
-    from vertex_training.capacity.local.pool import healthy
-
+def _outputs(resource: Any) -> dict[str, Any]:
+    pools = [{"replicaCount": p.replica_count} for p in resource.resource_pools]
     return {
-        "name": f"{LOCAL_PARENT}/persistentResources/{props['resource_id']}",
-        "slots": float(slot_count(props["spec"]["resourcePools"])),
-        "healthy": healthy(_pool(props)),
+        "name": resource.name,
+        "slots": float(slot_count(pools)),
+        "healthy": resource.state.name == "RUNNING",
     }
 
 
 class WarmPoolProvider(Provider):
-    """Starts, health-checks (``refresh``, ``up``) and stops a pool; stateless (pickled)."""
+    """A persistent resource of the local Vertex (its PersistentResourceService keeps it
+    warm); stateless (pickled)."""
 
     body = "spec"
     required = ("spec", "resource_id", "backend")
     replacing = ("resource_id", "backend_target", "identity")
     updating = ("provider_version", "backend")
     metadata = ()
-    # The new pool takes the same directory: the old one goes first.
+    # The new pool takes the same id: the old one goes first.
     delete_before_replace = True
+    backends = "vertex_training.jobs.backends.vertex:VertexService"
 
     def findings(
         self, news: Mapping[str, Any], settings: BackendSettings
@@ -96,48 +101,61 @@ class WarmPoolProvider(Provider):
         return []
 
     def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
-        from vertex_training.capacity.local.pool import healthy
+        from vertex_training.jobs.backends.local_vertex import running
 
-        # A worker died (or the machine restarted): an update replaces it.
-        return [] if healthy(_pool(props)) else ["healthy"]
+        # The machine restarted: `up` starts the local Vertex, which warms the pool again
+        # (read from its files: an unchanged `up` starts nothing).
+        return [] if running(Path(props["backend"]["local_root"])) else ["healthy"]
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
-        from vertex_training.capacity.local.pool import create_pool
+        from google.api_core import exceptions
+        from google.cloud.aiplatform_v1 import PersistentResource
 
-        create_pool(_pool(props), slot_count(props["spec"]["resourcePools"]))
-        outputs = _outputs(props)
+        from vertex_training.jobs.protos import parse_message
+
+        client = _client(props)
+        settings = BackendSettings.from_props(dict(props["backend"]))
+        parent = f"projects/{settings.project}/locations/{settings.location}"
+        try:
+            resource = client.create_persistent_resource(
+                parent=parent,
+                persistent_resource=parse_message(PersistentResource, props["spec"]),
+                persistent_resource_id=props["resource_id"],
+            ).result(timeout=WARM_TIMEOUT_SECONDS)
+        except exceptions.AlreadyExists:  # made by an `up` whose answer was lost
+            resource = client.get_persistent_resource(
+                name=f"{parent}/persistentResources/{props['resource_id']}"
+            )
+        outputs = _outputs(resource)
         return pulumi.dynamic.CreateResult(
             id_=outputs["name"], outs={**self.inputs(props), **outputs}
         )
 
-    def backend(self, props: Mapping[str, Any]) -> Path:
-        """The pool's directory: its files are the pool's whole state."""
-        return _pool(props)
-
-    def fetch(self, backend: Path, id_: str) -> Path:
-        from vertex_training.capacity.local.pool import ensure_workers
+    def read(self, id_: str, props: dict[str, Any]) -> pulumi.dynamic.ReadResult:
+        from google.api_core import exceptions
 
         try:
-            ensure_workers(backend)  # a refresh replaces a dead worker
-        except FileNotFoundError as gone:
-            raise NotFoundError(id_) from gone  # the next `up` creates it again
-        return backend
-
-    def outputs(self, record: Any, props: Mapping[str, Any]) -> dict[str, Any]:
-        return _outputs(props)
+            resource = _client(props).get_persistent_resource(name=id_)
+        except exceptions.NotFound:
+            return pulumi.dynamic.ReadResult(id_="", outs={})  # the next `up` makes it
+        return pulumi.dynamic.ReadResult(
+            id_=id_, outs={**self.inputs(props), **_outputs(resource)}, inputs=self.inputs(props)
+        )
 
     def update(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]
     ) -> pulumi.dynamic.UpdateResult:
-        from vertex_training.capacity.local.pool import ensure_workers
-
-        ensure_workers(_pool(news))
-        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **_outputs(news)})
+        # A worker died: the service replaces it.
+        resource = (
+            _client(news).reboot_persistent_resource(name=id_).result(timeout=WARM_TIMEOUT_SECONDS)
+        )
+        return pulumi.dynamic.UpdateResult(outs={**self.inputs(news), **_outputs(resource)})
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        from vertex_training.capacity.local.pool import stop_pool
+        from google.api_core import exceptions
 
-        stop_pool(_pool(props))
+        with contextlib.suppress(exceptions.NotFound):
+            _client(props).delete_persistent_resource(name=id_).result(timeout=120)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,17 +167,21 @@ class WarmPoolArgs:
     resource_pools: pulumi.Input[Sequence[Mapping[str, Any]]]
     """``resourcePools`` as the Vertex REST body has them: one warm worker per replica."""
     local_root: str
-    """The platform's local root: the pool lives in ``<local_root>/capacity/<id>/``."""
+    """The platform's local root: its local Vertex keeps the pool."""
+    project: str
+    location: str
+    """The platform's project and region: the local Vertex's names."""
 
 
 class WarmPool(pulumi.dynamic.Resource, module="vertex", name="WarmPool"):
-    """A warm pool of worker processes (``pulumi-python:dynamic/vertex:WarmPool``): this
-    interpreter with TensorFlow imported, one per replica of the resource's pools, each
-    running one replica of a job placed on the resource and then replaced by a fresh one.
-    ``up`` starts them, ``refresh`` and ``up`` replace a dead one, ``destroy`` stops all."""
+    """A persistent resource of the local Vertex (``pulumi-python:dynamic/vertex:WarmPool``):
+    a warm pool of worker processes, this interpreter with TensorFlow imported, one per
+    replica of the resource's pools, each running one replica of a job placed on the
+    resource and then replaced by a fresh one. ``up`` creates it through the
+    PersistentResourceService, ``destroy`` deletes it."""
 
     name: pulumi.Output[str]
-    """``projects/local/locations/local/persistentResources/ID``."""
+    """``projects/P/locations/L/persistentResources/ID`` on the local Vertex."""
     resource_id: pulumi.Output[str]
     slots: pulumi.Output[float]
     healthy: pulumi.Output[bool]
@@ -168,7 +190,12 @@ class WarmPool(pulumi.dynamic.Resource, module="vertex", name="WarmPool"):
     def __init__(
         self, resource_name: str, args: WarmPoolArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        settings = BackendSettings(BackendKind.LOCAL, local_root=str(args.local_root))
+        settings = BackendSettings(
+            BackendKind.LOCAL,
+            project=args.project,
+            location=args.location,
+            local_root=str(args.local_root),
+        )
         props = {
             "spec": {"resourcePools": args.resource_pools},
             "resource_id": args.resource_id,

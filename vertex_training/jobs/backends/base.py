@@ -66,17 +66,6 @@ class JobBackend(Protocol):
     def delete(self, name: str) -> None:
         """Remove the job; a job already gone is fine. Callers cancel and wait first."""
 
-    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
-        """Give the job new labels and display name without a new run: True when the
-        backend's own record changed, False when it has no way to (Vertex has no update
-        RPC for CustomJob or HyperparameterTuningJob)."""
-        return False
-
-    def resume_interrupted(self, name: str) -> JobRecord | None:
-        """Take up a job that ended only because what ran it on our side died (the local
-        supervisor), from where it stopped; None when there is nothing to resume."""
-        return None
-
     def wait(
         self,
         name: str,

@@ -6,11 +6,13 @@ dynamic provider builds inside each method: nothing here is ever pickled into st
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -74,7 +76,8 @@ class VertexService:
     ``retry_initial_seconds``, capped at 16 times that, for ``retry_timeout_seconds``)."""
 
     def __init__(self, settings: BackendSettings) -> None:
-        assert settings.location  # BackendSettings holds it, and the project, on Vertex
+        assert settings.location  # BackendSettings holds it, and the project
+        self.settings = settings
         self.location = settings.location
         self.parent = f"projects/{settings.project}/locations/{settings.location}"
         self.retry_initial = settings.retry_initial_seconds
@@ -89,12 +92,20 @@ class VertexService:
 
 
 class VertexBackend(VertexService, JobBackend):
-    """``JobBackend`` on Vertex AI for one project and region. The protocol's defaults hold:
-    Vertex runs the job itself (nothing to resume) and cannot relabel it."""
+    """``JobBackend`` on Vertex AI for one project and region: Google's, or the local
+    Vertex of the settings' local root."""
 
     @functools.cached_property
     def client(self) -> JobServiceClient:
-        return service_client(JobServiceClient, self.location)
+        return service_client(JobServiceClient, self.settings)
+
+    def _record(self, message: JobMessage) -> JobRecord:
+        """The job's record; on the local Vertex, its page is the local Vertex's answer."""
+        record = record_from_proto(message)
+        if self.settings.local_root:
+            url = f"http://{local_address(self.settings)}/v1/{record.name}"
+            record = dataclasses.replace(record, console_url=url)
+        return record
 
     def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
         """The client's method for ``kind``: ``get_{}`` -> ``get_custom_job`` ..."""
@@ -117,13 +128,13 @@ class VertexBackend(VertexService, JobBackend):
         created: JobMessage = self._rpc("create_{}", kind)(
             parent=self.parent, **{_NOUN[kind]: message}, retry=None
         )
-        record = record_from_proto(created)
+        record = self._record(created)
         _log.info("submitted %s (%s)", record.name, record.display_name)
         return record
 
     def get(self, name: str) -> JobRecord:
         try:
-            return record_from_proto(self._on("get", name))
+            return self._record(self._on("get", name))
         except api_exceptions.NotFound as error:
             raise JobNotFoundError(f"{name} not found: {error.message}") from error
 
@@ -131,7 +142,7 @@ class VertexBackend(VertexService, JobBackend):
         request = {"parent": self.parent, "filter": label_filter(labels)}
         jobs = self._rpc("list_{}s", kind)(request=request, retry=self.retry)
         # The filter is the server's job; checking again keeps a lax server honest.
-        return newest(map(record_from_proto, jobs), labels)
+        return newest(map(self._record, jobs), labels)
 
     def cancel(self, name: str) -> None:
         try:
@@ -179,17 +190,20 @@ def trial_record(trial: v1.Trial) -> TrialRecord:
     """A trial as the service reports it: every metric of the final measurement by id,
     parameter values as given (struct numbers are doubles: 64.0 stays 64.0)."""
     state = v1.Trial.State(trial.state)
+    stopped = state == v1.Trial.State.STOPPING
+    ended = _timestamp(trial.end_time)
     return TrialRecord(
         trial_id=trial.id,
-        state=state.name,
+        # A stopped trial that has ended (the local Vertex keeps it STOPPING) succeeded.
+        state="SUCCEEDED" if stopped and ended else state.name,
         parameters={p.parameter_id: p.value for p in trial.parameters},
         final_metrics={m.metric_id: m.value for m in trial.final_measurement.metrics},
         infeasible_reason=trial.infeasible_reason or None,
         # Vizier ends an automatically stopped trial SUCCEEDED before its last step:
         # the service marks it only through the STOPPING state it passes through.
-        early_stopped=state == v1.Trial.State.STOPPING,
+        early_stopped=stopped,
         start_time=_timestamp(trial.start_time),
-        end_time=_timestamp(trial.end_time),
+        end_time=ended,
     )
 
 
@@ -231,12 +245,24 @@ def record_from_proto(message: JobMessage) -> JobRecord:
     )
 
 
-def service_client(client_type: type[T], location: str) -> T:
+def local_address(settings: BackendSettings) -> str | None:
+    """``host:port`` of the Vertex AI that answers plaintext gRPC for ``settings``: the local
+    Vertex of its local root (started when none runs), or the emulator named by
+    ``VERTEX_AI_EMULATOR_HOST``; None for Google's."""
+    if settings.local_root:
+        from vertex_training.jobs.backends.local_vertex import ensure_server
+
+        assert settings.project and settings.location
+        return ensure_server(Path(settings.local_root), settings.project, settings.location)
+    return os.environ.get(EMULATOR_HOST_ENV)
+
+
+def service_client(client_type: type[T], settings: BackendSettings) -> T:
     """A Vertex AI client (``client_type``) on ``{location}-aiplatform.googleapis.com``, or
-    on the emulator named by ``VERTEX_AI_EMULATOR_HOST`` over plaintext gRPC with
-    anonymous credentials (through the service's own gRPC transport)."""
+    on the local Vertex (``local_address``) over plaintext gRPC with anonymous credentials
+    (through the service's own gRPC transport)."""
     gapic: Any = client_type  # every GAPIC client class: get_transport_class, transport=
-    emulator = os.environ.get(EMULATOR_HOST_ENV)
+    emulator = local_address(settings)
     if emulator:
         transport = gapic.get_transport_class("grpc")(
             host=emulator,
@@ -245,7 +271,8 @@ def service_client(client_type: type[T], location: str) -> T:
         )
         client: T = gapic(transport=transport)
     else:
-        client = gapic(client_options={"api_endpoint": regional_endpoint(location)})
+        assert settings.location
+        client = gapic(client_options={"api_endpoint": regional_endpoint(settings.location)})
     return client
 
 
@@ -255,6 +282,7 @@ __all__ = [
     "VertexService",
     "console_url",
     "label_filter",
+    "local_address",
     "record_from_proto",
     "regional_endpoint",
     "service_client",

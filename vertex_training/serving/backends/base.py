@@ -126,10 +126,6 @@ class ServingBackend(Protocol):
         """Delete an endpoint with nothing deployed; one already gone is fine."""
         ...
 
-    def ensure_serving(self, name: str) -> EndpointRecord:
-        """Make what answers predictions run (local: start a dead server again)."""
-        ...
-
 
 __all__ = [
     "DeployedModelRecord",

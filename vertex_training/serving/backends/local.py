@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.local._store import (
+    LOCAL_PARENT,
     atomic_write_text,
     file_lock,
     now_rfc3339,
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-LOCAL_PARENT = "projects/local/locations/local"
 PREDICTOR_MODULE = "predictor"
 """The prediction server the serving image runs; here it runs from the checkout."""
 SERVER_START_TIMEOUT_SECONDS = 180.0
@@ -96,8 +96,10 @@ def local_support() -> SupportTable:
 class LocalServingBackend:
     """``ServingBackend`` on this machine, keeping its state under ``<root>/serving``."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, parent: str = LOCAL_PARENT) -> None:
         self.root = Path(root).resolve()
+        self.parent = parent
+        """``projects/P/locations/L``: the project and region of its names."""
         self.dir = self.root / "serving"
 
     # -- paths and locking -----------------------------------------------------------
@@ -124,11 +126,10 @@ class LocalServingBackend:
         backend's bucket stand-in, other paths as they are."""
         from vertex_training.jobs.backends.local import LocalBackend
 
-        return Path(LocalBackend(str(self.root)).local_path(uri))
+        return Path(LocalBackend(str(self.root), parent=self.parent).local_path(uri))
 
-    @staticmethod
-    def _id(name: str, collection: str) -> str:
-        prefix = f"{LOCAL_PARENT}/{collection}/"
+    def _id(self, name: str, collection: str) -> str:
+        prefix = f"{self.parent}/{collection}/"
         if not name.startswith(prefix) or "/" in name[len(prefix) :]:
             raise base.ServingNotFoundError(f"{name!r} is not a local {collection[:-1]} name")
         return name[len(prefix) :]
@@ -161,7 +162,7 @@ class LocalServingBackend:
         return sorted(p.parent.name for p in (self.dir / "registry").glob("*/model.json"))
 
     def _version_record(self, model_id: str, version: Mapping[str, Any]) -> base.ModelVersionRecord:
-        model = f"{LOCAL_PARENT}/models/{model_id}"
+        model = f"{self.parent}/models/{model_id}"
         return base.ModelVersionRecord(
             model=model,
             version_id=str(version["versionId"]),
@@ -177,7 +178,7 @@ class LocalServingBackend:
             endpoint = json.loads(path.read_text())
             for deployed in endpoint.get("deployed", []):
                 if deployed["model"] == model and deployed["modelVersionId"] == version_id:
-                    yield f"{LOCAL_PARENT}/endpoints/{path.parent.name}", deployed["id"]
+                    yield f"{self.parent}/endpoints/{path.parent.name}", deployed["id"]
 
     def find_version(
         self, model_id: str, labels: Mapping[str, str]
@@ -305,7 +306,7 @@ class LocalServingBackend:
         path = self._endpoint_dir(endpoint_id) / "endpoint.json"
         if not path.is_file():
             raise base.ServingNotFoundError(
-                f"endpoint {LOCAL_PARENT}/endpoints/{endpoint_id} not found"
+                f"endpoint {self.parent}/endpoints/{endpoint_id} not found"
             )
         endpoint: dict[str, Any] = json.loads(path.read_text())
         return endpoint
@@ -314,7 +315,7 @@ class LocalServingBackend:
         _write_json(self._endpoint_dir(endpoint_id) / "endpoint.json", endpoint)
 
     def _predict_route(self, endpoint_id: str) -> str:
-        return f"/v1/{LOCAL_PARENT}/endpoints/{endpoint_id}:predict"
+        return f"/v1/{self.parent}/endpoints/{endpoint_id}:predict"
 
     def _endpoint_record(
         self, endpoint_id: str, endpoint: Mapping[str, Any]
@@ -322,7 +323,7 @@ class LocalServingBackend:
         server = endpoint.get("server") or {}
         port = server.get("port")
         return base.EndpointRecord(
-            name=f"{LOCAL_PARENT}/endpoints/{endpoint_id}",
+            name=f"{self.parent}/endpoints/{endpoint_id}",
             display_name=str(endpoint.get("displayName", "")),
             labels=dict(endpoint.get("labels") or {}),
             deployed=tuple(
@@ -508,7 +509,7 @@ class LocalServingBackend:
                 self._write_endpoint(endpoint_id, endpoint)
                 tail = (directory / "server.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(
-                    f"the prediction server of {LOCAL_PARENT}/endpoints/{endpoint_id} did "
+                    f"the prediction server of {self.parent}/endpoints/{endpoint_id} did "
                     f"not become healthy (log {directory / 'server.log'}):\n{tail}"
                 )
             time.sleep(0.1)

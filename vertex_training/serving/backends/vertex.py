@@ -20,6 +20,7 @@ from google.protobuf import field_mask_pb2
 from vertex_training.jobs.backends.vertex import (
     VertexService,
     label_filter,
+    local_address,
     regional_endpoint,
     service_client,
 )
@@ -68,11 +69,11 @@ class VertexServingBackend(VertexService):
 
     @functools.cached_property
     def models(self) -> v1.ModelServiceClient:
-        return service_client(v1.ModelServiceClient, self.location)
+        return service_client(v1.ModelServiceClient, self.settings)
 
     @functools.cached_property
     def endpoints(self) -> v1.EndpointServiceClient:
-        return service_client(v1.EndpointServiceClient, self.location)
+        return service_client(v1.EndpointServiceClient, self.settings)
 
     # -- Model Registry ----------------------------------------------------------------
 
@@ -191,8 +192,14 @@ class VertexServingBackend(VertexService):
                 for d in endpoint.deployed_models
             ),
             traffic=dict(endpoint.traffic_split),
-            predict_url=f"https://{regional_endpoint(self.location)}/v1/{endpoint.name}:predict",
+            predict_url=f"{self._api}/v1/{endpoint.name}:predict",
         )
+
+    @functools.cached_property
+    def _api(self) -> str:
+        """Where predictions are asked: the regional endpoint, or the local Vertex."""
+        local = local_address(self.settings) if self.settings.local_root else None
+        return f"http://{local}" if local else f"https://{regional_endpoint(self.location)}"
 
     def get_endpoint(self, name: str) -> base.EndpointRecord:
         try:
@@ -279,10 +286,6 @@ class VertexServingBackend(VertexService):
             for deployed in left.deployed:
                 # Something was deployed again meanwhile: undeploy it too.
                 self.undeploy(name, deployed.id, {})
-
-    def ensure_serving(self, name: str) -> base.EndpointRecord:
-        # Vertex keeps its replicas running itself.
-        return self.get_endpoint(name)
 
 
 __all__ = ["VertexServingBackend", "version_record"]

@@ -26,9 +26,8 @@ from pydantic import TypeAdapter
 from vertex_training.jobs.backends.base import JobNotFoundError
 from vertex_training.jobs.records import JobKind, JobRecord
 
-LOCAL_PROJECT = LOCAL_LOCATION = "local"
-"""The project and location of every local job's name (and its CLOUD_ML_* variables)."""
-_NAME_PREFIX = f"projects/{LOCAL_PROJECT}/locations/{LOCAL_LOCATION}/"
+LOCAL_PARENT = "projects/local/locations/local"
+"""The parent of a runner given none (the local Vertex gives its own project and region)."""
 SUPERVISOR_LOG = "supervisor.log"
 CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
 """A cancelled job's error message, whoever settles it (its supervisor or the backend)."""
@@ -43,22 +42,20 @@ def now_rfc3339() -> str:
     return rfc3339(datetime.now(UTC))
 
 
-def job_name(kind: JobKind, job_id: str) -> str:
-    return f"{_NAME_PREFIX}{kind.value}/{job_id}"
+def job_name(parent: str, kind: JobKind, job_id: str) -> str:
+    return f"{parent}/{kind.value}/{job_id}"
 
 
-def parse_job_name(name: str) -> tuple[JobKind, str]:
-    """``projects/local/locations/local/<kind>/<id>`` -> (kind, id)."""
-    if not name.startswith(_NAME_PREFIX):
-        raise JobNotFoundError(
-            f"job name {name!r} is not a local job: local names start with {_NAME_PREFIX!r}"
-        )
-    rest = name[len(_NAME_PREFIX) :].split("/")
+def parse_job_name(name: str, parent: str) -> tuple[JobKind, str]:
+    """``<parent>/<kind>/<id>`` -> (kind, id)."""
+    prefix = f"{parent}/"
+    if not name.startswith(prefix):
+        raise JobNotFoundError(f"job name {name!r} is not a job here: names start with {prefix!r}")
+    rest = name[len(prefix) :].split("/")
     kinds = [k.value for k in JobKind]
     if len(rest) != 2 or rest[0] not in kinds or not rest[1].isdigit():
         raise JobNotFoundError(
-            f"job name {name!r} is malformed: expected {_NAME_PREFIX}"
-            f"{{{','.join(kinds)}}}/<numeric id>"
+            f"job name {name!r} is malformed: expected {prefix}{{{','.join(kinds)}}}/<numeric id>"
         )
     return JobKind(rest[0]), rest[1]
 

@@ -24,6 +24,7 @@ from vertex_training.jobs.backends.base import (
 )
 from vertex_training.jobs.backends.local._store import (
     CANCELLED_MESSAGE,
+    LOCAL_PARENT,
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
@@ -62,8 +63,10 @@ class LocalBackend(JobBackend):
     process given the same ``root`` sees the same jobs.
     """
 
-    def __init__(self, root: str, *, seed: int | None = 0) -> None:
+    def __init__(self, root: str, *, parent: str = LOCAL_PARENT, seed: int | None = 0) -> None:
         self.root = Path(root).resolve()
+        self.parent = parent
+        """``projects/P/locations/L``: the project and region of its jobs' names."""
         self.jobs_dir = self.root / "jobs"
         self.gcs_dir = self.root / "gcs"
         """The local stand-in for Cloud Storage, one directory per bucket."""
@@ -71,7 +74,7 @@ class LocalBackend(JobBackend):
         """Seed of the study samplers, so a local study is reproducible (None: random)."""
 
     def _job_dir(self, name: str) -> JobDir:
-        kind, job_id = parse_job_name(name)
+        kind, job_id = parse_job_name(name, self.parent)
         job = JobDir(self.jobs_dir / job_id)
         if not job.exists():
             raise JobNotFoundError(f"local job {name} does not exist (under {self.jobs_dir})")
@@ -110,7 +113,7 @@ class LocalBackend(JobBackend):
         job.write_body(dict(body))
         base = _job_spec(job_message).base_output_directory.output_uri_prefix
         record = JobRecord(
-            name=job_name(kind, job_id),
+            name=job_name(self.parent, kind, job_id),
             kind=kind,
             display_name=job_message.display_name,
             state=JobState.QUEUED,

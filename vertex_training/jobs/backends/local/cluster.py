@@ -4,6 +4,7 @@ CustomJob (or one tuning trial) as the set of its replicas' processes, driven by
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -131,6 +132,11 @@ class ClusterRun:
     """None while the cluster runs."""
     error_message: str | None = None
 
+    @functools.cached_property
+    def job_name(self) -> str:
+        """``projects/P/locations/L/<kind>/<id>``: what CLOUD_ML_* tell a replica."""
+        return self.job.read().record.name
+
     def start(self) -> None:
         """Start every replica with its command and environment (``environment``)."""
         gcs = self.job.root / "gcs"
@@ -155,7 +161,7 @@ class ClusterRun:
                 me=slot,
                 pool=pool,
                 job=job,
-                job_id=self.job.path.name,
+                job_name=self.job_name,
                 base_output_dir=self.output_dir,
                 trial_id=self.trial_id,
                 metric_file=str(

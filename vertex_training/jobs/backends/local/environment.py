@@ -44,7 +44,6 @@ from google.protobuf import json_format
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local._store import LOCAL_LOCATION, LOCAL_PROJECT
 from vertex_training.jobs.records import output_dirs
 
 _log = logging.getLogger(__name__)
@@ -170,7 +169,7 @@ def replica_environment(
     me: ReplicaSlot,
     pool: WorkerPoolSpec,
     job: Mapping[str, Any],
-    job_id: str,
+    job_name: str,
     base_output_dir: str | None,
     trial_id: str | None,
     metric_file: str,
@@ -196,9 +195,10 @@ def replica_environment(
             "CLUSTER_SPEC": _cluster_variable(
                 slots, me, job, trial_id, pool_names=WORKERPOOLS, with_evaluator=True
             ),
-            "CLOUD_ML_PROJECT_ID": LOCAL_PROJECT,
-            "CLOUD_ML_REGION": LOCAL_LOCATION,
-            "CLOUD_ML_JOB_ID": job_id,
+            # The job's name is projects/P/locations/L/<kind>/<id>.
+            "CLOUD_ML_PROJECT_ID": job_name.split("/")[1],
+            "CLOUD_ML_REGION": job_name.split("/")[3],
+            "CLOUD_ML_JOB_ID": job_name.rsplit("/", 1)[-1],
             # hypertune's default path is one shared /tmp file: parallel local trials
             # would overwrite each other, so every replica gets its own file.
             "CLOUD_ML_HP_METRIC_FILE": metric_file,
