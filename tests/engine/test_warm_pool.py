@@ -43,6 +43,8 @@ PROGRAM = textwrap.dedent(
             resource_id="{RESOURCE}",
             resource_pools=[{{"id": "cpu", "machineSpec": machine, "replicaCount": 1}}],
             local_root=str(platform.local_root),
+            project=platform.project,
+            location=platform.region,
         ),
     )
     vt.CustomJob(
@@ -96,11 +98,13 @@ def first_up(project: PulumiProject) -> tuple[dict[str, StoredJob], set[int], st
 def replaced(
     project: PulumiProject, first_up: tuple[dict[str, StoredJob], set[int], str]
 ) -> tuple[dict[str, str], set[int], set[int], dict[str, StoredJob]]:
-    """Kill the waiting worker: the preview's ops, the live workers before and after the
+    """Kill the waiting worker: the local Vertex replaces it, as Vertex keeps a persistent
+    resource's machines. The next preview's ops, the live workers before and after the
     next up, and the jobs after it."""
     (victim,) = first_up[1]
     os.kill(victim, signal.SIGKILL)
     wait_for(lambda: not _alive(victim), 10, "the killed worker to end")
+    wait_for(lambda: any(_alive(p) for p in _pool_pids(project)), 180, "a worker in its place")
     ops = {s["urn"].rsplit("::", 1)[-1]: s["op"] for s in project.preview_steps()}
     project.up()
     after = {p for p in _pool_pids(project) if _alive(p)}
@@ -125,12 +129,12 @@ def test_up_starts_the_pool_and_the_job_runs_in_a_warm_worker(
     assert len(workers) == 1, "the worker that ran the job was replaced by a fresh one"
 
 
-def test_a_killed_worker_is_replaced_by_the_next_up_without_running_the_job_again(
+def test_a_killed_worker_is_replaced_and_the_next_up_changes_nothing(
     first_up: tuple[dict[str, StoredJob], set[int], str],
     replaced: tuple[dict[str, str], set[int], set[int], dict[str, StoredJob]],
 ) -> None:
     ops, killed, after, stored = replaced
-    assert ops == {"capacity-pool": "update"}, ops  # the job is unchanged
+    assert set(ops.values()) <= {"same"}, ops
     assert len(after) == 1 and not after & killed
     assert set(stored) == set(first_up[0]), "the job did not run again"
 
