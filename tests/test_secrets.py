@@ -14,6 +14,7 @@ import pytest
 import yaml
 from pulumi.runtime import rpc
 
+from policy.rules import Resource, no_secret_in_body
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_program, stack_file_config
 from vertex_training.stack import engine
@@ -93,6 +94,14 @@ def test_secret_values_reach_the_resources_as_secrets_and_are_warned_of(
     assert endpoint.inputs["secret_paths"] == ["description"]
     others = [r for r in run.registrations if r.name == "horses-humans-tuning"]
     assert others and others[0].inputs["secret_paths"] == []
+    # The policy pack flags each (advisory; a team sets it mandatory), the others pass.
+    (flagged,) = no_secret_in_body(Resource(job.type, job.inputs, job.urn, job.name))
+    assert flagged.startswith(
+        "jobSpec.workerPoolSpecs[0].containerSpec.env[0].value: holds a secret"
+    )
+    assert "read by the trainer at start" in flagged
+    assert no_secret_in_body(Resource(model.type, model.inputs)) != []
+    assert no_secret_in_body(Resource(others[0].type, others[0].inputs)) == []
     warnings = [r.getMessage() for r in caplog.records if "holds a secret" in r.getMessage()]
     assert len(warnings) == 3
     assert warnings[0].startswith("CustomJobArgs.chief.env: holds a secret")

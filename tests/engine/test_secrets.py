@@ -19,6 +19,7 @@ import yaml
 
 from tests.engine.conftest import ProjectMaker, PulumiProject, repo_stack_config
 from tests.engine.standin_trainer import MODEL_ENV
+from tests.engine.test_policy_pack import POLICY_VENV, _preview, _with_pack
 
 pytestmark = pytest.mark.slow
 
@@ -110,6 +111,20 @@ def test_preview_shows_no_value_and_warns_of_each_secret(project: PulumiProject)
     ), said[-4000:]
     assert any("ModelArgs: description: holds a secret" in line for line in warnings)
     assert any("EndpointArgs: description: holds a secret" in line for line in warnings)
+
+
+def test_the_policy_flags_the_secret_in_the_job_body_when_a_team_makes_it_mandatory(
+    project: PulumiProject,
+) -> None:
+    if not (POLICY_VENV / "bin" / "python").is_file():
+        pytest.fail("no policy/venv for the pack: make policy-venv (make test builds it)")
+    if not (project.dir / "policy").exists():
+        _with_pack(project)
+    code, output = _preview(project, {"no-secret-in-body": {"enforcementLevel": "mandatory"}})
+    assert code != 0, output[-4000:]
+    assert "no-secret-in-body" in output
+    assert "jobSpec.workerPoolSpecs[0].containerSpec.env[0].value: holds a secret" in output
+    assert plain_values_in(output) == []
 
 
 def test_up_runs_the_job_with_the_value_and_keeps_it_encrypted(project: PulumiProject) -> None:
