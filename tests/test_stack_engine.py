@@ -128,7 +128,7 @@ def test_a_stack_that_holds_a_secret_needs_the_users_passphrase(
     said = str(refused.value)
     assert "stack 's' holds secrets (demo:jobs) and no passphrase is set" in said
     assert "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE" in said
-    assert "pulumi stack change-secrets-provider passphrase --stack s" in said
+    assert "delete the stack file's `encryptionsalt` line, set your passphrase" in said
 
 
 def test_a_passphrase_file_is_used_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

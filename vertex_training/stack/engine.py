@@ -167,8 +167,10 @@ def _passphrase(env: dict[str, str], stack: str, secrets: list[str], local: bool
             raise StackCommandError(
                 f"stack {stack!r} holds secrets ({', '.join(secrets)}) and no passphrase is "
                 f"set: set {PASSPHRASE} (or {PASSPHRASE_FILE}, a file holding it) to the one "
-                "they were encrypted with. A secret set under an empty passphrase: set yours, "
-                f"then `pulumi stack change-secrets-provider passphrase --stack {stack}`"
+                "they were encrypted with. Secrets set under an empty passphrase (the committed "
+                "local stack's salt): delete the stack file's `encryptionsalt` line, set your "
+                f"passphrase and set them again (`pulumi config set --secret --path ... --stack "
+                f"{stack}`)"
             )
         if not env.get(PASSPHRASE):
             env.pop(PASSPHRASE, None)  # the file's passphrase, not an empty one beside it
