@@ -134,6 +134,8 @@ def test_up_runs_the_job_with_the_value_and_keeps_it_encrypted(project: PulumiPr
     (body,) = project.local_root.glob("jobs/*/body.json")
     assert SECRETS["vertex-training:jobs[0].chief.env.API_TOKEN"] in body.read_text()
     # Nowhere in the state, its history or its backups; nor in any log.
+    state = [str(p) for p in (project.root / "state").rglob("*") if p.is_file()]
+    assert [p for p in state if "/history/" in p] and [p for p in state if "/backups/" in p]
     assert files_holding_secrets(project.root / "state") == []
     assert [p for p in files_holding_secrets(project.local_root) if p.endswith(".log")] == []
     resources = {
@@ -141,6 +143,13 @@ def test_up_runs_the_job_with_the_value_and_keeps_it_encrypted(project: PulumiPr
         for r in project.export()["deployment"]["resources"]
         if ":dynamic/vertex:" in r["type"]
     }
+    # Encrypted in the inputs and the outputs: the list that holds it (a dynamic provider is
+    # handed no secret; the engine marks its results secret by the inputs, a list as a whole),
+    # the rest of the body readable.
+    for side in ("inputs", "outputs"):
+        spec = resources["CustomJob"][side]["spec"]
+        assert "ciphertext" in spec["jobSpec"]["workerPoolSpecs"], side
+        assert spec["jobSpec"]["scheduling"] == {"timeout": "900s"}, side
     assert resources["CustomJob"]["inputs"]["secret_paths"] == [
         "jobSpec.workerPoolSpecs[0].containerSpec.env[0].value"
     ]
