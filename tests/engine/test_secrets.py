@@ -157,3 +157,10 @@ def test_up_runs_the_job_with_the_value_and_keeps_it_encrypted(project: PulumiPr
     assert resources["Endpoint"]["inputs"]["secret_paths"] == ["description"]
     outputs = project.pulumi("stack", "output", "--json", "--show-secrets").stdout
     assert plain_values_in(outputs) == []  # no output is derived from them
+
+
+def test_a_second_up_changes_nothing(project: PulumiProject) -> None:
+    done = project.up()
+    assert plain_values_in(done.stdout, done.stderr) == []
+    update = project.last_update()
+    assert set(update["resourceChanges"]) == {"same"}, update["resourceChanges"]
