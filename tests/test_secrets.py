@@ -10,13 +10,15 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 import yaml
 from pulumi.runtime import rpc
 
+import vertex_training as vt
 from policy.rules import Resource, no_secret_in_body
 from tests import PROJECT_ROOT
-from tests.pulumi_mocks import run_program, stack_file_config
+from tests.pulumi_mocks import run_program, run_pulumi, stack_file_config
 from vertex_training.stack import engine
 from vertex_training.stack.config import (
     SECRET_STAND_IN,
@@ -135,3 +137,23 @@ def test_a_stack_file_read_without_the_engine_stands_in_for_its_secrets(tmp_path
     job = next(j for j in config.jobs.jobs if j.name == "cassava-mwms")
     assert job.args.chief is not None
     assert job.args.chief.env == {"API_TOKEN": SECRET_STAND_IN}
+
+
+def test_a_python_programs_secret_is_listed_and_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pool = vt.WorkerPool(
+        machine_type="n1-standard-4",
+        image="us-docker.pkg.dev/p/r/trainer@sha256:" + "1" * 64,
+        env={"API_TOKEN": pulumi.Output.secret(TOKEN), "PLAIN": pulumi.Output.from_input("x")},
+    )
+    args = vt.CustomJobArgs(
+        project="p", region="us-central1", chief=pool, base_output_directory="gs://b/out"
+    )
+    with caplog.at_level(logging.WARNING):
+        run = run_pulumi(lambda: vt.CustomJob("j", args), stack="dev")
+    job = run.named("j")
+    assert job.inputs["secret_paths"] == ["jobSpec.workerPoolSpecs[0].containerSpec.env[0].value"]
+    assert TOKEN not in json.dumps(plain_parts(job.inputs))
+    (warning,) = [r.getMessage() for r in caplog.records if "holds a secret" in r.getMessage()]
+    assert warning.startswith("CustomJobArgs.chief.env: holds a secret")
