@@ -128,6 +128,8 @@ def test_what_cannot_be_a_secret_is_a_config_error(path: tuple[str, ...], said: 
     assert finding.caller == path[0]
     assert said in finding.message
     assert "pulumi config set --secret --path" in finding.valid
+    assert f"  - {path[0]}: " in str(caught.value)
+    assert "Vertex field" not in str(caught.value)
 
 
 def test_a_stack_file_read_without_the_engine_stands_in_for_its_secrets(tmp_path: Path) -> None:

@@ -266,7 +266,7 @@ def _mark_secrets(ours: dict[str, Any], secrets: Collection[ConfigPath]) -> list
                 f"set it without --secret; or set one value with pulumi config set --secret "
                 f"--path '{where}[0].<field>' (a job's env, a model's description)"
             )
-            problems.append(Finding(short, message, valid=valid).at(where))
+            problems.append(Finding("", message, valid=valid).at(where))
             continue
         holder: Any = ours
         keys: list[str | int] = [short, *inner]
