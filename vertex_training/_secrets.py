@@ -38,8 +38,7 @@ def secret_finding(path: str) -> Finding:
     return Finding(
         path,
         "holds a secret: the stack's state keeps it encrypted, but Vertex shows this field "
-        "in plain text to anyone who may read the resource (the console, the API, the job's "
-        "logs)",
+        "in plain text to anyone who may read the resource (the console, the API)",
         "warning",
         SECRET_CHECK,
         valid=INSTEAD,
