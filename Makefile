@@ -6,8 +6,13 @@ BIN := $(VENV)/bin
 STACK ?= local
 # A local file state backend: no Pulumi Cloud account needed.
 export PULUMI_BACKEND_URL ?= file://$(CURDIR)/.pulumi-state
-# Local stacks hold no secrets; dev/prod users set their own passphrase.
+# Empty where the user sets none: enough for a stack that holds no secret. A stack that holds
+# one (a `secure:` value in its file) runs only with the user's PULUMI_CONFIG_PASSPHRASE or
+# PULUMI_CONFIG_PASSPHRASE_FILE (python -m vertex_training.stack says so), never an empty one.
+# (The CLI reads an empty PULUMI_CONFIG_PASSPHRASE before a passphrase file.)
+ifndef PULUMI_CONFIG_PASSPHRASE_FILE
 export PULUMI_CONFIG_PASSPHRASE ?=
+endif
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 

@@ -330,6 +330,16 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
             defaults={},
             properties={},
         ),
+        _resource_policy(
+            "no-secret-in-body",
+            description="No secret in a job's, a model's or an endpoint's body (a job's env): "
+            "Vertex shows it in plain text to anyone who may read the resource; the trainer "
+            "reads it from Secret Manager instead (advisory: set it mandatory to refuse).",
+            level=advisory,
+            check=lambda r, c: rules.no_secret_in_body(r),
+            defaults={},
+            properties={},
+        ),
         _environment_policy(
             "image-by-digest",
             description="Jobs run container images by digest, never by a tag that can move.",

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from vertex_training._secrets import SECRET_PATHS, secret_finding
 from vertex_training.capacity.estimate import estimate_capacity
 from vertex_training.cost.budget import budget_verdict
 from vertex_training.cost.catalog import PriceCatalog
@@ -56,6 +57,10 @@ PERSISTENT_RESOURCE_TYPE = "gcp:vertex/aiPersistentResource:AiPersistentResource
 ENDPOINT_TYPE = "pulumi-python:dynamic/vertex:Endpoint"
 """Its inputs: ``body`` (the Endpoint), ``deployments`` (a ``DeployedModel`` body by
 deployment name), ``traffic``, ``backend``."""
+
+MODEL_TYPE = "pulumi-python:dynamic/vertex:Model"
+BODY_TYPES = (*JOB_TYPES, MODEL_TYPE, ENDPOINT_TYPE)
+"""Resources whose body Vertex shows to anyone who may read them."""
 
 EXPECTED_DURATION_PROP = "expected_duration_seconds"
 """The job resource input that declares one run's (one trial's) expected duration."""
@@ -406,6 +411,14 @@ def job_timeout(resource: Resource) -> list[str]:
     ]
 
 
+def no_secret_in_body(resource: Resource) -> list[str]:
+    """A secret in a job's, a model's or an endpoint's body (the program lists their API
+    paths in ``secret_paths``): encrypted in the state, shown in plain text by Vertex."""
+    if resource.type not in BODY_TYPES:
+        return []
+    return [str(secret_finding(path)) for path in resource.props.get(SECRET_PATHS) or ()]
+
+
 def image_by_digest(resource: Resource) -> list[str]:
     if resource.type not in JOB_TYPES:
         return []
@@ -544,6 +557,7 @@ __all__ = [
     "ENDPOINT_TYPE",
     "EXPECTED_DURATION_PROP",
     "JOB_TYPES",
+    "MODEL_TYPE",
     "PERSISTENT_RESOURCE_TYPE",
     "TUNING_JOB_TYPE",
     "WORKBENCH_TYPE",
@@ -566,6 +580,7 @@ __all__ = [
     "job_gpus",
     "job_timeout",
     "no_default_service_account",
+    "no_secret_in_body",
     "notebook_no_public_ip",
     "required_labels",
     "stack_budget",

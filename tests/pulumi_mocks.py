@@ -142,19 +142,21 @@ def run_pulumi(
     config: Mapping[str, str] | None = None,
     monitor_sink: list[RecordingMonitor] | None = None,
     project: str | None = None,
+    secret_keys: list[str] | None = None,
 ) -> PulumiRun:
     """Evaluate ``fn`` under fresh mocks; ``config`` is the flat map the CLI would pass.
 
     ``monitor_sink`` receives the monitor before ``fn`` runs, so a test can still look
     at what was registered when ``fn`` raises. ``project`` defaults to this repository's
     (looked up only then, so that a benchmark's floor runs these mocks with no code of ours).
+    ``secret_keys``: the config keys the CLI would say hold a secret.
     """
     if project is None:
         from vertex_training.stack.config import PROJECT_NAME
 
         project = PROJECT_NAME
     settings.reset_options(project=project, stack=stack)
-    set_all_config(dict(config or {}))
+    set_all_config(dict(config or {}), list(secret_keys or []))
     mocks = PlatformMocks()
     monitor = RecordingMonitor(mocks)
     if monitor_sink is not None:
@@ -178,7 +180,7 @@ def run_pulumi(
             outputs = dict(resolved or {})
     finally:
         # Later tests must not see this run's config.
-        set_all_config({})
+        set_all_config({}, [])
     return PulumiRun(list(monitor.registrations), dict(outputs), list(mocks.calls))
 
 
@@ -204,6 +206,7 @@ def run_program(
     stack: str,
     config: Mapping[str, str],
     monitor_sink: list[RecordingMonitor] | None = None,
+    secret_keys: list[str] | None = None,
 ) -> PulumiRun:
     """Evaluate ``__main__.py`` the way the language host does, under mocks."""
     return run_pulumi(
@@ -211,4 +214,5 @@ def run_program(
         stack=stack,
         config=config,
         monitor_sink=monitor_sink,
+        secret_keys=secret_keys,
     )

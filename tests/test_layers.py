@@ -18,6 +18,7 @@ LAYERS = {
     "vertex_training._checks": 1,
     "vertex_training.cost": 1,
     "vertex_training._dynamic": 2,
+    "vertex_training._secrets": 2,
     "vertex_training.jobs": 3,
     "vertex_training.platform": 4,
     "vertex_training.serving": 4,

@@ -96,6 +96,52 @@ def test_only_a_local_stack_gets_the_empty_passphrase(
     assert "PULUMI_BACKEND_URL" not in run.env  # the CLI's own login stays in charge
 
 
+SECRET_STACK = (
+    "config:\n  demo:environment: local\n  demo:jobs:\n    - name: j\n"
+    "      chief: {env: {TOKEN: {secure: v1:abc}}}\n"
+)
+
+
+def _logged_in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stack_file: str) -> Path:
+    root = _project(tmp_path)
+    (root / "stacks" / "Pulumi.s.yaml").write_text(stack_file, encoding="utf-8")
+    cli = root / "pulumi"
+    cli.write_text("#!/bin/sh\nexit 0\n")  # `pulumi whoami` succeeds: logged in
+    cli.chmod(0o755)
+    monkeypatch.setenv(engine.CLI_ENV, str(cli))
+    return root
+
+
+@pytest.mark.parametrize("empty", [None, ""])
+def test_a_stack_that_holds_a_secret_needs_the_users_passphrase(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, empty: str | None
+) -> None:
+    root = _logged_in_project(tmp_path, monkeypatch, SECRET_STACK)
+    monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE_FILE", raising=False)
+    if empty is None:
+        monkeypatch.delenv("PULUMI_CONFIG_PASSPHRASE", raising=False)
+    else:  # what `make` exports: an empty passphrase protects nothing
+        monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", empty)
+
+    with pytest.raises(engine.StackCommandError) as refused:
+        engine.prepare("s", root)
+    said = str(refused.value)
+    assert "stack 's' holds secrets (demo:jobs) and no passphrase is set" in said
+    assert "PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE" in said
+    assert "delete the stack file's `encryptionsalt` line, set your passphrase" in said
+
+
+def test_a_passphrase_file_is_used_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _logged_in_project(tmp_path, monkeypatch, SECRET_STACK)
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", "")
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE_FILE", str(tmp_path / "passphrase"))
+
+    run = engine.prepare("s", root)
+
+    assert "PULUMI_CONFIG_PASSPHRASE" not in run.env
+    assert run.env["PULUMI_CONFIG_PASSPHRASE_FILE"] == str(tmp_path / "passphrase")
+
+
 def test_no_backend_and_no_login_is_the_project_file_backend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

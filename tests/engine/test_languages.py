@@ -44,6 +44,41 @@ def _smaller(trials: str, poll: str) -> tuple[tuple[str, str], ...]:
     return ((trials % 6, trials % 2), (poll % 5, poll % 1))
 
 
+TOKEN = "tok-5ecret-lang-7Q"
+SECRET = {
+    "yaml-local": (
+        (
+            "      chief:\n        machineType: n1-standard-8\n",
+            "      chief:\n        env:\n          API_TOKEN:\n"
+            f"            fn::secret: {TOKEN}\n        machineType: n1-standard-8\n",
+        ),
+    ),
+    "ts-local": (
+        (
+            'import * as vt from "@vertex-training/sdk";',
+            'import * as vt from "@vertex-training/sdk";\n'
+            'import * as pulumi from "@pulumi/pulumi";',
+        ),
+        (
+            '      machineType: "n1-standard-8",\n      args: cassavaArgs,',
+            f'      machineType: "n1-standard-8",\n      args: cassavaArgs,\n'
+            f'      env: {{ API_TOKEN: pulumi.secret("{TOKEN}") }},',
+        ),
+    ),
+    "go-local": (
+        (
+            'Chief:       vt.WorkerPoolArgs{MachineType: pulumi.String("n1-standard-8"), '
+            "Args: cassavaArgs},",
+            'Chief: vt.WorkerPoolArgs{MachineType: pulumi.String("n1-standard-8"), '
+            'Args: cassavaArgs, Env: map[string]pulumi.StringInput{"API_TOKEN": '
+            f'pulumi.ToSecret(pulumi.String("{TOKEN}")).(pulumi.StringOutput)}}}},',
+        ),
+    ),
+}
+"""(text, its replacement): the chief of cassava-mwms takes an env value given as a secret
+in the language's own way (``fn::secret``, ``pulumi.secret``, ``pulumi.ToSecret``)."""
+
+
 SMALLER = {
     "yaml-local": _smaller("maxTrialCount: %d", "pollIntervalSeconds: %d"),
     "ts-local": _smaller("maxTrialCount: %d", "pollIntervalSeconds: %d"),
@@ -84,10 +119,11 @@ class Example:
         }
 
     def train_smaller(self, name: str) -> None:
-        """Rewrite the copy's program with ``SMALLER[name]``; each text must be there."""
+        """Rewrite the copy's program with ``SMALLER[name]`` and ``SECRET[name]``; each
+        text must be there."""
         program = self.dir / PROGRAMS[name]
         text = program.read_text(encoding="utf-8")
-        for old, new in SMALLER[name]:
+        for old, new in (*SMALLER[name], *SECRET[name]):
             assert old in text, f"{program.name} no longer says {old!r}"
             text = text.replace(old, new)
         program.write_text(text, encoding="utf-8")
@@ -143,7 +179,15 @@ def test_up_runs_both_jobs_and_serves_again_changes_nothing_destroy_leaves_nothi
     example = _example(request, tmp_path, name, pulumi_bin_dir)
     example.env[MODEL_ENV] = str(model_dir)  # what the best trial leaves, and is served
     example.train_smaller(name)
-    example.run("up")
+    done = example.run("up")
+    # The secret reaches the job (and the warning says so), never the state or the output.
+    said = done.stdout + done.stderr
+    assert TOKEN not in said
+    assert "chief.env: holds a secret" in said, said[-4000:]
+    state = [p for p in (example.root / "state").rglob("*") if p.is_file()]
+    assert state and not [p for p in state if TOKEN in p.read_text(errors="replace")]
+    example.env["PULUMI_CONFIG_PASSPHRASE"] = ""  # ./run's: the example's stack holds none
+    assert TOKEN in json.dumps(example.pulumi("stack", "export", "--show-secrets"))
     jobs = example.outputs()["jobs"]
     assert {n: j["state"] for n, j in jobs.items()} == {
         "cassava-mwms": "SUCCEEDED",

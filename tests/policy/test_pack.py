@@ -123,6 +123,7 @@ def test_every_policy_has_an_enforcement_level_and_a_config_schema(pack: dict[st
         "endpoint-machines",
         "endpoint-replicas",
         "job-timeout",
+        "no-secret-in-body",
         "image-by-digest",
         "no-default-service-account",
         "notebook-no-public-ip",

@@ -32,6 +32,7 @@ from vertex_training._dynamic import (
     placed,
     placement,
 )
+from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import JobEstimate
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import (
@@ -43,7 +44,7 @@ from vertex_training.jobs.api import (
     resolve,
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
-from vertex_training.jobs.fields import refusal
+from vertex_training.jobs.fields import caller_path, refusal
 from vertex_training.jobs.placeholders import digest, drop_unknown, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
@@ -93,6 +94,7 @@ class JobProvider(Provider):
     updating = (
         *_WAITING,
         *JUDGING,
+        SECRET_PATHS,
         "provider_version",
         "backend",
         "expected_duration_seconds",
@@ -290,6 +292,7 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
             "unknown_paths": list(job.unknown),
             "acknowledged_hardware_checks": list(job.acknowledged),
+            SECRET_PATHS: secret_paths(body),
             **dict.fromkeys(JobProvider.output_names()),
         }
         # ``check`` judges these inputs again unless they are exactly the ones judged here,
@@ -303,8 +306,12 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         run = body.get("jobSpec") or body.get("trialJobSpec") or {}
         self.writes_model = "baseOutputDirectory" in run
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
+        owner = type(args).__name__
         for warning in job.findings:
-            pulumi.log.warn(rendered(type(args).__name__, warning), resource=self)
+            pulumi.log.warn(rendered(owner, warning), resource=self)
+        warn_of_secrets(
+            self, props[SECRET_PATHS], lambda f: rendered(owner, f.at(caller_path(args, f.path)))
+        )
         self.cost_estimate = None
         if platform.environment == "local" or job.view is None:
             return

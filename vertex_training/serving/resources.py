@@ -41,6 +41,7 @@ from vertex_training._dynamic import (
     placed,
     placement,
 )
+from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import EndpointEstimate
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import JobPlatform
@@ -110,7 +111,7 @@ class ModelProvider(Provider):
     # A new run of the source job (its name changes) is a new artifact: a new version,
     # even where it writes to the same directory as the run before.
     replacing = ("source_job", "model_id", "backend_target", "identity")
-    updating = ("version_aliases", "provider_version", "backend")
+    updating = ("version_aliases", "provider_version", "backend", SECRET_PATHS)
     metadata = METADATA
     # The new version is uploaded (and takes the aliases) before the old one goes.
     delete_before_replace = False
@@ -223,6 +224,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
             "source_job": getattr(args.job, "job_name", None),
             "model_id": model_id_for(where["identity"]),
             "version_aliases": list(args.version_aliases),
+            SECRET_PATHS: secret_paths(body),
             **where,
             **dict.fromkeys(ModelProvider.output_names()),
         }
@@ -233,6 +235,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
         super().__init__(ModelProvider(), resource_name, props, opts)
         for warning in warnings:
             pulumi.log.warn(str(warning), resource=self)
+        warn_of_secrets(self, props[SECRET_PATHS], lambda f: f"ModelArgs: {f}")
 
 
 # ============================================================================= Endpoint
@@ -314,7 +317,7 @@ class EndpointProvider(Provider):
     required = ("body", "endpoint_id", "deployments", "traffic", "backend", "identity")
     unknown_in_preview = ("deployments",)  # a model's version is not known in preview
     replacing = ("endpoint_id", "backend_target", "identity")
-    updating = ("deployments", "traffic", "judged", "provider_version", "backend")
+    updating = ("deployments", "traffic", "judged", "provider_version", "backend", SECRET_PATHS)
     metadata = METADATA
     delete_before_replace = True
     backends = ModelProvider.backends
@@ -421,6 +424,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
             "deployments": deployments,
             "traffic": traffic,
             "judged": judged_digest(traffic, deployments, region),
+            SECRET_PATHS: secret_paths(body),
             **where,
             **dict.fromkeys(EndpointProvider.output_names()),
         }
@@ -428,6 +432,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
         self.cost_estimate = estimate_endpoint(resource_name, deployments, platform.region)
         for warning in warnings:
             pulumi.log.warn(str(warning), resource=self)
+        warn_of_secrets(self, props[SECRET_PATHS], lambda f: f"EndpointArgs: {f}")
 
 
 __all__ = [

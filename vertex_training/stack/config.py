@@ -19,11 +19,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import yaml
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
@@ -52,6 +53,7 @@ from vertex_training.stack.capacity import (
     placed_on,
     read_capacity,
 )
+from vertex_training.stack.secure import ConfigPath, is_secure, secure_paths
 from vertex_training.stack.serving import SERVING_KEYS, read_serving
 from vertex_training.stack.settings import (
     PROJECT_NAME,
@@ -155,13 +157,17 @@ def _at(finding: Finding, key: str) -> Finding:
 # --------------------------------------------------------------------------- reading
 
 
-def parse_stack_config(stack: str, raw: Mapping[str, object]) -> StackConfig:
-    """Validate ``raw`` (full ``namespace:key`` -> value) into a ``StackConfig``.
+def parse_stack_config(
+    stack: str, raw: Mapping[str, object], secrets: Collection[ConfigPath] = ()
+) -> StackConfig:
+    """Validate ``raw`` (full ``namespace:key`` -> value) into a ``StackConfig``; the values
+    at ``secrets`` (``stack.secure``) are secret Outputs from here on.
 
     Collects every problem before failing, so one run shows the whole list.
     """
     problems = _our_keys(raw)
     ours = {_short(k): _decode(v) for k, v in raw.items() if _is_ours(k)}
+    problems += _mark_secrets(ours, secrets)
     sections: dict[str, Any] = {}
     for section_name, model in SECTIONS.items():
         if model is not JobsSettings:
@@ -237,6 +243,44 @@ def _section(model: type[Section], ours: Mapping[str, object], problems: list[Fi
         problems.extend(_problems_from(error, model))
         refused = {str(item["loc"][0]) for item in error.errors() if item["loc"]}
         return model.model_validate({k: v for k, v in given.items() if k not in refused})
+
+
+def _mark_secrets(ours: dict[str, Any], secrets: Collection[ConfigPath]) -> list[Finding]:
+    """Each value of ``ours`` at a path of ``secrets`` as a secret Output (in place): what
+    is built from it stays secret to the state. A setting of the platform (a name, a
+    region) cannot be a secret, nor a whole list of entries (which value is the secret?)."""
+    problems: list[Finding] = []
+    for key, *inner in secrets:
+        short = _short(str(key))
+        if not _is_ours(str(key)):
+            continue  # another namespace's: its provider reads it
+        if short not in STRUCTURED_KEYS or not inner:
+            where = f"{PROJECT_NAME}:{short}"
+            message = (
+                "is set as a secret, but this value lands in plain text in the resources "
+                "that use it"
+                if short not in STRUCTURED_KEYS
+                else "is a secret as a whole; only single values inside it can be"
+            )
+            valid = (
+                f"set it without --secret; or set one value with pulumi config set --secret "
+                f"--path '{where}[0].<field>' (a job's env, a model's description)"
+            )
+            problems.append(Finding("", message, valid=valid).at(where))
+            continue
+        holder: Any = ours
+        keys: list[str | int] = [short, *inner]
+        for step in keys[:-1]:
+            holder = holder[step] if _holds(holder, step) else None
+        if _holds(holder, keys[-1]):
+            holder[keys[-1]] = pulumi.Output.secret(holder[keys[-1]])
+    return problems
+
+
+def _holds(holder: Any, step: str | int) -> bool:
+    if isinstance(holder, list):
+        return isinstance(step, int) and 0 <= step < len(holder)
+    return isinstance(holder, dict) and step in holder
 
 
 def _decode(value: object) -> object:
@@ -456,12 +500,49 @@ def load_stack_config(stack_file: Path) -> StackConfig:
     raw = document.get("config") or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{stack_file}: 'config' must be a mapping of key: value")
-    return parse_stack_config(name["stack"], {str(k): v for k, v in raw.items()})
+    # Without the engine a secret cannot be decrypted: what reads the file here (an
+    # estimate, the policy's config) reads no secret value.
+    plain = {str(k): _stand_in(v) for k, v in raw.items()}
+    return parse_stack_config(name["stack"], plain)
+
+
+SECRET_STAND_IN = "[secret]"
+"""A stack file's encrypted value where the engine does not decrypt it."""
+
+
+def _stand_in(value: Any) -> Any:
+    if is_secure(value):
+        return SECRET_STAND_IN
+    if isinstance(value, Mapping):
+        return {k: _stand_in(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_stand_in(v) for v in value]
+    return value
+
+
+def _secret_paths(stack: str, raw: Mapping[str, object]) -> list[ConfigPath]:
+    """The paths of the secret values the engine handed over: where the stack file says
+    inside each secret key (``secure:`` at any depth), else the key's whole value."""
+    from pulumi.runtime import config as runtime_config
+
+    from vertex_training._project import project_root
+    from vertex_training.stack.engine import StackCommandError, stack_file
+
+    keys = set(runtime_config.get_config_secret_keys_env())
+    keys |= {k for k in raw if runtime_config.is_config_secret(k)}
+    if not keys:
+        return []
+    try:
+        document = yaml.safe_load(stack_file(stack, project_root()).read_text(encoding="utf-8"))
+    except StackCommandError:
+        document = None
+    marked = [p for p in secure_paths((document or {}).get("config") or {}) if p[0] in keys]
+    return marked + [(k,) for k in sorted(keys) if all(p[0] != k for p in marked)]
 
 
 def load_pulumi_config() -> StackConfig:
-    """Validate the config the engine handed to this program (or the one tests set)."""
-    import pulumi
+    """Validate the config the engine handed to this program (or the one tests set); its
+    secret values stay secret Outputs."""
     from pulumi.runtime import config as runtime_config
 
     # pulumi.Config only answers for keys we ask about; finding typos needs the whole map.
@@ -474,8 +555,9 @@ def load_pulumi_config() -> StackConfig:
             f"this program belongs to Pulumi project '{PROJECT_NAME}', not '{project}'; "
             "run it from the directory holding its Pulumi.yaml"
         )
+    stack = pulumi.get_stack()
     try:
-        config = parse_stack_config(pulumi.get_stack(), raw)
+        config = parse_stack_config(stack, raw, _secret_paths(stack, raw))
     except ConfigError as error:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None

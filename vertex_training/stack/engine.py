@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 
 from vertex_training._project import PROJECT_FILE, project_root
+from vertex_training.stack.secure import secure_paths
 
 COMMANDS = ("preview", "up", "refresh", "destroy")
 CLI_ENV = "VERTEX_TRAINING_PULUMI_CLI"
@@ -139,15 +140,42 @@ def stack_file(stack: str, start: Path | None = None) -> Path:
     return path
 
 
-def _stack_environment(project_dir: Path, settings: dict[str, Any], stack: str) -> str:
-    """The stack file's ``environment`` (``local`` by the project's default)."""
+def _stack_config(project_dir: Path, settings: dict[str, Any], stack: str) -> dict[str, Any]:
+    """The stack file's ``config`` (empty where there is no file yet)."""
     path = _stack_file(project_dir, settings, stack)
     if not path.is_file():
-        return ""
-    config = (_read_yaml(path) or {}).get("config") or {}
+        return {}
+    return dict((_read_yaml(path) or {}).get("config") or {})
+
+
+def _stack_environment(settings: dict[str, Any], config: dict[str, Any]) -> str:
+    """The stack's ``environment`` (``local`` by the project's default)."""
     key = f"{settings['name']}:environment"
     default = ((settings.get("config") or {}).get("environment") or {}).get("default", "")
     return str(config.get(key, default))
+
+
+PASSPHRASE, PASSPHRASE_FILE = "PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE"
+
+
+def _passphrase(env: dict[str, str], stack: str, secrets: list[str], local: bool) -> None:
+    """The passphrase the CLI encrypts with, in ``env``: the user's where the stack holds a
+    secret (``secrets``: its keys), never an empty one; an empty one only for a local stack
+    that holds none and where the user set none."""
+    if secrets:
+        if not (env.get(PASSPHRASE) or env.get(PASSPHRASE_FILE)):
+            raise StackCommandError(
+                f"stack {stack!r} holds secrets ({', '.join(secrets)}) and no passphrase is "
+                f"set: set {PASSPHRASE} (or {PASSPHRASE_FILE}, a file holding it) to the one "
+                "they were encrypted with. Secrets set under an empty passphrase (the committed "
+                "local stack's salt): delete the stack file's `encryptionsalt` line, set your "
+                f"passphrase and set them again (`pulumi config set --secret --path ... --stack "
+                f"{stack}`)"
+            )
+        if not env.get(PASSPHRASE):
+            env.pop(PASSPHRASE, None)  # the file's passphrase, not an empty one beside it
+    elif local and PASSPHRASE not in env and PASSPHRASE_FILE not in env:
+        env[PASSPHRASE] = ""  # nothing to protect: no prompt
 
 
 def _logged_in(cli: Path, env: dict[str, str]) -> bool:
@@ -184,10 +212,10 @@ def prepare(stack: str, start: Path | None = None) -> StackRun:
         (local_dir if local_dir.is_absolute() else project_dir / local_dir).mkdir(
             parents=True, exist_ok=True
         )
-    environment = _stack_environment(project_dir, settings, stack)
-    has_passphrase = "PULUMI_CONFIG_PASSPHRASE" in env or "PULUMI_CONFIG_PASSPHRASE_FILE" in env
-    if environment == LOCAL_ENVIRONMENT and not has_passphrase:
-        env["PULUMI_CONFIG_PASSPHRASE"] = ""  # a local stack holds no secret
+    config = _stack_config(project_dir, settings, stack)
+    secrets = sorted({str(path[0]) for path in secure_paths(config)})
+    local = _stack_environment(settings, config) == LOCAL_ENVIRONMENT
+    _passphrase(env, stack, secrets, local)
     return StackRun(
         project_dir=project_dir,
         project_name=str(settings["name"]),
