@@ -14,9 +14,11 @@ from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
 
 
-def readme_block(language: str) -> str:
+def readme_block(language: str, holding: str = "") -> str:
+    """The README's one ``language`` block (that holds ``holding``)."""
     readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    (block,) = re.findall(rf"^```{language}\n(.*?)^```$", readme, re.S | re.M)
+    blocks = re.findall(rf"^```{language}\n(.*?)^```$", readme, re.S | re.M)
+    (block,) = [b for b in blocks if holding in b]
     return block
 
 
@@ -33,7 +35,7 @@ def test_the_smallest_program_registers_a_platform_and_one_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     program = tmp_path / "__main__.py"
-    program.write_text(readme_block("python"), encoding="utf-8")
+    program.write_text(readme_block("python", "vt.TrainingPlatform"), encoding="utf-8")
     # As run from this repository: the image builds docker/trainer.Dockerfile.
     monkeypatch.chdir(PROJECT_ROOT)
     run = run_pulumi(lambda: runpy.run_path(str(program)), stack="team")
@@ -50,3 +52,23 @@ def test_the_readme_is_short_and_counts_the_examples_there_are() -> None:
     (said,) = re.findall(r"\[`examples/`\]\(examples\) has (\w+) whole projects", readme)
     examples = [p for p in (PROJECT_ROOT / "examples").iterdir() if (p / "Pulumi.yaml").is_file()]
     assert words.index(said) + 1 == len(examples)
+
+
+def test_the_sdk_snippet_lists_the_jobs_of_a_local_vertex(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from google.cloud.aiplatform import initializer
+
+    from vertex_training.local import wire
+    from vertex_training.local.server import LocalVertex
+
+    for key, value in vars(initializer.global_config).items():  # restored after the test
+        monkeypatch.setattr(initializer.global_config, key, value)
+    vertex = LocalVertex(tmp_path, "local", "us-central1")
+    server = wire.serve(vertex.handlers, admin=vertex.admin)
+    try:
+        snippet = readme_block("python", "aiplatform.init")
+        exec(snippet.replace("127.0.0.1:8808", server.address), {})
+    finally:
+        server.stop()
+    assert capsys.readouterr().out == "[]\n"

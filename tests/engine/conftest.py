@@ -267,15 +267,8 @@ class PulumiProject:
 
     def processes(self) -> list[str]:
         """Processes started for this project (the CLI, plugins, job supervisors and
-        replicas all inherit its environment, which names the temporary root). A local
-        Vertex that holds nothing any more exits by itself, soon: when it is all that is
-        left, it is given that time."""
-        deadline = time.monotonic() + IDLE_EXIT_SECONDS + 15
-        while (found := processes_with(str(self.root).encode())) and time.monotonic() < deadline:
-            if not all(LOCAL_VERTEX in p for p in found):
-                break
-            time.sleep(0.2)
-        return found
+        replicas all inherit its environment, which names the temporary root)."""
+        return processes_with(str(self.root).encode())
 
     def kill_session(self, session_id: int) -> None:
         """SIGKILL every process of one session, as when the terminal or machine that ran
@@ -305,7 +298,17 @@ LOCAL_VERTEX = "vertex_training.local serve"
 
 def processes_with(marker: bytes) -> list[str]:
     """The command lines of this machine's processes (but this one) whose environment
-    holds ``marker``."""
+    holds ``marker``. A local Vertex that holds nothing any more exits by itself, soon:
+    when it is all that is left, it is given that time."""
+    deadline = time.monotonic() + IDLE_EXIT_SECONDS + 15
+    while (found := _processes_with(marker)) and time.monotonic() < deadline:
+        if not all(LOCAL_VERTEX in p for p in found):
+            break
+        time.sleep(0.2)
+    return found
+
+
+def _processes_with(marker: bytes) -> list[str]:
     found = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():

@@ -91,6 +91,7 @@ class JobService:
         self.names.check_parent(request.parent)
         job = getattr(request, _FIELD[kind])
         body = json_format.MessageToDict(type(job).pb(job))
+        self._judge(kind, body)
         try:
             record = self.runner.submit(kind, body)
         except JobRefusedError as error:
@@ -99,6 +100,22 @@ class JobService:
                 code = grpc.StatusCode.INVALID_ARGUMENT
             raise ServiceError(code, f"{_FIELD[kind]}: {error}") from error
         return self._message(kind, record)
+
+    @staticmethod
+    def _judge(kind: JobKind, body: dict[str, Any]) -> None:
+        """What Vertex refuses of a job, by the rules our providers judge it with at
+        preview (no region: this machine has no availability to check)."""
+        from vertex_training.jobs.rules.job import job_findings
+        from vertex_training.jobs.view import read_view
+
+        view, found = read_view(kind, body)
+        if view is not None:
+            found += job_findings(view, region=None, remote=False)
+        if errors := [f for f in found if f.severity == "error"]:
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "; ".join(f"{_FIELD[kind]}.{finding}" for finding in errors),
+            )
 
     def _record(self, kind: JobKind, name: str) -> JobRecord:
         """The job as it is now. One whose local supervisor died (killed, or the machine
