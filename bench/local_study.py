@@ -22,8 +22,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.records import JobKind, JobState
+from vertex_training.local.runners.jobs import JobRunner
 
 TRIAL_SCRIPT = """
 import sys, time, hypertune
@@ -58,7 +58,7 @@ def study_spec(script: Path, sleep: float, trials: int, parallel: int) -> dict[s
     }
 
 
-def run_study(backend: LocalBackend, spec: dict[str, Any]) -> tuple[float, float, float]:
+def run_study(backend: JobRunner, spec: dict[str, Any]) -> tuple[float, float, float]:
     """Wall time from submit to the end seen by the caller, the supervisor's start-up
     (create -> RUNNING) and its trial loop (RUNNING -> end)."""
     started = time.perf_counter()
@@ -95,7 +95,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "trial.py"
         script.write_text(TRIAL_SCRIPT)
-        backend = LocalBackend(str(Path(tmp) / "root"))
+        backend = JobRunner(str(Path(tmp) / "root"))
         baseline = direct_runs(script, args.sleep, args.trials)
         sequential, startup, loop = run_study(
             backend, study_spec(script, args.sleep, args.trials, 1)

@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml
 
-from vertex_training.capacity.local.pool import create_pool, stop_pool
 from vertex_training.jobs.api import PlatformFacts, resolve
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.warm import pool_dir
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.pool import create_pool, stop_pool
+from vertex_training.local.runners.warm import pool_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDY = "horses-humans-tuning"
@@ -75,7 +75,7 @@ def first_step(log: Path) -> datetime:
     raise SystemExit(f"no {FIRST_STEP!r} line in {log}")
 
 
-def run(backend: LocalBackend, kind: JobKind, body: dict[str, Any]) -> tuple[JobRecord, float]:
+def run(backend: JobRunner, kind: JobKind, body: dict[str, Any]) -> tuple[JobRecord, float]:
     started = time.perf_counter()
     record = backend.wait(backend.submit(kind, body).name, timeout=1800, poll_seconds=0.1)
     elapsed = time.perf_counter() - started
@@ -84,7 +84,7 @@ def run(backend: LocalBackend, kind: JobKind, body: dict[str, Any]) -> tuple[Job
     return record, elapsed
 
 
-def starts(backend: LocalBackend, record: JobRecord) -> list[float]:
+def starts(backend: JobRunner, record: JobRecord) -> list[float]:
     """Each trial's seconds from being handed out to the trainer's first step."""
     trials = backend.jobs_dir / record.name.rsplit("/", 1)[-1] / "trials"
     out = []
@@ -100,7 +100,7 @@ def main() -> int:
     os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as `make` exports it: the pool and jobs agree
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "root"
-        backend = LocalBackend(str(root))
+        backend = JobRunner(str(root))
         body = study_body(root / "gcs" / "bench")
         slots = body["parallelTrialCount"] * len(body["trialJobSpec"]["workerPoolSpecs"])
         pool = pool_dir(root.resolve(), RESOURCE)

@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "vertex_training"
 LAYERS = {
     "vertex_training._spelling": 0,
     "vertex_training._project": 0,
+    "vertex_training._processes": 0,
     "vertex_training.findings": 0,
     "vertex_training._checks": 1,
     "vertex_training.cost": 1,
@@ -129,7 +130,7 @@ def test_no_modules_import_each_other() -> None:
         ("vertex_training.cost.estimate", "vertex_training.jobs.view"),
         ("vertex_training.cost.program", "vertex_training.jobs.resources"),
         ("vertex_training.cost.__main__", "vertex_training.stack.config"),
-        ("vertex_training.jobs.backends.local.backend", "vertex_training.stack.tensorboard"),
+        ("vertex_training.local.runners.jobs", "vertex_training.stack.tensorboard"),
     ],
 )
 def test_an_arrow_up_is_caught(module: str, target: str) -> None:
@@ -137,6 +138,6 @@ def test_an_arrow_up_is_caught(module: str, target: str) -> None:
 
 
 def test_a_circle_is_caught() -> None:
-    supervisor = "vertex_training.jobs.backends.local.supervisor"
-    tuner = "vertex_training.jobs.backends.local.tuner"
+    supervisor = "vertex_training.local.runners.supervisor"
+    tuner = "vertex_training.local.runners.tuner"
     assert _circles({supervisor: {tuner}, tuner: {supervisor}}) == [[supervisor, tuner, supervisor]]

@@ -19,7 +19,7 @@ from tests.pulumi_mocks import run_program, stack_file_config
 HEAVY = (
     "google.cloud.aiplatform_v1",
     "vertex_training.jobs.protos",
-    "vertex_training.jobs.backends.local.backend",
+    "vertex_training.local.runners.jobs",
     "vertex_training.jobs.backends.vertex",
     "vertex_training.serving.backends.vertex",
     "tensorflow",

@@ -110,7 +110,7 @@ def test_local_label_and_display_name_edits_are_recorded_in_the_state_only(
     host: ProviderHost, tmp_path: Path
 ) -> None:
     """As on Vertex, which has no call to relabel a job: no new run, the job as it was."""
-    from vertex_training.jobs.backends.local import LocalBackend
+    from vertex_training.local.runners.jobs import JobRunner
 
     engine = Engine(host, JobKind.CUSTOM_JOB, "jobs-smoke")
     inputs, _ = engine.check(props(tmp_path, job()))
@@ -122,7 +122,7 @@ def test_local_label_and_display_name_edits_are_recorded_in_the_state_only(
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
     updated = engine.update(job_id, outs, edited)
     assert updated["job_name"] == job_id and updated["spec"]["labels"] == {"team": "vision"}
-    backend = LocalBackend(str(tmp_path / "root"), parent=PARENT)
+    backend = JobRunner(str(tmp_path / "root"), parent=PARENT)
     record = backend.get(job_id)
     assert record.display_name == "local-smoke"
     labels = dict(record.labels)

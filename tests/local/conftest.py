@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.bodies import pool
-from vertex_training.jobs.backends.local import LocalBackend
+from vertex_training.local.runners.jobs import JobRunner
 
 STANDIN = str(Path(__file__).with_name("standin.py"))
 
@@ -17,8 +17,8 @@ PoolFactory = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture
-def backend(tmp_path: Path) -> LocalBackend:
-    return LocalBackend(str(tmp_path / "root"))
+def backend(tmp_path: Path) -> JobRunner:
+    return JobRunner(str(tmp_path / "root"))
 
 
 def standin(

@@ -16,9 +16,10 @@ from tests.bodies import custom_job, pool
 from tests.local.conftest import STANDIN, PoolFactory, pid_gone
 from trainer.config import CACHE_DIR_ENV, CACHE_MAX_BYTES_ENV
 from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.backends.local import LocalBackend, environment
-from vertex_training.jobs.backends.local.environment import LOCAL_DECODED_CACHE_MAX_BYTES
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.local.runners import environment
+from vertex_training.local.runners.environment import LOCAL_DECODED_CACHE_MAX_BYTES
+from vertex_training.local.runners.jobs import JobRunner
 
 # Every test here starts real processes (supervisors, replicas).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -43,7 +44,7 @@ def _job(
     )
 
 
-def _submit(backend: LocalBackend, body: dict[str, Any]) -> JobRecord:
+def _submit(backend: JobRunner, body: dict[str, Any]) -> JobRecord:
     return backend.submit(CUSTOM, body)
 
 
@@ -53,7 +54,7 @@ class TestEnvironmentConformance:
     @pytest.fixture(scope="class")
     def ran(self, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict], str, str]:
         tmp = tmp_path_factory.mktemp("conformance")
-        backend = LocalBackend(str(tmp / "root"))
+        backend = JobRunner(str(tmp / "root"))
         dump = str(tmp / "env")
 
         def standin(replicas: int, *extra: str) -> dict[str, Any]:
@@ -158,7 +159,7 @@ class TestEnvironmentConformance:
 
 
 def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=1"]),)))
     # Returned before the job ran (a wall-clock bound would only measure machine load).
@@ -179,7 +180,7 @@ def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
 
 
 def test_failing_replica_fails_the_job_with_its_log_tail(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     spec = _job(
         (
@@ -202,7 +203,7 @@ def test_failing_replica_fails_the_job_with_its_log_tail(
 
 
 def test_cancel_leaves_no_process_behind(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     pids_dir = tmp_path / "pids"
     spec = _job(
@@ -232,16 +233,14 @@ def test_cancel_leaves_no_process_behind(
     assert backend.get(record.name).state is JobState.CANCELLED
 
 
-def test_timeout_fails_the_job(backend: LocalBackend, standin_pool: PoolFactory) -> None:
+def test_timeout_fails_the_job(backend: JobRunner, standin_pool: PoolFactory) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=60"]),), timeout_seconds=1))
     final = backend.wait(record.name, timeout=30)
     assert final.state is JobState.FAILED
     assert "timeout of 1s" in (final.error_message or "")
 
 
-def test_find_by_labels_returns_the_newest(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
+def test_find_by_labels_returns_the_newest(backend: JobRunner, standin_pool: PoolFactory) -> None:
     first = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
     second = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
     other = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "b"))))
@@ -255,7 +254,7 @@ def test_find_by_labels_returns_the_newest(
 
 
 def test_the_decoded_cache_goes_with_the_roots_last_job(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     first, second = (
         backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30) for _ in range(2)
@@ -269,7 +268,7 @@ def test_the_decoded_cache_goes_with_the_roots_last_job(
 
 
 def test_delete_removes_the_job_and_unknown_names_raise(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     record = backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30)
     backend.delete(record.name)
@@ -286,17 +285,15 @@ def test_delete_removes_the_job_and_unknown_names_raise(
 
 _OTHER_PROCESS = """
 import sys, json
-from vertex_training.jobs.backends.local import LocalBackend
-backend = LocalBackend(sys.argv[1])
+from vertex_training.local.runners.jobs import JobRunner
+backend = JobRunner(sys.argv[1])
 if sys.argv[2] == "cancel":
     backend.cancel(sys.argv[3])
 print(json.dumps({"state": backend.get(sys.argv[3]).state.value}))
 """
 
 
-def test_get_and_cancel_from_another_process(
-    backend: LocalBackend, standin_pool: PoolFactory
-) -> None:
+def test_get_and_cancel_from_another_process(backend: JobRunner, standin_pool: PoolFactory) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=300"]),)))
     backend_process_env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
 
@@ -320,7 +317,7 @@ def test_get_and_cancel_from_another_process(
 
 
 def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=300"]),)))
     while backend.get(record.name).state is not JobState.RUNNING:
@@ -341,7 +338,7 @@ def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
 
 
 def test_gpus_are_split_between_replicas_by_accelerator_count(
-    backend: LocalBackend,
+    backend: JobRunner,
     standin_pool: PoolFactory,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

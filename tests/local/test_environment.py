@@ -12,7 +12,9 @@ from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
 from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local.environment import (
+from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobKind, output_dirs
+from vertex_training.local.runners.environment import (
     TF_CONFIG_TASK_TYPES,
     GpuAllocator,
     ReplicaSlot,
@@ -23,8 +25,6 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobKind, output_dirs
 
 
 def _spec(*pools: dict[str, Any], output: str | None = "/out") -> CustomJobSpec:
@@ -326,10 +326,10 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
     """A replica given ``/gcs/...`` and ``gs://...`` paths, as on Vertex, writes under
     ``<root>/gcs`` here; a job without baseOutputDirectory gets no AIP_* and no TF_CONFIG."""
     from tests.local.conftest import standin
-    from vertex_training.jobs.backends.local import LocalBackend
     from vertex_training.jobs.records import JobState
+    from vertex_training.local.runners.jobs import JobRunner
 
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     body = custom_job(
         standin(
             ["--dump-env=/gcs/b/env"],
@@ -360,7 +360,7 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:
-    from vertex_training.jobs.backends.local.environment import inherited_environment
+    from vertex_training.local.runners.environment import inherited_environment
 
     env = inherited_environment(
         {

@@ -15,12 +15,11 @@ from tests.bodies import double, job_spec, study, tuning_job
 from tests.fakes.settings import PARENT, local_settings
 from tests.local.conftest import PoolFactory, pid_gone
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local._store import SUPERVISOR_LOG
-from vertex_training.jobs.backends.local.backend import SUPERVISOR_DIED
-from vertex_training.jobs.backends.local.study import STUDY_JOURNAL, journal_storage
-from vertex_training.jobs.backends.local.supervisor import VERTEX_TRIAL_ID
 from vertex_training.jobs.records import JobKind, JobState
+from vertex_training.local.runners.jobs import SUPERVISOR_DIED, JobRunner
+from vertex_training.local.runners.store import SUPERVISOR_LOG
+from vertex_training.local.runners.study import STUDY_JOURNAL, journal_storage
+from vertex_training.local.runners.supervisor import VERTEX_TRIAL_ID
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -43,13 +42,13 @@ def _hold_trials(tmp_path: Path, trial_ids: range) -> list[Path]:
     return holds
 
 
-def _settled(backend: LocalBackend, name: str, states: list[str]) -> bool:
+def _settled(backend: JobRunner, name: str, states: list[str]) -> bool:
     """The study's trials are in ``states``."""
     return [t.state for t in backend.get(name).trials] == states
 
 
 def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     import optuna
 
@@ -118,7 +117,7 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
 
 
 def test_a_journal_lock_the_dead_supervisor_held_is_released_before_the_study_resumes(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     """A supervisor killed mid-append leaves Optuna's journal lock behind; a resumed
     supervisor would wait out Optuna's grace period (30 s) before forcing it. The lock is
@@ -167,7 +166,7 @@ def test_a_journal_lock_the_dead_supervisor_held_is_released_before_the_study_re
 
 
 def test_only_a_job_whose_supervisor_died_resumes(
-    backend: LocalBackend, standin_pool: PoolFactory
+    backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     body = tuning_job(
         job_spec(standin_pool(["--steps=1"]), output="gs://bucket/hp"),
@@ -188,7 +187,7 @@ def test_only_a_job_whose_supervisor_died_resumes(
 
 
 def test_an_interrupted_up_resumes_the_study_through_the_provider(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     """`pulumi up` killed mid-study leaves no state for the job; the next `up` creates it
     again, and the provider finds the job by its adoption label and resumes it."""
@@ -216,7 +215,7 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     provider = JobProvider(TUNING)
     first = provider.create(props)
     # The runner under the local Vertex, in its names.
-    backend = LocalBackend(str(backend.root), parent=PARENT)
+    backend = JobRunner(str(backend.root), parent=PARENT)
     _wait_for(lambda: _settled(backend, first.id, ["SUCCEEDED", "ACTIVE", "ACTIVE"]))
     supervisor = backend.details(first.id).supervisor_pid
     assert supervisor is not None

@@ -14,8 +14,9 @@ import pytest
 from tests.bodies import categorical, discrete, double, integer, job_spec, study, tuning_job
 from tests.local.conftest import PoolFactory
 from trainer.metric import HYPERTUNE_METRIC_TAG
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.study import (
+from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, best_trial
+from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.study import (
     Goal,
     Measurement,
     ParameterSpec,
@@ -25,7 +26,6 @@ from vertex_training.jobs.backends.local.study import (
     parameter_args,
     read_measurements,
 )
-from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, best_trial
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -61,7 +61,7 @@ def _tuning(
     return body
 
 
-def _run(backend: LocalBackend, spec: dict[str, Any]) -> JobRecord:
+def _run(backend: JobRunner, spec: dict[str, Any]) -> JobRecord:
     record = backend.submit(TUNING, spec)
     assert record.name.startswith("projects/local/locations/local/hyperparameterTuningJobs/")
     return backend.wait(record.name, timeout=150)
@@ -71,7 +71,7 @@ RunStudy = Callable[..., JobRecord]
 
 
 @pytest.fixture
-def run_study(backend: LocalBackend, standin_pool: PoolFactory) -> RunStudy:
+def run_study(backend: JobRunner, standin_pool: PoolFactory) -> RunStudy:
     """Runs a study of stand-in trials (``_tuning``'s fields) on the local backend to its end."""
     return lambda **fields: _run(backend, _tuning(standin_pool, **fields))
 
@@ -82,7 +82,7 @@ def _metric(trial: TrialRecord) -> float | None:
 
 @pytest.mark.slow
 def test_six_trials_two_parallel_complete_and_report_the_best(
-    backend: LocalBackend, run_study: RunStudy, tmp_path: Path
+    backend: JobRunner, run_study: RunStudy, tmp_path: Path
 ) -> None:
     dump = tmp_path / "env"
     record = run_study(args=("--steps=2", "--step-sleep=0.2", f"--dump-env={dump}"))
@@ -114,7 +114,7 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
 
 @pytest.mark.slow
 def test_parallel_trial_count_is_respected(
-    backend: LocalBackend, run_study: RunStudy, tmp_path: Path
+    backend: JobRunner, run_study: RunStudy, tmp_path: Path
 ) -> None:
     spans_dir = tmp_path / "spans"
     record = run_study(args=("--steps=1", "--sleep=1.0", f"--span-dir={spans_dir}"), trials=4)
@@ -153,7 +153,7 @@ def test_random_search_is_reproducible_with_the_backend_seed(
     )
     runs = []
     for i in range(2):
-        backend = LocalBackend(str(tmp_path / f"root{i}"), seed=7)
+        backend = JobRunner(str(tmp_path / f"root{i}"), seed=7)
         spec = _tuning(
             standin_pool, parameters=params, trials=4, parallel=1, algorithm="RANDOM_SEARCH"
         )
@@ -272,7 +272,7 @@ def test_median_stopping_stops_trials_worse_than_the_median(run_study: RunStudy)
 
 
 @pytest.mark.slow
-def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFactory) -> None:
+def test_find_tuning_job_by_labels(backend: JobRunner, standin_pool: PoolFactory) -> None:
     spec = _tuning(standin_pool, args=("--steps=1",), trials=1, parallel=1, labels={"job": "hp"})
     record = backend.submit(TUNING, spec)
     assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "hp"}).name == record.name  # type: ignore[union-attr]
@@ -282,7 +282,7 @@ def test_find_tuning_job_by_labels(backend: LocalBackend, standin_pool: PoolFact
 
 @pytest.mark.slow
 def test_cancel_stops_running_trials_and_leaves_no_process(
-    backend: LocalBackend, standin_pool: PoolFactory, tmp_path: Path
+    backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
     import time
 
@@ -323,7 +323,7 @@ def test_log_scales_put_their_resolution_at_the_right_end(
 
     import optuna
 
-    from vertex_training.jobs.backends.local.study import suggest_parameters
+    from vertex_training.local.runners.study import suggest_parameters
 
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
     params = (

@@ -20,11 +20,11 @@ import pytest
 from tests.bodies import custom_job, pool, study, tuning_job
 from tests.local.conftest import pid_gone
 from vertex_training._dynamic import BackendKind, BackendSettings
-from vertex_training.capacity.local.resource import WarmPoolProvider, slot_count
+from vertex_training.capacity.local import WarmPoolProvider, slot_count
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.warm import WORKER_FILE, cold_reason, pool_dir, workers
 from vertex_training.jobs.records import JobKind, JobState
+from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.warm import WORKER_FILE, cold_reason, pool_dir, workers
 
 RESOURCE = "warm-pool-1"
 PROBE = textwrap.dedent(
@@ -81,7 +81,7 @@ def _worker_pids(root: Path) -> list[int]:
 
 
 def test_a_job_on_a_persistent_resource_that_has_no_pool_here_is_refused(tmp_path: Path) -> None:
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     body = custom_job(pool(), persistentResourceId="nowhere")
     with pytest.raises(JobRefusedError, match=r"jobSpec.persistentResourceId: no persistent "):
         backend.submit(JobKind.CUSTOM_JOB, body)
@@ -150,7 +150,7 @@ def _probe_pool(tmp: Path, replicas: int = 1, env: dict[str, str] | None = None)
 
 def _run(root: Path, tmp: Path, kind: JobKind, body: dict[str, Any]) -> Any:
     """The job's record when it ended, its replicas' probes by name, its supervisor log."""
-    backend = LocalBackend(str(root))
+    backend = JobRunner(str(root))
     record = backend.wait(backend.submit(kind, body).name, timeout=300)
     job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
     probes = {p.stem: json.loads(p.read_text()) for p in sorted((tmp / "out").glob("*.json"))}
@@ -260,6 +260,10 @@ def test_the_local_vertex_replaces_a_dead_worker_and_delete_leaves_none(
         assert provider.diff(created.id, olds, props).changes is False
         (victim,) = _worker_pids(root)
         os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not pid_gone(victim):
+            assert time.monotonic() < deadline, "the killed worker did not end"
+            time.sleep(0.05)
         deadline = time.monotonic() + 120
         while not (alive := [p for p in _worker_pids(root) if not pid_gone(p)]):
             assert time.monotonic() < deadline, "no worker took the dead one's place"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from vertex_training.serving.backends.local import LocalServingBackend
+from vertex_training.local.runners.registry import Registry
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,7 @@ def test_the_twin_serves_an_exported_model(tmp_path: Path) -> None:
 
     trained = tmp_path / "root" / "bucket" / "jobs" / "tuning" / "2" / "model"
     assert export(trained) == str(trained)
-    twin = LocalServingBackend(str(tmp_path / "root"))
+    twin = Registry(str(tmp_path / "root"))
     version = twin.upload("horses", {"displayName": "horses", "artifactUri": str(trained)})
     endpoint = twin.create_endpoint("123456789", {"displayName": "horses"})
     twin.deploy(

@@ -9,9 +9,9 @@ from typing import Any
 from google.cloud import aiplatform_v1 as v1
 
 from tests.fakes.settings import local_settings
-from tests.jobs.backends.local.test_capabilities import proto_fields
+from tests.jobs.test_local_support import proto_fields
 from vertex_training._dynamic import PROVIDER_VERSION
-from vertex_training.serving.backends.local import local_support
+from vertex_training.serving.local_support import local_support
 from vertex_training.serving.resources import EndpointProvider, ModelProvider
 
 ROOTS = (v1.Model, v1.Endpoint, v1.DeployedModel)

@@ -163,7 +163,7 @@ class JobProvider(Provider):
             found += [f for f in rules if f.severity == "error"]
         if settings.kind is BackendKind.LOCAL:
             # What only Vertex has fails preview here, as it would fail `up` at create.
-            from vertex_training.jobs.backends.local.capabilities import local_refusals
+            from vertex_training.jobs.local_support import local_refusals
 
             found += local_refusals(message)
         return self._at_inputs(found)

@@ -11,12 +11,12 @@ import grpc
 from google.cloud.aiplatform_v1 import types as v1
 from google.protobuf import json_format
 
-from vertex_training.capacity.local.pool import create_pool, ensure_workers, healthy, stop_pool
-from vertex_training.capacity.local.resource import slot_count
-from vertex_training.jobs.backends.local._store import now_rfc3339
-from vertex_training.jobs.backends.local.warm import CAPACITY_DIR, pool_dir
+from vertex_training.capacity.local import slot_count
 from vertex_training.local.names import Names, page
 from vertex_training.local.operations import Operations
+from vertex_training.local.runners.pool import create_pool, ensure_workers, healthy, stop_pool
+from vertex_training.local.runners.store import now_rfc3339
+from vertex_training.local.runners.warm import CAPACITY_DIR, pool_dir
 from vertex_training.local.wire import ServiceError
 
 RESOURCE_FILE = "resource.json"

@@ -11,10 +11,10 @@ from google.cloud.aiplatform_v1 import types as v1
 from google.protobuf import empty_pb2, json_format
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend
 from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord
 from vertex_training.local.names import Names, page, parse_label_filter
 from vertex_training.local.operations import Operations
+from vertex_training.local.runners.jobs import JobRunner
 from vertex_training.local.wire import ServiceError
 
 _MESSAGE: dict[JobKind, Any] = {
@@ -54,7 +54,7 @@ class JobService:
     it. The runner's store keeps each job's body as created; a job's message is that body
     with what the runner knows of it now (state, times, error, trials)."""
 
-    def __init__(self, names: Names, operations: Operations, runner: LocalBackend) -> None:
+    def __init__(self, names: Names, operations: Operations, runner: JobRunner) -> None:
         self.names = names
         self.operations = operations
         self.runner = runner

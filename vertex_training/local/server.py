@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.backends.local._store import process_start_time
+from vertex_training._processes import process_start_time
 from vertex_training.jobs.backends.local_vertex import ADDRESS_FILE
 
 _log = logging.getLogger(__name__)
@@ -37,19 +37,19 @@ class LocalVertex:
     """The services of one local root, for ``wire.serve``; what it holds, for the idle exit."""
 
     def __init__(self, root: Path, project: str, location: str) -> None:
-        from vertex_training.jobs.backends.local import LocalBackend
         from vertex_training.local.capacity import PersistentResourceService
         from vertex_training.local.jobs import JobService
         from vertex_training.local.names import Names
         from vertex_training.local.operations import Operations
+        from vertex_training.local.runners.jobs import JobRunner
+        from vertex_training.local.runners.registry import Registry
         from vertex_training.local.serving import EndpointService, ModelService, PredictionService
-        from vertex_training.serving.backends.local import LocalServingBackend
 
         self.root = root
         names = Names(project, location)
         operations = Operations(names, root)
-        self.runner = LocalBackend(str(root), parent=names.parent)
-        self.twin = LocalServingBackend(str(root), names.parent)
+        self.runner = JobRunner(str(root), parent=names.parent)
+        self.twin = Registry(str(root), names.parent)
         registry = (names, operations, self.twin)
         self.handlers: dict[str, Any] = {
             "JobService": JobService(names, operations, self.runner),
@@ -76,7 +76,7 @@ class LocalVertex:
     def keep_serving(self) -> None:
         """What Vertex keeps running does run: an endpoint's prediction server, a pool's
         workers (after a machine restart, or when one died)."""
-        from vertex_training.capacity.local.pool import ensure_workers, healthy
+        from vertex_training.local.runners.pool import ensure_workers, healthy
 
         for endpoint_id in self.twin.stored_endpoints():
             if self.twin.stored_endpoint(endpoint_id).get("deployed"):

@@ -20,9 +20,9 @@ from google.protobuf import empty_pb2, json_format
 
 from vertex_training.local.names import Names, page, parse_label_filter
 from vertex_training.local.operations import Operations
+from vertex_training.local.runners.registry import Registry
 from vertex_training.local.wire import ServiceError
 from vertex_training.serving.backends import base
-from vertex_training.serving.backends.local import LocalServingBackend
 
 _STORE_ONLY = ("localDir", "nextVersion")
 _ids = itertools.count(int(time.time() * 1000))
@@ -48,8 +48,8 @@ def _refused(error: Exception) -> ServiceError:
 
 def _runs_here(message: Any, field: str) -> None:
     """Refuse what only Vertex has (the table the providers' preview reads too)."""
-    from vertex_training.jobs.backends.local.capabilities import local_refusals
-    from vertex_training.serving.backends.local import local_support
+    from vertex_training.jobs.local_support import local_refusals
+    from vertex_training.serving.local_support import local_support
 
     if refused := local_refusals(message, local_support()):
         raise ServiceError(
@@ -61,7 +61,7 @@ def _runs_here(message: Any, field: str) -> None:
 class _Registry:
     """What the three services share: the names, the operations and the local twin."""
 
-    def __init__(self, names: Names, operations: Operations, twin: LocalServingBackend) -> None:
+    def __init__(self, names: Names, operations: Operations, twin: Registry) -> None:
         self.names = names
         self.operations = operations
         self.twin = twin

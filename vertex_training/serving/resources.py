@@ -92,9 +92,9 @@ def _body_findings(message: str, body: Mapping[str, Any], local: bool) -> list[F
     fields and wrong types, named; on the local twin, what it refuses (its table)."""
     from google.cloud import aiplatform_v1 as v1
 
-    from vertex_training.jobs.backends.local.capabilities import local_refusals
+    from vertex_training.jobs.local_support import local_refusals
     from vertex_training.jobs.protos import BodyParseError, parse_message
-    from vertex_training.serving.backends.local import local_support
+    from vertex_training.serving.local_support import local_support
 
     try:
         parsed = parse_message(getattr(v1, message), canonical(body))

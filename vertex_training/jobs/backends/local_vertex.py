@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vertex_training.jobs.backends.local._store import file_lock, process_alive
+from vertex_training._processes import file_lock, process_alive
 
 ADDRESS_FILE = "vertex.json"
 LOG_FILE = "vertex.log"

@@ -1,4 +1,4 @@
-"""``LocalBackend``: the ``JobBackend`` protocol on this machine, one supervisor per job."""
+"""``JobRunner``: the ``JobBackend`` protocol on this machine, one supervisor per job."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 
+from vertex_training._processes import process_alive
 from vertex_training.jobs.backends.base import (
     JobBackend,
     JobNotFoundError,
@@ -22,7 +23,17 @@ from vertex_training.jobs.backends.base import (
     JobWaitTimeoutError,
     newest,
 )
-from vertex_training.jobs.backends.local._store import (
+from vertex_training.jobs.local_support import check_local_support
+from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
+from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.local.runners.cluster import start_process, stop_process_groups
+from vertex_training.local.runners.environment import (
+    DECODED_CACHE,
+    local_bucket_paths,
+    replica_command,
+    replica_pythonpath,
+)
+from vertex_training.local.runners.store import (
     CANCELLED_MESSAGE,
     LOCAL_PARENT,
     SUPERVISOR_LOG,
@@ -33,28 +44,17 @@ from vertex_training.jobs.backends.local._store import (
     new_job_id,
     now_rfc3339,
     parse_job_name,
-    process_alive,
 )
-from vertex_training.jobs.backends.local.capabilities import check_local_support
-from vertex_training.jobs.backends.local.cluster import start_process, stop_process_groups
-from vertex_training.jobs.backends.local.environment import (
-    DECODED_CACHE,
-    local_bucket_paths,
-    replica_command,
-    replica_pythonpath,
-)
-from vertex_training.jobs.backends.local.warm import pool_dir, pool_exists
-from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
-from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.local.runners.warm import pool_dir, pool_exists
 
 _log = logging.getLogger(__name__)
 
-SUPERVISOR_MODULE = "vertex_training.jobs.backends.local.supervisor"
+SUPERVISOR_MODULE = "vertex_training.local.runners.supervisor"
 SUPERVISOR_DIED = "the local supervisor died"
 """How the error message of a job whose supervisor died starts: such a job can resume."""
 
 
-class LocalBackend(JobBackend):
+class JobRunner(JobBackend):
     """Runs Vertex job specs as local processes, keeping state under ``root``.
 
     Layout: ``<root>/jobs/<id>/`` (state.json, body.json, supervisor.log,
@@ -261,7 +261,7 @@ class LocalBackend(JobBackend):
             # The supervisor is its study journal's one writer: a lock on the journal is
             # one it held when it died, which a resumed supervisor would otherwise wait
             # out (Optuna's grace period). Optuna loads only when a supervisor died.
-            from vertex_training.jobs.backends.local.study import (
+            from vertex_training.local.runners.study import (
                 STUDY_JOURNAL,
                 release_dead_writers_lock,
             )
@@ -277,7 +277,7 @@ class LocalBackend(JobBackend):
                     CANCELLED_MESSAGE
                     if cancelling
                     else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
-                    "resume it with LocalBackend.resume_interrupted or run it again"
+                    "resume it with JobRunner.resume_interrupted or run it again"
                 ),
             )
         return state
@@ -318,4 +318,4 @@ def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
     return job
 
 
-__all__ = ["SUPERVISOR_DIED", "LocalBackend", "check_runnable"]
+__all__ = ["SUPERVISOR_DIED", "JobRunner", "check_runnable"]

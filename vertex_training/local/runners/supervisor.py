@@ -1,6 +1,6 @@
 """The detached process that runs one local job: ``python -m ...supervisor <job dir>``.
 
-Started by ``LocalBackend.submit`` in a new session, so it outlives the process that
+Started by ``JobRunner.submit`` in a new session, so it outlives the process that
 submitted it (a Pulumi provider process ends with its deployment). It alone writes the
 job's state while it runs, moving it through PENDING -> RUNNING -> SUCCEEDED / FAILED, and
 to CANCELLED when ``cancel`` asks (the cancel file) or it gets SIGTERM or SIGINT. Every
@@ -34,15 +34,12 @@ from typing import Any
 import optuna
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob, Trial
 
-from vertex_training.jobs.backends.local._store import (
-    CANCELLED_MESSAGE,
-    JobDir,
-    now_rfc3339,
-    rfc3339,
-)
-from vertex_training.jobs.backends.local.cluster import POLL_SECONDS, ClusterRun, log_tail
-from vertex_training.jobs.backends.local.environment import GpuAllocator, detect_gpus
-from vertex_training.jobs.backends.local.study import (
+from vertex_training.jobs.protos import parse_body
+from vertex_training.jobs.records import JobState, TrialRecord, best_trial, model_dir
+from vertex_training.local.runners.cluster import POLL_SECONDS, ClusterRun, log_tail
+from vertex_training.local.runners.environment import GpuAllocator, detect_gpus
+from vertex_training.local.runners.store import CANCELLED_MESSAGE, JobDir, now_rfc3339, rfc3339
+from vertex_training.local.runners.study import (
     STUDY_JOURNAL,
     Algorithm,
     Goal,
@@ -55,10 +52,8 @@ from vertex_training.jobs.backends.local.study import (
     stops_early,
     suggest_parameters,
 )
-from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobState, TrialRecord, best_trial, model_dir
 
-_log = logging.getLogger("vertex_training.jobs.backends.local.supervisor")
+_log = logging.getLogger("vertex_training.local.runners.supervisor")
 
 _State = Trial.State
 VERTEX_TRIAL_ID = "vertex_trial_id"

@@ -37,6 +37,7 @@ def slot_count(resource_pools: Sequence[Mapping[str, Any]]) -> int:
 
 
 def _client(props: Mapping[str, Any]) -> Any:
+    """The PersistentResourceService client of the resource's local Vertex."""
     from google.cloud.aiplatform_v1 import PersistentResourceServiceClient
 
     from vertex_training.jobs.backends.vertex import service_client
@@ -66,7 +67,9 @@ class WarmPoolProvider(Provider):
     metadata = ()
     # The new pool takes the same id: the old one goes first.
     delete_before_replace = True
-    backends = "vertex_training.jobs.backends.vertex:VertexService"
+
+    def backend(self, props: Mapping[str, Any]) -> Any:
+        return _client(props)
 
     def findings(
         self, news: Mapping[str, Any], settings: BackendSettings

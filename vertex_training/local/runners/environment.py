@@ -232,8 +232,8 @@ def replica_pythonpath(environ: Mapping[str, str]) -> str:
     its ``trainer``), then wherever this library was imported from (a checkout on no path
     but the caller's), then ``environ``'s own."""
     # The directory holding the vertex_training package (this file is
-    # vertex_training/jobs/backends/local/environment.py), without importing the top level.
-    library = Path(__file__).resolve().parents[4]
+    # vertex_training/local/runners/environment.py), without importing the top level.
+    library = Path(__file__).resolve().parents[3]
     existing = environ.get("PYTHONPATH")
     entries = [str(project_root()), str(library), *([existing] if existing else [])]
     return os.pathsep.join(dict.fromkeys(entries))

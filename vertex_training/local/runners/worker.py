@@ -1,5 +1,5 @@
 """A warm worker of a local persistent resource:
-``python -m vertex_training.capacity.local.worker <pool dir> <slot> [<pid> <start>]``.
+``python -m vertex_training.local.runners.worker <pool dir> <slot> [<pid> <start>]``.
 
 It imports what the trainer imports, waits for the slot's previous worker (``<pid>``,
 started at kernel time ``<start>``) to end, then for one replica
@@ -20,9 +20,9 @@ import time
 import traceback
 from pathlib import Path
 
-from vertex_training.capacity.local.pool import WARM, listed_workers, waiting, write_worker_file
-from vertex_training.jobs.backends.local._store import process_alive, process_start_time
-from vertex_training.jobs.backends.local.warm import (
+from vertex_training._processes import process_alive, process_start_time
+from vertex_training.local.runners.pool import WARM, listed_workers, waiting, write_worker_file
+from vertex_training.local.runners.warm import (
     POOL_FILE,
     READY,
     SLOTS_DIR,
@@ -30,7 +30,7 @@ from vertex_training.jobs.backends.local.warm import (
     worker_alive,
 )
 
-_log = logging.getLogger("vertex_training.capacity.local.worker")
+_log = logging.getLogger("vertex_training.local.runners.worker")
 
 WARM_MODULES = ("tensorflow", "tf_keras", "hypertune")
 """What the trainer imports that takes long: imported before any job (the trainer's own

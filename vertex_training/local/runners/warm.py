@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vertex_training._processes import process_alive
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import process_alive
 
 _log = logging.getLogger(__name__)
 
@@ -236,7 +236,7 @@ def pool_environment(environ: Mapping[str, str]) -> dict[str, str]:
     # Here, not at import: the component provider's process constructs a local
     # PersistentResource (this module's ``pool_dir``), and there google.api_core, which
     # ``environment`` loads, cannot be imported beside pulumi's own google.rpc.Status.
-    from vertex_training.jobs.backends.local.environment import replica_pythonpath
+    from vertex_training.local.runners.environment import replica_pythonpath
 
     return {**environ, "PYTHONPATH": replica_pythonpath(environ)}
 

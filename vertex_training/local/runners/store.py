@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,6 +21,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from vertex_training._processes import atomic_write_text, file_lock
 from vertex_training.jobs.backends.base import JobNotFoundError
 from vertex_training.jobs.records import JobKind, JobRecord
 
@@ -101,27 +100,6 @@ class LocalJobState:
 _STATE = TypeAdapter(LocalJobState)
 
 
-@contextlib.contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (made when missing) between processes."""
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
-        yield
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Readers in other processes see the old file or the new one, never half of one."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 class JobDir:
     """One job directory: ``state.json``, ``body.json`` (the job exactly as submitted,
     what the supervisor runs), its lock, logs and trials."""
@@ -172,26 +150,3 @@ class JobDir:
 def new_job_id() -> str:
     """A numeric id like Vertex's, increasing with time so ids sort by creation."""
     return f"{time.time_ns() // 1000}{os.getpid() % 1000:03d}"
-
-
-def proc_stat(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state, ppid, pgrp, ...);
-    None when the process is gone or a zombie (it runs nothing)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces and parentheses: split after it.
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields
-
-
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of ``pid``, None when it is gone or a zombie."""
-    fields = proc_stat(pid)
-    return fields[19] if fields else None
-
-
-def process_alive(pid: int, start_time: str | None = None) -> bool:
-    current = process_start_time(pid)
-    return current is not None and (start_time is None or current == start_time)

@@ -15,7 +15,6 @@ whole (a temporary file, then a rename).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -31,19 +30,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import (
-    LOCAL_PARENT,
+from vertex_training._processes import (
     atomic_write_text,
     file_lock,
-    now_rfc3339,
     process_alive,
     process_start_time,
 )
+from vertex_training._project import project_root
+from vertex_training.local.runners.store import LOCAL_PARENT, now_rfc3339
 from vertex_training.serving.backends import base
 
 if TYPE_CHECKING:
-    from vertex_training.jobs.backends.local.capabilities import SupportTable
+    pass
 
 _log = logging.getLogger(__name__)
 
@@ -83,17 +81,7 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@functools.cache
-def local_support() -> SupportTable:
-    """How the local twin treats each field of a Model, Endpoint and DeployedModel
-    (``local_support.json``; read when a body is judged: the table's module loads the
-    protos, which an unchanged resource's ``up`` does not need)."""
-    from vertex_training.jobs.backends.local.capabilities import support_table
-
-    return support_table(Path(__file__).with_name("local_support.json"))
-
-
-class LocalServingBackend:
+class Registry:
     """``ServingBackend`` on this machine, keeping its state under ``<root>/serving``."""
 
     def __init__(self, root: str, parent: str = LOCAL_PARENT) -> None:
@@ -124,9 +112,9 @@ class LocalServingBackend:
     def local_path(self, uri: str) -> Path:
         """Where an artifact URI lives here: ``gs://b/p`` and ``/gcs/b/p`` under the local
         backend's bucket stand-in, other paths as they are."""
-        from vertex_training.jobs.backends.local import LocalBackend
+        from vertex_training.local.runners.jobs import JobRunner
 
-        return Path(LocalBackend(str(self.root), parent=self.parent).local_path(uri))
+        return Path(JobRunner(str(self.root), parent=self.parent).local_path(uri))
 
     def _id(self, name: str, collection: str) -> str:
         prefix = f"{self.parent}/{collection}/"
@@ -547,4 +535,4 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
-__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "LocalServingBackend"]
+__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "Registry"]

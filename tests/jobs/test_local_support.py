@@ -13,13 +13,13 @@ from google.cloud import aiplatform_v1 as v1
 from tests.bodies import custom_job, double, job_spec, pool, study, tuning_job
 from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.backends.local import LocalBackend
-from vertex_training.jobs.backends.local.capabilities import LOCAL_SUPPORT, Support, SupportTable
+from vertex_training.jobs.local_support import LOCAL_SUPPORT, Support, SupportTable
 from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.jobs.resources import JobProvider
+from vertex_training.local.runners.jobs import JobRunner
 
 PACKAGE = "google.cloud.aiplatform.v1."
-CAPABILITIES_LOGGER = "vertex_training.jobs.backends.local.capabilities"
+CAPABILITIES_LOGGER = "vertex_training.jobs.local_support"
 
 
 def _walk(descriptor: Any, table: SupportTable, seen: set[str], out: set[str]) -> None:
@@ -169,7 +169,7 @@ def test_vertex_only_features_are_refused_before_any_process_starts(
     feature: str, tmp_path: Path
 ) -> None:
     body, path = REFUSED[feature]
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     with pytest.raises(JobRefusedError, match="Vertex only") as refused:
         backend.submit(JobKind.CUSTOM_JOB, body)
     assert re.search(path, str(refused.value)), str(refused.value)
@@ -181,7 +181,7 @@ def test_refused_feature_in_a_study_names_the_trial_job_path(tmp_path: Path) -> 
         job_spec(_pool(nfsMounts=[{"server": "10.0.0.2", "path": "/s", "mountPoint": "d"}])),
         study(double("x", 0.0, 1.0)),
     )
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     with pytest.raises(
         JobRefusedError, match=r"trialJobSpec\.workerPoolSpecs\[0\]\.nfsMounts.*Vertex only"
     ):
@@ -222,7 +222,7 @@ def _ignored_body(feature: str) -> dict[str, Any]:
 def test_cloud_only_fields_run_with_one_info_line(
     feature: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     with caplog.at_level(logging.INFO, logger=CAPABILITIES_LOGGER):
         record = backend.submit(JobKind.CUSTOM_JOB, _ignored_body(feature))
     lines = [r for r in caplog.records if r.name == CAPABILITIES_LOGGER]
@@ -234,7 +234,7 @@ def test_cloud_only_fields_run_with_one_info_line(
 
 
 def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCaptureFixture) -> None:
-    from vertex_training.jobs.backends.local.capabilities import check_local_support
+    from vertex_training.jobs.local_support import check_local_support
     from vertex_training.jobs.protos import parse_body
 
     context = "projects/p/locations/us-central1/metadataStores/default/contexts/horses"
@@ -285,7 +285,7 @@ def test_nfs_mounts_without_a_network_are_refused_for_both_reasons(tmp_path: Pat
     assert "NFS shares are reached over a VPC" in messages
     assert "NFS shares are mounted on Vertex VMs; it runs on Vertex only" in messages
     # The backend refuses what only Vertex has, before anything is stored.
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     with pytest.raises(JobRefusedError, match="NFS shares are mounted on Vertex VMs"):
         backend.submit(JobKind.CUSTOM_JOB, body)
     assert not backend.jobs_dir.exists() or not any(backend.jobs_dir.iterdir())
@@ -298,7 +298,7 @@ def test_what_vertex_refuses_is_refused_at_check_and_what_cannot_start_here_at_s
     result = JobProvider(JobKind.CUSTOM_JOB).check({}, _check_props(tmp_path, chief_with_two))
     messages = [f.reason for f in result.failures if f.property == "spec"]
     assert any(re.search(r"workerPoolSpecs\[0\]\.replicaCount", m) for m in messages), messages
-    backend = LocalBackend(str(tmp_path / "root"))
+    backend = JobRunner(str(tmp_path / "root"))
     foreign_image = custom_job(pool(image="python:3.11"))
     with pytest.raises(JobRefusedError, match=r"container\.command"):
         backend.submit(JobKind.CUSTOM_JOB, foreign_image)

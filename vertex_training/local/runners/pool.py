@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from vertex_training.jobs.backends.local.warm import (
+from vertex_training.local.runners.warm import (
     CLAIMED,
     IMPORT_TIME_VARIABLES,
     POOL_FILE,
@@ -28,7 +28,7 @@ from vertex_training.jobs.backends.local.warm import (
 
 _log = logging.getLogger(__name__)
 
-WORKER_MODULE = "vertex_training.capacity.local.worker"
+WORKER_MODULE = "vertex_training.local.runners.worker"
 WARM = "warm"
 """A worker's file once it has imported what the trainer imports (it may still wait for
 its slot's previous worker to end before it is ``ready``)."""
@@ -49,7 +49,7 @@ def start_worker(pool: Path, slot: int, env: Mapping[str, str], after: Path | No
         command += [str(predecessor["pid"]), str(predecessor["start"])]
     # The cluster module loads the protos: only what starts or stops a worker needs it, not
     # the health check a no-op ``up`` makes.
-    from vertex_training.jobs.backends.local.cluster import start_process
+    from vertex_training.local.runners.cluster import start_process
 
     process, start = start_process(command, pool / LOGS_DIR / f"slot-{slot}.log", env)
     # Reaped when it ends while its starter still runs: a zombie would look alive.
@@ -136,7 +136,7 @@ def listed_workers(pool: Path, slot: int) -> list[Path]:
 
 
 def _wait_warm(pool: Path, started: list[Path]) -> None:
-    from vertex_training.jobs.backends.local.cluster import log_tail
+    from vertex_training.local.runners.cluster import log_tail
 
     deadline = time.monotonic() + WARM_TIMEOUT_SECONDS
     for worker in started:
@@ -154,7 +154,7 @@ def _wait_warm(pool: Path, started: list[Path]) -> None:
 def stop_pool(pool: Path) -> None:
     """Stop every worker of the pool (a job's replica in one included) and remove it:
     ``pool.json`` goes first, so that no worker forks a successor any more."""
-    from vertex_training.jobs.backends.local.cluster import stop_process_groups
+    from vertex_training.local.runners.cluster import stop_process_groups
 
     with contextlib.suppress(FileNotFoundError):
         (pool / POOL_FILE).unlink()

@@ -16,15 +16,10 @@ from pathlib import Path
 
 from google.cloud.aiplatform_v1 import CustomJobSpec
 
+from vertex_training._processes import proc_stat, process_start_time
 from vertex_training._project import project_root
-from vertex_training.jobs.backends.local._store import (
-    JobDir,
-    ReplicaState,
-    ReplicaStatus,
-    proc_stat,
-    process_start_time,
-)
-from vertex_training.jobs.backends.local.environment import (
+from vertex_training.jobs.records import output_dirs
+from vertex_training.local.runners.environment import (
     CHIEF,
     WORKER,
     WORKERPOOLS,
@@ -36,8 +31,8 @@ from vertex_training.jobs.backends.local.environment import (
     replica_command,
     replica_environment,
 )
-from vertex_training.jobs.backends.local.warm import WarmProcess, run_warm
-from vertex_training.jobs.records import output_dirs
+from vertex_training.local.runners.store import JobDir, ReplicaState, ReplicaStatus
+from vertex_training.local.runners.warm import WarmProcess, run_warm
 
 _log = logging.getLogger(__name__)
 
