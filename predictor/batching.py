@@ -2,10 +2,10 @@
 
 A :class:`Batcher` queues the instances of the requests it is given and calls the model on
 up to ``max_batch_size`` of them at a time, on a worker thread, so that the event loop keeps
-reading requests while TensorFlow runs. When the model is idle a batch starts at once,
-unless other requests are being read and parsed: then it waits for them, at most
-``max_wait_ms`` (one client alone never waits). Requests that arrive while the model is busy
-wait in the queue and make the next batch. A request larger than ``max_batch_size`` is split
+reading requests while TensorFlow runs. Requests that arrive while the model is busy wait in
+the queue and make the next call. When the model is idle a call starts at once, unless the
+last one served several requests (the model is under concurrent load): then it waits for
+the batch to fill, at most ``max_wait_ms``. One client alone never waits. A request larger than ``max_batch_size`` is split
 across calls. Beyond ``max_queued`` waiting instances a request is refused
 (:class:`QueueFullError`): it is answered at once instead of piling up.
 """
@@ -61,19 +61,14 @@ class _Piece:
 class Batcher:
     """The queue and the calls of one deployed model's signature; lives on one event loop.
 
-    ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`;
-    ``arriving()`` is how many requests are being read or parsed and may join a batch.
+    ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`.
     """
 
-    def __init__(
-        self,
-        run: Callable[[Sequence[Any]], list[Any]],
-        batching: Batching,
-        arriving: Callable[[], int] = lambda: 0,
-    ) -> None:
+    def __init__(self, run: Callable[[Sequence[Any]], list[Any]], batching: Batching) -> None:
         self._run = run
         self.batching = batching
-        self._arriving = arriving
+        self._concurrent = False
+        """Whether the last call served more than one request."""
         self._queue: deque[_Piece] = deque()
         self._changed = asyncio.Event()
         self.queued = 0
@@ -121,7 +116,7 @@ class Batcher:
             deadline = loop.time() + self.batching.max_wait_ms / 1e3
             while (
                 self.queued < self.batching.max_batch_size
-                and self._arriving() > 0
+                and self._concurrent
                 and (left := deadline - loop.time()) > 0
             ):
                 self._changed.clear()
@@ -135,13 +130,18 @@ class Batcher:
                 batch.append(self._queue.popleft())
                 size += len(batch[-1].rows)
             self.queued -= size
+            # Pieces of one request never share a call (all but its last are full).
+            self._concurrent = len(batch) > 1
             await self._call(batch)
 
     async def _call(self, batch: list[_Piece]) -> None:
         loop = asyncio.get_running_loop()
         rows = [row for piece in batch for row in piece.rows]
         try:
-            predictions = await loop.run_in_executor(None, self._run, rows)
+            if self._concurrent:  # the loop reads the next requests meanwhile
+                predictions = await loop.run_in_executor(None, self._run, rows)
+            else:  # one client: two thread switches would cost more than they let overlap
+                predictions = self._run(rows)
         except BadRequestError as error:
             if len(batch) == 1:
                 _settle(batch[0], error=error)
