@@ -5,9 +5,9 @@ up to ``max_batch_size`` of them at a time, on a worker thread, so that the even
 reading requests while TensorFlow runs. Requests that arrive while the model is busy wait in
 the queue and make the next call. When the model is idle a call starts at once, unless the
 last one served several requests (the model is under concurrent load): then it waits for
-the batch to fill, at most ``max_wait_ms``. One client alone never waits. A request larger than ``max_batch_size`` is split
-across calls. Beyond ``max_queued`` waiting instances a request is refused
-(:class:`QueueFullError`): it is answered at once instead of piling up.
+the batch to fill, at most ``max_wait_ms``. One client alone never waits. A request larger
+than ``max_batch_size`` is split across calls. Beyond ``max_queued`` waiting instances a
+request is refused (:class:`QueueFullError`): it is answered at once instead of piling up.
 """
 
 from __future__ import annotations
@@ -29,13 +29,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Batching:
-    """How one deployed model gathers requests (``bench/serve_load.py`` measured the
-    defaults: docs/predictor.md)."""
+    """How one deployed model gathers requests (docs/predictor.md: how the defaults were
+    measured)."""
 
     max_batch_size: int = 16
     """Instances in one call of the model at most."""
     max_wait_ms: float = 2.0
-    """How long an idle model waits for requests being read before it starts a batch."""
+    """How long an idle model waits for its batch to fill after a call that served several
+    requests."""
     max_queued: int = 64
     """Instances waiting for the model at most; a request beyond is refused (429)."""
 
@@ -138,10 +139,7 @@ class Batcher:
         loop = asyncio.get_running_loop()
         rows = [row for piece in batch for row in piece.rows]
         try:
-            if self._concurrent:  # the loop reads the next requests meanwhile
-                predictions = await loop.run_in_executor(None, self._run, rows)
-            else:  # one client: two thread switches would cost more than they let overlap
-                predictions = self._run(rows)
+            predictions = await loop.run_in_executor(None, self._run, rows)
         except BadRequestError as error:
             if len(batch) == 1:
                 _settle(batch[0], error=error)

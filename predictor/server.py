@@ -48,9 +48,9 @@ logger = logging.getLogger("predictor")
 
 MAX_REQUEST_BYTES = 32 * 1024**2
 """Larger bodies are refused (413). Vertex's own limit for online prediction is lower."""
-DRAIN_TIMEOUT_S = 20.0
-"""After SIGTERM, how long the requests in flight may take (Vertex waits 30 s before it
-kills a replica it stops)."""
+DRAIN_TIMEOUT_S = 10.0
+"""After SIGTERM, how long the requests in flight may take (the local twin sends SIGKILL
+15 s after SIGTERM)."""
 PARSE_ON_LOOP_BYTES = 256 * 1024
 """Bodies up to this size (a dozen JPEGs) are parsed on the event loop, in well under a
 millisecond; larger ones on a worker thread (two thread switches more a request)."""
