@@ -8,7 +8,8 @@ Exports the horses_or_humans network (untrained: the weights do not change the c
 measures, in the same run, on the same machine:
 
 - the floor: a plain Python process that loads the SavedModel and calls ``serving_default``
-  on batches of 16 copies of one 300x300 JPEG, back to back: images/s;
+  on batches of 16 copies of one 300x300 JPEG, back to back: images/s, just before and just
+  after the 16-client run (the servers idle), and their mean;
 - this server (``python -m predictor``) with 1, 4, 16, 64 and 256 concurrent clients, each
   posting ``{"instances": [{"b64": <the JPEG>}]}`` over its own kept-alive connection for
   ``--duration`` seconds: requests/s, median and p99 latency of the answered (200), how
@@ -133,6 +134,7 @@ def _summary(clients: int, tally: dict[str, Any], elapsed: float) -> dict[str, A
         "median_ms": statistics.median(latencies) * 1e3 if latencies else 0,
         "p99_ms": ms(latencies, 0.99),
         "refused": len(refused),
+        "refused_median_ms": ms(refused, 0.5),
         "refused_p99_ms": ms(refused, 0.99),
         "failed": len(tally["failed"]),
         "failures": sorted(set(tally["failed"]))[:3],
@@ -203,7 +205,7 @@ def _row(run: dict[str, Any]) -> str:
         f"answered {run['answered']:6d}  refused {run['refused']:5d}"
     )
     if run["refused"]:
-        row += f" (p99 {run['refused_p99_ms']:.1f} ms)"
+        row += f" (median {run['refused_median_ms']:.1f} ms, p99 {run['refused_p99_ms']:.1f} ms)"
     row += f"  failed {run['failed']}"
     return row + (f" {run['failures']}" if run["failed"] else "")
 
@@ -255,8 +257,10 @@ def main() -> None:
         try:
             paired = asyncio.run(_paired([new_port, old_port], body, args.duration))
             runs = [paired[0], *_runs(new_port, body, CLIENTS[1:2], args.duration)]
-            batched = batched_floor()
+            floors = [batched_floor()]
             runs += _runs(new_port, body, CLIENTS[2:3], args.duration)
+            floors.append(batched_floor())  # before and after: the machine may be shared
+            batched = statistics.mean(floors)
             memory_16 = _resident_kib(new.pid)
             runs += _runs(new_port, body, CLIENTS[3:], args.duration)
             memory_end = _resident_kib(new.pid)
@@ -270,7 +274,10 @@ def main() -> None:
         f"serve under load, horses_or_humans CNN at {args.image_size}px, one 300x300 JPEG per "
         f"request, {args.duration:g} s per run, clients kept alive"
     )
-    print(f"  floor: the SavedModel on batches of {FLOOR_BATCH}: {batched:.1f} images/s")
+    print(
+        f"  floor: the SavedModel on batches of {FLOOR_BATCH}: {batched:.1f} images/s "
+        f"(before and after the 16-client run: {floors[0]:.1f}, {floors[1]:.1f})"
+    )
     print(f"  this server{' ' + ' '.join(args.server_flag) if args.server_flag else ''}")
     for run in runs:
         print(f"    {_row(run)}")

@@ -32,7 +32,7 @@ class Batching:
     """How one deployed model gathers requests (docs/predictor.md: how the defaults were
     measured)."""
 
-    max_batch_size: int = 16
+    max_batch_size: int = 8
     """Instances in one call of the model at most."""
     max_wait_ms: float = 2.0
     """How long an idle model waits for its batch to fill after a call that served several
