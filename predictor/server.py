@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from http import HTTPStatus
 from typing import Any
@@ -87,6 +87,9 @@ class Predictor:
         """Set once every model is loaded: health answers 200 from then on."""
         self.batchers: dict[tuple[str, str], Batcher] = {}
         """By deployed model (its id, or the model dir) and signature."""
+        self.open_connections: Callable[[], int] = lambda: 0
+        """How many connections the server holds (set by the server): with one, the
+        model's calls run on the event loop's thread."""
 
     def load(self) -> None:
         """Load every model (imports TensorFlow); then :attr:`ready` is set."""
@@ -127,7 +130,11 @@ class Predictor:
                     },
                 )
             model = self.models[deployment.model_dir if deployment else self.model_dirs[0]]
-            self.batchers[key] = Batcher(lambda rows: model.run(signature, rows), batching)
+            self.batchers[key] = Batcher(
+                lambda rows: model.run(signature, rows),
+                batching,
+                lambda: self.open_connections() == 1,
+            )
         return self.batchers[key]
 
     async def predict(self, body: bytes) -> dict[str, Any]:
@@ -168,6 +175,9 @@ class PredictionServer:
         app.router.add_route("*", "/{path:.*}", self._handle)
         self._runner = web.AppRunner(
             app, handle_signals=False, access_log=None, shutdown_timeout=DRAIN_TIMEOUT_S
+        )
+        predictor.open_connections = lambda: (
+            len(self._runner.server.connections) if self._runner.server else 0
         )
 
     async def start(self, host: str, port: int) -> int:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from predictor.batching import Batching
+from predictor.deployments import Deployment
 from predictor.model import ServedModel
 from predictor.server import (
     MAX_REQUEST_BYTES,
@@ -162,12 +163,28 @@ def held_with_queued(
     documents: Sequence[Any],
     clients: ThreadPoolExecutor,
 ) -> list[Any]:
-    """Posts the first document, holds its call, then the others, which queue behind it;
-    the futures of their answers."""
+    """Opens a connection a document, posts the first document, holds its call (on a worker
+    thread: several connections are open), then the others, which queue behind it; the
+    futures of their answers."""
+    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=60) for _ in documents]
+    for connection in connections:
+        connection.connect()
+    wait_until(lambda: predictor.open_connections() == len(documents))
     gate.close()
-    first = clients.submit(predict, port, documents[0])
+
+    def post(connection: http.client.HTTPConnection, document: Any) -> tuple[int, Any]:
+        try:
+            connection.request("POST", PREDICT, body=json.dumps(document).encode())
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    first = clients.submit(post, connections[0], documents[0])
     assert gate.held.wait(60)
-    rest = [clients.submit(predict, port, document) for document in documents[1:]]
+    rest = [
+        clients.submit(post, *pair) for pair in zip(connections[1:], documents[1:], strict=True)
+    ]
     wait_until(lambda: queued(predictor) == sum(len(d["instances"]) for d in documents[1:]))
     return [first, *rest]
 
@@ -198,15 +215,16 @@ def test_concurrent_requests_are_answered_each_with_its_own_predictions_from_one
         np.testing.assert_allclose(answer["predictions"], [expected], rtol=1e-5)
 
 
-def test_a_request_larger_than_a_batch_is_split_across_calls(
+def test_a_request_larger_than_its_deployments_batch_is_split_across_calls(
     start_server_in_process: Callable[[Predictor], int], model_dir: Path, gate: Gate
 ) -> None:
-    predictor = Predictor(model_dir=str(model_dir), batching=Batching(max_batch_size=2))
+    deployment = Deployment("d", "m", "1", str(model_dir), 100, max_batch_size=2)
+    predictor = Predictor(deployments=[deployment], batching=Batching(max_batch_size=8))
     predictor.load()
     port = start_server_in_process(predictor)
     status, answer = predict(port, {"instances": [jpeg(9 + i, 9) for i in range(5)]})
     assert status == 200 and len(answer["predictions"]) == 5
-    assert gate.calls == [2, 2, 1]
+    assert gate.calls == [2, 2, 1]  # the deployment's size, not the server's
 
 
 def test_an_instance_the_model_refuses_fails_only_its_own_request(
