@@ -63,10 +63,10 @@ class Batcher:
     """The queue and the calls of one deployed model's signature; lives on one event loop.
 
     ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`;
-    ``alone()`` says whether the server has a single connection open: then the call runs
-    on the loop's thread, since nothing else can arrive meanwhile (a request at a time on
-    a connection), and the two thread switches it saves are most of what the server adds
-    to one client's latency on a busy machine.
+    ``alone()`` says whether the server has a single connection open: then nothing can
+    join the request (a connection carries a request at a time), which calls the model
+    itself, on the loop's thread; the thread switches and loop turns it saves are most of
+    what the server would add to one client's latency on a busy machine.
     """
 
     def __init__(
@@ -93,10 +93,12 @@ class Batcher:
                 f"{self.queued} instances are waiting for this model; "
                 f"at most {self.batching.max_queued}"
             )
+        size = self.batching.max_batch_size
+        if self._alone():
+            return [p for i in range(0, len(rows), size) for p in self._run(rows[i : i + size])]
         if self._worker is None:
             self._worker = asyncio.create_task(self._work(), name="batcher")
         loop = asyncio.get_running_loop()
-        size = self.batching.max_batch_size
         pieces = [
             _Piece(rows[i : i + size], loop.create_future()) for i in range(0, len(rows), size)
         ]
@@ -149,10 +151,8 @@ class Batcher:
         loop = asyncio.get_running_loop()
         rows = [row for piece in batch for row in piece.rows]
         try:
-            if self._alone():
-                predictions = self._run(rows)
-            else:  # on a worker thread: the loop reads the next requests meanwhile
-                predictions = await loop.run_in_executor(None, self._run, rows)
+            # On a worker thread: the loop reads the next requests meanwhile.
+            predictions = await loop.run_in_executor(None, self._run, rows)
         except BadRequestError as error:
             if len(batch) == 1:
                 _settle(batch[0], error=error)
