@@ -113,8 +113,10 @@ class Predictor:
         if not isinstance(request, dict) or "instances" not in request:
             raise BadRequestError('expected a JSON object {"instances": [...]}')
         deployment = self._split.choose() if self._split else None
-        model = self.models[deployment.model_dir if deployment else self.model_dirs[0]]
-        return deployment, *model.prepare(request["instances"])
+        return deployment, *self._model(deployment).prepare(request["instances"])
+
+    def _model(self, deployment: Deployment | None) -> Any:
+        return self.models[deployment.model_dir if deployment else self.model_dirs[0]]
 
     def _batcher(self, deployment: Deployment | None, signature: str) -> Batcher:
         key = (deployment.deployed_model_id if deployment else self.model_dirs[0], signature)
@@ -129,7 +131,7 @@ class Predictor:
                         if getattr(deployment, f.name) is not None
                     },
                 )
-            model = self.models[deployment.model_dir if deployment else self.model_dirs[0]]
+            model = self._model(deployment)
             self.batchers[key] = Batcher(
                 lambda rows: model.run(signature, rows),
                 batching,
