@@ -1,6 +1,6 @@
 """The small prediction server of the serving image and of the local endpoint twin.
 
-Stands alone like ``trainer/``: the standard library's HTTP server and TensorFlow,
+Stands alone like ``trainer/``: aiohttp and TensorFlow,
 nothing of ``vertex_training``. ``python -m predictor --help`` lists its flags.
 """
 

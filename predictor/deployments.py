@@ -32,6 +32,11 @@ class Deployment:
     model_dir: str
     """The SavedModel: a local path or a ``gs://`` URI."""
     traffic_percent: int
+    max_batch_size: int | None = None
+    """How this deployed model gathers requests (:class:`predictor.batching.Batching`);
+    None: the server's flag."""
+    max_wait_ms: float | None = None
+    max_queued: int | None = None
 
     def metadata(self) -> dict[str, str]:
         """What Vertex's frontend adds to a prediction."""
@@ -49,22 +54,40 @@ _FIELDS = {
     "modelDir": "model_dir",
     "trafficPercent": "traffic_percent",
 }
+_BATCHING_FIELDS = {
+    "maxBatchSize": "max_batch_size",
+    "maxWaitMs": "max_wait_ms",
+    "maxQueued": "max_queued",
+}
+
+
+def _valid(key: str, value: Any) -> tuple[bool, str]:
+    """Whether ``value`` is valid for ``key``, and what would be."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key == "trafficPercent":
+        return isinstance(value, int) and number and 0 <= value <= 100, "an integer from 0 to 100"
+    if key == "maxWaitMs":
+        return number and value >= 0, "a number of milliseconds, at least 0"
+    if key in _BATCHING_FIELDS:
+        return isinstance(value, int) and number and value >= 1, "an integer of at least 1"
+    return isinstance(value, str) and value != "", "a string"
 
 
 def _deployment(raw: Any, where: str) -> Deployment:
-    if not isinstance(raw, dict) or set(raw) != set(_FIELDS):
+    if not isinstance(raw, dict) or not set(_FIELDS) <= set(raw) <= set(_FIELDS) | set(
+        _BATCHING_FIELDS
+    ):
         keys = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
-        raise DeploymentsError(f"{where}: expected an object with {sorted(_FIELDS)}, got {keys}")
-    for key, value in raw.items():
-        valid = (
-            isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100
-            if key == "trafficPercent"
-            else isinstance(value, str) and value != ""
+        raise DeploymentsError(
+            f"{where}: expected an object with {sorted(_FIELDS)} "
+            f"and optionally {sorted(_BATCHING_FIELDS)}, got {keys}"
         )
+    for key, value in raw.items():
+        valid, expected = _valid(key, value)
         if not valid:
-            expected = "an integer from 0 to 100" if key == "trafficPercent" else "a string"
             raise DeploymentsError(f"{where}.{key}: expected {expected}, got {value!r}")
-    return Deployment(**{field: raw[key] for key, field in _FIELDS.items()})
+    fields = _FIELDS | _BATCHING_FIELDS
+    return Deployment(**{fields[key]: value for key, value in raw.items()})
 
 
 def read_deployments(path: str | Path) -> list[Deployment]:

@@ -164,12 +164,13 @@ class ServedModel:
             )
         return found[0]
 
-    def predict(self, instances: Sequence[Any]) -> list[Any]:
-        """One prediction per instance; :class:`BadRequestError` when they cannot be served."""
+    def prepare(self, instances: Any) -> tuple[str, list[dict[str, Any]]]:
+        """The signature that serves ``instances`` and each instance's inputs, checked;
+        :class:`BadRequestError` when they cannot be served. Cheap next to :meth:`run`."""
         if not isinstance(instances, list) or not instances:
             raise BadRequestError('"instances" must be a non-empty list')
         signature = self._signature_for(instances[0])
-        columns: dict[str, list[Any]] = {name: [] for name in signature.inputs}
+        rows = []
         for index, instance in enumerate(instances):
             if self._signature_for(instance) is not signature:
                 raise BadRequestError(
@@ -177,13 +178,29 @@ class ServedModel:
                     "one request takes one form"
                 )
             named = instance if _is_named(instance, signature) else None
-            for name in signature.inputs:
-                value = named[name] if named is not None else instance
-                where = f"instances[{index}]" + (f".{name}" if named is not None else "")
-                columns[name].append(_input_value(signature, name, value, where))
-        return self._run(signature, columns, len(instances))
+            rows.append(
+                {
+                    name: _input_value(
+                        signature,
+                        name,
+                        named[name] if named is not None else instance,
+                        f"instances[{index}]" + (f".{name}" if named is not None else ""),
+                    )
+                    for name in signature.inputs
+                }
+            )
+        return signature.name, rows
 
-    def _run(self, signature: _Signature, columns: dict[str, list[Any]], count: int) -> list[Any]:
+    def predict(self, instances: Any) -> list[Any]:
+        """One prediction per instance, in one call of the model (no server, no batching)."""
+        return self.run(*self.prepare(instances))
+
+    def run(self, signature_name: str, rows: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The predictions for prepared ``rows`` of one signature (possibly of several
+        requests); :class:`BadRequestError` when the model refuses one of them."""
+        signature = next(s for s in self._signatures if s.name == signature_name)
+        count = len(rows)
+        columns = {name: [row[name] for row in rows] for name in signature.inputs}
         same_shapes = all(len({np.shape(v) for v in values}) == 1 for values in columns.values())
         # Arrays of different sizes (images, say) go one at a time; the rest as one batch.
         batches = (
@@ -214,8 +231,11 @@ class ServedModel:
         if len(merged) == 1:
             ((name, value),) = merged.items()
             return list(_output_value(name, value))
-        rows = {name: _output_value(name, value) for name, value in merged.items()}
-        return [{name: rows[name][i] for name in sorted(rows)} for i in range(count)]
+        outputs_by_name = {name: _output_value(name, value) for name, value in merged.items()}
+        return [
+            {name: outputs_by_name[name][i] for name in sorted(outputs_by_name)}
+            for i in range(count)
+        ]
 
 
 def _reason(error: tf.errors.OpError) -> str:

@@ -6,33 +6,56 @@ health route until it answers 200, then posts ``{"instances": [...]}`` to the pr
 route and expects ``{"predictions": [...]}``. Flags default from those variables.
 
 The port is bound before TensorFlow loads, so health answers 503 while the models load
-and 200 once they are served. SIGTERM (what Vertex and the local twin send to stop a
-replica) stops the server cleanly.
+and 200 once they are served. One asyncio event loop (aiohttp) holds the connections and
+reads the requests; concurrent requests for a deployed model are answered from shared calls
+of the model (:mod:`predictor.batching`); a request beyond what the queue holds is refused
+at once with 429. SIGTERM (what Vertex and the local twin send to stop a replica) stops
+taking connections and answers the requests in flight, for at most ``DRAIN_TIMEOUT_S``.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
 import signal
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from aiohttp import web
+
 from predictor import BadRequestError
+from predictor.batching import Batcher, Batching, QueueFullError
 from predictor.deployments import Deployment, DeploymentsError, TrafficSplit, read_deployments
 
-__all__ = ["MAX_REQUEST_BYTES", "PredictionServer", "Predictor", "build_parser", "main"]
+__all__ = [
+    "DRAIN_TIMEOUT_S",
+    "MAX_REQUEST_BYTES",
+    "PredictionServer",
+    "Predictor",
+    "build_parser",
+    "main",
+    "serve",
+]
 
 logger = logging.getLogger("predictor")
 
 MAX_REQUEST_BYTES = 32 * 1024**2
 """Larger bodies are refused (413). Vertex's own limit for online prediction is lower."""
+DRAIN_TIMEOUT_S = 10.0
+"""After SIGTERM, how long the requests in flight may take (the local twin sends SIGKILL
+15 s after SIGTERM)."""
+PARSE_ON_LOOP_BYTES = 256 * 1024
+"""Bodies up to this size (a dozen JPEGs) are parsed on the event loop, in well under a
+millisecond; larger ones on a worker thread (two thread switches more a request)."""
+RETRY_AFTER_S = 1
+"""What a refused client is told to wait (``Retry-After``), in seconds."""
 
 
 class Predictor:
@@ -40,7 +63,11 @@ class Predictor:
     models with their traffic split (the local twin)."""
 
     def __init__(
-        self, *, model_dir: str | None = None, deployments: Sequence[Deployment] = ()
+        self,
+        *,
+        model_dir: str | None = None,
+        deployments: Sequence[Deployment] = (),
+        batching: Batching | None = None,
     ) -> None:
         self.deployments = tuple(deployments)
         """Empty: one model, answered without deployment metadata (Vertex's frontend adds
@@ -52,10 +79,17 @@ class Predictor:
             self.model_dirs = [model_dir]
         else:
             raise ValueError("nothing to serve: give a model_dir or deployments")
+        self.batching = batching or Batching()
+        """The deployed models' batching, unless their deployment says otherwise."""
         self.models: dict[str, Any] = {}
         self.load_error: str | None = None
         self.ready = threading.Event()
         """Set once every model is loaded: health answers 200 from then on."""
+        self.batchers: dict[tuple[str, str], Batcher] = {}
+        """By deployed model (its id, or the model dir) and signature."""
+        self.open_connections: Callable[[], int] = lambda: 0
+        """How many connections the server holds (set by the server): with one, the
+        model's calls run on the event loop's thread."""
 
     def load(self) -> None:
         """Load every model (imports TensorFlow); then :attr:`ready` is set."""
@@ -71,8 +105,7 @@ class Predictor:
         self.ready.set()
         logger.info("ready: serving %d model(s)", len(self.models))
 
-    def predict(self, body: bytes) -> dict[str, Any]:
-        """The answer to one predict request's body; :class:`BadRequestError` for a bad one."""
+    def _parse(self, body: bytes) -> tuple[Deployment | None, str, list[Any]]:
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -80,93 +113,136 @@ class Predictor:
         if not isinstance(request, dict) or "instances" not in request:
             raise BadRequestError('expected a JSON object {"instances": [...]}')
         deployment = self._split.choose() if self._split else None
-        model = self.models[deployment.model_dir if deployment else self.model_dirs[0]]
-        predictions = model.predict(request["instances"])
+        return deployment, *self._model(deployment).prepare(request["instances"])
+
+    def _model(self, deployment: Deployment | None) -> Any:
+        return self.models[deployment.model_dir if deployment else self.model_dirs[0]]
+
+    def _batcher(self, deployment: Deployment | None, signature: str) -> Batcher:
+        key = (deployment.deployed_model_id if deployment else self.model_dirs[0], signature)
+        if key not in self.batchers:
+            batching = self.batching
+            if deployment:
+                batching = replace(
+                    batching,
+                    **{
+                        f.name: getattr(deployment, f.name)
+                        for f in fields(Batching)
+                        if getattr(deployment, f.name) is not None
+                    },
+                )
+            model = self._model(deployment)
+            self.batchers[key] = Batcher(
+                lambda rows: model.run(signature, rows),
+                batching,
+                lambda: self.open_connections() == 1,
+            )
+        return self.batchers[key]
+
+    async def predict(self, body: bytes) -> dict[str, Any]:
+        """The answer to one predict request's body: :class:`BadRequestError` for a bad
+        one, :class:`QueueFullError` when its model's queue is full."""
+        if len(body) <= PARSE_ON_LOOP_BYTES:
+            deployment, signature, rows = self._parse(body)
+        else:  # JSON and base64 off the event loop: it would hold every connection meanwhile
+            loop = asyncio.get_running_loop()
+            deployment, signature, rows = await loop.run_in_executor(None, self._parse, body)
+        predictions = await self._batcher(deployment, signature).predict(rows)
         return {"predictions": predictions, **(deployment.metadata() if deployment else {})}
 
 
-class PredictionServer(ThreadingHTTPServer):
-    """Binds at construction; serves ``predictor`` on the two routes."""
+def _answer(
+    status: HTTPStatus, document: Mapping[str, Any], headers: Mapping[str, str] = {}
+) -> web.Response:
+    return web.json_response(document, status=status, headers=headers)
 
-    daemon_threads = True
 
-    def __init__(
-        self, address: tuple[str, int], predictor: Predictor, health_route: str, predict_route: str
-    ) -> None:
+def _error(status: HTTPStatus, message: str, headers: Mapping[str, str] = {}) -> web.Response:
+    return _answer(status, {"error": message}, headers)
+
+
+_RETRY = {"Retry-After": str(RETRY_AFTER_S)}
+
+
+class PredictionServer:
+    """Serves ``predictor`` on the two routes; :meth:`start` binds the port."""
+
+    def __init__(self, predictor: Predictor, health_route: str, predict_route: str) -> None:
         self.predictor = predictor
         self.health_route = health_route
         self.predict_route = predict_route
-        super().__init__(address, _Handler)
+        self.draining = False
+        """Set by :meth:`stop`: requests still arriving on open connections get 503."""
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+        app.router.add_route("*", "/{path:.*}", self._handle)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=DRAIN_TIMEOUT_S
+        )
+        predictor.open_connections = lambda: (
+            len(self._runner.server.connections) if self._runner.server else 0
+        )
 
+    async def start(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (``OSError`` if it cannot); the port bound."""
+        await self._runner.setup()
+        # A deep backlog: a burst of new connections waits to be accepted, never reset.
+        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        await site.start()
+        return int(self._runner.addresses[0][1])
 
-class _Handler(BaseHTTPRequestHandler):
-    server: PredictionServer
-    protocol_version = "HTTP/1.1"  # keep-alive: a client's requests share one connection
-    # Headers and body are two writes: with Nagle's algorithm the body would wait for the
-    # client's delayed ACK (~40 ms on Linux) on every kept-alive request.
-    disable_nagle_algorithm = True
+    async def stop(self) -> None:
+        """Stop listening, answer the requests in flight (for ``DRAIN_TIMEOUT_S`` at most),
+        close the connections."""
+        self.draining = True
+        await self._runner.cleanup()
+        for batcher in self.predictor.batchers.values():
+            await batcher.close()
 
-    def _reply(self, status: HTTPStatus, document: Mapping[str, Any]) -> None:
-        body = json.dumps(document).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _error(self, status: HTTPStatus, message: str) -> None:
-        self._reply(status, {"error": message})
-
-    def _route(self) -> str:
-        return self.path.split("?", 1)[0]
-
-    def do_GET(self) -> None:
-        route = self._route()
-        if route == self.server.health_route:
-            if self.server.predictor.ready.is_set():
-                self._reply(HTTPStatus.OK, {})
-            else:
-                self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the models are loading")
-        elif route == self.server.predict_route:
-            self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"POST to {route}")
-        else:
-            self._error(HTTPStatus.NOT_FOUND, f"no route {route}")
-
-    def do_POST(self) -> None:
-        route = self._route()
-        if route != self.server.predict_route:
-            self._error(
-                HTTPStatus.NOT_FOUND, f"no route {route}; predict is {self.server.predict_route}"
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        route = request.path
+        if route == self.health_route and request.method == "GET":
+            if self.predictor.ready.is_set():
+                return _answer(HTTPStatus.OK, {})
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the models are loading", _RETRY)
+        if route != self.predict_route:
+            if request.method == "GET":
+                return _error(HTTPStatus.NOT_FOUND, f"no route {route}")
+            return _error(
+                HTTPStatus.NOT_FOUND, f"no route {route}; predict is {self.predict_route}"
             )
-            return
-        length_header = self.headers.get("Content-Length")
-        if length_header is None or not length_header.isdigit():
-            self.close_connection = True
-            self._error(HTTPStatus.LENGTH_REQUIRED, "a Content-Length header is required")
-            return
-        length = int(length_header)
-        if length > MAX_REQUEST_BYTES:
-            self.close_connection = True
-            self._error(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                f"{length} bytes; at most {MAX_REQUEST_BYTES} per request",
-            )
-            return
-        body = self.rfile.read(length)
-        predictor = self.server.predictor
-        if not predictor.ready.is_set():
-            self._error(HTTPStatus.SERVICE_UNAVAILABLE, "the models are loading")
-            return
+        if request.method != "POST":
+            return _error(HTTPStatus.METHOD_NOT_ALLOWED, f"POST to {route}")
+        if (request.content_length or 0) > MAX_REQUEST_BYTES:
+            return _too_large(f"{request.content_length} bytes")
         try:
-            self._reply(HTTPStatus.OK, predictor.predict(body))
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:  # a chunked body, counted as it came
+            return _too_large("a larger body")
+        if self.draining:
+            return _error(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                "the server is stopping",
+                {**_RETRY, "Connection": "close"},
+            )
+        if not self.predictor.ready.is_set():
+            return _error(HTTPStatus.SERVICE_UNAVAILABLE, "the models are loading", _RETRY)
+        try:
+            return _answer(HTTPStatus.OK, await self.predictor.predict(body))
         except BadRequestError as error:
-            self._error(HTTPStatus.BAD_REQUEST, str(error))
+            return _error(HTTPStatus.BAD_REQUEST, str(error))
+        except QueueFullError as error:
+            return _error(HTTPStatus.TOO_MANY_REQUESTS, str(error), _RETRY)
         except Exception as error:  # the client gets a message, the log the traceback
             logger.exception("prediction failed")
-            self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")
+            return _error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(error).__name__}: {error}")
 
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s " + format, self.address_string(), *args)
+
+def _too_large(size: str) -> web.Response:
+    response = _error(
+        HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"{size}; at most {MAX_REQUEST_BYTES} per request"
+    )
+    response.force_close()  # the rest of the body is not read
+    return response
 
 
 def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -202,7 +278,32 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "--deployments",
         metavar="FILE",
         help="a JSON list of {deployedModelId, model, modelVersionId, modelDir, "
-        "trafficPercent}: serve them all as one endpoint, split by traffic",
+        "trafficPercent[, maxBatchSize, maxWaitMs, maxQueued]}: serve them all as one "
+        "endpoint, split by traffic",
+    )
+    defaults = Batching()
+    batching = parser.add_argument_group(
+        "batching", "concurrent requests share calls of the model (per deployment in FILE)"
+    )
+    batching.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=defaults.max_batch_size,
+        help=f"instances in one call at most (default {defaults.max_batch_size})",
+    )
+    batching.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=defaults.max_wait_ms,
+        help="how long an idle model waits for requests being read before it calls "
+        f"(default {defaults.max_wait_ms:g})",
+    )
+    batching.add_argument(
+        "--max-queued",
+        type=int,
+        default=defaults.max_queued,
+        help="instances waiting for the model at most; more are refused with 429 "
+        f"(default {defaults.max_queued})",
     )
     return parser
 
@@ -216,43 +317,54 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     env = os.environ if environ is None else environ
     parser = build_parser(env)
     args = parser.parse_args(argv)
+    try:
+        batching = Batching(args.max_batch_size, args.max_wait_ms, args.max_queued)
+    except ValueError as error:
+        parser.error(str(error))
     if args.deployments:
         try:
             deployments = read_deployments(args.deployments)
         except DeploymentsError as error:
             parser.error(str(error))
-        predictor = Predictor(deployments=deployments)
+        predictor = Predictor(deployments=deployments, batching=batching)
     elif args.model_dir:
-        predictor = Predictor(model_dir=args.model_dir)
+        predictor = Predictor(model_dir=args.model_dir, batching=batching)
     else:
         parser.error("no model: set AIP_STORAGE_URI or pass --model-dir or --deployments")
+    server = PredictionServer(predictor, args.health_route, args.predict_route)
+    return asyncio.run(serve(server, args.host, args.port))
 
-    stop = threading.Event()
+
+async def serve(server: PredictionServer, host: str, port: int) -> int:
+    """Listen, load the models, serve until SIGTERM or SIGINT (0) or a model that cannot
+    load (1); 1 also when the port cannot be bound."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        loop.add_signal_handler(signum, stop.set)
     try:
-        server = PredictionServer(
-            (args.host, args.port), predictor, args.health_route, args.predict_route
-        )
+        bound = await server.start(host, port)
     except OSError as error:
-        logger.error("cannot listen on %s:%d: %s", args.host, args.port, error)
+        logger.error("cannot listen on %s:%d: %s", host, port, error)
         return 1
-    threading.Thread(target=server.serve_forever, name="http", daemon=True).start()
-    host, port = server.server_address[:2]
     logger.info(
         "listening on %s:%d (health %s, predict %s)",
         host,
-        port,
-        args.health_route,
-        args.predict_route,
+        bound,
+        server.health_route,
+        server.predict_route,
     )
-    threading.Thread(target=predictor.load, name="load", daemon=True).start()
-    status = 0
-    while not stop.wait(0.2):
+    predictor = server.predictor
+
+    def load() -> None:
+        predictor.load()
         if predictor.load_error is not None:
-            status = 1
-            break
-    server.shutdown()
-    server.server_close()
+            loop.call_soon_threadsafe(stop.set)
+
+    # A daemon thread, not the loop's executor: SIGTERM during a long load need not wait.
+    threading.Thread(target=load, name="load", daemon=True).start()
+    await stop.wait()
+    status = 1 if predictor.load_error is not None else 0
+    await server.stop()
     logger.info("stopped%s", f" ({predictor.load_error})" if status else "")
     return status

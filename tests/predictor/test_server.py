@@ -1,8 +1,10 @@
-"""The prediction server: its routes in process, then ``python -m predictor`` as the
-serving image and the local twin run it (real processes, real TensorFlow)."""
+"""The prediction server: its routes and its batching in process (real TensorFlow, the
+model's calls held by a gate), then ``python -m predictor`` as the serving image and the
+local twin run it (real processes)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import http.client
 import json
@@ -14,13 +16,24 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from predictor.server import MAX_REQUEST_BYTES, PredictionServer, Predictor, build_parser
+from predictor.batching import Batching
+from predictor.deployments import Deployment
+from predictor.model import ServedModel
+from predictor.server import (
+    MAX_REQUEST_BYTES,
+    PredictionServer,
+    Predictor,
+    build_parser,
+    serve,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HEALTH = "/v1/endpoints/e/deployedModels/d"
@@ -28,16 +41,22 @@ PREDICT = "/v1/projects/local/locations/local/endpoints/e:predict"
 START_TIMEOUT_S = 120
 
 
-def request(
+def request_with_headers(
     port: int, method: str, path: str, body: bytes | None = None, headers: Mapping[str, str] = {}
-) -> tuple[int, Any]:
+) -> tuple[int, Any, Mapping[str, str]]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         connection.request(method, path, body=body, headers=dict(headers))
         response = connection.getresponse()
-        return response.status, json.loads(response.read())
+        return response.status, json.loads(response.read()), dict(response.getheaders())
     finally:
         connection.close()
+
+
+def request(
+    port: int, method: str, path: str, body: bytes | None = None, headers: Mapping[str, str] = {}
+) -> tuple[int, Any]:
+    return request_with_headers(port, method, path, body, headers)[:2]
 
 
 def predict(port: int, document: Any) -> tuple[int, Any]:
@@ -45,22 +64,31 @@ def predict(port: int, document: Any) -> tuple[int, Any]:
 
 
 @pytest.fixture
-def in_process() -> Iterator[tuple[PredictionServer, Predictor]]:
-    """A server whose models never load: the routes without TensorFlow."""
-    predictor = Predictor(model_dir="/nowhere")
-    server = PredictionServer(("127.0.0.1", 0), predictor, HEALTH, PREDICT)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+def start_server_in_process() -> Iterator[Callable[[Predictor], int]]:
+    """Starts servers on an event loop of their own thread (the test's thread is the
+    clients'); stops them after the test."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    yield server, predictor
-    server.shutdown()
-    server.server_close()
+    servers: list[PredictionServer] = []
+
+    def start(predictor: Predictor) -> int:
+        servers.append(PredictionServer(predictor, HEALTH, PREDICT))
+        return asyncio.run_coroutine_threadsafe(servers[-1].start("127.0.0.1", 0), loop).result()
+
+    yield start
+    for server in servers:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result()
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join()
+    loop.close()
 
 
 def test_health_is_503_until_the_models_are_loaded(
-    in_process: tuple[PredictionServer, Predictor],
+    start_server_in_process: Callable[[Predictor], int],
 ) -> None:
-    server, predictor = in_process
-    port = server.server_address[1]
+    predictor = Predictor(model_dir="/nowhere")  # never loaded: the routes without TensorFlow
+    port = start_server_in_process(predictor)
     assert request(port, "GET", HEALTH) == (503, {"error": "the models are loading"})
     assert predict(port, {"instances": [[1]]}) == (503, {"error": "the models are loading"})
     predictor.ready.set()
@@ -68,10 +96,10 @@ def test_health_is_503_until_the_models_are_loaded(
 
 
 def test_other_routes_and_bodies_are_refused_in_json(
-    in_process: tuple[PredictionServer, Predictor],
+    start_server_in_process: Callable[[Predictor], int],
 ) -> None:
-    server, predictor = in_process
-    port = server.server_address[1]
+    predictor = Predictor(model_dir="/nowhere")
+    port = start_server_in_process(predictor)
     predictor.ready.set()
     assert request(port, "GET", "/elsewhere") == (404, {"error": "no route /elsewhere"})
     assert request(port, "GET", PREDICT) == (405, {"error": f"POST to {PREDICT}"})
@@ -84,6 +112,181 @@ def test_other_routes_and_bodies_are_refused_in_json(
     too_large = {"Content-Length": str(MAX_REQUEST_BYTES + 1)}
     status, answer = request(port, "POST", PREDICT, b"", headers=too_large)
     assert status == 413 and "at most" in answer["error"]
+
+
+class Gate:
+    """Holds each call of the model, once closed, until opened; records the calls' sizes.
+    The hook that makes concurrency deterministic: requests queue behind a held call."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[int] = []
+        self.held = threading.Event()
+        self.opened = threading.Event()
+        self.opened.set()
+        run = ServedModel.run
+
+        def gated(model: ServedModel, signature: str, rows: Sequence[Any]) -> list[Any]:
+            self.calls.append(len(rows))
+            self.held.set()
+            assert self.opened.wait(60), "the test never opened the gate"
+            return run(model, signature, rows)
+
+        monkeypatch.setattr(ServedModel, "run", gated)
+
+    def close(self) -> None:
+        self.calls.clear()
+        self.held.clear()
+        self.opened.clear()
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    return Gate(monkeypatch)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 60) -> None:
+    """Until ``condition()`` holds (a state of the server, not a guess at its timing)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the server never reached the state waited for"
+        time.sleep(0.005)
+
+
+def queued(predictor: Predictor) -> int:
+    return sum(batcher.queued for batcher in predictor.batchers.values())
+
+
+def held_with_queued(
+    port: int,
+    predictor: Predictor,
+    gate: Gate,
+    documents: Sequence[Any],
+    clients: ThreadPoolExecutor,
+) -> list[Any]:
+    """Opens a connection a document, posts the first document, holds its call (on a worker
+    thread: several connections are open), then the others, which queue behind it; the
+    futures of their answers."""
+    connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=60) for _ in documents]
+    for connection in connections:
+        connection.connect()
+    wait_until(lambda: predictor.open_connections() == len(documents))
+    gate.close()
+
+    def post(connection: http.client.HTTPConnection, document: Any) -> tuple[int, Any]:
+        try:
+            connection.request("POST", PREDICT, body=json.dumps(document).encode())
+            response = connection.getresponse()
+            return response.status, json.loads(response.read())
+        finally:
+            connection.close()
+
+    first = clients.submit(post, connections[0], documents[0])
+    assert gate.held.wait(60)
+    rest = [
+        clients.submit(post, *pair) for pair in zip(connections[1:], documents[1:], strict=True)
+    ]
+    wait_until(lambda: queued(predictor) == sum(len(d["instances"]) for d in documents[1:]))
+    return [first, *rest]
+
+
+@pytest.fixture
+def loaded(model_dir: Path) -> Predictor:
+    predictor = Predictor(model_dir=str(model_dir), batching=Batching(max_queued=4))
+    predictor.load()
+    return predictor
+
+
+def test_concurrent_requests_are_answered_each_with_its_own_predictions_from_one_call(
+    start_server_in_process: Callable[[Predictor], int], loaded: Predictor, gate: Gate
+) -> None:
+    port = start_server_in_process(loaded)
+    images = [jpeg(20 + 7 * i, 30) for i in range(4)]  # different sizes share a call
+    (model,) = loaded.models.values()
+    alone = [model.predict([image])[0] for image in images]
+    with ThreadPoolExecutor(4) as clients:
+        answers = held_with_queued(
+            port, loaded, gate, [{"instances": [image]} for image in images], clients
+        )
+        gate.opened.set()
+        answers = [answer.result() for answer in answers]
+    assert gate.calls == [1, 3]
+    for (status, answer), expected in zip(answers, alone, strict=True):
+        assert status == 200
+        np.testing.assert_allclose(answer["predictions"], [expected], rtol=1e-5)
+
+
+def test_a_request_larger_than_its_deployments_batch_is_split_across_calls(
+    start_server_in_process: Callable[[Predictor], int], model_dir: Path, gate: Gate
+) -> None:
+    deployment = Deployment("d", "m", "1", str(model_dir), 100, max_batch_size=2)
+    predictor = Predictor(deployments=[deployment], batching=Batching(max_batch_size=8))
+    predictor.load()
+    port = start_server_in_process(predictor)
+    status, answer = predict(port, {"instances": [jpeg(9 + i, 9) for i in range(5)]})
+    assert status == 200 and len(answer["predictions"]) == 5
+    assert gate.calls == [2, 2, 1]  # the deployment's size, not the server's
+
+
+def test_an_instance_the_model_refuses_fails_only_its_own_request(
+    start_server_in_process: Callable[[Predictor], int], loaded: Predictor, gate: Gate
+) -> None:
+    port = start_server_in_process(loaded)
+    not_an_image = {"b64": base64.b64encode(b"xx").decode()}
+    documents = [{"instances": [jpeg(20, 20)]}, {"instances": [not_an_image]}]
+    documents.append({"instances": [jpeg(30, 30)]})
+    with ThreadPoolExecutor(3) as clients:
+        answers = held_with_queued(port, loaded, gate, documents, clients)
+        gate.opened.set()
+        first, bad, good = (answer.result() for answer in answers)
+    assert first[0] == good[0] == 200
+    assert bad[0] == 400
+    assert bad[1]["error"].startswith("the model refused the input: Unknown image file format")
+    assert gate.calls == [1, 2, 1, 1]  # the spoilt call, then each request on its own
+
+
+def test_a_full_queue_refuses_at_once_with_429_and_retry_after(
+    start_server_in_process: Callable[[Predictor], int], loaded: Predictor, gate: Gate
+) -> None:
+    port = start_server_in_process(loaded)
+    documents = [{"instances": [jpeg(20, 20)]}, {"instances": [jpeg(21, 21)] * 4}]
+    with ThreadPoolExecutor(2) as clients:
+        answers = held_with_queued(port, loaded, gate, documents, clients)
+        # The call is still held: the refusal cannot have waited for it.
+        status, answer, headers = request_with_headers(
+            port, "POST", PREDICT, json.dumps({"instances": [jpeg(22, 22)]}).encode()
+        )
+        assert not gate.opened.is_set()
+        gate.opened.set()
+        assert [answer.result()[0] for answer in answers] == [200, 200]
+    assert status == 429 and headers["Retry-After"] == "1"
+    assert answer == {"error": "4 instances are waiting for this model; at most 4"}
+
+
+def test_sigterm_stops_listening_and_answers_the_requests_in_flight(
+    model_dir: Path, gate: Gate
+) -> None:
+    """In this process, whose main thread runs the server's loop (signals reach only it)."""
+    server = PredictionServer(Predictor(model_dir=str(model_dir)), HEALTH, PREDICT)
+    port = free_port()
+
+    async def scenario() -> None:
+        serving = asyncio.create_task(serve(server, "127.0.0.1", port))
+        loop = asyncio.get_running_loop()
+        with ThreadPoolExecutor(4) as clients:
+            await loop.run_in_executor(clients, wait_until, server.predictor.ready.is_set)
+            documents = [{"instances": [jpeg(20, 20)]}, {"instances": [jpeg(30, 30)]}]
+            answers = await loop.run_in_executor(
+                clients, held_with_queued, port, server.predictor, gate, documents, clients
+            )
+            os.kill(os.getpid(), signal.SIGTERM)
+            await loop.run_in_executor(clients, wait_until, lambda: server.draining)
+            gate.opened.set()
+            assert [(await asyncio.wrap_future(a))[0] for a in answers] == [200, 200]
+        assert await serving == 0
+
+    asyncio.run(scenario())
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
 
 def free_port() -> int:
@@ -185,7 +388,7 @@ def test_the_serving_image_serves_aip_storage_uri_without_deployment_metadata(
     predictor = Predictor(model_dir=args.model_dir)
     predictor.load()
     assert predictor.ready.is_set()
-    answer = predictor.predict(json.dumps({"instances": [jpeg(33, 33)]}).encode())
+    answer = asyncio.run(predictor.predict(json.dumps({"instances": [jpeg(33, 33)]}).encode()))
     assert set(answer) == {"predictions"} and len(answer["predictions"]) == 1
 
 

@@ -1,0 +1,184 @@
+"""Concurrent requests for one deployed model and one signature, answered from shared calls.
+
+A :class:`Batcher` queues the instances of the requests it is given and calls the model on
+up to ``max_batch_size`` of them at a time, on a worker thread, so that the event loop keeps
+reading requests while TensorFlow runs. Requests that arrive while the model is busy wait in
+the queue and make the next call. When the model is idle a call starts at once, unless the
+last one served several requests (the model is under concurrent load): then it waits for
+the batch to fill, at most ``max_wait_ms``. One client alone never waits. A request larger
+than ``max_batch_size`` is split across calls. Beyond ``max_queued`` waiting instances a
+request is refused (:class:`QueueFullError`): it is answered at once instead of piling up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from predictor import BadRequestError
+
+__all__ = ["Batcher", "Batching", "QueueFullError"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Batching:
+    """How one deployed model gathers requests (docs/predictor.md: how the defaults were
+    measured)."""
+
+    max_batch_size: int = 8
+    """Instances in one call of the model at most."""
+    max_wait_ms: float = 2.0
+    """How long an idle model waits for its batch to fill after a call that served several
+    requests."""
+    max_queued: int = 64
+    """Instances waiting for the model at most; a request beyond is refused (429)."""
+
+    def __post_init__(self) -> None:
+        if self.max_batch_size < 1 or self.max_queued < 1 or self.max_wait_ms < 0:
+            raise ValueError(
+                f"{self}: max_batch_size and max_queued must be at least 1, max_wait_ms at least 0"
+            )
+
+
+class QueueFullError(Exception):
+    """The model's queue is full: the request is refused, to be retried later."""
+
+
+@dataclass
+class _Piece:
+    """Up to ``max_batch_size`` consecutive instances of one request."""
+
+    rows: Sequence[Any]
+    answer: asyncio.Future[list[Any]]
+
+
+class Batcher:
+    """The queue and the calls of one deployed model's signature; lives on one event loop.
+
+    ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`;
+    ``alone()`` says whether the server has a single connection open: then nothing can
+    join the request (a connection carries a request at a time), which calls the model
+    itself, on the loop's thread; the thread switches and loop turns it saves are most of
+    what the server would add to one client's latency on a busy machine.
+    """
+
+    def __init__(
+        self,
+        run: Callable[[Sequence[Any]], list[Any]],
+        batching: Batching,
+        alone: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self._run = run
+        self.batching = batching
+        self._alone = alone
+        self._concurrent = False
+        """Whether the last call served more than one request."""
+        self._queue: deque[_Piece] = deque()
+        self._changed = asyncio.Event()
+        self.queued = 0
+        """Instances waiting for the model."""
+        self._worker: asyncio.Task[None] | None = None
+
+    async def predict(self, rows: Sequence[Any]) -> list[Any]:
+        """One prediction per row, once the calls that hold them have run."""
+        if self.queued and self.queued + len(rows) > self.batching.max_queued:
+            raise QueueFullError(
+                f"{self.queued} instances are waiting for this model; "
+                f"at most {self.batching.max_queued}"
+            )
+        size = self.batching.max_batch_size
+        if self._alone():
+            return [p for i in range(0, len(rows), size) for p in self._run(rows[i : i + size])]
+        if self._worker is None:
+            self._worker = asyncio.create_task(self._work(), name="batcher")
+        loop = asyncio.get_running_loop()
+        pieces = [
+            _Piece(rows[i : i + size], loop.create_future()) for i in range(0, len(rows), size)
+        ]
+        self._queue.extend(pieces)
+        self.queued += len(rows)
+        self._changed.set()
+        answers = await asyncio.gather(*(piece.answer for piece in pieces), return_exceptions=True)
+        predictions = []
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise answer
+            predictions.extend(answer)
+        return predictions
+
+    async def close(self) -> None:
+        """Stop the worker (once the requests it serves are answered)."""
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+
+    async def _work(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            while not self._queue:
+                self._changed.clear()
+                await self._changed.wait()
+            deadline = loop.time() + self.batching.max_wait_ms / 1e3
+            while (
+                self.queued < self.batching.max_batch_size
+                and self._concurrent
+                and (left := deadline - loop.time()) > 0
+            ):
+                self._changed.clear()
+                try:
+                    await asyncio.wait_for(self._changed.wait(), left)
+                except TimeoutError:
+                    break
+            batch = [self._queue.popleft()]
+            size = len(batch[0].rows)
+            while self._queue and size + len(self._queue[0].rows) <= self.batching.max_batch_size:
+                batch.append(self._queue.popleft())
+                size += len(batch[-1].rows)
+            self.queued -= size
+            # Pieces of one request never share a call (all but its last are full).
+            self._concurrent = len(batch) > 1
+            await self._call(batch)
+
+    async def _call(self, batch: list[_Piece]) -> None:
+        loop = asyncio.get_running_loop()
+        rows = [row for piece in batch for row in piece.rows]
+        try:
+            # On a worker thread: the loop reads the next requests meanwhile.
+            predictions = await loop.run_in_executor(None, self._run, rows)
+        except BadRequestError as error:
+            if len(batch) == 1:
+                _settle(batch[0], error=error)
+            else:
+                # One request's instance spoils the call: each request again on its own, so
+                # that only that request fails.
+                for piece in batch:
+                    await self._call([piece])
+            return
+        except Exception as error:  # the requests get a 500 with it; the worker goes on
+            logger.exception("prediction failed")
+            for piece in batch:
+                _settle(piece, error=error)
+            return
+        start = 0
+        for piece in batch:
+            _settle(piece, predictions[start : start + len(piece.rows)])
+            start += len(piece.rows)
+
+
+def _settle(
+    piece: _Piece, predictions: list[Any] | None = None, error: Exception | None = None
+) -> None:
+    if piece.answer.done():  # its request is gone (the client closed the connection)
+        return
+    if error is not None:
+        piece.answer.set_exception(error)
+    else:
+        piece.answer.set_result(predictions or [])
