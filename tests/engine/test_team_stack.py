@@ -112,11 +112,13 @@ def test_a_label_and_display_name_edit_updates_in_place(
     first_up: tuple[dict[str, str], dict[str, StoredJob]],
     edited: tuple[dict[str, str], dict[str, StoredJob], dict[str, int]],
 ) -> None:
+    """In the state only: Vertex cannot relabel a submitted job, nor can the local Vertex;
+    the new labels go with the job's next run."""
     _, before = first_up
     ops, after, changes = edited
     assert ops == dict.fromkeys(JOBS, "update"), ops
     assert set(after) == set(before), "no new training run"
-    assert {job.labels["team"] for job in after.values()} == {"speech"}
+    assert {job.labels["team"] for job in after.values()} == {"vision"}
     assert changes.get("update") == 2 and "create" not in changes and "replace" not in changes
 
 

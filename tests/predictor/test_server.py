@@ -41,6 +41,17 @@ PREDICT = "/v1/projects/local/locations/local/endpoints/e:predict"
 START_TIMEOUT_S = 120
 
 
+def run(coroutine: Any) -> Any:
+    """``coroutine`` to its end on a loop of its own: not ``asyncio.run``, which leaves the
+    thread without a current loop, which the Pulumi mocks of later tests in this process
+    ask for."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coroutine)
+    finally:
+        loop.close()
+
+
 def request_with_headers(
     port: int, method: str, path: str, body: bytes | None = None, headers: Mapping[str, str] = {}
 ) -> tuple[int, Any, Mapping[str, str]]:
@@ -284,7 +295,7 @@ def test_sigterm_stops_listening_and_answers_the_requests_in_flight(
             assert [(await asyncio.wrap_future(a))[0] for a in answers] == [200, 200]
         assert await serving == 0
 
-    asyncio.run(scenario())
+    run(scenario())
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
 
@@ -388,7 +399,7 @@ def test_the_serving_image_serves_aip_storage_uri_without_deployment_metadata(
     predictor = Predictor(model_dir=args.model_dir)
     predictor.load()
     assert predictor.ready.is_set()
-    answer = asyncio.run(predictor.predict(json.dumps({"instances": [jpeg(33, 33)]}).encode()))
+    answer = run(predictor.predict(json.dumps({"instances": [jpeg(33, 33)]}).encode()))
     assert set(answer) == {"predictions"} and len(answer["predictions"]) == 1
 
 

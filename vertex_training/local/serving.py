@@ -24,6 +24,8 @@ from vertex_training.local.runners.registry import Registry
 from vertex_training.local.wire import ServiceError
 from vertex_training.serving.backends import base
 
+SERVER_GONE_SECONDS = 30.0
+"""How long a prediction waits for its endpoint's server to be started again."""
 _STORE_ONLY = ("localDir", "nextVersion")
 _ids = itertools.count(int(time.time() * 1000))
 
@@ -383,19 +385,34 @@ class PredictionService(_Registry):
     """Predictions are answered by the endpoint's prediction server, as on Vertex."""
 
     def _post(self, endpoint: str, data: bytes, content_type: str) -> tuple[str, bytes]:
+        """The endpoint's prediction server's answer. A server that went away during the
+        request (it died, its machine restarted) is started again and asked again, once it
+        has gone: Vertex, too, keeps an endpoint's replicas answering."""
         store, _ = self.endpoint(endpoint, "endpoint")
-        record = self.twin.ensure_serving(store)
-        if not record.predict_url:
-            raise ServiceError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"endpoint: {endpoint} has no deployed model to answer predictions",
+        deadline = time.monotonic() + SERVER_GONE_SECONDS
+        while True:
+            record = self.twin.ensure_serving(store)
+            if not record.predict_url:
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"endpoint: {endpoint} has no deployed model to answer predictions",
+                )
+            request = urllib.request.Request(
+                record.predict_url, data=data, headers={"Content-Type": content_type}
             )
-        request = urllib.request.Request(
-            record.predict_url, data=data, headers={"Content-Type": content_type}
-        )
+            try:
+                with urllib.request.urlopen(request, timeout=300) as response:
+                    return response.headers.get_content_type(), response.read()
+            except urllib.error.HTTPError:
+                raise
+            except (urllib.error.URLError, ConnectionError) as gone:
+                if time.monotonic() > deadline:
+                    raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"endpoint: {gone}") from gone
+                time.sleep(0.1)
+
+    def _answer(self, endpoint: str, data: bytes, content_type: str) -> tuple[str, bytes]:
         try:
-            with urllib.request.urlopen(request, timeout=300) as response:
-                return response.headers.get_content_type(), response.read()
+            return self._post(endpoint, data, content_type)
         except urllib.error.HTTPError as error:
             text = error.read().decode(errors="replace")
             with contextlib.suppress(ValueError, AttributeError):
@@ -410,7 +427,7 @@ class PredictionService(_Registry):
         body = {"instances": [json_format.MessageToDict(v) for v in pb.instances]}
         if pb.HasField("parameters"):
             body["parameters"] = json_format.MessageToDict(pb.parameters)
-        _, answer = self._post(request.endpoint, json.dumps(body).encode(), "application/json")
+        _, answer = self._answer(request.endpoint, json.dumps(body).encode(), "application/json")
         found = json.loads(answer)
         response = v1.PredictResponse(
             deployed_model_id=found.get("deployedModelId", ""),
@@ -424,7 +441,7 @@ class PredictionService(_Registry):
 
     def raw_predict(self, request: Any) -> httpbody_pb2.HttpBody:
         pb = v1.RawPredictRequest.pb(request)
-        content_type, answer = self._post(
+        content_type, answer = self._answer(
             pb.endpoint, pb.http_body.data, pb.http_body.content_type or "application/json"
         )
         return httpbody_pb2.HttpBody(content_type=content_type, data=answer)
