@@ -1,0 +1,137 @@
+"""The local Vertex with faults around it: where a test needs Vertex, the local Vertex answers,
+served in-process on the wire (gRPC and REST on one port), and a proxy per service counts each
+method's calls, keeps its requests and injects what the network and the service do to a client:
+a status code (UNAVAILABLE, a refusal), optionally after the call took effect (a lost
+response), a delay, or a long-running operation answered before it is done (a slow one).
+Nothing here answers for Vertex: every response is the local Vertex's own."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+import grpc
+from google.longrunning import operations_pb2
+
+from tests.fakes.settings import LOCATION, PROJECT
+from vertex_training.local import wire
+from vertex_training.local.server import LocalVertex
+from vertex_training.local.wire import ServiceError
+
+
+@dataclass
+class Fault:
+    code: grpc.StatusCode | None = None
+    """The status the call fails with (None: it answers)."""
+    times: int = 1
+    after_effect: bool = False
+    """The call takes effect, then fails: the client never learns that it did."""
+    delay: float = 0.0
+    """Seconds before the call is made."""
+    unfinished: bool = False
+    """A long-running operation is answered not yet done: the client has to poll it."""
+
+
+def rpc_name(method: str) -> str:
+    """``create_custom_job`` -> ``CreateCustomJob``: the method as Vertex's reference names it."""
+    return "".join(word.title() for word in method.split("_"))
+
+
+class FaultyVertex:
+    """A local Vertex on ``root`` (project and region of ``tests.fakes.settings``), served at
+    ``address``; :meth:`reset` moves it to a fresh root at the same address."""
+
+    def __init__(self, root: Path) -> None:
+        self.calls: Counter[str] = Counter()
+        self.requests: defaultdict[str, list[Any]] = defaultdict(list)
+        self._faults: dict[str, list[Fault]] = {}
+        self._lock = threading.Lock()
+        self.vertex = LocalVertex(root, PROJECT, LOCATION)
+        proxies = {service: _Proxy(self, service) for service in wire.SERVICES}
+        self._server = wire.serve(proxies, admin=lambda *a: self.vertex.admin(*a))
+        self.address = self._server.address
+
+    def inject(
+        self, method: str, code: grpc.StatusCode | None = None, **fault: Any
+    ) -> None:
+        """Make the next call(s) of ``method`` (``CreateCustomJob``) fail or lag: see
+        :class:`Fault`. Faults of one method apply in the order they were injected."""
+        with self._lock:
+            self._faults.setdefault(method, []).append(Fault(code, **fault))
+
+    def reset(self, root: Path) -> None:
+        """Forget calls and faults, end what the last root runs, and serve ``root``."""
+        self.end_runs()
+        with self._lock:
+            self.calls.clear()
+            self.requests.clear()
+            self._faults.clear()
+            self.vertex = LocalVertex(root, PROJECT, LOCATION)
+
+    def end_runs(self) -> None:
+        """Cancel the jobs still running and stop every prediction server."""
+        runner, twin = self.vertex.runner, self.vertex.twin
+        for record in runner.records():
+            if not record.state.is_terminal:
+                runner.cancel(record.name)
+                runner.wait(record.name, timeout=30)
+        for endpoint_id in twin.stored_endpoints():
+            name = f"{twin.parent}/endpoints/{endpoint_id}"
+            for deployed in twin.stored_endpoint(endpoint_id).get("deployed", []):
+                twin.undeploy(name, deployed["id"], {})
+
+    def stop(self) -> None:
+        self.end_runs()
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def job_names(self, collection: str = "customJobs") -> list[str]:
+        """The jobs of ``collection`` the local Vertex holds."""
+        return sorted(
+            r.name for r in self.vertex.runner.records() if f"/{collection}/" in r.name
+        )
+
+    def call(self, service: str, method: str, request: Any) -> Any:
+        rpc = rpc_name(method)
+        with self._lock:
+            self.calls[rpc] += 1
+            self.requests[rpc].append(request)
+            queue = self._faults.get(rpc)
+            fault = queue[0] if queue else None
+            if queue and fault:
+                fault.times -= 1
+                if fault.times <= 0:
+                    queue.pop(0)
+            handler = getattr(self.vertex.handlers[service], method)
+        if fault is None:
+            return handler(request)
+        time.sleep(fault.delay)
+        if fault.code is not None and not fault.after_effect:
+            raise ServiceError(fault.code, f"injected {fault.code.name}")
+        response = handler(request)
+        if fault.code is not None:
+            raise ServiceError(fault.code, f"injected {fault.code.name} after the effect")
+        if fault.unfinished and isinstance(response, operations_pb2.Operation):
+            return operations_pb2.Operation(name=response.name, metadata=response.metadata)
+        return response
+
+
+class _Proxy:
+    """One service of the local Vertex, each call through :meth:`FaultyVertex.call`; a
+    method the service lacks stays absent (the wire answers UNIMPLEMENTED)."""
+
+    def __init__(self, faulty: FaultyVertex, service: str) -> None:
+        self._faulty, self._service = faulty, service
+
+    def __getattr__(self, method: str) -> Any:
+        getattr(self._faulty.vertex.handlers[self._service], method)
+        return lambda request: self._faulty.call(self._service, method, request)
