@@ -52,12 +52,11 @@ class FaultyVertex:
         self._lock = threading.Lock()
         self.vertex = LocalVertex(root, PROJECT, LOCATION)
         proxies = {service: _Proxy(self, service) for service in wire.SERVICES}
-        self._server = wire.serve(proxies, admin=lambda *a: self.vertex.admin(*a))
+        # The admin of whichever root is served now (reset swaps it).
+        self._server = wire.serve(proxies, admin=lambda *a: self.vertex.admin(*a))  # noqa: PLW0108
         self.address = self._server.address
 
-    def inject(
-        self, method: str, code: grpc.StatusCode | None = None, **fault: Any
-    ) -> None:
+    def inject(self, method: str, code: grpc.StatusCode | None = None, **fault: Any) -> None:
         """Make the next call(s) of ``method`` (``CreateCustomJob``) fail or lag: see
         :class:`Fault`. Faults of one method apply in the order they were injected."""
         with self._lock:
@@ -96,9 +95,14 @@ class FaultyVertex:
 
     def job_names(self, collection: str = "customJobs") -> list[str]:
         """The jobs of ``collection`` the local Vertex holds."""
-        return sorted(
-            r.name for r in self.vertex.runner.records() if f"/{collection}/" in r.name
-        )
+        return sorted(r.name for r in self.vertex.runner.records() if f"/{collection}/" in r.name)
+
+    def until_running(self, name: str, timeout: float = 30.0) -> None:
+        """Return once the job ``name`` runs (polled, with a deadline)."""
+        deadline = time.monotonic() + timeout
+        while (state := self.vertex.runner.get(name).state).value != "RUNNING":
+            assert not state.is_terminal and time.monotonic() < deadline, f"{name} is {state}"
+            time.sleep(0.02)
 
     def call(self, service: str, method: str, request: Any) -> Any:
         rpc = rpc_name(method)

@@ -469,8 +469,6 @@ def _message(descriptor: Descriptor, depth: int) -> st.SearchStrategy[Any]:
     return build()
 
 
-
-
 @pytest.mark.parametrize("kind", [CUSTOM, TUNING])
 @settings(
     max_examples=25,
