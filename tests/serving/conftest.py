@@ -7,7 +7,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from google.api_core import exceptions as api_exceptions
+from google.cloud.aiplatform_v1 import ModelServiceClient
+from google.cloud.aiplatform_v1 import types as v1
+from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
+    ModelServiceGrpcTransport,
+)
 
 from tests.fakes.faults import FaultyVertex
 
@@ -47,3 +54,13 @@ def artifact(vertex: FaultyVertex, uri: str) -> str:
     """``uri`` (``gs://...``), holding a SavedModel where the local Vertex reads it."""
     saved_model(vertex.vertex.twin.local_path(uri))
     return uri
+
+
+def versions(vertex: FaultyVertex, model: str) -> list[v1.Model]:
+    """The versions of ``model`` as the service lists them (none once it is gone)."""
+    channel = grpc.insecure_channel(vertex.address)
+    models = ModelServiceClient(transport=ModelServiceGrpcTransport(channel=channel))
+    try:
+        return list(models.list_model_versions(name=model))
+    except api_exceptions.NotFound:
+        return []

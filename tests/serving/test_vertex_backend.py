@@ -6,15 +6,10 @@ from __future__ import annotations
 import grpc
 import pytest
 from google.api_core import exceptions as api_exceptions
-from google.cloud.aiplatform_v1 import ModelServiceClient
-from google.cloud.aiplatform_v1 import types as v1
-from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
-    ModelServiceGrpcTransport,
-)
 
 from tests.fakes.faults import FaultyVertex
 from tests.fakes.settings import PARENT, vertex_settings
-from tests.serving.conftest import artifact
+from tests.serving.conftest import artifact, versions
 from vertex_training.serving.backends.base import (
     ModelInUseError,
     ServingNotFoundError,
@@ -27,16 +22,6 @@ IMAGE = "us-docker.pkg.dev/p/r/serving@sha256:" + "a" * 64
 
 def backend() -> VertexServingBackend:
     return VertexServingBackend(vertex_settings(retry_timeout_seconds=2))
-
-
-def versions(vertex: FaultyVertex, model: str) -> list[v1.Model]:
-    """The versions of ``model`` as the service lists them (none once it is gone)."""
-    channel = grpc.insecure_channel(vertex.address)
-    models = ModelServiceClient(transport=ModelServiceGrpcTransport(channel=channel))
-    try:
-        return list(models.list_model_versions(name=model))
-    except api_exceptions.NotFound:
-        return []
 
 
 def body(
