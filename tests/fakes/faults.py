@@ -2,7 +2,8 @@
 served in-process on the wire (gRPC and REST on one port), and a proxy per service counts each
 method's calls, keeps its requests and injects what the network and the service do to a client:
 a status code (UNAVAILABLE, a refusal), optionally after the call took effect (a lost
-response), a delay, or a long-running operation answered before it is done (a slow one).
+response), or a long-running operation answered before it is done (a slow one: its client
+polls it, without a sleep in the test).
 Nothing here answers for Vertex: every response is the local Vertex's own."""
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ class Fault:
     times: int = 1
     after_effect: bool = False
     """The call takes effect, then fails: the client never learns that it did."""
-    delay: float = 0.0
-    """Seconds before the call is made."""
     unfinished: bool = False
     """A long-running operation is answered not yet done: the client has to poll it."""
 
@@ -46,6 +45,8 @@ class FaultyVertex:
     ``address``; :meth:`reset` moves it to a fresh root at the same address."""
 
     def __init__(self, root: Path) -> None:
+        self._served: list[LocalVertex] = []
+        """Every root served: what they run ends at :meth:`stop`."""
         self.calls: Counter[str] = Counter()
         self.requests: defaultdict[str, list[Any]] = defaultdict(list)
         self._faults: dict[str, list[Fault]] = {}
@@ -57,35 +58,40 @@ class FaultyVertex:
         self.address = self._server.address
 
     def inject(self, method: str, code: grpc.StatusCode | None = None, **fault: Any) -> None:
-        """Make the next call(s) of ``method`` (``CreateCustomJob``) fail or lag: see
+        """Make the next call(s) of ``method`` (``CreateCustomJob``) fail or linger: see
         :class:`Fault`. Faults of one method apply in the order they were injected."""
         with self._lock:
             self._faults.setdefault(method, []).append(Fault(code, **fault))
 
     def reset(self, root: Path) -> None:
-        """Forget calls and faults, end what the last root runs, and serve ``root``."""
-        self.end_runs()
+        """Forget calls and faults, end what the last root runs (without waiting for it),
+        and serve ``root``."""
+        self.end_runs(self.vertex)
+        self._served.append(self.vertex)
         with self._lock:
             self.calls.clear()
             self.requests.clear()
             self._faults.clear()
             self.vertex = LocalVertex(root, PROJECT, LOCATION)
 
-    def end_runs(self) -> None:
-        """Cancel the jobs still running and stop every prediction server."""
-        runner, twin = self.vertex.runner, self.vertex.twin
+    def end_runs(self, vertex: LocalVertex, *, wait: bool = False) -> None:
+        """Cancel the jobs ``vertex`` runs and stop its prediction servers."""
+        runner, twin = vertex.runner, vertex.twin
         for record in runner.records():
             if not record.state.is_terminal:
                 runner.cancel(record.name)
-                runner.wait(record.name, timeout=30)
+                if wait:
+                    runner.wait(record.name, timeout=30)
         for endpoint_id in twin.stored_endpoints():
             name = f"{twin.parent}/endpoints/{endpoint_id}"
             for deployed in twin.stored_endpoint(endpoint_id).get("deployed", []):
                 twin.undeploy(name, deployed["id"], {})
 
     def stop(self) -> None:
-        self.end_runs()
+        """Stop serving, once every job of every root served has ended."""
         self._server.stop()
+        for vertex in [*self._served, self.vertex]:
+            self.end_runs(vertex, wait=True)
 
     def __enter__(self) -> Self:
         return self
@@ -118,7 +124,6 @@ class FaultyVertex:
             handler = getattr(self.vertex.handlers[service], method)
         if fault is None:
             return handler(request)
-        time.sleep(fault.delay)
         if fault.code is not None and not fault.after_effect:
             raise ServiceError(fault.code, f"injected {fault.code.name}")
         response = handler(request)

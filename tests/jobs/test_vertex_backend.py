@@ -195,6 +195,7 @@ def test_delete_refused_while_running_surfaces(
         backend.delete(record.name)
 
 
+@pytest.mark.slow
 def test_failed_job_reports_its_error(vertex: FaultyVertex, backend: VertexBackend) -> None:
     record = backend.submit(CUSTOM, quick("--exit-code", "1"))
     record = backend.wait(record.name, timeout=30, poll_seconds=0.05)

@@ -50,7 +50,10 @@ def deployed(deployed_id: str, version_name: str) -> dict[str, object]:
 
 def test_upload_makes_the_model_then_versions_of_it(vertex: FaultyVertex) -> None:
     serving = backend()
+    # A slow upload: the operation is answered unfinished, its result read once polled.
+    vertex.inject("UploadModel", unfinished=True)
     first = serving.upload("horses-1", body(vertex))
+    assert vertex.calls["GetOperation"] >= 1
     assert (first.model, first.version_id) == (f"{PARENT}/models/horses-1", "1")
     assert first.aliases == ("default",)
     second = serving.upload("horses-1", body(vertex, "gs://b/jobs/train2/model", "k2"))
