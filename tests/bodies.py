@@ -6,12 +6,16 @@ resources, the backends and the rules unchanged.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from trainer.metric import HYPERTUNE_METRIC_TAG
 
 IMAGE = "us-central1-docker.pkg.dev/p/training/trainer@sha256:" + "ab" * 32
+STANDIN = str(Path(__file__).with_name("local") / "standin.py")
+"""A stand-in trainer that ends in a second (``--sleep``, ``--exit-code``, ``--steps``...)."""
 
 
 def pool(
@@ -178,3 +182,13 @@ def horses_or_humans(max_trials: int = 6, parallel: int = 2) -> dict[str, Any]:
         parallel=parallel,
         display_name="horses-humans",
     )
+
+
+def standin(body: Mapping[str, Any], *args: str) -> dict[str, Any]:
+    """``body`` as this machine runs it in a second: each pool on CPU, its replicas the
+    stand-in trainer with ``args``."""
+    ran = copy.deepcopy(dict(body))
+    for spec in (ran.get("trialJobSpec") or ran["jobSpec"])["workerPoolSpecs"]:
+        spec["machineSpec"] = {"machineType": spec["machineSpec"]["machineType"]}
+        spec["containerSpec"] |= {"command": ["python", STANDIN], "args": list(args)}
+    return ran

@@ -1,4 +1,5 @@
-"""Where the fakes answer as Vertex: the settings that point a Vertex backend at them."""
+"""The project and region of the tests' local Vertex, and the settings that point a backend
+at it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ PARENT = f"projects/{PROJECT}/locations/{LOCATION}"
 
 
 def local_settings(root: str) -> BackendSettings:
-    """A backend on the local Vertex of ``root`` (started on demand), in the fakes' project
+    """A backend on the local Vertex of ``root`` (started on demand), in the tests' project
     and location."""
     return BackendSettings(BackendKind.LOCAL, project=PROJECT, location=LOCATION, local_root=root)
 
 
 def vertex_settings(retry_timeout_seconds: float) -> BackendSettings:
-    """A Vertex backend in the fakes' project and location, retrying quickly (the fakes
+    """A Vertex backend in the tests' project and location, retrying quickly (the tests
     inject failures) for at most ``retry_timeout_seconds``."""
     return BackendSettings(
         BackendKind.VERTEX,

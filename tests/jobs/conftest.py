@@ -1,21 +1,26 @@
-"""One fake Vertex JobService per test module, reset before each test."""
+"""One local Vertex per test module, faults around it, on a fresh root for each test."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.fakes.vertex_job_service import FakeJobService
+from tests.fakes.faults import FaultyVertex
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeJobService]:
-    with FakeJobService() as service:
-        yield service
+def vertex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyVertex]:
+    with FaultyVertex(tmp_path_factory.mktemp("vertex")) as server:
+        yield server
 
 
 @pytest.fixture
-def clean_fake(fake: FakeJobService) -> FakeJobService:
-    fake.reset()
-    return fake
+def vertex(
+    vertex_server: FaultyVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> FaultyVertex:
+    """The local Vertex on a fresh root, the Vertex clients of this process pointed at it."""
+    vertex_server.reset(tmp_path / "vertex")
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", vertex_server.address)
+    return vertex_server

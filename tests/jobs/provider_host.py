@@ -41,7 +41,7 @@ def _plain(struct: struct_pb2.Struct) -> dict[str, Any]:
 
 
 class ProviderHost:
-    """One ``python -m pulumi.dynamic`` process talking to the fake JobService."""
+    """One ``python -m pulumi.dynamic`` process talking to the Vertex at ``emulator_address``."""
 
     def __init__(self, emulator_address: str, path_first: tuple[str, ...] = ()) -> None:
         env = {

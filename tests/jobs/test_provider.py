@@ -1,4 +1,5 @@
-"""The job providers served by the real dynamic-provider host, against the fake JobService."""
+"""The job providers served by the real dynamic-provider host, against the local Vertex
+(faults injected around it); the jobs run the stand-in trainer."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import base64
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,9 +17,9 @@ from pulumi.runtime.proto import provider_pb2
 from pulumi.runtime.rpc import UNKNOWN
 
 from tests import bodies
-from tests.bodies import cassava, horses_or_humans
+from tests.bodies import cassava, horses_or_humans, standin
+from tests.fakes.faults import FaultyVertex
 from tests.fakes.settings import vertex_settings
-from tests.fakes.vertex_job_service import FakeJobService
 from tests.jobs.provider_host import Engine, ProviderHost
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.protos import parse_body
@@ -30,15 +32,23 @@ BACKEND = vertex_settings(retry_timeout_seconds=10)
 
 
 @pytest.fixture(scope="module")
-def host(fake: FakeJobService) -> Iterator[ProviderHost]:
-    provider_host = ProviderHost(fake.address)
+def host(vertex_server: FaultyVertex) -> Iterator[ProviderHost]:
+    provider_host = ProviderHost(vertex_server.address)
     yield provider_host
     provider_host.close()
 
 
 @pytest.fixture(autouse=True)
-def clean(clean_fake: FakeJobService) -> None:
-    """Every test starts with an empty service."""
+def clean(vertex: FaultyVertex) -> None:
+    """Every test starts with an empty local Vertex."""
+
+
+def job(*args: str, workers: int = 1) -> dict[str, Any]:
+    """The cassava job, its replicas the stand-in trainer with ``args``."""
+    return standin(cassava(accelerator=None, workers=workers), *args)
+
+
+RUNNING = ("--sleep", "60")
 
 
 def props(spec: Any, name: str = "cassava", **extra: Any) -> dict[str, Any]:
@@ -55,58 +65,58 @@ def props(spec: Any, name: str = "cassava", **extra: Any) -> dict[str, Any]:
     }
 
 
-def calls(fake: FakeJobService) -> dict[str, int]:
-    return {k: v for k, v in fake.calls.items() if v}
+def calls(vertex: FaultyVertex) -> dict[str, int]:
+    return {k: v for k, v in vertex.calls.items() if v}
 
 
-def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobService) -> None:
+def test_lifecycle_create_read_diff_delete(host: ProviderHost, vertex: FaultyVertex) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, failures = engine.check(props(cassava(), wait=False))
+    inputs, failures = engine.check(props(job(*RUNNING), wait=False))
     assert failures == []
 
     job_id, outs = engine.create(inputs)
-    assert calls(fake) == {"ListCustomJobs": 1, "CreateCustomJob": 1}
-    assert job_id == outs["job_name"] == fake.names("customJobs")[0]
-    assert outs["state"] == "QUEUED"
+    assert calls(vertex) == {"ListCustomJobs": 1, "CreateCustomJob": 1}
+    assert job_id == outs["job_name"] == vertex.job_names()[0]
+    assert outs["state"] in ("QUEUED", "PENDING", "RUNNING")
     assert outs["console_url"].startswith("https://console.cloud.google.com/vertex-ai/")
     assert outs["model_dir"] == "gs://p-bucket/jobs/cassava/model"
-    labels = fake.jobs[job_id].message.labels
+    labels = dict(vertex.vertex.runner.get(job_id).labels)
     assert labels["codelab"] == "cassava" and labels["pulumi-stack"] == "dev"
     assert labels[ADOPTION_LABEL].startswith("cassava-")
 
     # An unchanged `up`: check + diff are local.
-    fake.reset_calls()
-    again, failures = engine.check(props(cassava(), wait=False), olds=outs)
+    vertex.calls.clear()
+    again, failures = engine.check(props(job(*RUNNING), wait=False), olds=outs)
     diff = engine.diff(job_id, outs, again)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_NONE
-    assert calls(fake) == {}
+    assert calls(vertex) == {}
 
     # Refresh: one get, state from the service, inputs kept.
-    fake.reset_calls()
+    vertex.until_running(job_id)
+    vertex.calls.clear()
     read_id, refreshed = engine.read(job_id, outs, inputs)
     assert read_id == job_id
-    assert calls(fake) == {"GetCustomJob": 1}
-    assert refreshed["state"] == "PENDING"
+    assert calls(vertex) == {"GetCustomJob": 1}
+    assert refreshed["state"] == "RUNNING"
     assert refreshed["spec"] == outs["spec"]
 
     # What runs changed -> replace; how long to wait changed -> in-place update, no call.
-    changed, _ = engine.check(props(cassava(workers=3), wait=False))
+    changed, _ = engine.check(props(job(*RUNNING, workers=3), wait=False))
     assert list(engine.diff(job_id, refreshed, changed).replaces) == ["spec"]
-    settle, _ = engine.check(props(cassava(), wait=False, wait_timeout_seconds=99))
+    settle, _ = engine.check(props(job(*RUNNING), wait=False, wait_timeout_seconds=99))
     diff = engine.diff(job_id, refreshed, settle)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
-    bumped, _ = engine.check(props(cassava(), wait=False, provider_version="99"))
+    bumped, _ = engine.check(props(job(*RUNNING), wait=False, provider_version="99"))
     diff = engine.diff(job_id, refreshed, bumped)
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and not diff.replaces
-    fake.reset_calls()
+    vertex.calls.clear()
     updated = engine.update(job_id, refreshed, settle)
     assert updated["wait_timeout_seconds"] == 99 and updated["job_name"] == job_id
-    assert calls(fake) == {}
+    assert calls(vertex) == {}
 
-    fake.hold(job_id, 3)  # RUNNING
-    engine.delete(job_id, refreshed)
-    assert job_id not in fake.jobs
-    assert fake.calls["CancelCustomJob"] == 1 and fake.calls["DeleteCustomJob"] == 1
+    engine.delete(job_id, refreshed)  # a running job: cancelled, then deleted
+    assert vertex.job_names() == []
+    assert vertex.calls["CancelCustomJob"] == 1 and vertex.calls["DeleteCustomJob"] == 1
 
     # Deleted already: fine, and a refresh drops it from state.
     engine.delete(job_id, refreshed)
@@ -117,7 +127,7 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, fake: FakeJobServ
 def created_cassava(host: ProviderHost) -> tuple[Engine, str, dict[str, Any]]:
     """An engine for custom jobs, and the cassava job it created (not waited on)."""
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
+    inputs, _ = engine.check(props(job(), wait=False))
     job_id, outs = engine.create(inputs)
     return engine, job_id, outs
 
@@ -127,150 +137,149 @@ def relabelled(spec: dict[str, Any], **labels: str) -> dict[str, Any]:
 
 
 def test_label_and_display_name_edits_update_in_place_and_start_no_run(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine, job_id, outs = created_cassava(host)
     edited, failures = engine.check(
-        props(relabelled(cassava(), codelab="cassava", team="vision"), wait=False), olds=outs
+        props(relabelled(job(), codelab="cassava", team="vision"), wait=False), olds=outs
     )
     assert failures == []
-    fake.reset_calls()
+    vertex.calls.clear()
     diff = engine.diff(job_id, outs, edited)
     # An update (what preview shows as `~ update`), not a replacement.
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME
     assert list(diff.replaces) == []
     updated = engine.update(job_id, outs, edited)
     # Vertex has no update RPC for CustomJob labels: the new ones are recorded in state.
-    assert calls(fake) == {}
-    assert updated["job_name"] == job_id and len(fake.names("customJobs")) == 1
+    assert calls(vertex) == {}
+    assert updated["job_name"] == job_id and len(vertex.job_names()) == 1
     assert updated["spec"]["labels"] == {"codelab": "cassava", "team": "vision"}
     assert updated["spec"]["displayName"] == "cassava, renamed"
     # The next `up` sees nothing to do.
     again, _ = engine.check(
-        props(relabelled(cassava(), codelab="cassava", team="vision"), wait=False), olds=updated
+        props(relabelled(job(), codelab="cassava", team="vision"), wait=False), olds=updated
     )
     assert engine.diff(job_id, updated, again).changes == provider_pb2.DiffResponse.DIFF_NONE
 
 
 def test_a_run_field_changed_with_the_labels_still_replaces(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine, job_id, outs = created_cassava(host)
-    both, _ = engine.check(props(relabelled(cassava(workers=3), team="vision"), wait=False))
+    both, _ = engine.check(props(relabelled(job(workers=3), team="vision"), wait=False))
     assert list(engine.diff(job_id, outs, both).replaces) == ["spec"]
 
 
 def test_a_crashed_create_is_adopted_after_a_label_edit(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
-    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    inputs, _ = engine.check(props(job(), wait=False))
+    vertex.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
     with pytest.raises(grpc.RpcError):
         engine.create(inputs)
-    edited, _ = engine.check(props(relabelled(cassava(), team="vision"), wait=False))
+    edited, _ = engine.check(props(relabelled(job(), team="vision"), wait=False))
     job_id, _ = engine.create(edited)
-    assert fake.names("customJobs") == [job_id]
+    assert vertex.job_names() == [job_id]
 
 
 def test_create_waits_for_the_end_and_reports_trials(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine = Engine(host, JobKind.HYPERPARAMETER_TUNING_JOB, "horses")
-    inputs, failures = engine.check(props(horses_or_humans(), name="horses"))
+    body = standin(horses_or_humans(max_trials=4), "--steps", "2")
+    inputs, failures = engine.check(props(body, name="horses"))
     assert failures == []
     _, outs = engine.create(inputs)
     assert outs["state"] == "SUCCEEDED"
     assert outs["end_time"] and outs["start_time"]
-    assert len(outs["trials"]) == 6
+    assert len(outs["trials"]) == 4
     best = outs["best_trial"]
     scores = [t["final_metrics"][HYPERTUNE_METRIC_TAG] for t in outs["trials"]]
     assert best["final_metrics"][HYPERTUNE_METRIC_TAG] == max(scores)
     assert set(best["parameters"]) == {"learning_rate", "momentum", "num_units"}
     assert outs["model_dir"] == f"gs://p-bucket/jobs/horses-humans/{best['trial_id']}/model"
-    assert fake.calls["ListHyperparameterTuningJobs"] == 1
-    assert fake.calls["CreateHyperparameterTuningJob"] == 1
+    assert vertex.calls["ListHyperparameterTuningJobs"] == 1
+    assert vertex.calls["CreateHyperparameterTuningJob"] == 1
 
 
 def test_failed_job_fails_create_with_error_and_console_url(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
-    fake.outcome = 5  # JOB_STATE_FAILED
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava()))
+    inputs, _ = engine.check(props(job("--exit-code", "3")))
     with pytest.raises(grpc.RpcError) as caught:
         engine.create(inputs)
     details = caught.value.details()
     assert "ended FAILED" in details
-    assert "workerpool0-0 exited with a non-zero status" in details
+    assert "exited with code 3" in details and "failing on purpose: boom" in details
     assert "https://console.cloud.google.com/vertex-ai/training/custom-jobs/" in details
 
 
-def test_crash_after_submit_then_retry_adopts(host: ProviderHost, fake: FakeJobService) -> None:
+def test_crash_after_submit_then_retry_adopts(host: ProviderHost, vertex: FaultyVertex) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
+    inputs, _ = engine.check(props(job(), wait=False))
     # The job is made but the answer is lost, as when the process dies right after submit.
-    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    vertex.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
     with pytest.raises(grpc.RpcError):
         engine.create(inputs)
-    assert len(fake.names("customJobs")) == 1
+    assert len(vertex.job_names()) == 1
 
     job_id, outs = engine.create(inputs)
-    assert fake.names("customJobs") == [job_id]
-    assert fake.calls["CreateCustomJob"] == 1  # never blindly retried
+    assert vertex.job_names() == [job_id]
+    assert vertex.calls["CreateCustomJob"] == 1  # never blindly retried
     assert outs["job_name"] == job_id
 
 
 def test_replacement_does_not_adopt_the_job_it_replaces(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine, old_id, _ = created_cassava(host)
-    second, _ = engine.check(props(cassava(workers=2), wait=False))
+    second, _ = engine.check(props(job(workers=2), wait=False))
     new_id, _ = engine.create(second)
-    assert new_id != old_id and len(fake.names("customJobs")) == 2
+    assert new_id != old_id and len(vertex.job_names()) == 2
 
 
-def test_transient_faults_are_survived(host: ProviderHost, fake: FakeJobService) -> None:
+def test_transient_faults_are_survived(host: ProviderHost, vertex: FaultyVertex) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava()))
-    fake.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
-    fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE, times=2)
-    fake.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
+    inputs, _ = engine.check(props(job()))
+    vertex.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
+    vertex.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE, times=2)
+    vertex.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
     job_id, outs = engine.create(inputs)
     assert outs["state"] == "SUCCEEDED"
-    assert fake.calls["ListCustomJobs"] == 2 and fake.calls["CreateCustomJob"] == 1
-    fake.inject("DeleteCustomJob", grpc.StatusCode.UNAVAILABLE)
-    fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE)
+    assert vertex.calls["ListCustomJobs"] == 2 and vertex.calls["CreateCustomJob"] == 1
+    vertex.inject("DeleteCustomJob", grpc.StatusCode.UNAVAILABLE)
+    vertex.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE)
     engine.delete(job_id, outs)
-    assert job_id not in fake.jobs
+    assert vertex.job_names() == []
 
 
 def test_create_is_not_retried_on_a_transient_error(
-    host: ProviderHost, fake: FakeJobService
+    host: ProviderHost, vertex: FaultyVertex
 ) -> None:
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait=False))
-    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
+    inputs, _ = engine.check(props(job(), wait=False))
+    vertex.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
     with pytest.raises(grpc.RpcError):
         engine.create(inputs)
-    assert fake.calls["CreateCustomJob"] == 1 and fake.jobs == {}
+    assert vertex.calls["CreateCustomJob"] == 1 and vertex.job_names() == []
 
 
-def test_wait_is_bounded(host: ProviderHost, fake: FakeJobService) -> None:
+def test_wait_is_bounded(host: ProviderHost, vertex: FaultyVertex, tmp_path: Path) -> None:
+    held = tmp_path / "hold"
+    held.touch()
     engine = Engine(host, JobKind.CUSTOM_JOB)
-    inputs, _ = engine.check(props(cassava(), wait_timeout_seconds=0.3))
-    fake.hold_new_in = 3  # RUNNING, forever
-    try:
-        with pytest.raises(grpc.RpcError) as caught:
-            engine.create(inputs)
-    finally:
-        fake.hold_new_in = None
-    assert "still RUNNING" in caught.value.details()
+    inputs, _ = engine.check(props(job("--hold-while", str(held)), wait_timeout_seconds=0.3))
+    with pytest.raises(grpc.RpcError) as caught:
+        engine.create(inputs)
+    assert re.search("still (QUEUED|PENDING|RUNNING)", caught.value.details())
     assert "keeps running" in caught.value.details()
     # The next `up` adopts the running job instead of starting a second one.
-    fake.release(fake.names("customJobs")[0])
-    job_id, outs = engine.create(inputs)
-    assert fake.names("customJobs") == [job_id] and outs["state"] == "SUCCEEDED"
+    held.unlink()
+    longer, _ = engine.check(props(job("--hold-while", str(held)), wait_timeout_seconds=30))
+    job_id, outs = engine.create(longer)
+    assert vertex.job_names() == [job_id] and outs["state"] == "SUCCEEDED"
 
 
 def test_check_reports_validation_failures_by_field(host: ProviderHost) -> None:
@@ -558,16 +567,24 @@ def as_received(message: Any) -> dict[str, Any]:
     ],
 )
 def test_every_field_of_the_body_reaches_the_service(
-    host: ProviderHost, fake: FakeJobService, kind: JobKind, build: Any
+    host: ProviderHost, vertex: FaultyVertex, kind: JobKind, build: Any
 ) -> None:
+    """What the service receives (refused there: this machine runs no TPU)."""
     body = build()
     engine = Engine(host, kind, "maximal")
     inputs, failures = engine.check(props(body, name="maximal", wait=False))
     assert failures == []
-    job_id, _ = engine.create(inputs)
+    create = "CreateCustomJob" if kind is JobKind.CUSTOM_JOB else "CreateHyperparameterTuningJob"
+    vertex.inject(create, grpc.StatusCode.INVALID_ARGUMENT)
+    with pytest.raises(grpc.RpcError, match="injected"):
+        engine.create(inputs)
+    (request,) = vertex.requests[create]
+    received = getattr(
+        request, "custom_job" if kind is JobKind.CUSTOM_JOB else "hyperparameter_tuning_job"
+    )
     sent = parse_body(kind, body)
     expected = json_format.MessageToDict(type(sent).pb(sent))
-    assert as_received(fake.jobs[job_id].message) == expected
+    assert as_received(received) == expected
     # What the old spec types changed on the way: a disk spec made up, a partitioned GPU
     # dropped, durations rounded to whole seconds, a zero wait dropped.
     if kind is JobKind.CUSTOM_JOB:

@@ -1,4 +1,5 @@
-"""The vertex backend and the real ``JobServiceClient`` against the fake JobService."""
+"""The vertex backend and the real ``JobServiceClient`` against the local Vertex, with
+faults injected around it (tests.fakes.faults)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.bodies import cassava, horses_or_humans
+from tests.bodies import cassava, horses_or_humans, standin
+from tests.fakes.faults import FaultyVertex
 from tests.fakes.settings import PARENT, vertex_settings
-from tests.fakes.vertex_job_service import FakeJobService
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
@@ -41,113 +42,105 @@ from vertex_training.jobs.records import JobKind, JobState
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 
 
-@pytest.fixture(autouse=True)
-def clean(clean_fake: FakeJobService, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(EMULATOR_HOST_ENV, clean_fake.address)
+def quick(*args: str) -> dict[str, Any]:
+    """The cassava job, its replicas the stand-in trainer with ``args``."""
+    return standin(cassava(accelerator=None), *args)
 
 
 @pytest.fixture
-def backend() -> VertexBackend:
+def backend(vertex: FaultyVertex) -> VertexBackend:
     return VertexBackend(vertex_settings(retry_timeout_seconds=5))
 
 
-def client(fake: FakeJobService) -> JobServiceClient:
-    channel = grpc.insecure_channel(fake.address)
+def client(vertex: FaultyVertex) -> JobServiceClient:
+    channel = grpc.insecure_channel(vertex.address)
     return JobServiceClient(transport=JobServiceGrpcTransport(channel=channel))
 
 
-# ----------------------------------------------------------- the fake, via the client
+# ------------------------------------------------------------- the faults, via the client
 
 
-def test_fake_speaks_the_real_client_for_both_kinds(fake: FakeJobService) -> None:
-    jobs = client(fake)
-    custom = jobs.create_custom_job(parent=PARENT, custom_job=parse_body(CUSTOM, cassava()))
-    assert custom.name.startswith(f"{PARENT}/customJobs/")
-    assert custom.state == v1.JobState.JOB_STATE_QUEUED
-    tuning = jobs.create_hyperparameter_tuning_job(
-        parent=PARENT, hyperparameter_tuning_job=parse_body(TUNING, horses_or_humans())
+@pytest.mark.slow
+def test_faults_are_injectable(vertex: FaultyVertex) -> None:
+    jobs = client(vertex)
+    vertex.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
+    with pytest.raises(api_exceptions.ResourceExhausted, match="injected"):
+        list(jobs.list_custom_jobs(request={"parent": PARENT}, retry=None))
+    assert list(jobs.list_custom_jobs(request={"parent": PARENT}, retry=None)) == []
+    assert vertex.calls["ListCustomJobs"] == 2
+    # After the effect: the job is made, the answer lost.
+    vertex.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    with pytest.raises(api_exceptions.ServiceUnavailable):
+        jobs.create_custom_job(parent=PARENT, custom_job=parse_body(CUSTOM, quick()), retry=None)
+    (made,) = vertex.job_names()
+    # A slow operation: answered before it is done, the client polls it to its end.
+    vertex.vertex.runner.wait(made, timeout=30)
+    vertex.inject("DeleteCustomJob", unfinished=True)
+    operation = jobs.delete_custom_job(name=made)
+    assert not operation.operation.done
+    operation.result(timeout=10)
+    assert vertex.job_names() == [] and vertex.calls["GetOperation"] >= 1
+
+
+@pytest.mark.slow
+def test_the_local_vertex_refuses_what_vertex_refuses(vertex: FaultyVertex) -> None:
+    jobs = client(vertex)
+    custom = jobs.create_custom_job(
+        parent=PARENT, custom_job=parse_body(CUSTOM, quick("--sleep", "60"))
     )
-    states = [jobs.get_hyperparameter_tuning_job(name=tuning.name).state for _ in range(4)]
-    assert [v1.JobState(s).name for s in states] == [
-        "JOB_STATE_PENDING",
-        "JOB_STATE_RUNNING",
-        "JOB_STATE_SUCCEEDED",
-        "JOB_STATE_SUCCEEDED",
-    ]
-    done = jobs.get_hyperparameter_tuning_job(name=tuning.name)
-    assert len(done.trials) == 6 and done.trials[0].final_measurement.metrics[0].value > 0
-
-    listed = jobs.list_custom_jobs(request={"parent": PARENT, "filter": 'labels.codelab="cassava"'})
-    assert [j.name for j in listed] == [custom.name]
-    none = jobs.list_custom_jobs(request={"parent": PARENT, "filter": 'labels.codelab="x"'})
-    assert list(none) == []
-
-    jobs.cancel_custom_job(name=custom.name)
-    assert jobs.get_custom_job(name=custom.name).state == v1.JobState.JOB_STATE_CANCELLED
-    jobs.delete_custom_job(name=custom.name).result(timeout=5)
-    with pytest.raises(api_exceptions.NotFound):
-        jobs.get_custom_job(name=custom.name)
-
-
-def test_fake_refuses_what_vertex_refuses(fake: FakeJobService) -> None:
-    jobs = client(fake)
-    custom = jobs.create_custom_job(parent=PARENT, custom_job=parse_body(CUSTOM, cassava()))
-    with pytest.raises(api_exceptions.FailedPrecondition, match="cancel it before deleting"):
+    with pytest.raises(api_exceptions.FailedPrecondition, match="cancel it"):
         jobs.delete_custom_job(name=custom.name)
     with pytest.raises(api_exceptions.PermissionDenied):
         jobs.create_custom_job(
-            parent="projects/other/locations/us-central1", custom_job=parse_body(CUSTOM, cassava())
+            parent="projects/other/locations/us-central1", custom_job=parse_body(CUSTOM, quick())
         )
-    with pytest.raises(api_exceptions.InvalidArgument, match="unsupported filter"):
+    with pytest.raises(api_exceptions.InvalidArgument, match="filter"):
         list(jobs.list_custom_jobs(request={"parent": PARENT, "filter": "state=RUNNING"}))
-
-
-def test_fake_faults_are_injectable(fake: FakeJobService) -> None:
-    jobs = client(fake)
-    fake.inject("ListCustomJobs", grpc.StatusCode.RESOURCE_EXHAUSTED)
-    with pytest.raises(api_exceptions.ResourceExhausted):
-        list(jobs.list_custom_jobs(request={"parent": PARENT}, retry=None))
-    assert list(jobs.list_custom_jobs(request={"parent": PARENT}, retry=None)) == []
 
 
 # ------------------------------------------------------------------------ the backend
 
 
-def test_submit_get_find_cancel_delete(fake: FakeJobService, backend: VertexBackend) -> None:
-    record = backend.submit(CUSTOM, cassava())
-    assert record.kind is JobKind.CUSTOM_JOB and record.state is JobState.QUEUED
+@pytest.mark.slow
+def test_submit_get_find_cancel_delete(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    record = backend.submit(CUSTOM, quick("--sleep", "60"))
+    assert record.kind is JobKind.CUSTOM_JOB and not record.state.is_terminal
     assert record.display_name == "multiworker-cassava"
-    assert backend.get(record.name).state is JobState.PENDING
+    assert backend.get(record.name).name == record.name
     found = backend.find(JobKind.CUSTOM_JOB, {"codelab": "cassava"})
     assert found is not None and found.name == record.name
     assert backend.find(JobKind.CUSTOM_JOB, {"codelab": "other"}) is None
     assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"codelab": "cassava"}) is None
 
     backend.cancel(record.name)
-    assert backend.get(record.name).state is JobState.CANCELLED
-    backend.cancel(record.name)  # already finished: fine
+    assert backend.wait(record.name, timeout=30).state is JobState.CANCELLED
+    backend.cancel(record.name)  # already finished (FAILED_PRECONDITION): fine
     backend.delete(record.name)
     backend.delete(record.name)  # already gone: fine
     backend.cancel(record.name)
     with pytest.raises(JobNotFoundError):
         backend.get(record.name)
+    assert vertex.calls["CancelCustomJob"] == 3
 
 
-def test_find_returns_the_newest(fake: FakeJobService, backend: VertexBackend) -> None:
-    first = backend.submit(CUSTOM, cassava())
-    second = backend.submit(CUSTOM, cassava())
+def test_find_returns_the_newest(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    first = backend.submit(CUSTOM, quick())
+    second = backend.submit(CUSTOM, quick())
     found = backend.find(JobKind.CUSTOM_JOB, {"codelab": "cassava"})
     assert found is not None and found.name == second.name != first.name
 
 
-def test_tuning_job_record(fake: FakeJobService, backend: VertexBackend) -> None:
-    record = backend.submit(TUNING, horses_or_humans())
+@pytest.mark.slow
+def test_tuning_job_record(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    body = standin(horses_or_humans(max_trials=4), "--steps", "2")
+    body["studySpec"]["parameters"][0]["parameterId"] = "x"  # the stand-in's landscape
+    record = backend.submit(TUNING, body)
     assert record.kind is JobKind.HYPERPARAMETER_TUNING_JOB
-    for _ in range(3):
-        record = backend.get(record.name)
+    record = backend.wait(record.name, timeout=60, poll_seconds=0.05)
     assert record.state is JobState.SUCCEEDED
-    assert len(record.trials) == 6 and record.best_trial is not None
+    assert len(record.trials) == 4 and record.best_trial is not None
     scores = [t.final_metrics[HYPERTUNE_METRIC_TAG] for t in record.trials]
+    assert len(set(scores)) == 4
     assert record.best_trial.final_metrics[HYPERTUNE_METRIC_TAG] == max(scores)
     assert record.model_dir == (
         f"gs://p-bucket/jobs/horses-humans/{record.best_trial.trial_id}/model"
@@ -155,60 +148,62 @@ def test_tuning_job_record(fake: FakeJobService, backend: VertexBackend) -> None
 
 
 def test_submit_refuses_a_body_the_protos_refuse(
-    fake: FakeJobService, backend: VertexBackend
+    vertex: FaultyVertex, backend: VertexBackend
 ) -> None:
     body = cassava()
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorTyp"] = "NVIDIA_TESLA_T4"
     with pytest.raises(JobRefusedError, match="did you mean 'acceleratorType'"):
         backend.submit(CUSTOM, body)
-    assert fake.calls["CreateCustomJob"] == 0
+    assert vertex.calls["CreateCustomJob"] == 0
 
 
-def test_reads_retry_transient_errors(fake: FakeJobService, backend: VertexBackend) -> None:
-    record = backend.submit(CUSTOM, cassava())
-    fake.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE)
-    fake.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
-    fake.inject("GetCustomJob", grpc.StatusCode.RESOURCE_EXHAUSTED)
+def test_reads_retry_transient_errors(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    record = backend.submit(CUSTOM, quick("--sleep", "60"))
+    vertex.inject("GetCustomJob", grpc.StatusCode.UNAVAILABLE)
+    vertex.inject("GetCustomJob", grpc.StatusCode.DEADLINE_EXCEEDED)
+    vertex.inject("GetCustomJob", grpc.StatusCode.RESOURCE_EXHAUSTED)
     assert backend.get(record.name).name == record.name
-    assert fake.calls["GetCustomJob"] == 4
-    fake.inject("ListCustomJobs", grpc.StatusCode.UNAVAILABLE, times=2)
+    assert vertex.calls["GetCustomJob"] == 4
+    vertex.inject("ListCustomJobs", grpc.StatusCode.UNAVAILABLE, times=2)
     assert backend.find(JobKind.CUSTOM_JOB, {"codelab": "cassava"}) is not None
-    fake.inject("CancelCustomJob", grpc.StatusCode.UNAVAILABLE)
+    assert vertex.calls["ListCustomJobs"] == 3
+    vertex.inject("CancelCustomJob", grpc.StatusCode.UNAVAILABLE)
     backend.cancel(record.name)
-    assert fake.calls["CancelCustomJob"] == 2
+    assert vertex.calls["CancelCustomJob"] == 2
 
 
-def test_other_errors_are_not_retried(fake: FakeJobService, backend: VertexBackend) -> None:
-    record = backend.submit(CUSTOM, cassava())
-    fake.inject("GetCustomJob", grpc.StatusCode.PERMISSION_DENIED)
+def test_other_errors_are_not_retried(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    record = backend.submit(CUSTOM, quick())
+    vertex.inject("GetCustomJob", grpc.StatusCode.PERMISSION_DENIED)
     with pytest.raises(api_exceptions.PermissionDenied):
         backend.get(record.name)
-    assert fake.calls["GetCustomJob"] == 1
+    assert vertex.calls["GetCustomJob"] == 1
 
 
-def test_create_is_never_retried(fake: FakeJobService, backend: VertexBackend) -> None:
-    fake.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
+def test_create_is_never_retried(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    vertex.inject("CreateCustomJob", grpc.StatusCode.UNAVAILABLE)
     with pytest.raises(api_exceptions.ServiceUnavailable):
-        backend.submit(CUSTOM, cassava())
-    assert fake.calls["CreateCustomJob"] == 1
+        backend.submit(CUSTOM, quick())
+    assert vertex.calls["CreateCustomJob"] == 1 and vertex.job_names() == []
 
 
 def test_delete_refused_while_running_surfaces(
-    fake: FakeJobService, backend: VertexBackend
+    vertex: FaultyVertex, backend: VertexBackend
 ) -> None:
-    fake.hold_new_in = v1.JobState.JOB_STATE_RUNNING
-    record = backend.submit(CUSTOM, cassava())
+    record = backend.submit(CUSTOM, quick("--sleep", "60"))
     with pytest.raises(api_exceptions.FailedPrecondition):
         backend.delete(record.name)
 
 
-def test_failed_job_reports_its_error(fake: FakeJobService, backend: VertexBackend) -> None:
-    fake.outcome = v1.JobState.JOB_STATE_FAILED
-    record = backend.submit(CUSTOM, cassava())
-    for _ in range(3):
-        record = backend.get(record.name)
+@pytest.mark.slow
+def test_failed_job_reports_its_error(vertex: FaultyVertex, backend: VertexBackend) -> None:
+    record = backend.submit(CUSTOM, quick("--exit-code", "1"))
+    record = backend.wait(record.name, timeout=30, poll_seconds=0.05)
     assert record.state is JobState.FAILED
-    assert record.error_message and "non-zero status" in record.error_message
+    # Vertex says "The replica workerpool0-0 exited with a non-zero status of 1."; the local
+    # Vertex names the replica and its code too, and adds its log's tail.
+    assert record.error_message and "exited with code 1" in record.error_message
+    assert "failing on purpose: boom" in record.error_message
 
 
 def test_the_provider_builds_a_vertex_backend() -> None:
@@ -229,17 +224,17 @@ def test_the_provider_builds_a_vertex_backend() -> None:
 
 
 def test_regional_endpoint_without_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(EMULATOR_HOST_ENV)
+    monkeypatch.delenv(EMULATOR_HOST_ENV, raising=False)
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
     settings = BackendSettings(BackendKind.VERTEX, project="p", location="asia-southeast1")
     built = service_client(JobServiceClient, settings)
     assert built.api_endpoint == "asia-southeast1-aiplatform.googleapis.com"
 
 
-def test_emulator_endpoint(fake: FakeJobService) -> None:
+def test_emulator_endpoint(vertex: FaultyVertex) -> None:
     settings = BackendSettings(BackendKind.VERTEX, project="p", location="us-central1")
     built = service_client(JobServiceClient, settings)
-    assert built.api_endpoint == fake.address
+    assert built.api_endpoint == vertex.address
 
 
 def test_helpers() -> None:
@@ -475,9 +470,6 @@ def _message(descriptor: Descriptor, depth: int) -> st.SearchStrategy[Any]:
     return build()
 
 
-_FAKE_SETS = ("name", "state", "createTime", "updateTime")
-
-
 @pytest.mark.parametrize("kind", [CUSTOM, TUNING])
 @settings(
     max_examples=25,
@@ -486,14 +478,16 @@ _FAKE_SETS = ("name", "state", "createTime", "updateTime")
 )
 @given(data=st.data())
 def test_any_settable_field_reaches_the_service_unchanged(
-    fake: FakeJobService, backend: VertexBackend, kind: JobKind, data: st.DataObject
+    vertex: FaultyVertex, backend: VertexBackend, kind: JobKind, data: st.DataObject
 ) -> None:
+    """What the service receives, refused before it runs (a drawn body runs nowhere)."""
     cls = v1.CustomJob if kind is CUSTOM else v1.HyperparameterTuningJob
     generated = data.draw(_message(cls.pb().DESCRIPTOR, 0))
     body = json_format.MessageToDict(generated)
-    record = backend.submit(kind, body)
-    received = fake.jobs[record.name].message
-    got = json_format.MessageToDict(type(received).pb(received))
-    for key in _FAKE_SETS:
-        got.pop(key, None)
-    assert got == body
+    create = "CreateCustomJob" if kind is CUSTOM else "CreateHyperparameterTuningJob"
+    vertex.inject(create, grpc.StatusCode.INVALID_ARGUMENT)
+    with pytest.raises(api_exceptions.InvalidArgument, match="injected"):
+        backend.submit(kind, body)
+    request = vertex.requests[create][-1]
+    received = request.custom_job if kind is CUSTOM else request.hyperparameter_tuning_job
+    assert json_format.MessageToDict(type(received).pb(received)) == body

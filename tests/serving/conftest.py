@@ -1,29 +1,44 @@
-"""One fake Vertex ModelService + EndpointService per test module, reset before each test."""
+"""One local Vertex per test module, faults around it, on a fresh root for each test; the
+prediction servers it starts run the stand-in ``predictor``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
+from google.api_core import exceptions as api_exceptions
+from google.cloud.aiplatform_v1 import ModelServiceClient
+from google.cloud.aiplatform_v1 import types as v1
+from google.cloud.aiplatform_v1.services.model_service.transports.grpc import (
+    ModelServiceGrpcTransport,
+)
 
-from tests.fakes.vertex_serving_service import FakeServingService
+from tests.fakes.faults import FaultyVertex
 
 STANDIN = Path(__file__).resolve().parent / "standin"
 """Holds a stand-in ``predictor`` package (no TensorFlow) for the local endpoint tests."""
 
 
 @pytest.fixture(scope="module")
-def serving_fake() -> Iterator[FakeServingService]:
-    with FakeServingService() as service:
-        yield service
+def vertex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyVertex]:
+    with FaultyVertex(tmp_path_factory.mktemp("vertex")) as server:
+        yield server
 
 
 @pytest.fixture
-def fake(serving_fake: FakeServingService, monkeypatch: pytest.MonkeyPatch) -> FakeServingService:
-    serving_fake.reset()
-    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", serving_fake.address)
-    return serving_fake
+def vertex(
+    vertex_server: FaultyVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> FaultyVertex:
+    """The local Vertex on a fresh root, the Vertex clients of this process pointed at it,
+    the prediction servers it starts finding the stand-in ``predictor`` first."""
+    vertex_server.reset(tmp_path / "vertex")
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", vertex_server.address)
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(STANDIN), *([path] if path else [])]))
+    return vertex_server
 
 
 def saved_model(directory: Path) -> Path:
@@ -33,3 +48,19 @@ def saved_model(directory: Path) -> Path:
     (directory / "saved_model.pb").write_bytes(b"\x08\x01")
     (directory / "variables").mkdir(exist_ok=True)
     return directory
+
+
+def artifact(vertex: FaultyVertex, uri: str) -> str:
+    """``uri`` (``gs://...``), holding a SavedModel where the local Vertex reads it."""
+    saved_model(vertex.vertex.twin.local_path(uri))
+    return uri
+
+
+def versions(vertex: FaultyVertex, model: str) -> list[v1.Model]:
+    """The versions of ``model`` as the service lists them (none once it is gone)."""
+    channel = grpc.insecure_channel(vertex.address)
+    models = ModelServiceClient(transport=ModelServiceGrpcTransport(channel=channel))
+    try:
+        return list(models.list_model_versions(name=model))
+    except api_exceptions.NotFound:
+        return []

@@ -1,5 +1,5 @@
-"""Model and Endpoint providers through the real dynamic host: on the fake Vertex services
-(with failures injected) and as the local twin (real processes, a stand-in server)."""
+"""Model and Endpoint providers through the real dynamic host: on the local Vertex in this
+process as Vertex (with failures injected around it), and on a local stack's own."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ import grpc
 import pytest
 from pulumi.runtime.proto import provider_pb2
 
+from tests.fakes.faults import FaultyVertex
 from tests.fakes.settings import PARENT, local_settings, vertex_settings
-from tests.fakes.vertex_serving_service import FakeServingService
-from tests.serving.conftest import saved_model
+from tests.serving.conftest import artifact, saved_model, versions
 from tests.serving.provider_host import ServingEngine, ServingHost, up
 from vertex_training.serving.resources import (
     PROVIDER_VERSION,
@@ -38,8 +38,8 @@ ENDPOINT_IDENTITY = "vertex-training/dev/horses-endpoint"
 
 
 @pytest.fixture(scope="module")
-def host(serving_fake: FakeServingService) -> Iterator[ServingHost]:
-    provider_host = ServingHost(serving_fake.address)
+def host(vertex_server: FaultyVertex) -> Iterator[ServingHost]:
+    provider_host = ServingHost(vertex_server.address)
     yield provider_host
     provider_host.close()
 
@@ -96,10 +96,12 @@ def endpoint_props(
     }
 
 
-def test_vertex_model_versions_and_endpoint(host: ServingHost, fake: FakeServingService) -> None:
+def test_vertex_model_versions_and_endpoint(host: ServingHost, vertex: FaultyVertex) -> None:
     models = ServingEngine(host, ModelProvider(), "Model", "horses")
     endpoints = ServingEngine(host, EndpointProvider(), "Endpoint", "horses-endpoint")
-    first_id, first = up(models, model_props(vertex_backend(), "gs://b/jobs/t/1/model"))
+    first_id, first = up(
+        models, model_props(vertex_backend(), artifact(vertex, "gs://b/jobs/t/1/model"))
+    )
     model = f"{PARENT}/models/{model_id_for(MODEL_IDENTITY)}"
     assert (first_id, first["version_id"]) == (f"{model}@1", "1")
     assert set(first["aliases"]) == {"default", "production"}
@@ -112,7 +114,7 @@ def test_vertex_model_versions_and_endpoint(host: ServingHost, fake: FakeServing
     second_id, second = models.create(retrained)
     assert second_id == f"{model}@2" and set(second["aliases"]) == {"default", "production"}
     models.delete(first_id, first)
-    assert [(m.version_id, set(m.version_aliases)) for m in fake.versions(model)] == [
+    assert [(m.version_id, set(m.version_aliases)) for m in versions(vertex, model)] == [
         ("2", {"default", "production"})
     ]
 
@@ -124,7 +126,7 @@ def test_vertex_model_versions_and_endpoint(host: ServingHost, fake: FakeServing
     blue = deployed_model_id(ENDPOINT_IDENTITY, "blue", deployment(second_id))
     assert endpoint["deployed_model_ids"] == {"blue": blue}
     assert endpoint["predict_url"].endswith(f"/v1/{endpoint_id}:predict")
-    assert dict(fake.endpoints[endpoint_id].traffic_split) == {blue: 100}
+    assert traffic(vertex, endpoint_id) == {blue: 100}
 
     # A second deployment and a traffic change: in place.
     both, _ = endpoints.check(
@@ -139,7 +141,7 @@ def test_vertex_model_versions_and_endpoint(host: ServingHost, fake: FakeServing
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
     endpoint = endpoints.update(endpoint_id, endpoint, both)
     green = endpoint["deployed_model_ids"]["green"]
-    assert dict(fake.endpoints[endpoint_id].traffic_split) == {blue: 30, green: 70}
+    assert traffic(vertex, endpoint_id) == {blue: 30, green: 70}
 
     # The version is still deployed: its delete is refused with a clear message.
     with pytest.raises(grpc.RpcError) as refused:
@@ -147,24 +149,31 @@ def test_vertex_model_versions_and_endpoint(host: ServingHost, fake: FakeServing
     assert "is still deployed to" in str(refused.value.details())
     assert "undeploy it there first" in str(refused.value.details())
 
-    fake.undeploy_lag = 1  # the delete right after the last undeploy fails once
+    # Vertex refuses a delete for a while after the last undeploy: the first one fails.
+    vertex.inject("DeleteEndpoint", grpc.StatusCode.FAILED_PRECONDITION)
     endpoints.delete(endpoint_id, endpoint)
-    assert fake.endpoints == {} and fake.calls["DeleteEndpoint"] == 2
+    assert vertex.vertex.twin.stored_endpoints() == [] and vertex.calls["DeleteEndpoint"] == 2
     models.delete(second_id, second)
-    assert fake.models == {}
+    assert vertex.vertex.twin.stored_models() == []
 
 
-def test_an_upload_interrupted_is_adopted(host: ServingHost, fake: FakeServingService) -> None:
+def test_an_upload_interrupted_is_adopted(host: ServingHost, vertex: FaultyVertex) -> None:
     models = ServingEngine(host, ModelProvider(), "Model", "horses")
-    inputs, _ = models.check(model_props(vertex_backend(), "gs://b/jobs/t/model"))
-    fake.inject("UploadModel", grpc.StatusCode.UNAVAILABLE, after_effect=True)
+    uri = artifact(vertex, "gs://b/jobs/t/model")
+    inputs, _ = models.check(model_props(vertex_backend(), uri))
+    vertex.inject("UploadModel", grpc.StatusCode.UNAVAILABLE, after_effect=True)
     with pytest.raises(grpc.RpcError):
         models.create(inputs)
     version_id, outs = models.create(inputs)
-    assert outs["version_id"] == "1" and fake.calls["UploadModel"] == 1
+    assert outs["version_id"] == "1" and vertex.calls["UploadModel"] == 1
     assert set(outs["aliases"]) == {"default", "production"}
-    again, _ = models.check(model_props(vertex_backend(), "gs://b/jobs/t/model"), olds=outs)
+    again, _ = models.check(model_props(vertex_backend(), uri), olds=outs)
     assert models.diff(version_id, outs, again).changes == provider_pb2.DiffResponse.DIFF_NONE
+
+
+def traffic(vertex: FaultyVertex, endpoint: str) -> dict[str, int]:
+    stored = vertex.vertex.twin.stored_endpoint(endpoint.rsplit("/", 1)[1])
+    return dict(stored["trafficSplit"])
 
 
 def _predict(url: str) -> dict[str, Any]:
