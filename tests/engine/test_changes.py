@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import pty
 import signal
@@ -34,6 +35,7 @@ from tests.engine.conftest import (
     wait_for,
 )
 from tests.engine.local_store import jobs_named, stored_jobs, succeeded
+from tests.local.conftest import pid_gone
 
 pytestmark = pytest.mark.slow
 
@@ -178,13 +180,18 @@ def test_interrupted_up_is_adopted_not_duplicated(
         finally:
             project.kill_session(up.pid)
             up.wait(timeout=30)
+            # The local Vertex goes down too (the machine restarted, say): the job runs on.
+            vertex = json.loads((project.local_root / "vertex.json").read_text())["pid"]
+            os.kill(vertex, signal.SIGKILL)
+            wait_for(lambda: pid_gone(vertex), 10, "the local Vertex to end")
             project.trainer_hold.unlink()
     interrupted = jobs_named(project.local_root, CUSTOM_JOB)
     assert len(interrupted) == 2, log.read_text()
     submitted = interrupted[-1]
 
     # What Pulumi documents after an interrupted update: release the stack's lock, then
-    # drop the creates the engine never heard back about.
+    # drop the creates the engine never heard back about. The refresh starts a new local
+    # Vertex, which reports the job the killed one started.
     project.pulumi("cancel", "--yes")
     project.stack("refresh", "--clear-pending-creates")
     project.up()
