@@ -48,6 +48,13 @@ def _refused(error: Exception) -> ServiceError:
     return ServiceError(code, str(error))
 
 
+def _listed(messages: list[Any], request: Any) -> tuple[Any, str]:
+    """The page of ``messages`` a list ``request`` asks for (its label filter, its page)."""
+    labels = parse_label_filter(request.filter)
+    chosen = [m for m in messages if labels.items() <= dict(m.labels).items()]
+    return page(chosen, request.page_size, request.page_token)
+
+
 def _runs_here(message: Any, field: str) -> None:
     """Refuse what only Vertex has (the table the providers' preview reads too)."""
     from vertex_training.jobs.local_support import local_refusals
@@ -175,13 +182,11 @@ class ModelService(_Registry):
 
     def list_models(self, request: v1.ListModelsRequest) -> Any:
         self.names.check_parent(request.parent)
-        labels = parse_label_filter(request.filter)
         models = [
             self.model(*self.version(self.names.name("models", model_id)))
             for model_id in self.twin.stored_models()
         ]
-        chosen = [m for m in models if labels.items() <= dict(m.labels).items()]
-        found, token = page(chosen, request.page_size, request.page_token)
+        found, token = _listed(models, request)
         return v1.ListModelsResponse(models=found, next_page_token=token)
 
     def update_model(self, request: v1.UpdateModelRequest) -> v1.Model:
@@ -262,13 +267,11 @@ class EndpointService(_Registry):
 
     def list_endpoints(self, request: v1.ListEndpointsRequest) -> Any:
         self.names.check_parent(request.parent)
-        labels = parse_label_filter(request.filter)
         endpoints = [
             self.endpoint_message(*self.endpoint(self.names.name("endpoints", endpoint_id)))
             for endpoint_id in self.twin.stored_endpoints()
         ]
-        chosen = [e for e in endpoints if labels.items() <= dict(e.labels).items()]
-        found, token = page(chosen, request.page_size, request.page_token)
+        found, token = _listed(endpoints, request)
         return v1.ListEndpointsResponse(endpoints=found, next_page_token=token)
 
     def update_endpoint(self, request: v1.UpdateEndpointRequest) -> v1.Endpoint:
