@@ -1,3 +1,3 @@
-"""Job backends behind one small protocol (``base.JobBackend``): Vertex AI (``vertex``) and
-this machine (``local``). The job provider picks one per call from the resource's
-``BackendSettings``."""
+"""The job backend: Vertex AI's JobService through its client (``vertex``), on Google's
+Vertex or on the local Vertex of the platform's local root (``local_vertex`` finds or starts
+it), as the resource's ``BackendSettings`` say; ``base`` holds what it reports and raises."""

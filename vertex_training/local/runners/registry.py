@@ -82,7 +82,7 @@ def _healthy(url: str) -> bool:
 
 
 class Registry:
-    """``ServingBackend`` on this machine, keeping its state under ``<root>/serving``."""
+    """The local Vertex's model registry and endpoints, kept under ``<root>/serving``."""
 
     def __init__(self, root: str, parent: str = LOCAL_PARENT) -> None:
         self.root = Path(root).resolve()

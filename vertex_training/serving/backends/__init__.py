@@ -1,7 +1,5 @@
-"""Serving backends behind one small protocol (``base.ServingBackend``): the Model Registry
-and endpoints on Vertex AI, or their local twin under the local root.
-
-Both are chosen by the same ``BackendSettings`` the jobs carry (the providers' ``backends``),
-so a stack's models and endpoints go where its jobs run. Each implementation is imported
-only when it is used: ``google.cloud.aiplatform_v1`` must stay out of program import.
+"""The serving backend: the Model Registry and endpoints through the Vertex clients
+(``vertex``), on Vertex AI or on the local Vertex of the platform's local root, as the
+``BackendSettings`` the jobs carry say. ``google.cloud.aiplatform_v1`` is imported only
+where it is used: it must stay out of program import.
 """

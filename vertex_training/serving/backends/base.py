@@ -1,11 +1,9 @@
-"""The one small protocol every serving backend (vertex, local) implements, and the records
-they report."""
+"""What the serving backend reports (models' versions, endpoints) and its errors."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from vertex_training._dynamic import NotFoundError
 
@@ -67,72 +65,11 @@ class EndpointRecord:
         return {d.id for d in self.deployed}
 
 
-class ServingBackend(Protocol):
-    # -- Model Registry -----------------------------------------------------------------
-    def find_version(self, model_id: str, labels: Mapping[str, str]) -> ModelVersionRecord | None:
-        """The newest version of model ``model_id`` carrying every label (adoption after
-        an interrupted upload); None when there is none or no such model."""
-        ...
-
-    def upload(self, model_id: str, body: Mapping[str, Any]) -> ModelVersionRecord:
-        """Upload ``body`` (a Vertex ``Model`` REST body) as model ``model_id``, or as its
-        new version when the model exists (``parentModel``). Not retried: callers
-        ``find_version`` first."""
-        ...
-
-    def get_version(self, model: str, version_id: str) -> ModelVersionRecord:
-        """Raises ``ServingNotFoundError`` when the version is gone."""
-        ...
-
-    def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
-        """Display name, description and labels of ``body`` (a ``Model`` REST body) in place."""
-        ...
-
-    def move_aliases(self, model: str, version_id: str, aliases: Sequence[str]) -> None:
-        """Give ``aliases`` to this version, taking each away from any other version first;
-        aliases of this version not in ``aliases`` are removed."""
-        ...
-
-    def delete_version(self, model: str, version_id: str) -> None:
-        """Delete the version, and the model with its last version; a version still
-        deployed raises ``ModelInUseError``; one already gone is fine."""
-        ...
-
-    # -- endpoints ---------------------------------------------------------------------
-    def get_endpoint(self, name: str) -> EndpointRecord: ...
-
-    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> EndpointRecord:
-        """Create the endpoint, or return it when it exists (ids are ours)."""
-        ...
-
-    def update_endpoint(self, name: str, body: Mapping[str, Any]) -> None:
-        """Display name, description and labels in place."""
-        ...
-
-    def deploy(
-        self, name: str, deployed_model: Mapping[str, Any], traffic: Mapping[str, int]
-    ) -> None:
-        """Deploy a ``DeployedModel`` body (its ``id`` set), the endpoint's traffic split
-        becoming ``traffic``."""
-        ...
-
-    def set_traffic(self, name: str, traffic: Mapping[str, int]) -> None: ...
-
-    def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
-        """Undeploy; ``traffic`` is the split of those left (empty when none is)."""
-        ...
-
-    def delete_endpoint(self, name: str) -> None:
-        """Delete an endpoint with nothing deployed; one already gone is fine."""
-        ...
-
-
 __all__ = [
     "DeployedModelRecord",
     "EndpointRecord",
     "ModelInUseError",
     "ModelVersionRecord",
-    "ServingBackend",
     "ServingNotFoundError",
     "ServingRefusedError",
 ]

@@ -65,7 +65,8 @@ def version_record(model: v1.Model) -> base.ModelVersionRecord:
 
 
 class VertexServingBackend(VertexService):
-    """``ServingBackend`` on Vertex AI for one project and region."""
+    """Model Registry and endpoints on Vertex AI for one project and region: Google's, or
+    the local Vertex of the settings' local root."""
 
     @functools.cached_property
     def models(self) -> v1.ModelServiceClient:
