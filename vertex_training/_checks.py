@@ -36,8 +36,11 @@ __all__ = [
     "LEAVES",
     "Checked",
     "InvalidArgumentsError",
+    "JudgedOnce",
+    "Judgement",
     "accepts_unknown",
     "alternatives",
+    "arguments",
     "describe",
     "field_types",
     "is_known",
@@ -302,13 +305,52 @@ class Checked:
         return core_schema.is_instance_schema(cls)
 
 
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What a resource's rules found of its Args, and what else they read."""
+
+    on: Any
+    """What the rules read besides the Args: a job's name and platform facts, a model's or
+    an endpoint's environment and region."""
+    findings: tuple[Any, ...] = ()
+    """What the resource still has to show of what was found (a job's were shown by the
+    stack that judged it: none)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.is_instance_schema(cls)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JudgedOnce(Checked):
+    """Args of a resource whose rules may run before the resource is declared (the stack
+    reader judges its jobs, models and endpoints where it reads them): a resource on the
+    same facts does not judge them again."""
+
+    judged: Judgement | None = dataclasses.field(
+        default=None, compare=False, repr=False, metadata={"vertex": None, "argument": False}
+    )
+    """Where these Args were judged and what was found; set by the program that judged
+    them, kept by every copy (``dataclasses.replace``, ``unchecked_copy``)."""
+
+    def findings_on(self, on: Any) -> tuple[Any, ...] | None:
+        """What was found of these Args judged on ``on``; None where they were not."""
+        judged = self.judged
+        return judged.findings if judged is not None and judged.on == on else None
+
+
+def arguments(cls: type) -> list[dataclasses.Field[Any]]:
+    """The fields of the Args ``cls`` a caller gives (``judged`` is the program's)."""
+    return [f for f in dataclasses.fields(cls) if f.init and f.metadata.get("argument", True)]
+
+
 _T = typing.TypeVar("_T")
 
 
 def unchecked_copy(obj: _T, **changes: Any) -> _T:
     """``obj`` (``Checked`` Args) with ``changes`` its caller took from where the Args run
-    (a platform's values, whose types it checked): not checked, nor judged, again."""
+    (a platform's values, whose types it checked) or its ``judged``: not checked, nor
+    judged, again."""
     out = copy.copy(obj)
-    for key, value in changes.items():
-        object.__setattr__(out, key, value)
+    vars(out).update(changes)  # the declared fields of a frozen copy of ours
     return out

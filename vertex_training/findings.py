@@ -49,6 +49,10 @@ class Finding:
         return f"{where}: {self.message}{valid}" if where else f"{self.message}{valid}"
 
 
+INT32_MAX = 2**31 - 1
+"""The most an int32 field of the protos (a replica count, an accelerator count) holds."""
+
+
 def beyond(path: str, count: int, most: int) -> Finding:
     """``count`` at ``path``, more than its proto field holds (``most``: an int32's or an
     int64's largest); a number of thousands of digits is said by its length."""
@@ -57,4 +61,4 @@ def beyond(path: str, count: int, most: int) -> Finding:
     return Finding(path, f"{shown} is more than the field holds", valid=f"1 to {most}")
 
 
-__all__ = ["Finding", "Severity", "beyond"]
+__all__ = ["INT32_MAX", "Finding", "Severity", "beyond"]

@@ -30,6 +30,7 @@ from vertex_training._checks import (
     LEAVES,
     InvalidArgumentsError,
     alternatives,
+    arguments,
     describe,
     field_types,
     is_known,
@@ -293,7 +294,7 @@ rule): the Python class name, ``type: DoubleParameter``."""
 def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, dataclasses.Field[Any]]:
     """The YAML keys of ``cls``: its init fields, camelCased (derived once per class;
     do not change the mapping)."""
-    return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
+    return {camel(f.name): f for f in arguments(cls) if f.name not in skip}
 
 
 def required(f: dataclasses.Field[Any]) -> bool:

@@ -28,6 +28,7 @@ from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
     Provider,
+    digest,
     labelled,
     placed,
     placement,
@@ -45,7 +46,7 @@ from vertex_training.jobs.api import (
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
 from vertex_training.jobs.fields import caller_path, refusal
-from vertex_training.jobs.placeholders import digest, drop_unknown, typed, with_placeholders
+from vertex_training.jobs.placeholders import drop_unknown, masked, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
 if TYPE_CHECKING:
@@ -170,13 +171,12 @@ class JobProvider(Provider):
 
     @staticmethod
     def judged_digest(props: Mapping[str, Any], unknown: Sequence[str]) -> str:
-        """The digest of what a job's rules judge of its inputs (``placeholders.digest``):
-        the body, how ``up`` waits and where the job runs; the values at the API paths
-        ``unknown`` left out."""
+        """The digest of what a job's rules judge of its inputs: the body, how ``up`` waits
+        and where the job runs; the values at the API paths ``unknown`` left out."""
         backend = props["backend"]
         waits = {key: props[key] for key in WAITS}
         where = [backend.get("kind"), backend.get("location")]
-        return digest(props["spec"], waits, where, unknown)
+        return digest(masked(props["spec"], frozenset(unknown)), waits, where)
 
     def _at_inputs(self, found: list[Finding]) -> list[tuple[str, Finding]]:
         """Each finding with its input: a wait's own, else the body."""

@@ -38,7 +38,7 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pulumi
 
-from vertex_training._checks import accepts_unknown, alternatives, field_types
+from vertex_training._checks import accepts_unknown, alternatives, arguments, field_types
 from vertex_training.jobs.fields import UNION_KEY, camel, required
 
 __all__ = [
@@ -149,7 +149,7 @@ def _hints(cls: type) -> dict[str, tuple[object, bool]]:
         optional: frozenset[str] = getattr(cls, "__optional_keys__", frozenset())
         return {name: (hints[name], name in optional) for name in hints}
     types_of = field_types(cls)
-    return {f.name: (types_of[f.name], not required(f)) for f in dataclasses.fields(cls) if f.init}
+    return {f.name: (types_of[f.name], not required(f)) for f in arguments(cls)}
 
 
 def _typed_dict(name: str, home: type | None) -> Any:

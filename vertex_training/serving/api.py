@@ -15,7 +15,7 @@ from typing import Any
 
 import pulumi
 
-from vertex_training._checks import Checked, InvalidArgumentsError
+from vertex_training._checks import Checked, InvalidArgumentsError, JudgedOnce
 from vertex_training.findings import Finding
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform, job_platform
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
@@ -26,7 +26,7 @@ LOCAL_SERVING_IMAGE = "serving:local"
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Placed(Checked):
+class _Placed(JudgedOnce):
     platform: JobPlatform | None = None
     """Where it lives (project, region, labels, local root); None: give project and region."""
     project: str | None = None
@@ -127,12 +127,10 @@ that (a ``DeployedModel`` path, a deployment's name in the split)."""
 
 def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
     """The serving rules on ``args`` in ``environment`` (``region`` None: local, only the
-    shapes are judged). Judged once: the Args keep them, and so does a copy of them on the
-    same facts (a stack's, put on its platform with ``_checks.unchecked_copy``)."""
-    facts = (environment, region)
-    kept = args.__dict__.get("_judged")
-    if kept is not None and kept[0] == facts:
-        return list(kept[1])
+    shapes are judged); what was found of Args judged there already (a stack's)."""
+    kept = args.findings_on((environment, region))
+    if kept is not None:
+        return list(kept)
     found: list[Judged] = []
     if isinstance(args, ModelArgs) and isinstance(args.image, str):
         found += [("image", "", f) for f in image_findings(args.image, environment=environment)]
@@ -142,7 +140,6 @@ def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
                 found.append(("deployments", key, f))
         for f in traffic_findings(traffic_of(args), args.deployments):
             found.append(("traffic", "", f))
-    object.__setattr__(args, "_judged", (facts, tuple(found)))
     return found
 
 

@@ -300,10 +300,7 @@ def judged_digest(
         name: {k: v for k, v in dict(body).items() if k != "model"}
         for name, body in deployments.items()
     }
-    try:
-        return digest(traffic, read, region)
-    except TypeError:
-        return None
+    return None if has_unknown([traffic, read]) else digest(traffic, read, region)
 
 
 def _endpoint_body(props: Mapping[str, Any]) -> dict[str, Any]:

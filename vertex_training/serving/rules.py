@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vertex_training.findings import Finding, beyond
+from vertex_training.findings import INT32_MAX, Finding, beyond
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
 
 CATALOG_FILE = Path(__file__).with_name("prediction_catalog.json")
@@ -60,10 +60,6 @@ def _listed(values: Iterable[str], limit: int = 12) -> str:
     ordered = sorted(values)
     more = f" ... ({len(ordered)} in all, {CATALOG_FILE.name})" if len(ordered) > limit else ""
     return ", ".join(ordered[:limit]) + more
-
-
-INT32_MAX = 2**31 - 1
-"""The most an int32 field of the protos (a replica count) holds."""
 
 
 def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Finding]:

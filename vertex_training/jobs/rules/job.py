@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
-from vertex_training.findings import Finding
+from vertex_training.findings import INT32_MAX, Finding
 from vertex_training.jobs.placeholders import drop_unknown
 from vertex_training.jobs.rules.hardware import Machine, acknowledge, check_job
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
@@ -42,7 +42,6 @@ MAX_DISPLAY_NAME = 128
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 63
 MAX_LABEL_BYTES = 127
-INT32_MAX = 2**31 - 1
 BOOT_DISK_GB_RANGE = (100, 65536)
 # DiskSpec.bootDiskType: "Valid values: "pd-ssd" (Persistent Disk Solid State Drive) or
 # "pd-standard" (Persistent Disk Hard Disk Drive)"; hyperdisk-balanced for the machine
