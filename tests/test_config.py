@@ -17,7 +17,7 @@ from pydantic import ValidationError
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.stack.config import (
     PROJECT_NAME,
@@ -29,7 +29,6 @@ from vertex_training.stack.config import (
     load_pulumi_config,
     load_stack_config,
     parse_stack_config,
-    render,
 )
 from vertex_training.stack.serving import SERVING_KEYS
 
@@ -642,7 +641,9 @@ def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
 def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
     raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
     (problem,) = problems_of("dev", raw).findings
-    assert "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.machineType)" in render(problem)
+    assert "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.machineType)" in render(
+        problem, "stack"
+    )
     assert "valid: n1-standard-{4,8," in problem.message  # what would be valid
 
 
@@ -919,8 +920,8 @@ def test_a_bad_job_gpu_count_has_the_same_words_in_yaml_and_python() -> None:
     [python] = caught.value.findings
     assert python.caller == "accelerator.count"
     assert problem.message.startswith(python.message)
-    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem.message
-    assert render(problem).startswith(f"{problem.caller}: {python.message}")
+    assert problem.path == "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount"
+    assert render(problem, "stack").startswith(f"{problem.caller}: {python.message}")
 
 
 @pytest.mark.parametrize(

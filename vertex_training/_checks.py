@@ -29,7 +29,7 @@ from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValid
 from pydantic_core import core_schema
 
 from vertex_training._spelling import did_you_mean
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 
 __all__ = [
     "LATER",
@@ -46,7 +46,6 @@ __all__ = [
     "is_known",
     "map_known",
     "matches",
-    "rendered",
     "require_args",
     "shown",
     "typo_hint",
@@ -73,19 +72,10 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
         hint: Callable[[Finding], str] = lambda _: "",
     ) -> InvalidArgumentsError:
         """The refusal of ``findings`` (each at its ``caller`` path under ``owner``, the
-        Args class): one line each, ``rendered`` then its ``hint``, under ``heading``."""
-        lines = [rendered(owner, finding) + hint(finding) for finding in findings]
+        Args class): one line each, rendered for Python then its ``hint``, under ``heading``."""
+        lines = [render(finding, "python", owner) + hint(finding) for finding in findings]
         text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
         return cls(text, findings)
-
-
-def rendered(owner: str, finding: Finding) -> str:
-    """``finding`` in a Python user's words: ``Owner.caller: message (Vertex field path);
-    valid: ...``."""
-    where = f"{owner}.{finding.caller}" if finding.caller else owner
-    named = f" (Vertex field {finding.path})" if finding.path not in ("", finding.caller) else ""
-    valid = f"; valid: {finding.valid}" if finding.valid else ""
-    return f"{where}: {finding.message}{named}{valid}"
 
 
 def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:

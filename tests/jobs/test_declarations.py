@@ -18,6 +18,7 @@ import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.jobs.facts import handles, platform_facts
 from vertex_training._checks import alternatives, arguments, field_types
+from vertex_training.findings import render
 from vertex_training.jobs import api
 from vertex_training.jobs.api import PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
@@ -298,7 +299,7 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
     )
     [problem] = problems
     assert problem.caller == "jobs[0].workers.machineType"
-    assert problem.message.endswith(
+    assert render(problem, "stack").endswith(
         "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.machineType)"
     )
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._checks import is_known, rendered, require_args
+from vertex_training._checks import is_known, require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
@@ -35,7 +35,7 @@ from vertex_training._dynamic import (
 )
 from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import JobEstimate
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import (
     WAITS,
     CustomJobArgs,
@@ -308,9 +308,11 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         owner = type(args).__name__
         for warning in job.findings:
-            pulumi.log.warn(rendered(owner, warning), resource=self)
+            pulumi.log.warn(render(warning, "python", owner), resource=self)
         warn_of_secrets(
-            self, props[SECRET_PATHS], lambda f: rendered(owner, f.at(caller_path(args, f.path)))
+            self,
+            props[SECRET_PATHS],
+            lambda f: render(f.at(caller_path(args, f.path)), "python", owner),
         )
         self.cost_estimate = None
         if platform.environment == "local" or job.view is None:

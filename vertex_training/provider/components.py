@@ -27,7 +27,7 @@ from pulumi.errors import InputPropertyErrorDetails
 from vertex_training._checks import InvalidArgumentsError
 from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource as CapacityResource
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
@@ -72,8 +72,7 @@ class ArgsError(Exception):
         self.errors: list[InputPropertyErrorDetails] = [
             {
                 "property_path": p.caller,
-                "reason": p.message
-                + (f". Valid: {p.valid}" if p.valid else "")
+                "reason": render(p, "property")
                 + f". Fix: set {p.caller} in the args of {component} {name!r} in your program",
             }
             for p in problems
@@ -184,7 +183,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            config_problem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
+            config_problem(path.removeprefix("jobs[0]").lstrip("."), render(f, "message"), f.valid)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
@@ -194,7 +193,7 @@ class _Job(pulumi.ComponentResource):
         for path, finding in found:
             if finding.severity == "warning" or finding.check in acknowledged:
                 where = path.removeprefix("jobs[0]").lstrip(".")
-                pulumi.log.warn(f"{where}: {finding.message}", resource=self)
+                pulumi.log.warn(f"{where}: {render(finding, 'message')}", resource=self)
         resource = self._resource()
         try:
             job = resource(

@@ -16,7 +16,7 @@ from typing import Any
 import pulumi
 
 from vertex_training._checks import Checked, InvalidArgumentsError, JudgedOnce
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform, job_platform
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
 from vertex_training.serving.rules import deployment_findings, image_findings, traffic_findings
@@ -145,8 +145,8 @@ def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
 
 def located(found: list[Judged], spelling: str) -> list[Finding]:
     """Each finding at the caller's path in ``spelling`` (``python``: ``deployments['blue']
-    .machine_type``; ``yaml``: ``deployments.blue.machineType``), naming the Vertex field
-    where the caller's key is not it."""
+    .machine_type``; ``yaml``: ``deployments.blue.machineType``) and at its Vertex field
+    (``DeployedModel.dedicatedResources...``; ``""`` where the caller's key is it)."""
     out = []
     for field_name, key, f in found:
         if field_name == "deployments":
@@ -159,8 +159,7 @@ def located(found: list[Judged], spelling: str) -> list[Finding]:
             caller, api = "traffic" + (name if f.path else ""), ""
         else:
             caller, api = field_name, "Model.containerSpec.imageUri"
-        message = f"{f.message} (Vertex field {api})" if api else f.message
-        out.append(dataclasses.replace(f, message=message, caller=caller))
+        out.append(dataclasses.replace(f, path=api, caller=caller))
     return out
 
 
@@ -170,7 +169,7 @@ def refuse(where: str, found: list[Judged]) -> list[Finding]:
     findings = located(found, "python")
     errors = [f.at(f"{where}.{f.caller}") for f in findings if f.severity == "error"]
     if errors:
-        raise InvalidArgumentsError(findings=errors)
+        raise InvalidArgumentsError("\n".join(render(f, "python") for f in errors), errors)
     return [f.at(f"{where}.{f.caller}") for f in findings if f.severity != "error"]
 
 

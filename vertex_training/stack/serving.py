@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from vertex_training._checks import Judgement, unchecked_copy
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.fields import config_problem, from_config
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
@@ -94,7 +94,7 @@ def _judge(
     found = judged(args, environment, region)
     kept = unchecked_copy(args, judged=Judgement((environment, region), tuple(found)))
     errors = [
-        config_problem(f"{path}.{f.caller}", f.message, f.valid)
+        Finding(f.path, render(f, "message"), valid=f.valid, caller=f"{path}.{f.caller}")
         for f in located(found, "yaml")
         if f.severity == "error"
     ]
