@@ -958,3 +958,23 @@ def test_an_endpoint_replica_count_an_int32_cannot_hold_is_refused_at_its_key(co
     [problem] = problems_of("dev", raw).findings
     assert problem.caller == key("endpoints[0].deployments.primary.minReplicaCount")
     assert problem.valid == "1 to 2147483647"
+
+
+def test_a_machine_that_comes_with_its_gpus_is_told_at_the_machine_type_key() -> None:
+    # The user wrote the machine type and no GPU type: the key to change is the one written.
+    error = problems_of("dev", dev(workbenchMachineType="a2-highgpu-1g"))
+    (problem,) = error.findings
+    assert problem.caller == key("workbenchMachineType")
+    assert problem.check == "accelerator-required:a2-highgpu-1g"
+
+
+def test_an_empty_list_of_categories_is_told_in_the_stack_files_words() -> None:
+    study = {
+        "metrics": [{"metricId": "accuracy", "goal": "maximize"}],
+        "parameters": [{"type": "CategoricalParameter", "parameterId": "optimizer", "values": []}],
+    }
+    tuning = _job("t", study=study, maxTrialCount=2, parallelTrialCount=1)
+    tuning["trial"] = {"chief": tuning.pop("chief")}
+    (problem,) = problems_of("dev", _jobs(tuning)).findings
+    assert problem.caller == key("jobs[0].study.parameters[0].values")
+    assert problem.message == "must list at least one category"
