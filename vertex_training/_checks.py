@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pulumi
-import pulumi.output
 import typing_extensions
-from pulumi.runtime.rpc import UNKNOWN
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValidator
 from pydantic_core import core_schema
 
+from vertex_training._pulumi_internals import UNKNOWN, Unknown
 from vertex_training._spelling import did_you_mean
 from vertex_training.findings import Finding, render
 
@@ -108,9 +107,7 @@ def is_known(value: object) -> bool:
         return value != UNKNOWN
     if kind in _PLAIN:
         return True
-    return value is not LATER and not isinstance(
-        value, pulumi.Output | Awaitable | pulumi.output.Unknown
-    )
+    return value is not LATER and not isinstance(value, pulumi.Output | Awaitable | Unknown)
 
 
 def map_known(value: Any, fn: Any) -> Any:

@@ -31,7 +31,7 @@ RULES = {
     "_tuning_job": "study",
     "_custom_job_spec": "job",
     "check_region": "job",
-    "_labels": "job",
+    "label_problems": "job",
     "_located": "job",
     "display_name_findings": "job",
 }
@@ -102,7 +102,7 @@ def test_each_rule_runs_once_for_the_jobs_of_a_stack_file(
     run = run_program("dev", stack_file_config(stack_file))
     _checked(run)
     # The labels rule also judges the stack's persistent resource's labels, once.
-    assert dict(runs) == {**DEV, "_labels": DEV["_labels"] + 1}
+    assert dict(runs) == {**DEV, "label_problems": DEV["label_problems"] + 1}
 
 
 def _cassava(pool: vt.WorkerPool, name: str) -> vt.CustomJobArgs:

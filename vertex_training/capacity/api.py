@@ -36,10 +36,10 @@ from vertex_training.jobs.rules.hardware import (
     normalize_accelerator,
 )
 from vertex_training.jobs.rules.job import (  # the jobs' own rules, applied here too
-    _PERSISTENT_RESOURCE,
     BOOT_DISK_GB_RANGE,
     BOOT_DISK_TYPES,
-    _labels,
+    PERSISTENT_RESOURCE_ID,
+    label_problems,
 )
 
 __all__ = [
@@ -140,12 +140,12 @@ class PersistentResourceArgs(Checked):
         if not self.pools:
             empty = Finding("resourcePools", "a persistent resource has at least one pool")
             found.append(empty.at("pools"))
-        if self.resource_id is not None and not _PERSISTENT_RESOURCE.match(self.resource_id):
+        if self.resource_id is not None and not PERSISTENT_RESOURCE_ID.match(self.resource_id):
             found.append(_bad_id(self.resource_id, "resource_id"))
         labels = {**dict(self.platform.labels), **self.labels}
         known = {k: v for k, v in labels.items() if isinstance(v, str)}
         if len(known) == len(labels):
-            found += [Finding(at, message).at(at) for at, message in _labels(known)]
+            found += [Finding(at, message).at(at) for at, message in label_problems(known)]
         local = self.platform.environment == "local"
         for index, pool in enumerate(self.pools):
             found += _pool_findings(pool, f"resourcePools[{index}]", f"pools[{index}]", local)
@@ -161,7 +161,7 @@ class PersistentResourceArgs(Checked):
     def id_for(self, name: str) -> str:
         """The resource's id as ``name``: ``resource_id``, else the name (judged)."""
         resource_id = self.resource_id or name
-        if not _PERSISTENT_RESOURCE.match(resource_id):
+        if not PERSISTENT_RESOURCE_ID.match(resource_id):
             finding = _bad_id(resource_id, "resource_id")
             raise InvalidArgumentsError(f"PersistentResource {name!r}: {finding}", [finding])
         return resource_id

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from vertex_training._checks import shown
+from vertex_training._pulumi_internals import engine_config, secret_config_keys
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.findings import Finding, render
@@ -519,13 +520,10 @@ def _stand_in(value: Any) -> Any:
 def _secret_paths(stack: str, raw: Mapping[str, object]) -> list[ConfigPath]:
     """The paths of the secret values the engine handed over: where the stack file says
     inside each secret key (``secure:`` at any depth), else the key's whole value."""
-    from pulumi.runtime import config as runtime_config
-
     from vertex_training._project import project_root
     from vertex_training.stack.engine import StackCommandError, stack_file
 
-    keys = set(runtime_config.get_config_secret_keys_env())
-    keys |= {k for k in raw if runtime_config.is_config_secret(k)}
+    keys = secret_config_keys(raw)
     if not keys:
         return []
     try:
@@ -539,12 +537,7 @@ def _secret_paths(stack: str, raw: Mapping[str, object]) -> list[ConfigPath]:
 def load_pulumi_config() -> StackConfig:
     """Validate the config the engine handed to this program (or the one tests set); its
     secret values stay secret Outputs."""
-    from pulumi.runtime import config as runtime_config
-
-    # pulumi.Config only answers for keys we ask about; finding typos needs the whole map.
-    # The engine passes it as PULUMI_CONFIG; set_all_config (tests, automation) overrides.
-    raw: dict[str, object] = dict(runtime_config.get_config_env())
-    raw.update(runtime_config.CONFIG.get())
+    raw = engine_config()
     project = pulumi.get_project()
     if project != PROJECT_NAME:
         raise pulumi.RunError(

@@ -61,7 +61,8 @@ _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
-_PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+"""A persistent resource's id: what a job names and what the resource is created as."""
 
 
 Found = Iterator[tuple[str, str] | tuple[str, str, str]]
@@ -101,7 +102,9 @@ def _label_valid(text: str) -> bool:
     )
 
 
-def _labels(labels: dict[str, str]) -> Iterator[tuple[str, str]]:
+def label_problems(labels: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """(path, problem) for each way ``labels`` break Vertex's label rules (a job's, a
+    persistent resource's)."""
     if len(labels) > MAX_LABELS:
         yield "labels", f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
@@ -269,7 +272,7 @@ def _custom_job_spec(
             "set scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
     resource_id = spec.persistent_resource_id
-    if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
+    if resource_id is not None and not PERSISTENT_RESOURCE_ID.match(resource_id):
         yield (
             "persistentResourceId",
             f"{resource_id!r} is not a persistent resource id",
@@ -502,7 +505,7 @@ def job_findings(
     if view.display_name is not None and reads("displayName"):
         out += display_name_findings(view.display_name)
     if reads("labels"):
-        out += _at("", _labels(view.labels))
+        out += _at("", label_problems(view.labels))
     if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
         out += _at("", _located(view, region))
     if reads(path):
@@ -553,8 +556,12 @@ def job_findings(
 
 
 __all__ = [
+    "BOOT_DISK_GB_RANGE",
+    "BOOT_DISK_TYPES",
+    "PERSISTENT_RESOURCE_ID",
     "display_name_findings",
     "job_findings",
+    "label_problems",
     "parameter_findings",
     "pool_findings",
     "study_findings",
