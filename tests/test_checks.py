@@ -91,9 +91,12 @@ def test_every_checked_class_is_found() -> None:
 
 
 @pytest.mark.parametrize("cls", CHECKED, ids=lambda cls: cls.__name__)
-def test_every_checked_class_has_a_validator(cls: type) -> None:
-    """Validators are built on a class's first construction: each must build."""
-    assert _checks._adapter(cls) is _checks._adapter(cls)
+def test_every_checked_class_has_a_validator_of_each_field(cls: type) -> None:
+    """Validators are built on a class's first construction: each must build, and judge
+    every field of its class."""
+    assert set(_checks._adapter(cls).core_schema["fields"]) == {
+        f.name for f in dataclasses.fields(cls)
+    }
 
 
 @pytest.mark.parametrize(("args", "name", "value", "accepted"), CASES)

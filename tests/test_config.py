@@ -17,7 +17,7 @@ from pydantic import ValidationError
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_pulumi
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.stack.config import (
     PROJECT_NAME,
@@ -29,7 +29,6 @@ from vertex_training.stack.config import (
     load_pulumi_config,
     load_stack_config,
     parse_stack_config,
-    render,
 )
 from vertex_training.stack.serving import SERVING_KEYS
 
@@ -642,7 +641,9 @@ def test_one_jobs_type_error_hides_no_other_jobs_problems() -> None:
 def test_job_problems_name_the_config_key_and_the_vertex_field() -> None:
     raw = _jobs(_job("a", chief={"machineType": "n1-standard-5"}))
     (problem,) = problems_of("dev", raw).findings
-    assert "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.machineType)" in render(problem)
+    assert "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.machineType)" in render(
+        problem, "stack"
+    )
     assert "valid: n1-standard-{4,8," in problem.message  # what would be valid
 
 
@@ -919,8 +920,8 @@ def test_a_bad_job_gpu_count_has_the_same_words_in_yaml_and_python() -> None:
     [python] = caught.value.findings
     assert python.caller == "accelerator.count"
     assert problem.message.startswith(python.message)
-    assert "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount" in problem.message
-    assert render(problem).startswith(f"{problem.caller}: {python.message}")
+    assert problem.path == "jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount"
+    assert render(problem, "stack").startswith(f"{problem.caller}: {python.message}")
 
 
 @pytest.mark.parametrize(
@@ -957,3 +958,23 @@ def test_an_endpoint_replica_count_an_int32_cannot_hold_is_refused_at_its_key(co
     [problem] = problems_of("dev", raw).findings
     assert problem.caller == key("endpoints[0].deployments.primary.minReplicaCount")
     assert problem.valid == "1 to 2147483647"
+
+
+def test_a_machine_that_comes_with_its_gpus_is_told_at_the_machine_type_key() -> None:
+    # The user wrote the machine type and no GPU type: the key to change is the one written.
+    error = problems_of("dev", dev(workbenchMachineType="a2-highgpu-1g"))
+    (problem,) = error.findings
+    assert problem.caller == key("workbenchMachineType")
+    assert problem.check == "accelerator-required:a2-highgpu-1g"
+
+
+def test_an_empty_list_of_categories_is_told_in_the_stack_files_words() -> None:
+    study = {
+        "metrics": [{"metricId": "accuracy", "goal": "maximize"}],
+        "parameters": [{"type": "CategoricalParameter", "parameterId": "optimizer", "values": []}],
+    }
+    tuning = _job("t", study=study, maxTrialCount=2, parallelTrialCount=1)
+    tuning["trial"] = {"chief": tuning.pop("chief")}
+    (problem,) = problems_of("dev", _jobs(tuning)).findings
+    assert problem.caller == key("jobs[0].study.parameters[0].values")
+    assert problem.message == "must list at least one category"

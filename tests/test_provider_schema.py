@@ -18,7 +18,7 @@ from typing import Any, Literal
 import pytest
 from pulumi import Resource
 
-from vertex_training._checks import accepts_unknown, alternatives, field_types
+from vertex_training._checks import accepts_unknown, alternatives, arguments, field_types
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.jobs import api, pools
 from vertex_training.jobs.fields import camel
@@ -136,8 +136,8 @@ def _problems(
     field two members type differently may be any value."""
     seen.add(cls)
     problems = []
-    for f in dataclasses.fields(cls):
-        if not f.init or f.name in skip:
+    for f in arguments(cls):
+        if f.name in skip:
             continue
         hint = field_types(cls)[f.name]
         prop = properties.get(camel(f.name))

@@ -69,6 +69,8 @@ def render_reference() -> str:
         if isinstance(value, type) and dataclasses.is_dataclass(value):
             lines += ["| field | YAML key | type | default | |", "|---|---|---|---|---|"]
             for field in dataclasses.fields(value):
+                if not field.metadata.get("argument", True):
+                    continue  # the program's, never given (``judged``)
                 member = doc.get(field.name) if isinstance(doc, pdoc.doc.Class) else None
                 text = member.docstring if member is not None else ""
                 kind = (

@@ -22,28 +22,29 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pulumi
-import pulumi.output
 import typing_extensions
-from pulumi.runtime.rpc import UNKNOWN
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, WrapValidator
 from pydantic_core import core_schema
 
+from vertex_training._pulumi_internals import UNKNOWN, Unknown
 from vertex_training._spelling import did_you_mean
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 
 __all__ = [
     "LATER",
     "LEAVES",
     "Checked",
     "InvalidArgumentsError",
+    "JudgedOnce",
+    "Judgement",
     "accepts_unknown",
     "alternatives",
+    "arguments",
     "describe",
     "field_types",
     "is_known",
     "map_known",
     "matches",
-    "rendered",
     "require_args",
     "shown",
     "typo_hint",
@@ -70,19 +71,10 @@ class InvalidArgumentsError(pulumi.RunError, ValueError):
         hint: Callable[[Finding], str] = lambda _: "",
     ) -> InvalidArgumentsError:
         """The refusal of ``findings`` (each at its ``caller`` path under ``owner``, the
-        Args class): one line each, ``rendered`` then its ``hint``, under ``heading``."""
-        lines = [rendered(owner, finding) + hint(finding) for finding in findings]
+        Args class): one line each, rendered for Python then its ``hint``, under ``heading``."""
+        lines = [render(finding, "python", owner) + hint(finding) for finding in findings]
         text = f"{heading}:\n  " + "\n  ".join(lines) if heading else "\n".join(lines)
         return cls(text, findings)
-
-
-def rendered(owner: str, finding: Finding) -> str:
-    """``finding`` in a Python user's words: ``Owner.caller: message (Vertex field path);
-    valid: ...``."""
-    where = f"{owner}.{finding.caller}" if finding.caller else owner
-    named = f" (Vertex field {finding.path})" if finding.path not in ("", finding.caller) else ""
-    valid = f"; valid: {finding.valid}" if finding.valid else ""
-    return f"{where}: {finding.message}{named}{valid}"
 
 
 def require_args(resource: str, resource_name: str, args: object, args_type: type) -> None:
@@ -115,9 +107,7 @@ def is_known(value: object) -> bool:
         return value != UNKNOWN
     if kind in _PLAIN:
         return True
-    return value is not LATER and not isinstance(
-        value, pulumi.Output | Awaitable | pulumi.output.Unknown
-    )
+    return value is not LATER and not isinstance(value, pulumi.Output | Awaitable | Unknown)
 
 
 def map_known(value: Any, fn: Any) -> Any:
@@ -302,13 +292,52 @@ class Checked:
         return core_schema.is_instance_schema(cls)
 
 
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What a resource's rules found of its Args, and what else they read."""
+
+    on: Any
+    """What the rules read besides the Args: a job's name and platform facts, a model's or
+    an endpoint's environment and region."""
+    findings: tuple[Any, ...] = ()
+    """What the resource still has to show of what was found (a job's were shown by the
+    stack that judged it: none)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.is_instance_schema(cls)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JudgedOnce(Checked):
+    """Args of a resource whose rules may run before the resource is declared (the stack
+    reader judges its jobs, models and endpoints where it reads them): a resource on the
+    same facts does not judge them again."""
+
+    judged: Judgement | None = dataclasses.field(
+        default=None, compare=False, repr=False, metadata={"vertex": None, "argument": False}
+    )
+    """Where these Args were judged and what was found; set by the program that judged
+    them, kept by every copy (``dataclasses.replace``, ``unchecked_copy``)."""
+
+    def findings_on(self, on: Any) -> tuple[Any, ...] | None:
+        """What was found of these Args judged on ``on``; None where they were not."""
+        judged = self.judged
+        return judged.findings if judged is not None and judged.on == on else None
+
+
+def arguments(cls: type) -> list[dataclasses.Field[Any]]:
+    """The fields of the Args ``cls`` a caller gives (``judged`` is the program's)."""
+    return [f for f in dataclasses.fields(cls) if f.init and f.metadata.get("argument", True)]
+
+
 _T = typing.TypeVar("_T")
 
 
 def unchecked_copy(obj: _T, **changes: Any) -> _T:
     """``obj`` (``Checked`` Args) with ``changes`` its caller took from where the Args run
-    (a platform's values, whose types it checked): not checked, nor judged, again."""
+    (a platform's values, whose types it checked) or its ``judged``: not checked, nor
+    judged, again."""
     out = copy.copy(obj)
-    for key, value in changes.items():
-        object.__setattr__(out, key, value)
+    vars(out).update(changes)  # the declared fields of a frozen copy of ours
     return out

@@ -28,7 +28,7 @@ import pulumi
 import pulumi.dynamic
 
 from vertex_training._checks import is_known
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 
 __all__ = [
     "ADOPTION_LABEL",
@@ -289,7 +289,7 @@ class Provider(pulumi.dynamic.ResourceProvider):
                 news, [pulumi.dynamic.CheckFailure("backend", str(error))]
             )
         failures = [
-            pulumi.dynamic.CheckFailure(prop, str(finding))
+            pulumi.dynamic.CheckFailure(prop, render(finding, "check"))
             for prop, finding in self.findings(news, settings)
             if finding.severity == "error"
         ]

@@ -5,10 +5,13 @@ which renders it there. No surface parses a rendered finding back."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+
+Surface = Literal["python", "stack", "property", "check", "message"]
+"""Where a finding is shown (``render``)."""
 
 
 @dataclass(frozen=True)
@@ -32,21 +35,60 @@ class Finding:
     caller: str = ""
     """The caller's own path (``chief.accelerator.count``, a stack key, a component
     property), set by the surface that knows the caller; ``""`` until then."""
-
-    def __post_init__(self) -> None:
-        suffix = f" (check {self.check})"
-        if self.check and self.severity == "error" and suffix not in self.message:
-            # Frozen: the message is completed once, here, for every way a Finding is made.
-            object.__setattr__(self, "message", self.message + suffix)
+    acknowledged: bool = False
+    """An error of ``check`` that the caller acknowledged: a warning that says so."""
 
     def at(self, caller: str) -> Finding:
         """This finding at the caller's path ``caller``."""
-        return Finding(self.path, self.message, self.severity, self.check, self.valid, caller)
+        return replace(self, caller=caller)
 
     def __str__(self) -> str:
-        where = self.caller or self.path
-        valid = f"; valid: {self.valid}" if self.valid else ""
-        return f"{where}: {self.message}{valid}" if where else f"{self.message}{valid}"
+        return render(self, "check")
+
+
+def render(
+    finding: Finding, surface: Surface, owner: str = "", *, vertex: bool | None = None
+) -> str:
+    """``finding`` in the words of the ``surface`` that shows it, the one place a finding
+    becomes text:
+
+    - ``python`` (an ``InvalidArgumentsError``, a resource's warning): ``Owner.caller:
+      message (Vertex field path); valid: ...``, ``owner`` the Args class or resource;
+    - ``stack`` (a stack file's key): ``key: message (Vertex field path); valid: ...``;
+    - ``property`` (a component's property, which the engine names apart): ``message
+      (Vertex field path). Valid: ...``;
+    - ``check`` (a provider's ``CheckFailure``, a log line): ``path: message; valid: ...``;
+    - ``message``: the words alone, for a finding another surface re-homes at its own key.
+
+    An error's words end in its check id, for the user to copy into an acknowledgement; the
+    Vertex field is named where ``vertex`` says (None: where the caller's path is not it;
+    never in a ``CheckFailure``, whose property names it)."""
+    words = finding.message
+    if finding.check and (finding.severity == "error" or finding.acknowledged):
+        words += f" (check {finding.check})"
+    if finding.acknowledged:
+        words += " [acknowledged hardware check: a warning, not refused]"
+    if vertex is None:
+        vertex = surface in ("python", "stack", "property") and finding.path not in (
+            "",
+            finding.caller,
+        )
+    if vertex:
+        words += f" (Vertex field {finding.path})"
+    if surface == "message":
+        return words
+    if surface == "property":
+        return words + (f". Valid: {finding.valid}" if finding.valid else "")
+    valid = f"; valid: {finding.valid}" if finding.valid else ""
+    if surface == "python":
+        where = ".".join(filter(None, (owner, finding.caller)))
+    else:
+        where = finding.caller or finding.path
+    return f"{where}: {words}{valid}" if where else f"{words}{valid}"
+
+
+INT32_MAX = 2**31 - 1
+"""The most an int32 field of the protos (a replica count, an accelerator count) holds."""
 
 
 def beyond(path: str, count: int, most: int) -> Finding:
@@ -57,4 +99,4 @@ def beyond(path: str, count: int, most: int) -> Finding:
     return Finding(path, f"{shown} is more than the field holds", valid=f"1 to {most}")
 
 
-__all__ = ["Finding", "Severity", "beyond"]
+__all__ = ["INT32_MAX", "Finding", "Severity", "Surface", "beyond", "render"]

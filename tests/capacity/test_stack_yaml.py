@@ -11,7 +11,8 @@ import pytest
 
 from tests import PROJECT_ROOT
 from tests.pulumi_mocks import run_program, stack_file_config
-from vertex_training.stack.config import ConfigError, parse_stack_config, render
+from vertex_training.findings import render
+from vertex_training.stack.config import ConfigError, parse_stack_config
 
 DEV = PROJECT_ROOT / "stacks" / "Pulumi.dev.yaml"
 RESOURCES = "vertex-training:persistentResources"
@@ -28,7 +29,7 @@ def _dev(edit: Any) -> dict[str, Any]:
 def _problems(edit: Any) -> list[str]:
     with pytest.raises(ConfigError) as caught:
         parse_stack_config("dev", _dev(edit))
-    return [render(f) for f in caught.value.findings]
+    return [render(f, "stack") for f in caught.value.findings]
 
 
 def test_the_dev_stack_places_its_cpu_job_on_its_resource() -> None:

@@ -12,6 +12,7 @@ import pytest
 import vertex_training as vt
 from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.findings import render
 from vertex_training.jobs.api import resolve
 from vertex_training.jobs.declarations import read_job
 from vertex_training.jobs.fields import to_body
@@ -229,7 +230,7 @@ def test_the_yaml_route_refuses_a_pool_where_it_is_built_at_its_key() -> None:
     [problem] = problems
     assert problem.caller == "jobs[0].chief.accelerator.count"
     assert problem.message.startswith("3 x NVIDIA_TESLA_T4 on n1-standard-16 is not valid")
-    assert problem.message.endswith(
+    assert render(problem, "stack").endswith(
         "(Vertex field jobSpec.workerPoolSpecs[0].machineSpec.acceleratorCount)"
     )
 

@@ -17,7 +17,8 @@ import yaml
 import vertex_training as vt
 from tests import PROJECT_ROOT
 from tests.jobs.facts import handles, platform_facts
-from vertex_training._checks import alternatives, field_types
+from vertex_training._checks import alternatives, arguments, field_types
+from vertex_training.findings import render
 from vertex_training.jobs import api
 from vertex_training.jobs.api import PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
@@ -77,8 +78,8 @@ def _sample_of(cls: type, depth: int = 0) -> dict[str, Any]:
     types_of = field_types(cls)
     return {
         camel(f.name): _sample(types_of[f.name], f.name, depth)
-        for f in dataclasses.fields(cls)
-        if f.init and f.name != "platform"
+        for f in arguments(cls)
+        if f.name != "platform"
     }
 
 
@@ -298,7 +299,7 @@ def test_job_problems_map_hardware_to_the_pool_key() -> None:
     )
     [problem] = problems
     assert problem.caller == "jobs[0].workers.machineType"
-    assert problem.message.endswith(
+    assert render(problem, "stack").endswith(
         "(Vertex field jobSpec.workerPoolSpecs[1].machineSpec.machineType)"
     )
 

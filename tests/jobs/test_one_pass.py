@@ -13,6 +13,7 @@ import pytest
 
 import vertex_training as vt
 from tests.pulumi_mocks import run_pulumi
+from vertex_training.findings import render
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import JobProvider
 
@@ -86,7 +87,7 @@ def test_check_says_what_the_program_says_in_the_same_words() -> None:
     machine = spec["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]
     machine.update(acceleratorType="NVIDIA_TESLA_T4", acceleratorCount=3)
     [(_, reason)] = _failures({**inputs, "spec": spec})
-    assert reason == f"{POOL}.{finding.path}: {finding.message}"
+    assert reason == f"{POOL}.{finding.path}: {render(finding, 'message')}"
 
 
 def test_a_wait_changed_after_the_program_judged_it_is_judged_by_check() -> None:

@@ -1,10 +1,10 @@
-"""Each serving rule runs once, as early as its inputs are known: a stack's endpoint and
-model where the stack reader meets the stack's region, not again where the resource is
-registered; a body changed after judging is still judged in ``check``."""
+"""A serving rule's findings are found once, as early as their inputs are known: a stack's
+endpoint and model where the stack reader meets the stack's region, kept by the Args for
+the resources to show; on other facts they are judged there; a body changed after judging
+is still judged in ``check``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,42 +34,40 @@ class _Platform:
         return pulumi.ResourceOptions()
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str]) -> None:
-    real: Callable[..., Any] = getattr(api, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(name)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(api, name, counted)
+PREBUILT = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
 
 
-def test_a_stack_endpoint_and_model_are_judged_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-    for name in ("deployment_findings", "traffic_findings", "image_findings"):
-        _counting(monkeypatch, name, calls)
-    ours = {
-        "models": [{"name": "m", "artifactUri": "gs://b/m", "image": DIGEST}],
-        "endpoints": [{"name": "e", "deployments": {"blue": {"model": VERSION}}}],
-    }
+def test_a_stack_model_keeps_what_the_reader_found_and_shows_its_warning_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ours = {"models": [{"name": "m", "artifactUri": "gs://b/m", "image": PREBUILT}]}
     declarations, problems = read_serving(ours, [], region="us-central1", environment="dev")
+    assert problems == []  # a warning: the resource shows it
+    (model,) = declarations.models
+    assert model.args.judged is not None and model.args.judged.on == ("dev", "us-central1")
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None: warned.append(message))
+
+    run_pulumi(lambda: declarations.declare(_Platform(), {}), stack="dev")
+
+    [warning] = [w for w in warned if "prebuilt TensorFlow prediction images" in w]
+    assert warning.startswith("Model 'm'.image: Google's prebuilt")
+    assert "(Vertex field Model.containerSpec.imageUri)" in warning
+
+
+def test_args_put_on_other_facts_are_judged_there() -> None:
+    # What was found on the stack's facts holds there only: an image by tag, fine on a
+    # local stack, is refused where the model meets prod.
+    image = "us-docker.pkg.dev/p/r/serving:latest"
+    ours = {"models": [{"name": "m", "artifactUri": "gs://b/m", "image": image}]}
+    declarations, problems = read_serving(ours, [], region=None, environment="local")
     assert problems == []
-    judged_by_the_reader = sorted(calls)
-
-    run_pulumi(lambda: declarations.declare(_Platform(), {}), stack="dev")
-
-    assert judged_by_the_reader == ["deployment_findings", "image_findings", "traffic_findings"]
-    assert sorted(calls) == judged_by_the_reader  # not again for the resources
-
-
-def test_args_put_on_other_facts_are_judged_there(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The Args keep what was found on the stack's facts only: elsewhere they are judged anew.
-    ours = {"endpoints": [{"name": "e", "deployments": {"blue": {"model": VERSION}}}]}
-    declarations, _ = read_serving(ours, [], region=None, environment="local")
-    calls: list[str] = []
-    _counting(monkeypatch, "deployment_findings", calls)
-    run_pulumi(lambda: declarations.declare(_Platform(), {}), stack="dev")
-    assert calls == ["deployment_findings"]
+    with pytest.raises(api.InvalidArgumentsError) as caught:
+        run_pulumi(lambda: declarations.declare(_Platform(environment="prod"), {}), stack="prod")
+    assert str(caught.value).startswith(
+        f"Model 'm'.image: {image!r} is not an image by digest (a tag can move under a served "
+        "model in prod) (Vertex field Model.containerSpec.imageUri); valid: "
+    )
 
 
 def _endpoint_props(machine_type: str, judged_on: str) -> dict[str, Any]:
@@ -110,18 +108,3 @@ def test_check_judges_a_deployment_changed_after_the_args_judged_it() -> None:
             "prediction machine type",
         )
     ]
-
-
-def test_check_does_not_judge_again_what_the_args_judged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vertex_training.serving import rules
-    from vertex_training.serving.resources import EndpointProvider
-
-    calls: list[str] = []
-    for name in ("deployment_findings", "traffic_findings"):
-        real = getattr(rules, name)
-        monkeypatch.setattr(
-            rules, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a)
-        )
-    props = _endpoint_props("n1-standard-2", judged_on="n1-standard-2")
-    assert EndpointProvider().check({}, props).failures == []
-    assert calls == []

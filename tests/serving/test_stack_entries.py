@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from vertex_training.stack.config import ConfigError, fix, parse_stack_config, render
+from vertex_training.findings import render
+from vertex_training.stack.config import ConfigError, fix, parse_stack_config
 
 NS = "vertex-training"
 WHOLE = "(pulumi config set would replace the whole list)"
@@ -28,7 +29,7 @@ def _problems(**keys: Any) -> list[str]:
     }
     with pytest.raises(ConfigError) as caught:
         parse_stack_config("scratch", raw)
-    return [f"{render(p)}. Fix: {fix(p, 'scratch')}" for p in caught.value.findings]
+    return [f"{render(p, 'stack')}. Fix: {fix(p, 'scratch')}" for p in caught.value.findings]
 
 
 def _endpoint(name: str = "e", **deployment: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ this one).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import pulumi
@@ -27,7 +27,7 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known, unchecked_copy
 from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform
-from vertex_training.jobs.fields import int64, to_body, vertex
+from vertex_training.jobs.fields import caller_path, int64, to_body, vertex
 from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
@@ -36,10 +36,10 @@ from vertex_training.jobs.rules.hardware import (
     normalize_accelerator,
 )
 from vertex_training.jobs.rules.job import (  # the jobs' own rules, applied here too
-    _PERSISTENT_RESOURCE,
     BOOT_DISK_GB_RANGE,
     BOOT_DISK_TYPES,
-    _labels,
+    PERSISTENT_RESOURCE_ID,
+    label_problems,
 )
 
 __all__ = [
@@ -140,12 +140,12 @@ class PersistentResourceArgs(Checked):
         if not self.pools:
             empty = Finding("resourcePools", "a persistent resource has at least one pool")
             found.append(empty.at("pools"))
-        if self.resource_id is not None and not _PERSISTENT_RESOURCE.match(self.resource_id):
+        if self.resource_id is not None and not PERSISTENT_RESOURCE_ID.match(self.resource_id):
             found.append(_bad_id(self.resource_id, "resource_id"))
         labels = {**dict(self.platform.labels), **self.labels}
         known = {k: v for k, v in labels.items() if isinstance(v, str)}
         if len(known) == len(labels):
-            found += [Finding(at, message).at(at) for at, message in _labels(known)]
+            found += [Finding(at, message).at(at) for at, message in label_problems(known)]
         local = self.platform.environment == "local"
         for index, pool in enumerate(self.pools):
             found += _pool_findings(pool, f"resourcePools[{index}]", f"pools[{index}]", local)
@@ -161,7 +161,7 @@ class PersistentResourceArgs(Checked):
     def id_for(self, name: str) -> str:
         """The resource's id as ``name``: ``resource_id``, else the name (judged)."""
         resource_id = self.resource_id or name
-        if not _PERSISTENT_RESOURCE.match(resource_id):
+        if not PERSISTENT_RESOURCE_ID.match(resource_id):
             finding = _bad_id(resource_id, "resource_id")
             raise InvalidArgumentsError(f"PersistentResource {name!r}: {finding}", [finding])
         return resource_id
@@ -342,113 +342,117 @@ INT64_MAX = 2**63 - 1
 
 def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Finding]:
     """What one ``ResourcePool`` must be to be provisioned at all: replica counts, the hardware
-    catalog's machine and accelerator rules, the disk, a well-formed reservation."""
+    catalog's machine and accelerator rules, the disk, what pulumi-gcp can send, a
+    well-formed reservation; each at its API path under ``path`` and the caller's field
+    under ``caller`` (derived from the pool's fields)."""
+    found = [*_replica_findings(pool), *_machine_findings(pool), *_disk_findings(pool)]
+    if not local:
+        found += _unsendable_findings(pool)
+    out = []
+    for f in found:
+        where = caller_path(ResourcePool, f.path)
+        out.append(replace(f, path=f"{path}.{f.path}").at(f"{caller}.{where}" if where else caller))
+    if pool.reservation_affinity is not None:
+        out += _reservation_findings(
+            pool.reservation_affinity,
+            f"{path}.machineSpec.reservationAffinity",
+            f"{caller}.reservation_affinity",
+        )
+    return out
+
+
+def _replica_findings(pool: Any) -> list[Finding]:
     found: list[Finding] = []
-    counts = {"replica_count": pool.replica_count}
+    counts = {"replicaCount": pool.replica_count}
     if pool.autoscaling is not None:
-        counts["autoscaling.min_replica_count"] = pool.autoscaling.min_replica_count
-        counts["autoscaling.max_replica_count"] = pool.autoscaling.max_replica_count
+        counts["autoscalingSpec.minReplicaCount"] = pool.autoscaling.min_replica_count
+        counts["autoscalingSpec.maxReplicaCount"] = pool.autoscaling.max_replica_count
     for key, count in counts.items():
         if is_known(count) and count > INT64_MAX:  # more than the proto's int64 holds
-            found.append(beyond(f"{path}.{_api(key)}", count, INT64_MAX).at(f"{caller}.{key}"))
-        elif is_known(count) and count < (0 if key.endswith("min_replica_count") else 1):
-            found.append(
-                Finding(f"{path}.{_api(key)}", f"{count} replicas", valid="at least 1").at(
-                    f"{caller}.{key}"
-                )
-            )
+            found.append(beyond(key, count, INT64_MAX))
+        elif is_known(count) and count < (0 if key.endswith("minReplicaCount") else 1):
+            found.append(Finding(key, f"{count} replicas", valid="at least 1"))
     scaling = pool.autoscaling
     if scaling is not None and _known(scaling.min_replica_count, scaling.max_replica_count):
         low, high = scaling.min_replica_count, scaling.max_replica_count
         if high < low:
             found.append(
                 Finding(
-                    f"{path}.autoscalingSpec.maxReplicaCount",
+                    "autoscalingSpec.maxReplicaCount",
                     f"the maximum {high} is below the minimum {low}",
                     valid=f"a maximum of at least {low}",
-                ).at(f"{caller}.autoscaling.max_replica_count")
+                )
             )
         if is_known(pool.replica_count) and not low <= pool.replica_count <= high:
             found.append(
                 Finding(
-                    f"{path}.replicaCount",
+                    "replicaCount",
                     f"{pool.replica_count} is outside the autoscaling range {low}-{high}",
                     valid=f"a replica count from {low} to {high}",
-                ).at(f"{caller}.replica_count")
+                )
             )
+    return found
+
+
+def _machine_findings(pool: Any) -> list[Finding]:
+    """The machine, judged on every platform: one the catalog refuses is valid nowhere."""
     accelerator = pool.accelerator
     values = [pool.machine_type] + (
         []
         if accelerator is None
         else [accelerator.type, accelerator.count, accelerator.tpu_topology]
     )
-    # The machine is judged on every platform: one the catalog refuses is valid nowhere.
-    if _known(*values):
-        machine = f"{path}.machineSpec"
-        for finding in check_machine_spec(
-            machine,
-            str(pool.machine_type),
-            None if accelerator is None else str(accelerator.type),
-            0 if accelerator is None else int(accelerator.count),
-            None if accelerator is None else accelerator.tpu_topology,
-        ):
-            where = {
-                "machineType": "machine_type",
-                "acceleratorType": "accelerator.type",
-                "acceleratorCount": "accelerator.count",
-                "tpuTopology": "accelerator.tpu_topology",
-            }.get(finding.path.rsplit(".", 1)[-1], "")
-            found.append(finding.at(f"{caller}.{where}" if where else caller))
+    if not _known(*values):
+        return []
+    return check_machine_spec(
+        "machineSpec",
+        str(pool.machine_type),
+        None if accelerator is None else str(accelerator.type),
+        0 if accelerator is None else int(accelerator.count),
+        None if accelerator is None else accelerator.tpu_topology,
+    )
+
+
+def _disk_findings(pool: Any) -> list[Finding]:
+    found: list[Finding] = []
     disk = pool.boot_disk_type
     if disk is not None and is_known(disk) and disk not in BOOT_DISK_TYPES:
         found.append(
             Finding(
-                f"{path}.diskSpec.bootDiskType",
+                "diskSpec.bootDiskType",
                 f"{disk!r} is not a boot disk type Vertex documents",
                 valid=", ".join(BOOT_DISK_TYPES),
-            ).at(f"{caller}.boot_disk_type")
+            )
         )
     size = pool.boot_disk_size_gb
     low, high = BOOT_DISK_GB_RANGE
     if size is not None and is_known(size) and not low <= size <= high:
         found.append(
             Finding(
-                f"{path}.diskSpec.bootDiskSizeGb",
+                "diskSpec.bootDiskSizeGb",
                 f"{size} is outside the valid range",
                 valid=f"{low}-{high}",
-            ).at(f"{caller}.boot_disk_size_gb")
-        )
-    if not local:
-        # pulumi-gcp's AiPersistentResource (10.2.0) has no field for these: refused, not
-        # dropped on the way to Vertex.
-        for key, value, api in (
-            ("reservation_affinity", pool.reservation_affinity, "reservationAffinity"),
-            ("accelerator.tpu_topology", accelerator and accelerator.tpu_topology, "tpuTopology"),
-        ):
-            if value is not None:
-                found.append(
-                    Finding(
-                        f"{path}.machineSpec.{api}",
-                        f"pulumi-gcp's vertex.AiPersistentResource cannot send "
-                        f"machineSpec.{api} to Vertex",
-                        valid="leave it unset on a persistent resource's pool",
-                    ).at(f"{caller}.{key}")
-                )
-    if pool.reservation_affinity is not None:
-        found += _reservation_findings(
-            pool.reservation_affinity,
-            f"{path}.machineSpec.reservationAffinity",
-            f"{caller}.reservation_affinity",
+            )
         )
     return found
 
 
-def _api(key: str) -> str:
-    return {
-        "replica_count": "replicaCount",
-        "autoscaling.min_replica_count": "autoscalingSpec.minReplicaCount",
-        "autoscaling.max_replica_count": "autoscalingSpec.maxReplicaCount",
-    }[key]
+def _unsendable_findings(pool: Any) -> list[Finding]:
+    """pulumi-gcp's AiPersistentResource (10.2.0) has no field for these: refused, not
+    dropped on the way to Vertex."""
+    accelerator = pool.accelerator
+    return [
+        Finding(
+            f"machineSpec.{api}",
+            f"pulumi-gcp's vertex.AiPersistentResource cannot send machineSpec.{api} to Vertex",
+            valid="leave it unset on a persistent resource's pool",
+        )
+        for value, api in (
+            (pool.reservation_affinity, "reservationAffinity"),
+            (accelerator and accelerator.tpu_topology, "tpuTopology"),
+        )
+        if value is not None
+    ]
 
 
 def _reservation_findings(affinity: ReservationAffinity, path: str, caller: str) -> list[Finding]:

@@ -26,6 +26,7 @@ from vertex_training._checks import (
     LATER,
     Checked,
     InvalidArgumentsError,
+    JudgedOnce,
     is_known,
     map_known,
     unchecked_copy,
@@ -54,7 +55,6 @@ __all__ = [
     "ResolvedJob",
     "TrialJob",
     "facts_of",
-    "judged_as",
     "positive_seconds",
     "resolve",
 ]
@@ -198,7 +198,7 @@ def positive_seconds(values: Mapping[str, Any]) -> list[Finding]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _JobFields(Checked):
+class _JobFields(JudgedOnce):
     platform: JobPlatform | None = field(default=None, metadata=vertex(None))
     """Where the job runs and what it uses by default (image, bucket, service account,
     labels). None: give ``project``, ``region`` and each pool's ``image``."""
@@ -242,12 +242,8 @@ class _JobFields(Checked):
 
     def on(self, platform: JobPlatform) -> Any:
         """These Args on ``platform``. A stack's job was judged on the facts of the platform
-        the stack declares (``judged_as``): where they are ``platform``'s, it stays judged."""
-        placed = dataclasses.replace(self, platform=platform)
-        judged = getattr(self, "judged_as", None)
-        if judged is not None and facts_of(judged[1]) == facts_of(platform):
-            object.__setattr__(placed, "judged_as", (judged[0], platform))
-        return placed
+        the stack declares (``judged``): where they are ``platform``'s, it stays judged."""
+        return dataclasses.replace(self, platform=platform)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -446,8 +442,8 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     pools = [(i, p) for i, key in enumerate(POOL_NAMES) if (p := getattr(run, key)) is not None]
     acknowledged = [*platform.acknowledged_hardware_checks, *args.acknowledged_hardware_checks]
     acknowledged += [check for _, pool in pools for check in pool.acknowledged_hardware_checks]
-    # Judged already: a stack's job, judged on facts equal to this platform's (``on``).
-    judge = getattr(args, "judged_as", None) != (name, platform)
+    # Judged already: a stack's job, judged on facts equal to this platform's.
+    kept = None if args.judged is None else args.findings_on((name, facts_of(platform)))
     strict = args.strict_hardware_checks
     where = None if platform.environment == "local" else platform.region
     extra_pools = "workerPoolSpecs" in (
@@ -459,8 +455,8 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     body = to_body(job)
     known, unknown = with_placeholders(body)
     view, findings = read(VIEWS[args.KIND], known)
-    if not judge:
-        findings = []
+    if kept is not None:
+        findings = list(kept)
     elif view is not None:
         findings = job_findings(
             view,
@@ -487,11 +483,3 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     ]
     acks = tuple(acknowledged)
     return ResolvedJob(body, tuple(unknown), view, tuple(findings), platform, acks)
-
-
-def judged_as(args: JobArgs, name: str, facts: PlatformFacts) -> Any:
-    """``args`` on ``facts``, judged there as the resource ``name`` (``resolve``): put on a
-    platform of the same facts (``on``), they are not judged again."""
-    placed = args.on(facts)
-    object.__setattr__(placed, "judged_as", (name, facts))
-    return placed

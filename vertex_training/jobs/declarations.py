@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vertex_training._checks import Judgement
 from vertex_training.findings import Finding
 from vertex_training.jobs import api
 from vertex_training.jobs.fields import (
@@ -115,7 +116,9 @@ def job_problems(
             out.append((f"{where}.name", repeats))
         seen.add(job.name)
         resolved = api.resolve(job.args, job.name, facts)
-        placed.append(JobDeclaration(job.name, api.judged_as(job.args, job.name, facts)))
+        # Put on a platform of the same facts, the job is not judged again (``resolve``).
+        judged = Judgement((job.name, facts))
+        placed.append(JobDeclaration(job.name, replace(job.args, platform=facts, judged=judged)))
         for finding in resolved.findings:
             key = caller_path(job.args, finding.path, "yaml")
             out.append((f"{where}.{key}" if key else where, finding))

@@ -30,6 +30,7 @@ from vertex_training._checks import (
     LEAVES,
     InvalidArgumentsError,
     alternatives,
+    arguments,
     describe,
     field_types,
     is_known,
@@ -39,7 +40,7 @@ from vertex_training._checks import (
     typo_hint,
 )
 from vertex_training._spelling import did_you_mean
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.placeholders import drop_unknown, with_placeholders
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import acknowledge
@@ -293,7 +294,7 @@ rule): the Python class name, ``type: DoubleParameter``."""
 def yaml_keys(cls: type, skip: frozenset[str] = frozenset()) -> dict[str, dataclasses.Field[Any]]:
     """The YAML keys of ``cls``: its init fields, camelCased (derived once per class;
     do not change the mapping)."""
-    return {camel(f.name): f for f in dataclasses.fields(cls) if f.init and f.name not in skip}
+    return {camel(f.name): f for f in arguments(cls) if f.name not in skip}
 
 
 def required(f: dataclasses.Field[Any]) -> bool:
@@ -452,11 +453,12 @@ def config_problems(
     problems = []
     for finding in findings:
         key = yaml_path(finding.caller) or caller_path(cls, finding.path, "yaml")
-        named = ""
+        vertex = ""
         if finding.path != finding.caller:  # else about the field itself (its type)
-            named = f" (Vertex field {'.'.join(filter(None, (api, finding.path)))})"
+            vertex = ".".join(filter(None, (api, finding.path)))
         where = ".".join(filter(None, (root, key)))
-        problems.append(config_problem(where, finding.message + named, finding.valid))
+        said = render(finding, "message")  # its check in its words: not acknowledged here
+        problems.append(Finding(vertex, said, valid=finding.valid, caller=where))
     return problems
 
 

@@ -9,8 +9,6 @@ are about the stand-ins (or about their siblings, which a real value could chang
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -21,8 +19,8 @@ __all__ = [
     "PLACEHOLDER_BUCKET",
     "PLACEHOLDER_IMAGE",
     "PLACEHOLDER_SERVICE_ACCOUNT",
-    "digest",
     "drop_unknown",
+    "masked",
     "typed",
     "with_placeholders",
 ]
@@ -107,29 +105,18 @@ def drop_unknown(findings: list[Finding], unknown: list[str]) -> list[Finding]:
     return [f for f in findings if not affected(f.path)]
 
 
-def digest(
-    body: Any, waits: Mapping[str, Any], where: Sequence[str | None], unknown: Collection[str]
-) -> str:
-    """A digest of what a job's rules judge: its ``body``, the ``waits`` of ``up`` and
-    ``where`` it runs (backend kind, location), the values at the API paths ``unknown``
-    left out: the program records the digest of what it judged, and ``check`` judges again
-    whatever does not match it. Numbers that crossed the engine as floats (2.0) count as
-    the ints they were (2)."""
-    inputs = {"spec": body, **waits, "where": list(where)}
-    masked = frozenset(f"spec.{path}" if path else "spec" for path in unknown)
+def masked(body: Any, paths: Collection[str]) -> Any:
+    """``body`` with the values at the API paths ``paths``, and any not known yet, as one
+    mark: what a digest of the judged inputs reads (``_dynamic.digest``), the same whether
+    those values are known by now or not."""
 
-    def plain(value: Any, where: str) -> Any:
-        if where in masked:
+    def walk(value: Any, where: str) -> Any:
+        if where in paths or not is_known(value):
             return "<not known yet>"
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if type(value) in LEAVES:
-            return value
         if isinstance(value, Mapping):
-            return {str(k): plain(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
-        if isinstance(value, Sequence) and not isinstance(value, str | bytes):
-            return [plain(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return repr(value)  # a value not known yet where the judged inputs had one
+            return {k: walk(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
 
-    text = json.dumps(plain(dict(inputs), ""), sort_keys=True, default=repr)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return walk(body, "")

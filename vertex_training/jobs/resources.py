@@ -21,20 +21,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import pulumi
 import pulumi.dynamic
 
-from vertex_training._checks import is_known, rendered, require_args
+from vertex_training._checks import is_known, require_args
 from vertex_training._dynamic import (
     ADOPTION_LABEL,
     PROVIDER_VERSION,
     BackendKind,
     BackendSettings,
     Provider,
+    digest,
     labelled,
     placed,
     placement,
 )
 from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import JobEstimate
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import (
     WAITS,
     CustomJobArgs,
@@ -45,7 +46,7 @@ from vertex_training.jobs.api import (
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
 from vertex_training.jobs.fields import caller_path, refusal
-from vertex_training.jobs.placeholders import digest, drop_unknown, typed, with_placeholders
+from vertex_training.jobs.placeholders import drop_unknown, masked, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 
 if TYPE_CHECKING:
@@ -170,13 +171,12 @@ class JobProvider(Provider):
 
     @staticmethod
     def judged_digest(props: Mapping[str, Any], unknown: Sequence[str]) -> str:
-        """The digest of what a job's rules judge of its inputs (``placeholders.digest``):
-        the body, how ``up`` waits and where the job runs; the values at the API paths
-        ``unknown`` left out."""
+        """The digest of what a job's rules judge of its inputs: the body, how ``up`` waits
+        and where the job runs; the values at the API paths ``unknown`` left out."""
         backend = props["backend"]
         waits = {key: props[key] for key in WAITS}
         where = [backend.get("kind"), backend.get("location")]
-        return digest(props["spec"], waits, where, unknown)
+        return digest(masked(props["spec"], frozenset(unknown)), waits, where)
 
     def _at_inputs(self, found: list[Finding]) -> list[tuple[str, Finding]]:
         """Each finding with its input: a wait's own, else the body."""
@@ -308,9 +308,11 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
         """Whether Vertex gives the job an ``AIP_MODEL_DIR`` (a Model can come from it)."""
         owner = type(args).__name__
         for warning in job.findings:
-            pulumi.log.warn(rendered(owner, warning), resource=self)
+            pulumi.log.warn(render(warning, "python", owner), resource=self)
         warn_of_secrets(
-            self, props[SECRET_PATHS], lambda f: rendered(owner, f.at(caller_path(args, f.path)))
+            self,
+            props[SECRET_PATHS],
+            lambda f: render(f.at(caller_path(args, f.path)), "python", owner),
         )
         self.cost_estimate = None
         if platform.environment == "local" or job.view is None:

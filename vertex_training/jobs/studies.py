@@ -108,8 +108,11 @@ class DiscreteParameter(ParameterBase):
     """A hyperparameter taking one of the listed numbers."""
 
     values: Sequence[float] = field(
-        metadata=vertex("discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs])
+        metadata=vertex(
+            "discreteValueSpec.values", encode=lambda vs: [float(v) for v in vs], keep_empty=True
+        )
     )
+    """Written even when empty: the rules refuse an empty list at this key."""
     scale: Scale | None = field(default=None, metadata=vertex("scaleType", encode=_scale))
     """None: unset, the service's default (as the SDK sends ``scale=None``)."""
     conditional: Mapping[float, Sequence[Parameter]] = field(
@@ -124,7 +127,10 @@ class DiscreteParameter(ParameterBase):
 class CategoricalParameter(ParameterBase):
     """A hyperparameter taking one of the listed strings."""
 
-    values: Sequence[str] = field(metadata=vertex("categoricalValueSpec.values", encode=list))
+    values: Sequence[str] = field(
+        metadata=vertex("categoricalValueSpec.values", encode=list, keep_empty=True)
+    )
+    """Written even when empty: the rules refuse an empty list at this key."""
     conditional: Mapping[str, Sequence[Parameter]] = field(
         default_factory=dict,
         metadata=vertex(

@@ -21,6 +21,7 @@ from vertex_training.jobs.api import SERVING_IMAGE
 from vertex_training.jobs.pools import Accelerator
 from vertex_training.platform._gc import frozen_once_loaded
 from vertex_training.platform.names import (
+    PlatformNames,
     derived_bucket_name,
     name_qualifier,
     platform_labels,
@@ -291,14 +292,12 @@ class TrainingPlatform(pulumi.ComponentResource):
 
     def _cloud(self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str) -> None:
         # Imported here: a local platform never loads pulumi_gcp or docker-build.
-        from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
         from vertex_training.platform.project_services import ProjectServices, ProjectServicesArgs
 
         assert args.project is not None  # platform_problems made sure
         names = platform_names(stack, qualifier)
         self.project = project = args.project
         self.local_root = None
-        is_prod = args.environment == "prod"
         if args.enable_apis:
             services = ProjectServices(
                 f"{name}-services",
@@ -307,7 +306,29 @@ class TrainingPlatform(pulumi.ComponentResource):
             )
             self._services = [services]
             self._dependencies.append(services)
+        bucket_name = self._storage(name, args, stack, qualifier)
+        repository = self._registry(name, args, names)
+        identity = self._identity(name, args, names, bucket_name, repository)
+        after = self._after(*([identity] if identity is not None else []))
+        if args.tensorboard is not None:
+            self._tracking(name, args, args.tensorboard, stack, names, after=after)
+        if args.workbench is not None:
+            self._workbench(name, args, args.workbench, names, after)
+        for image_name, image in args.images.items():
+            if isinstance(image, ImageBuild):
+                assert repository is not None
+                self._images[image_name] = self._build(name, image_name, image, repository)
+            else:
+                self._images[image_name] = pulumi.Output.from_input(image)
 
+    def _storage(
+        self, name: str, args: TrainingPlatformArgs, stack: str, qualifier: str
+    ) -> pulumi.Input[str]:
+        """The bucket the platform's jobs write to (``bucket_url``): the one given, else
+        its own; its name."""
+        project = args.project
+        assert project is not None
+        is_prod = args.environment == "prod"
         if args.existing_bucket is not None:
             bucket_name: pulumi.Input[str] = args.existing_bucket
             self.bucket_url = pulumi.Output.concat("gs://", args.existing_bucket)
@@ -337,7 +358,13 @@ class TrainingPlatform(pulumi.ComponentResource):
             bucket_name = bucket.name
             self.bucket_url = bucket.url
             self._dependencies.append(bucket)
+        return bucket_name
 
+    def _registry(
+        self, name: str, args: TrainingPlatformArgs, names: PlatformNames
+    ) -> TrainerRepository | None:
+        """The registry the platform's images are built into, where it builds any."""
+        project = self.project
         repository = None
         if any(isinstance(image, ImageBuild) for image in args.images.values()):
             import pulumi_gcp.organizations as gcp_organizations
@@ -358,7 +385,21 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.repository_url = repository.url
             # One access token pushes every image (the trainer's, the serving one).
             self._registry_token = gcp_organizations.get_client_config_output().access_token
+        return repository
 
+    def _identity(
+        self,
+        name: str,
+        args: TrainingPlatformArgs,
+        names: PlatformNames,
+        bucket_name: pulumi.Input[str],
+        repository: TrainerRepository | None,
+    ) -> pulumi.Resource | None:
+        """The service accounts the platform makes (the training one unless brought, the
+        Workbench one unless given), or the training account brought."""
+        from vertex_training.platform.identity import PlatformIdentity, PlatformIdentityArgs
+
+        project = self.project
         workbench = args.workbench
         creates_workbench_account = workbench is not None and workbench.service_account is None
         brings_training = args.training_service_account is not None
@@ -388,79 +429,93 @@ class TrainingPlatform(pulumi.ComponentResource):
             self.training_service_account = pulumi.Output.from_input(
                 args.training_service_account  # type: ignore[arg-type]
             )
-        after = self._after(*([identity] if identity is not None else []))
-        if args.tensorboard is not None:
-            from vertex_training.platform.tensorboard import (
-                ExperimentTracking,
-                ExperimentTrackingArgs,
-            )
+        return identity
 
-            tracking = ExperimentTracking(
-                f"{name}-tracking",
-                ExperimentTrackingArgs(
-                    project=project,
-                    region=args.region,
-                    display_name=args.tensorboard.display_name or f"{stack} training",
-                    training_member=pulumi.Output.concat(
-                        "serviceAccount:", self.training_service_account
-                    ),
-                    role_id=names.tensorboard_role_id,
-                    kms_key_name=args.kms_key_name,
-                    experiments=args.tensorboard.experiments,
-                    labels=self.labels,
-                    existing_tensorboard=args.tensorboard.existing,
+    def _tracking(
+        self,
+        name: str,
+        args: TrainingPlatformArgs,
+        tensorboard: TensorBoard,
+        stack: str,
+        names: PlatformNames,
+        *,
+        after: pulumi.ResourceOptions,
+    ) -> None:
+        """The TensorBoard and experiments the platform's jobs log to."""
+        project = self.project
+        assert self.training_service_account is not None  # made or brought: _identity
+        from vertex_training.platform.tensorboard import (
+            ExperimentTracking,
+            ExperimentTrackingArgs,
+        )
+
+        tracking = ExperimentTracking(
+            f"{name}-tracking",
+            ExperimentTrackingArgs(
+                project=project,
+                region=args.region,
+                display_name=tensorboard.display_name or f"{stack} training",
+                training_member=pulumi.Output.concat(
+                    "serviceAccount:", self.training_service_account
                 ),
-                opts=after,
-            )
-            self.tensorboard = tracking.tensorboard_name
-            self.tensorboard_url = tracking.console_url
-            self._dependencies.append(tracking)
-        if workbench is not None:
-            from vertex_training.cost.estimate import EstimateError, estimate_workbench
-            from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
+                role_id=names.tensorboard_role_id,
+                kms_key_name=args.kms_key_name,
+                experiments=tensorboard.experiments,
+                labels=self.labels,
+                existing_tensorboard=tensorboard.existing,
+            ),
+            opts=after,
+        )
+        self.tensorboard = tracking.tensorboard_name
+        self.tensorboard_url = tracking.console_url
+        self._dependencies.append(tracking)
 
-            email = workbench.service_account or self.workbench_service_account
-            assert email is not None
-            machine = _machine(workbench)
-            instance = TrainingWorkbench(
-                f"{name}-workbench",
-                TrainingWorkbenchArgs(
-                    project=project,
-                    zone=workbench.zone or f"{args.region}-a",
-                    instance_name=names.workbench_instance,
-                    service_account_email=email,
-                    **machine,
-                    # prod notebooks are reached through the Workbench proxy only.
-                    public_ip=(
-                        args.environment != "prod"
-                        if workbench.public_ip is None
-                        else workbench.public_ip
-                    ),
-                    network=args.network,
-                    subnet=args.subnet,
-                    labels=self.labels,
+    def _workbench(
+        self,
+        name: str,
+        args: TrainingPlatformArgs,
+        workbench: Workbench,
+        names: PlatformNames,
+        after: pulumi.ResourceOptions,
+    ) -> None:
+        """The Workbench instance, and its cost estimate."""
+        project = self.project
+        from vertex_training.cost.estimate import EstimateError, estimate_workbench
+        from vertex_training.platform.workbench import TrainingWorkbench, TrainingWorkbenchArgs
+
+        email = workbench.service_account or self.workbench_service_account
+        assert email is not None
+        machine = _machine(workbench)
+        instance = TrainingWorkbench(
+            f"{name}-workbench",
+            TrainingWorkbenchArgs(
+                project=project,
+                zone=workbench.zone or f"{args.region}-a",
+                instance_name=names.workbench_instance,
+                service_account_email=email,
+                **machine,
+                # prod notebooks are reached through the Workbench proxy only.
+                public_ip=(
+                    args.environment != "prod"
+                    if workbench.public_ip is None
+                    else workbench.public_ip
                 ),
-                opts=after,
+                network=args.network,
+                subnet=args.subnet,
+                labels=self.labels,
+            ),
+            opts=after,
+        )
+        self.workbench_url = instance.url
+        try:
+            self.cost_estimate = estimate_workbench(
+                machine_type=workbench.machine_type,
+                gpu_type=machine["gpu_type"],
+                gpu_count=machine["gpu_count"],
+                region=args.region,
             )
-            self.workbench_url = instance.url
-            try:
-                self.cost_estimate = estimate_workbench(
-                    machine_type=workbench.machine_type,
-                    gpu_type=machine["gpu_type"],
-                    gpu_count=machine["gpu_count"],
-                    region=args.region,
-                )
-            except EstimateError as error:
-                pulumi.log.warn(
-                    f"no cost estimate for the Workbench instance: {error}", resource=self
-                )
-
-        for image_name, image in args.images.items():
-            if isinstance(image, ImageBuild):
-                assert repository is not None
-                self._images[image_name] = self._build(name, image_name, image, repository)
-            else:
-                self._images[image_name] = pulumi.Output.from_input(image)
+        except EstimateError as error:
+            pulumi.log.warn(f"no cost estimate for the Workbench instance: {error}", resource=self)
 
     def _build(
         self, name: str, image_name: str, image: ImageBuild, repository: TrainerRepository

@@ -222,9 +222,12 @@ WORKBENCH_GPU_COUNT_VALID = "0 without a GPU type; 1, 2, 4 or 8 with one"
 def _catalog_field(finding: Finding) -> str:
     """The Workbench field a hardware catalog finding is about, in
     ``TrainingPlatformArgs``' spelling. A machine that does not take the GPU (``attach:``)
-    is the machine type's to change: the message lists the machines that take it."""
+    is the machine type's to change: the message lists the machines that take it; so is a
+    machine that comes with its GPUs where none was given (``accelerator-required:``): the
+    machine type is what the user wrote."""
     key = finding.path.rsplit(".", 1)[-1]
-    if key == "acceleratorType" and not finding.check.startswith("attach:"):
+    machine_said = finding.check.startswith(("attach:", "accelerator-required:"))
+    if key == "acceleratorType" and not machine_said:
         return "workbench.accelerator.type"
     if key == "acceleratorCount":
         return "workbench.accelerator.count"

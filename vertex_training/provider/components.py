@@ -25,9 +25,10 @@ import pulumi
 from pulumi.errors import InputPropertyErrorDetails
 
 from vertex_training._checks import InvalidArgumentsError
+from vertex_training._pulumi_internals import resolved_now
 from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource as CapacityResource
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import (
     CustomJobArgs,
     HyperparameterTuningJobArgs,
@@ -72,8 +73,7 @@ class ArgsError(Exception):
         self.errors: list[InputPropertyErrorDetails] = [
             {
                 "property_path": p.caller,
-                "reason": p.message
-                + (f". Valid: {p.valid}" if p.valid else "")
+                "reason": render(p, "property")
                 + f". Fix: set {p.caller} in the args of {component} {name!r} in your program",
             }
             for p in problems
@@ -184,7 +184,7 @@ class _Job(pulumi.ComponentResource):
         acknowledged = platform.acknowledged_hardware_checks
         placed, found = job_problems((declaration,), facts_of(platform))
         errors = [
-            config_problem(path.removeprefix("jobs[0]").lstrip("."), f.message, f.valid)
+            config_problem(path.removeprefix("jobs[0]").lstrip("."), render(f, "message"), f.valid)
             for path, f in found
             if f.severity == "error" and f.check not in acknowledged
         ]
@@ -194,7 +194,7 @@ class _Job(pulumi.ComponentResource):
         for path, finding in found:
             if finding.severity == "warning" or finding.check in acknowledged:
                 where = path.removeprefix("jobs[0]").lstrip(".")
-                pulumi.log.warn(f"{where}: {finding.message}", resource=self)
+                pulumi.log.warn(f"{where}: {render(finding, 'message')}", resource=self)
         resource = self._resource()
         try:
             job = resource(
@@ -234,24 +234,6 @@ def _on_capacity(job: JobDeclaration) -> JobDeclaration:
         return None if resource is None else resource.resource
 
     return JobDeclaration(job.name, on_capacity(job.args, ours))
-
-
-PULUMI_READ = "3.272.0"
-"""The pulumi SDK whose internal ``Output._data`` ``resolved_now`` reads (the lock's pin):
-tests/test_provider_internals.py fails when the installed SDK is another, or when it no
-longer behaves as read here."""
-
-
-def resolved_now(value: Any) -> Any:
-    """``value``, or the value of an Output the engine handed this process already
-    resolved (an input from another resource's output arrives so): None where unknown.
-
-    The one read of a Pulumi internal in the package: the SDK has no public way to read a
-    resolved Output without waiting on it, and a component's constructor cannot wait."""
-    if not isinstance(value, pulumi.Output):
-        return value
-    data = value._data  # the SDK's one future of value, dependencies and known-ness
-    return data.result().value if data.done() and data.result().is_known else None
 
 
 class CustomJob(_Job):

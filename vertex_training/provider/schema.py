@@ -38,7 +38,8 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pulumi
 
-from vertex_training._checks import accepts_unknown, alternatives, field_types
+from vertex_training._checks import accepts_unknown, alternatives, arguments, field_types
+from vertex_training._pulumi_internals import docstring_reader
 from vertex_training.jobs.fields import UNION_KEY, camel, required
 
 __all__ = [
@@ -149,7 +150,7 @@ def _hints(cls: type) -> dict[str, tuple[object, bool]]:
         optional: frozenset[str] = getattr(cls, "__optional_keys__", frozenset())
         return {name: (hints[name], name in optional) for name in hints}
     types_of = field_types(cls)
-    return {f.name: (types_of[f.name], not required(f)) for f in dataclasses.fields(cls) if f.init}
+    return {f.name: (types_of[f.name], not required(f)) for f in arguments(cls)}
 
 
 def _typed_dict(name: str, home: type | None) -> Any:
@@ -227,10 +228,7 @@ def inherited_descriptions() -> dict[str, dict[str, str]]:
     """What Pulumi's analyzer cannot see: the docstrings of the fields a record type's
     class inherits (it reads the class's own body), by type name and property, read as
     it reads them, from the base class that declares each field."""
-    # Here, as in the provider's process: its protos and google.api_core's do not mix.
-    from pulumi.provider.experimental.analyzer import Analyzer
-
-    reader = Analyzer("inherited")
+    reader = docstring_reader("inherited")
     found: dict[str, dict[str, str]] = {}
     for key, made in _MADE.items():
         if not (isinstance(key, tuple) and isinstance(key[0], type)):

@@ -15,8 +15,8 @@ from typing import Any
 
 import pulumi
 
-from vertex_training._checks import Checked, InvalidArgumentsError
-from vertex_training.findings import Finding
+from vertex_training._checks import Checked, InvalidArgumentsError, JudgedOnce
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform, job_platform
 from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
 from vertex_training.serving.rules import deployment_findings, image_findings, traffic_findings
@@ -26,7 +26,7 @@ LOCAL_SERVING_IMAGE = "serving:local"
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Placed(Checked):
+class _Placed(JudgedOnce):
     platform: JobPlatform | None = None
     """Where it lives (project, region, labels, local root); None: give project and region."""
     project: str | None = None
@@ -127,12 +127,10 @@ that (a ``DeployedModel`` path, a deployment's name in the split)."""
 
 def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
     """The serving rules on ``args`` in ``environment`` (``region`` None: local, only the
-    shapes are judged). Judged once: the Args keep them, and so does a copy of them on the
-    same facts (a stack's, put on its platform with ``_checks.unchecked_copy``)."""
-    facts = (environment, region)
-    kept = args.__dict__.get("_judged")
-    if kept is not None and kept[0] == facts:
-        return list(kept[1])
+    shapes are judged); what was found of Args judged there already (a stack's)."""
+    kept = args.findings_on((environment, region))
+    if kept is not None:
+        return list(kept)
     found: list[Judged] = []
     if isinstance(args, ModelArgs) and isinstance(args.image, str):
         found += [("image", "", f) for f in image_findings(args.image, environment=environment)]
@@ -142,14 +140,13 @@ def judged(args: _Placed, environment: str, region: str | None) -> list[Judged]:
                 found.append(("deployments", key, f))
         for f in traffic_findings(traffic_of(args), args.deployments):
             found.append(("traffic", "", f))
-    object.__setattr__(args, "_judged", (facts, tuple(found)))
     return found
 
 
 def located(found: list[Judged], spelling: str) -> list[Finding]:
     """Each finding at the caller's path in ``spelling`` (``python``: ``deployments['blue']
-    .machine_type``; ``yaml``: ``deployments.blue.machineType``), naming the Vertex field
-    where the caller's key is not it."""
+    .machine_type``; ``yaml``: ``deployments.blue.machineType``) and at its Vertex field
+    (``DeployedModel.dedicatedResources...``; ``""`` where the caller's key is it)."""
     out = []
     for field_name, key, f in found:
         if field_name == "deployments":
@@ -162,8 +159,7 @@ def located(found: list[Judged], spelling: str) -> list[Finding]:
             caller, api = "traffic" + (name if f.path else ""), ""
         else:
             caller, api = field_name, "Model.containerSpec.imageUri"
-        message = f"{f.message} (Vertex field {api})" if api else f.message
-        out.append(dataclasses.replace(f, message=message, caller=caller))
+        out.append(dataclasses.replace(f, path=api, caller=caller))
     return out
 
 
@@ -173,7 +169,7 @@ def refuse(where: str, found: list[Judged]) -> list[Finding]:
     findings = located(found, "python")
     errors = [f.at(f"{where}.{f.caller}") for f in findings if f.severity == "error"]
     if errors:
-        raise InvalidArgumentsError(findings=errors)
+        raise InvalidArgumentsError("\n".join(render(f, "python") for f in errors), errors)
     return [f.at(f"{where}.{f.caller}") for f in findings if f.severity != "error"]
 
 

@@ -43,7 +43,7 @@ from vertex_training._dynamic import (
 )
 from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import EndpointEstimate
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import JobPlatform
 from vertex_training.serving.api import (
     EndpointArgs,
@@ -234,7 +234,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[args.job]))
         super().__init__(ModelProvider(), resource_name, props, opts)
         for warning in warnings:
-            pulumi.log.warn(str(warning), resource=self)
+            pulumi.log.warn(render(warning, "python"), resource=self)
         warn_of_secrets(self, props[SECRET_PATHS], lambda f: f"ModelArgs: {f}")
 
 
@@ -300,10 +300,7 @@ def judged_digest(
         name: {k: v for k, v in dict(body).items() if k != "model"}
         for name, body in deployments.items()
     }
-    try:
-        return digest(traffic, read, region)
-    except TypeError:
-        return None
+    return None if has_unknown([traffic, read]) else digest(traffic, read, region)
 
 
 def _endpoint_body(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -431,7 +428,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
         super().__init__(EndpointProvider(), resource_name, props, placed(args, opts))
         self.cost_estimate = estimate_endpoint(resource_name, deployments, platform.region)
         for warning in warnings:
-            pulumi.log.warn(str(warning), resource=self)
+            pulumi.log.warn(render(warning, "python"), resource=self)
         warn_of_secrets(self, props[SECRET_PATHS], lambda f: f"EndpointArgs: {f}")
 
 

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from vertex_training.findings import Finding, beyond
+from vertex_training.findings import INT32_MAX, Finding, beyond
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest
 
 CATALOG_FILE = Path(__file__).with_name("prediction_catalog.json")
@@ -62,29 +62,33 @@ def _listed(values: Iterable[str], limit: int = 12) -> str:
     return ", ".join(ordered[:limit]) + more
 
 
-INT32_MAX = 2**31 - 1
-"""The most an int32 field of the protos (a replica count) holds."""
-
-
 def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Finding]:
     """What is wrong with the ``dedicatedResources`` of a ``DeployedModel`` REST body (paths
     in it). ``region`` None: local, where only the shape is judged."""
     resources = body.get("dedicatedResources")
     if not isinstance(resources, Mapping):
         return []  # no dedicated resources: the proto and Vertex judge the rest
-    machine = resources.get("machineSpec") or {}
+    found, accelerator_type = _machine_findings(resources.get("machineSpec") or {})
+    if region is not None:
+        found += _region_findings(region, accelerator_type)
+    return found + _replica_findings(resources)
+
+
+_SPEC = "dedicatedResources.machineSpec"
+
+
+def _machine_findings(machine: Mapping[str, Any]) -> tuple[list[Finding], str | None]:
+    """A ``machineSpec``'s machine against the prediction catalog, and the GPU it serves
+    with (its own, for a machine that comes with one)."""
     machine_type = str(machine.get("machineType", ""))
     accelerator_type = machine.get("acceleratorType")
     accelerator_count = machine.get("acceleratorCount")
-    min_replica_count = resources.get("minReplicaCount", 1)
-    max_replica_count = resources.get("maxReplicaCount")
     catalog = prediction_catalog()
     found: list[Finding] = []
-    spec = "dedicatedResources.machineSpec"
     if machine_type not in catalog.machine_types:
         found.append(
             Finding(
-                f"{spec}.machineType",
+                f"{_SPEC}.machineType",
                 f"{machine_type!r} is not a prediction machine type (catalog as of "
                 f"{catalog.as_of})",
                 valid=_listed(catalog.machine_types),
@@ -97,7 +101,7 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
         if accelerator_type not in (None, gpu) or accelerator_count not in (None, 0, count):
             found.append(
                 Finding(
-                    spec,
+                    _SPEC,
                     f"{machine_type} comes with {count} x {gpu}",
                     valid=f"acceleratorType {gpu!r} with acceleratorCount {count}, or neither",
                 )
@@ -108,7 +112,7 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
         if counts is None:
             found.append(
                 Finding(
-                    f"{spec}.acceleratorType",
+                    f"{_SPEC}.acceleratorType",
                     f"{accelerator_type!r} does not attach to a prediction machine {machine_type}",
                     valid=f"{_listed(catalog.attachable)} (on n1 machines), or a machine that "
                     "comes with its GPU (a2, a3, g2)",
@@ -117,7 +121,7 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
         elif family not in catalog.attachable_families:
             found.append(
                 Finding(
-                    f"{spec}.machineType",
+                    f"{_SPEC}.machineType",
                     f"{accelerator_type} attaches only to "
                     f"{_listed(catalog.attachable_families)} machines, not {machine_type}",
                 )
@@ -125,7 +129,7 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
         elif (accelerator_count or 1) not in counts:
             found.append(
                 Finding(
-                    f"{spec}.acceleratorCount",
+                    f"{_SPEC}.acceleratorCount",
                     f"{accelerator_count} x {accelerator_type} is not allowed",
                     valid=", ".join(map(str, counts)),
                 )
@@ -133,35 +137,49 @@ def deployment_findings(body: Mapping[str, Any], region: str | None) -> list[Fin
     elif accelerator_count:
         found.append(
             Finding(
-                f"{spec}.acceleratorCount",
+                f"{_SPEC}.acceleratorCount",
                 f"{accelerator_count} without an acceleratorType",
                 valid="set acceleratorType too, or leave the count out",
             )
         )
-    if region is not None:
-        if region not in catalog.regions:
+    return found, accelerator_type
+
+
+def _region_findings(region: str, accelerator_type: str | None) -> list[Finding]:
+    """Whether ``region`` serves predictions on ``accelerator_type``, as far as the
+    catalog knows."""
+    catalog = prediction_catalog()
+    found: list[Finding] = []
+    if region not in catalog.regions:
+        found.append(
+            Finding(
+                "",
+                f"region {region!r} is not in the prediction catalog (as of "
+                f"{catalog.as_of}); its machines are not checked there",
+                severity="warning",
+            )
+        )
+    elif accelerator_type is not None and accelerator_type in catalog.accelerator_regions:
+        where = catalog.accelerator_regions[accelerator_type]
+        if region not in where:
             found.append(
                 Finding(
-                    "",
-                    f"region {region!r} is not in the prediction catalog (as of "
-                    f"{catalog.as_of}); its machines are not checked there",
-                    severity="warning",
+                    f"{_SPEC}.acceleratorType",
+                    f"{accelerator_type} serves no predictions in {region}",
+                    valid=f"one of the regions {_listed(where)}",
                 )
             )
-        elif accelerator_type is not None and accelerator_type in catalog.accelerator_regions:
-            where = catalog.accelerator_regions[accelerator_type]
-            if region not in where:
-                found.append(
-                    Finding(
-                        f"{spec}.acceleratorType",
-                        f"{accelerator_type} serves no predictions in {region}",
-                        valid=f"one of the regions {_listed(where)}",
-                    )
-                )
+    return found
+
+
+def _replica_findings(resources: Mapping[str, Any]) -> list[Finding]:
+    """The replica counts: in their int32 fields, at least one, max not below min."""
+    min_replica_count = resources.get("minReplicaCount", 1)
+    max_replica_count = resources.get("maxReplicaCount")
+    found: list[Finding] = []
     for key, replicas in (("min", min_replica_count), ("max", max_replica_count)):
         if replicas is not None and replicas > INT32_MAX:  # an int32 field of the protos
-            found.append(beyond(f"dedicatedResources.{key}ReplicaCount", replicas, INT32_MAX))
-            return found
+            return [beyond(f"dedicatedResources.{key}ReplicaCount", replicas, INT32_MAX)]
     if min_replica_count < 1:
         found.append(
             Finding(

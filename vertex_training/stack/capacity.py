@@ -31,7 +31,7 @@ from typing import Any
 from vertex_training._checks import InvalidArgumentsError, unchecked_copy
 from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import JobArgs, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration
 from vertex_training.jobs.fields import camel, config_problem, from_config
@@ -71,7 +71,7 @@ def _resource_problems(error: InvalidArgumentsError, path: str) -> list[Finding]
     for finding in error.findings:
         keys = [camel(k) for k in finding.caller.split(".") if k] if finding.caller else []
         where = ".".join([path, *keys])
-        out.append(config_problem(where, finding.message, finding.valid))
+        out.append(config_problem(where, render(finding, "message"), finding.valid))
     return out or [config_problem(path, str(error), "")]
 
 

@@ -30,9 +30,10 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from vertex_training._checks import shown
+from vertex_training._pulumi_internals import engine_config, secret_config_keys
 from vertex_training._spelling import closest, did_you_mean
 from vertex_training.capacity.api import PersistentResourceArgs
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import LATER, PlatformFacts
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
 from vertex_training.jobs.rules.catalog import catalog
@@ -75,7 +76,6 @@ __all__ = [
     "load_pulumi_config",
     "load_stack_config",
     "parse_stack_config",
-    "render",
 ]
 
 GCP_PROJECT_KEY = "gcp:project"
@@ -94,16 +94,8 @@ class ConfigError(ValueError):
     def __init__(self, stack: str, findings: list[Finding], region: str = "") -> None:
         self.stack = stack
         self.findings = tuple(findings)
-        lines = "\n".join(f"  - {render(f)}\n    Fix: {fix(f, stack, region)}" for f in findings)
+        lines = "\n".join(f"  - {_rendered(f)}\n    Fix: {fix(f, stack, region)}" for f in findings)
         super().__init__(f"invalid config for stack '{stack}':\n{lines}")
-
-
-def render(finding: Finding) -> str:
-    """A stack's finding in the Python Args' words, at its key: an entry's (a job's, a
-    model's) names the Vertex field too."""
-    vertex = finding.path and _short(finding.caller).startswith(STRUCTURED_KEYS)
-    message = f"{finding.message} (Vertex field {finding.path})" if vertex else finding.message
-    return str(Finding(finding.path, message, finding.severity, "", finding.valid, finding.caller))
 
 
 def fix(finding: Finding, stack: str, region: str = "") -> str:
@@ -152,6 +144,13 @@ def _at(finding: Finding, key: str) -> Finding:
     """``finding`` at the config ``key`` (its short form: the namespace is added)."""
     name = re.split(r"[.\[]", key, maxsplit=1)[0]
     return finding.at(key if ":" in name else f"{PROJECT_NAME}:{key}")
+
+
+def _rendered(finding: Finding) -> str:
+    """``finding`` at its stack key: an entry's (a job's, a model's) names its Vertex
+    field; a plain key's is about the key itself."""
+    entry = bool(finding.path) and _short(finding.caller).startswith(STRUCTURED_KEYS)
+    return render(finding, "stack", vertex=entry)
 
 
 # --------------------------------------------------------------------------- reading
@@ -393,7 +392,7 @@ def _platform_findings(config: StackConfig, ours: Mapping[str, object]) -> list[
         found += image_reference_problems(config.image.trainer_image, TRAINER, by_digest=True)
     else:
         found += image_name_problems(config.image.image_name, f"{TRAINER}.image_name")
-    out = [f.at(_config_key(f.path)) for f in found]
+    out = [_at(f, _config_key(f.path)) for f in found]
     if not cloud:
         # A key set to what it would be anyway changes nothing (workbenchEnabled: false
         # says what is so); any other is ignored here.
@@ -406,9 +405,7 @@ def _platform_findings(config: StackConfig, ours: Mapping[str, object]) -> list[
         ]
         message = "a local stack has no Workbench instance: this key is ignored"
         out += [
-            Finding(k, message, "warning", valid="set it on a dev or prod stack").at(
-                f"{PROJECT_NAME}:{k}"
-            )
+            _at(Finding(k, message, "warning", valid="set it on a dev or prod stack"), k)
             for k in ignored
         ]
     return out
@@ -523,13 +520,10 @@ def _stand_in(value: Any) -> Any:
 def _secret_paths(stack: str, raw: Mapping[str, object]) -> list[ConfigPath]:
     """The paths of the secret values the engine handed over: where the stack file says
     inside each secret key (``secure:`` at any depth), else the key's whole value."""
-    from pulumi.runtime import config as runtime_config
-
     from vertex_training._project import project_root
     from vertex_training.stack.engine import StackCommandError, stack_file
 
-    keys = set(runtime_config.get_config_secret_keys_env())
-    keys |= {k for k in raw if runtime_config.is_config_secret(k)}
+    keys = secret_config_keys(raw)
     if not keys:
         return []
     try:
@@ -543,12 +537,7 @@ def _secret_paths(stack: str, raw: Mapping[str, object]) -> list[ConfigPath]:
 def load_pulumi_config() -> StackConfig:
     """Validate the config the engine handed to this program (or the one tests set); its
     secret values stay secret Outputs."""
-    from pulumi.runtime import config as runtime_config
-
-    # pulumi.Config only answers for keys we ask about; finding typos needs the whole map.
-    # The engine passes it as PULUMI_CONFIG; set_all_config (tests, automation) overrides.
-    raw: dict[str, object] = dict(runtime_config.get_config_env())
-    raw.update(runtime_config.CONFIG.get())
+    raw = engine_config()
     project = pulumi.get_project()
     if project != PROJECT_NAME:
         raise pulumi.RunError(
@@ -562,5 +551,5 @@ def load_pulumi_config() -> StackConfig:
         # RunError: the CLI shows the message alone, without a Python traceback.
         raise pulumi.RunError(str(error)) from None
     for warning in config.warnings:
-        pulumi.log.warn(render(warning))
+        pulumi.log.warn(_rendered(warning))
     return config

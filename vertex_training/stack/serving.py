@@ -17,18 +17,18 @@ A deployment's ``model`` names a model of the stack (or is a version's resource 
 Besides what only the YAML can get wrong (shapes, names, references), the serving rules
 judge each entry here, once, with the stack's region, so that every problem is named at
 its YAML key (``endpoints[0].deployments.primary.machineType``) with the jobs' problems,
-before anything is registered; the Args keep what was found (``serving.api.judged``), so
-the resources do not judge them again and log the warnings.
+before anything is registered; the Args keep what was found (their ``judged``), so the
+resources do not judge them again and log the warnings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
-from vertex_training._checks import unchecked_copy
-from vertex_training.findings import Finding
+from vertex_training._checks import Judgement, unchecked_copy
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.fields import config_problem, from_config
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
@@ -83,16 +83,22 @@ class ServingDeclarations:
         return models, endpoints
 
 
-def _judged(
-    path: str, args: ModelArgs | EndpointArgs, environment: str, region: str | None
-) -> list[Finding]:
-    """The serving rules' errors on an entry at ``path``, each at its YAML key."""
-    found = located(judged(args, environment, region), "yaml")
-    return [
-        config_problem(f"{path}.{f.caller}", f.message, f.valid)
-        for f in found
+_Args = TypeVar("_Args", ModelArgs, EndpointArgs)
+
+
+def _judge(
+    path: str, args: _Args, environment: str, region: str | None
+) -> tuple[_Args, list[Finding]]:
+    """``args`` holding what the serving rules found of them, and the errors, each at its
+    YAML key under ``path``."""
+    found = judged(args, environment, region)
+    kept = unchecked_copy(args, judged=Judgement((environment, region), tuple(found)))
+    errors = [
+        Finding(f.path, render(f, "message"), valid=f.valid, caller=f"{path}.{f.caller}")
+        for f in located(found, "yaml")
         if f.severity == "error"
     ]
+    return kept, errors
 
 
 def read_serving(
@@ -124,7 +130,8 @@ def read_serving(
         args = from_config(ModelArgs, fields, path, out, skip=_NOT_IN_YAML | {"job"})
         if args is None:
             continue
-        out += _judged(path, args, environment, region)
+        args, errors = _judge(path, args, environment, region)
+        out += errors
         models.append(ModelDeclaration(str(item["name"]), job, args))
     model_names = [m.name for m in models]
     endpoints: list[EndpointDeclaration] = []
@@ -148,7 +155,8 @@ def read_serving(
                         "a model version's name projects/P/locations/L/models/ID@V",
                     )
                 )
-        out += _judged(path, args, environment, region)
+        args, errors = _judge(path, args, environment, region)
+        out += errors
         endpoints.append(EndpointDeclaration(str(item["name"]), args))
     return ServingDeclarations(tuple(models), tuple(endpoints)), out
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.rules.catalog import catalog
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
@@ -150,10 +150,10 @@ def test_strict_refuses_names_the_catalog_has_never_heard_of_and_nothing_more() 
 def test_every_finding_names_its_check_and_an_acknowledged_one_only_warns() -> None:
     (error,) = _region("europe-west4", "NVIDIA_B200")
     assert error.check == "accelerator-region:NVIDIA_B200@europe-west4"
-    assert f"check {error.check}" in error.message
+    assert render(error, "message").endswith(f"(check {error.check})")
     (kept,) = acknowledge([error], ["accelerator-region:NVIDIA_B200@europe-west4"])
     assert kept.severity == "warning"
-    assert "acknowledged" in kept.message
+    assert kept.acknowledged and "acknowledged" in render(kept, "message")
     # Another check id leaves it an error.
     assert acknowledge([error], ["accelerator-region:NVIDIA_B200@us-east4"]) == [error]
 
@@ -187,7 +187,7 @@ def test_a_stack_acknowledges_one_check_end_to_end(tmp_path: object) -> None:
         load_stack_config(_b200_stack(tmp_path))
     acknowledged = f"  vertex-training:acknowledgedHardwareChecks:\n    - {B200_HERE}\n"
     config = load_stack_config(_b200_stack(tmp_path, stack=acknowledged))
-    assert any("acknowledged" in warning.message for warning in config.warnings)
+    assert any(warning.acknowledged for warning in config.warnings)
 
 
 @pytest.mark.parametrize("where", ["job", "pool"])
@@ -203,6 +203,7 @@ def test_a_stack_job_acknowledges_a_check_in_the_job_or_its_pool(
         stack_file = _b200_stack(tmp_path, job=f"      {acknowledged}\n")
     else:
         stack_file = _b200_stack(tmp_path, pool=f", {acknowledged}")
-    [warning] = [w for w in load_stack_config(stack_file).warnings if B200_HERE in w.message]
+    warnings = load_stack_config(stack_file).warnings
+    [warning] = [w for w in warnings if B200_HERE in render(w, "message")]
     assert warning.caller.endswith("jobs[0].chief.accelerator.type")
-    assert "acknowledged" in warning.message
+    assert "[acknowledged hardware check" in render(warning, "message")

@@ -10,7 +10,7 @@ from functools import partial
 import pytest
 
 from tests import modules_loaded_by
-from vertex_training.findings import Finding
+from vertex_training.findings import Finding, render
 from vertex_training.jobs.rules.catalog import CATALOG_PATH, CatalogError, catalog, parse_catalog
 from vertex_training.jobs.rules.hardware import check_machine_spec, check_region, check_zone
 
@@ -193,8 +193,8 @@ def test_unknown_size_of_a_known_family_is_refused_with_the_valid_sizes() -> Non
         "error",
         "machine-type:n1-standard-5",
     )
-    assert error.message.endswith("96} (check machine-type:n1-standard-5)")
-    assert _only(_spec("n1-standard-5", target="workbench")).message.endswith(
+    assert render(error, "message").endswith("96} (check machine-type:n1-standard-5)")
+    assert render(_only(_spec("n1-standard-5", target="workbench")), "message").endswith(
         "valid: n1-standard-{1,2,4,8,16,32,64,96} (check machine-type:n1-standard-5)"
     )
 
@@ -222,7 +222,7 @@ def test_two_a100_on_a2_highgpu_1g_is_refused(target: str) -> None:
     error = _only(_spec("a2-highgpu-1g", "NVIDIA_TESLA_A100", 2, target=target))
     assert error.severity == "error"
     assert error.path == f"{SPEC}.acceleratorCount"
-    assert "valid counts: 1 (check accelerator-count:" in error.message
+    assert "valid counts: 1 (check accelerator-count:" in render(error, "message")
 
 
 def test_gpu_on_a_machine_that_takes_none_names_the_machines_it_goes_with() -> None:
@@ -260,7 +260,7 @@ def test_workbench_follows_compute_engine_vcpu_limits_not_the_vertex_table() -> 
     assert _errors(_spec("n1-standard-32", "NVIDIA_TESLA_T4", 1))
     # 96 vCPUs need four T4s on Compute Engine.
     error = _only(_spec("n1-standard-96", "NVIDIA_TESLA_T4", 1, target="workbench"))
-    assert "valid counts: 4 (check accelerator-count:" in error.message
+    assert "valid counts: 4 (check accelerator-count:" in render(error, "message")
     # One V100 allows at most 12 vCPUs.
     assert _errors(_spec("n1-standard-16", "NVIDIA_TESLA_V100", 1, target="workbench"))
     for count in (2, 4, 8):
@@ -290,7 +290,8 @@ def test_a_machine_of_no_family_is_refused(machine: str) -> None:
     assert error.severity == "error"
     assert error.path == f"{SPEC}.machineType"
     assert re.search(
-        r"hardware catalog of \d{4}-\d{2}-\d{2}\) \(check unknown-family:\w+\)$", error.message
+        r"hardware catalog of \d{4}-\d{2}-\d{2}\) \(check unknown-family:\w+\)$",
+        render(error, "message"),
     )
     assert f"{machine!r} matches no Vertex machine family" in error.message
 

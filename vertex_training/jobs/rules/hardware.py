@@ -323,9 +323,8 @@ def acknowledge(findings: Iterable[Finding], acknowledged: Iterable[str]) -> lis
     id from the error.
     """
     ids = frozenset(acknowledged)
-    note = " [acknowledged hardware check: a warning, not refused]"
     return [
-        dataclasses.replace(f, message=f.message + note, severity="warning")
+        dataclasses.replace(f, severity="warning", acknowledged=True)
         if f.severity == "error" and f.check in ids
         else f
         for f in findings

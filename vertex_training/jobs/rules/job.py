@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
-from vertex_training.findings import Finding
+from vertex_training.findings import INT32_MAX, Finding
 from vertex_training.jobs.placeholders import drop_unknown
 from vertex_training.jobs.rules.hardware import Machine, acknowledge, check_job
 from vertex_training.jobs.rules.image import DIGEST_FORM, is_by_digest, not_by_digest
@@ -42,7 +42,6 @@ MAX_DISPLAY_NAME = 128
 MAX_LABELS = 64
 MAX_LABEL_LENGTH = 63
 MAX_LABEL_BYTES = 127
-INT32_MAX = 2**31 - 1
 BOOT_DISK_GB_RANGE = (100, 65536)
 # DiskSpec.bootDiskType: "Valid values: "pd-ssd" (Persistent Disk Solid State Drive) or
 # "pd-standard" (Persistent Disk Hard Disk Drive)"; hyperdisk-balanced for the machine
@@ -62,7 +61,8 @@ _SERVICE_ACCOUNT = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]+$")
 _NETWORK = re.compile(r"^projects/[^/]+/global/networks/[^/]+$")
 # CreatePersistentResourceRequest.persistent_resource_id: "The maximum length is 63
 # characters, and valid characters are /^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$/."
-_PERSISTENT_RESOURCE = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+PERSISTENT_RESOURCE_ID = re.compile(r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$")
+"""A persistent resource's id: what a job names and what the resource is created as."""
 
 
 Found = Iterator[tuple[str, str] | tuple[str, str, str]]
@@ -102,7 +102,9 @@ def _label_valid(text: str) -> bool:
     )
 
 
-def _labels(labels: dict[str, str]) -> Iterator[tuple[str, str]]:
+def label_problems(labels: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """(path, problem) for each way ``labels`` break Vertex's label rules (a job's, a
+    persistent resource's)."""
     if len(labels) > MAX_LABELS:
         yield "labels", f"has {len(labels)} labels; at most {MAX_LABELS} are allowed"
     for key, value in labels.items():
@@ -270,7 +272,7 @@ def _custom_job_spec(
             "set scheduling.strategy to FLEX_START, or drop maxWaitDuration",
         )
     resource_id = spec.persistent_resource_id
-    if resource_id is not None and not _PERSISTENT_RESOURCE.match(resource_id):
+    if resource_id is not None and not PERSISTENT_RESOURCE_ID.match(resource_id):
         yield (
             "persistentResourceId",
             f"{resource_id!r} is not a persistent resource id",
@@ -458,6 +460,58 @@ def _study(study: StudySpec) -> Found:
             )
 
 
+def _later(later: Sequence[str] | None) -> tuple[Callable[..., bool], Callable[[str], bool]]:
+    """``reads(*fields)``: whether a rule of these API fields reads a value of ``later``
+    (the values not known where the Args judged the body; None: every rule runs);
+    ``touched(at)``: whether the part at ``at`` holds one (its image is the job's)."""
+
+    def reads(*fields: str) -> bool:
+        return later is None or any(
+            p == f or p.startswith((f"{f}.", f"{f}[")) for p in later for f in fields
+        )
+
+    def touched(at: str) -> bool:
+        return later is None or any(
+            p.startswith((f"{at}.", f"{at}[")) and not p.endswith(".containerSpec.imageUri")
+            for p in later
+        )
+
+    return reads, touched
+
+
+def _job_rules(
+    view: JobView, reads: Callable[..., bool], region: str | None, *, remote: bool
+) -> list[Finding]:
+    """The job's own fields: its name, labels, located resources, run and tuning counts."""
+    path = view.trial_job_path
+    located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
+    out: list[Finding] = []
+    if view.display_name is not None and reads("displayName"):
+        out += display_name_findings(view.display_name)
+    if reads("labels"):
+        out += _at("", label_problems(view.labels))
+    if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
+        out += _at("", _located(view, region))
+    if reads(path):
+        out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
+    tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
+    if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
+        out += _at("", _tuning_job(view))
+    return out
+
+
+def _images_by_digest(pools: Sequence[tuple[str, WorkerPoolSpec]]) -> list[Finding]:
+    """On Vertex a tag can move under a running job (and its retries, and a study's later
+    trials); the local backend runs this checkout, whatever the tag."""
+    valid = f'{DIGEST_FORM}, e.g. platform.image("trainer")'
+    images = [(at, p.container_spec.image_uri) for at, p in pools if p.container_spec]
+    return [
+        Finding(f"{at}.containerSpec.imageUri", not_by_digest(image), valid=valid)
+        for at, image in images
+        if image.strip() and not is_by_digest(image)
+    ]
+
+
 def job_findings(
     view: JobView,
     *,
@@ -486,31 +540,8 @@ def job_findings(
     parameter only where the value is theirs; an image is the job's to judge).
     """
     path = view.trial_job_path
-
-    def reads(*fields: str) -> bool:
-        return later is None or any(
-            p == f or p.startswith((f"{f}.", f"{f}[")) for p in later for f in fields
-        )
-
-    def touched(at: str) -> bool:
-        return later is None or any(
-            p.startswith((f"{at}.", f"{at}[")) and not p.endswith(".containerSpec.imageUri")
-            for p in later
-        )
-
-    located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
-    out: list[Finding] = []
-    if view.display_name is not None and reads("displayName"):
-        out += display_name_findings(view.display_name)
-    if reads("labels"):
-        out += _at("", _labels(view.labels))
-    if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
-        out += _at("", _located(view, region))
-    if reads(path):
-        out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
-    tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
-    if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
-        out += _at("", _tuning_job(view))
+    reads, touched = _later(later)
+    out = _job_rules(view, reads, region, remote=remote)
     pools = [
         (f"{path}.workerPoolSpecs[{index}]", pool)
         for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
@@ -527,15 +558,7 @@ def job_findings(
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
     if remote and reads(path):
-        # On Vertex a tag can move under a running job (and its retries, and a study's
-        # later trials); the local backend runs this checkout, whatever the tag.
-        valid = f'{DIGEST_FORM}, e.g. platform.image("trainer")'
-        images = [(at, p.container_spec.image_uri) for at, p in pools if p.container_spec]
-        out += [
-            Finding(f"{at}.containerSpec.imageUri", not_by_digest(image), valid=valid)
-            for at, image in images
-            if image.strip() and not is_by_digest(image)
-        ]
+        out += _images_by_digest(pools)
     # The job's hardware in one look at the catalog: each machine (in full where its pool
     # is judged here) with the job's scheduling strategy, and all of them in its region.
     machines = [_machine(at, pool) for at, pool in pools]
@@ -554,8 +577,12 @@ def job_findings(
 
 
 __all__ = [
+    "BOOT_DISK_GB_RANGE",
+    "BOOT_DISK_TYPES",
+    "PERSISTENT_RESOURCE_ID",
     "display_name_findings",
     "job_findings",
+    "label_problems",
     "parameter_findings",
     "pool_findings",
     "study_findings",
