@@ -40,10 +40,16 @@ class Operations:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._ids = itertools.count(int(time.time() * 1000))
         self._changed = threading.Condition()
+        self._running: set[str] = set()
         for path in self._files():  # what a stopped server left running never ends
             operation = operations_pb2.Operation.FromString(path.read_bytes())
             if not operation.done:
                 self._fail(operation, grpc.StatusCode.ABORTED, "the local Vertex stopped")
+
+    def running(self) -> list[str]:
+        """The operations whose work goes on now: the server is needed until they end."""
+        with self._changed:
+            return sorted(self._running)
 
     def _files(self) -> list[Path]:
         return sorted(
@@ -73,6 +79,8 @@ class Operations:
         name = self.names.name("operations", str(next(self._ids)))
         operation = operations_pb2.Operation(name=name, metadata=_packed(metadata))
         self._write(operation)
+        with self._changed:
+            self._running.add(name)
 
         def finish() -> None:
             try:
@@ -87,6 +95,9 @@ class Operations:
             except Exception as error:
                 _log.exception("operation %s failed", name)
                 self._fail(operation, grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+            finally:
+                with self._changed:
+                    self._running.discard(name)
 
         threading.Thread(target=finish, name=name, daemon=True).start()
         return self.wait_operation(operations_pb2.WaitOperationRequest(name=name), QUICK_SECONDS)

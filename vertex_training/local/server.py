@@ -47,7 +47,7 @@ class LocalVertex:
 
         self.root = root
         names = Names(project, location)
-        operations = Operations(names, root)
+        self.operations = operations = Operations(names, root)
         self.runner = JobRunner(str(root), parent=names.parent)
         self.twin = Registry(str(root), names.parent)
         registry = (names, operations, self.twin)
@@ -61,10 +61,12 @@ class LocalVertex:
         }
 
     def holds(self) -> list[str]:
-        """What keeps the server needed: jobs not ended, endpoints serving, pools."""
+        """What keeps the server needed: jobs not ended, endpoints serving, pools, and the
+        operations still at work."""
         from vertex_training.local.capacity import RESOURCE_FILE
 
-        held = [r.name for r in self.runner.records() if not r.state.is_terminal]
+        held = self.operations.running()
+        held += [r.name for r in self.runner.records() if not r.state.is_terminal]
         held += [
             endpoint_id
             for endpoint_id in self.twin.stored_endpoints()
