@@ -12,7 +12,7 @@ from google.protobuf import empty_pb2, json_format
 
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord
-from vertex_training.local.names import Names, page, parse_label_filter
+from vertex_training.local.names import Names, page, parse_label_filter, runs_here
 from vertex_training.local.operations import Operations
 from vertex_training.local.runners.jobs import JobRunner
 from vertex_training.local.wire import ServiceError
@@ -92,13 +92,13 @@ class JobService:
         job = getattr(request, _FIELD[kind])
         body = json_format.MessageToDict(type(job).pb(job))
         self._judge(kind, body)
+        runs_here(job, _FIELD[kind])
         try:
             record = self.runner.submit(kind, body)
-        except JobRefusedError as error:
-            code = grpc.StatusCode.UNIMPLEMENTED
-            if "cannot run this job" not in str(error):
-                code = grpc.StatusCode.INVALID_ARGUMENT
-            raise ServiceError(code, f"{_FIELD[kind]}: {error}") from error
+        except JobRefusedError as error:  # what cannot start here (an image, a pool)
+            raise ServiceError(
+                grpc.StatusCode.INVALID_ARGUMENT, f"{_FIELD[kind]}: {error}"
+            ) from error
         return self._message(kind, record)
 
     @staticmethod

@@ -1,12 +1,13 @@
-"""The resource names of the local Vertex: one project and region, as on a regional
-endpoint of Vertex, and what its list methods share (label filters, pages)."""
+"""What the local Vertex's services share: the resource names (one project and region, as
+on a regional endpoint of Vertex), label filters and pages, and the refusal of what only
+Vertex has."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import grpc
 
@@ -88,3 +89,14 @@ def page(items: Sequence[T], size: int, token: str) -> tuple[Sequence[T], str]:
         ) from None
     end = start + size if size > 0 else len(items)
     return items[start:end], str(end) if end < len(items) else ""
+
+
+def runs_here(message: Any, field: str, table: Any = None) -> None:
+    """Refuse what only Vertex has in ``message`` (the request's ``field``), by the table
+    the providers' preview reads too (a job's when ``table`` is None)."""
+    from vertex_training.jobs.local_support import LOCAL_SUPPORT, local_refusals
+
+    if refused := local_refusals(message, table or LOCAL_SUPPORT):
+        raise ServiceError(
+            grpc.StatusCode.UNIMPLEMENTED, "; ".join(f"{field}.{f}" for f in refused)
+        )

@@ -118,7 +118,7 @@ def serve(
     record |= {"project": project, "location": location}
     (root / f".{ADDRESS_FILE}.tmp").write_text(json.dumps(record))
     (root / f".{ADDRESS_FILE}.tmp").replace(root / ADDRESS_FILE)
-    print(f"local Vertex AI of {root}: http://{server.address}, {project}/{location}", flush=True)
+    _log.info("local Vertex AI of %s: http://%s, %s/%s", root, server.address, project, location)
     stop = threading.Event()
 
     def watch() -> None:

@@ -18,11 +18,12 @@ from google.api import httpbody_pb2
 from google.cloud.aiplatform_v1 import types as v1
 from google.protobuf import empty_pb2, json_format
 
-from vertex_training.local.names import Names, page, parse_label_filter
+from vertex_training.local.names import Names, page, parse_label_filter, runs_here
 from vertex_training.local.operations import Operations
 from vertex_training.local.runners.registry import Registry
 from vertex_training.local.wire import ServiceError
 from vertex_training.serving.backends import base
+from vertex_training.serving.local_support import local_support
 
 SERVER_GONE_SECONDS = 30.0
 """How long a prediction waits for its endpoint's server to be started again."""
@@ -53,18 +54,6 @@ def _listed(messages: list[Any], request: Any) -> tuple[Any, str]:
     labels = parse_label_filter(request.filter)
     chosen = [m for m in messages if labels.items() <= dict(m.labels).items()]
     return page(chosen, request.page_size, request.page_token)
-
-
-def _runs_here(message: Any, field: str) -> None:
-    """Refuse what only Vertex has (the table the providers' preview reads too)."""
-    from vertex_training.jobs.local_support import local_refusals
-    from vertex_training.serving.local_support import local_support
-
-    if refused := local_refusals(message, local_support()):
-        raise ServiceError(
-            grpc.StatusCode.UNIMPLEMENTED,
-            "; ".join(f"{field}.{finding}" for finding in refused),
-        )
 
 
 class _Registry:
@@ -156,7 +145,7 @@ class ModelService(_Registry):
                     f"model_id: model {self.names.name('models', model_id)} exists; upload a "
                     "new version with parent_model",
                 )
-        _runs_here(request.model, "model")
+        runs_here(request.model, "model", local_support())
         body = _dict(request.model)
 
         def upload() -> v1.UploadModelResponse:
@@ -253,7 +242,7 @@ class EndpointService(_Registry):
                 grpc.StatusCode.ALREADY_EXISTS,
                 f"endpoint_id: {self.names.name('endpoints', endpoint_id)} exists",
             )
-        _runs_here(request.endpoint, "endpoint")
+        runs_here(request.endpoint, "endpoint", local_support())
         body = _dict(request.endpoint)
 
         def create() -> v1.Endpoint:
@@ -311,7 +300,7 @@ class EndpointService(_Registry):
 
     def deploy_model(self, request: v1.DeployModelRequest) -> Any:
         store, stored = self.endpoint(request.endpoint, "endpoint")
-        _runs_here(request.deployed_model, "deployed_model")
+        runs_here(request.deployed_model, "deployed_model", local_support())
         deployed = _dict(request.deployed_model)
         model_store, version = self.version(request.deployed_model.model)
         deployed_id = deployed.get("id") or str(next(_ids))
