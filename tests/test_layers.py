@@ -15,6 +15,7 @@ LAYERS = {
     "vertex_training._spelling": 0,
     "vertex_training._project": 0,
     "vertex_training._processes": 0,
+    "vertex_training._local_vertex": 1,
     "vertex_training.findings": 0,
     "vertex_training._pulumi_internals": 0,
     "vertex_training._checks": 1,

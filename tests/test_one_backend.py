@@ -25,7 +25,7 @@ def test_every_provider_of_the_local_stack_calls_the_local_vertex_through_the_ve
         started.append((root, project, location))
         return "127.0.0.1:1"  # no call is made: building a client dials nothing
 
-    monkeypatch.setattr("vertex_training.jobs.backends.local_vertex.ensure_server", ensure_server)
+    monkeypatch.setattr("vertex_training._local_vertex.ensure_server", ensure_server)
     run = run_program("local", stack_file_config(PROJECT_ROOT / "stacks" / "Pulumi.local.yaml"))
     dynamic = [r for r in run.registrations if r.type.startswith("pulumi-python:dynamic/")]
     assert len(dynamic) == 5  # two jobs, the model, the endpoint, the persistent resource

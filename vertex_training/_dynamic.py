@@ -22,6 +22,7 @@ import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pulumi
@@ -339,10 +340,20 @@ class Provider(pulumi.dynamic.ResourceProvider):
             changed.append(self.body)
         return replaces, changed
 
+    kept_running: ClassVar[str | None] = None
+    """The output the service keeps true (an endpoint serving, a pool warm)."""
+
     def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
-        """What changes in place although no input did (only the service can tell, e.g. a
-        local server that died): asked only when nothing else changed."""
-        return []
+        """What changes in place although no input did: asked only when nothing else
+        changed. On a local platform whose local Vertex is not running (the machine
+        restarted), ``kept_running``: the update starts it, which runs them again. Read from
+        its address file: an unchanged `up` starts nothing."""
+        root = (props.get("backend") or {}).get("local_root")
+        if self.kept_running is None or not root:
+            return []  # Vertex keeps what it runs; diff makes no API call
+        from vertex_training._local_vertex import running
+
+        return [] if running(Path(root)) else [self.kept_running]
 
     def diff(
         self, id_: str, olds: dict[str, Any], news: dict[str, Any]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -67,6 +66,7 @@ class WarmPoolProvider(Provider):
     metadata = ()
     # The new pool takes the same id: the old one goes first.
     delete_before_replace = True
+    kept_running = "healthy"
 
     def backend(self, props: Mapping[str, Any]) -> Any:
         return _client(props)
@@ -102,13 +102,6 @@ class WarmPoolProvider(Provider):
                 )
             ]
         return []
-
-    def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
-        from vertex_training.jobs.backends.local_vertex import running
-
-        # The machine restarted: `up` starts the local Vertex, which warms the pool again
-        # (read from its files: an unchanged `up` starts nothing).
-        return [] if running(Path(props["backend"]["local_root"])) else ["healthy"]
 
     def create(self, props: dict[str, Any]) -> pulumi.dynamic.CreateResult:
         from google.api_core import exceptions

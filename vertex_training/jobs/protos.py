@@ -42,7 +42,7 @@ def parse_message(cls: type[M], body: Mapping[str, Any]) -> M:
     except json_format.ParseError as error:
         # Found again by walking the body against the message's descriptor: protobuf's
         # error keeps the field only in its text, which is not parsed.
-        finding = _refused(pb.DESCRIPTOR, body, "") or Finding("", str(error))
+        finding = refused_field(pb.DESCRIPTOR, body, "") or Finding("", str(error))
         raise BodyParseError(cls.__name__, finding) from error
     return message
 
@@ -72,7 +72,7 @@ _SCALAR = {
 }
 
 
-def _refused(descriptor: Descriptor, body: Any, path: str) -> Finding | None:
+def refused_field(descriptor: Descriptor, body: Any, path: str = "") -> Finding | None:
     """The first field of ``body`` (a JSON object meant as ``descriptor``) that the message
     has not, or that cannot take its value, at its API path; None where the walk finds
     nothing (the caller shows protobuf's own text)."""
@@ -101,10 +101,10 @@ def _refused(descriptor: Descriptor, body: Any, path: str) -> Finding | None:
             if not isinstance(value, list):
                 return _wrong_value(field, value, at)
             for index, item in enumerate(value):
-                if found := _refused(nested, item, f"{at}[{index}]"):
+                if found := refused_field(nested, item, f"{at}[{index}]"):
                     return found
         elif walked and isinstance(value, Mapping):
-            if found := _refused(nested, value, at):
+            if found := refused_field(nested, value, at):
                 return found
         elif not _takes(descriptor, key, value):
             return _wrong_value(field, value, at)
@@ -146,4 +146,4 @@ def _expected(field: FieldDescriptor) -> str:
     return _SCALAR.get(field.cpp_type, "bytes in base64")
 
 
-__all__ = ["BodyParseError", "JobMessage", "parse_body", "parse_message"]
+__all__ = ["BodyParseError", "JobMessage", "parse_body", "parse_message", "refused_field"]

@@ -1,5 +1,5 @@
 """The local Vertex as a process: one per local root, its address in ``<root>/vertex.json``
-(``jobs.backends.local_vertex`` finds it, or starts it on demand).
+(``_local_vertex`` finds it, or starts it on demand).
 
 Started on demand, it exits by itself once it holds nothing running or serving, so that a
 ``destroy`` leaves no process behind. Jobs, pools and prediction servers run in processes
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vertex_training._local_vertex import ADDRESS_FILE
 from vertex_training._processes import process_start_time
-from vertex_training.jobs.backends.local_vertex import ADDRESS_FILE
 
 _log = logging.getLogger(__name__)
 

@@ -279,10 +279,14 @@ class _Listener(ThreadingHTTPServer):
             _put(data, field, unquote(value))
         try:
             request = json_format.ParseDict(data, pb_class())
-        except json_format.ParseError as error:
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT, str(error).split("\n")[0]
-            ) from None
+        except json_format.ParseError:
+            from vertex_training.jobs.protos import refused_field
+
+            # The field found by walking the request against its descriptor: protobuf's
+            # error keeps it only in its text, which is not parsed.
+            finding = refused_field(pb_class.DESCRIPTOR, data)
+            said = str(finding) if finding else f"not a valid {pb_class.DESCRIPTOR.full_name}"
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, said) from None
         if _is_proto_plus(method.request_type):
             request = method.request_type.wrap(request)  # type: ignore[attr-defined]
         response = _invoke(self.handlers, method, request)

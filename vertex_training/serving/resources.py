@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -318,6 +317,7 @@ class EndpointProvider(Provider):
     metadata = METADATA
     delete_before_replace = True
     backends = ModelProvider.backends
+    kept_running = "serving"
     outputs_from = {
         "name": "name",
         "deployed_model_ids": "deployed_ids",
@@ -353,16 +353,6 @@ class EndpointProvider(Provider):
                 parsed = deployment_findings(canonical(body), region)
             found += [("deployments", f.at(f"{name}.{f.path}".rstrip("."))) for f in parsed]
         return found
-
-    def extra_changes(self, id_: str, props: Mapping[str, Any]) -> list[str]:
-        root = (props.get("backend") or {}).get("local_root")
-        if not root or not props.get("deployments"):
-            return []  # Vertex keeps its replicas running; diff makes no API call
-        from vertex_training.jobs.backends.local_vertex import running
-
-        # The machine restarted: `up` starts the local Vertex again, which serves again
-        # what it served (read from its files: an unchanged `up` starts nothing).
-        return [] if running(Path(root)) else ["serving"]
 
     def fetch(self, backend: Any, id_: str) -> Any:
         return backend.get_endpoint(id_)

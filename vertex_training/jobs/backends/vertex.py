@@ -90,6 +90,12 @@ class VertexService:
             timeout=self.retry_timeout,
         )
 
+    @functools.cached_property
+    def local_api(self) -> str | None:
+        """``http://host:port`` of the local Vertex this backend calls (looked up once per
+        backend, not per poll); None on Google's."""
+        return f"http://{local_address(self.settings)}" if self.settings.local_root else None
+
 
 class VertexBackend(VertexService, JobBackend):
     """``JobBackend`` on Vertex AI for one project and region: Google's, or the local
@@ -102,9 +108,8 @@ class VertexBackend(VertexService, JobBackend):
     def _record(self, message: JobMessage) -> JobRecord:
         """The job's record; on the local Vertex, its page is the local Vertex's answer."""
         record = record_from_proto(message)
-        if self.settings.local_root:
-            url = f"http://{local_address(self.settings)}/v1/{record.name}"
-            record = dataclasses.replace(record, console_url=url)
+        if self.local_api:
+            record = dataclasses.replace(record, console_url=f"{self.local_api}/v1/{record.name}")
         return record
 
     def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
@@ -250,7 +255,7 @@ def local_address(settings: BackendSettings) -> str | None:
     Vertex of its local root (started when none runs), or the emulator named by
     ``VERTEX_AI_EMULATOR_HOST``; None for Google's."""
     if settings.local_root:
-        from vertex_training.jobs.backends.local_vertex import ensure_server
+        from vertex_training._local_vertex import ensure_server
 
         assert settings.project and settings.location
         return ensure_server(Path(settings.local_root), settings.project, settings.location)

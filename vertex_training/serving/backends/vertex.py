@@ -20,7 +20,6 @@ from google.protobuf import field_mask_pb2
 from vertex_training.jobs.backends.vertex import (
     VertexService,
     label_filter,
-    local_address,
     regional_endpoint,
     service_client,
 )
@@ -196,11 +195,10 @@ class VertexServingBackend(VertexService):
             predict_url=f"{self._api}/v1/{endpoint.name}:predict",
         )
 
-    @functools.cached_property
+    @property
     def _api(self) -> str:
-        """Where predictions are asked: the regional endpoint, or the local Vertex."""
-        local = local_address(self.settings) if self.settings.local_root else None
-        return f"http://{local}" if local else f"https://{regional_endpoint(self.location)}"
+        """Where predictions are asked: the local Vertex, or the regional endpoint."""
+        return self.local_api or f"https://{regional_endpoint(self.location)}"
 
     def get_endpoint(self, name: str) -> base.EndpointRecord:
         try:

@@ -33,7 +33,7 @@ def _answers(address: str) -> bool:
 def _pythonpath() -> str:
     """The caller's path (what it runs, the local Vertex runs: a test's stand-ins), then
     wherever this library was imported from."""
-    library = str(Path(__file__).resolve().parents[3])
+    library = str(Path(__file__).resolve().parents[1])
     entries = [*os.environ.get("PYTHONPATH", "").split(os.pathsep), library]
     return os.pathsep.join(dict.fromkeys(e for e in entries if e))
 
