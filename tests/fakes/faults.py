@@ -84,7 +84,7 @@ class FaultyVertex:
                     runner.wait(record.name, timeout=30)
         for endpoint_id in twin.stored_endpoints():
             name = f"{twin.parent}/endpoints/{endpoint_id}"
-            for deployed in twin.stored_endpoint(endpoint_id).get("deployed", []):
+            for deployed in twin.stored_endpoint(endpoint_id).get("deployedModels", []):
                 twin.undeploy(name, deployed["id"], {})
 
     def stop(self) -> None:

@@ -1,57 +1,70 @@
-"""The local twin with the real prediction server (``python -m predictor``) and a model
-the trainer exported: one probability per class for each instance, from the version the
-registry holds, and nothing left after the endpoint is deleted."""
+"""The local Vertex's services with the real prediction server (``python -m predictor``)
+and a model the trainer exported: one probability per class for each instance, from the
+version the registry holds, and nothing left after the endpoint is deleted."""
 
 from __future__ import annotations
 
-import json
 import socket
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.cloud.aiplatform_v1 import types as v1
+from google.longrunning import operations_pb2
+from google.protobuf import json_format
 
-from vertex_training.local.runners.registry import Registry
+from tests.fakes.settings import LOCATION, PARENT, PROJECT
+from vertex_training.local.server import LocalVertex
 
 pytestmark = pytest.mark.slow
 
 
-def _predict(url: str, instances: list[Any]) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps({"instances": instances}).encode(), method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        answer: dict[str, Any] = json.loads(response.read())
-    return answer
+def _done(vertex: LocalVertex, operation: operations_pb2.Operation) -> None:
+    """Wait for ``operation``; it must have succeeded."""
+    request = operations_pb2.WaitOperationRequest(name=operation.name)
+    operation = vertex.operations.wait_operation(request, 300)
+    assert operation.done and not operation.HasField("error"), operation
 
 
-def test_the_twin_serves_an_exported_model(tmp_path: Path) -> None:
+def test_the_local_vertex_serves_an_exported_model(tmp_path: Path) -> None:
     from tests.trainer.test_export import export
 
     trained = tmp_path / "root" / "bucket" / "jobs" / "tuning" / "2" / "model"
     assert export(trained) == str(trained)
-    twin = Registry(str(tmp_path / "root"))
-    version = twin.upload("horses", {"displayName": "horses", "artifactUri": str(trained)})
-    endpoint = twin.create_endpoint("123456789", {"displayName": "horses"})
-    twin.deploy(
-        endpoint.name, {"id": "1000000001", "model": version.version_name}, {"1000000001": 100}
+    vertex = LocalVertex(tmp_path / "root", PROJECT, LOCATION)
+    models, endpoints = vertex.handlers["ModelService"], vertex.handlers["EndpointService"]
+    model = v1.Model(display_name="horses", artifact_uri=str(trained))
+    _done(
+        vertex,
+        models.upload_model(v1.UploadModelRequest(parent=PARENT, model=model, model_id="horses")),
     )
-    record = twin.ensure_serving(endpoint.name)
-    assert record.serving
-    pixel = [[[0, 128, 255]] * 32] * 32
-    answer = _predict(record.predict_url, [pixel, pixel])
-    assert len(answer["predictions"]) == 2
-    assert all(len(p) == 2 and abs(sum(p) - 1) < 1e-4 for p in answer["predictions"])
-    assert (answer["deployedModelId"], answer["model"], answer["modelVersionId"]) == (
+    endpoint = f"{PARENT}/endpoints/123456789"
+    created = v1.CreateEndpointRequest(
+        parent=PARENT, endpoint=v1.Endpoint(display_name="horses"), endpoint_id="123456789"
+    )
+    _done(vertex, endpoints.create_endpoint(created))
+    deployed = v1.DeployedModel(id="1000000001", model=f"{PARENT}/models/horses@1")
+    _done(
+        vertex,
+        endpoints.deploy_model(v1.DeployModelRequest(endpoint=endpoint, deployed_model=deployed)),
+    )
+
+    pixel: Any = [[[0, 128, 255]] * 32] * 32
+    request = v1.PredictRequest()
+    json_format.ParseDict({"endpoint": endpoint, "instances": [pixel, pixel]}, request._pb)
+    answer = vertex.handlers["PredictionService"].predict(request)
+    assert len(answer.predictions) == 2
+    assert all(len(p) == 2 and abs(sum(p) - 1) < 1e-4 for p in answer.predictions)
+    assert (answer.deployed_model_id, answer.model, answer.model_version_id) == (
         "1000000001",
-        version.model,
+        f"{PARENT}/models/horses",
         "1",
     )
-    port = int(record.predict_url.split(":")[2].split("/")[0])
-    twin.undeploy(endpoint.name, "1000000001", {})
-    twin.delete_endpoint(endpoint.name)
-    twin.delete_version(version.model, "1")
+    port = vertex.twin.stored_endpoint("123456789")["server"]["port"]  # type: ignore[index]
+    undeploy = v1.UndeployModelRequest(endpoint=endpoint, deployed_model_id="1000000001")
+    _done(vertex, endpoints.undeploy_model(undeploy))
+    _done(vertex, endpoints.delete_endpoint(v1.DeleteEndpointRequest(name=endpoint)))
+    _done(vertex, models.delete_model(v1.DeleteModelRequest(name=f"{PARENT}/models/horses")))
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0
     assert not any((tmp_path / "root" / "serving" / "registry").iterdir())

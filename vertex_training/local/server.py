@@ -67,11 +67,7 @@ class LocalVertex:
 
         held = self.operations.running()
         held += [r.name for r in self.runner.records() if not r.state.is_terminal]
-        held += [
-            endpoint_id
-            for endpoint_id in self.twin.stored_endpoints()
-            if self.twin.stored_endpoint(endpoint_id).get("deployed")
-        ]
+        held += self.twin.serving()
         held += [p.parent.name for p in (self.root / "capacity").glob(f"*/{RESOURCE_FILE}")]
         return held
 
@@ -80,9 +76,8 @@ class LocalVertex:
         workers (after a machine restart, or when one died)."""
         from vertex_training.local.runners.pool import ensure_workers, healthy
 
-        for endpoint_id in self.twin.stored_endpoints():
-            if self.twin.stored_endpoint(endpoint_id).get("deployed"):
-                self.twin.ensure_serving(f"{self.twin.parent}/endpoints/{endpoint_id}")
+        for endpoint in self.twin.serving():
+            self.twin.ensure_serving(endpoint)
         for pool in (self.root / "capacity").glob("*/pool.json"):
             if not healthy(pool.parent):
                 ensure_workers(pool.parent)

@@ -1,12 +1,15 @@
-"""The local Vertex's ModelService, EndpointService and PredictionService: the local
-registry and endpoints (``serving.backends.local``) answered in Vertex's own messages; a
-prediction goes to the endpoint's prediction server (``predictor``)."""
+"""The local Vertex's ModelService, EndpointService and PredictionService: they read and
+write Vertex's own messages in the store (``runners.registry``), each of Vertex's rules
+(not found, already exists, a deployed version kept, the default alias, a split adding up
+to 100) checked here, once, under the store's lock; a prediction goes to the endpoint's
+prediction server (``predictor``)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import json
+import shutil
 import time
 import urllib.error
 import urllib.request
@@ -16,18 +19,20 @@ from typing import Any
 import grpc
 from google.api import httpbody_pb2
 from google.cloud.aiplatform_v1 import types as v1
-from google.protobuf import empty_pb2, json_format
+from google.protobuf import json_format
 
 from vertex_training.local.names import Names, page, parse_label_filter, runs_here
 from vertex_training.local.operations import Operations
 from vertex_training.local.runners.registry import Registry
+from vertex_training.local.runners.store import now_rfc3339
 from vertex_training.local.wire import ServiceError
-from vertex_training.serving.backends import base
 from vertex_training.serving.local_support import local_support
 
 SERVER_GONE_SECONDS = 30.0
 """How long a prediction waits for its endpoint's server to be started again."""
-_STORE_ONLY = ("localDir", "nextVersion")
+SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+METADATA = ("displayName", "description", "labels")
+"""What an update changes of a model version or an endpoint."""
 _ids = itertools.count(int(time.time() * 1000))
 
 
@@ -41,102 +46,61 @@ def _dict(message: Any) -> dict[str, Any]:
     return json_format.MessageToDict(type(message).pb(message))
 
 
-def _refused(error: Exception) -> ServiceError:
-    code = {
-        base.ServingNotFoundError: grpc.StatusCode.NOT_FOUND,
-        base.ModelInUseError: grpc.StatusCode.FAILED_PRECONDITION,
-    }.get(type(error), grpc.StatusCode.INVALID_ARGUMENT)
-    return ServiceError(code, str(error))
-
-
-def _listed(messages: list[Any], request: Any) -> tuple[Any, str]:
-    """The page of ``messages`` a list ``request`` asks for (its label filter, its page)."""
-    labels = parse_label_filter(request.filter)
-    chosen = [m for m in messages if labels.items() <= dict(m.labels).items()]
+def _labelled(items: list[Any], request: Any, labels: Any = lambda m: m.labels) -> tuple[Any, str]:
+    """The page of ``items`` a list ``request`` asks for (its label filter, its page)."""
+    wanted = parse_label_filter(request.filter).items()
+    chosen = [m for m in items if wanted <= dict(labels(m)).items()]
     return page(chosen, request.page_size, request.page_token)
 
 
+def _done(result: Any = None) -> Any:
+    return lambda: result
+
+
 class _Registry:
-    """What the three services share: the names, the operations and the local twin."""
+    """What the three services share: the names, the operations and the store."""
 
     def __init__(self, names: Names, operations: Operations, twin: Registry) -> None:
         self.names = names
         self.operations = operations
         self.twin = twin
 
-    def checked(self, name: str, collection: str, field: str = "name") -> tuple[str, str]:
-        """``name`` without its ``@version``, and the version (empty where none is given)."""
-        resource_id, _, version = self.names.resource_id(name, collection, field).partition("@")
-        return self.names.name(collection, resource_id), version
-
-    # -- models ---------------------------------------------------------------------
-
-    def versions(self, name: str) -> tuple[str, list[dict[str, Any]]]:
-        store, _ = self.checked(name, "models")
-        stored = self.twin.stored_model(store.rsplit("/", 1)[-1])
+    def stored_model(self, name: str, field: str = "name") -> tuple[str, dict[str, Any]]:
+        """The id of the model ``name`` names (with or without ``@version``), its record."""
+        model_id = self.names.resource_id(name, "models", field).partition("@")[0]
+        stored = self.twin.stored_model(model_id)
         if stored is None:
-            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"name: model {name} not found")
-        return store, stored["versions"]
+            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: model {name} not found")
+        return model_id, stored
 
-    def version(self, name: str) -> tuple[str, dict[str, Any]]:
-        """The stored version ``name`` names (``@<id>``, ``@<alias>`` or the default)."""
-        store, versions = self.versions(name)
+    @staticmethod
+    def version(stored: Mapping[str, Any], name: str, field: str = "name") -> dict[str, Any]:
+        """The version ``name`` names: ``@<id>``, ``@<alias>`` or the default."""
         wanted = name.partition("@")[2] or "default"
-        for version in versions:
+        for version in stored["versions"]:
             if wanted == version["versionId"] or wanted in version.get("versionAliases", ()):
-                return store, version
-        raise ServiceError(grpc.StatusCode.NOT_FOUND, f"name: model version {name} not found")
+                found: dict[str, Any] = version
+                return found
+        raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: model version {name} not found")
 
-    def model(self, store: str, version: Mapping[str, Any]) -> v1.Model:
-        deployed = [
-            {"endpoint": endpoint, "deployedModelId": dm}
-            for endpoint, dm in self.twin._deployed_to(store, version["versionId"])
-        ]
-        body = {k: v for k, v in version.items() if k not in _STORE_ONLY}
-        return _message(
-            v1.Model,
-            {**body, "name": store, "deployedModels": deployed}
-            | {"supportedDeploymentResourcesTypes": ["DEDICATED_RESOURCES"]}
-            | {"versionCreateTime": version.get("createTime")},
-        )
+    def model(self, version: Mapping[str, Any]) -> v1.Model:
+        deployed = self.twin.deployments(version["name"], version["versionId"])
+        refs = [{"endpoint": endpoint, "deployedModelId": dm} for endpoint, dm in deployed]
+        return _message(v1.Model, {**version, "deployedModels": refs})
 
-    # -- endpoints ------------------------------------------------------------------
-
-    def endpoint(self, name: str, field: str = "name") -> tuple[str, dict[str, Any]]:
-        store, _ = self.checked(name, "endpoints", field)
-        try:
-            return store, self.twin.stored_endpoint(store.rsplit("/", 1)[-1])
-        except base.ServingNotFoundError as error:
-            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: {name} not found") from error
-
-    def endpoint_message(self, store: str, stored: Mapping[str, Any]) -> v1.Endpoint:
-        deployed = [
-            {
-                **d["body"],
-                "id": d["id"],
-                "model": d["model"],
-                "modelVersionId": d["modelVersionId"],
-            }
-            for d in stored.get("deployed", [])
-        ]
-        keep = ("displayName", "description", "labels", "createTime")
-        return _message(
-            v1.Endpoint,
-            {k: stored[k] for k in keep if k in stored}
-            | {
-                "name": store,
-                "deployedModels": deployed,
-                "trafficSplit": stored.get("trafficSplit") or {},
-            },
-        )
+    def stored_endpoint(self, name: str, field: str = "name") -> tuple[str, dict[str, Any]]:
+        endpoint_id = self.names.resource_id(name, "endpoints", field)
+        stored = self.twin.stored_endpoint(endpoint_id)
+        if stored is None:
+            raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: {name} not found")
+        return endpoint_id, stored
 
 
 class ModelService(_Registry):
     def upload_model(self, request: v1.UploadModelRequest) -> Any:
         self.names.check_parent(request.parent)
         if request.parent_model:
-            store, _ = self.versions(request.parent_model)
-            model_id = store.rsplit("/", 1)[-1]
+            model_id, _ = self.stored_model(request.parent_model, "parent_model")
         else:
             model_id = request.model_id or str(next(_ids))
             if self.twin.stored_model(model_id) is not None:
@@ -147,137 +111,167 @@ class ModelService(_Registry):
                 )
         runs_here(request.model, "model", local_support())
         body = _dict(request.model)
+        source = self.twin.local_path(str(body.get("artifactUri", "")))
 
         def upload() -> v1.UploadModelResponse:
-            try:
-                record = self.twin.upload(model_id, body)
-            except base.ServingRefusedError as error:
-                raise _refused(error) from error
-            return v1.UploadModelResponse(model=record.model, model_version_id=record.version_id)
+            if not any((source / name).is_file() for name in SAVED_MODEL_FILES):
+                raise ServiceError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"model.artifact_uri: no SavedModel at {body.get('artifactUri')!r} (looked "
+                    f"in {source}); a model is uploaded from a job that wrote one",
+                )
+            name = self.names.name("models", model_id)
+            with self.twin.locked():
+                stored = self.twin.stored_model(model_id) or {"nextVersion": 1, "versions": []}
+                version_id = str(stored["nextVersion"])
+                shutil.rmtree(self.twin.version_dir(model_id, version_id), ignore_errors=True)
+                shutil.copytree(source, self.twin.version_dir(model_id, version_id))
+                aliases = body.get("versionAliases", [])
+                if not stored["versions"]:
+                    aliases = ["default", *aliases]  # the first version is the default
+                for alias in aliases:  # an alias names one version
+                    for other in stored["versions"]:
+                        other["versionAliases"] = [
+                            a for a in other.get("versionAliases", []) if a != alias
+                        ]
+                now = now_rfc3339()
+                stored["versions"].append(
+                    body
+                    | {"name": name, "versionId": version_id, "versionAliases": aliases}
+                    | {"createTime": now, "versionCreateTime": now}
+                    | {"supportedDeploymentResourcesTypes": ["DEDICATED_RESOURCES"]}
+                )
+                stored["nextVersion"] = int(version_id) + 1
+                self.twin.write_model(model_id, stored)
+            return v1.UploadModelResponse(model=name, model_version_id=version_id)
 
         return self.operations.run(upload, v1.UploadModelOperationMetadata())
 
     def get_model(self, request: v1.GetModelRequest) -> v1.Model:
-        return self.model(*self.version(request.name))
+        _, stored = self.stored_model(request.name)
+        return self.model(self.version(stored, request.name))
 
     def list_model_versions(self, request: v1.ListModelVersionsRequest) -> Any:
-        store, versions = self.versions(request.name)
-        labels = parse_label_filter(request.filter)
-        chosen = [v for v in versions if labels.items() <= (v.get("labels") or {}).items()]
-        found, token = page(chosen, request.page_size, request.page_token)
+        _, stored = self.stored_model(request.name)
+        found, token = _labelled(stored["versions"], request, lambda v: v.get("labels", {}))
         return v1.ListModelVersionsResponse(
-            models=[self.model(store, v) for v in found], next_page_token=token
+            models=[self.model(v) for v in found], next_page_token=token
         )
 
     def list_models(self, request: v1.ListModelsRequest) -> Any:
         self.names.check_parent(request.parent)
-        models = [
-            self.model(*self.version(self.names.name("models", model_id)))
-            for model_id in self.twin.stored_models()
-        ]
-        found, token = _listed(models, request)
+        stored = filter(None, map(self.twin.stored_model, self.twin.stored_models()))
+        found, token = _labelled([self.model(self.version(s, "")) for s in stored], request)
         return v1.ListModelsResponse(models=found, next_page_token=token)
 
     def update_model(self, request: v1.UpdateModelRequest) -> v1.Model:
-        store, version = self.version(request.model.name)
-        body = {**version, **_dict(request.model)}
-        self.twin.update_version(store, version["versionId"], body)
-        return self.model(*self.version(request.model.name))
+        given = _dict(request.model)
+        with self.twin.locked():
+            model_id, stored = self.stored_model(request.model.name, "model.name")
+            version = self.version(stored, request.model.name, "model.name")
+            version.update({k: given[k] for k in METADATA if k in given})
+            self.twin.write_model(model_id, stored)
+        return self.model(version)
 
     def merge_version_aliases(self, request: v1.MergeVersionAliasesRequest) -> v1.Model:
-        store, version = self.version(request.name)
-        aliases = list(version.get("versionAliases") or ())
-        for alias in request.version_aliases:
-            if alias.startswith("-"):
-                if alias[1:] == "default":
+        with self.twin.locked():
+            model_id, stored = self.stored_model(request.name)
+            version = self.version(stored, request.name)
+            aliases = version.setdefault("versionAliases", [])
+            for alias in request.version_aliases:
+                if alias == "-default":
                     raise ServiceError(
                         grpc.StatusCode.INVALID_ARGUMENT,
                         "version_aliases: the default alias moves by being given to another "
                         "version, never removed",
                     )
-                aliases = [a for a in aliases if a != alias[1:]]
-            elif alias not in aliases:
-                aliases.append(alias)
-        self.twin.move_aliases(store, version["versionId"], aliases)
-        return self.model(*self.version(f"{request.name.partition('@')[0]}@{version['versionId']}"))
+                if alias.startswith("-"):
+                    with contextlib.suppress(ValueError):
+                        aliases.remove(alias[1:])
+                elif alias not in aliases:  # an alias names one version: it moves here
+                    for other in stored["versions"]:
+                        with contextlib.suppress(ValueError):
+                            other.get("versionAliases", []).remove(alias)
+                    aliases.insert(0 if alias == "default" else len(aliases), alias)
+            self.twin.write_model(model_id, stored)
+        return self.model(version)
 
-    def _delete(self, name: str, versions: list[dict[str, Any]], store: str) -> Any:
-        for version in versions:
-            deployed = list(self.twin._deployed_to(store, version["versionId"]))
-            if deployed:
+    def _delete(self, name: str, default_kept: bool) -> Any:
+        """Delete the version ``name`` names (``default_kept``: not the default one), or
+        every version of the model; none may still be deployed."""
+        with self.twin.locked():
+            model_id, stored = self.stored_model(name)
+            gone = [self.version(stored, name)] if default_kept else stored["versions"]
+            if default_kept and "default" in gone[0].get("versionAliases", ()):
                 raise ServiceError(
                     grpc.StatusCode.FAILED_PRECONDITION,
-                    f"name: {name}@{version['versionId']} is deployed to "
-                    f"{deployed[0][0]}: undeploy it first",
+                    f"name: {name} is the model's default version: give the default alias "
+                    "to another version first, or delete the model",
                 )
-
-        def delete() -> empty_pb2.Empty:
-            for version in versions:
-                self.twin.delete_version(store, version["versionId"])
-            return empty_pb2.Empty()
-
-        return self.operations.run(delete, v1.DeleteOperationMetadata())
+            for version in gone:
+                if deployed := self.twin.deployments(version["name"], version["versionId"]):
+                    raise ServiceError(
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        f"name: {version['name']}@{version['versionId']} is deployed to "
+                        f"{deployed[0][0]}: undeploy it first",
+                    )
+            stored["versions"] = [v for v in stored["versions"] if v not in gone]
+            self.twin.write_model(model_id, stored)
+        return self.operations.run(_done(), v1.DeleteOperationMetadata())
 
     def delete_model(self, request: v1.DeleteModelRequest) -> Any:
-        store, versions = self.versions(request.name)
-        return self._delete(request.name, versions, store)
+        return self._delete(request.name.partition("@")[0], default_kept=False)
 
     def delete_model_version(self, request: v1.DeleteModelVersionRequest) -> Any:
-        store, version = self.version(request.name)
-        if "default" in (version.get("versionAliases") or ()):
-            raise ServiceError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"name: {request.name} is the model's default version: give the default alias "
-                "to another version first, or delete the model",
-            )
-        return self._delete(request.name, [version], store)
+        return self._delete(request.name, default_kept=True)
 
 
 class EndpointService(_Registry):
     def create_endpoint(self, request: v1.CreateEndpointRequest) -> Any:
         self.names.check_parent(request.parent)
         endpoint_id = request.endpoint_id or str(next(_ids))
-        if endpoint_id in self.twin.stored_endpoints():
-            raise ServiceError(
-                grpc.StatusCode.ALREADY_EXISTS,
-                f"endpoint_id: {self.names.name('endpoints', endpoint_id)} exists",
-            )
-        runs_here(request.endpoint, "endpoint", local_support())
-        body = _dict(request.endpoint)
-
-        def create() -> v1.Endpoint:
-            record = self.twin.create_endpoint(endpoint_id, body)
-            return self.endpoint_message(*self.endpoint(record.name))
-
-        return self.operations.run(create, v1.CreateEndpointOperationMetadata())
+        name = self.names.name("endpoints", endpoint_id)
+        with self.twin.locked():
+            if self.twin.stored_endpoint(endpoint_id) is not None:
+                raise ServiceError(grpc.StatusCode.ALREADY_EXISTS, f"endpoint_id: {name} exists")
+            runs_here(request.endpoint, "endpoint", local_support())
+            body = _dict(request.endpoint)
+            stored = {k: body[k] for k in METADATA if k in body}
+            stored |= {"name": name, "createTime": now_rfc3339()}
+            self.twin.write_endpoint(endpoint_id, stored, stop=False)
+        return self.operations.run(
+            _done(_message(v1.Endpoint, stored)), v1.CreateEndpointOperationMetadata()
+        )
 
     def get_endpoint(self, request: v1.GetEndpointRequest) -> v1.Endpoint:
-        return self.endpoint_message(*self.endpoint(request.name))
+        return _message(v1.Endpoint, self.stored_endpoint(request.name)[1])
 
     def list_endpoints(self, request: v1.ListEndpointsRequest) -> Any:
         self.names.check_parent(request.parent)
-        endpoints = [
-            self.endpoint_message(*self.endpoint(self.names.name("endpoints", endpoint_id)))
-            for endpoint_id in self.twin.stored_endpoints()
-        ]
-        found, token = _listed(endpoints, request)
+        stored = filter(None, map(self.twin.stored_endpoint, self.twin.stored_endpoints()))
+        found, token = _labelled([_message(v1.Endpoint, s) for s in stored], request)
         return v1.ListEndpointsResponse(endpoints=found, next_page_token=token)
 
     def update_endpoint(self, request: v1.UpdateEndpointRequest) -> v1.Endpoint:
-        store, stored = self.endpoint(request.endpoint.name, "endpoint.name")
         paths = set(request.update_mask.paths)
         given = _dict(request.endpoint)
-        if paths & {"display_name", "description", "labels", "displayName"}:
-            self.twin.update_endpoint(store, {**stored, **given})
-        if paths & {"traffic_split", "trafficSplit"}:
-            self._traffic(stored, dict(request.endpoint.traffic_split), "endpoint.traffic_split")
-            self.twin.set_traffic(store, dict(request.endpoint.traffic_split))
-            self.twin.ensure_serving(store)
-        return self.endpoint_message(*self.endpoint(request.endpoint.name))
+        split = dict(request.endpoint.traffic_split)
+        with self.twin.locked():
+            endpoint_id, stored = self.stored_endpoint(request.endpoint.name, "endpoint.name")
+            if paths & {"display_name", "description", "labels", "displayName"}:
+                stored.update({k: given[k] for k in METADATA if k in given})
+            serves = bool(paths & {"traffic_split", "trafficSplit"})
+            if serves:
+                self._traffic(stored, split, "endpoint.traffic_split")
+                stored["trafficSplit"] = split
+            self.twin.write_endpoint(endpoint_id, stored, stop=serves)
+        if serves:
+            self.twin.ensure_serving(stored["name"])
+        return _message(v1.Endpoint, stored)
 
     @staticmethod
     def _traffic(stored: Mapping[str, Any], split: Mapping[str, int], field: str) -> None:
-        ids = {d["id"] for d in stored.get("deployed", [])}
+        ids = {d["id"] for d in stored.get("deployedModels", [])}
         if split and (set(split) - ids or sum(split.values()) != 100):
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -286,91 +280,84 @@ class EndpointService(_Registry):
             )
 
     def delete_endpoint(self, request: v1.DeleteEndpointRequest) -> Any:
-        store, stored = self.endpoint(request.name)
-        if stored.get("deployed"):
-            raise ServiceError(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                f"name: {request.name} still has deployed models "
-                f"{[d['id'] for d in stored['deployed']]}: undeploy them first",
-            )
-        return self.operations.run(
-            lambda: self.twin.delete_endpoint(store),
-            v1.DeleteOperationMetadata(),
-        )
+        with self.twin.locked():
+            endpoint_id, stored = self.stored_endpoint(request.name)
+            if deployed := stored.get("deployedModels"):
+                raise ServiceError(
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"name: {request.name} still has deployed models "
+                    f"{[d['id'] for d in deployed]}: undeploy them first",
+                )
+            self.twin.delete_endpoint(endpoint_id, stored)
+        return self.operations.run(_done(), v1.DeleteOperationMetadata())
+
+    def _serve(self, name: str, response: Any, metadata: Any) -> Any:
+        """An operation: the endpoint ``name`` serving what it now holds, then ``response``."""
+
+        def serve() -> Any:
+            self.twin.ensure_serving(name)
+            return response
+
+        return self.operations.run(serve, metadata)
 
     def deploy_model(self, request: v1.DeployModelRequest) -> Any:
-        store, stored = self.endpoint(request.endpoint, "endpoint")
-        runs_here(request.deployed_model, "deployed_model", local_support())
-        deployed = _dict(request.deployed_model)
-        model_store, version = self.version(request.deployed_model.model)
-        deployed_id = deployed.get("id") or str(next(_ids))
-        split = {(deployed_id if k == "0" else k): int(v) for k, v in request.traffic_split.items()}
-        if not split:
-            split = dict(stored.get("trafficSplit") or {}) or {deployed_id: 100}
-        after = {**stored, "deployed": [*stored.get("deployed", []), {"id": deployed_id}]}
-        self._traffic(after, split, "traffic_split")
-        deployed |= {"id": deployed_id, "model": f"{model_store}@{version['versionId']}"}
-
-        def deploy() -> v1.DeployModelResponse:
-            self.twin.deploy(store, deployed, split)
-            self.twin.ensure_serving(store)
-            _, now = self.endpoint(request.endpoint, "endpoint")
-            message = self.endpoint_message(store, now)
-            mine = next(d for d in message.deployed_models if d.id == deployed_id)
-            return v1.DeployModelResponse(deployed_model=mine)
-
-        return self.operations.run(deploy, v1.DeployModelOperationMetadata())
+        model = request.deployed_model.model
+        with self.twin.locked():
+            endpoint_id, stored = self.stored_endpoint(request.endpoint, "endpoint")
+            runs_here(request.deployed_model, "deployed_model", local_support())
+            _, version = self.stored_model(model, "deployed_model.model")
+            version = self.version(version, model, "deployed_model.model")
+            deployed = _dict(request.deployed_model)
+            deployed["id"] = deployed_id = deployed.get("id") or str(next(_ids))
+            deployed |= {"model": version["name"], "modelVersionId": version["versionId"]}
+            split = {(deployed_id if k == "0" else k): v for k, v in request.traffic_split.items()}
+            others = [d for d in stored.get("deployedModels", []) if d["id"] != deployed_id]
+            stored["deployedModels"] = [*others, deployed]
+            split = split or stored.get("trafficSplit") or {deployed_id: 100}
+            self._traffic(stored, split, "traffic_split")
+            stored["trafficSplit"] = split
+            self.twin.write_endpoint(endpoint_id, stored, stop=True)
+        response = v1.DeployModelResponse(deployed_model=_message(v1.DeployedModel, deployed))
+        return self._serve(stored["name"], response, v1.DeployModelOperationMetadata())
 
     def undeploy_model(self, request: v1.UndeployModelRequest) -> Any:
-        store, stored = self.endpoint(request.endpoint, "endpoint")
-        if request.deployed_model_id not in {d["id"] for d in stored.get("deployed", [])}:
-            raise ServiceError(
-                grpc.StatusCode.NOT_FOUND,
-                f"deployed_model_id: {request.deployed_model_id} is not deployed to "
-                f"{request.endpoint}",
-            )
-        split = dict(request.traffic_split)
-        left = {
-            **stored,
-            "deployed": [d for d in stored["deployed"] if d["id"] != request.deployed_model_id],
-        }
-        if left["deployed"] and not split:
-            old = {
-                k: v for k, v in stored["trafficSplit"].items() if k != request.deployed_model_id
-            }
-            split = old if sum(old.values()) == 100 else {}
-        self._traffic(left, split, "traffic_split")
-
-        def undeploy() -> v1.UndeployModelResponse:
-            self.twin.undeploy(store, request.deployed_model_id, split)
-            self.twin.ensure_serving(store)
-            return v1.UndeployModelResponse()
-
-        return self.operations.run(undeploy, v1.UndeployModelOperationMetadata())
+        gone = request.deployed_model_id
+        with self.twin.locked():
+            endpoint_id, stored = self.stored_endpoint(request.endpoint, "endpoint")
+            if gone not in {d["id"] for d in stored.get("deployedModels", [])}:
+                raise ServiceError(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"deployed_model_id: {gone} is not deployed to {request.endpoint}",
+                )
+            split = dict(request.traffic_split)
+            if not split:  # the others' split, when it still adds up
+                split = {k: v for k, v in stored.get("trafficSplit", {}).items() if k != gone}
+                split = split if sum(split.values()) == 100 else {}
+            self.twin.undeployed(stored, gone, split)
+            self._traffic(stored, split, "traffic_split")
+            self.twin.write_endpoint(endpoint_id, stored, stop=True)
+        response = v1.UndeployModelResponse()
+        return self._serve(stored["name"], response, v1.UndeployModelOperationMetadata())
 
     def mutate_deployed_model(self, request: v1.MutateDeployedModelRequest) -> Any:
-        store, stored = self.endpoint(request.endpoint, "endpoint")
         given = _dict(request.deployed_model)
-        entry = next((d for d in stored.get("deployed", []) if d["id"] == given.get("id")), None)
-        if entry is None:
-            raise ServiceError(
-                grpc.StatusCode.NOT_FOUND,
-                f"deployed_model.id: {given.get('id')!r} is not deployed to {request.endpoint}",
-            )
         mask = request.update_mask.ToJsonString().split(",") if request.update_mask.paths else []
-        changed = {k: v for k, v in given.items() if k != "id" and (not mask or k in mask)}
-
-        def mutate() -> v1.MutateDeployedModelResponse:
-            body = {**entry["body"], **changed, "id": entry["id"]}
-            body["model"] = f"{entry['model']}@{entry['modelVersionId']}"
-            self.twin.deploy(store, body, stored["trafficSplit"])
-            self.twin.ensure_serving(store)
-            _, now = self.endpoint(request.endpoint, "endpoint")
-            message = self.endpoint_message(store, now)
-            mine = next(d for d in message.deployed_models if d.id == entry["id"])
-            return v1.MutateDeployedModelResponse(deployed_model=mine)
-
-        return self.operations.run(mutate, v1.MutateDeployedModelOperationMetadata())
+        with self.twin.locked():
+            endpoint_id, stored = self.stored_endpoint(request.endpoint, "endpoint")
+            deployed = stored.get("deployedModels", [])
+            entry = next((d for d in deployed if d["id"] == given.get("id")), None)
+            if entry is None:
+                raise ServiceError(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"deployed_model.id: {given.get('id')!r} is not deployed to {request.endpoint}",
+                )
+            fixed = ("id", "model", "modelVersionId")
+            entry.update(
+                {k: v for k, v in given.items() if k not in fixed and (not mask or k in mask)}
+            )
+            self.twin.write_endpoint(endpoint_id, stored, stop=True)
+        response = v1.MutateDeployedModelResponse(deployed_model=_message(v1.DeployedModel, entry))
+        return self._serve(stored["name"], response, v1.MutateDeployedModelOperationMetadata())
 
 
 class PredictionService(_Registry):
@@ -380,18 +367,16 @@ class PredictionService(_Registry):
         """The endpoint's prediction server's answer. A server that went away during the
         request (it died, its machine restarted) is started again and asked again, once it
         has gone: Vertex, too, keeps an endpoint's replicas answering."""
-        store, _ = self.endpoint(endpoint, "endpoint")
+        _, stored = self.stored_endpoint(endpoint, "endpoint")
         deadline = time.monotonic() + SERVER_GONE_SECONDS
         while True:
-            record = self.twin.ensure_serving(store)
-            if not record.predict_url:
+            url = self.twin.ensure_serving(stored["name"])
+            if not url:
                 raise ServiceError(
                     grpc.StatusCode.FAILED_PRECONDITION,
                     f"endpoint: {endpoint} has no deployed model to answer predictions",
                 )
-            request = urllib.request.Request(
-                record.predict_url, data=data, headers={"Content-Type": content_type}
-            )
+            request = urllib.request.Request(url, data=data, headers={"Content-Type": content_type})
             try:
                 with urllib.request.urlopen(request, timeout=300) as response:
                     return response.headers.get_content_type(), response.read()

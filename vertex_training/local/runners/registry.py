@@ -1,15 +1,16 @@
-"""The local twin of Model Registry and endpoints, under ``<local root>/serving``.
+"""The local Vertex's Model Registry and endpoints under ``<local root>/serving``: Vertex's
+own messages (their ``json_format`` JSON) and the few facts only this machine has.
 
-A model is a directory ``registry/<model id>/`` holding ``model.json`` (its versions, their
-labels and aliases) and a copy of each version's SavedModel (a retrained job overwrites
-its model directory; a registered version must not change under an endpoint). An
-endpoint is ``endpoints/<id>/`` with ``endpoint.json`` and one local process: the
-prediction server (``python -m predictor``) on a free port of 127.0.0.1, speaking
-Vertex's predict JSON at ``/v1/<endpoint name>:predict``.
+A model is ``registry/<model id>/``: ``model.json`` (``nextVersion``, and ``versions``: a
+``v1.Model`` each) and a copy of each version's SavedModel in ``versions/<version id>`` (a
+retrained job overwrites its model directory; a registered version must not change under
+an endpoint). An endpoint is ``endpoints/<id>/endpoint.json``: its ``v1.Endpoint`` and
+``server``, the pid, start and port of its prediction server (``python -m predictor`` on
+127.0.0.1, speaking Vertex's predict JSON at ``/v1/<endpoint name>:predict``).
 
-Every process that touches the twin (the model's and the endpoint's providers run side by
-side) meets only here, so each read-modify-write holds an ``flock`` and files are written
-whole (a temporary file, then a rename).
+The services' threads, the thread that keeps endpoints serving and a test's process meet
+only here, so each read-modify-write holds an ``flock`` and files are written whole (a
+temporary file, then a rename).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vertex_training._processes import (
     atomic_write_text,
@@ -37,11 +38,8 @@ from vertex_training._processes import (
     process_start_time,
 )
 from vertex_training._project import project_root
-from vertex_training.local.runners.store import LOCAL_PARENT, now_rfc3339
-from vertex_training.serving.backends import base
-
-if TYPE_CHECKING:
-    pass
+from vertex_training.local.runners.environment import local_bucket_paths
+from vertex_training.local.runners.store import LOCAL_PARENT
 
 _log = logging.getLogger(__name__)
 
@@ -50,27 +48,25 @@ PREDICTOR_MODULE = "predictor"
 SERVER_START_TIMEOUT_SECONDS = 180.0
 """Loading a SavedModel starts TensorFlow: tens of seconds on a busy machine."""
 HEALTH_ROUTE = "/health"
-SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 
 
-def _write_json(path: Path, value: Any) -> None:
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _write(path: Path, value: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True))
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
+def _port(port: int = 0) -> int:
+    """``port`` when it is free (0: any free port); 0 when it is taken."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
-            return False
-    return True
+            return 0
+        return int(sock.getsockname()[1])
 
 
 def _healthy(url: str) -> bool:
@@ -81,8 +77,12 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def _alive(server: Mapping[str, Any]) -> bool:
+    return bool(server.get("pid")) and process_alive(int(server["pid"]), server.get("start"))
+
+
 class Registry:
-    """The local Vertex's model registry and endpoints, kept under ``<root>/serving``."""
+    """The store of the local Vertex's models and endpoints, and their prediction servers."""
 
     def __init__(self, root: str, parent: str = LOCAL_PARENT) -> None:
         self.root = Path(root).resolve()
@@ -90,388 +90,148 @@ class Registry:
         """``projects/P/locations/L``: the project and region of its names."""
         self.dir = self.root / "serving"
 
-    # -- paths and locking -----------------------------------------------------------
-
-    def _model_dir(self, model_id: str) -> Path:
-        return self.dir / "registry" / model_id
-
-    def _endpoint_dir(self, endpoint_id: str) -> Path:
-        return self.dir / "endpoints" / endpoint_id
-
-    def _locked(self) -> contextlib.AbstractContextManager[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The lock every read-modify-write holds (it is not reentrant)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         return file_lock(self.dir / ".lock")
 
-    @contextlib.contextmanager
-    def _endpoint(self, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The id and the stored ``endpoint.json`` of the endpoint ``name``, under the lock."""
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            yield endpoint_id, self._read_endpoint(endpoint_id)
-
     def local_path(self, uri: str) -> Path:
         """Where an artifact URI lives here: ``gs://b/p`` and ``/gcs/b/p`` under the local
-        backend's bucket stand-in, other paths as they are."""
-        from vertex_training.local.runners.jobs import JobRunner
+        root's bucket stand-in, other paths as they are."""
+        return Path(local_bucket_paths(uri, self.root / "gcs")).expanduser().resolve()
 
-        return Path(JobRunner(str(self.root), parent=self.parent).local_path(uri))
+    # -- models ------------------------------------------------------------------------
 
-    def _id(self, name: str, collection: str) -> str:
-        prefix = f"{self.parent}/{collection}/"
-        if not name.startswith(prefix) or "/" in name[len(prefix) :]:
-            raise base.ServingNotFoundError(f"{name!r} is not a local {collection[:-1]} name")
-        return name[len(prefix) :]
-
-    # -- Model Registry ----------------------------------------------------------------
-
-    def _read_model(self, model_id: str) -> dict[str, Any] | None:
-        path = self._model_dir(model_id) / "model.json"
-        if not path.is_file():
-            return None
-        model: dict[str, Any] = json.loads(path.read_text())
-        return model
-
-    def stored_model(self, model_id: str) -> dict[str, Any] | None:
-        """The registry's record of a model (its versions as uploaded, aliases, ids)."""
-        with self._locked():
-            return self._read_model(model_id)
-
-    def stored_endpoint(self, endpoint_id: str) -> dict[str, Any]:
-        """The endpoint as stored (its body, deployed models, traffic split, server)."""
-        with self._locked():
-            return self._read_endpoint(endpoint_id)
-
-    def stored_endpoints(self) -> list[str]:
-        """The id of every endpoint."""
-        return sorted(p.parent.name for p in (self.dir / "endpoints").glob("*/endpoint.json"))
+    def version_dir(self, model_id: str, version_id: str) -> Path:
+        """The copy of the version's SavedModel that its deployments serve."""
+        return self.dir / "registry" / model_id / "versions" / version_id
 
     def stored_models(self) -> list[str]:
         """The id of every model."""
         return sorted(p.parent.name for p in (self.dir / "registry").glob("*/model.json"))
 
-    def _version_record(self, model_id: str, version: Mapping[str, Any]) -> base.ModelVersionRecord:
-        model = f"{self.parent}/models/{model_id}"
-        return base.ModelVersionRecord(
-            model=model,
-            version_id=str(version["versionId"]),
-            artifact_uri=str(version.get("artifactUri", "")),
-            display_name=str(version.get("displayName", "")),
-            labels=dict(version.get("labels") or {}),
-            aliases=tuple(version.get("versionAliases") or ()),
-            create_time=version.get("createTime"),
-        )
+    def stored_model(self, model_id: str) -> dict[str, Any] | None:
+        """``model.json`` of ``model_id`` (``nextVersion``, ``versions``); None: no model."""
+        return _read(self.dir / "registry" / model_id / "model.json")
 
-    def _deployed_to(self, model: str, version_id: str) -> Iterator[tuple[str, str]]:
-        for path in sorted((self.dir / "endpoints").glob("*/endpoint.json")):
-            endpoint = json.loads(path.read_text())
-            for deployed in endpoint.get("deployed", []):
-                if deployed["model"] == model and deployed["modelVersionId"] == version_id:
-                    yield f"{self.parent}/endpoints/{path.parent.name}", deployed["id"]
+    def write_model(self, model_id: str, stored: Mapping[str, Any]) -> None:
+        """``stored`` as the model's record: the copy of a version it lost goes, and the
+        model goes with its last version."""
+        directory = self.dir / "registry" / model_id
+        kept = {v["versionId"] for v in stored["versions"]}
+        for copy in (directory / "versions").glob("*"):
+            if copy.name not in kept:
+                shutil.rmtree(copy, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            _write(directory / "model.json", stored)
 
-    def find_version(
-        self, model_id: str, labels: Mapping[str, str]
-    ) -> base.ModelVersionRecord | None:
-        with self._locked():
-            model = self._read_model(model_id)
-            if model is None:
-                return None
-            found = [
-                v
-                for v in model["versions"]
-                if all((v.get("labels") or {}).get(k) == val for k, val in labels.items())
-            ]
-            return self._version_record(model_id, found[-1]) if found else None
-
-    def upload(self, model_id: str, body: Mapping[str, Any]) -> base.ModelVersionRecord:
-        source = self.local_path(str(body.get("artifactUri", "")))
-        if not any((source / name).is_file() for name in SAVED_MODEL_FILES):
-            raise base.ServingRefusedError(
-                f"artifactUri: no SavedModel at {body.get('artifactUri')!r} (looked in "
-                f"{source}); a model is uploaded from a job that wrote one"
-            )
-        with self._locked():
-            model = self._read_model(model_id) or {"nextVersion": 1, "versions": []}
-            version_id = str(model["nextVersion"])
-            target = self._model_dir(model_id) / "versions" / version_id
-            if target.exists():
-                shutil.rmtree(target)
-            shutil.copytree(source, target)
-            aliases = list(body.get("versionAliases") or [])
-            if not model["versions"]:
-                aliases = ["default", *aliases]  # the first version is the default
-            elif "default" in aliases:
-                self._strip_aliases(model, ["default"])
-            version = {
-                **{k: v for k, v in body.items() if k != "versionAliases"},
-                "versionId": version_id,
-                "versionAliases": aliases,
-                "createTime": now_rfc3339(),
-                "localDir": str(target),
-            }
-            model["versions"].append(version)
-            model["nextVersion"] = int(version_id) + 1
-            _write_json(self._model_dir(model_id) / "model.json", model)
-            return self._version_record(model_id, version)
-
-    def _version(self, model: Mapping[str, Any], version_id: str, name: str) -> dict[str, Any]:
-        for version in model["versions"]:
-            if version["versionId"] == version_id:
-                found: dict[str, Any] = version
-                return found
-        raise base.ServingNotFoundError(f"model version {name}@{version_id} not found")
-
-    def _stored_version(
-        self, model: str, version_id: str
-    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """The model's id, its stored ``model.json`` and the version in it (under the lock);
-        ``base.ServingNotFoundError`` when either is gone."""
-        model_id = self._id(model, "models")
-        stored = self._read_model(model_id)
-        if stored is None:
-            raise base.ServingNotFoundError(f"model {model} not found")
-        return model_id, stored, self._version(stored, version_id, model)
-
-    def get_version(self, model: str, version_id: str) -> base.ModelVersionRecord:
-        with self._locked():
-            model_id, _, version = self._stored_version(model, version_id)
-            return self._version_record(model_id, version)
-
-    def update_version(self, model: str, version_id: str, body: Mapping[str, Any]) -> None:
-        with self._locked():
-            model_id, stored, version = self._stored_version(model, version_id)
-            _update_metadata(version, body)
-            _write_json(self._model_dir(model_id) / "model.json", stored)
-
-    @staticmethod
-    def _strip_aliases(model: dict[str, Any], aliases: Sequence[str]) -> None:
-        for version in model["versions"]:
-            version["versionAliases"] = [
-                a for a in version.get("versionAliases") or [] if a not in aliases
-            ]
-
-    def move_aliases(self, model: str, version_id: str, aliases: Sequence[str]) -> None:
-        with self._locked():
-            model_id, stored, version = self._stored_version(model, version_id)
-            keep_default = "default" in (version.get("versionAliases") or [])
-            self._strip_aliases(stored, aliases)
-            version["versionAliases"] = (["default"] if keep_default else []) + [
-                a for a in aliases if a != "default"
-            ]
-            if "default" in aliases and not keep_default:
-                self._strip_aliases(stored, ["default"])
-                version["versionAliases"].insert(0, "default")
-            _write_json(self._model_dir(model_id) / "model.json", stored)
-
-    def delete_version(self, model: str, version_id: str) -> None:
-        model_id = self._id(model, "models")
-        with self._locked():
-            stored = self._read_model(model_id)
-            if stored is None:
-                return
-            remaining = [v for v in stored["versions"] if v["versionId"] != version_id]
-            if len(remaining) == len(stored["versions"]):
-                return
-            deployed = list(self._deployed_to(model, version_id))
-            if deployed:
-                raise base.ModelInUseError(_in_use_message(model, version_id, deployed))
-            if not remaining:
-                shutil.rmtree(self._model_dir(model_id))
-                return
-            gone = self._version(stored, version_id, model)
-            if "default" in (gone.get("versionAliases") or []):
-                # The registry always has a default: the newest version left takes it.
-                remaining[-1]["versionAliases"] = [
-                    "default",
-                    *(remaining[-1].get("versionAliases") or []),
-                ]
-            stored["versions"] = remaining
-            shutil.rmtree(Path(gone["localDir"]), ignore_errors=True)
-            _write_json(self._model_dir(model_id) / "model.json", stored)
+    def deployments(self, model: str, version_id: str) -> list[tuple[str, str]]:
+        """(endpoint, deployed model id) of each deployment of ``model`` at ``version_id``."""
+        return [
+            (f"{self.parent}/endpoints/{endpoint_id}", deployed["id"])
+            for endpoint_id in self.stored_endpoints()
+            for deployed in (self.stored_endpoint(endpoint_id) or {}).get("deployedModels", [])
+            if (deployed["model"], deployed["modelVersionId"]) == (model, version_id)
+        ]
 
     # -- endpoints ---------------------------------------------------------------------
 
-    def _read_endpoint(self, endpoint_id: str) -> dict[str, Any]:
-        path = self._endpoint_dir(endpoint_id) / "endpoint.json"
-        if not path.is_file():
-            raise base.ServingNotFoundError(
-                f"endpoint {self.parent}/endpoints/{endpoint_id} not found"
-            )
-        endpoint: dict[str, Any] = json.loads(path.read_text())
-        return endpoint
+    def stored_endpoints(self) -> list[str]:
+        """The id of every endpoint."""
+        return sorted(p.parent.name for p in (self.dir / "endpoints").glob("*/endpoint.json"))
 
-    def _write_endpoint(self, endpoint_id: str, endpoint: Mapping[str, Any]) -> None:
-        _write_json(self._endpoint_dir(endpoint_id) / "endpoint.json", endpoint)
+    def stored_endpoint(self, endpoint_id: str) -> dict[str, Any] | None:
+        """``endpoint.json``: the ``v1.Endpoint`` and its ``server``; None: no endpoint."""
+        return _read(self.dir / "endpoints" / endpoint_id / "endpoint.json")
 
-    def _predict_route(self, endpoint_id: str) -> str:
-        return f"/v1/{self.parent}/endpoints/{endpoint_id}:predict"
+    def write_endpoint(self, endpoint_id: str, stored: dict[str, Any], *, stop: bool) -> None:
+        """``stored`` as the endpoint's record; ``stop``: what it serves changed, so its
+        server stops (it reads its deployments once; ``ensure_serving`` starts it again on
+        the new ones). The port is kept: its address stays the same."""
+        if stop:
+            _stop(stored.get("server") or {})
+            stored["server"] = {"port": (stored.get("server") or {}).get("port")}
+        _write(self.dir / "endpoints" / endpoint_id / "endpoint.json", stored)
 
-    def _endpoint_record(
-        self, endpoint_id: str, endpoint: Mapping[str, Any]
-    ) -> base.EndpointRecord:
-        server = endpoint.get("server") or {}
-        port = server.get("port")
-        return base.EndpointRecord(
-            name=f"{self.parent}/endpoints/{endpoint_id}",
-            display_name=str(endpoint.get("displayName", "")),
-            labels=dict(endpoint.get("labels") or {}),
-            deployed=tuple(
-                base.DeployedModelRecord(d["id"], d["model"], d["modelVersionId"])
-                for d in endpoint.get("deployed", [])
-            ),
-            traffic={k: int(v) for k, v in (endpoint.get("trafficSplit") or {}).items()},
-            predict_url=f"http://127.0.0.1:{port}{self._predict_route(endpoint_id)}"
-            if port
-            else "",
-            serving=self._server_alive(server) if endpoint.get("deployed") else True,
-        )
+    def delete_endpoint(self, endpoint_id: str, stored: Mapping[str, Any]) -> None:
+        _stop(stored.get("server") or {})
+        shutil.rmtree(self.dir / "endpoints" / endpoint_id)
 
     @staticmethod
-    def _server_alive(server: Mapping[str, Any]) -> bool:
-        pid = server.get("pid")
-        return pid is not None and process_alive(int(pid), server.get("start"))
-
-    def get_endpoint(self, name: str) -> base.EndpointRecord:
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            return self._endpoint_record(endpoint_id, endpoint)
-
-    def create_endpoint(self, endpoint_id: str, body: Mapping[str, Any]) -> base.EndpointRecord:
-        with self._locked():
-            try:
-                endpoint = self._read_endpoint(endpoint_id)
-            except base.ServingNotFoundError:
-                endpoint = {**body, "deployed": [], "trafficSplit": {}, "createTime": now_rfc3339()}
-                self._write_endpoint(endpoint_id, endpoint)
-            return self._endpoint_record(endpoint_id, endpoint)
-
-    def update_endpoint(self, name: str, body: Mapping[str, Any]) -> None:
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            _update_metadata(endpoint, body)
-            self._write_endpoint(endpoint_id, endpoint)
-
-    def deploy(
-        self, name: str, deployed_model: Mapping[str, Any], traffic: Mapping[str, int]
+    def undeployed(
+        stored: dict[str, Any], deployed_model_id: str, traffic: Mapping[str, int]
     ) -> None:
-        model, _, version_id = str(deployed_model["model"]).partition("@")
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            stored = self._read_model(self._id(model, "models"))
-            if stored is None:
-                raise base.ServingNotFoundError(f"model {model} not found")
-            version = self._version(stored, version_id or _default_version(stored), model)
-            entry = {
-                "id": str(deployed_model["id"]),
-                "model": model,
-                "modelVersionId": version["versionId"],
-                "modelDir": version["localDir"],
-                "body": dict(deployed_model),
-            }
-            endpoint["deployed"] = [d for d in endpoint["deployed"] if d["id"] != entry["id"]] + [
-                entry
-            ]
-            endpoint["trafficSplit"] = dict(traffic)
-            self._stopped(endpoint_id, endpoint)
-
-    def set_traffic(self, name: str, traffic: Mapping[str, int]) -> None:
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            endpoint["trafficSplit"] = dict(traffic)
-            self._stopped(endpoint_id, endpoint)
+        """``deployed_model_id`` off the endpoint ``stored``, ``traffic`` its new split."""
+        left = [d for d in stored.get("deployedModels", []) if d["id"] != deployed_model_id]
+        stored["deployedModels"] = left
+        stored["trafficSplit"] = dict(traffic) if left else {}
 
     def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            endpoint["deployed"] = [d for d in endpoint["deployed"] if d["id"] != deployed_model_id]
-            endpoint["trafficSplit"] = dict(traffic) if endpoint["deployed"] else {}
-            self._stopped(endpoint_id, endpoint)
+        """``deployed_model_id`` off the endpoint ``name`` (a test's cleanup), unchecked."""
+        endpoint_id = name.rsplit("/", 1)[-1]
+        with self.locked():
+            if stored := self.stored_endpoint(endpoint_id):
+                self.undeployed(stored, deployed_model_id, traffic)
+                self.write_endpoint(endpoint_id, stored, stop=True)
 
-    def delete_endpoint(self, name: str) -> None:
-        endpoint_id = self._id(name, "endpoints")
-        with self._locked():
-            try:
-                endpoint = self._read_endpoint(endpoint_id)
-            except base.ServingNotFoundError:
-                return
-            if endpoint["deployed"]:
-                raise base.ServingRefusedError(
-                    f"endpoint {name} still has deployed models "
-                    f"{[d['id'] for d in endpoint['deployed']]}: undeploy them first"
-                )
-            self._stop(endpoint)
-            shutil.rmtree(self._endpoint_dir(endpoint_id))
+    def serving(self) -> list[str]:
+        """The endpoints with deployed models: Vertex keeps each one's server running."""
+        return [
+            f"{self.parent}/endpoints/{endpoint_id}"
+            for endpoint_id in self.stored_endpoints()
+            if (self.stored_endpoint(endpoint_id) or {}).get("deployedModels")
+        ]
 
-    def ensure_serving(self, name: str) -> base.EndpointRecord:
-        with self._endpoint(name) as (endpoint_id, endpoint):
-            if endpoint["deployed"] and not self._server_alive(endpoint.get("server") or {}):
+    # -- the prediction servers --------------------------------------------------------
+
+    def ensure_serving(self, name: str) -> str:
+        """Where the prediction server of the endpoint ``name`` answers ("" when nothing is
+        deployed), started when it is not running."""
+        endpoint_id = name.rsplit("/", 1)[-1]
+        with self.locked():
+            stored = self.stored_endpoint(endpoint_id)
+            if not stored or not stored.get("deployedModels"):
+                return ""
+            if not _alive(stored.get("server") or {}):
                 _log.info("%s: the prediction server is not running; starting it", name)
-                self._restart(endpoint_id, endpoint)
-            return self._endpoint_record(endpoint_id, endpoint)
+                self._start(endpoint_id, stored)
+            return f"http://127.0.0.1:{stored['server']['port']}{self._route(endpoint_id)}"
 
-    # -- the server process ------------------------------------------------------------
+    def _route(self, endpoint_id: str) -> str:
+        return f"/v1/{self.parent}/endpoints/{endpoint_id}:predict"
 
-    def _stopped(self, endpoint_id: str, endpoint: dict[str, Any]) -> None:
-        """Record a change of what the endpoint serves and stop its server: the server
-        reads its deployments once, and ``ensure_serving`` (the end of every change the
-        provider makes) starts it again, once, on the new ones. The port is kept."""
-        port = (endpoint.get("server") or {}).get("port")
-        self._stop(endpoint)
-        if port:
-            endpoint["server"] = {"port": port}
-        self._write_endpoint(endpoint_id, endpoint)
-
-    def _stop(self, endpoint: dict[str, Any]) -> None:
-        server = endpoint.pop("server", None) or {}
-        if not server.get("pid") or not self._server_alive(server):
-            return
-        pid = int(server["pid"])
-        # The server runs in a session of its own: its whole group goes.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 15
-        while process_alive(pid, server.get("start")) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if process_alive(pid, server.get("start")):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(pid, signal.SIGKILL)
-        # Reap it when we started it (same process): no zombie left behind.
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-
-    def _restart(self, endpoint_id: str, endpoint: dict[str, Any]) -> None:
-        """Stop the endpoint's server and, when models are deployed, start one serving them."""
-        old_port = (endpoint.get("server") or {}).get("port")
-        self._stop(endpoint)
-        if not endpoint["deployed"]:
-            self._write_endpoint(endpoint_id, endpoint)
-            return
-        directory = self._endpoint_dir(endpoint_id)
+    def _start(self, endpoint_id: str, stored: dict[str, Any]) -> None:
+        """Start a server for what the endpoint ``stored`` serves (the caller holds the lock)."""
+        directory = self.dir / "endpoints" / endpoint_id
+        split = stored.get("trafficSplit") or {}
         deployments = [
             {
                 "deployedModelId": d["id"],
                 "model": d["model"],
                 "modelVersionId": d["modelVersionId"],
-                "modelDir": d["modelDir"],
-                "trafficPercent": int(endpoint["trafficSplit"].get(d["id"], 0)),
+                "modelDir": str(
+                    self.version_dir(d["model"].rsplit("/", 1)[-1], d["modelVersionId"])
+                ),
+                "trafficPercent": int(split.get(d["id"], 0)),
             }
-            for d in endpoint["deployed"]
+            for d in stored["deployedModels"]
         ]
-        _write_json(directory / "deployments.json", deployments)
+        _write(directory / "deployments.json", deployments)
         # The same port again when it is free: the stack's predictUrl stays valid.
-        port = int(old_port) if old_port and _port_free(int(old_port)) else _free_port()
+        port = _port(int((stored.get("server") or {}).get("port") or 0)) or _port()
         env = {
             **os.environ,
             "PYTHONPATH": _pythonpath(),
             "AIP_HTTP_PORT": str(port),
             "AIP_HEALTH_ROUTE": HEALTH_ROUTE,
-            "AIP_PREDICT_ROUTE": self._predict_route(endpoint_id),
+            "AIP_PREDICT_ROUTE": self._route(endpoint_id),
         }
+        command = [sys.executable, "-m", PREDICTOR_MODULE, "--host", "127.0.0.1"]
         with open(directory / "server.log", "ab") as log:
             process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    PREDICTOR_MODULE,
-                    "--host",
-                    "127.0.0.1",
-                    "--deployments",
-                    str(directory / "deployments.json"),
-                ],
+                [*command, "--deployments", str(directory / "deployments.json")],
                 # Its own directory: `-m` puts the working directory first on the path,
                 # and what the server imports comes from PYTHONPATH alone.
                 cwd=directory,
@@ -479,22 +239,17 @@ class Registry:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                # Its own session: it outlives the provider process (it serves between
-                # `up`s) and is stopped as a group.
+                # Its own session: it outlives the local Vertex (it serves while that one
+                # is down) and is stopped as a group.
                 start_new_session=True,
             )
-        endpoint["server"] = {
-            "pid": process.pid,
-            "start": process_start_time(process.pid),
-            "port": port,
-        }
-        self._write_endpoint(endpoint_id, endpoint)
-        health = f"http://127.0.0.1:{port}{HEALTH_ROUTE}"
+        stored["server"] = {"pid": process.pid, "start": process_start_time(process.pid)}
+        stored["server"]["port"] = port
+        self.write_endpoint(endpoint_id, stored, stop=False)
         deadline = time.monotonic() + SERVER_START_TIMEOUT_SECONDS
-        while not _healthy(health):
+        while not _healthy(f"http://127.0.0.1:{port}{HEALTH_ROUTE}"):
             if process.poll() is not None or time.monotonic() > deadline:
-                self._stop(endpoint)
-                self._write_endpoint(endpoint_id, endpoint)
+                self.write_endpoint(endpoint_id, stored, stop=True)
                 tail = (directory / "server.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(
                     f"the prediction server of {self.parent}/endpoints/{endpoint_id} did "
@@ -503,27 +258,22 @@ class Registry:
             time.sleep(0.1)
 
 
-def _update_metadata(stored: dict[str, Any], body: Mapping[str, Any]) -> None:
-    """A model version's or an endpoint's display name, description and labels from
-    ``body`` (a Vertex REST body); one ``body`` leaves out is cleared."""
-    for key in ("displayName", "description", "labels"):
-        stored[key] = body.get(key, "" if key != "labels" else {})
-
-
-def _default_version(model: Mapping[str, Any]) -> str:
-    for version in model["versions"]:
-        if "default" in (version.get("versionAliases") or []):
-            return str(version["versionId"])
-    return str(model["versions"][-1]["versionId"])
-
-
-def _in_use_message(model: str, version_id: str, deployed: Sequence[tuple[str, str]]) -> str:
-    where = ", ".join(f"{endpoint} (deployed model {dm})" for endpoint, dm in deployed)
-    return (
-        f"model version {model}@{version_id} is still deployed to {where}: undeploy it "
-        "there first (remove the deployment from that endpoint, or destroy it), then delete "
-        "the model"
-    )
+def _stop(server: Mapping[str, Any]) -> None:
+    """Stop a prediction server: its whole group (it runs in a session of its own)."""
+    if not _alive(server):
+        return
+    pid = int(server["pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    while process_alive(pid, server.get("start")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if process_alive(pid, server.get("start")):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+    # Reap it when this process started it: no zombie left behind.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
 
 
 def _pythonpath() -> str:
@@ -535,4 +285,4 @@ def _pythonpath() -> str:
     return os.pathsep.join(dict.fromkeys(entries))
 
 
-__all__ = ["LOCAL_PARENT", "PREDICTOR_MODULE", "Registry"]
+__all__ = ["PREDICTOR_MODULE", "Registry"]
