@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from google.api import httpbody_pb2
@@ -30,7 +30,6 @@ from vertex_training.serving.local_support import local_support
 
 SERVER_GONE_SECONDS = 30.0
 """How long a prediction waits for its endpoint's server to be started again."""
-SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 METADATA = ("displayName", "description", "labels")
 """What an update changes of a model version or an endpoint."""
 _ids = itertools.count(int(time.time() * 1000))
@@ -46,15 +45,29 @@ def _dict(message: Any) -> dict[str, Any]:
     return json_format.MessageToDict(type(message).pb(message))
 
 
-def _labelled(items: list[Any], request: Any, labels: Any = lambda m: m.labels) -> tuple[Any, str]:
-    """The page of ``items`` a list ``request`` asks for (its label filter, its page)."""
+def _labelled(messages: list[Any], request: Any) -> tuple[Any, str]:
+    """The page of ``messages`` a list ``request`` asks for (its label filter, its page)."""
     wanted = parse_label_filter(request.filter).items()
-    chosen = [m for m in items if wanted <= dict(labels(m)).items()]
+    chosen = [m for m in messages if wanted <= dict(m.labels).items()]
     return page(chosen, request.page_size, request.page_token)
 
 
-def _done(result: Any = None) -> Any:
-    return lambda: result
+def _give(stored: Mapping[str, Any], version: dict[str, Any], alias: str) -> None:
+    """``alias`` to ``version``: an alias names one version of the model (the default first)."""
+    for other in stored["versions"]:
+        with contextlib.suppress(ValueError):
+            other.get("versionAliases", []).remove(alias)
+    aliases = version.setdefault("versionAliases", [])
+    aliases.insert(0 if alias == "default" else len(aliases), alias)
+
+
+def _check_traffic(stored: Mapping[str, Any], split: Mapping[str, int], field: str) -> None:
+    ids = {d["id"] for d in stored.get("deployedModels", [])}
+    if split and (set(split) - ids or sum(split.values()) != 100):
+        raise ServiceError(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            f"{field}: {dict(split)} must name deployed models ({sorted(ids)}) and add up to 100",
+        )
 
 
 class _Registry:
@@ -65,22 +78,23 @@ class _Registry:
         self.operations = operations
         self.twin = twin
 
-    def stored_model(self, name: str, field: str = "name") -> tuple[str, dict[str, Any]]:
-        """The id of the model ``name`` names (with or without ``@version``), its record."""
+    def stored_model(
+        self, name: str, field: str = "name"
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """The id of the model ``name`` names, its record and the version it names
+        (``@<id>``, ``@<alias>`` or the default)."""
         model_id = self.names.resource_id(name, "models", field).partition("@")[0]
         stored = self.twin.stored_model(model_id)
         if stored is None:
             raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: model {name} not found")
-        return model_id, stored
+        return model_id, stored, self.version(stored, name, field)
 
     @staticmethod
     def version(stored: Mapping[str, Any], name: str, field: str = "name") -> dict[str, Any]:
-        """The version ``name`` names: ``@<id>``, ``@<alias>`` or the default."""
         wanted = name.partition("@")[2] or "default"
         for version in stored["versions"]:
             if wanted == version["versionId"] or wanted in version.get("versionAliases", ()):
-                found: dict[str, Any] = version
-                return found
+                return cast(dict[str, Any], version)
         raise ServiceError(grpc.StatusCode.NOT_FOUND, f"{field}: model version {name} not found")
 
     def model(self, version: Mapping[str, Any]) -> v1.Model:
@@ -100,7 +114,7 @@ class ModelService(_Registry):
     def upload_model(self, request: v1.UploadModelRequest) -> Any:
         self.names.check_parent(request.parent)
         if request.parent_model:
-            model_id, _ = self.stored_model(request.parent_model, "parent_model")
+            model_id, _, _ = self.stored_model(request.parent_model, "parent_model")
         else:
             model_id = request.model_id or str(next(_ids))
             if self.twin.stored_model(model_id) is not None:
@@ -114,7 +128,7 @@ class ModelService(_Registry):
         source = self.twin.local_path(str(body.get("artifactUri", "")))
 
         def upload() -> v1.UploadModelResponse:
-            if not any((source / name).is_file() for name in SAVED_MODEL_FILES):
+            if not any((source / n).is_file() for n in ("saved_model.pb", "saved_model.pbtxt")):
                 raise ServiceError(
                     grpc.StatusCode.INVALID_ARGUMENT,
                     f"model.artifact_uri: no SavedModel at {body.get('artifactUri')!r} (looked "
@@ -126,21 +140,14 @@ class ModelService(_Registry):
                 version_id = str(stored["nextVersion"])
                 shutil.rmtree(self.twin.version_dir(model_id, version_id), ignore_errors=True)
                 shutil.copytree(source, self.twin.version_dir(model_id, version_id))
-                aliases = body.get("versionAliases", [])
-                if not stored["versions"]:
-                    aliases = ["default", *aliases]  # the first version is the default
-                for alias in aliases:  # an alias names one version
-                    for other in stored["versions"]:
-                        other["versionAliases"] = [
-                            a for a in other.get("versionAliases", []) if a != alias
-                        ]
                 now = now_rfc3339()
-                stored["versions"].append(
-                    body
-                    | {"name": name, "versionId": version_id, "versionAliases": aliases}
-                    | {"createTime": now, "versionCreateTime": now}
-                    | {"supportedDeploymentResourcesTypes": ["DEDICATED_RESOURCES"]}
-                )
+                version = body | {"name": name, "versionId": version_id, "versionAliases": []}
+                version |= {"createTime": now, "versionCreateTime": now}
+                version["supportedDeploymentResourcesTypes"] = ["DEDICATED_RESOURCES"]
+                stored["versions"].append(version)
+                first = ["default"] if len(stored["versions"]) == 1 else []
+                for alias in dict.fromkeys([*first, *body.get("versionAliases", [])]):
+                    _give(stored, version, alias)
                 stored["nextVersion"] = int(version_id) + 1
                 self.twin.write_model(model_id, stored)
             return v1.UploadModelResponse(model=name, model_version_id=version_id)
@@ -148,15 +155,12 @@ class ModelService(_Registry):
         return self.operations.run(upload, v1.UploadModelOperationMetadata())
 
     def get_model(self, request: v1.GetModelRequest) -> v1.Model:
-        _, stored = self.stored_model(request.name)
-        return self.model(self.version(stored, request.name))
+        return self.model(self.stored_model(request.name)[2])
 
     def list_model_versions(self, request: v1.ListModelVersionsRequest) -> Any:
-        _, stored = self.stored_model(request.name)
-        found, token = _labelled(stored["versions"], request, lambda v: v.get("labels", {}))
-        return v1.ListModelVersionsResponse(
-            models=[self.model(v) for v in found], next_page_token=token
-        )
+        _, stored, _ = self.stored_model(request.name)
+        found, token = _labelled([self.model(v) for v in stored["versions"]], request)
+        return v1.ListModelVersionsResponse(models=found, next_page_token=token)
 
     def list_models(self, request: v1.ListModelsRequest) -> Any:
         self.names.check_parent(request.parent)
@@ -167,16 +171,14 @@ class ModelService(_Registry):
     def update_model(self, request: v1.UpdateModelRequest) -> v1.Model:
         given = _dict(request.model)
         with self.twin.locked():
-            model_id, stored = self.stored_model(request.model.name, "model.name")
-            version = self.version(stored, request.model.name, "model.name")
+            model_id, stored, version = self.stored_model(request.model.name, "model.name")
             version.update({k: given[k] for k in METADATA if k in given})
             self.twin.write_model(model_id, stored)
         return self.model(version)
 
     def merge_version_aliases(self, request: v1.MergeVersionAliasesRequest) -> v1.Model:
         with self.twin.locked():
-            model_id, stored = self.stored_model(request.name)
-            version = self.version(stored, request.name)
+            model_id, stored, version = self.stored_model(request.name)
             aliases = version.setdefault("versionAliases", [])
             for alias in request.version_aliases:
                 if alias == "-default":
@@ -188,11 +190,8 @@ class ModelService(_Registry):
                 if alias.startswith("-"):
                     with contextlib.suppress(ValueError):
                         aliases.remove(alias[1:])
-                elif alias not in aliases:  # an alias names one version: it moves here
-                    for other in stored["versions"]:
-                        with contextlib.suppress(ValueError):
-                            other.get("versionAliases", []).remove(alias)
-                    aliases.insert(0 if alias == "default" else len(aliases), alias)
+                elif alias not in aliases:
+                    _give(stored, version, alias)
             self.twin.write_model(model_id, stored)
         return self.model(version)
 
@@ -200,8 +199,8 @@ class ModelService(_Registry):
         """Delete the version ``name`` names (``default_kept``: not the default one), or
         every version of the model; none may still be deployed."""
         with self.twin.locked():
-            model_id, stored = self.stored_model(name)
-            gone = [self.version(stored, name)] if default_kept else stored["versions"]
+            model_id, stored, version = self.stored_model(name)
+            gone = [version] if default_kept else stored["versions"]
             if default_kept and "default" in gone[0].get("versionAliases", ()):
                 raise ServiceError(
                     grpc.StatusCode.FAILED_PRECONDITION,
@@ -217,7 +216,7 @@ class ModelService(_Registry):
                     )
             stored["versions"] = [v for v in stored["versions"] if v not in gone]
             self.twin.write_model(model_id, stored)
-        return self.operations.run(_done(), v1.DeleteOperationMetadata())
+        return self.operations.run(lambda: None, v1.DeleteOperationMetadata())
 
     def delete_model(self, request: v1.DeleteModelRequest) -> Any:
         return self._delete(request.name.partition("@")[0], default_kept=False)
@@ -239,17 +238,15 @@ class EndpointService(_Registry):
             stored = {k: body[k] for k in METADATA if k in body}
             stored |= {"name": name, "createTime": now_rfc3339()}
             self.twin.write_endpoint(endpoint_id, stored, stop=False)
-        return self.operations.run(
-            _done(_message(v1.Endpoint, stored)), v1.CreateEndpointOperationMetadata()
-        )
+        created = _message(v1.Endpoint, stored)
+        return self.operations.run(lambda: created, v1.CreateEndpointOperationMetadata())
 
     def get_endpoint(self, request: v1.GetEndpointRequest) -> v1.Endpoint:
         return _message(v1.Endpoint, self.stored_endpoint(request.name)[1])
 
     def list_endpoints(self, request: v1.ListEndpointsRequest) -> Any:
         self.names.check_parent(request.parent)
-        stored = filter(None, map(self.twin.stored_endpoint, self.twin.stored_endpoints()))
-        found, token = _labelled([_message(v1.Endpoint, s) for s in stored], request)
+        found, token = _labelled([_message(v1.Endpoint, e) for e in self.twin.endpoints()], request)
         return v1.ListEndpointsResponse(endpoints=found, next_page_token=token)
 
     def update_endpoint(self, request: v1.UpdateEndpointRequest) -> v1.Endpoint:
@@ -262,22 +259,12 @@ class EndpointService(_Registry):
                 stored.update({k: given[k] for k in METADATA if k in given})
             serves = bool(paths & {"traffic_split", "trafficSplit"})
             if serves:
-                self._traffic(stored, split, "endpoint.traffic_split")
+                _check_traffic(stored, split, "endpoint.traffic_split")
                 stored["trafficSplit"] = split
             self.twin.write_endpoint(endpoint_id, stored, stop=serves)
         if serves:
             self.twin.ensure_serving(stored["name"])
         return _message(v1.Endpoint, stored)
-
-    @staticmethod
-    def _traffic(stored: Mapping[str, Any], split: Mapping[str, int], field: str) -> None:
-        ids = {d["id"] for d in stored.get("deployedModels", [])}
-        if split and (set(split) - ids or sum(split.values()) != 100):
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"{field}: {dict(split)} must name deployed models ({sorted(ids)}) and add up "
-                "to 100",
-            )
 
     def delete_endpoint(self, request: v1.DeleteEndpointRequest) -> Any:
         with self.twin.locked():
@@ -289,7 +276,7 @@ class EndpointService(_Registry):
                     f"{[d['id'] for d in deployed]}: undeploy them first",
                 )
             self.twin.delete_endpoint(endpoint_id, stored)
-        return self.operations.run(_done(), v1.DeleteOperationMetadata())
+        return self.operations.run(lambda: None, v1.DeleteOperationMetadata())
 
     def _serve(self, name: str, response: Any, metadata: Any) -> Any:
         """An operation: the endpoint ``name`` serving what it now holds, then ``response``."""
@@ -305,8 +292,7 @@ class EndpointService(_Registry):
         with self.twin.locked():
             endpoint_id, stored = self.stored_endpoint(request.endpoint, "endpoint")
             runs_here(request.deployed_model, "deployed_model", local_support())
-            _, version = self.stored_model(model, "deployed_model.model")
-            version = self.version(version, model, "deployed_model.model")
+            _, _, version = self.stored_model(model, "deployed_model.model")
             deployed = _dict(request.deployed_model)
             deployed["id"] = deployed_id = deployed.get("id") or str(next(_ids))
             deployed |= {"model": version["name"], "modelVersionId": version["versionId"]}
@@ -314,7 +300,7 @@ class EndpointService(_Registry):
             others = [d for d in stored.get("deployedModels", []) if d["id"] != deployed_id]
             stored["deployedModels"] = [*others, deployed]
             split = split or stored.get("trafficSplit") or {deployed_id: 100}
-            self._traffic(stored, split, "traffic_split")
+            _check_traffic(stored, split, "traffic_split")
             stored["trafficSplit"] = split
             self.twin.write_endpoint(endpoint_id, stored, stop=True)
         response = v1.DeployModelResponse(deployed_model=_message(v1.DeployedModel, deployed))
@@ -334,7 +320,7 @@ class EndpointService(_Registry):
                 split = {k: v for k, v in stored.get("trafficSplit", {}).items() if k != gone}
                 split = split if sum(split.values()) == 100 else {}
             self.twin.undeployed(stored, gone, split)
-            self._traffic(stored, split, "traffic_split")
+            _check_traffic(stored, split, "traffic_split")
             self.twin.write_endpoint(endpoint_id, stored, stop=True)
         response = v1.UndeployModelResponse()
         return self._serve(stored["name"], response, v1.UndeployModelOperationMetadata())
@@ -363,7 +349,7 @@ class EndpointService(_Registry):
 class PredictionService(_Registry):
     """Predictions are answered by the endpoint's prediction server, as on Vertex."""
 
-    def _post(self, endpoint: str, data: bytes, content_type: str) -> tuple[str, bytes]:
+    def _answer(self, endpoint: str, data: bytes, content_type: str) -> tuple[str, bytes]:
         """The endpoint's prediction server's answer. A server that went away during the
         request (it died, its machine restarted) is started again and asked again, once it
         has gone: Vertex, too, keeps an endpoint's replicas answering."""
@@ -380,24 +366,18 @@ class PredictionService(_Registry):
             try:
                 with urllib.request.urlopen(request, timeout=300) as response:
                     return response.headers.get_content_type(), response.read()
-            except urllib.error.HTTPError:
-                raise
+            except urllib.error.HTTPError as error:
+                text = error.read().decode(errors="replace")
+                with contextlib.suppress(ValueError, AttributeError):
+                    text = str(json.loads(text).get("error", text))
+                code = {429: grpc.StatusCode.RESOURCE_EXHAUSTED, 503: grpc.StatusCode.UNAVAILABLE}
+                raise ServiceError(
+                    code.get(error.code, grpc.StatusCode.INVALID_ARGUMENT), text
+                ) from error
             except (urllib.error.URLError, ConnectionError) as gone:
                 if time.monotonic() > deadline:
                     raise ServiceError(grpc.StatusCode.UNAVAILABLE, f"endpoint: {gone}") from gone
                 time.sleep(0.1)
-
-    def _answer(self, endpoint: str, data: bytes, content_type: str) -> tuple[str, bytes]:
-        try:
-            return self._post(endpoint, data, content_type)
-        except urllib.error.HTTPError as error:
-            text = error.read().decode(errors="replace")
-            with contextlib.suppress(ValueError, AttributeError):
-                text = str(json.loads(text).get("error", text))
-            code = {429: grpc.StatusCode.RESOURCE_EXHAUSTED, 503: grpc.StatusCode.UNAVAILABLE}
-            raise ServiceError(
-                code.get(error.code, grpc.StatusCode.INVALID_ARGUMENT), text
-            ) from error
 
     def predict(self, request: v1.PredictRequest) -> v1.PredictResponse:
         pb = v1.PredictRequest.pb(request)

@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,7 +38,6 @@ from vertex_training._processes import (
 )
 from vertex_training._project import project_root
 from vertex_training.local.runners.environment import local_bucket_paths
-from vertex_training.local.runners.store import LOCAL_PARENT
 
 _log = logging.getLogger(__name__)
 
@@ -69,14 +67,6 @@ def _port(port: int = 0) -> int:
         return int(sock.getsockname()[1])
 
 
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 def _alive(server: Mapping[str, Any]) -> bool:
     return bool(server.get("pid")) and process_alive(int(server["pid"]), server.get("start"))
 
@@ -84,7 +74,7 @@ def _alive(server: Mapping[str, Any]) -> bool:
 class Registry:
     """The store of the local Vertex's models and endpoints, and their prediction servers."""
 
-    def __init__(self, root: str, parent: str = LOCAL_PARENT) -> None:
+    def __init__(self, root: str, parent: str) -> None:
         self.root = Path(root).resolve()
         self.parent = parent
         """``projects/P/locations/L``: the project and region of its names."""
@@ -102,9 +92,10 @@ class Registry:
 
     # -- models ------------------------------------------------------------------------
 
-    def version_dir(self, model_id: str, version_id: str) -> Path:
-        """The copy of the version's SavedModel that its deployments serve."""
-        return self.dir / "registry" / model_id / "versions" / version_id
+    def version_dir(self, model: str, version_id: str) -> Path:
+        """The copy of the version's SavedModel that its deployments serve (``model``: its
+        id or its name)."""
+        return self.dir / "registry" / model.rsplit("/", 1)[-1] / "versions" / version_id
 
     def stored_models(self) -> list[str]:
         """The id of every model."""
@@ -130,9 +121,9 @@ class Registry:
     def deployments(self, model: str, version_id: str) -> list[tuple[str, str]]:
         """(endpoint, deployed model id) of each deployment of ``model`` at ``version_id``."""
         return [
-            (f"{self.parent}/endpoints/{endpoint_id}", deployed["id"])
-            for endpoint_id in self.stored_endpoints()
-            for deployed in (self.stored_endpoint(endpoint_id) or {}).get("deployedModels", [])
+            (endpoint["name"], deployed["id"])
+            for endpoint in self.endpoints()
+            for deployed in endpoint.get("deployedModels", [])
             if (deployed["model"], deployed["modelVersionId"]) == (model, version_id)
         ]
 
@@ -141,6 +132,10 @@ class Registry:
     def stored_endpoints(self) -> list[str]:
         """The id of every endpoint."""
         return sorted(p.parent.name for p in (self.dir / "endpoints").glob("*/endpoint.json"))
+
+    def endpoints(self) -> list[dict[str, Any]]:
+        """Every endpoint's record."""
+        return list(filter(None, map(self.stored_endpoint, self.stored_endpoints())))
 
     def stored_endpoint(self, endpoint_id: str) -> dict[str, Any] | None:
         """``endpoint.json``: the ``v1.Endpoint`` and its ``server``; None: no endpoint."""
@@ -160,11 +155,9 @@ class Registry:
         shutil.rmtree(self.dir / "endpoints" / endpoint_id)
 
     @staticmethod
-    def undeployed(
-        stored: dict[str, Any], deployed_model_id: str, traffic: Mapping[str, int]
-    ) -> None:
-        """``deployed_model_id`` off the endpoint ``stored``, ``traffic`` its new split."""
-        left = [d for d in stored.get("deployedModels", []) if d["id"] != deployed_model_id]
+    def undeployed(stored: dict[str, Any], deployed_id: str, traffic: Mapping[str, int]) -> None:
+        """``deployed_id`` off the endpoint ``stored``, ``traffic`` its new split."""
+        left = [d for d in stored.get("deployedModels", []) if d["id"] != deployed_id]
         stored["deployedModels"] = left
         stored["trafficSplit"] = dict(traffic) if left else {}
 
@@ -178,11 +171,7 @@ class Registry:
 
     def serving(self) -> list[str]:
         """The endpoints with deployed models: Vertex keeps each one's server running."""
-        return [
-            f"{self.parent}/endpoints/{endpoint_id}"
-            for endpoint_id in self.stored_endpoints()
-            if (self.stored_endpoint(endpoint_id) or {}).get("deployedModels")
-        ]
+        return [e["name"] for e in self.endpoints() if e.get("deployedModels")]
 
     # -- the prediction servers --------------------------------------------------------
 
@@ -211,9 +200,7 @@ class Registry:
                 "deployedModelId": d["id"],
                 "model": d["model"],
                 "modelVersionId": d["modelVersionId"],
-                "modelDir": str(
-                    self.version_dir(d["model"].rsplit("/", 1)[-1], d["modelVersionId"])
-                ),
+                "modelDir": str(self.version_dir(d["model"], d["modelVersionId"])),
                 "trafficPercent": int(split.get(d["id"], 0)),
             }
             for d in stored["deployedModels"]
@@ -243,11 +230,14 @@ class Registry:
                 # is down) and is stopped as a group.
                 start_new_session=True,
             )
-        stored["server"] = {"pid": process.pid, "start": process_start_time(process.pid)}
-        stored["server"]["port"] = port
+        stored["server"] = dict(pid=process.pid, start=process_start_time(process.pid), port=port)
         self.write_endpoint(endpoint_id, stored, stop=False)
         deadline = time.monotonic() + SERVER_START_TIMEOUT_SECONDS
-        while not _healthy(f"http://127.0.0.1:{port}{HEALTH_ROUTE}"):
+        health = f"http://127.0.0.1:{port}{HEALTH_ROUTE}"
+        while True:
+            with contextlib.suppress(OSError), urllib.request.urlopen(health, timeout=2) as answer:
+                if answer.status == 200:
+                    return
             if process.poll() is not None or time.monotonic() > deadline:
                 self.write_endpoint(endpoint_id, stored, stop=True)
                 tail = (directory / "server.log").read_text(errors="replace")[-2000:]
