@@ -17,7 +17,7 @@ from vertex_training.jobs.declarations import JobDeclaration, read_job
 from vertex_training.jobs.fields import merge_fields
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.rules.job import JobSite, job_findings
 from vertex_training.jobs.view import (
     CustomJob,
     HyperparameterTuningJob,
@@ -46,7 +46,7 @@ def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
 def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
     view, unreadable = read_view(job.args.KIND, body)
     assert view is not None, unreadable
-    assert job_findings(view, region="us-central1", remote=True) == []
+    assert job_findings(view, JobSite(remote=True, region="us-central1")) == []
 
 
 def test_minimal_job_defaults() -> None:

@@ -133,7 +133,7 @@ class JobProvider(Provider):
         (``unknown_paths``), known now; on a local platform, what only Vertex has. Values
         not known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
-        from vertex_training.jobs.rules.job import job_findings
+        from vertex_training.jobs.rules.job import JobSite, Known, job_findings
         from vertex_training.jobs.view import read_view
 
         later = list(props.get("unknown_paths") or [])
@@ -151,13 +151,12 @@ class JobProvider(Provider):
             rules = drop_unknown(unreadable, unknown)
             if view is not None:
                 remote = settings.kind is BackendKind.VERTEX
+                acknowledged = props.get("acknowledged_hardware_checks") or ()
+                region = settings.location if remote else None
                 rules = job_findings(
                     view,
-                    region=settings.location if remote else None,
-                    remote=remote,
-                    later=later if as_judged else None,
-                    unknown=unknown,
-                    acknowledged=props.get("acknowledged_hardware_checks") or (),
+                    JobSite(remote=remote, region=region, acknowledged=tuple(acknowledged)),
+                    Known(unknown=tuple(unknown), later=tuple(later) if as_judged else None),
                 )
             if as_judged:  # judge only what the program could not
                 rules = [f for f in rules if f not in drop_unknown(rules, later)]

@@ -22,7 +22,7 @@ from tests.bodies import (
 )
 from vertex_training.findings import Finding
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.rules.job import JobSite, job_findings
 from vertex_training.jobs.view import read_view
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
@@ -37,7 +37,7 @@ def findings(
 ) -> list[Finding]:
     view, unreadable = read_view(kind, body)
     assert unreadable == [] and view is not None
-    return job_findings(view, region=region, remote=True, strict=strict)
+    return job_findings(view, JobSite(remote=True, region=region, strict=strict))
 
 
 def errors(body: dict[str, Any], kind: JobKind = CUSTOM, **kwargs: Any) -> list[Finding]:

@@ -13,6 +13,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from vertex_training.findings import INT32_MAX, Finding
 from vertex_training.jobs.placeholders import drop_unknown
@@ -512,36 +513,59 @@ def _images_by_digest(pools: Sequence[tuple[str, WorkerPoolSpec]]) -> list[Findi
     ]
 
 
+@dataclass(frozen=True)
+class JobSite:
+    """Where a job runs, as its rules need it: the platform's place and its choices about
+    the hardware catalog."""
+
+    remote: bool
+    """The job runs on Vertex: output directories are ``gs://`` URIs, images by digest."""
+    region: str | None = None
+    """The Vertex location whose availability is checked (None: none is, as on the local
+    backend)."""
+    strict: bool = False
+    """What the hardware catalog does not know is an error, not a warning."""
+    acknowledged: tuple[str, ...] = ()
+    """The hardware checks that only warn (their ids)."""
+
+
+LOCAL = JobSite(remote=False)
+"""The local backend: no availability to check, any output directory."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """What of a job's body is known where its rules run."""
+
+    unknown: tuple[str, ...] = ()
+    """The API paths of values not known yet (preview): no finding about them."""
+    later: tuple[str, ...] | None = None
+    """The body came from the Args, all but the values at these API paths, not known when
+    they judged it: judge only what reads such a value (a pool, the study or a parameter
+    only where the value is theirs; an image is the job's to judge). None: judge it all."""
+
+
 def job_findings(
     view: JobView,
+    site: JobSite = LOCAL,
+    known: Known = Known(),
     *,
-    region: str | None,
-    remote: bool,
-    strict: bool = False,
-    later: Sequence[str] | None = None,
     parts: Collection[str] = ("pools", "study"),
     capacity: Callable[[Sequence[WorkerPoolSpec | None], str, int], list[Finding]] | None = None,
-    unknown: Sequence[str] = (),
-    acknowledged: Iterable[str] = (),
 ) -> list[Finding]:
-    """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
-    hardware catalog does not know (errors too when ``strict``); none about the values not
-    known yet (at the API paths ``unknown``); the hardware checks ``acknowledged`` only warn.
+    """The rules of a job at ``site`` (the local backend unless told): errors Vertex would
+    refuse, warnings for what the hardware catalog does not know; none about the values not
+    ``known`` yet.
 
-    ``region``: the Vertex location (None: the local backend, no availability checks).
-    ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     ``parts``: also what each pool (``"pools"``), the study and each parameter (``"study"``)
     must be anywhere; the Args judged each part where it was built, but for pools given in
     ``extra_fields``.
     ``capacity``: the rule of the persistent resource the job is placed on, over its pools
     (``JobCapacity.findings``).
-    ``later``: the body came from the Args, all but the values at these API paths, not
-    known when they judged it: judge only what reads such a value (a pool, the study or a
-    parameter only where the value is theirs; an image is the job's to judge).
     """
-    path = view.trial_job_path
+    path, later = view.trial_job_path, known.later
     reads, touched = _later(later)
-    out = _job_rules(view, reads, region, remote=remote)
+    out = _job_rules(view, reads, site.region, remote=site.remote)
     pools = [
         (f"{path}.workerPoolSpecs[{index}]", pool)
         for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
@@ -557,7 +581,7 @@ def job_findings(
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
-    if remote and reads(path):
+    if site.remote and reads(path):
         out += _images_by_digest(pools)
     # The job's hardware in one look at the catalog: each machine (in full where its pool
     # is judged here) with the job's scheduling strategy, and all of them in its region.
@@ -567,19 +591,22 @@ def job_findings(
         strategy=view.trial_job.scheduling.strategy,
         provisioning=reads(path),
         specs=specs,
-        region=region if later is None or any(".machineSpec" in p for p in later) else None,
-        strict=strict,
+        region=site.region if later is None or any(".machineSpec" in p for p in later) else None,
+        strict=site.strict,
     )
     if capacity is not None:  # the machines of the persistent resource it is placed on
         parallel = max(getattr(view, "parallel_trial_count", 1), 1)
         out += capacity(view.trial_job.worker_pool_specs, f"{path}.workerPoolSpecs", parallel)
-    return acknowledge(drop_unknown(out, list(unknown)), acknowledged)
+    return acknowledge(drop_unknown(out, list(known.unknown)), site.acknowledged)
 
 
 __all__ = [
     "BOOT_DISK_GB_RANGE",
     "BOOT_DISK_TYPES",
+    "LOCAL",
     "PERSISTENT_RESOURCE_ID",
+    "JobSite",
+    "Known",
     "display_name_findings",
     "job_findings",
     "label_problems",
