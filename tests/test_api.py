@@ -780,7 +780,7 @@ def test_network_false_leaves_the_platform_network_off_the_job() -> None:
 def test_api_paths_map_to_the_callers_own_path(
     cls: type, api_path: str, python: str, yaml: str
 ) -> None:
-    from vertex_training.jobs.fields import caller_path
+    from vertex_training.jobs.caller_paths import caller_path
 
     assert caller_path(cls, api_path) == python
     assert caller_path(cls, api_path, "yaml") == yaml
@@ -807,8 +807,8 @@ def test_every_parameter_has_the_parameter_base() -> None:
 
 def test_reserved_ip_ranges_from_python_and_yaml_reach_the_body() -> None:
     from vertex_training.jobs.api import resolve
+    from vertex_training.jobs.caller_paths import caller_path
     from vertex_training.jobs.declarations import read_job
-    from vertex_training.jobs.fields import caller_path
 
     chief = vt.WorkerPool(machine_type="n1-standard-4")
     args = vt.CustomJobArgs(

@@ -27,7 +27,8 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known, unchecked_copy
 from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform
-from vertex_training.jobs.fields import caller_path, int64, to_body, vertex
+from vertex_training.jobs.body import int64, to_body, vertex
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
     acknowledge,

@@ -13,7 +13,8 @@ import pulumi
 
 from vertex_training._checks import LATER, Checked
 from vertex_training.findings import Finding
-from vertex_training.jobs.fields import int64, judged_where_built, refusal, seconds, to_body, vertex
+from vertex_training.jobs.body import int64, seconds, to_body, vertex
+from vertex_training.jobs.refusals import judged_where_built, refusal
 from vertex_training.jobs.rules.job import pool_findings
 from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
 

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from vertex_training._project import project_root
 from vertex_training.findings import Finding
 from vertex_training.jobs.declarations import JobDeclaration, name_problems
-from vertex_training.jobs.fields import config_problem, yaml_value
+from vertex_training.jobs.yaml_reader import config_problem, yaml_value
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
     BUCKET_NAME_VALID,

@@ -23,7 +23,7 @@ from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_K
 from vertex_training.jobs.view import (
     CustomJobSpec,
     DiskSpec,
-    HyperparameterTuningJob,
+    HyperparameterTuningJobView,
     JobView,
     MetricGoal,
     ParameterSpec,
@@ -413,7 +413,7 @@ def _search_space(study: StudySpec) -> Iterator[tuple[ParameterSpec, str]]:
         ]
 
 
-def _tuning_job(job: HyperparameterTuningJob) -> Found:
+def _tuning_job(job: HyperparameterTuningJobView) -> Found:
     for key, value, low in (
         ("maxTrialCount", job.max_trial_count, 1),
         ("parallelTrialCount", job.parallel_trial_count, 1),
@@ -496,7 +496,7 @@ def _job_rules(
     if reads(path):
         out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
     tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
-    if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
+    if isinstance(view, HyperparameterTuningJobView) and reads(*tuning):
         out += _at("", _tuning_job(view))
     return out
 
@@ -561,7 +561,7 @@ def job_findings(
     must be anywhere; the Args judged each part where it was built, but for pools given in
     ``extra_fields``.
     ``capacity``: the rule of the persistent resource the job is placed on, over its pools
-    (``JobCapacity.findings``).
+    (``JobCapacity.fit_findings``).
     """
     path, later = view.trial_job_path, known.later
     reads, touched = _later(later)
@@ -577,7 +577,7 @@ def job_findings(
             if touched(at):
                 out += _at(at, _pool(pool))
                 specs += [f"{at}.machineSpec"] if _judgeable(pool) else []
-    if "study" in parts and isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
+    if "study" in parts and isinstance(view, HyperparameterTuningJobView) and touched("studySpec"):
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
