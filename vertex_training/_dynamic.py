@@ -143,7 +143,6 @@ class BackendSettings:
     """Give up retrying a transient error after this long (vertex)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", BackendKind(self.kind))
         if not (self.project and self.location):
             raise ValueError(
                 f"backend: kind {self.kind.value!r} needs project and location (region), got "
@@ -184,7 +183,7 @@ class BackendSettings:
                 f"backend.kind: {props.get('kind')!r} invalid; valid: "
                 f"{[k.value for k in BackendKind]}"
             )
-        return cls(**props)
+        return cls(**{**props, "kind": BackendKind(props["kind"])})
 
 
 def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
