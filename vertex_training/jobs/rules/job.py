@@ -480,9 +480,7 @@ def _later(later: Sequence[str] | None) -> tuple[Callable[..., bool], Callable[[
     return reads, touched
 
 
-def _job_rules(
-    view: JobView, reads: Callable[..., bool], region: str | None, *, remote: bool
-) -> list[Finding]:
+def _job_rules(view: JobView, reads: Callable[..., bool], site: JobSite) -> list[Finding]:
     """The job's own fields: its name, labels, located resources, run and tuning counts."""
     path = view.trial_job_path
     located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
@@ -492,9 +490,9 @@ def _job_rules(
     if reads("labels"):
         out += _at("", label_problems(view.labels))
     if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
-        out += _at("", _located(view, region))
+        out += _at("", _located(view, site.region))
     if reads(path):
-        out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
+        out += _at(path, _custom_job_spec(view.trial_job, path, remote=site.remote))
     tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
     if isinstance(view, HyperparameterTuningJobView) and reads(*tuning):
         out += _at("", _tuning_job(view))
@@ -565,7 +563,7 @@ def job_findings(
     """
     path, later = view.trial_job_path, known.later
     reads, touched = _later(later)
-    out = _job_rules(view, reads, site.region, remote=site.remote)
+    out = _job_rules(view, reads, site)
     pools = [
         (f"{path}.workerPoolSpecs[{index}]", pool)
         for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
