@@ -85,6 +85,20 @@ def test_bad_label_values_are_refused(value: str) -> None:
     assert error.path == "labels.team"
 
 
+def test_what_vertex_needs_is_judged_on_vertex_and_not_on_the_local_backend() -> None:
+    # A tag and a local output directory: Vertex refuses both; the local backend, the
+    # site a job's rules judge for unless told, runs this checkout into any directory.
+    chief = pool(image="example.com/trainer:latest")
+    view, _ = read_view(CUSTOM, custom_job(chief, spec=job_spec(chief, output="/tmp/out")))
+    assert view is not None
+    on_vertex = job_findings(view, JobSite(remote=True, region="us-central1"))
+    assert [f.path for f in on_vertex if f.severity == "error"] == [
+        "jobSpec.baseOutputDirectory.outputUriPrefix",
+        "jobSpec.workerPoolSpecs[0].containerSpec.imageUri",
+    ]
+    assert job_findings(view) == job_findings(view, JobSite(remote=False)) == []
+
+
 # -------------------------------------------------------------------- what is refused
 
 
