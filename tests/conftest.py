@@ -2,11 +2,36 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests import PROJECT_ROOT
+
+if TYPE_CHECKING:
+    from tests.fakes.faults import FaultyVertex
+
+
+@pytest.fixture(scope="module")
+def vertex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyVertex]:
+    """One local Vertex per test module, faults around it (imported here, where a test
+    asks for it: most tests never start one)."""
+    from tests.fakes.faults import FaultyVertex
+
+    with FaultyVertex(tmp_path_factory.mktemp("vertex")) as server:
+        yield server
+
+
+@pytest.fixture
+def vertex(
+    vertex_server: FaultyVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> FaultyVertex:
+    """The local Vertex on a fresh root, the Vertex clients of this process pointed at it."""
+    vertex_server.reset(tmp_path / "vertex")
+    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", vertex_server.address)
+    return vertex_server
 
 
 @pytest.fixture(scope="session")

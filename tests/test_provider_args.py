@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from vertex_training.jobs import api, pools
-from vertex_training.jobs.fields import vertex
+from vertex_training.jobs.body import vertex
 from vertex_training.provider.schema import args_type, yaml_spelling
 
 

@@ -21,7 +21,7 @@ from pulumi import Resource
 from vertex_training._checks import accepts_unknown, alternatives, arguments, field_types
 from vertex_training.capacity.api import PersistentResourceArgs
 from vertex_training.jobs import api, pools
-from vertex_training.jobs.fields import camel
+from vertex_training.jobs.body import camel
 from vertex_training.platform.platform import TrainingPlatformArgs
 from vertex_training.serving.api import EndpointArgs, ModelArgs
 

@@ -44,7 +44,7 @@ def render_reference() -> str:
     import pdoc.doc
 
     import vertex_training as vt
-    from vertex_training.jobs.fields import camel
+    from vertex_training.jobs.body import camel
 
     lines = [
         "# `vertex_training` reference",

@@ -37,43 +37,36 @@ class Workload:
     """One codelab's fixed facts and its default settings."""
 
     name: str
-    tfds_name: str
+    """The codelab's dataset in TFDS, by which the trainer's ``--workload`` names it."""
     num_classes: int
     image_size: int
     epochs: int
-    batch_size_per_replica: int
     learning_rate: float
-    train_split: str
-    validation_split: str | None
+    batch_size_per_replica: int = 64
+    train_split: str = "train"
+    validation_split: str | None = None
     """The codelab validates horses_or_humans on ``test``; cassava trains without validation."""
-    reports_hypertune_metric: bool
+    reports_hypertune_metric: bool = False
+
+    @property
+    def tfds_name(self) -> str:
+        return self.name
 
 
 WORKLOADS: Mapping[str, Workload] = {
-    "cassava": Workload(
-        name="cassava",
-        tfds_name="cassava",
-        num_classes=5,
-        image_size=300,
-        epochs=2,
-        batch_size_per_replica=64,
-        learning_rate=1e-4,
-        train_split="train",
-        validation_split=None,
-        reports_hypertune_metric=False,
-    ),
-    "horses_or_humans": Workload(
-        name="horses_or_humans",
-        tfds_name="horses_or_humans",
-        num_classes=2,
-        image_size=150,
-        epochs=10,
-        batch_size_per_replica=64,
-        learning_rate=0.01,
-        train_split="train",
-        validation_split="test",
-        reports_hypertune_metric=True,
-    ),
+    w.name: w
+    for w in (
+        Workload("cassava", num_classes=5, image_size=300, epochs=2, learning_rate=1e-4),
+        Workload(
+            "horses_or_humans",
+            num_classes=2,
+            image_size=150,
+            epochs=10,
+            learning_rate=0.01,
+            validation_split="test",
+            reports_hypertune_metric=True,
+        ),
+    )
 }
 
 DEFAULT_MOMENTUM = 0.9

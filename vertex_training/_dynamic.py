@@ -41,11 +41,11 @@ __all__ = [
     "Provider",
     "adoption_label",
     "canonical",
+    "common_inputs",
     "has_unknown",
     "label_value",
     "labelled",
-    "placed",
-    "placement",
+    "platform_options",
 ]
 
 PROVIDER_VERSION = "4"
@@ -143,7 +143,6 @@ class BackendSettings:
     """Give up retrying a transient error after this long (vertex)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", BackendKind(self.kind))
         if not (self.project and self.location):
             raise ValueError(
                 f"backend: kind {self.kind.value!r} needs project and location (region), got "
@@ -156,7 +155,7 @@ class BackendSettings:
     def of(cls, platform: Any) -> BackendSettings:
         """Where a platform's resources live: under its local root on a local platform,
         else in its project (a stand-in while another resource has not given it:
-        ``placement`` carries the real one) and region."""
+        ``common_inputs`` carries the real one) and region."""
         if platform.environment == "local":
             assert platform.local_root is not None
             return cls(
@@ -184,7 +183,7 @@ class BackendSettings:
                 f"backend.kind: {props.get('kind')!r} invalid; valid: "
                 f"{[k.value for k in BackendKind]}"
             )
-        return cls(**props)
+        return cls(**{**props, "kind": BackendKind(props["kind"])})
 
 
 def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,14 +192,16 @@ def backend_target(backend: Mapping[str, Any]) -> dict[str, Any]:
     return {k: backend[k] for k in ("kind", "project", "location", "local_root") if k in backend}
 
 
-def placed(args: Any, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
+def platform_options(
+    args: Any, opts: pulumi.ResourceOptions | None
+) -> pulumi.ResourceOptions | None:
     """``opts`` over the options of the platform ``args`` name (its provider, its parent)."""
     if args.platform is None:
         return opts
     return pulumi.ResourceOptions.merge(args.platform.resource_options(), opts)
 
 
-def placement(
+def common_inputs(
     resource_name: str, backend: BackendSettings, project: pulumi.Input[str], version: str
 ) -> dict[str, Any]:
     """The inputs each of our resources carries: its identity (project, stack, name), the

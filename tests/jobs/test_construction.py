@@ -14,8 +14,8 @@ from tests.jobs.facts import platform_facts
 from tests.pulumi_mocks import run_pulumi
 from vertex_training.findings import render
 from vertex_training.jobs.api import resolve
+from vertex_training.jobs.body import to_body
 from vertex_training.jobs.declarations import read_job
-from vertex_training.jobs.fields import to_body
 from vertex_training.jobs.rules.catalog import catalog
 
 FACTS = platform_facts()

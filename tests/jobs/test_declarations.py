@@ -21,8 +21,9 @@ from vertex_training._checks import alternatives, arguments, field_types
 from vertex_training.findings import render
 from vertex_training.jobs import api
 from vertex_training.jobs.api import PlatformFacts
+from vertex_training.jobs.body import camel
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.fields import caller_path, camel
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
 

@@ -15,8 +15,8 @@ from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.resources import PROVIDER_VERSION
 from vertex_training.jobs.view import (
-    CustomJob,
-    HyperparameterTuningJob,
+    CustomJobView,
+    HyperparameterTuningJobView,
     JobView,
     MetricGoal,
     ParameterSpec,
@@ -58,7 +58,7 @@ def test_dev_declares_the_codelab_jobs(dev: PulumiRun) -> None:
 
 def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "cassava-mwms")
-    assert isinstance(spec, CustomJob)
+    assert isinstance(spec, CustomJobView)
     assert spec.display_name == "multiworker-cassava"
     chief, workers = spec.job_spec.worker_pool_specs
     assert chief is not None and workers is not None
@@ -78,7 +78,7 @@ def test_cassava_is_the_codelab_mwms_job(dev: PulumiRun) -> None:
 
 def test_horses_or_humans_is_the_codelab_tuning_job(dev: PulumiRun) -> None:
     spec = spec_of(dev, "horses-humans-tuning")
-    assert isinstance(spec, HyperparameterTuningJob)
+    assert isinstance(spec, HyperparameterTuningJobView)
     (pool,) = spec.trial_job.worker_pool_specs
     assert pool is not None
     assert (
@@ -169,7 +169,7 @@ def test_local_stack_jobs_run_on_the_local_backend() -> None:
     registration = run.named("smoke")
     assert registration.inputs["backend"]["kind"] == "local"
     assert registration.inputs["backend"]["local_root"] == str(PROJECT_ROOT / ".local-vertex")
-    spec = CustomJob.model_validate(dict(registration.inputs["spec"])).trial_job
+    spec = CustomJobView.model_validate(dict(registration.inputs["spec"])).trial_job
     assert spec.base_output_directory.output_uri_prefix == f"{run.outputs['bucketUrl']}/jobs/smoke"
     assert spec.service_account is None
     assert not [r for r in run.registrations if r.type.startswith("gcp:")]
@@ -277,7 +277,7 @@ def test_declared_args_follow_the_trainer_contract(dev: PulumiRun) -> None:
         for pool in spec.trial_job.worker_pool_specs:
             assert pool is not None and pool.container_spec is not None
             args = list(pool.container_spec.args)
-            if isinstance(spec, HyperparameterTuningJob):
+            if isinstance(spec, HyperparameterTuningJobView):
                 # Vertex appends one --<parameter_id>=<value> per tuned parameter.
                 args += ["--learning_rate=0.01", "--momentum=0.5", "--num_units=64"]
             parsed = parser.parse_args(args)

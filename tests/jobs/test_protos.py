@@ -114,10 +114,10 @@ def test_the_view_enums_are_the_api_enums() -> None:
 
 def test_an_enum_given_by_number_reads_as_its_name() -> None:
     from tests.bodies import double, job_spec, pool, study, tuning_job
-    from vertex_training.jobs.view import HyperparameterTuningJob, SearchAlgorithm
+    from vertex_training.jobs.view import HyperparameterTuningJobView, SearchAlgorithm
 
     body = tuning_job(job_spec(pool()), study(double("x", 0, 1), algorithm=2))
-    view = HyperparameterTuningJob.model_validate(body)
-    assert isinstance(view, HyperparameterTuningJob)
+    view = HyperparameterTuningJobView.model_validate(body)
+    assert isinstance(view, HyperparameterTuningJobView)
     assert view.study_spec.algorithm is SearchAlgorithm.GRID  # GRID_SEARCH is 2, not 1
     assert parse_body(TUNING, body).study_spec.algorithm.name == "GRID_SEARCH"

@@ -8,8 +8,8 @@ from tests.bodies import cassava, categorical, horses_or_humans, integer, job_sp
 from tests.bodies import tuning_job as tuning_body
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
-    CustomJob,
-    HyperparameterTuningJob,
+    CustomJobView,
+    HyperparameterTuningJobView,
     MetricGoal,
     ParameterSpec,
     ScaleType,
@@ -21,8 +21,8 @@ CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
 
 
 def test_a_custom_job() -> None:
-    view = CustomJob.model_validate(cassava())
-    assert isinstance(view, CustomJob) and view.trial_job is view.job_spec
+    view = CustomJobView.model_validate(cassava())
+    assert isinstance(view, CustomJobView) and view.trial_job is view.job_spec
     assert view.display_name == "multiworker-cassava"
     assert view.labels == {"codelab": "cassava"}
     chief, workers = view.job_spec.worker_pool_specs
@@ -40,8 +40,8 @@ def test_a_custom_job() -> None:
 
 
 def test_a_tuning_job() -> None:
-    view = HyperparameterTuningJob.model_validate(horses_or_humans())
-    assert isinstance(view, HyperparameterTuningJob)
+    view = HyperparameterTuningJobView.model_validate(horses_or_humans())
+    assert isinstance(view, HyperparameterTuningJobView)
     assert (view.max_trial_count, view.parallel_trial_count) == (6, 2)
     assert view.study_spec.algorithm is SearchAlgorithm.BAYESIAN
     assert view.study_spec.metrics[0].goal is MetricGoal.MAXIMIZE
@@ -65,8 +65,8 @@ def test_conditional_parameters_and_early_stopping() -> None:
             medianAutomatedStoppingSpec={"useElapsedDuration": True},
         ),
     )
-    view = HyperparameterTuningJob.model_validate(body)
-    assert isinstance(view, HyperparameterTuningJob)
+    view = HyperparameterTuningJobView.model_validate(body)
+    assert isinstance(view, HyperparameterTuningJobView)
     [opt] = view.study_spec.parameters
     [child] = opt.conditional_parameter_specs
     assert child.parameter_spec == ParameterSpec.model_validate(integer("layers", 1, 4))
@@ -89,7 +89,7 @@ def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
     chief["replica_count"] = 1.0
     del chief["replicaCount"]
     chief["machineSpec"]["acceleratorCount"] = 1.0
-    view = CustomJob.model_validate(body)
+    view = CustomJobView.model_validate(body)
     first = view.trial_job.worker_pool_specs[0]
     assert first is not None and first.replica_count == 1
     assert first.machine_spec.accelerator_count == 1
@@ -98,13 +98,13 @@ def test_numbers_as_the_engine_hands_them_and_snake_case_keys() -> None:
 def test_an_empty_pool_holds_a_place() -> None:
     body = cassava()
     body["jobSpec"]["workerPoolSpecs"][1] = {}
-    assert CustomJob.model_validate(body).trial_job.worker_pool_specs[1] is None
+    assert CustomJobView.model_validate(body).trial_job.worker_pool_specs[1] is None
 
 
 def test_durations_keep_fractions_and_zero() -> None:
     body = cassava()
     body["jobSpec"]["scheduling"] = {"timeout": "1.5s", "maxWaitDuration": "0s"}
-    scheduling = CustomJob.model_validate(body).trial_job.scheduling
+    scheduling = CustomJobView.model_validate(body).trial_job.scheduling
     assert (scheduling.timeout, scheduling.max_wait_duration) == (1.5, 0.0)
 
 
@@ -113,10 +113,10 @@ def test_an_unspecified_accelerator_reads_as_none() -> None:
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = (
         "ACCELERATOR_TYPE_UNSPECIFIED"
     )
-    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
+    chief = CustomJobView.model_validate(body).trial_job.worker_pool_specs[0]
     assert chief is not None and chief.machine_spec.accelerator_type is None
     body["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["acceleratorType"] = 0
-    chief = CustomJob.model_validate(body).trial_job.worker_pool_specs[0]
+    chief = CustomJobView.model_validate(body).trial_job.worker_pool_specs[0]
     assert chief is not None and chief.machine_spec.accelerator_type is None
 
 

@@ -13,14 +13,14 @@ import pytest
 from tests.bodies import categorical, integer
 from tests.jobs.facts import IMAGE, SERVICE_ACCOUNT, handles
 from vertex_training.jobs.api import resolve
+from vertex_training.jobs.body import merge_fields
 from vertex_training.jobs.declarations import JobDeclaration, read_job
-from vertex_training.jobs.fields import merge_fields
 from vertex_training.jobs.protos import parse_body
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.rules.job import JobSite, job_findings
 from vertex_training.jobs.view import (
-    CustomJob,
-    HyperparameterTuningJob,
+    CustomJobView,
+    HyperparameterTuningJobView,
     MeasurementSelection,
     MetricGoal,
     ParameterSpec,
@@ -46,7 +46,7 @@ def body_of(job: JobDeclaration, **labels: str) -> dict[str, Any]:
 def no_findings(job: JobDeclaration, body: dict[str, Any]) -> None:
     view, unreadable = read_view(job.args.KIND, body)
     assert view is not None, unreadable
-    assert job_findings(view, region="us-central1", remote=True) == []
+    assert job_findings(view, JobSite(remote=True, region="us-central1")) == []
 
 
 def test_minimal_job_defaults() -> None:
@@ -107,8 +107,8 @@ def test_pools_in_vertex_order_with_placeholders() -> None:
         evaluator={**CHIEF, "image": "other@sha256:" + "2" * 64, "command": ["python", "-m", "x"]},
     )
     body = body_of(job)
-    view = CustomJob.model_validate(body)
-    assert isinstance(view, CustomJob)
+    view = CustomJobView.model_validate(body)
+    assert isinstance(view, CustomJobView)
     chief, workers, servers, evaluator = view.trial_job.worker_pool_specs
     assert body["jobSpec"]["workerPoolSpecs"][1] == {}
     assert workers is None and chief is not None and servers is not None and evaluator is not None
@@ -200,8 +200,8 @@ def test_tuning_job_with_conditional_parameters_and_early_stopping() -> None:
     body = body_of(job, stack="dev")
     assert body["labels"] == {"stack": "dev", "job": "tune", "team": "ml"}
     assert "labels" not in body["trialJobSpec"]  # trials take the tuning job's labels
-    view = HyperparameterTuningJob.model_validate(body)
-    assert isinstance(view, HyperparameterTuningJob)
+    view = HyperparameterTuningJobView.model_validate(body)
+    assert isinstance(view, HyperparameterTuningJobView)
     study = view.study_spec
     assert study.metrics[0].goal is MetricGoal.MINIMIZE
     assert study.algorithm is SearchAlgorithm.RANDOM

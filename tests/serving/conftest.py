@@ -1,10 +1,8 @@
-"""One local Vertex per test module, faults around it, on a fresh root for each test; the
-prediction servers it starts run the stand-in ``predictor``."""
+"""The prediction servers the local Vertex starts run the stand-in ``predictor``."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -22,23 +20,13 @@ STANDIN = Path(__file__).resolve().parent / "standin"
 """Holds a stand-in ``predictor`` package (no TensorFlow) for the local endpoint tests."""
 
 
-@pytest.fixture(scope="module")
-def vertex_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultyVertex]:
-    with FaultyVertex(tmp_path_factory.mktemp("vertex")) as server:
-        yield server
-
-
 @pytest.fixture
-def vertex(
-    vertex_server: FaultyVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> FaultyVertex:
-    """The local Vertex on a fresh root, the Vertex clients of this process pointed at it,
-    the prediction servers it starts finding the stand-in ``predictor`` first."""
-    vertex_server.reset(tmp_path / "vertex")
-    monkeypatch.setenv("VERTEX_AI_EMULATOR_HOST", vertex_server.address)
+def vertex(vertex: FaultyVertex, monkeypatch: pytest.MonkeyPatch) -> FaultyVertex:
+    """The local Vertex of ``tests/conftest.py``, the prediction servers it starts finding
+    the stand-in ``predictor`` first."""
     path = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(STANDIN), *([path] if path else [])]))
-    return vertex_server
+    return vertex
 
 
 def saved_model(directory: Path) -> Path:

@@ -18,7 +18,7 @@ this one).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -27,7 +27,8 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, is_known, unchecked_copy
 from vertex_training.findings import Finding, beyond
 from vertex_training.jobs.api import CustomJobArgs, JobArgs, JobPlatform
-from vertex_training.jobs.fields import caller_path, int64, to_body, vertex
+from vertex_training.jobs.body import int64, to_body, vertex
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.pools import Machines, ReservationAffinity
 from vertex_training.jobs.rules.hardware import (
     acknowledge,
@@ -361,37 +362,26 @@ def _pool_findings(pool: Any, path: str, caller: str, local: bool) -> list[Findi
     return out
 
 
-def _replica_findings(pool: Any) -> list[Finding]:
-    found: list[Finding] = []
+def _replica_findings(pool: Any) -> Iterator[Finding]:
     counts = {"replicaCount": pool.replica_count}
     if pool.autoscaling is not None:
         counts["autoscalingSpec.minReplicaCount"] = pool.autoscaling.min_replica_count
         counts["autoscalingSpec.maxReplicaCount"] = pool.autoscaling.max_replica_count
     for key, count in counts.items():
         if is_known(count) and count > INT64_MAX:  # more than the proto's int64 holds
-            found.append(beyond(key, count, INT64_MAX))
+            yield beyond(key, count, INT64_MAX)
         elif is_known(count) and count < (0 if key.endswith("minReplicaCount") else 1):
-            found.append(Finding(key, f"{count} replicas", valid="at least 1"))
+            yield Finding(key, f"{count} replicas", valid="at least 1")
     scaling = pool.autoscaling
     if scaling is not None and _known(scaling.min_replica_count, scaling.max_replica_count):
         low, high = scaling.min_replica_count, scaling.max_replica_count
         if high < low:
-            found.append(
-                Finding(
-                    "autoscalingSpec.maxReplicaCount",
-                    f"the maximum {high} is below the minimum {low}",
-                    valid=f"a maximum of at least {low}",
-                )
-            )
+            message = f"the maximum {high} is below the minimum {low}"
+            valid = f"a maximum of at least {low}"
+            yield Finding("autoscalingSpec.maxReplicaCount", message, valid=valid)
         if is_known(pool.replica_count) and not low <= pool.replica_count <= high:
-            found.append(
-                Finding(
-                    "replicaCount",
-                    f"{pool.replica_count} is outside the autoscaling range {low}-{high}",
-                    valid=f"a replica count from {low} to {high}",
-                )
-            )
-    return found
+            message = f"{pool.replica_count} is outside the autoscaling range {low}-{high}"
+            yield Finding("replicaCount", message, valid=f"a replica count from {low} to {high}")
 
 
 def _machine_findings(pool: Any) -> list[Finding]:
@@ -413,28 +403,15 @@ def _machine_findings(pool: Any) -> list[Finding]:
     )
 
 
-def _disk_findings(pool: Any) -> list[Finding]:
-    found: list[Finding] = []
+def _disk_findings(pool: Any) -> Iterator[Finding]:
     disk = pool.boot_disk_type
     if disk is not None and is_known(disk) and disk not in BOOT_DISK_TYPES:
-        found.append(
-            Finding(
-                "diskSpec.bootDiskType",
-                f"{disk!r} is not a boot disk type Vertex documents",
-                valid=", ".join(BOOT_DISK_TYPES),
-            )
-        )
-    size = pool.boot_disk_size_gb
-    low, high = BOOT_DISK_GB_RANGE
+        message = f"{disk!r} is not a boot disk type Vertex documents"
+        yield Finding("diskSpec.bootDiskType", message, valid=", ".join(BOOT_DISK_TYPES))
+    size, (low, high) = pool.boot_disk_size_gb, BOOT_DISK_GB_RANGE
     if size is not None and is_known(size) and not low <= size <= high:
-        found.append(
-            Finding(
-                "diskSpec.bootDiskSizeGb",
-                f"{size} is outside the valid range",
-                valid=f"{low}-{high}",
-            )
-        )
-    return found
+        message = f"{size} is outside the valid range"
+        yield Finding("diskSpec.bootDiskSizeGb", message, valid=f"{low}-{high}")
 
 
 def _unsendable_findings(pool: Any) -> list[Finding]:

@@ -14,7 +14,7 @@ from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
     Provider,
-    placement,
+    common_inputs,
 )
 from vertex_training.findings import Finding
 
@@ -195,7 +195,7 @@ class WarmPool(pulumi.dynamic.Resource, module="vertex", name="WarmPool"):
         props = {
             "spec": {"resourcePools": args.resource_pools},
             "resource_id": args.resource_id,
-            **placement(resource_name, settings, "", PROVIDER_VERSION),
+            **common_inputs(resource_name, settings, "", PROVIDER_VERSION),
             **dict.fromkeys(OUTPUTS),
         }
         super().__init__(WarmPoolProvider(), resource_name, props, opts)

@@ -133,10 +133,10 @@ class PersistentResource(pulumi.ComponentResource):
 
     # ------------------------------------------------------------- JobCapacity
 
-    def findings(
+    def fit_findings(
         self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1
     ) -> list[Finding]:
-        """A job's pools on this resource (``JobCapacity``): ``fit_findings``."""
+        """A job's pools on this resource (``JobCapacity``): the Args' ``fit_findings``."""
         return self.args.fit_findings(self.resource_id, job_pools, path, parallel_trials)
 
     def resource_options(self) -> pulumi.ResourceOptions:

@@ -32,11 +32,13 @@ from vertex_training._checks import (
     unchecked_copy,
 )
 from vertex_training.findings import Finding
-from vertex_training.jobs.fields import caller_path, refusal, to_body, vertex
+from vertex_training.jobs.body import to_body, vertex
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.placeholders import with_placeholders
 from vertex_training.jobs.pools import Scheduling, WorkerPool
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.refusals import refusal
+from vertex_training.jobs.rules.job import JobSite, Known, job_findings
 from vertex_training.jobs.studies import Study
 from vertex_training.jobs.view import VIEWS, JobView, read
 
@@ -100,7 +102,7 @@ class JobCapacity(Protocol):
     resource_id: str
     """What ``jobSpec.persistentResourceId`` takes."""
 
-    def findings(
+    def fit_findings(
         self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1
     ) -> list[Finding]:
         """The findings of a job's pools (``WorkerPoolSpec`` views at ``path[i]``) on it."""
@@ -458,16 +460,19 @@ def resolve(args: JobArgs, name: str, platform: JobPlatform | None = None) -> Re
     if kept is not None:
         findings = list(kept)
     elif view is not None:
+        site = JobSite(
+            remote=where is not None,
+            region=where,
+            strict=platform.strict_hardware_checks if strict is None else strict,
+            acknowledged=tuple(acknowledged),
+        )
         findings = job_findings(
             view,
-            region=where,
-            remote=where is not None,
-            strict=platform.strict_hardware_checks if strict is None else strict,
+            site,
+            Known(unknown=tuple(unknown)),
             # Pools the Args did not build: what a pool must be anywhere, judged here.
             parts=("pools",) if extra_pools else (),
-            capacity=None if placed_on is None else placed_on.findings,
-            unknown=unknown,
-            acknowledged=acknowledged,
+            capacity=None if placed_on is None else placed_on.fit_findings,
         )
         at = f"{view.trial_job_path}.workerPoolSpecs"
         if not extra_pools:  # what the Args' pools found where they were built

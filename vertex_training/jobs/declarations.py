@@ -9,7 +9,7 @@ stack's platform is every job's, and gives the image, output directory, service 
 network and labels by default.
 
 The project schema in ``Pulumi.yaml`` cannot type a list of objects (pulumi/pulumi#11321),
-so the Args types are the schema (``fields.from_config``): unknown keys are errors that
+so the Args types are the schema (``yaml_reader.from_config``): unknown keys are errors that
 name the key and what was meant, and a key only the other kind of job has says so and
 how to write the entry as that kind.
 """
@@ -24,8 +24,8 @@ from typing import Any
 from vertex_training._checks import Judgement
 from vertex_training.findings import Finding
 from vertex_training.jobs import api
-from vertex_training.jobs.fields import (
-    caller_path,
+from vertex_training.jobs.caller_paths import caller_path
+from vertex_training.jobs.yaml_reader import (
     config_problem,
     from_config,
     required,

@@ -23,7 +23,7 @@ from vertex_training.cost.estimate import (
 from vertex_training.jobs.records import JobKind
 from vertex_training.jobs.view import (
     CustomJobSpec,
-    HyperparameterTuningJob,
+    HyperparameterTuningJobView,
     JobView,
     PoolRole,
     SchedulingStrategy,
@@ -122,7 +122,7 @@ def estimate_view(
             )
         )
     trials, parallel = 1, 1
-    if isinstance(view, HyperparameterTuningJob):
+    if isinstance(view, HyperparameterTuningJobView):
         trials = max(view.max_trial_count, 0)
         parallel = max(view.parallel_trial_count, 1)
         if view.study_spec.early_stopping is not None:

@@ -5,6 +5,7 @@ REST body and judged where it is built by what it must be in any job."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -13,7 +14,8 @@ import pulumi
 
 from vertex_training._checks import LATER, Checked
 from vertex_training.findings import Finding
-from vertex_training.jobs.fields import int64, judged_where_built, refusal, seconds, to_body, vertex
+from vertex_training.jobs.body import int64, seconds, to_body, vertex
+from vertex_training.jobs.refusals import judged_where_built, refusal
 from vertex_training.jobs.rules.job import pool_findings
 from vertex_training.jobs.view import MAX_DURATION_SECONDS, WorkerPoolSpec
 
@@ -86,21 +88,18 @@ class WorkerPool(Machines):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        body = to_body(self)  # without an image, the job's platform gives one
-        body.setdefault("containerSpec", {}).setdefault("imageUri", LATER)
         # What a pool must be anywhere, its machine against the catalog included: refused
         # here, before any resource exists; the warnings are its job's to show.
-        # (Not a field: it is no argument, and no part of the body.)
-        object.__setattr__(
-            self, "_warnings", judged_where_built(self, WorkerPoolSpec, pool_findings, body)
-        )
+        _ = self.warnings
 
-    @property
+    @functools.cached_property
     def warnings(self) -> tuple[Finding, ...]:
         """What the hardware catalog cannot tell about this pool (or what it acknowledged),
-        at API paths under the pool: shown by the job that runs it."""
-        found: tuple[Finding, ...] = self.__dict__["_warnings"]
-        return found
+        at API paths under the pool: shown by the job that runs it. Judged once, where the
+        pool is built (not a field: it is no argument, and no part of the body)."""
+        body = to_body(self)  # without an image, the job's platform gives one
+        body.setdefault("containerSpec", {}).setdefault("imageUri", LATER)
+        return judged_where_built(self, WorkerPoolSpec, pool_findings, body)
 
     image: pulumi.Input[str] | None = field(default=None, metadata=vertex("containerSpec.imageUri"))
     """``containerSpec.imageUri``; None: the platform's image when it has exactly one. On a

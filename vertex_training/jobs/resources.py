@@ -28,10 +28,10 @@ from vertex_training._dynamic import (
     BackendKind,
     BackendSettings,
     Provider,
+    common_inputs,
     digest,
     labelled,
-    placed,
-    placement,
+    platform_options,
 )
 from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import JobEstimate
@@ -45,9 +45,10 @@ from vertex_training.jobs.api import (
     resolve,
 )
 from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
-from vertex_training.jobs.fields import caller_path, refusal
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.placeholders import drop_unknown, masked, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.jobs.refusals import refusal
 
 if TYPE_CHECKING:
     from vertex_training.jobs.records import TrialResult
@@ -133,7 +134,7 @@ class JobProvider(Provider):
         (``unknown_paths``), known now; on a local platform, what only Vertex has. Values
         not known yet (preview) stand in as placeholders and are not judged."""
         from vertex_training.jobs.protos import BodyParseError, parse_body
-        from vertex_training.jobs.rules.job import job_findings
+        from vertex_training.jobs.rules.job import JobSite, Known, job_findings
         from vertex_training.jobs.view import read_view
 
         later = list(props.get("unknown_paths") or [])
@@ -151,13 +152,12 @@ class JobProvider(Provider):
             rules = drop_unknown(unreadable, unknown)
             if view is not None:
                 remote = settings.kind is BackendKind.VERTEX
+                acknowledged = props.get("acknowledged_hardware_checks") or ()
+                region = settings.location if remote else None
                 rules = job_findings(
                     view,
-                    region=settings.location if remote else None,
-                    remote=remote,
-                    later=later if as_judged else None,
-                    unknown=unknown,
-                    acknowledged=props.get("acknowledged_hardware_checks") or (),
+                    JobSite(remote=remote, region=region, acknowledged=tuple(acknowledged)),
+                    Known(unknown=tuple(unknown), later=tuple(later) if as_judged else None),
                 )
             if as_judged:  # judge only what the program could not
                 rules = [f for f in rules if f not in drop_unknown(rules, later)]
@@ -285,10 +285,10 @@ class _JobResource(pulumi.dynamic.Resource, Generic[ArgsT]):
             raise refusal(type(args).__name__, errors, f"{cls} {resource_name!r} would be refused")
         platform, body = job.platform, job.body
         backend = BackendSettings.of(platform)
-        opts = placed(args, opts)
+        opts = platform_options(args, opts)
         props: dict[str, Any] = {
             "spec": body,
-            **placement(resource_name, backend, platform.project, PROVIDER_VERSION),
+            **common_inputs(resource_name, backend, platform.project, PROVIDER_VERSION),
             **{key: getattr(args, key) for key in (*_WAITING, "expected_duration_seconds")},
             "unknown_paths": list(job.unknown),
             "acknowledged_hardware_checks": list(job.acknowledged),

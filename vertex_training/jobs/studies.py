@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from vertex_training._checks import Checked
-from vertex_training.jobs.fields import judged_where_built, to_body, vertex
+from vertex_training.jobs.body import to_body, vertex
+from vertex_training.jobs.refusals import judged_where_built
 from vertex_training.jobs.rules.job import parameter_findings, study_findings
 from vertex_training.jobs.view import (
     MeasurementSelection,

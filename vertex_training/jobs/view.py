@@ -204,7 +204,7 @@ class SchedulingStrategy(ProtoEnum):
     FLEX_START = "FLEX_START", 6
 
 
-class Scheduling(Message):
+class SchedulingView(Message):
     timeout: Seconds | None = None
     """Fractional seconds stay fractional."""
     strategy: SchedulingStrategy = SchedulingStrategy.UNSPECIFIED
@@ -226,7 +226,7 @@ class CustomJobSpec(Message):
     base_output_directory: GcsDestination = GcsDestination()
     service_account: str | None = None
     network: str | None = None
-    scheduling: Scheduling = Scheduling()
+    scheduling: SchedulingView = SchedulingView()
     persistent_resource_id: str | None = None
     psc_interface_config: Any = None
     """Set: the job reaches its VPC over a Private Service Connect interface."""
@@ -355,13 +355,13 @@ class EncryptionSpec(Message):
     kms_key_name: str | None = None
 
 
-class _Job(Message):
+class _JobView(Message):
     display_name: str | None = None
     labels: dict[str, str] = {}
     encryption_spec: EncryptionSpec = EncryptionSpec()
 
 
-class CustomJob(_Job):
+class CustomJobView(_JobView):
     job_spec: CustomJobSpec = CustomJobSpec()
     trial_job_path: ClassVar[str] = "jobSpec"
 
@@ -371,7 +371,7 @@ class CustomJob(_Job):
         return self.job_spec
 
 
-class HyperparameterTuningJob(_Job):
+class HyperparameterTuningJobView(_JobView):
     trial_job_spec: CustomJobSpec = CustomJobSpec()
     study_spec: StudySpec = StudySpec()
     max_trial_count: Int = 0
@@ -384,7 +384,7 @@ class HyperparameterTuningJob(_Job):
         return self.trial_job_spec
 
 
-JobView = CustomJob | HyperparameterTuningJob
+JobView = CustomJobView | HyperparameterTuningJobView
 
 
 # ---------------------------------------------------------------------------- reading
@@ -434,8 +434,8 @@ def read(model: type[M], body: Any, path: str = "") -> tuple[M | None, list[Find
 
 
 VIEWS: dict[JobKind, type[JobView]] = {
-    JobKind.CUSTOM_JOB: CustomJob,
-    JobKind.HYPERPARAMETER_TUNING_JOB: HyperparameterTuningJob,
+    JobKind.CUSTOM_JOB: CustomJobView,
+    JobKind.HYPERPARAMETER_TUNING_JOB: HyperparameterTuningJobView,
 }
 
 
@@ -447,9 +447,9 @@ def read_view(kind: JobKind, body: Any) -> tuple[JobView | None, list[Finding]]:
 __all__ = [
     "MAX_DURATION_SECONDS",
     "VIEWS",
-    "CustomJob",
     "CustomJobSpec",
-    "HyperparameterTuningJob",
+    "CustomJobView",
+    "HyperparameterTuningJobView",
     "JobView",
     "MeasurementSelection",
     "MetricGoal",

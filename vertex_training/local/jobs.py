@@ -110,7 +110,7 @@ class JobService:
 
         view, found = read_view(kind, body)
         if view is not None:
-            found += job_findings(view, region=None, remote=False)
+            found += job_findings(view)
         if errors := [f for f in found if f.severity == "error"]:
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT,

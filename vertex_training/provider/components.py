@@ -35,14 +35,10 @@ from vertex_training.jobs.api import (
     facts_of,
 )
 from vertex_training.jobs.declarations import JobDeclaration, job_problems, read_job
-from vertex_training.jobs.fields import (
-    config_problem,
-    config_problems,
-    from_config,
-)
 from vertex_training.jobs.records import JobState, TrialResult
 from vertex_training.jobs.resources import CustomJob as CustomJobResource
 from vertex_training.jobs.resources import HyperparameterTuningJob as TuningJobResource
+from vertex_training.jobs.yaml_reader import config_problem, config_problems, from_config
 from vertex_training.platform.platform import TrainingPlatform as Platform
 from vertex_training.platform.platform import TrainingPlatformArgs
 from vertex_training.provider.schema import args_type, output_type, yaml_spelling

@@ -40,7 +40,8 @@ import pulumi
 
 from vertex_training._checks import accepts_unknown, alternatives, arguments, field_types
 from vertex_training._pulumi_internals import docstring_reader
-from vertex_training.jobs.fields import UNION_KEY, camel, required
+from vertex_training.jobs.body import camel
+from vertex_training.jobs.yaml_reader import UNION_KEY, required
 
 __all__ = [
     "args_type",

@@ -18,7 +18,8 @@ import pulumi
 from vertex_training._checks import Checked, InvalidArgumentsError, JudgedOnce
 from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import SERVING_IMAGE, JobPlatform, job_platform
-from vertex_training.jobs.fields import caller_path, merge_fields, to_body, vertex
+from vertex_training.jobs.body import merge_fields, to_body, vertex
+from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.serving.rules import deployment_findings, image_findings, traffic_findings
 
 LOCAL_SERVING_IMAGE = "serving:local"

@@ -33,12 +33,12 @@ from vertex_training._dynamic import (
     NotFoundError,
     Provider,
     canonical,
+    common_inputs,
     digest,
     has_unknown,
     label_value,
     labelled,
-    placed,
-    placement,
+    platform_options,
 )
 from vertex_training._secrets import SECRET_PATHS, secret_paths, warn_of_secrets
 from vertex_training.cost.estimate import EndpointEstimate
@@ -178,11 +178,11 @@ class ModelProvider(Provider):
         self.backend(props).delete_version(model, version)
 
 
-def _placed(
+def _judged_on_platform(
     resource: str, resource_name: str, args: Any, args_type: type
 ) -> tuple[JobPlatform, str | None, dict[str, Any], list[Finding]]:
     """Where a ``resource`` lives (the platform, the region its hardware is judged in), its
-    placement inputs and the warnings of its Args (judged once, as early as the platform is
+    common inputs and the warnings of its Args (judged once, as early as the platform is
     known: here, or by a stack's reader); raises naming every error."""
     require_args(resource, resource_name, args, args_type)
     platform, region = where_served(args)
@@ -191,7 +191,7 @@ def _placed(
     return (
         platform,
         region,
-        placement(resource_name, backend, platform.project, PROVIDER_VERSION),
+        common_inputs(resource_name, backend, platform.project, PROVIDER_VERSION),
         warnings,
     )
 
@@ -216,7 +216,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
     def __init__(
         self, resource_name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        platform, _, where, warnings = _placed("Model", resource_name, args, ModelArgs)
+        platform, _, where, warnings = _judged_on_platform("Model", resource_name, args, ModelArgs)
         body = model_body(resource_name, args, platform)
         props = {
             "body": body,
@@ -227,7 +227,7 @@ class Model(pulumi.dynamic.Resource, module="vertex", name="Model"):
             **where,
             **dict.fromkeys(ModelProvider.output_names()),
         }
-        opts = placed(args, opts)
+        opts = platform_options(args, opts)
         if args.job is not None:
             # The new version is uploaded after the job's replacement has trained.
             opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[args.job]))
@@ -403,7 +403,9 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
     def __init__(
         self, resource_name: str, args: EndpointArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        platform, region, where, warnings = _placed("Endpoint", resource_name, args, EndpointArgs)
+        platform, region, where, warnings = _judged_on_platform(
+            "Endpoint", resource_name, args, EndpointArgs
+        )
         body, deployments, traffic = endpoint_bodies(resource_name, args, platform)
         props = {
             "body": body,
@@ -415,7 +417,7 @@ class Endpoint(pulumi.dynamic.Resource, module="vertex", name="Endpoint"):
             **where,
             **dict.fromkeys(EndpointProvider.output_names()),
         }
-        super().__init__(EndpointProvider(), resource_name, props, placed(args, opts))
+        super().__init__(EndpointProvider(), resource_name, props, platform_options(args, opts))
         self.cost_estimate = estimate_endpoint(resource_name, deployments, platform.region)
         for warning in warnings:
             pulumi.log.warn(render(warning, "python"), resource=self)

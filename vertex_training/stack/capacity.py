@@ -33,8 +33,9 @@ from vertex_training.capacity.api import PersistentResourceArgs, on_capacity
 from vertex_training.capacity.resource import PersistentResource
 from vertex_training.findings import Finding, render
 from vertex_training.jobs.api import JobArgs, PlatformFacts
+from vertex_training.jobs.body import camel
 from vertex_training.jobs.declarations import JobDeclaration
-from vertex_training.jobs.fields import camel, config_problem, from_config
+from vertex_training.jobs.yaml_reader import config_problem, from_config
 from vertex_training.stack.settings import entries
 
 CAPACITY_KEY = "persistentResources"
@@ -89,7 +90,9 @@ class StackCapacity:
     def resource_id(self) -> str:
         return self.args.resource_id or self.name
 
-    def findings(self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1) -> list[Any]:
+    def fit_findings(
+        self, job_pools: Sequence[Any], path: str, parallel_trials: int = 1
+    ) -> list[Any]:
         return self.args.fit_findings(self.resource_id, job_pools, path, parallel_trials)
 
     def resource_options(self) -> Any:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from vertex_training._checks import Judgement, unchecked_copy
 from vertex_training.findings import Finding, render
-from vertex_training.jobs.fields import config_problem, from_config
+from vertex_training.jobs.yaml_reader import config_problem, from_config
 from vertex_training.serving.api import EndpointArgs, ModelArgs, judged, located
 from vertex_training.serving.resources import Endpoint, Model
 from vertex_training.stack.settings import entries

@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from vertex_training._project import project_root
 from vertex_training.findings import Finding
 from vertex_training.jobs.declarations import JobDeclaration, name_problems
-from vertex_training.jobs.fields import config_problem, yaml_value
+from vertex_training.jobs.yaml_reader import config_problem, yaml_value
 from vertex_training.platform.names import derived_bucket_name
 from vertex_training.platform.rules import (
     BUCKET_NAME_VALID,
@@ -68,6 +68,11 @@ def _key(alias: str, default: Any, valid: str, example: str = "") -> Any:
     return Field(default, alias=alias, json_schema_extra=extra)
 
 
+def _optional(alias: str, valid: str, example: str) -> Any:
+    """A config field that is not set unless the stack sets it (``OptionalText``)."""
+    return _key(alias, None, valid, example)
+
+
 class Section(BaseModel):
     # extra="forbid" is belt and braces: unknown keys are caught (with a suggestion)
     # before sections are built, but a section must never swallow a stray field.
@@ -106,9 +111,8 @@ class GeneralSettings(Section):
     )
     budget: int = _key("budget", 0, BUDGET_VALID, "50")
     tensorboard_enabled: bool = _key("tensorboardEnabled", False, "true or false", "true")
-    kms_key_name: OptionalText = _key(
+    kms_key_name: OptionalText = _optional(
         "kmsKeyName",
-        None,
         "projects/P/locations/<region>/keyRings/K/cryptoKeys/C, in the stack's region",
         "projects/my-project/locations/us-central1/keyRings/ml/cryptoKeys/training",
     )
@@ -140,7 +144,7 @@ class GeneralSettings(Section):
 
 
 class StorageSettings(Section):
-    bucket_name: OptionalText = _key("bucketName", None, BUCKET_NAME_VALID, "my-project-dev-vertex")
+    bucket_name: OptionalText = _optional("bucketName", BUCKET_NAME_VALID, "my-project-dev-vertex")
     staging_retention_days: Count = _key(
         "stagingRetentionDays", 7, SETTINGS["staging_retention_days"].valid
     )
@@ -156,9 +160,8 @@ class RegistrySettings(Section):
 
 class ImageSettings(Section):
     image_name: str = _key("imageName", "trainer", IMAGE_NAME_VALID)
-    trainer_image: OptionalText = _key(
+    trainer_image: OptionalText = _optional(
         "trainerImage",
-        None,
         '"" or an image reference by digest, REGISTRY/PATH@sha256:<64 hex digits>',
         "us-central1-docker.pkg.dev/my-project/trainers/trainer@sha256:<digest>",
     )
@@ -166,9 +169,8 @@ class ImageSettings(Section):
 
 class WorkbenchSettings(Section):
     enabled: bool = _key("workbenchEnabled", True, "true or false", "false")
-    zone: OptionalText = _key(
+    zone: OptionalText = _optional(
         "workbenchZone",
-        None,
         '"" or a zone of the stack\'s region, e.g. us-central1-a',
         "us-central1-a",
     )
@@ -177,17 +179,15 @@ class WorkbenchSettings(Section):
         "n1-standard-4",
         "a machine type such as n1-standard-4, e2-standard-8, g2-standard-8",
     )
-    gpu_type: OptionalText = _key(
+    gpu_type: OptionalText = _optional(
         "workbenchGpuType",
-        None,
         '"" or a GPU type a Workbench machine takes (the hardware catalog lists them)',
         "NVIDIA_TESLA_T4",
     )
     gpu_count: Count = _key("workbenchGpuCount", 0, WORKBENCH_GPU_COUNT_VALID, "1")
     disk_size_gb: Count = _key("workbenchDiskSizeGb", 150, SETTINGS["disk_size_gb"].valid)
-    container_image: OptionalText = _key(
+    container_image: OptionalText = _optional(
         "workbenchContainerImage",
-        None,
         '"" or an image reference, REGISTRY/PATH[:TAG]',
         "us-docker.pkg.dev/deeplearning-platform-release/gcr.io/tf2-cpu.2-17.py310",
     )

@@ -22,7 +22,7 @@ from tests.bodies import (
 )
 from vertex_training.findings import Finding
 from vertex_training.jobs.records import JobKind
-from vertex_training.jobs.rules.job import job_findings
+from vertex_training.jobs.rules.job import JobSite, job_findings
 from vertex_training.jobs.view import read_view
 
 CUSTOM, TUNING = JobKind.CUSTOM_JOB, JobKind.HYPERPARAMETER_TUNING_JOB
@@ -37,7 +37,7 @@ def findings(
 ) -> list[Finding]:
     view, unreadable = read_view(kind, body)
     assert unreadable == [] and view is not None
-    return job_findings(view, region=region, remote=True, strict=strict)
+    return job_findings(view, JobSite(remote=True, region=region, strict=strict))
 
 
 def errors(body: dict[str, Any], kind: JobKind = CUSTOM, **kwargs: Any) -> list[Finding]:
@@ -83,6 +83,20 @@ def test_international_lowercase_label_values_are_accepted(value: str) -> None:
 def test_bad_label_values_are_refused(value: str) -> None:
     [error] = errors(custom_job(pool(), labels={"team": value}))
     assert error.path == "labels.team"
+
+
+def test_what_vertex_needs_is_judged_on_vertex_and_not_on_the_local_backend() -> None:
+    # A tag and a local output directory: Vertex refuses both; the local backend, the
+    # site a job's rules judge for unless told, runs this checkout into any directory.
+    chief = pool(image="example.com/trainer:latest")
+    view, _ = read_view(CUSTOM, custom_job(chief, spec=job_spec(chief, output="/tmp/out")))
+    assert view is not None
+    on_vertex = job_findings(view, JobSite(remote=True, region="us-central1"))
+    assert [f.path for f in on_vertex if f.severity == "error"] == [
+        "jobSpec.baseOutputDirectory.outputUriPrefix",
+        "jobSpec.workerPoolSpecs[0].containerSpec.imageUri",
+    ]
+    assert job_findings(view) == job_findings(view, JobSite(remote=False)) == []
 
 
 # -------------------------------------------------------------------- what is refused

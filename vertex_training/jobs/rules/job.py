@@ -13,6 +13,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from vertex_training.findings import INT32_MAX, Finding
 from vertex_training.jobs.placeholders import drop_unknown
@@ -22,7 +23,7 @@ from vertex_training.jobs.rules.located import EXPERIMENT, EXPERIMENT_RUN, KMS_K
 from vertex_training.jobs.view import (
     CustomJobSpec,
     DiskSpec,
-    HyperparameterTuningJob,
+    HyperparameterTuningJobView,
     JobView,
     MetricGoal,
     ParameterSpec,
@@ -412,7 +413,7 @@ def _search_space(study: StudySpec) -> Iterator[tuple[ParameterSpec, str]]:
         ]
 
 
-def _tuning_job(job: HyperparameterTuningJob) -> Found:
+def _tuning_job(job: HyperparameterTuningJobView) -> Found:
     for key, value, low in (
         ("maxTrialCount", job.max_trial_count, 1),
         ("parallelTrialCount", job.parallel_trial_count, 1),
@@ -479,9 +480,7 @@ def _later(later: Sequence[str] | None) -> tuple[Callable[..., bool], Callable[[
     return reads, touched
 
 
-def _job_rules(
-    view: JobView, reads: Callable[..., bool], region: str | None, *, remote: bool
-) -> list[Finding]:
+def _job_rules(view: JobView, reads: Callable[..., bool], site: JobSite) -> list[Finding]:
     """The job's own fields: its name, labels, located resources, run and tuning counts."""
     path = view.trial_job_path
     located = [f"{path}.{key}" for key in ("tensorboard", "experiment", "experimentRun")]
@@ -491,11 +490,11 @@ def _job_rules(
     if reads("labels"):
         out += _at("", label_problems(view.labels))
     if reads("encryptionSpec", f"{path}.baseOutputDirectory", *located):
-        out += _at("", _located(view, region))
+        out += _at("", _located(view, site.region))
     if reads(path):
-        out += _at(path, _custom_job_spec(view.trial_job, path, remote=remote))
+        out += _at(path, _custom_job_spec(view.trial_job, path, remote=site.remote))
     tuning = ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
-    if isinstance(view, HyperparameterTuningJob) and reads(*tuning):
+    if isinstance(view, HyperparameterTuningJobView) and reads(*tuning):
         out += _at("", _tuning_job(view))
     return out
 
@@ -512,36 +511,59 @@ def _images_by_digest(pools: Sequence[tuple[str, WorkerPoolSpec]]) -> list[Findi
     ]
 
 
+@dataclass(frozen=True)
+class JobSite:
+    """Where a job runs, as its rules need it: the platform's place and its choices about
+    the hardware catalog."""
+
+    remote: bool
+    """The job runs on Vertex: output directories are ``gs://`` URIs, images by digest."""
+    region: str | None = None
+    """The Vertex location whose availability is checked (None: none is, as on the local
+    backend)."""
+    strict: bool = False
+    """What the hardware catalog does not know is an error, not a warning."""
+    acknowledged: tuple[str, ...] = ()
+    """The hardware checks that only warn (their ids)."""
+
+
+LOCAL = JobSite(remote=False)
+"""The local backend: no availability to check, any output directory."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """What of a job's body is known where its rules run."""
+
+    unknown: tuple[str, ...] = ()
+    """The API paths of values not known yet (preview): no finding about them."""
+    later: tuple[str, ...] | None = None
+    """The body came from the Args, all but the values at these API paths, not known when
+    they judged it: judge only what reads such a value (a pool, the study or a parameter
+    only where the value is theirs; an image is the job's to judge). None: judge it all."""
+
+
 def job_findings(
     view: JobView,
+    site: JobSite = LOCAL,
+    known: Known = Known(),
     *,
-    region: str | None,
-    remote: bool,
-    strict: bool = False,
-    later: Sequence[str] | None = None,
     parts: Collection[str] = ("pools", "study"),
     capacity: Callable[[Sequence[WorkerPoolSpec | None], str, int], list[Finding]] | None = None,
-    unknown: Sequence[str] = (),
-    acknowledged: Iterable[str] = (),
 ) -> list[Finding]:
-    """The rules of a job on its platform: errors Vertex would refuse, warnings for what the
-    hardware catalog does not know (errors too when ``strict``); none about the values not
-    known yet (at the API paths ``unknown``); the hardware checks ``acknowledged`` only warn.
+    """The rules of a job at ``site`` (the local backend unless told): errors Vertex would
+    refuse, warnings for what the hardware catalog does not know; none about the values not
+    ``known`` yet.
 
-    ``region``: the Vertex location (None: the local backend, no availability checks).
-    ``remote``: the job runs on Vertex, so output directories must be ``gs://`` URIs.
     ``parts``: also what each pool (``"pools"``), the study and each parameter (``"study"``)
     must be anywhere; the Args judged each part where it was built, but for pools given in
     ``extra_fields``.
     ``capacity``: the rule of the persistent resource the job is placed on, over its pools
-    (``JobCapacity.findings``).
-    ``later``: the body came from the Args, all but the values at these API paths, not
-    known when they judged it: judge only what reads such a value (a pool, the study or a
-    parameter only where the value is theirs; an image is the job's to judge).
+    (``JobCapacity.fit_findings``).
     """
-    path = view.trial_job_path
+    path, later = view.trial_job_path, known.later
     reads, touched = _later(later)
-    out = _job_rules(view, reads, region, remote=remote)
+    out = _job_rules(view, reads, site)
     pools = [
         (f"{path}.workerPoolSpecs[{index}]", pool)
         for index, pool in enumerate(view.trial_job.worker_pool_specs[:MAX_POOLS])
@@ -553,11 +575,11 @@ def job_findings(
             if touched(at):
                 out += _at(at, _pool(pool))
                 specs += [f"{at}.machineSpec"] if _judgeable(pool) else []
-    if "study" in parts and isinstance(view, HyperparameterTuningJob) and touched("studySpec"):
+    if "study" in parts and isinstance(view, HyperparameterTuningJobView) and touched("studySpec"):
         out += study_findings(view.study_spec, "studySpec")
         for param, at in _search_space(view.study_spec):
             out += parameter_findings(param, f"studySpec.{at}")
-    if remote and reads(path):
+    if site.remote and reads(path):
         out += _images_by_digest(pools)
     # The job's hardware in one look at the catalog: each machine (in full where its pool
     # is judged here) with the job's scheduling strategy, and all of them in its region.
@@ -567,19 +589,22 @@ def job_findings(
         strategy=view.trial_job.scheduling.strategy,
         provisioning=reads(path),
         specs=specs,
-        region=region if later is None or any(".machineSpec" in p for p in later) else None,
-        strict=strict,
+        region=site.region if later is None or any(".machineSpec" in p for p in later) else None,
+        strict=site.strict,
     )
     if capacity is not None:  # the machines of the persistent resource it is placed on
         parallel = max(getattr(view, "parallel_trial_count", 1), 1)
         out += capacity(view.trial_job.worker_pool_specs, f"{path}.workerPoolSpecs", parallel)
-    return acknowledge(drop_unknown(out, list(unknown)), acknowledged)
+    return acknowledge(drop_unknown(out, list(known.unknown)), site.acknowledged)
 
 
 __all__ = [
     "BOOT_DISK_GB_RANGE",
     "BOOT_DISK_TYPES",
+    "LOCAL",
     "PERSISTENT_RESOURCE_ID",
+    "JobSite",
+    "Known",
     "display_name_findings",
     "job_findings",
     "label_problems",
