@@ -1,7 +1,7 @@
-"""What a backend reports of a submitted job: the same shape from Vertex and from local.
+"""What the job backend reports of a submitted job.
 
-No Pulumi, no protos and no network here: the records are built by the backends from the
-service's own messages (Vertex) or from the local store, and read by the resources.
+No Pulumi, no protos and no network here: the backend builds the records from the
+service's own messages, and the resources read them.
 """
 
 from __future__ import annotations
@@ -110,8 +110,7 @@ class JobRecord:
     """What a backend knows of one submitted job."""
 
     name: str
-    """Full resource name, ``projects/P/locations/L/customJobs/ID`` (local backend:
-    the same shape with project ``local``)."""
+    """Full resource name, ``projects/P/locations/L/customJobs/ID``."""
     kind: JobKind
     display_name: str
     state: JobState
@@ -133,25 +132,13 @@ class JobRecord:
         return self.name.rsplit("/", 1)[-1]
 
 
-def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
+def model_dir(base: str, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model, ``<base>/model`` (a trial's:
+    ``<base>/<trial id>/model``); None without a base output directory."""
     if not base:
-        return {}
+        return None
     root = base.rstrip("/")
-    if trial_id is not None:
-        root = f"{root}/{trial_id}"
-    return {
-        "AIP_MODEL_DIR": f"{root}/model/",
-        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
-        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
-    }
-
-
-def model_dir(base: str | None, trial_id: str | None) -> str | None:
-    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
-    base output directory."""
-    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
-    return found.rstrip("/") if found else None
+    return f"{root}/{trial_id}/model" if trial_id else f"{root}/model"
 
 
 def job_state(name: str) -> JobState:
@@ -171,5 +158,4 @@ __all__ = [
     "best_trial",
     "job_state",
     "model_dir",
-    "output_dirs",
 ]

@@ -18,7 +18,6 @@ from google.cloud.aiplatform_v1 import CustomJobSpec
 
 from vertex_training._processes import proc_stat, process_start_time
 from vertex_training._project import project_root
-from vertex_training.jobs.records import output_dirs
 from vertex_training.local.runners.environment import (
     CHIEF,
     WORKER,
@@ -27,6 +26,7 @@ from vertex_training.local.runners.environment import (
     cluster_job,
     inherited_environment,
     local_bucket_paths,
+    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
@@ -130,7 +130,7 @@ class ClusterRun:
     @functools.cached_property
     def job_name(self) -> str:
         """``projects/P/locations/L/<kind>/<id>``: what CLOUD_ML_* tell a replica."""
-        return self.job.read().record.name
+        return self.job.read().name
 
     def start(self) -> None:
         """Start every replica with its command and environment (``environment``)."""
