@@ -18,6 +18,12 @@ class JobKind(enum.StrEnum):
     CUSTOM_JOB = "customJobs"
     HYPERPARAMETER_TUNING_JOB = "hyperparameterTuningJobs"
 
+    @property
+    def noun(self) -> str:
+        """The kind as the protos and their clients spell it: ``custom_job``
+        (``get_custom_job``, ``custom_job=``), ``hyperparameter_tuning_job``."""
+        return "".join(f"_{c.lower()}" if c.isupper() else c for c in self.value[:-1])
+
 
 class JobState(enum.StrEnum):
     """The Vertex ``JobState`` names without the ``JOB_STATE_`` prefix."""

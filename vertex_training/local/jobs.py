@@ -19,18 +19,6 @@ from vertex_training.local.runners.jobs import JobRunner
 from vertex_training.local.runners.store import LocalJobState
 from vertex_training.local.wire import ServiceError
 
-_FIELD = {
-    JobKind.CUSTOM_JOB: "custom_job",
-    JobKind.HYPERPARAMETER_TUNING_JOB: "hyperparameter_tuning_job",
-}
-_LIST = {
-    JobKind.CUSTOM_JOB: (v1.ListCustomJobsResponse, "custom_jobs"),
-    JobKind.HYPERPARAMETER_TUNING_JOB: (
-        v1.ListHyperparameterTuningJobsResponse,
-        "hyperparameter_tuning_jobs",
-    ),
-}
-
 
 def job_message(runner: JobRunner, job: LocalJobState) -> JobMessage:
     """The job's message: its body as created, with what the runner knows of it now
@@ -60,24 +48,22 @@ class JobService:
     def __getattr__(self, method: str) -> Callable[[Any], Any]:
         """``create_custom_job``, ``get_hyperparameter_tuning_job`` ...: one implementation
         per verb, for both kinds."""
-        for kind, noun in _FIELD.items():
+        for kind in JobKind:
             verb, _, rest = method.partition("_")
-            if rest in (noun, noun + "s"):
+            if rest in (kind.noun, kind.noun + "s"):
                 return lambda request: getattr(self, f"_{verb}")(kind, request)
         raise AttributeError(method)
 
     def _create(self, kind: JobKind, request: Any) -> Any:
         self.names.check_parent(request.parent)
-        job = getattr(request, _FIELD[kind])
+        job = getattr(request, kind.noun)
         body = json_format.MessageToDict(type(job).pb(job))
         self._judge(kind, body)
-        runs_here(job, _FIELD[kind])
+        runs_here(job, kind.noun)
         try:
             created = self.runner.submit(kind, body)
         except JobRefusedError as error:  # what cannot start here (an image, a pool)
-            raise ServiceError(
-                grpc.StatusCode.INVALID_ARGUMENT, f"{_FIELD[kind]}: {error}"
-            ) from error
+            raise ServiceError(grpc.StatusCode.INVALID_ARGUMENT, f"{kind.noun}: {error}") from error
         return job_message(self.runner, created)
 
     @staticmethod
@@ -93,7 +79,7 @@ class JobService:
         if errors := [f for f in found if f.severity == "error"]:
             raise ServiceError(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                "; ".join(f"{_FIELD[kind]}.{finding}" for finding in errors),
+                "; ".join(f"{kind.noun}.{finding}" for finding in errors),
             )
 
     def _job(self, kind: JobKind, name: str) -> LocalJobState:
@@ -117,9 +103,9 @@ class JobService:
         messages = [
             m for m in (job_message(self.runner, j) for j in jobs) if labels <= m.labels.items()
         ]
-        response_type, field = _LIST[kind]
         chosen, token = page(messages, request.page_size, request.page_token)
-        return response_type({field: chosen, "next_page_token": token})
+        response = getattr(v1, f"List{kind.value[0].upper()}{kind.value[1:]}Response")
+        return response({f"{kind.noun}s": chosen, "next_page_token": token})
 
     def _cancel(self, kind: JobKind, request: Any) -> empty_pb2.Empty:
         job = self._job(kind, request.name)

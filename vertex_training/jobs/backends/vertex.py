@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -58,10 +57,6 @@ TRANSIENT_ERRORS = (
 )
 
 T = TypeVar("T")
-
-_NOUN = {kind: re.sub("([A-Z])", r"_\1", kind.value[:-1]).lower() for kind in JobKind}
-"""Each kind as the JobService client spells it (``customJobs``: ``get_custom_job``,
-``custom_job=``)."""
 
 
 def regional_endpoint(location: str) -> str:
@@ -137,7 +132,7 @@ class VertexBackend(VertexService):
 
     def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
         """The client's method for ``kind``: ``get_{}`` -> ``get_custom_job`` ..."""
-        rpc: Callable[..., Any] = getattr(self.client, template.format(_NOUN[kind]))
+        rpc: Callable[..., Any] = getattr(self.client, template.format(kind.noun))
         return rpc
 
     def _on(self, verb: str, name: str) -> Any:
@@ -154,7 +149,7 @@ class VertexBackend(VertexService):
         # retry=None: a create whose answer was lost may still have made a job; the
         # caller looks for it by label (find) instead of submitting twice.
         created: JobMessage = self._rpc("create_{}", kind)(
-            parent=self.parent, **{_NOUN[kind]: message}, retry=None
+            parent=self.parent, **{kind.noun: message}, retry=None
         )
         record = self._record(created)
         _log.info("submitted %s (%s)", record.name, record.display_name)
@@ -234,7 +229,7 @@ def console_url(name: str) -> str | None:
     if len(parts) != 6:
         return None
     _, project, _, location, collection, job_id = parts
-    page = _NOUN[JobKind(collection)].replace("_", "-") + "s"
+    page = JobKind(collection).noun.replace("_", "-") + "s"
     return (
         f"https://console.cloud.google.com/vertex-ai/training/{page}/{job_id}"
         f"?project={project}&region={location}"

@@ -192,7 +192,6 @@ class ClusterRun:
                     state=ReplicaState.RUNNING,
                     pid=process.pid,
                     log=str(log),
-                    trial_id=self.trial_id,
                     start=start,
                 )
             )

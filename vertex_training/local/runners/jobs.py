@@ -57,8 +57,6 @@ class JobRunner:
         self.parent = parent
         """``projects/P/locations/L``: the project and region of its jobs' names."""
         self.jobs_dir = self.root / "jobs"
-        self.gcs_dir = self.root / "gcs"
-        """The local stand-in for Cloud Storage, one directory per bucket."""
         self.seed = seed
         """Seed of the study samplers, so a local study is reproducible (None: random)."""
 
@@ -109,7 +107,7 @@ class JobRunner:
     def local_path(self, uri: str) -> str:
         """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
         as a directory under ``<root>/gcs``; other paths resolved."""
-        local = local_bucket_paths(uri, self.gcs_dir)
+        local = local_bucket_paths(uri, self.root / "gcs")
         return local if local != uri else str(Path(uri).expanduser().resolve())
 
     def _start_supervisor(self, job: JobDir, state: LocalJobState) -> None:

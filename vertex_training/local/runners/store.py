@@ -59,7 +59,6 @@ class ReplicaStatus:
     pid: int
     exit_code: int | None = None
     log: str = ""
-    trial_id: str | None = None
     start: str | None = None
     """``/proc`` start time of ``pid``: only that very process is ever signalled later."""
 

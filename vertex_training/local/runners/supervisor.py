@@ -59,7 +59,7 @@ VERTEX_TRIAL_ID = "vertex_trial_id"
 _ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
     _State(s).name for s in (_State.ACTIVE, _State.STOPPING, _State.SUCCEEDED, _State.INFEASIBLE)
 )
-"""The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
+"""The Vertex trial states a local trial passes through."""
 _TrialState = optuna.trial.TrialState
 _STATES = {
     _TrialState.RUNNING: _ACTIVE,
@@ -265,14 +265,9 @@ class Tuner:
                 trial_dir.rename(kept)
         ids = [t.user_attrs.get(VERTEX_TRIAL_ID) for t in self.study.get_trials(deepcopy=False)]
         self.started = max((int(i) for i in ids if i is not None), default=0)
-        trials = self.records()
-        self.failed = sum(t["state"] == _INFEASIBLE for t in trials)
-        if trials:
-            _log.info(
-                "resuming the study: %d trials finished, %d to run again",
-                len(trials) - len(interrupted),
-                len(interrupted),
-            )
+        self.failed = sum(t["state"] == _INFEASIBLE for t in self.records())
+        if interrupted:
+            _log.info("resuming the study: %d trials run again", len(interrupted))
 
     def _objective(self, trial: optuna.Trial) -> float:
         try:
