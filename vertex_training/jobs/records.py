@@ -93,10 +93,7 @@ class TrialRecord:
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:
     """The SUCCEEDED trial with the best final value of the study's first metric
-    (``metric_id``) for its goal; the earlier trial wins a tie.
-
-    One rule for both backends, so a study reports the same best trial on Vertex and here.
-    """
+    (``metric_id``) for its goal; the earlier trial wins a tie."""
     scored = [
         t for t in trials if t.state == "SUCCEEDED" and t.final_metrics.get(metric_id) is not None
     ]

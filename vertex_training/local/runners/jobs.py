@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
+from google.cloud.aiplatform_v1 import CustomJob
 
 from vertex_training._processes import process_alive
 from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.local_support import check_local_support
-from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
+from vertex_training.jobs.protos import BodyParseError, parse_body
 from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.local.runners.cluster import start_process, stop_process_groups
 from vertex_training.local.runners.environment import (
@@ -28,6 +28,7 @@ from vertex_training.local.runners.environment import (
 from vertex_training.local.runners.store import (
     CANCELLED_MESSAGE,
     LOCAL_PARENT,
+    STATE_FILE,
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
@@ -67,9 +68,21 @@ class JobRunner:
         return job
 
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> LocalJobState:
-        """Start the job of the body (a Vertex REST body) and return at once."""
-        job_message = check_runnable(kind, body)
-        resource_id = _job_spec(job_message).persistent_resource_id
+        """Start the job of ``body`` (its Vertex REST body) and return at once. Refused
+        (``JobRefusedError``) before any process starts when the body is no valid message
+        of its kind, needs what only Vertex has, or cannot start here (an image that is
+        neither ours nor given a command, a persistent resource with no pool here)."""
+        try:
+            message = parse_body(kind, body)
+        except BodyParseError as error:
+            raise JobRefusedError(str(error)) from error
+        check_local_support(message)
+        # What runs: a CustomJob's jobSpec, a tuning job's trialJobSpec (each trial).
+        spec = message.job_spec if isinstance(message, CustomJob) else message.trial_job_spec
+        for pool in spec.worker_pool_specs:
+            if pool.replica_count > 0:
+                replica_command(pool, ())
+        resource_id = spec.persistent_resource_id
         if resource_id and not pool_exists(self.root, resource_id):
             raise JobRefusedError(
                 f"jobSpec.persistentResourceId: no persistent resource {resource_id!r} on this "
@@ -87,7 +100,7 @@ class JobRunner:
                 job_id = str(int(job_id) + 1)
         job = JobDir(self.jobs_dir / job_id)
         job.write_body(dict(body))
-        base = _job_spec(job_message).base_output_directory.output_uri_prefix
+        base = spec.base_output_directory.output_uri_prefix
         state = LocalJobState(
             name=f"{self.parent}/{kind.value}/{job_id}",
             state=JobState.QUEUED,
@@ -138,15 +151,13 @@ class JobRunner:
         return self._job_dir(name).read_body()
 
     def records(self) -> list[LocalJobState]:
-        """Every readable job of this root."""
+        """Every readable job of this root (one being submitted has no state yet)."""
         records = []
-        for job in map(JobDir, self.jobs_dir.iterdir() if self.jobs_dir.is_dir() else ()):
-            if not job.exists():
-                continue  # being submitted, or not a job
+        for state_file in self.jobs_dir.glob(f"*/{STATE_FILE}"):
             try:
-                records.append(job.read())
+                records.append(JobDir(state_file.parent).read())
             except (OSError, ValueError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", job.path, exc)
+                _log.warning("skipping unreadable local job %s: %s", state_file.parent, exc)
         return records
 
     def cancel(self, name: str) -> None:
@@ -221,25 +232,4 @@ def _supervisor_alive(state: LocalJobState) -> bool:
     return process_alive(state.supervisor_pid, state.supervisor_start)
 
 
-def _job_spec(job: JobMessage) -> CustomJobSpec:
-    """What runs: a CustomJob's ``jobSpec``, a tuning job's ``trialJobSpec`` (each trial)."""
-    return job.job_spec if isinstance(job, CustomJob) else job.trial_job_spec
-
-
-def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
-    """The body's message; refused, before any process starts, when it is no valid message
-    of its kind, needs what only Vertex has, or cannot start here (an image that is
-    neither ours nor given a command). What Vertex itself would refuse is the provider's
-    ``check`` to say, once, before any backend sees the body."""
-    try:
-        job = parse_body(kind, body)
-    except BodyParseError as error:
-        raise JobRefusedError(str(error)) from error
-    check_local_support(job)
-    for pool in _job_spec(job).worker_pool_specs:
-        if pool.replica_count > 0:
-            replica_command(pool, ())
-    return job
-
-
-__all__ = ["JobRunner", "check_runnable"]
+__all__ = ["JobRunner"]

@@ -28,6 +28,7 @@ from vertex_training.jobs.records import JobKind, JobState
 LOCAL_PARENT = "projects/local/locations/local"
 """The parent of a runner given none (the local Vertex gives its own project and region)."""
 SUPERVISOR_LOG = "supervisor.log"
+STATE_FILE = "state.json"
 CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
 """A cancelled job's error message, whoever settles it (its supervisor or the runner)."""
 
@@ -100,13 +101,13 @@ class JobDir:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.state_file = path / "state.json"
+        self.state_file = path / STATE_FILE
         self.cancel_file = path / "cancel-requested"
         self.body_file = path / "body.json"
 
     @property
     def root(self) -> Path:
-        """The backend root this job belongs to (``<root>/jobs/<id>``)."""
+        """The runner's root this job belongs to (``<root>/jobs/<id>``)."""
         return self.path.parent.parent
 
     def exists(self) -> bool:
