@@ -4,7 +4,6 @@ CustomJob (or one tuning trial) as the set of its replicas' processes, driven by
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -127,11 +126,6 @@ class ClusterRun:
     """None while the cluster runs."""
     error_message: str | None = None
 
-    @functools.cached_property
-    def job_name(self) -> str:
-        """``projects/P/locations/L/<kind>/<id>``: what CLOUD_ML_* tell a replica."""
-        return self.job.read().name
-
     def start(self) -> None:
         """Start every replica with its command and environment (``environment``)."""
         gcs = self.job.root / "gcs"
@@ -145,6 +139,7 @@ class ClusterRun:
         for directory in (self.run_dir / "logs", self.run_dir / "hypertune", *aip_dirs):
             directory.mkdir(parents=True, exist_ok=True)
         inherited = inherited_environment(os.environ)
+        job_name = self.job.read().name  # what CLOUD_ML_* tell a replica
         self.started_at = time.monotonic()
         slots = plan_replicas(self.spec)
         for slot in slots:
@@ -156,7 +151,7 @@ class ClusterRun:
                 me=slot,
                 pool=pool,
                 job=job,
-                job_name=self.job_name,
+                job_name=job_name,
                 base_output_dir=self.output_dir,
                 trial_id=self.trial_id,
                 metric_file=str(

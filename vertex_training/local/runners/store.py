@@ -34,7 +34,7 @@ CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
 
 
 def rfc3339(moment: datetime) -> str:
-    """``moment`` in UTC as the records write times (a naive one is local time)."""
+    """``moment`` in UTC as the store writes times (a naive one is local time)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
