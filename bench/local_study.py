@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.fakes.faults import ended
 from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.local.runners.jobs import JobRunner
 
@@ -62,18 +63,18 @@ def run_study(backend: JobRunner, spec: dict[str, Any]) -> tuple[float, float, f
     """Wall time from submit to the end seen by the caller, the supervisor's start-up
     (create -> RUNNING) and its trial loop (RUNNING -> end)."""
     started = time.perf_counter()
-    record = backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, spec)
-    record = backend.wait(record.name, timeout=600, poll_seconds=0.02)
+    submitted = backend.submit(JobKind.HYPERPARAMETER_TUNING_JOB, spec)
+    record = ended(backend, submitted.name, timeout=600)
     elapsed = time.perf_counter() - started
     if record.state is not JobState.SUCCEEDED or len(record.trials) != spec["maxTrialCount"]:
         raise SystemExit(
             f"study {spec['displayName']} ended {record.state}: {record.error_message}"
         )
     assert record.create_time and record.start_time and record.end_time
-    created, running, ended = (
+    created, running, end = (
         datetime.fromisoformat(t) for t in (record.create_time, record.start_time, record.end_time)
     )
-    return elapsed, (running - created).total_seconds(), (ended - running).total_seconds()
+    return elapsed, (running - created).total_seconds(), (end - running).total_seconds()
 
 
 def direct_runs(script: Path, sleep: float, trials: int) -> float:

@@ -33,11 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml
 
+from tests.fakes.faults import ended
 from vertex_training.jobs.api import PlatformFacts, resolve
 from vertex_training.jobs.declarations import read_job
-from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.local.runners.jobs import JobRunner
 from vertex_training.local.runners.pool import create_pool, stop_pool
+from vertex_training.local.runners.store import LocalJobState
 from vertex_training.local.runners.warm import pool_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,23 +77,22 @@ def first_step(log: Path) -> datetime:
     raise SystemExit(f"no {FIRST_STEP!r} line in {log}")
 
 
-def run(backend: JobRunner, kind: JobKind, body: dict[str, Any]) -> tuple[JobRecord, float]:
+def run(backend: JobRunner, kind: JobKind, body: dict[str, Any]) -> tuple[LocalJobState, float]:
     started = time.perf_counter()
-    record = backend.wait(backend.submit(kind, body).name, timeout=1800, poll_seconds=0.1)
+    record = ended(backend, backend.submit(kind, body).name, timeout=1800)
     elapsed = time.perf_counter() - started
     if record.state is not JobState.SUCCEEDED:
         raise SystemExit(f"{record.name} ended {record.state.name}: {record.error_message}")
     return record, elapsed
 
 
-def starts(backend: JobRunner, record: JobRecord) -> list[float]:
+def starts(backend: JobRunner, record: LocalJobState) -> list[float]:
     """Each trial's seconds from being handed out to the trainer's first step."""
     trials = backend.jobs_dir / record.name.rsplit("/", 1)[-1] / "trials"
     out = []
     for trial in record.trials:
-        assert trial.start_time is not None
-        handed_out = datetime.fromisoformat(trial.start_time)
-        log = trials / trial.trial_id / "logs" / "workerpool0-0.log"
+        handed_out = datetime.fromisoformat(trial["startTime"])
+        log = trials / trial["id"] / "logs" / "workerpool0-0.log"
         out.append((first_step(log) - handed_out).total_seconds())
     return out
 

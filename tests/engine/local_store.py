@@ -1,9 +1,10 @@
 """What the local backend keeps on disk, read the way a user would look at it.
 
 The end-to-end tests count submits and read job states here, not through
-``vertex_training.jobs``: the local backend's store is one directory per submitted job,
-``<localRoot>/jobs/<numeric id>/state.json`` (see ``vertex_training/jobs/backends/local``),
-and a deleted job's directory is removed. This module is the only place that knows that
+``vertex_training.jobs``: the local Vertex's job store is one directory per submitted job,
+``<localRoot>/jobs/<numeric id>/`` with the job's state in ``state.json`` and its body as
+created in ``body.json`` (see ``vertex_training/local/runners/store.py``), and a deleted
+job's directory is removed. This module is the only place that knows that
 layout, so that a change of the store means a change here only.
 """
 
@@ -12,9 +13,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 STATE_FILE = "state.json"
+BODY_FILE = "body.json"
 JOB_LABEL = "job"
 """The label the program puts on every job: the job's name in the stack config."""
 
@@ -38,12 +39,6 @@ class StoredJob:
         return self.labels.get(JOB_LABEL, "")
 
 
-def _labels(record: dict[str, Any]) -> dict[str, str]:
-    labels = record.get("labels") or {}
-    # Pairs today; a mapping once the store keeps the Vertex body's labels as they are.
-    return dict(labels) if isinstance(labels, dict) else {k: v for k, v in labels}
-
-
 def stored_jobs(local_root: Path) -> dict[str, StoredJob]:
     """Every job the local backend holds under ``local_root``, by job id."""
     jobs_dir = local_root / "jobs"
@@ -54,8 +49,9 @@ def stored_jobs(local_root: Path) -> dict[str, StoredJob]:
         state_file = path / STATE_FILE
         if not state_file.is_file():
             continue
-        record = json.loads(state_file.read_text(encoding="utf-8"))["record"]
-        jobs[path.name] = StoredJob(path.name, record["state"], _labels(record))
+        state = json.loads(state_file.read_text(encoding="utf-8"))["state"]
+        body = json.loads((path / BODY_FILE).read_text(encoding="utf-8"))
+        jobs[path.name] = StoredJob(path.name, state, body.get("labels") or {})
     return jobs
 
 

@@ -20,6 +20,8 @@ from google.longrunning import operations_pb2
 
 from tests.fakes.settings import LOCATION, PROJECT
 from vertex_training.local import wire
+from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.store import LocalJobState
 from vertex_training.local.server import LocalVertex
 from vertex_training.local.wire import ServiceError
 
@@ -33,6 +35,15 @@ class Fault:
     """The call takes effect, then fails: the client never learns that it did."""
     unfinished: bool = False
     """A long-running operation is answered not yet done: the client has to poll it."""
+
+
+def ended(runner: JobRunner, name: str, timeout: float = 30.0) -> LocalJobState:
+    """The job ``name`` of ``runner`` once it has ended (polled, with a deadline)."""
+    deadline = time.monotonic() + timeout
+    while not (job := runner.get(name)).state.is_terminal:
+        assert time.monotonic() < deadline, f"{name} is still {job.state} after {timeout} s"
+        time.sleep(0.02)
+    return job
 
 
 def rpc_name(method: str) -> str:
@@ -81,7 +92,7 @@ class FaultyVertex:
             if not record.state.is_terminal:
                 runner.cancel(record.name)
                 if wait:
-                    runner.wait(record.name, timeout=30)
+                    ended(runner, record.name)
         for endpoint_id in twin.stored_endpoints():
             name = f"{twin.parent}/endpoints/{endpoint_id}"
             for deployed in twin.stored_endpoint(endpoint_id).get("deployedModels", []):

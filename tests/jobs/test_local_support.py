@@ -11,6 +11,7 @@ import pytest
 from google.cloud import aiplatform_v1 as v1
 
 from tests.bodies import custom_job, double, job_spec, pool, study, tuning_job
+from tests.fakes.faults import ended
 from tests.local.conftest import standin
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.local_support import LOCAL_SUPPORT, Support, SupportTable
@@ -230,7 +231,7 @@ def test_cloud_only_fields_run_with_one_info_line(
     assert lines[0].levelno == logging.INFO
     path = IGNORED[feature][0] if feature in IGNORED else "encryptionSpec"
     assert path in lines[0].getMessage()
-    assert backend.wait(record.name, timeout=30).state is JobState.SUCCEEDED
+    assert ended(backend, record.name).state is JobState.SUCCEEDED
 
 
 def test_tracking_fields_say_where_the_logs_go_instead(caplog: pytest.LogCaptureFixture) -> None:

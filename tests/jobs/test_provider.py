@@ -80,7 +80,7 @@ def test_lifecycle_create_read_diff_delete(host: ProviderHost, vertex: FaultyVer
     assert outs["state"] in ("QUEUED", "PENDING", "RUNNING")
     assert outs["console_url"].startswith("https://console.cloud.google.com/vertex-ai/")
     assert outs["model_dir"] == "gs://p-bucket/jobs/cassava/model"
-    labels = dict(vertex.vertex.runner.get(job_id).labels)
+    labels = vertex.vertex.runner.job_body(job_id)["labels"]
     assert labels["codelab"] == "cassava" and labels["pulumi-stack"] == "dev"
     assert labels[ADOPTION_LABEL].startswith("cassava-")
 

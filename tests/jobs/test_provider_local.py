@@ -122,10 +122,9 @@ def test_local_label_and_display_name_edits_are_recorded_in_the_state_only(
     assert diff.changes == provider_pb2.DiffResponse.DIFF_SOME and list(diff.replaces) == []
     updated = engine.update(job_id, outs, edited)
     assert updated["job_name"] == job_id and updated["spec"]["labels"] == {"team": "vision"}
-    backend = JobRunner(str(tmp_path / "root"), parent=PARENT)
-    record = backend.get(job_id)
-    assert record.display_name == "local-smoke"
-    labels = dict(record.labels)
+    body = JobRunner(str(tmp_path / "root"), parent=PARENT).job_body(job_id)
+    assert body["displayName"] == "local-smoke"
+    labels = body["labels"]
     assert "team" not in labels
     # Ours stay: the stack label, and the adoption label a crashed `up` finds it by.
     assert {"pulumi-stack", "pulumi-job-key"} <= set(labels)

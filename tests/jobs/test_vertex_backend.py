@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.bodies import cassava, horses_or_humans, standin
-from tests.fakes.faults import FaultyVertex
+from tests.fakes.faults import FaultyVertex, ended
 from tests.fakes.settings import PARENT, vertex_settings
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training._dynamic import BackendKind, BackendSettings
@@ -74,7 +74,7 @@ def test_faults_are_injectable(vertex: FaultyVertex) -> None:
         jobs.create_custom_job(parent=PARENT, custom_job=parse_body(CUSTOM, quick()), retry=None)
     (made,) = vertex.job_names()
     # A slow operation: answered before it is done, the client polls it to its end.
-    vertex.vertex.runner.wait(made, timeout=30)
+    ended(vertex.vertex.runner, made)
     vertex.inject("DeleteCustomJob", unfinished=True)
     operation = jobs.delete_custom_job(name=made)
     assert not operation.operation.done

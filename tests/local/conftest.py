@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from tests.bodies import pool
+from vertex_training.jobs.backends.vertex import record_from_proto
+from vertex_training.jobs.records import JobRecord
+from vertex_training.local.jobs import job_message
 from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.store import LocalJobState
 
 STANDIN = str(Path(__file__).with_name("standin.py"))
 
@@ -19,6 +23,12 @@ PoolFactory = Callable[..., dict[str, Any]]
 @pytest.fixture
 def backend(tmp_path: Path) -> JobRunner:
     return JobRunner(str(tmp_path / "root"))
+
+
+def read_back(backend: JobRunner, job: LocalJobState) -> JobRecord:
+    """The job as a client reads it from the local Vertex: the JobService's message, as
+    the Vertex backend reports it (trials, best trial, model)."""
+    return record_from_proto(job_message(backend, job))
 
 
 def standin(

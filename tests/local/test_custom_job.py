@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 
 from tests.bodies import custom_job, pool
+from tests.fakes.faults import ended
 from tests.local.conftest import STANDIN, PoolFactory, pid_gone
 from trainer.config import CACHE_DIR_ENV, CACHE_MAX_BYTES_ENV
 from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.local.runners import environment
 from vertex_training.local.runners.environment import LOCAL_DECODED_CACHE_MAX_BYTES
 from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.store import LocalJobState
 
 # Every test here starts real processes (supervisors, replicas).
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -44,7 +46,7 @@ def _job(
     )
 
 
-def _submit(backend: JobRunner, body: dict[str, Any]) -> JobRecord:
+def _submit(backend: JobRunner, body: dict[str, Any]) -> LocalJobState:
     return backend.submit(CUSTOM, body)
 
 
@@ -77,10 +79,10 @@ class TestEnvironmentConformance:
             ),
             base_output_directory="gs://bucket/run1",
         )
-        record = backend.wait(_submit(backend, spec).name, timeout=60)
+        record = ended(backend, _submit(backend, spec).name, timeout=60)
         assert record.state is JobState.SUCCEEDED, record.error_message
         envs = {p.stem: json.loads(p.read_text()) for p in Path(dump).glob("*.json")}
-        return envs, record.job_id, str(backend.root)
+        return envs, record.name.rsplit("/", 1)[-1], str(backend.root)
 
     @pytest.mark.parametrize(
         ("replica", "tf_type", "tf_index"),
@@ -172,11 +174,6 @@ def test_submit_returns_at_once_and_the_job_moves_through_vertex_states(
     assert JobState.RUNNING in seen
     assert record.state is JobState.SUCCEEDED
     assert record.create_time and record.start_time and record.end_time
-    # No baseOutputDirectory: no AIP_MODEL_DIR, and no model directory reported (as Vertex).
-    assert record.model_dir is None
-    with_output = _submit(backend, _job((standin_pool(),), base_output_directory="gs://b/o"))
-    with_output = backend.wait(with_output.name, timeout=30)
-    assert with_output.model_dir == f"{backend.root}/gcs/b/o/model"
 
 
 def test_failing_replica_fails_the_job_with_its_log_tail(
@@ -188,17 +185,17 @@ def test_failing_replica_fails_the_job_with_its_log_tail(
             standin_pool(["--exit-code=3", "--fail-only=workerpool1-1"], replicas=2),
         )
     )
-    record = backend.wait(_submit(backend, spec).name, timeout=60)
+    record = ended(backend, _submit(backend, spec).name, timeout=60)
     assert record.state is JobState.FAILED
     message = record.error_message or ""
     assert "workerpool1-1 exited with code 3" in message
     assert "failing on purpose: boom" in message
     assert "noise line 0" not in message  # only the tail
-    replicas = {(r.pool, r.index): r for r in backend.details(record.name).replicas}
+    replicas = {(r.pool, r.index): r for r in backend.get(record.name).replicas}
     assert replicas[1, 1].state == "FAILED"  # workerpool1-1
     assert replicas[0, 0].state == "KILLED"
     assert all(pid_gone(r.pid) for r in replicas.values() if r.pid)
-    logs = (backend.jobs_dir / record.job_id / "logs").glob("workerpool*.log")
+    logs = (backend.jobs_dir / record.name.rsplit("/", 1)[-1] / "logs").glob("workerpool*.log")
     assert len(list(logs)) == 3
 
 
@@ -218,12 +215,12 @@ def test_cancel_leaves_no_process_behind(
         time.sleep(0.05)
     pids = [int(p) for f in pids_dir.glob("*.pids") for p in f.read_text().split()]
     assert len(pids) == 6  # three replicas, each with a child of its own
-    supervisor = backend.details(record.name).supervisor_pid
+    supervisor = backend.get(record.name).supervisor_pid
     assert supervisor is not None
 
     backend.cancel(record.name)
     assert backend.get(record.name).state in (JobState.CANCELLING, JobState.CANCELLED)
-    final = backend.wait(record.name, timeout=30)
+    final = ended(backend, record.name, timeout=30)
     assert final.state is JobState.CANCELLED
     deadline = time.monotonic() + 10
     while not all(pid_gone(p) for p in [*pids, supervisor]) and time.monotonic() < deadline:
@@ -235,29 +232,16 @@ def test_cancel_leaves_no_process_behind(
 
 def test_timeout_fails_the_job(backend: JobRunner, standin_pool: PoolFactory) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=60"]),), timeout_seconds=1))
-    final = backend.wait(record.name, timeout=30)
+    final = ended(backend, record.name, timeout=30)
     assert final.state is JobState.FAILED
     assert "timeout of 1s" in (final.error_message or "")
-
-
-def test_find_by_labels_returns_the_newest(backend: JobRunner, standin_pool: PoolFactory) -> None:
-    first = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
-    second = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "a"))))
-    other = _submit(backend, _job((standin_pool(),), labels=(("stack", "local"), ("job", "b"))))
-    found = backend.find(JobKind.CUSTOM_JOB, {"job": "a"})
-    assert found is not None and found.name == second.name != first.name
-    assert backend.find(JobKind.CUSTOM_JOB, {"job": "b"}).name == other.name  # type: ignore[union-attr]
-    assert backend.find(JobKind.CUSTOM_JOB, {"job": "c"}) is None
-    assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "a"}) is None
-    for record in (first, second, other):
-        backend.wait(record.name, timeout=30)
 
 
 def test_the_decoded_cache_goes_with_the_roots_last_job(
     backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     first, second = (
-        backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30) for _ in range(2)
+        ended(backend, _submit(backend, _job((standin_pool(),))).name, timeout=30) for _ in range(2)
     )
     cache = backend.root / "decoded-cache"
     (cache / "cassava-224px").mkdir(parents=True)  # as a trainer leaves it
@@ -270,13 +254,13 @@ def test_the_decoded_cache_goes_with_the_roots_last_job(
 def test_delete_removes_the_job_and_unknown_names_raise(
     backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
-    record = backend.wait(_submit(backend, _job((standin_pool(),))).name, timeout=30)
+    record = ended(backend, _submit(backend, _job((standin_pool(),))).name, timeout=30)
     backend.delete(record.name)
     with pytest.raises(JobNotFoundError):
         backend.get(record.name)
-    backend.delete(record.name)  # already gone is fine
-    backend.cancel(record.name)
-    with pytest.raises(JobNotFoundError, match="is not a job here"):
+    with pytest.raises(JobNotFoundError):
+        backend.cancel(record.name)
+    with pytest.raises(JobNotFoundError, match="no local job"):
         backend.get("projects/p/locations/us-central1/customJobs/1")
     tuning_name = record.name.replace("customJobs", "hyperparameterTuningJobs")
     with pytest.raises(JobNotFoundError):
@@ -286,6 +270,7 @@ def test_delete_removes_the_job_and_unknown_names_raise(
 _OTHER_PROCESS = """
 import sys, json
 from vertex_training.local.runners.jobs import JobRunner
+from vertex_training.local.runners.store import LocalJobState
 backend = JobRunner(sys.argv[1])
 if sys.argv[2] == "cancel":
     backend.cancel(sys.argv[3])
@@ -312,29 +297,32 @@ def test_get_and_cancel_from_another_process(backend: JobRunner, standin_pool: P
         time.sleep(0.05)
     assert other("get") == "RUNNING"
     assert other("cancel") in ("CANCELLING", "CANCELLED")
-    assert backend.wait(record.name, timeout=30).state is JobState.CANCELLED
+    assert ended(backend, record.name, timeout=30).state is JobState.CANCELLED
     assert other("get") == "CANCELLED"
 
 
-def test_dead_supervisor_is_noticed_and_its_replicas_stopped(
+def test_a_dead_supervisors_replicas_are_stopped_and_the_job_taken_over(
     backend: JobRunner, standin_pool: PoolFactory
 ) -> None:
     record = _submit(backend, _job((standin_pool(["--sleep=300"]),)))
     while backend.get(record.name).state is not JobState.RUNNING:
         time.sleep(0.05)
-    details = backend.details(record.name)
+    details = backend.get(record.name)
     os.kill(details.supervisor_pid, 9)  # type: ignore[arg-type]
     replica_pid = details.replicas[0].pid
     deadline = time.monotonic() + 10
     while not pid_gone(details.supervisor_pid) and time.monotonic() < deadline:  # type: ignore[arg-type]
         time.sleep(0.05)
-    final = backend.get(record.name)
-    assert final.state is JobState.FAILED
-    assert "supervisor died" in (final.error_message or "")
+    taken_over = backend.get(record.name)
+    assert taken_over.state is JobState.QUEUED
+    assert taken_over.supervisor_pid not in (None, details.supervisor_pid)
+    assert [r.state for r in taken_over.replicas] == ["KILLED"]
     deadline = time.monotonic() + 10
     while not pid_gone(replica_pid) and time.monotonic() < deadline:  # type: ignore[arg-type]
         time.sleep(0.05)
     assert pid_gone(replica_pid)  # type: ignore[arg-type]
+    backend.cancel(record.name)
+    assert ended(backend, record.name).state is JobState.CANCELLED
 
 
 def test_gpus_are_split_between_replicas_by_accelerator_count(
@@ -360,7 +348,7 @@ def test_gpus_are_split_between_replicas_by_accelerator_count(
             standin_pool([f"--dump-env={dump}", "--sleep=60"]),
         )
     )
-    record = backend.wait(_submit(backend, spec).name, timeout=60)
+    record = ended(backend, _submit(backend, spec).name, timeout=60)
     assert record.state is JobState.SUCCEEDED, record.error_message
     visible = {
         p.stem: json.loads(p.read_text())["CUDA_VISIBLE_DEVICES"] for p in dump.glob("*.json")

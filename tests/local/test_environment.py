@@ -13,7 +13,7 @@ from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
 from tests.bodies import custom_job, pool
 from vertex_training.jobs.backends.base import JobRefusedError
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobKind, output_dirs
+from vertex_training.jobs.records import JobKind
 from vertex_training.local.runners.environment import (
     TF_CONFIG_TASK_TYPES,
     GpuAllocator,
@@ -21,6 +21,7 @@ from vertex_training.local.runners.environment import (
     expand_references,
     is_repo_trainer_image,
     local_bucket_paths,
+    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
@@ -325,6 +326,7 @@ class TestGpuAllocator:
 def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Path) -> None:
     """A replica given ``/gcs/...`` and ``gs://...`` paths, as on Vertex, writes under
     ``<root>/gcs`` here; a job without baseOutputDirectory gets no AIP_* and no TF_CONFIG."""
+    from tests.fakes.faults import ended
     from tests.local.conftest import standin
     from vertex_training.jobs.records import JobState
     from vertex_training.local.runners.jobs import JobRunner
@@ -342,21 +344,21 @@ def test_single_replica_job_writes_to_gcs_paths_in_the_local_bucket(tmp_path: Pa
         ),
         output=None,
     )
-    record = backend.wait(backend.submit(JobKind.CUSTOM_JOB, body).name, timeout=60)
+    record = ended(backend, backend.submit(JobKind.CUSTOM_JOB, body).name, timeout=60)
     assert record.state is JobState.SUCCEEDED, record.error_message
     dumped = list((backend.root / "gcs" / "b" / "env").glob("*.json"))
     assert [p.name for p in dumped] == ["workerpool0-0.json"]
     env = json.loads(dumped[0].read_text())
     assert env["argv"][0] == f"--dump-env={backend.root}/gcs/b/env"
     assert env["STANDIN_BUCKET"] == f"{backend.root}/gcs/b/data"
-    assert env["STANDIN_EXPANDED"] == f"{record.job_id}-{backend.root}/gcs/b/data"
+    job_id = record.name.rsplit("/", 1)[-1]
+    assert env["STANDIN_EXPANDED"] == f"{job_id}-{backend.root}/gcs/b/data"
     assert env["STANDIN_ESCAPED"] == "$(CLOUD_ML_JOB_ID)"
     assert env["STANDIN_UNKNOWN"] == "$(NOPE)"
     assert env["TF_CONFIG"] is None
     assert json.loads(env["CLUSTER_SPEC"])["task"] == {"type": "workerpool0", "index": 0}
     assert (env["CLOUD_ML_PROJECT_ID"], env["CLOUD_ML_REGION"]) == ("local", "local")
     assert [k for k in env if k.startswith("AIP_") and env[k] is not None] == []
-    assert record.model_dir is None
 
 
 def test_variables_vertex_owns_are_not_inherited_from_the_submitter() -> None:

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.bodies import double, job_spec, study, tuning_job
+from tests.fakes.faults import ended
 from tests.fakes.settings import PARENT, local_settings
 from tests.local.conftest import PoolFactory, pid_gone
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.records import JobKind, JobState
-from vertex_training.local.runners.jobs import SUPERVISOR_DIED, JobRunner
+from vertex_training.local.runners.jobs import JobRunner
 from vertex_training.local.runners.store import SUPERVISOR_LOG
 from vertex_training.local.runners.study import STUDY_JOURNAL, journal_storage
 from vertex_training.local.runners.supervisor import VERTEX_TRIAL_ID
@@ -44,7 +45,7 @@ def _hold_trials(tmp_path: Path, trial_ids: range) -> list[Path]:
 
 def _settled(backend: JobRunner, name: str, states: list[str]) -> bool:
     """The study's trials are in ``states``."""
-    return [t.state for t in backend.get(name).trials] == states
+    return [t["state"] for t in backend.get(name).trials] == states
 
 
 def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
@@ -67,50 +68,49 @@ def test_a_study_whose_supervisor_died_resumes_its_remaining_trials(
     _wait_for(
         lambda: _settled(backend, record.name, ["SUCCEEDED", "SUCCEEDED", "ACTIVE", "ACTIVE"])
     )
-    details = backend.details(record.name)
-    running = [t for t in details.record.trials if t.state == "ACTIVE"]
+    details = backend.get(record.name)
+    running = [t for t in details.trials if t["state"] == "ACTIVE"]
+    before = {t["id"]: t for t in details.trials if t["state"] == "SUCCEEDED"}
+    assert sorted(before) == ["1", "2"]
     supervisor = details.supervisor_pid
     assert supervisor is not None
     os.kill(supervisor, signal.SIGKILL)
     _wait_for(lambda: pid_gone(supervisor))
-    died = backend.details(record.name)
-    assert died.record.state is JobState.FAILED
-    assert (died.record.error_message or "").startswith(SUPERVISOR_DIED)
-    before = {t.trial_id: t for t in died.record.trials if t.state == "SUCCEEDED"}
-    assert sorted(before) == ["1", "2"]
-    # The dead supervisor's trial processes were stopped with it.
-    assert all(pid_gone(r.pid) for r in died.replicas if r.pid is not None)
 
-    # The job is taken up where it stopped (the provider does so when `up` runs again).
+    # The job is taken up where it stopped, the next time anyone looks at it.
     for hold in holds:
         hold.unlink()
-    resumed = backend.resume_interrupted(record.name)
-    assert resumed is not None and resumed.name == record.name
-    assert resumed.state is not JobState.FAILED
-    final = backend.wait(record.name, timeout=120)
+    resumed = backend.get(record.name)
+    assert resumed.state is JobState.QUEUED
+    assert resumed.supervisor_pid not in (None, supervisor)
+    # The dead supervisor's trial processes were stopped with it.
+    assert all(pid_gone(r.pid) for r in details.replicas if r.pid is not None)
+    final = ended(backend, record.name, timeout=120)
     assert final.state is JobState.SUCCEEDED, final.error_message
     trials = final.trials
-    assert [t.trial_id for t in trials] == [str(i) for i in range(1, TRIALS + 1)]
-    assert all(t.state == "SUCCEEDED" and HYPERTUNE_METRIC_TAG in t.final_metrics for t in trials)
+    assert [t["id"] for t in trials] == [str(i) for i in range(1, TRIALS + 1)]
+    metrics = [t["finalMeasurement"]["metrics"] for t in trials]
+    assert all(t["state"] == "SUCCEEDED" for t in trials)
+    assert all([m["metricId"] for m in found] == [HYPERTUNE_METRIC_TAG] for found in metrics)
     # What had finished kept its parameters and result: it was not run again.
     for trial_id, trial in before.items():
         assert trials[int(trial_id) - 1] == trial
     # Interrupted trials ran again with their parameters; their first attempt is kept.
-    by_id = {t.trial_id: t for t in trials}
-    rerun = [t for t in running if t.trial_id not in before]
+    by_id = {t["id"]: t for t in trials}
+    rerun = [t for t in running if t["id"] not in before]
     assert rerun
+    job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
     for trial in rerun:
-        assert by_id[trial.trial_id].parameters == trial.parameters
-        attempt = backend.jobs_dir / record.job_id / "trials" / f"{trial.trial_id}.interrupted"
-        assert attempt.is_dir()
+        assert by_id[trial["id"]]["parameters"] == trial["parameters"]
+        assert (job_dir / "trials" / f"{trial['id']}.interrupted").is_dir()
 
     # The study loads from its journal, as optuna-dashboard opens it: every trial id
     # completed once; the interrupted attempts are there as FAIL.
-    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
+    journal = job_dir / STUDY_JOURNAL
     loaded = optuna.load_study(study_name="resumable-study", storage=journal_storage(journal))
     complete = [t for t in loaded.trials if t.state is optuna.trial.TrialState.COMPLETE]
     assert sorted(t.user_attrs[VERTEX_TRIAL_ID] for t in complete) == sorted(by_id)
-    assert {t.value for t in complete} == {t.final_metrics[HYPERTUNE_METRIC_TAG] for t in trials}
+    assert {t.value for t in complete} == {found[0]["value"] for found in metrics}
     failed = [t for t in loaded.trials if t.state is optuna.trial.TrialState.FAIL]
     assert len(failed) == len(loaded.trials) - TRIALS >= len(rerun)
     assert not [t for t in loaded.trials if t.state is optuna.trial.TrialState.RUNNING]
@@ -137,37 +137,32 @@ def test_a_journal_lock_the_dead_supervisor_held_is_released_before_the_study_re
     )
     record = backend.submit(TUNING, body)
     _wait_for(lambda: _settled(backend, record.name, ["SUCCEEDED", "ACTIVE"]))
-    journal = backend.jobs_dir / record.job_id / STUDY_JOURNAL
+    job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
+    journal = job_dir / STUDY_JOURNAL
     lock_file = journal.with_name(journal.name + ".lock")
-    supervisor = backend.details(record.name).supervisor_pid
+    supervisor = backend.get(record.name).supervisor_pid
     assert supervisor is not None
 
     # A live supervisor's lock is never broken (nothing is written while trial 2 holds).
     lock = JournalFileSymlinkLock(str(journal))
     assert lock.acquire()
-    assert backend.details(record.name).record.state is JobState.RUNNING
+    assert backend.get(record.name).state is JobState.RUNNING
     assert lock_file.is_symlink()
 
-    # The supervisor dies holding it.
+    # The supervisor dies holding it; the job is taken over.
     os.kill(supervisor, signal.SIGKILL)
     _wait_for(lambda: pid_gone(supervisor))
-    died = backend.details(record.name)
-    assert (died.record.error_message or "").startswith(SUPERVISOR_DIED)
-    assert not lock_file.is_symlink(), "the dead supervisor's journal lock is left"
-
     for hold in holds:
         hold.unlink()
-    assert backend.resume_interrupted(record.name) is not None
-    final = backend.wait(record.name, timeout=120)
+    assert backend.get(record.name).supervisor_pid != supervisor
+    final = ended(backend, record.name, timeout=120)
     assert final.state is JobState.SUCCEEDED, final.error_message
-    assert [t.state for t in final.trials] == ["SUCCEEDED", "SUCCEEDED"]
+    assert [t["state"] for t in final.trials] == ["SUCCEEDED", "SUCCEEDED"]
     # The resumed supervisor never waited on the lock (Optuna warns when it does).
-    assert "lock file" not in (backend.jobs_dir / record.job_id / SUPERVISOR_LOG).read_text()
+    assert "lock file" not in (job_dir / SUPERVISOR_LOG).read_text()
 
 
-def test_only_a_job_whose_supervisor_died_resumes(
-    backend: JobRunner, standin_pool: PoolFactory
-) -> None:
+def test_a_job_that_ended_is_left_as_it_is(backend: JobRunner, standin_pool: PoolFactory) -> None:
     body = tuning_job(
         job_spec(standin_pool(["--steps=1"]), output="gs://bucket/hp"),
         study(double("x", 0.01, 1.0)),
@@ -175,11 +170,12 @@ def test_only_a_job_whose_supervisor_died_resumes(
         parallel=1,
     )
     record = backend.submit(TUNING, body)
-    assert backend.wait(record.name, timeout=60).state is JobState.SUCCEEDED
-    assert backend.resume_interrupted(record.name) is None
-    assert backend.get(record.name).state is JobState.SUCCEEDED  # left as it was
+    done = ended(backend, record.name, timeout=60)
+    assert done.state is JobState.SUCCEEDED
+    _wait_for(lambda: pid_gone(done.supervisor_pid))
+    assert backend.get(record.name) == done  # its supervisor is gone, as it should be
     # A finished study's journal holds its one trial.
-    journal = Path(backend.jobs_dir / record.job_id / STUDY_JOURNAL)
+    journal = Path(backend.jobs_dir / record.name.rsplit("/", 1)[-1] / STUDY_JOURNAL)
     import optuna
 
     [trial] = optuna.load_study(study_name=None, storage=journal_storage(journal)).trials
@@ -217,12 +213,12 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     # The runner under the local Vertex, in its names.
     backend = JobRunner(str(backend.root), parent=PARENT)
     _wait_for(lambda: _settled(backend, first.id, ["SUCCEEDED", "ACTIVE", "ACTIVE"]))
-    supervisor = backend.details(first.id).supervisor_pid
+    supervisor = backend.get(first.id).supervisor_pid
     assert supervisor is not None
     os.kill(supervisor, signal.SIGKILL)
     _wait_for(lambda: pid_gone(supervisor))
-    done_before = [t for t in backend.details(first.id).record.trials if t.state == "SUCCEEDED"]
-    assert [t.trial_id for t in done_before] == ["1"]
+    done_before = [t for t in backend.get(first.id).trials if t["state"] == "SUCCEEDED"]
+    assert [t["id"] for t in done_before] == ["1"]
     for hold in holds:
         hold.unlink()
 
@@ -234,4 +230,5 @@ def test_an_interrupted_up_resumes_the_study_through_the_provider(
     assert [t["trial_id"] for t in trials] == ["1", "2", "3", "4"]
     finished = {t["trial_id"]: t for t in trials}
     for trial in done_before:
-        assert finished[trial.trial_id]["parameters"] == trial.parameters
+        parameters = {p["parameterId"]: p["value"] for p in trial["parameters"]}
+        assert finished[trial["id"]]["parameters"] == parameters

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from tests.bodies import categorical, discrete, double, integer, job_spec, study, tuning_job
-from tests.local.conftest import PoolFactory
+from tests.fakes.faults import ended
+from tests.local.conftest import PoolFactory, read_back
 from trainer.metric import HYPERTUNE_METRIC_TAG
 from vertex_training.jobs.records import JobKind, JobRecord, JobState, TrialRecord, best_trial
 from vertex_training.local.runners.jobs import JobRunner
@@ -62,9 +63,10 @@ def _tuning(
 
 
 def _run(backend: JobRunner, spec: dict[str, Any]) -> JobRecord:
+    """The study run to its end, as a client reads it."""
     record = backend.submit(TUNING, spec)
     assert record.name.startswith("projects/local/locations/local/hyperparameterTuningJobs/")
-    return backend.wait(record.name, timeout=150)
+    return read_back(backend, ended(backend, record.name, timeout=150))
 
 
 RunStudy = Callable[..., JobRecord]
@@ -96,7 +98,7 @@ def test_six_trials_two_parallel_complete_and_report_the_best(
     best = max(record.trials, key=lambda t: _metric(t) or -1)
     assert record.best_trial == best
     base = backend.root / "gcs" / "bucket" / "hp"
-    assert record.model_dir == f"{base}/{best.trial_id}/model"
+    assert record.model_dir == f"gs://bucket/hp/{best.trial_id}/model"
     # Each trial ran with its own id, directories and metrics file.
     envs = {p.name: json.loads(p.read_text()) for p in dump.glob("*.json")}
     assert len(envs) == 6
@@ -127,7 +129,7 @@ def test_parallel_trial_count_is_respected(
         for span in spans
     ]
     assert max(running_at_starts) == 2  # two at a time, never three
-    details = backend.details(record.name)
+    details = backend.get(record.name)
     assert details.replicas == []  # nothing left running
 
 
@@ -272,15 +274,6 @@ def test_median_stopping_stops_trials_worse_than_the_median(run_study: RunStudy)
 
 
 @pytest.mark.slow
-def test_find_tuning_job_by_labels(backend: JobRunner, standin_pool: PoolFactory) -> None:
-    spec = _tuning(standin_pool, args=("--steps=1",), trials=1, parallel=1, labels={"job": "hp"})
-    record = backend.submit(TUNING, spec)
-    assert backend.find(JobKind.HYPERPARAMETER_TUNING_JOB, {"job": "hp"}).name == record.name  # type: ignore[union-attr]
-    assert backend.find(JobKind.CUSTOM_JOB, {"job": "hp"}) is None
-    backend.wait(record.name, timeout=60)
-
-
-@pytest.mark.slow
 def test_cancel_stops_running_trials_and_leaves_no_process(
     backend: JobRunner, standin_pool: PoolFactory, tmp_path: Path
 ) -> None:
@@ -296,14 +289,14 @@ def test_cancel_stops_running_trials_and_leaves_no_process(
     deadline = time.monotonic() + 30
     while len(list(pids_dir.glob("*.pids"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    replica_pids = [r.pid for r in backend.details(record.name).replicas if r.pid]
+    replica_pids = [r.pid for r in backend.get(record.name).replicas if r.pid]
     # Each trial's replica and the child it spawned.
     child_pids = [int(p) for f in pids_dir.glob("*.pids") for p in f.read_text().split()]
     assert len(child_pids) == 4
     backend.cancel(record.name)
-    final = backend.wait(record.name, timeout=30)
+    final = ended(backend, record.name)
     assert final.state is JobState.CANCELLED
-    assert [t.state for t in final.trials] == ["STOPPING", "STOPPING"]
+    assert [t["state"] for t in final.trials] == ["STOPPING", "STOPPING"]
     assert len(replica_pids) == 2
     deadline = time.monotonic() + 10
     everything = [*replica_pids, *child_pids]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.bodies import custom_job, pool, study, tuning_job
+from tests.fakes.faults import ended
 from tests.local.conftest import pid_gone
 from vertex_training._dynamic import BackendKind, BackendSettings
 from vertex_training.capacity.local import WarmPoolProvider, slot_count
@@ -151,7 +152,7 @@ def _probe_pool(tmp: Path, replicas: int = 1, env: dict[str, str] | None = None)
 def _run(root: Path, tmp: Path, kind: JobKind, body: dict[str, Any]) -> Any:
     """The job's record when it ended, its replicas' probes by name, its supervisor log."""
     backend = JobRunner(str(root))
-    record = backend.wait(backend.submit(kind, body).name, timeout=300)
+    record = ended(backend, backend.submit(kind, body).name, timeout=300)
     job_dir = backend.jobs_dir / record.name.rsplit("/", 1)[-1]
     probes = {p.stem: json.loads(p.read_text()) for p in sorted((tmp / "out").glob("*.json"))}
     return record, probes, (job_dir / "supervisor.log").read_text()

@@ -1,7 +1,7 @@
-"""What a backend reports of a submitted job: the same shape from Vertex and from local.
+"""What the job backend reports of a submitted job.
 
-No Pulumi, no protos and no network here: the records are built by the backends from the
-service's own messages (Vertex) or from the local store, and read by the resources.
+No Pulumi, no protos and no network here: the backend builds the records from the
+service's own messages, and the resources read them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,12 @@ class JobKind(enum.StrEnum):
 
     CUSTOM_JOB = "customJobs"
     HYPERPARAMETER_TUNING_JOB = "hyperparameterTuningJobs"
+
+    @property
+    def noun(self) -> str:
+        """The kind as the protos and their clients spell it: ``custom_job``
+        (``get_custom_job``, ``custom_job=``), ``hyperparameter_tuning_job``."""
+        return "".join(f"_{c.lower()}" if c.isupper() else c for c in self.value[:-1])
 
 
 class JobState(enum.StrEnum):
@@ -87,10 +93,7 @@ class TrialRecord:
 
 def best_trial(trials: Sequence[TrialRecord], metric_id: str, maximize: bool) -> TrialRecord | None:
     """The SUCCEEDED trial with the best final value of the study's first metric
-    (``metric_id``) for its goal; the earlier trial wins a tie.
-
-    One rule for both backends, so a study reports the same best trial on Vertex and here.
-    """
+    (``metric_id``) for its goal; the earlier trial wins a tie."""
     scored = [
         t for t in trials if t.state == "SUCCEEDED" and t.final_metrics.get(metric_id) is not None
     ]
@@ -110,8 +113,7 @@ class JobRecord:
     """What a backend knows of one submitted job."""
 
     name: str
-    """Full resource name, ``projects/P/locations/L/customJobs/ID`` (local backend:
-    the same shape with project ``local``)."""
+    """Full resource name, ``projects/P/locations/L/customJobs/ID``."""
     kind: JobKind
     display_name: str
     state: JobState
@@ -133,25 +135,13 @@ class JobRecord:
         return self.name.rsplit("/", 1)[-1]
 
 
-def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
-    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
+def model_dir(base: str, trial_id: str | None) -> str | None:
+    """AIP_MODEL_DIR as Vertex reports a job's model, ``<base>/model`` (a trial's:
+    ``<base>/<trial id>/model``); None without a base output directory."""
     if not base:
-        return {}
+        return None
     root = base.rstrip("/")
-    if trial_id is not None:
-        root = f"{root}/{trial_id}"
-    return {
-        "AIP_MODEL_DIR": f"{root}/model/",
-        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
-        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
-    }
-
-
-def model_dir(base: str | None, trial_id: str | None) -> str | None:
-    """AIP_MODEL_DIR as Vertex reports a job's model (no trailing slash); None without a
-    base output directory."""
-    found = output_dirs(base, trial_id).get("AIP_MODEL_DIR")
-    return found.rstrip("/") if found else None
+    return f"{root}/{trial_id}/model" if trial_id else f"{root}/model"
 
 
 def job_state(name: str) -> JobState:
@@ -171,5 +161,4 @@ __all__ = [
     "best_trial",
     "job_state",
     "model_dir",
-    "output_dirs",
 ]

@@ -44,13 +44,14 @@ from vertex_training.jobs.api import (
     positive_seconds,
     resolve,
 )
-from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError
+from vertex_training.jobs.backends.base import JobNotFoundError
 from vertex_training.jobs.caller_paths import caller_path
 from vertex_training.jobs.placeholders import drop_unknown, masked, typed, with_placeholders
 from vertex_training.jobs.records import JobKind, JobRecord, JobState
 from vertex_training.jobs.refusals import refusal
 
 if TYPE_CHECKING:
+    from vertex_training.jobs.backends.vertex import VertexBackend
     from vertex_training.jobs.records import TrialResult
 else:
     # The engine found it: Pulumi reads output annotations at run time to build each
@@ -212,7 +213,7 @@ class JobProvider(Provider):
         outs = {**self.inputs(props), **self.outputs(record, props)}
         return pulumi.dynamic.CreateResult(id_=record.name, outs=outs)
 
-    def fetch(self, backend: JobBackend, id_: str) -> JobRecord:
+    def fetch(self, backend: VertexBackend, id_: str) -> JobRecord:
         return backend.get(id_)
 
     def update(

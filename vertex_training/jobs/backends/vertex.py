@@ -10,7 +10,7 @@ import dataclasses
 import functools
 import logging
 import os
-import re
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,7 +24,11 @@ from google.cloud.aiplatform_v1 import JobServiceClient
 from google.protobuf import timestamp_pb2
 
 from vertex_training._dynamic import BackendSettings
-from vertex_training.jobs.backends.base import JobBackend, JobNotFoundError, JobRefusedError, newest
+from vertex_training.jobs.backends.base import (
+    JobNotFoundError,
+    JobRefusedError,
+    JobWaitTimeoutError,
+)
 from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
 from vertex_training.jobs.records import (
     JobKind,
@@ -36,6 +40,11 @@ from vertex_training.jobs.records import (
 )
 
 _log = logging.getLogger(__name__)
+_progress = logging.getLogger("vertex_training.jobs.progress")
+"""A waiting job's state changes. The engine shows a dynamic provider's stderr as it comes
+(a dynamic provider has no engine connection for structured logs, pulumi/pulumi#6065), so
+in the provider's process this logger writes its bare lines there: a waiting `pulumi up`
+says what its jobs are doing instead of sitting silent for minutes."""
 
 EMULATOR_HOST_ENV = "VERTEX_AI_EMULATOR_HOST"
 """``host:port`` of a JobService speaking plaintext gRPC (emulators, tests); like
@@ -48,10 +57,6 @@ TRANSIENT_ERRORS = (
 )
 
 T = TypeVar("T")
-
-_NOUN = {kind: re.sub("([A-Z])", r"_\1", kind.value[:-1]).lower() for kind in JobKind}
-"""Each kind as the JobService client spells it (``customJobs``: ``get_custom_job``,
-``custom_job=``)."""
 
 
 def regional_endpoint(location: str) -> str:
@@ -97,9 +102,22 @@ class VertexService:
         return f"http://{local_address(self.settings)}" if self.settings.local_root else None
 
 
-class VertexBackend(VertexService, JobBackend):
-    """``JobBackend`` on Vertex AI for one project and region: Google's, or the local
-    Vertex of the settings' local root."""
+def progress_line(record: JobRecord) -> str:
+    """One line of a job's progress: its state and, for a study, its trials so far."""
+    line = f"{record.display_name or record.job_id} ({record.name}): {record.state.value}"
+    if record.trials:
+        ended = sum(t.state in ("SUCCEEDED", "INFEASIBLE") for t in record.trials)
+        line += f"; trials: {len(record.trials)} started, {ended} ended"
+    best = record.best_trial
+    if best is not None and best.final_metrics:
+        metric, value = next(iter(best.final_metrics.items()))
+        line += f"; best so far: trial {best.trial_id}, {metric} {value:.4g}"
+    return line
+
+
+class VertexBackend(VertexService):
+    """The jobs' backend: Vertex AI's JobService for one project and region, Google's or
+    the local Vertex of the settings' local root."""
 
     @functools.cached_property
     def client(self) -> JobServiceClient:
@@ -114,16 +132,16 @@ class VertexBackend(VertexService, JobBackend):
 
     def _rpc(self, template: str, kind: JobKind) -> Callable[..., Any]:
         """The client's method for ``kind``: ``get_{}`` -> ``get_custom_job`` ..."""
-        rpc: Callable[..., Any] = getattr(self.client, template.format(_NOUN[kind]))
+        rpc: Callable[..., Any] = getattr(self.client, template.format(kind.noun))
         return rpc
 
     def _on(self, verb: str, name: str) -> Any:
         """The client's ``verb`` (get, cancel, delete) of the job ``name``, retried."""
         return self._rpc(f"{verb}_{{}}", _kind_of(name))(name=name, retry=self.retry)
 
-    # The protocol -----------------------------------------------------------------
-
     def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
+        """Create the job from its Vertex REST body, sent as it is (not retried: callers
+        ``find`` first). Returns at once."""
         try:
             message = parse_body(kind, body)
         except BodyParseError as error:
@@ -131,25 +149,29 @@ class VertexBackend(VertexService, JobBackend):
         # retry=None: a create whose answer was lost may still have made a job; the
         # caller looks for it by label (find) instead of submitting twice.
         created: JobMessage = self._rpc("create_{}", kind)(
-            parent=self.parent, **{_NOUN[kind]: message}, retry=None
+            parent=self.parent, **{kind.noun: message}, retry=None
         )
         record = self._record(created)
         _log.info("submitted %s (%s)", record.name, record.display_name)
         return record
 
     def get(self, name: str) -> JobRecord:
+        """Current record; raises ``JobNotFoundError`` when the job is gone."""
         try:
             return self._record(self._on("get", name))
         except api_exceptions.NotFound as error:
             raise JobNotFoundError(f"{name} not found: {error.message}") from error
 
     def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
+        """The newest job of ``kind`` carrying all ``labels`` (adoption after a crash)."""
         request = {"parent": self.parent, "filter": label_filter(labels)}
         jobs = self._rpc("list_{}s", kind)(request=request, retry=self.retry)
         # The filter is the server's job; checking again keeps a lax server honest.
-        return newest(map(self._record, jobs), labels)
+        found = [r for r in map(self._record, jobs) if labels.items() <= set(r.labels)]
+        return max(found, key=lambda r: (r.create_time or "", r.name), default=None)
 
     def cancel(self, name: str) -> None:
+        """Ask the job to stop; a job already terminal or gone is fine."""
         try:
             self._on("cancel", name)
         except api_exceptions.NotFound:
@@ -159,12 +181,46 @@ class VertexBackend(VertexService, JobBackend):
             _log.info("cancel: %s not cancellable (%s)", name, error.message)
 
     def delete(self, name: str) -> None:
+        """Remove the job; a job already gone is fine. Callers cancel and wait first."""
         try:
             operation = self._on("delete", name)
         except api_exceptions.NotFound:
             _log.info("delete: %s is already gone", name)
             return
         operation.result(timeout=300)
+
+    def wait(
+        self,
+        name: str,
+        timeout: float,
+        poll_seconds: float = 0.1,
+        *,
+        hint: str = "",
+        report: bool = False,
+    ) -> JobRecord:
+        """Poll ``get`` every ``poll_seconds`` until the job ends; the last record. Raises
+        ``JobWaitTimeoutError`` (ending with ``hint``) when ``timeout`` s pass first. With
+        ``report``, ``_progress`` gets the job's :func:`progress_line` whenever it changes."""
+        if report and not _progress.handlers:  # once per provider process
+            _progress.addHandler(logging.StreamHandler())  # stderr, the bare message
+            _progress.setLevel(logging.INFO)
+            _progress.propagate = False
+        deadline = time.monotonic() + timeout
+        last_line = ""
+        while True:
+            record = self.get(name)
+            line = progress_line(record)
+            if report and line != last_line:
+                _progress.info(line)
+                last_line = line
+            if record.state.is_terminal:
+                return record
+            if time.monotonic() >= deadline:
+                where = f" {record.console_url}" if record.console_url else ""
+                raise JobWaitTimeoutError(
+                    f"{name} is still {record.state.value} after {timeout:.0f} s; {hint}{where}"
+                )
+            time.sleep(poll_seconds)
 
 
 def console_url(name: str) -> str | None:
@@ -173,7 +229,7 @@ def console_url(name: str) -> str | None:
     if len(parts) != 6:
         return None
     _, project, _, location, collection, job_id = parts
-    page = _NOUN[JobKind(collection)].replace("_", "-") + "s"
+    page = JobKind(collection).noun.replace("_", "-") + "s"
     return (
         f"https://console.cloud.google.com/vertex-ai/training/{page}/{job_id}"
         f"?project={project}&region={location}"
@@ -213,7 +269,7 @@ def trial_record(trial: v1.Trial) -> TrialRecord:
 
 
 def record_from_proto(message: JobMessage) -> JobRecord:
-    """What the backend protocol reports of a job, from the service's own message. Vertex
+    """What the backend reports of a job, from the service's own message. Vertex
     sets AIP_MODEL_DIR to <base>/model, and to <base>/<trial id>/model in trials: a tuning
     job's model is the best trial's."""
     trials: tuple[TrialRecord, ...] = ()
@@ -288,6 +344,7 @@ __all__ = [
     "console_url",
     "label_filter",
     "local_address",
+    "progress_line",
     "record_from_proto",
     "regional_endpoint",
     "service_client",

@@ -4,7 +4,6 @@ CustomJob (or one tuning trial) as the set of its replicas' processes, driven by
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import signal
@@ -18,7 +17,6 @@ from google.cloud.aiplatform_v1 import CustomJobSpec
 
 from vertex_training._processes import proc_stat, process_start_time
 from vertex_training._project import project_root
-from vertex_training.jobs.records import output_dirs
 from vertex_training.local.runners.environment import (
     CHIEF,
     WORKER,
@@ -27,6 +25,7 @@ from vertex_training.local.runners.environment import (
     cluster_job,
     inherited_environment,
     local_bucket_paths,
+    output_dirs,
     plan_replicas,
     replica_command,
     replica_environment,
@@ -127,11 +126,6 @@ class ClusterRun:
     """None while the cluster runs."""
     error_message: str | None = None
 
-    @functools.cached_property
-    def job_name(self) -> str:
-        """``projects/P/locations/L/<kind>/<id>``: what CLOUD_ML_* tell a replica."""
-        return self.job.read().record.name
-
     def start(self) -> None:
         """Start every replica with its command and environment (``environment``)."""
         gcs = self.job.root / "gcs"
@@ -145,6 +139,7 @@ class ClusterRun:
         for directory in (self.run_dir / "logs", self.run_dir / "hypertune", *aip_dirs):
             directory.mkdir(parents=True, exist_ok=True)
         inherited = inherited_environment(os.environ)
+        job_name = self.job.read().name  # what CLOUD_ML_* tell a replica
         self.started_at = time.monotonic()
         slots = plan_replicas(self.spec)
         for slot in slots:
@@ -156,7 +151,7 @@ class ClusterRun:
                 me=slot,
                 pool=pool,
                 job=job,
-                job_name=self.job_name,
+                job_name=job_name,
                 base_output_dir=self.output_dir,
                 trial_id=self.trial_id,
                 metric_file=str(
@@ -192,7 +187,6 @@ class ClusterRun:
                     state=ReplicaState.RUNNING,
                     pid=process.pid,
                     log=str(log),
-                    trial_id=self.trial_id,
                     start=start,
                 )
             )

@@ -44,7 +44,6 @@ from google.protobuf import json_format
 
 from vertex_training._project import project_root
 from vertex_training.jobs.backends.base import JobRefusedError
-from vertex_training.jobs.records import output_dirs
 
 _log = logging.getLogger(__name__)
 
@@ -161,6 +160,20 @@ def local_bucket_paths(value: str, gcs_root: Path | str) -> str:
     ``value`` or after ``=``, ``,`` or a space, as ``<gcs_root>/b/p``."""
     root = str(gcs_root).rstrip("/")
     return _BUCKET_PATH.sub(lambda m: f"{m.group(1)}{root}/", value)
+
+
+def output_dirs(base: str | None, trial_id: str | None) -> dict[str, str]:
+    """The AIP_* directories of a job (or trial) with base output directory ``base``."""
+    if not base:
+        return {}
+    root = base.rstrip("/")
+    if trial_id is not None:
+        root = f"{root}/{trial_id}"
+    return {
+        "AIP_MODEL_DIR": f"{root}/model/",
+        "AIP_CHECKPOINT_DIR": f"{root}/checkpoints/",
+        "AIP_TENSORBOARD_LOG_DIR": f"{root}/logs/",
+    }
 
 
 def replica_environment(

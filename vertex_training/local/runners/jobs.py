@@ -1,31 +1,23 @@
-"""``JobRunner``: the ``JobBackend`` protocol on this machine, one supervisor per job."""
+"""``JobRunner``: the local Vertex's jobs on this machine, one supervisor per job."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shutil
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from google.cloud.aiplatform_v1 import CustomJob, CustomJobSpec
+from google.cloud.aiplatform_v1 import CustomJob
 
 from vertex_training._processes import process_alive
-from vertex_training.jobs.backends.base import (
-    JobBackend,
-    JobNotFoundError,
-    JobRefusedError,
-    JobWaitTimeoutError,
-    newest,
-)
+from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.local_support import check_local_support
-from vertex_training.jobs.protos import BodyParseError, JobMessage, parse_body
-from vertex_training.jobs.records import JobKind, JobRecord, JobState
+from vertex_training.jobs.protos import BodyParseError, parse_body
+from vertex_training.jobs.records import JobKind, JobState
 from vertex_training.local.runners.cluster import start_process, stop_process_groups
 from vertex_training.local.runners.environment import (
     DECODED_CACHE,
@@ -36,26 +28,24 @@ from vertex_training.local.runners.environment import (
 from vertex_training.local.runners.store import (
     CANCELLED_MESSAGE,
     LOCAL_PARENT,
+    STATE_FILE,
     SUPERVISOR_LOG,
     JobDir,
     LocalJobState,
     ReplicaState,
-    job_name,
     new_job_id,
     now_rfc3339,
-    parse_job_name,
 )
 from vertex_training.local.runners.warm import pool_dir, pool_exists
 
 _log = logging.getLogger(__name__)
 
 SUPERVISOR_MODULE = "vertex_training.local.runners.supervisor"
-SUPERVISOR_DIED = "the local supervisor died"
-"""How the error message of a job whose supervisor died starts: such a job can resume."""
 
 
-class JobRunner(JobBackend):
-    """Runs Vertex job specs as local processes, keeping state under ``root``.
+class JobRunner:
+    """Runs the local Vertex's jobs as local processes, one supervisor per job, keeping
+    state under ``root``.
 
     Layout: ``<root>/jobs/<id>/`` (state.json, body.json, supervisor.log,
     ``logs/<pool>-<i>.log``, ``trials/<trial id>/...``) and ``<root>/gcs/<bucket>/...``
@@ -68,32 +58,31 @@ class JobRunner(JobBackend):
         self.parent = parent
         """``projects/P/locations/L``: the project and region of its jobs' names."""
         self.jobs_dir = self.root / "jobs"
-        self.gcs_dir = self.root / "gcs"
-        """The local stand-in for Cloud Storage, one directory per bucket."""
         self.seed = seed
         """Seed of the study samplers, so a local study is reproducible (None: random)."""
 
     def _job_dir(self, name: str) -> JobDir:
-        kind, job_id = parse_job_name(name, self.parent)
-        job = JobDir(self.jobs_dir / job_id)
-        if not job.exists():
-            raise JobNotFoundError(f"local job {name} does not exist (under {self.jobs_dir})")
-        if job.read().record.kind is not kind:
-            raise JobNotFoundError(f"local job {job_id} is not a {kind.value} job")
+        job = JobDir(self.jobs_dir / name.rsplit("/", 1)[-1])
+        if not job.exists() or job.read().name != name:
+            raise JobNotFoundError(f"no local job {name} (under {self.jobs_dir})")
         return job
 
-    def _existing(self, name: str) -> JobDir | None:
-        """The job's directory; None when it is gone (cancel and delete: that is fine)."""
+    def submit(self, kind: JobKind, body: Mapping[str, Any]) -> LocalJobState:
+        """Start the job of ``body`` (its Vertex REST body) and return at once. Refused
+        (``JobRefusedError``) before any process starts when the body is no valid message
+        of its kind, needs what only Vertex has, or cannot start here (an image that is
+        neither ours nor given a command, a persistent resource with no pool here)."""
         try:
-            return self._job_dir(name)
-        except JobNotFoundError:
-            return None
-
-    # -- protocol --------------------------------------------------------------------
-
-    def submit(self, kind: JobKind, body: Mapping[str, Any]) -> JobRecord:
-        job_message = check_runnable(kind, body)
-        resource_id = _job_spec(job_message).persistent_resource_id
+            message = parse_body(kind, body)
+        except BodyParseError as error:
+            raise JobRefusedError(str(error)) from error
+        check_local_support(message)
+        # What runs: a CustomJob's jobSpec, a tuning job's trialJobSpec (each trial).
+        spec = message.job_spec if isinstance(message, CustomJob) else message.trial_job_spec
+        for pool in spec.worker_pool_specs:
+            if pool.replica_count > 0:
+                replica_command(pool, ())
+        resource_id = spec.persistent_resource_id
         if resource_id and not pool_exists(self.root, resource_id):
             raise JobRefusedError(
                 f"jobSpec.persistentResourceId: no persistent resource {resource_id!r} on this "
@@ -111,30 +100,27 @@ class JobRunner(JobBackend):
                 job_id = str(int(job_id) + 1)
         job = JobDir(self.jobs_dir / job_id)
         job.write_body(dict(body))
-        base = _job_spec(job_message).base_output_directory.output_uri_prefix
-        record = JobRecord(
-            name=job_name(self.parent, kind, job_id),
-            kind=kind,
-            display_name=job_message.display_name,
+        base = spec.base_output_directory.output_uri_prefix
+        state = LocalJobState(
+            name=f"{self.parent}/{kind.value}/{job_id}",
             state=JobState.QUEUED,
-            labels=tuple(sorted(job_message.labels.items())),
             create_time=now_rfc3339(),
+            # No base output directory: no AIP_* directories, as on Vertex.
+            output_dir=self.local_path(base) if base else None,
+            seed=self.seed,
         )
-        # No base output directory: no AIP_* directories, as on Vertex.
-        output_dir = self.local_path(base) if base else None
-        state = LocalJobState(record=record, output_dir=output_dir, seed=self.seed)
         # Held until the pid is recorded, so the supervisor's first update (which takes
         # the same lock) never overwrites it.
         with job.locked():
             job.write(state)
             self._start_supervisor(job, state)
-        _log.info("submitted %s, supervisor pid %s", record.name, state.supervisor_pid)
-        return self.get(record.name)
+        _log.info("submitted %s, supervisor pid %s", state.name, state.supervisor_pid)
+        return self.get(state.name)
 
     def local_path(self, uri: str) -> str:
         """A ``gs://bucket/path`` URI (or its Cloud Storage FUSE path ``/gcs/bucket/path``)
         as a directory under ``<root>/gcs``; other paths resolved."""
-        local = local_bucket_paths(uri, self.gcs_dir)
+        local = local_bucket_paths(uri, self.root / "gcs")
         return local if local != uri else str(Path(uri).expanduser().resolve())
 
     def _start_supervisor(self, job: JobDir, state: LocalJobState) -> None:
@@ -150,67 +136,45 @@ class JobRunner(JobBackend):
         state.supervisor_pid = process.pid
         job.write(state)
 
-    def get(self, name: str) -> JobRecord:
-        return self.details(name).record
-
-    def details(self, name: str) -> LocalJobState:
-        """The record plus what only the local backend knows (replica processes)."""
+    def get(self, name: str) -> LocalJobState:
+        """The job as it is now; raises ``JobNotFoundError`` when there is none. One whose
+        supervisor died (killed, or the machine went down) goes on where it stopped
+        (``_take_over``): Vertex, too, runs its jobs to their end."""
         job = self._job_dir(name)
         state = job.read()
-        if not state.record.state.is_terminal and not _supervisor_alive(state):
-            state = self._reap_orphan(job)
+        if not state.state.is_terminal and not _supervisor_alive(state):
+            state = self._take_over(job)
         return state
 
     def job_body(self, name: str) -> dict[str, Any]:
         """The job's body as it was submitted."""
         return self._job_dir(name).read_body()
 
-    def find(self, kind: JobKind, labels: Mapping[str, str]) -> JobRecord | None:
-        found = newest([r for r in self.records() if r.kind is kind], labels)
-        return self.get(found.name) if found else None
-
-    def records(self) -> list[JobRecord]:
-        """Every readable job of this root."""
+    def records(self) -> list[LocalJobState]:
+        """Every readable job of this root (one being submitted has no state yet)."""
         records = []
-        for job in map(JobDir, self.jobs_dir.iterdir() if self.jobs_dir.is_dir() else ()):
-            if not job.exists():
-                continue  # being submitted, or not a job
+        for state_file in self.jobs_dir.glob(f"*/{STATE_FILE}"):
             try:
-                records.append(job.read().record)
+                records.append(JobDir(state_file.parent).read())
             except (OSError, ValueError) as exc:
-                _log.warning("skipping unreadable local job %s: %s", job.path, exc)
+                _log.warning("skipping unreadable local job %s: %s", state_file.parent, exc)
         return records
 
     def cancel(self, name: str) -> None:
-        if (job := self._existing(name)) is None:
-            return
+        """Ask the job to stop; a job that has ended stays as it is."""
+        job = self._job_dir(name)
         with job.update() as state:
-            if state.record.state.is_terminal:
+            if state.state.is_terminal:
                 return
-            state.record = replace(state.record, state=JobState.CANCELLING)
+            state.state = JobState.CANCELLING
             # The supervisor polls for this file between its polls of the replicas.
             job.cancel_file.touch()
         if not _supervisor_alive(state):
-            self._reap_orphan(job)
-
-    def relabel(self, name: str, *, labels: Mapping[str, str], display_name: str) -> bool:
-        job = self._job_dir(name)
-        with job.update() as state:
-            state.record = replace(
-                state.record, display_name=display_name, labels=tuple(sorted(labels.items()))
-            )
-            job.write_body({**job.read_body(), "labels": dict(labels), "displayName": display_name})
-        return True
+            self._take_over(job)
 
     def delete(self, name: str) -> None:
-        if (job := self._existing(name)) is None:
-            return
-        if not job.read().record.state.is_terminal:
-            # Callers cancel and wait first; this is the safety net for those who do not.
-            self.cancel(name)
-            with contextlib.suppress(JobWaitTimeoutError):
-                self.wait(name, timeout=60.0)
-        shutil.rmtree(job.path)
+        """Remove the job (the JobService deletes only a job that has ended)."""
+        shutil.rmtree(self._job_dir(name).path)
         # The decoded cache serves every job of this root (reruns, a study's trials): it
         # goes when the root's last job does, as at the end of the stack's ``destroy``.
         cache = self.root / DECODED_CACHE
@@ -220,32 +184,15 @@ class JobRunner(JobBackend):
             )
             shutil.rmtree(cache, ignore_errors=True)
 
-    def resume_interrupted(self, name: str) -> JobRecord | None:
-        """Start a new supervisor for a job whose supervisor died (killed, or the machine
-        went down): a tuning job resumes its study from its journal (finished trials
-        count, interrupted ones run again; see ``study``), a CustomJob starts its replicas
-        again (the trainer resumes from its checkpoints). None when the job ended (or
-        runs) otherwise."""
-        job = self._job_dir(name)
-        if not _died(self.details(name)):  # details settles a dead supervisor's job first
-            return None
-        with job.locked():
-            state = job.read()
-            if not _died(state):
-                return None  # resumed by another caller meanwhile
-            state.record = replace(
-                state.record, state=JobState.QUEUED, end_time=None, error_message=None
-            )
-            self._start_supervisor(job, state)
-        _log.info("resumed %s, supervisor pid %s", name, state.supervisor_pid)
-        return self.get(name)
-
-    def _reap_orphan(self, job: JobDir) -> LocalJobState:
-        """The supervisor is gone but the job is not terminal: stop what it left behind and
-        settle the state (CANCELLED if a cancel was asked, else FAILED)."""
+    def _take_over(self, job: JobDir) -> LocalJobState:
+        """The supervisor is gone but the job has not ended: stop what it left behind, then
+        end the job CANCELLED when a cancel was asked, else start a new supervisor: a
+        tuning job resumes its study from its journal (finished trials count, interrupted
+        ones run again; see ``study``), a CustomJob starts its replicas again (the trainer
+        resumes from its checkpoints)."""
         with job.update() as state:
-            if state.record.state.is_terminal:
-                return state
+            if state.state.is_terminal or _supervisor_alive(state):
+                return state  # settled, or taken over by another caller meanwhile
             # Only processes that are still the very ones the supervisor started: a pid
             # recycled since then belongs to someone else.
             stop_process_groups(
@@ -268,18 +215,13 @@ class JobRunner(JobBackend):
 
             if release_dead_writers_lock(job.path / STUDY_JOURNAL):
                 _log.info("released the journal lock the dead supervisor of %s held", job.path)
-            cancelling = state.record.state is JobState.CANCELLING or job.cancel_file.exists()
-            state.record = replace(
-                state.record,
-                state=JobState.CANCELLED if cancelling else JobState.FAILED,
-                end_time=now_rfc3339(),
-                error_message=(
-                    CANCELLED_MESSAGE
-                    if cancelling
-                    else f"{SUPERVISOR_DIED}; see {job.path / SUPERVISOR_LOG}; "
-                    "resume it with JobRunner.resume_interrupted or run it again"
-                ),
-            )
+            if state.state is JobState.CANCELLING or job.cancel_file.exists():
+                state.state, state.end_time = JobState.CANCELLED, now_rfc3339()
+                state.error_message = CANCELLED_MESSAGE
+            else:
+                state.state = JobState.QUEUED
+                self._start_supervisor(job, state)
+                _log.info("resumed %s, supervisor pid %s", state.name, state.supervisor_pid)
         return state
 
 
@@ -290,32 +232,4 @@ def _supervisor_alive(state: LocalJobState) -> bool:
     return process_alive(state.supervisor_pid, state.supervisor_start)
 
 
-def _died(state: LocalJobState) -> bool:
-    """The job ended because its supervisor died, not because it failed or was cancelled."""
-    return state.record.state is JobState.FAILED and (state.record.error_message or "").startswith(
-        SUPERVISOR_DIED
-    )
-
-
-def _job_spec(job: JobMessage) -> CustomJobSpec:
-    """What runs: a CustomJob's ``jobSpec``, a tuning job's ``trialJobSpec`` (each trial)."""
-    return job.job_spec if isinstance(job, CustomJob) else job.trial_job_spec
-
-
-def check_runnable(kind: JobKind, body: Mapping[str, Any]) -> JobMessage:
-    """The body's message; refused, before any process starts, when it is no valid message
-    of its kind, needs what only Vertex has, or cannot start here (an image that is
-    neither ours nor given a command). What Vertex itself would refuse is the provider's
-    ``check`` to say, once, before any backend sees the body."""
-    try:
-        job = parse_body(kind, body)
-    except BodyParseError as error:
-        raise JobRefusedError(str(error)) from error
-    check_local_support(job)
-    for pool in _job_spec(job).worker_pool_specs:
-        if pool.replica_count > 0:
-            replica_command(pool, ())
-    return job
-
-
-__all__ = ["SUPERVISOR_DIED", "JobRunner", "check_runnable"]
+__all__ = ["JobRunner"]

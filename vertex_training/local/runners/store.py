@@ -1,7 +1,7 @@
-"""The local backend's on-disk job store: one directory per job under ``<root>/jobs``.
+"""The local job runner's on-disk store: one directory per job under ``<root>/jobs``.
 
-Every process that touches a job (the backend in a Pulumi provider process, the detached
-supervisor, a later provider process that reads or cancels) meets only here, so the state
+Every process that touches a job (the local Vertex, the detached supervisor, a restarted
+local Vertex that reads or cancels) meets only here, so the state
 is plain JSON written atomically (write a temporary file, then rename) and every
 read-modify-write holds an ``flock`` on the job's lock file.
 """
@@ -23,40 +23,23 @@ from pydantic import TypeAdapter
 
 from vertex_training._processes import atomic_write_text, file_lock
 from vertex_training.jobs.backends.base import JobNotFoundError
-from vertex_training.jobs.records import JobKind, JobRecord
+from vertex_training.jobs.records import JobKind, JobState
 
 LOCAL_PARENT = "projects/local/locations/local"
 """The parent of a runner given none (the local Vertex gives its own project and region)."""
 SUPERVISOR_LOG = "supervisor.log"
+STATE_FILE = "state.json"
 CANCELLED_MESSAGE = "CANCELED: the job was cancelled"
-"""A cancelled job's error message, whoever settles it (its supervisor or the backend)."""
+"""A cancelled job's error message, whoever settles it (its supervisor or the runner)."""
 
 
 def rfc3339(moment: datetime) -> str:
-    """``moment`` in UTC as the records write times (a naive one is local time)."""
+    """``moment`` in UTC as the store writes times (a naive one is local time)."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def now_rfc3339() -> str:
     return rfc3339(datetime.now(UTC))
-
-
-def job_name(parent: str, kind: JobKind, job_id: str) -> str:
-    return f"{parent}/{kind.value}/{job_id}"
-
-
-def parse_job_name(name: str, parent: str) -> tuple[JobKind, str]:
-    """``<parent>/<kind>/<id>`` -> (kind, id)."""
-    prefix = f"{parent}/"
-    if not name.startswith(prefix):
-        raise JobNotFoundError(f"job name {name!r} is not a job here: names start with {prefix!r}")
-    rest = name[len(prefix) :].split("/")
-    kinds = [k.value for k in JobKind]
-    if len(rest) != 2 or rest[0] not in kinds or not rest[1].isdigit():
-        raise JobNotFoundError(
-            f"job name {name!r} is malformed: expected {prefix}{{{','.join(kinds)}}}/<numeric id>"
-        )
-    return JobKind(rest[0]), rest[1]
 
 
 class ReplicaState(enum.StrEnum):
@@ -77,16 +60,24 @@ class ReplicaStatus:
     pid: int
     exit_code: int | None = None
     log: str = ""
-    trial_id: str | None = None
     start: str | None = None
     """``/proc`` start time of ``pid``: only that very process is ever signalled later."""
 
 
 @dataclass
 class LocalJobState:
-    """The mutable part of a job, persisted as ``state.json``."""
+    """A job as the runner and its supervisor keep it, persisted as ``state.json``: what
+    the JobService adds to the body as created to answer with the job."""
 
-    record: JobRecord
+    name: str
+    state: JobState
+    create_time: str
+    """RFC 3339 timestamps."""
+    start_time: str | None = None
+    end_time: str | None = None
+    error_message: str | None = None
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    """A tuning job's trials as Vertex's ``Trial`` messages (JSON)."""
     supervisor_pid: int | None = None
     supervisor_start: str | None = None
     """``/proc`` start time of the supervisor, so a recycled pid is not mistaken for it."""
@@ -95,6 +86,10 @@ class LocalJobState:
     """The body's base output directory as a local path; None when it has none."""
     seed: int | None = None
     """The seed of a study's sampler (None: random)."""
+
+    @property
+    def kind(self) -> JobKind:
+        return JobKind(self.name.split("/")[-2])
 
 
 _STATE = TypeAdapter(LocalJobState)
@@ -106,13 +101,13 @@ class JobDir:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.state_file = path / "state.json"
+        self.state_file = path / STATE_FILE
         self.cancel_file = path / "cancel-requested"
         self.body_file = path / "body.json"
 
     @property
     def root(self) -> Path:
-        """The backend root this job belongs to (``<root>/jobs/<id>``)."""
+        """The runner's root this job belongs to (``<root>/jobs/<id>``)."""
         return self.path.parent.parent
 
     def exists(self) -> bool:

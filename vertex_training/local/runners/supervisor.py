@@ -1,7 +1,7 @@
 """The detached process that runs one local job: ``python -m ...supervisor <job dir>``.
 
 Started by ``JobRunner.submit`` in a new session, so it outlives the process that
-submitted it (a Pulumi provider process ends with its deployment). It alone writes the
+submitted it (the local Vertex may stop or restart while its jobs run). It alone writes the
 job's state while it runs, moving it through PENDING -> RUNNING -> SUCCEEDED / FAILED, and
 to CANCELLED when ``cancel`` asks (the cancel file) or it gets SIGTERM or SIGINT. Every
 replica runs in its own process group, which is what cancel, failure and success stop.
@@ -10,7 +10,7 @@ A tuning job's ``Tuner`` runs the study through Optuna's own ``optimize``:
 ``parallelTrialCount`` trials at a time (its threads), each trial one cluster of processes,
 until ``maxTrialCount`` (or the grid is exhausted, or ``maxFailedTrialCount`` trials
 failed). A trial reads its hypertune reports, stops early when the study asks for
-automated stopping, and keeps the job's trial table and best trial up to date.
+automated stopping, and keeps the job's trial table up to date.
 The study lives in a journal file in the job directory (``study.STUDY_JOURNAL``): it is the
 record of every trial, and the job's trial table is read from it; a supervisor started
 again for a job whose supervisor died resumes the study (``Tuner._resume``; docs/local.md).
@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -35,14 +34,13 @@ import optuna
 from google.cloud.aiplatform_v1 import CustomJob, HyperparameterTuningJob, Trial
 
 from vertex_training.jobs.protos import parse_body
-from vertex_training.jobs.records import JobState, TrialRecord, best_trial, model_dir
+from vertex_training.jobs.records import JobState
 from vertex_training.local.runners.cluster import POLL_SECONDS, ClusterRun, log_tail
 from vertex_training.local.runners.environment import GpuAllocator, detect_gpus
 from vertex_training.local.runners.store import CANCELLED_MESSAGE, JobDir, now_rfc3339, rfc3339
 from vertex_training.local.runners.study import (
     STUDY_JOURNAL,
     Algorithm,
-    Goal,
     Measurement,
     create_study,
     final_metric,
@@ -61,15 +59,17 @@ VERTEX_TRIAL_ID = "vertex_trial_id"
 _ACTIVE, _STOPPING, _SUCCEEDED, _INFEASIBLE = (
     _State(s).name for s in (_State.ACTIVE, _State.STOPPING, _State.SUCCEEDED, _State.INFEASIBLE)
 )
-"""The Vertex trial states a local trial passes through (``TrialRecord.state``)."""
+"""The Vertex trial states a local trial passes through."""
 _TrialState = optuna.trial.TrialState
 _STATES = {
     _TrialState.RUNNING: _ACTIVE,
     _TrialState.COMPLETE: _SUCCEEDED,
-    _TrialState.PRUNED: _SUCCEEDED,
+    _TrialState.PRUNED: _STOPPING,
 }
 """A trial's Vertex state by its Optuna state; a failed one is INFEASIBLE when it ran to
-its end, else STOPPING (cancelled, or the study ended under it)."""
+its end, else STOPPING (cancelled, or the study ended under it). Vizier ends an
+automatically stopped trial through STOPPING: an early-stopped trial keeps that state,
+so that clients can tell."""
 _PARAMETERS, _STOPPED_AT, _INFEASIBLE_REASON = "parameters", "stopped_at", "infeasible_reason"
 """Optuna user attributes: what the job's trial table shows beyond Optuna's own record."""
 
@@ -102,10 +102,10 @@ class Supervisor:
             raise JobCancelledError
 
     def save(self, **changes: Any) -> None:
-        """Save ``changes`` to the job's record and, unless they end the job (a terminal
+        """Save ``changes`` to the job's state and, unless they end the job (a terminal
         ``state``, saved with its end time), the replicas of what runs now and what
         ``report`` makes of its runs so far (each run saved itself last as it ended, so a
-        CustomJob's record keeps how its replicas ended)."""
+        CustomJob's state keeps how its replicas ended)."""
         state = changes.get("state")
         with self.lock, self.job.update() as current:
             if state is not None and state.is_terminal:
@@ -113,10 +113,10 @@ class Supervisor:
             else:
                 current.replicas = [r for run in self.runs.values() for r in run.replicas]
                 changes = {**self.report(), **changes}
-                if state is not None and current.record.state is JobState.CANCELLING:
+                if state is not None and current.state is JobState.CANCELLING:
                     self.cancel_requested = True  # a cancel came between our polls: keep it
                     return
-            current.record = replace(current.record, **changes)
+            vars(current).update(changes)
 
     def follow(self, run: ClusterRun, tick: Callable[[], None], **started: Any) -> bool:
         """Start ``run``, save the job (with ``started``: ``save``'s arguments), poll it
@@ -139,12 +139,12 @@ class Supervisor:
         finally:
             with self.lock:
                 run.terminate()
-                self.save()  # a CustomJob's record keeps how its replicas ended
+                self.save()  # a CustomJob's state keeps how its replicas ended
                 del self.runs[run.trial_id]
 
     def run(self) -> int:
         try:
-            job = parse_body(self.job.read().record.kind, self.job.read_body())
+            job = parse_body(self.job.read().kind, self.job.read_body())
             self.check_cancel()
             self.save(state=JobState.PENDING)
             if isinstance(job, HyperparameterTuningJob):
@@ -166,11 +166,7 @@ class Supervisor:
         """Run the job's replicas; why it failed, None when it succeeded."""
         run = ClusterRun(self.job, job.job_spec, self.job.path, self.output_dir, self.gpus)
         succeeded = self.follow(
-            run,
-            self.check_cancel,
-            state=JobState.RUNNING,
-            start_time=now_rfc3339(),
-            model_dir=model_dir(self.output_dir, None),
+            run, self.check_cancel, state=JobState.RUNNING, start_time=now_rfc3339()
         )
         return None if succeeded else run.error_message
 
@@ -191,10 +187,9 @@ class Tuner:
         self, supervisor: Supervisor, job: HyperparameterTuningJob, seed: int | None
     ) -> None:
         self.supervisor = supervisor
-        supervisor.report = self.report
+        supervisor.report = lambda: {"trials": self.records()}
         self.job = job
         self.metric = job.study_spec.metrics[0]
-        self.maximize = self.metric.goal == Goal.MAXIMIZE
         self.grid = job.study_spec.algorithm == Algorithm.GRID_SEARCH
         self.stops_early = stops_early(job.study_spec)
         self.study = create_study(
@@ -220,7 +215,7 @@ class Tuner:
             self._resume()
             self.supervisor.save(
                 state=JobState.RUNNING,
-                start_time=self.supervisor.job.read().record.start_time or now_rfc3339(),
+                start_time=self.supervisor.job.read().start_time or now_rfc3339(),
             )
             waiting = self.study.get_trials(deepcopy=False, states=(_TrialState.WAITING,))
             with contextlib.suppress(_HaltError):
@@ -238,7 +233,7 @@ class Tuner:
         self.supervisor.check_cancel()
         if self.failure is not None:
             return self.failure
-        if best_trial(self.records(), self.metric.metric_id, self.maximize) is None:
+        if not any(t["finalMeasurement"]["metrics"] for t in self.records()):
             return f"no trial succeeded with a metric; last failure: {self.last_failure}"
         return None
 
@@ -270,14 +265,9 @@ class Tuner:
                 trial_dir.rename(kept)
         ids = [t.user_attrs.get(VERTEX_TRIAL_ID) for t in self.study.get_trials(deepcopy=False)]
         self.started = max((int(i) for i in ids if i is not None), default=0)
-        trials = self.records()
-        self.failed = sum(t.state == _INFEASIBLE for t in trials)
-        if trials:
-            _log.info(
-                "resuming the study: %d trials finished, %d to run again",
-                sum(t.state in (_SUCCEEDED, _INFEASIBLE) for t in trials),
-                len(interrupted),
-            )
+        self.failed = sum(t["state"] == _INFEASIBLE for t in self.records())
+        if interrupted:
+            _log.info("resuming the study: %d trials run again", len(interrupted))
 
     def _objective(self, trial: optuna.Trial) -> float:
         try:
@@ -358,34 +348,29 @@ class Tuner:
                 raise _HaltError
         raise _TrialFailedError(reason)
 
-    def records(self) -> tuple[TrialRecord, ...]:
-        """The job's trial table, read from the study: each trial id's latest attempt."""
-        records: dict[str, TrialRecord] = {}
+    def records(self) -> list[dict[str, Any]]:
+        """The job's trials as Vertex's ``Trial`` messages (JSON), read from the study:
+        each trial id's latest attempt."""
+        trials: dict[str, dict[str, Any]] = {}
         for trial in self.study.get_trials(deepcopy=False):
             attrs = trial.user_attrs
             if _PARAMETERS not in attrs:
                 continue  # asked, not yet started
             value = trial.value if trial.state is _TrialState.COMPLETE else attrs.get(_STOPPED_AT)
-            records[attrs[VERTEX_TRIAL_ID]] = TrialRecord(
-                trial_id=attrs[VERTEX_TRIAL_ID],
-                state=_STATES.get(trial.state)
-                or (_INFEASIBLE if _INFEASIBLE_REASON in attrs else _STOPPING),
-                parameters=attrs[_PARAMETERS],
-                final_metrics={} if value is None else {self.metric.metric_id: value},
-                infeasible_reason=attrs.get(_INFEASIBLE_REASON),
-                early_stopped=trial.state is _TrialState.PRUNED,
-                start_time=rfc3339(trial.datetime_start) if trial.datetime_start else None,
-                end_time=rfc3339(trial.datetime_complete) if trial.datetime_complete else None,
-            )
-        return tuple(sorted(records.values(), key=lambda t: int(t.trial_id)))
-
-    def report(self) -> dict[str, Any]:
-        """The job record's trial table, best trial and model: Vertex reports a tuning
-        job's model as the best trial's AIP_MODEL_DIR."""
-        trials = self.records()
-        best = best_trial(trials, self.metric.metric_id, self.maximize)
-        model = model_dir(self.supervisor.output_dir, best.trial_id) if best else None
-        return {"trials": trials, "best_trial": best, "model_dir": model}
+            metrics = [] if value is None else [{"metricId": self.metric.metric_id, "value": value}]
+            reason = attrs.get(_INFEASIBLE_REASON)
+            times = (("startTime", trial.datetime_start), ("endTime", trial.datetime_complete))
+            trials[attrs[VERTEX_TRIAL_ID]] = {
+                "id": attrs[VERTEX_TRIAL_ID],
+                "state": _STATES.get(trial.state) or (_INFEASIBLE if reason else _STOPPING),
+                "parameters": [
+                    {"parameterId": k, "value": v} for k, v in attrs[_PARAMETERS].items()
+                ],
+                "finalMeasurement": {"metrics": metrics},
+                **({"infeasibleReason": reason} if reason else {}),
+                **{key: rfc3339(moment) for key, moment in times if moment},
+            }
+        return sorted(trials.values(), key=lambda t: int(t["id"]))
 
 
 def main() -> int:

@@ -2,11 +2,11 @@
 ``python -m vertex_training.local.runners.worker <pool dir> <slot> [<pid> <start>]``.
 
 It imports what the trainer imports, waits for the slot's previous worker (``<pid>``,
-started at kernel time ``<start>``) to end, then for one replica
-(``jobs.backends.local.warm`` describes the files). Given one, it forks the slot's next
-worker from itself (a copy of this warm interpreter as it was before any job, so the next
-one imports nothing and no job sees another's state), runs the replica in this interpreter
-with exactly its environment, and ends.
+started at kernel time ``<start>``) to end, then for one replica (``warm`` describes the
+files). Given one, it forks the slot's next worker from itself (a copy of this warm
+interpreter as it was before any job, so the next one imports nothing and no job sees
+another's state), runs the replica in this interpreter with exactly its environment, and
+ends.
 """
 
 from __future__ import annotations
