@@ -212,7 +212,10 @@ def test_failed_job_fails_create_with_error_and_console_url(
         engine.create(inputs)
     details = caught.value.details()
     assert "ended FAILED" in details
-    assert "exited with code 3" in details and "failing on purpose: boom" in details
+    assert (
+        "workerpool0-0 exited with a non-zero status of 3" in details
+        and "failing on purpose: boom" in details
+    )
     assert "https://console.cloud.google.com/vertex-ai/training/custom-jobs/" in details
 
 

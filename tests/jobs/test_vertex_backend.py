@@ -200,9 +200,10 @@ def test_failed_job_reports_its_error(vertex: FaultyVertex, backend: VertexBacke
     record = backend.submit(CUSTOM, quick("--exit-code", "1"))
     record = backend.wait(record.name, timeout=30, poll_seconds=0.05)
     assert record.state is JobState.FAILED
-    # Vertex says "The replica workerpool0-0 exited with a non-zero status of 1."; the local
-    # Vertex names the replica and its code too, and adds its log's tail.
-    assert record.error_message and "exited with code 1" in record.error_message
+    # Vertex's words; the local Vertex adds where the log is and its tail.
+    assert record.error_message and record.error_message.startswith(
+        "The replica workerpool0-0 exited with a non-zero status of 1. Termination reason: Error."
+    )
     assert "failing on purpose: boom" in record.error_message
 
 

@@ -188,7 +188,7 @@ def test_failing_replica_fails_the_job_with_its_log_tail(
     record = ended(backend, _submit(backend, spec).name, timeout=60)
     assert record.state is JobState.FAILED
     message = record.error_message or ""
-    assert "workerpool1-1 exited with code 3" in message
+    assert "The replica workerpool1-1 exited with a non-zero status of 3. " in message
     assert "failing on purpose: boom" in message
     assert "noise line 0" not in message  # only the tail
     replicas = {(r.pool, r.index): r for r in backend.get(record.name).replicas}

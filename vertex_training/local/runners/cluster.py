@@ -213,10 +213,12 @@ class ClusterRun:
             replica.exit_code = code
             replica.state = ReplicaState.SUCCEEDED if code == 0 else ReplicaState.FAILED
             if code != 0:
+                # Vertex's words, then where the log is and its tail.
                 return self._finish(
-                    f"replica {WORKERPOOLS[replica.pool]}-{replica.index} exited with code {code}"
-                    f"{' (trial ' + self.trial_id + ')' if self.trial_id else ''}; "
-                    f"log {replica.log}, last lines:\n{log_tail(Path(replica.log))}"
+                    f"The replica {WORKERPOOLS[replica.pool]}-{replica.index} exited with a "
+                    f"non-zero status of {code}. Termination reason: Error."
+                    f"{' (trial ' + self.trial_id + ')' if self.trial_id else ''} "
+                    f"Its log: {replica.log}, last lines:\n{log_tail(Path(replica.log))}"
                 )
         if self.replicas and self.replicas[0].exit_code == 0:
             now = time.monotonic()
