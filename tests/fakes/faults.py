@@ -93,10 +93,10 @@ class FaultyVertex:
                 runner.cancel(record.name)
                 if wait:
                     ended(runner, record.name)
-        for endpoint_id in twin.stored_endpoints():
-            name = f"{twin.parent}/endpoints/{endpoint_id}"
-            for deployed in twin.stored_endpoint(endpoint_id).get("deployedModels", []):
-                twin.undeploy(name, deployed["id"], {})
+        with twin.locked():
+            for endpoint in twin.endpoints():
+                endpoint["deployedModels"], endpoint["trafficSplit"] = [], {}
+                twin.write_endpoint(endpoint["name"].rsplit("/", 1)[-1], endpoint, stop=True)
 
     def stop(self) -> None:
         """Stop serving, once every job of every root served has ended."""

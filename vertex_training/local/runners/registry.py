@@ -161,14 +161,6 @@ class Registry:
         stored["deployedModels"] = left
         stored["trafficSplit"] = dict(traffic) if left else {}
 
-    def undeploy(self, name: str, deployed_model_id: str, traffic: Mapping[str, int]) -> None:
-        """``deployed_model_id`` off the endpoint ``name`` (a test's cleanup), unchecked."""
-        endpoint_id = name.rsplit("/", 1)[-1]
-        with self.locked():
-            if stored := self.stored_endpoint(endpoint_id):
-                self.undeployed(stored, deployed_model_id, traffic)
-                self.write_endpoint(endpoint_id, stored, stop=True)
-
     def serving(self) -> list[str]:
         """The endpoints with deployed models: Vertex keeps each one's server running."""
         return [e["name"] for e in self.endpoints() if e.get("deployedModels")]
