@@ -130,6 +130,51 @@ def _post(address: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
         return error.code, json.loads(error.read())
 
 
+def _admin(address: str, method: str, path: str) -> int:
+    request = urllib.request.Request(f"http://{address}{path}", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _held_replica(server: Server, name: str) -> bool:
+    """Whether the job's one replica has started, stopped by the hold (``T`` in /proc)."""
+    state = server.root / "jobs" / name.rsplit("/", 1)[1] / "state.json"
+    replicas = json.loads(state.read_text())["replicas"] if state.exists() else []
+    stat = Path(f"/proc/{replicas[0]['pid']}/stat") if replicas else None
+    return stat is not None and stat.read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def test_a_test_holds_runs_and_fails_a_replica_through_the_admin_surface(server: Server) -> None:
+    client = grpc_client(v1.JobServiceClient, server.address)
+    assert _admin(server.address, "POST", "/local/hold") == 200
+    try:
+        held, failing = (
+            client.create_custom_job(parent=PARENT, custom_job=standin_job(name))
+            for name in ("held", "failing")
+        )
+        deadline = time.monotonic() + 60
+        while not (_held_replica(server, held.name) and _held_replica(server, failing.name)):
+            assert time.monotonic() < deadline, "the replicas were not held"
+            time.sleep(0.05)
+        assert client.get_custom_job(name=held.name).state.name == "JOB_STATE_RUNNING"
+        failing_id = failing.name.rsplit("/", 1)[1]
+        fail = f"/local/fail?job={failing_id}&replica=workerpool0-0"
+        assert _admin(server.address, "POST", fail) == 200
+        failed = ended(client, failing.name)
+        assert failed.state.name == "JOB_STATE_FAILED"
+        assert failed.error.message.startswith(
+            "The replica workerpool0-0 exited with a non-zero status of 137. "
+            "Termination reason: Error."
+        )
+        assert _admin(server.address, "POST", fail) == 404  # it runs no more
+    finally:
+        assert _admin(server.address, "DELETE", "/local/hold") == 200
+    assert ended(client, held.name).state.name == "JOB_STATE_SUCCEEDED"
+
+
 @pytest.mark.parametrize(
     ("path", "body", "code", "status", "names"),
     [

@@ -86,7 +86,10 @@ class LocalVertex:
         self, method: str, path: str, query: Mapping[str, list[str]], body: bytes
     ) -> tuple[int, str, bytes]:
         """``/local/...``: what Vertex has no API for. ``health``; ``log?job=<id>&replica=
-        <pool>-<index>`` (a replica's log: Vertex's is in Cloud Logging)."""
+        <pool>-<index>`` (a replica's log: Vertex's is in Cloud Logging); the hooks a test
+        holds or fails a run with: ``POST /local/hold`` (each replica that starts waits,
+        stopped) and ``DELETE /local/hold`` (they go on), ``POST /local/fail?job=<id>&
+        replica=<pool>-<index>`` (the replica is killed, as when its machine goes away)."""
         if path == "/local/health":
             return 200, "application/json", json.dumps({"root": str(self.root)}).encode()
         if path == "/local/log" and method == "GET":
@@ -95,6 +98,14 @@ class LocalVertex:
             if job.isdigit() and log.is_file() and "/" not in replica:
                 return 200, "text/plain; charset=utf-8", log.read_bytes()
             return 404, "text/plain", f"no log {replica} of job {job!r}".encode()
+        if path == "/local/hold" and method in ("POST", "DELETE"):
+            self.runner.hold(method == "POST")
+            return 200, "application/json", json.dumps({"held": method == "POST"}).encode()
+        if path == "/local/fail" and method == "POST":
+            job, replica = query.get("job", [""])[0], query.get("replica", ["workerpool0-0"])[0]
+            if job.isdigit() and self.runner.fail(job, replica):
+                return 200, "application/json", b"{}"
+            return 404, "text/plain", f"no replica {replica} of job {job!r} runs".encode()
         return 404, "text/plain", f"{method} {path}: no such control".encode()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from google.cloud.aiplatform_v1 import CustomJobSpec
 
-from vertex_training._processes import proc_stat, process_start_time
+from vertex_training._processes import proc_stat, process_alive, process_start_time
 from vertex_training._project import project_root
 from vertex_training.local.runners.environment import (
     CHIEF,
@@ -42,6 +42,9 @@ WORKER_GRACE_SECONDS = 30.0
 save before they are stopped; parameter servers and evaluators are stopped at once."""
 TERM_GRACE_SECONDS = 5.0
 """Between SIGTERM and SIGKILL when stopping a replica's process group."""
+HOLD_FILE = "hold"
+"""While ``<root>/hold`` exists (the local Vertex's ``POST /local/hold``), each replica is
+stopped (SIGSTOP) as it starts: its job runs and its replicas do nothing until released."""
 
 
 def start_process(
@@ -62,6 +65,19 @@ def start_process(
             start_new_session=True,
         )
     return process, process_start_time(process.pid)
+
+
+def signal_replica(replica: ReplicaStatus, signum: int) -> bool:
+    """Send ``signum`` to the replica's process group (to the process alone when it is a
+    warm worker of a pool's group); False when that very process is gone."""
+    if replica.state is not ReplicaState.RUNNING or not process_alive(replica.pid, replica.start):
+        return False
+    try:
+        own_group = os.getpgid(replica.pid) == replica.pid
+        (os.killpg if own_group else os.kill)(replica.pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def log_tail(path: Path, lines: int = 20, chars: int = 4000) -> str:
@@ -92,6 +108,7 @@ def stop_process_groups(pgids: Sequence[int], grace: float = TERM_GRACE_SECONDS)
     for pgid in pgids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)  # a held replica takes its SIGTERM now
             alive.append(pgid)
     deadline = time.monotonic() + grace
     while alive and time.monotonic() < deadline:
@@ -180,16 +197,17 @@ class ClusterRun:
             else:
                 process, start = start_process(command, log, {**inherited, **env})
             self.processes.append(process)
-            self.replicas.append(
-                ReplicaStatus(
-                    pool=slot.pool,
-                    index=slot.index,
-                    state=ReplicaState.RUNNING,
-                    pid=process.pid,
-                    log=str(log),
-                    start=start,
-                )
+            status = ReplicaStatus(
+                pool=slot.pool,
+                index=slot.index,
+                state=ReplicaState.RUNNING,
+                pid=process.pid,
+                log=str(log),
+                start=start,
             )
+            self.replicas.append(status)
+            if (self.job.root / HOLD_FILE).exists():
+                signal_replica(status, signal.SIGSTOP)
             _log.info("started %s (pid %d): %s", slot.label, process.pid, " ".join(command))
 
     @property
@@ -213,10 +231,12 @@ class ClusterRun:
             replica.exit_code = code
             replica.state = ReplicaState.SUCCEEDED if code == 0 else ReplicaState.FAILED
             if code != 0:
-                # Vertex's words, then where the log is and its tail.
+                # Vertex's words (a signal is its container's status, 128 + the signal),
+                # then where the log is and its tail.
                 return self._finish(
                     f"The replica {WORKERPOOLS[replica.pool]}-{replica.index} exited with a "
-                    f"non-zero status of {code}. Termination reason: Error."
+                    f"non-zero status of {code if code > 0 else 128 - code}. "
+                    "Termination reason: Error."
                     f"{' (trial ' + self.trial_id + ')' if self.trial_id else ''} "
                     f"Its log: {replica.log}, last lines:\n{log_tail(Path(replica.log))}"
                 )

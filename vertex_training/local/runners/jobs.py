@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import sys
 import threading
 from collections.abc import Mapping
@@ -18,9 +19,15 @@ from vertex_training.jobs.backends.base import JobNotFoundError, JobRefusedError
 from vertex_training.jobs.local_support import check_local_support
 from vertex_training.jobs.protos import BodyParseError, parse_body
 from vertex_training.jobs.records import JobKind, JobState
-from vertex_training.local.runners.cluster import start_process, stop_process_groups
+from vertex_training.local.runners.cluster import (
+    HOLD_FILE,
+    signal_replica,
+    start_process,
+    stop_process_groups,
+)
 from vertex_training.local.runners.environment import (
     DECODED_CACHE,
+    WORKERPOOLS,
     local_bucket_paths,
     replica_command,
     replica_pythonpath,
@@ -159,6 +166,28 @@ class JobRunner:
             except (OSError, ValueError) as exc:
                 _log.warning("skipping unreadable local job %s: %s", state_file.parent, exc)
         return records
+
+    def hold(self, held: bool) -> None:
+        """Hold (``HOLD_FILE``) every replica that starts from now on, or release them: the
+        replicas held go on."""
+        hold = self.root / HOLD_FILE
+        if held:
+            hold.touch()
+            return
+        hold.unlink(missing_ok=True)
+        for job in self.records():
+            for replica in job.replicas:
+                signal_replica(replica, signal.SIGCONT)
+
+    def fail(self, job_id: str, replica: str) -> bool:
+        """Kill the replica ``replica`` (``workerpool<i>-<index>``) of the job ``job_id``, as
+        when its machine goes away: the job fails as Vertex's does. False: no such replica
+        runs."""
+        job = JobDir(self.jobs_dir / job_id)
+        for status in job.read().replicas if job.exists() else ():
+            if f"{WORKERPOOLS[status.pool]}-{status.index}" == replica:
+                return signal_replica(status, signal.SIGKILL)
+        return False
 
     def cancel(self, name: str) -> None:
         """Ask the job to stop; a job that has ended stays as it is."""
