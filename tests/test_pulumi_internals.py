@@ -93,3 +93,36 @@ def test_the_analyzer_reads_a_fields_docstring() -> None:
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "What would be valid, where the message does not say it itself."
+
+
+def test_the_sdk_still_leaves_its_pickler_wrapped_deeper_on_every_provider() -> None:
+    """What ``pickler_kept_unwrapped`` works around: when this fails, the SDK restores
+    the method itself and the workaround can go."""
+    import pickle
+
+    from pulumi.dynamic import dynamic
+
+    import vertex_training._dynamic  # noqa: F401  (it installs the workaround)
+
+    method = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+    try:
+        dynamic.serialize_provider.wrapped(dynamic.ResourceProvider())  # the SDK's own
+        assert pickle._Pickler._batch_setitems is not method  # type: ignore[attr-defined]
+    finally:
+        pickle._Pickler._batch_setitems = method  # type: ignore[attr-defined]
+
+
+def test_a_program_pickles_a_thousand_providers_the_same_way_each_time() -> None:
+    import pickle
+
+    from pulumi.dynamic import dynamic
+
+    from vertex_training.jobs.records import JobKind
+    from vertex_training.jobs.resources import JobProvider
+
+    method = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+    provider = JobProvider(JobKind.CUSTOM_JOB)
+    first = dynamic.serialize_provider(provider)
+    for _ in range(1_000):  # the SDK alone fails near 970 (RecursionError)
+        assert dynamic.serialize_provider(provider) == first
+    assert pickle._Pickler._batch_setitems is method  # type: ignore[attr-defined]

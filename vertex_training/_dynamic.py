@@ -29,6 +29,7 @@ import pulumi
 import pulumi.dynamic
 
 from vertex_training._checks import is_known
+from vertex_training._pulumi_internals import pickler_kept_unwrapped
 from vertex_training.findings import Finding, render
 
 __all__ = [
@@ -47,6 +48,10 @@ __all__ = [
     "labelled",
     "platform_options",
 ]
+
+# Every resource of ours pickles its provider: without this, each one pickles slower
+# than the last, and a program of about 970 fails (see the function).
+pickler_kept_unwrapped()
 
 PROVIDER_VERSION = "4"
 """Bump when a provider's behaviour changes: the diff shows it (an in-place update, no

@@ -5,6 +5,7 @@ them stops behaving as read here."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "Unknown",
     "docstring_reader",
     "engine_config",
+    "pickler_kept_unwrapped",
     "resolved_now",
     "secret_config_keys",
 ]
@@ -63,3 +65,29 @@ def docstring_reader(name: str) -> Any:
     from pulumi.provider.experimental.analyzer import Analyzer
 
     return Analyzer(name)
+
+
+def pickler_kept_unwrapped() -> None:
+    """Make ``pulumi.dynamic``'s ``serialize_provider`` (what every dynamic resource's
+    constructor calls) put back the pickler method it wraps. The SDK wraps
+    ``pickle._Pickler._batch_setitems`` in a sorting wrapper on every call and never
+    restores it: each dynamic resource adds a level, so pickling slows as a program
+    declares more of them, and past about 970 in one program it fails with
+    ``RecursionError`` (pulumi/pulumi#17803). What it writes stays the same: sorted, by
+    the one wrapper of each call. Idempotent."""
+    from pulumi.dynamic import dynamic
+
+    serialize = dynamic.serialize_provider
+    if getattr(serialize, "keeps_pickler_unwrapped", False):
+        return
+
+    def serialize_provider(provider: Any) -> str:
+        method = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+        try:
+            return str(serialize(provider))
+        finally:
+            pickle._Pickler._batch_setitems = method  # type: ignore[attr-defined]
+
+    serialize_provider.keeps_pickler_unwrapped = True  # type: ignore[attr-defined]
+    serialize_provider.wrapped = serialize  # type: ignore[attr-defined]
+    dynamic.serialize_provider = serialize_provider
