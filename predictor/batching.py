@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,13 +62,15 @@ class _Piece:
 
 
 class Batcher:
-    """The queue and the calls of one deployed model's signature; lives on one event loop.
+    """The queue and the calls of one deployed model's signature.
 
-    ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`;
-    ``alone()`` says whether the server has a single connection open: then nothing can
-    join the request (a connection carries a request at a time), which calls the model
-    itself, on the loop's thread; the thread switches and loop turns it saves are most of
-    what the server would add to one client's latency on a busy machine.
+    ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`. The
+    calls run on a thread of the batcher's own, which takes the next batch as soon as a
+    call returns, without waiting for the event loop: under load the model never waits for
+    a loop busy with other connections. ``alone()`` says whether the server has a single
+    connection open: then nothing can join the request (a connection carries a request at
+    a time), which calls the model itself, on the loop's thread; the thread switches it
+    saves are most of what the server would add to one client's latency on a busy machine.
     """
 
     def __init__(
@@ -78,13 +82,13 @@ class Batcher:
         self._run = run
         self.batching = batching
         self._alone = alone
-        self._concurrent = False
-        """Whether the last call served more than one request."""
         self._queue: deque[_Piece] = deque()
-        self._changed = asyncio.Event()
+        self._changed = threading.Condition()
+        """Guards the queue; notified when pieces come or the batcher closes."""
         self.queued = 0
         """Instances waiting for the model."""
-        self._worker: asyncio.Task[None] | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
 
     async def predict(self, rows: Sequence[Any]) -> list[Any]:
         """One prediction per row, once the calls that hold them have run."""
@@ -96,15 +100,17 @@ class Batcher:
         size = self.batching.max_batch_size
         if self._alone():
             return [p for i in range(0, len(rows), size) for p in self._run(rows[i : i + size])]
-        if self._worker is None:
-            self._worker = asyncio.create_task(self._work(), name="batcher")
         loop = asyncio.get_running_loop()
         pieces = [
             _Piece(rows[i : i + size], loop.create_future()) for i in range(0, len(rows), size)
         ]
-        self._queue.extend(pieces)
-        self.queued += len(rows)
-        self._changed.set()
+        with self._changed:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name="batcher", daemon=True)
+                self._thread.start()
+            self._queue.extend(pieces)
+            self.queued += len(rows)
+            self._changed.notify()
         answers = await asyncio.gather(*(piece.answer for piece in pieces), return_exceptions=True)
         predictions = []
         for answer in answers:
@@ -114,71 +120,79 @@ class Batcher:
         return predictions
 
     async def close(self) -> None:
-        """Stop the worker (once the requests it serves are answered)."""
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+        """Drop what still waits (the server answered its requests before) and let the
+        thread end after its call."""
+        with self._changed:
+            self._closed = True
+            self._queue.clear()
+            self.queued = 0
+            self._changed.notify()
 
-    async def _work(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _work(self) -> None:
+        concurrent = False
+        """Whether the last call served more than one request: the model is under load."""
+        wait_s, most = self.batching.max_wait_ms / 1e3, self.batching.max_batch_size
         while True:
-            while not self._queue:
-                self._changed.clear()
-                await self._changed.wait()
-            deadline = loop.time() + self.batching.max_wait_ms / 1e3
-            while (
-                self.queued < self.batching.max_batch_size
-                and self._concurrent
-                and (left := deadline - loop.time()) > 0
-            ):
-                self._changed.clear()
-                try:
-                    await asyncio.wait_for(self._changed.wait(), left)
-                except TimeoutError:
-                    break
-            batch = [self._queue.popleft()]
-            size = len(batch[0].rows)
-            while self._queue and size + len(self._queue[0].rows) <= self.batching.max_batch_size:
-                batch.append(self._queue.popleft())
-                size += len(batch[-1].rows)
-            self.queued -= size
+            with self._changed:
+                while not self._queue:
+                    if self._closed:
+                        return
+                    self._changed.wait()
+                deadline = time.monotonic() + wait_s
+                while (
+                    concurrent
+                    and self.queued < most
+                    and not self._closed
+                    and (left := deadline - time.monotonic()) > 0
+                ):
+                    self._changed.wait(left)
+                if not self._queue:  # closed meanwhile
+                    continue
+                batch = [self._queue.popleft()]
+                size = len(batch[0].rows)
+                while self._queue and size + len(self._queue[0].rows) <= most:
+                    batch.append(self._queue.popleft())
+                    size += len(batch[-1].rows)
+                self.queued -= size
             # Pieces of one request never share a call (all but its last are full).
-            self._concurrent = len(batch) > 1
-            await self._call(batch)
+            concurrent = len(batch) > 1
+            self._call(batch)
 
-    async def _call(self, batch: list[_Piece]) -> None:
-        loop = asyncio.get_running_loop()
+    def _call(self, batch: list[_Piece]) -> None:
         rows = [row for piece in batch for row in piece.rows]
         try:
-            # On a worker thread: the loop reads the next requests meanwhile.
-            predictions = await loop.run_in_executor(None, self._run, rows)
+            predictions = self._run(rows)
         except BadRequestError as error:
             if len(batch) == 1:
-                _settle(batch[0], error=error)
+                _settle(batch, error=error)
             else:
                 # One request's instance spoils the call: each request again on its own, so
                 # that only that request fails.
                 for piece in batch:
-                    await self._call([piece])
+                    self._call([piece])
             return
-        except Exception as error:  # the requests get a 500 with it; the worker goes on
+        except Exception as error:  # the requests get a 500 with it; the thread goes on
             logger.exception("prediction failed")
-            for piece in batch:
-                _settle(piece, error=error)
+            _settle(batch, error=error)
             return
-        start = 0
-        for piece in batch:
-            _settle(piece, predictions[start : start + len(piece.rows)])
-            start += len(piece.rows)
+        _settle(batch, predictions)
 
 
 def _settle(
-    piece: _Piece, predictions: list[Any] | None = None, error: Exception | None = None
+    batch: list[_Piece], predictions: list[Any] | None = None, error: Exception | None = None
 ) -> None:
-    if piece.answer.done():  # its request is gone (the client closed the connection)
-        return
-    if error is not None:
-        piece.answer.set_exception(error)
-    else:
-        piece.answer.set_result(predictions or [])
+    """From the batcher's thread: each piece's answer, set on its loop in one turn."""
+
+    def settle() -> None:
+        start = 0
+        for piece in batch:
+            if piece.answer.done():  # its request is gone (the client closed the connection)
+                pass
+            elif error is not None:
+                piece.answer.set_exception(error)
+            else:
+                piece.answer.set_result((predictions or [])[start : start + len(piece.rows)])
+            start += len(piece.rows)
+
+    with contextlib.suppress(RuntimeError):  # the loop is closed: the server has stopped
+        batch[0].answer.get_loop().call_soon_threadsafe(settle)

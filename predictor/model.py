@@ -15,7 +15,6 @@ gets one answer per instance: the single output's value, or an object of the out
 
 from __future__ import annotations
 
-import base64
 import binascii
 import logging
 from collections.abc import Mapping, Sequence
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pybase64
 import tensorflow as tf
 
 from predictor import BadRequestError
@@ -83,7 +83,8 @@ def _input_value(signature: _Signature, name: str, value: Any, where: str) -> An
         ):
             raise BadRequestError(f'{where}: input {name!r} takes {{"b64": "<base64 string>"}}')
         try:
-            return base64.b64decode(value["b64"], validate=True)
+            # SIMD: the standard library's decoder takes ~0.3 ms for a 300x300 JPEG.
+            return pybase64.b64decode(value["b64"], validate=True)
         except (binascii.Error, ValueError):
             raise BadRequestError(f"{where}: 'b64' is not valid base64") from None
     if spec.dtype == tf.string:
@@ -97,7 +98,7 @@ def _output_value(name: str, value: np.ndarray) -> Any:
     if value.dtype.kind in "SO":
         items = value.tolist()
         decode = (
-            (lambda b: {"b64": base64.b64encode(b).decode()})
+            (lambda b: {"b64": pybase64.b64encode(b).decode()})
             if name.endswith(BYTES_SUFFIX)
             else (lambda b: b.decode(errors="replace"))
         )
@@ -201,7 +202,10 @@ class ServedModel:
         signature = next(s for s in self._signatures if s.name == signature_name)
         count = len(rows)
         columns = {name: [row[name] for row in rows] for name in signature.inputs}
-        same_shapes = all(len({np.shape(v) for v in values}) == 1 for values in columns.values())
+        # (bytes have no shape: np.shape would copy each into an array to say so)
+        same_shapes = all(
+            len({getattr(v, "shape", ()) for v in values}) == 1 for values in columns.values()
+        )
         # Arrays of different sizes (images, say) go one at a time; the rest as one batch.
         batches = (
             [columns]
