@@ -36,16 +36,22 @@ class Batching:
 
     max_batch_size: int = 8
     """Instances in one call of the model at most."""
-    max_wait_ms: float = 2.0
+    max_wait_ms: float = 0.0
     """How long an idle model waits for its batch to fill after a call that served several
     requests."""
     max_queued: int = 64
     """Instances waiting for the model at most; a request beyond is refused (429)."""
+    batch_threads: int = 2
+    """Calls of the model that run at once, each on a thread of its own (TensorFlow
+    Serving's ``num_batch_threads``)."""
 
     def __post_init__(self) -> None:
-        if self.max_batch_size < 1 or self.max_queued < 1 or self.max_wait_ms < 0:
+        if min(self.max_batch_size, self.max_queued, self.batch_threads) < 1 or (
+            self.max_wait_ms < 0
+        ):
             raise ValueError(
-                f"{self}: max_batch_size and max_queued must be at least 1, max_wait_ms at least 0"
+                f"{self}: max_batch_size, max_queued and batch_threads must be at least 1, "
+                "max_wait_ms at least 0"
             )
 
 
@@ -87,7 +93,7 @@ class Batcher:
         """Guards the queue; notified when pieces come or the batcher closes."""
         self.queued = 0
         """Instances waiting for the model."""
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._closed = False
 
     async def predict(self, rows: Sequence[Any]) -> list[Any]:
@@ -105,9 +111,13 @@ class Batcher:
             _Piece(rows[i : i + size], loop.create_future()) for i in range(0, len(rows), size)
         ]
         with self._changed:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._work, name="batcher", daemon=True)
-                self._thread.start()
+            if not self._threads:
+                self._threads = [
+                    threading.Thread(target=self._work, name=f"batcher-{i}", daemon=True)
+                    for i in range(self.batching.batch_threads)
+                ]
+                for thread in self._threads:
+                    thread.start()
             self._queue.extend(pieces)
             self.queued += len(rows)
             self._changed.notify()

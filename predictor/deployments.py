@@ -37,6 +37,7 @@ class Deployment:
     None: the server's flag."""
     max_wait_ms: float | None = None
     max_queued: int | None = None
+    batch_threads: int | None = None
 
     def metadata(self) -> dict[str, str]:
         """What Vertex's frontend adds to a prediction."""
@@ -58,6 +59,7 @@ _BATCHING_FIELDS = {
     "maxBatchSize": "max_batch_size",
     "maxWaitMs": "max_wait_ms",
     "maxQueued": "max_queued",
+    "batchThreads": "batch_threads",
 }
 
 

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from predictor import BadRequestError
 
-__all__ = ["ServedModel"]
+__all__ = ["ServedModel", "use_intra_op_threads"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +110,15 @@ def _map_nested(items: Any, function: Any) -> Any:
     if isinstance(items, list):
         return [_map_nested(item, function) for item in items]
     return function(items)
+
+
+def use_intra_op_threads(threads: int) -> None:
+    """Each op of a call on ``threads`` threads (0: TensorFlow's choice); only before
+    TensorFlow has run anything in this process (a warning after)."""
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+    except RuntimeError as error:
+        logger.warning("intra-op threads stay as they are (%s)", error)
 
 
 class ServedModel:

@@ -68,6 +68,7 @@ class Predictor:
         model_dir: str | None = None,
         deployments: Sequence[Deployment] = (),
         batching: Batching | None = None,
+        intra_op_threads: int | None = None,
     ) -> None:
         self.deployments = tuple(deployments)
         """Empty: one model, answered without deployment metadata (Vertex's frontend adds
@@ -81,6 +82,14 @@ class Predictor:
             raise ValueError("nothing to serve: give a model_dir or deployments")
         self.batching = batching or Batching()
         """The deployed models' batching, unless their deployment says otherwise."""
+        self.intra_op_threads = (
+            max(1, len(os.sched_getaffinity(0)) // self.batching.batch_threads)
+            if intra_op_threads is None
+            else intra_op_threads
+        )
+        """Threads one call of a model uses (TensorFlow's intra-op pool; 0: its choice).
+        Several calls at once, each on fewer threads, keep the cores busier than one call
+        on all of them, whose threads wait for each other at every op."""
         self.models: dict[str, Any] = {}
         self.load_error: str | None = None
         self.ready = threading.Event()
@@ -93,8 +102,9 @@ class Predictor:
 
     def load(self) -> None:
         """Load every model (imports TensorFlow); then :attr:`ready` is set."""
-        from predictor.model import ServedModel
+        from predictor.model import ServedModel, use_intra_op_threads
 
+        use_intra_op_threads(self.intra_op_threads)
         for model_dir in self.model_dirs:
             try:
                 self.models[model_dir] = ServedModel(model_dir)
@@ -307,6 +317,18 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="instances waiting for the model at most; more are refused with 429 "
         f"(default {defaults.max_queued})",
     )
+    batching.add_argument(
+        "--batch-threads",
+        type=int,
+        default=defaults.batch_threads,
+        help=f"calls of a model that run at once (default {defaults.batch_threads})",
+    )
+    parser.add_argument(
+        "--intra-op-threads",
+        type=int,
+        help="threads one call of a model uses; 0: TensorFlow's choice, all the cores "
+        "(default: the cores over --batch-threads, at least 1)",
+    )
     return parser
 
 
@@ -320,17 +342,25 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser = build_parser(env)
     args = parser.parse_args(argv)
     try:
-        batching = Batching(args.max_batch_size, args.max_wait_ms, args.max_queued)
+        batching = Batching(
+            args.max_batch_size, args.max_wait_ms, args.max_queued, args.batch_threads
+        )
     except ValueError as error:
         parser.error(str(error))
+    if args.intra_op_threads is not None and args.intra_op_threads < 0:
+        parser.error(f"--intra-op-threads {args.intra_op_threads}: at least 0")
     if args.deployments:
         try:
             deployments = read_deployments(args.deployments)
         except DeploymentsError as error:
             parser.error(str(error))
-        predictor = Predictor(deployments=deployments, batching=batching)
+        predictor = Predictor(
+            deployments=deployments, batching=batching, intra_op_threads=args.intra_op_threads
+        )
     elif args.model_dir:
-        predictor = Predictor(model_dir=args.model_dir, batching=batching)
+        predictor = Predictor(
+            model_dir=args.model_dir, batching=batching, intra_op_threads=args.intra_op_threads
+        )
     else:
         parser.error("no model: set AIP_STORAGE_URI or pass --model-dir or --deployments")
     server = PredictionServer(predictor, args.health_route, args.predict_route)

@@ -53,7 +53,11 @@ def test_a_valid_file_reads_into_deployments(tmp_path: Path) -> None:
         ([entry("a", 100, maxBatchSize=0)], "[0].maxBatchSize: expected an integer of at least 1"),
         ([entry("a", 100, maxQueued=2.5)], "[0].maxQueued: expected an integer of at least 1"),
         ([entry("a", 100, maxWaitMs=-1)], "[0].maxWaitMs: expected a number of milliseconds"),
-        ([entry("a", 100, maxWait=1)], "and optionally ['maxBatchSize', 'maxQueued', 'maxWaitMs']"),
+        ([entry("a", 100, batchThreads=0)], "[0].batchThreads: expected an integer of at least 1"),
+        (
+            [entry("a", 100, maxWait=1)],
+            "and optionally ['batchThreads', 'maxBatchSize', 'maxQueued', 'maxWaitMs']",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_with_what_is_wrong(
@@ -65,13 +69,9 @@ def test_a_bad_file_is_refused_with_what_is_wrong(
 
 
 def test_a_deployment_may_set_its_batching(tmp_path: Path) -> None:
-    document = [entry("a", 100, maxBatchSize=32, maxWaitMs=0.5, maxQueued=128)]
-    (deployment,) = read_deployments(write(tmp_path, document))
-    assert (deployment.max_batch_size, deployment.max_wait_ms, deployment.max_queued) == (
-        32,
-        0.5,
-        128,
-    )
+    document = [entry("a", 100, maxBatchSize=32, maxWaitMs=0.5, maxQueued=128, batchThreads=3)]
+    (d,) = read_deployments(write(tmp_path, document))
+    assert (d.max_batch_size, d.max_wait_ms, d.max_queued, d.batch_threads) == (32, 0.5, 128, 3)
 
 
 def test_a_file_that_is_not_json_is_refused(tmp_path: Path) -> None:

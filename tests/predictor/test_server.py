@@ -125,20 +125,22 @@ def test_other_routes_and_bodies_are_refused_in_json(
     assert status == 413 and "at most" in answer["error"]
 
 
+HELD = Batching().batch_threads
+"""Calls held at once: one per batch thread."""
+
+
 class Gate:
     """Holds each call of the model, once closed, until opened; records the calls' sizes.
     The hook that makes concurrency deterministic: requests queue behind a held call."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[int] = []
-        self.held = threading.Event()
         self.opened = threading.Event()
         self.opened.set()
         run = ServedModel.run
 
         def gated(model: ServedModel, signature: str, rows: Sequence[Any]) -> list[Any]:
             self.calls.append(len(rows))
-            self.held.set()
             assert self.opened.wait(60), "the test never opened the gate"
             return run(model, signature, rows)
 
@@ -146,7 +148,6 @@ class Gate:
 
     def close(self) -> None:
         self.calls.clear()
-        self.held.clear()
         self.opened.clear()
 
 
@@ -174,9 +175,10 @@ def held_with_queued(
     documents: Sequence[Any],
     clients: ThreadPoolExecutor,
 ) -> list[Any]:
-    """Opens a connection a document, posts the first document, holds its call (on a worker
-    thread: several connections are open), then the others, which queue behind it; the
-    futures of their answers."""
+    """Opens a connection a document, posts the first documents one by one, each held in a
+    call of its own (one per batch thread: several connections are open, so the calls run
+    on the batcher's threads), then the others, which queue behind them; the futures of
+    their answers."""
     connections = [http.client.HTTPConnection("127.0.0.1", port, timeout=60) for _ in documents]
     for connection in connections:
         connection.connect()
@@ -191,13 +193,16 @@ def held_with_queued(
         finally:
             connection.close()
 
-    first = clients.submit(post, connections[0], documents[0])
-    assert gate.held.wait(60)
+    held = []
+    for connection, document in zip(connections[:HELD], documents[:HELD], strict=True):
+        held.append(clients.submit(post, connection, document))
+        wait_until(lambda: len(gate.calls) == len(held))
     rest = [
-        clients.submit(post, *pair) for pair in zip(connections[1:], documents[1:], strict=True)
+        clients.submit(post, *pair)
+        for pair in zip(connections[HELD:], documents[HELD:], strict=True)
     ]
-    wait_until(lambda: queued(predictor) == sum(len(d["instances"]) for d in documents[1:]))
-    return [first, *rest]
+    wait_until(lambda: queued(predictor) == sum(len(d["instances"]) for d in documents[HELD:]))
+    return [*held, *rest]
 
 
 @pytest.fixture
@@ -211,16 +216,16 @@ def test_concurrent_requests_are_answered_each_with_its_own_predictions_from_one
     start_server_in_process: Callable[[Predictor], int], loaded: Predictor, gate: Gate
 ) -> None:
     port = start_server_in_process(loaded)
-    images = [jpeg(20 + 7 * i, 30) for i in range(4)]  # different sizes share a call
+    images = [jpeg(20 + 7 * i, 30) for i in range(HELD + 3)]  # different sizes share a call
     (model,) = loaded.models.values()
     alone = [model.predict([image])[0] for image in images]
-    with ThreadPoolExecutor(4) as clients:
+    with ThreadPoolExecutor(len(images)) as clients:
         answers = held_with_queued(
             port, loaded, gate, [{"instances": [image]} for image in images], clients
         )
         gate.opened.set()
         answers = [answer.result() for answer in answers]
-    assert gate.calls == [1, 3]
+    assert gate.calls == [1] * HELD + [3]
     for (status, answer), expected in zip(answers, alone, strict=True):
         assert status == 200
         np.testing.assert_allclose(answer["predictions"], [expected], rtol=1e-5)
@@ -243,24 +248,26 @@ def test_an_instance_the_model_refuses_fails_only_its_own_request(
 ) -> None:
     port = start_server_in_process(loaded)
     not_an_image = {"b64": base64.b64encode(b"xx").decode()}
-    documents = [{"instances": [jpeg(20, 20)]}, {"instances": [not_an_image]}]
-    documents.append({"instances": [jpeg(30, 30)]})
-    with ThreadPoolExecutor(3) as clients:
+    documents = [{"instances": [jpeg(20 + i, 20)]} for i in range(HELD)]
+    documents += [{"instances": [not_an_image]}, {"instances": [jpeg(30, 30)]}]
+    with ThreadPoolExecutor(len(documents)) as clients:
         answers = held_with_queued(port, loaded, gate, documents, clients)
         gate.opened.set()
-        first, bad, good = (answer.result() for answer in answers)
-    assert first[0] == good[0] == 200
+        *held, bad, good = (answer.result() for answer in answers)
+    assert [status for status, _ in held] == [200] * HELD and good[0] == 200
     assert bad[0] == 400
     assert bad[1]["error"].startswith("the model refused the input: Unknown image file format")
-    assert gate.calls == [1, 2, 1, 1]  # the spoilt call, then each request on its own
+    # The spoilt call, then each of its requests on its own.
+    assert gate.calls == [1] * HELD + [2, 1, 1]
 
 
 def test_a_full_queue_refuses_at_once_with_429_and_retry_after(
     start_server_in_process: Callable[[Predictor], int], loaded: Predictor, gate: Gate
 ) -> None:
     port = start_server_in_process(loaded)
-    documents = [{"instances": [jpeg(20, 20)]}, {"instances": [jpeg(21, 21)] * 4}]
-    with ThreadPoolExecutor(2) as clients:
+    documents = [{"instances": [jpeg(20 + i, 20)]} for i in range(HELD)]
+    documents.append({"instances": [jpeg(21, 21)] * 4})
+    with ThreadPoolExecutor(len(documents)) as clients:
         answers = held_with_queued(port, loaded, gate, documents, clients)
         # The call is still held: the refusal cannot have waited for it.
         status, answer, headers = request_with_headers(
@@ -268,7 +275,7 @@ def test_a_full_queue_refuses_at_once_with_429_and_retry_after(
         )
         assert not gate.opened.is_set()
         gate.opened.set()
-        assert [answer.result()[0] for answer in answers] == [200, 200]
+        assert [answer.result()[0] for answer in answers] == [200] * len(documents)
     assert status == 429 and headers["Retry-After"] == "1"
     assert answer == {"error": "4 instances are waiting for this model; at most 4"}
 
@@ -283,16 +290,17 @@ def test_sigterm_stops_listening_and_answers_the_requests_in_flight(
     async def scenario() -> None:
         serving = asyncio.create_task(serve(server, "127.0.0.1", port))
         loop = asyncio.get_running_loop()
-        with ThreadPoolExecutor(4) as clients:
+        with ThreadPoolExecutor(8) as clients:
             await loop.run_in_executor(clients, wait_until, server.predictor.ready.is_set)
-            documents = [{"instances": [jpeg(20, 20)]}, {"instances": [jpeg(30, 30)]}]
+            # Held in their calls, then one queued behind them.
+            documents = [{"instances": [jpeg(20 + 10 * i, 20)]} for i in range(HELD + 1)]
             answers = await loop.run_in_executor(
                 clients, held_with_queued, port, server.predictor, gate, documents, clients
             )
             os.kill(os.getpid(), signal.SIGTERM)
             await loop.run_in_executor(clients, wait_until, lambda: server.draining)
             gate.opened.set()
-            assert [(await asyncio.wrap_future(a))[0] for a in answers] == [200, 200]
+            assert [(await asyncio.wrap_future(a))[0] for a in answers] == [200] * len(documents)
         assert await serving == 0
 
     run(scenario())
