@@ -10,6 +10,10 @@ measures, in the same run, on the same machine:
 - the floor: a plain Python process that loads the SavedModel and calls ``serving_default``
   on batches of 16 copies of one 300x300 JPEG, back to back: images/s, just before and just
   after the 16-client run (the servers idle), and their mean;
+- the server's calls without the server: the same, but as this server calls the model by
+  default (``predictor.batching.Batching``: batches of 8 from 2 threads at once, each op on
+  the cores over 2), once after the 16-client run: what HTTP, JSON and the queue cost is
+  the gap between this and the server;
 - this server (``python -m predictor``) with 1, 4, 16, 64 and 256 concurrent clients, each
   posting ``{"instances": [{"b64": <the JPEG>}]}`` over its own kept-alive connection for
   ``--duration`` seconds: requests/s, median and p99 latency of the answered (200), how
@@ -35,6 +39,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 from io import BytesIO
 from pathlib import Path
@@ -51,26 +56,46 @@ from predict import (
     export_model,
 )
 
+from predictor.batching import Batching
+from predictor.server import default_intra_op_threads
+
 BASELINE_REF = "b59053523e0f1ce3a92adb73a134b702b4942578"
 """The last commit with the standard library's server."""
 FLOOR_BATCH = 16
+SERVED = Batching()
+"""How this server calls the model by default."""
+SERVED_INTRA_OP = default_intra_op_threads(SERVED)
 CLIENTS = (1, 4, 16, 64, 256)
 HEADERS = {"Content-Type": "application/json"}
 
 
-def floor(model_dir: str, image: str, seconds: float) -> None:
-    """``--floor``: batches of ``FLOOR_BATCH`` through the SavedModel in this plain process."""
+def floor(
+    model_dir: str, image: str, seconds: float, *, threads: int, size: int, intra_op: int | None
+) -> None:
+    """``--floor``: batches of ``size`` through the SavedModel in this plain process, from
+    ``threads`` threads at once, each op on ``intra_op`` threads (None: TensorFlow's
+    choice, untouched)."""
     import tensorflow as tf
 
+    if intra_op is not None:
+        tf.config.threading.set_intra_op_parallelism_threads(intra_op)
     serve = tf.saved_model.load(model_dir).signatures["serving_default"]
-    batch = tf.constant([Path(image).read_bytes()] * FLOOR_BATCH)
+    batch = tf.constant([Path(image).read_bytes()] * size)
     for _ in range(WARM_UP):
         serve(image_bytes=batch)
-    calls, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        serve(image_bytes=batch)["probabilities"].numpy()
-        calls += 1
-    print(json.dumps({"images_per_s": calls * FLOOR_BATCH / (time.perf_counter() - start)}))
+    calls, start = [], time.perf_counter()
+
+    def call() -> None:
+        while time.perf_counter() - start < seconds:
+            serve(image_bytes=batch)["probabilities"].numpy()
+            calls.append(size)
+
+    callers = [threading.Thread(target=call) for _ in range(threads)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    print(json.dumps({"images_per_s": sum(calls) / (time.perf_counter() - start)}))
 
 
 async def _request(
@@ -219,10 +244,18 @@ def main() -> None:
     parser.add_argument(
         "--server-flag", action="append", default=[], help="a flag for this server, repeatable"
     )
-    parser.add_argument("--floor", nargs=2, metavar=("MODEL_DIR", "IMAGE"), help=argparse.SUPPRESS)
+    parser.add_argument("--floor", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor:
-        floor(*args.floor, args.duration)
+        model_dir, image, threads, size, intra_op = args.floor
+        floor(
+            model_dir,
+            image,
+            args.duration,
+            threads=int(threads),
+            size=int(size),
+            intra_op=json.loads(intra_op),
+        )
         return
     with tempfile.TemporaryDirectory(prefix="bench-serve-load-") as scratch:
         model_dir = Path(scratch) / "model"
@@ -240,10 +273,11 @@ def main() -> None:
             tar.extractall(baseline, filter="data")
         floor_args = ["--duration", str(min(args.duration, 10)), "--floor", str(model_dir)]
 
-        def batched_floor() -> float:
+        def batched_floor(threads: int = 1, size: int = FLOOR_BATCH, intra: Any = None) -> float:
             """Images/s; measured between the servers' runs, with both servers idle."""
+            how = (str(threads), str(size), json.dumps(intra))
             done = subprocess.run(
-                [sys.executable, __file__, *floor_args, str(image)],
+                [sys.executable, __file__, *floor_args, str(image), *how],
                 env=_environment(),
                 check=True,
                 capture_output=True,
@@ -262,6 +296,7 @@ def main() -> None:
             runs += _runs(new_port, body, CLIENTS[2:3], args.duration)
             floors.append(batched_floor())  # before and after: the machine may be shared
             batched = statistics.mean(floors)
+            calls = batched_floor(SERVED.batch_threads, SERVED.max_batch_size, SERVED_INTRA_OP)
             memory_16 = _resident_kib(new.pid)
             runs += _runs(new_port, body, CLIENTS[3:], args.duration)
             memory_end = _resident_kib(new.pid)
@@ -279,6 +314,11 @@ def main() -> None:
         f"  floor: the SavedModel on batches of {FLOOR_BATCH}: {batched:.1f} images/s "
         f"(before and after the 16-client run: {floors[0]:.1f}, {floors[1]:.1f})"
     )
+    print(
+        f"  the server's calls without the server: batches of {SERVED.max_batch_size} from "
+        f"{SERVED.batch_threads} threads, {SERVED_INTRA_OP} intra-op thread(s) each: "
+        f"{calls:.1f} images/s"
+    )
     print(f"  this server{' ' + ' '.join(args.server_flag) if args.server_flag else ''}")
     for run in runs:
         print(f"    {_row(run)}")
@@ -292,7 +332,8 @@ def main() -> None:
         f"floor (baseline {by_clients_old[16]['requests_per_s'] / batched:.2f}x); 1 client "
         f"median {by_clients[1]['median_ms'] / by_clients_old[1]['median_ms']:.2f}x the "
         "baseline's; failed at "
-        f"16/64 clients: {by_clients[16]['failed']}/{by_clients[64]['failed']}"
+        f"16/64 clients: {by_clients[16]['failed']}/{by_clients[64]['failed']}; 16 clients "
+        f"{by_clients[16]['requests_per_s'] / calls:.2f}x the server's calls without it"
     )
     print(
         f"  memory after 1+16 clients: RSS {memory_16['VmRSS'] / 1024:.0f} MiB against "

@@ -40,6 +40,7 @@ __all__ = [
     "PredictionServer",
     "Predictor",
     "build_parser",
+    "default_intra_op_threads",
     "main",
     "serve",
 ]
@@ -56,6 +57,13 @@ PARSE_ON_LOOP_BYTES = 256 * 1024
 millisecond; larger ones on a worker thread (two thread switches more a request)."""
 RETRY_AFTER_S = 1
 """What a refused client is told to wait (``Retry-After``), in seconds."""
+
+
+def default_intra_op_threads(batching: Batching) -> int:
+    """The cores this process may use over the calls that run at once, at least 1. Several
+    calls at once, each on fewer threads, keep the cores busier than one call on all of
+    them, whose threads wait for each other at every op (docs/predictor.md)."""
+    return max(1, len(os.sched_getaffinity(0)) // batching.batch_threads)
 
 
 class Predictor:
@@ -83,13 +91,11 @@ class Predictor:
         self.batching = batching or Batching()
         """The deployed models' batching, unless their deployment says otherwise."""
         self.intra_op_threads = (
-            max(1, len(os.sched_getaffinity(0)) // self.batching.batch_threads)
+            default_intra_op_threads(self.batching)
             if intra_op_threads is None
             else intra_op_threads
         )
-        """Threads one call of a model uses (TensorFlow's intra-op pool; 0: its choice).
-        Several calls at once, each on fewer threads, keep the cores busier than one call
-        on all of them, whose threads wait for each other at every op."""
+        """Threads one call of a model uses (TensorFlow's intra-op pool; 0: its choice)."""
         self.models: dict[str, Any] = {}
         self.load_error: str | None = None
         self.ready = threading.Event()
@@ -105,6 +111,11 @@ class Predictor:
         from predictor.model import ServedModel, use_intra_op_threads
 
         use_intra_op_threads(self.intra_op_threads)
+        logger.info(
+            "each call of a model on %s intra-op thread(s), %d call(s) of a model at once",
+            self.intra_op_threads or "TensorFlow's choice of",
+            self.batching.batch_threads,
+        )
         for model_dir in self.model_dirs:
             try:
                 self.models[model_dir] = ServedModel(model_dir)

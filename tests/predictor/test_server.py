@@ -32,6 +32,7 @@ from predictor.server import (
     PredictionServer,
     Predictor,
     build_parser,
+    default_intra_op_threads,
     serve,
 )
 
@@ -373,7 +374,10 @@ def test_the_twin_splits_traffic_and_says_which_deployed_model_answered_and_sigt
     ]  # fmt: skip
     path = tmp_path / "deployments.json"
     path.write_text(json.dumps(deployments))
-    process, port, log = start_server(tmp_path, "--deployments", str(path))
+    process, port, log = start_server(
+        tmp_path, "--deployments", str(path), "--batch-threads", "3", "--intra-op-threads", "1"
+    )
+    assert "each call of a model on 1 intra-op thread(s), 3 call(s)" in log.read_text()
     try:
         answered: Counter[str] = Counter()
         for _ in range(60):
@@ -431,6 +435,26 @@ def test_a_bad_deployments_file_stops_the_server_before_it_listens(tmp_path: Pat
     assert result.returncode == 2
     assert "expected a non-empty JSON list" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--batch-threads", "0"], "batch_threads must be at least 1"),
+        (["--intra-op-threads", "-1"], "--intra-op-threads -1: at least 0"),
+    ],
+)
+def test_bad_threads_stop_the_server_before_it_listens(flags: list[str], message: str) -> None:
+    result = run_to_exit(*flags, "--model-dir", "unused")
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_the_cores_are_shared_out_between_the_calls_that_run_at_once() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert default_intra_op_threads(Batching(batch_threads=1)) == cores
+    assert default_intra_op_threads(Batching(batch_threads=cores)) == 1
+    assert default_intra_op_threads(Batching(batch_threads=cores + 1)) == 1  # at least one
+    assert Predictor(model_dir="m", intra_op_threads=0).intra_op_threads == 0
 
 
 def test_a_model_that_cannot_load_ends_the_server_with_its_reason(tmp_path: Path) -> None:
