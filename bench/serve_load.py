@@ -56,6 +56,8 @@ from predict import (
     export_model,
 )
 
+sys.path.insert(0, str(REPO))
+
 from predictor.batching import Batching
 from predictor.server import default_intra_op_threads
 

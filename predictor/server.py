@@ -304,36 +304,22 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "trafficPercent[, maxBatchSize, maxWaitMs, maxQueued]}: serve them all as one "
         "endpoint, split by traffic",
     )
-    defaults = Batching()
     batching = parser.add_argument_group(
         "batching", "concurrent requests share calls of the model (per deployment in FILE)"
     )
-    batching.add_argument(
-        "--max-batch-size",
-        type=int,
-        default=defaults.max_batch_size,
-        help=f"instances in one call at most (default {defaults.max_batch_size})",
-    )
-    batching.add_argument(
-        "--max-wait-ms",
-        type=float,
-        default=defaults.max_wait_ms,
-        help="how long an idle model waits for requests being read before it calls "
-        f"(default {defaults.max_wait_ms:g})",
-    )
-    batching.add_argument(
-        "--max-queued",
-        type=int,
-        default=defaults.max_queued,
-        help="instances waiting for the model at most; more are refused with 429 "
-        f"(default {defaults.max_queued})",
-    )
-    batching.add_argument(
-        "--batch-threads",
-        type=int,
-        default=defaults.batch_threads,
-        help=f"calls of a model that run at once (default {defaults.batch_threads})",
-    )
+    for name, kind, what in (
+        ("max_batch_size", int, "instances in one call at most"),
+        ("max_wait_ms", float, "how long an idle thread waits for its batch to fill"),
+        ("max_queued", int, "instances waiting for the model at most; more get 429"),
+        ("batch_threads", int, "calls of a model that run at once"),
+    ):
+        default = getattr(Batching(), name)
+        batching.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=kind,
+            default=default,
+            help=f"{what} (default {default:g})",
+        )
     parser.add_argument(
         "--intra-op-threads",
         type=int,
@@ -353,9 +339,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser = build_parser(env)
     args = parser.parse_args(argv)
     try:
-        batching = Batching(
-            args.max_batch_size, args.max_wait_ms, args.max_queued, args.batch_threads
-        )
+        batching = Batching(**{f.name: getattr(args, f.name) for f in fields(Batching)})
     except ValueError as error:
         parser.error(str(error))
     if args.intra_op_threads is not None and args.intra_op_threads < 0:
