@@ -1,13 +1,14 @@
 """Concurrent requests for one deployed model and one signature, answered from shared calls.
 
 A :class:`Batcher` queues the instances of the requests it is given and calls the model on
-up to ``max_batch_size`` of them at a time, on a worker thread, so that the event loop keeps
-reading requests while TensorFlow runs. Requests that arrive while the model is busy wait in
-the queue and make the next call. When the model is idle a call starts at once, unless the
-last one served several requests (the model is under concurrent load): then it waits for
-the batch to fill, at most ``max_wait_ms``. One client alone never waits. A request larger
-than ``max_batch_size`` is split across calls. Beyond ``max_queued`` waiting instances a
-request is refused (:class:`QueueFullError`): it is answered at once instead of piling up.
+up to ``max_batch_size`` of them at a time, on ``batch_threads`` threads of its own, so that
+the event loop keeps reading requests while TensorFlow runs. Requests that arrive while
+every thread is busy wait in the queue and make the next calls. An idle thread calls at
+once, unless its last call served several requests (the model is under concurrent load):
+then it waits for the batch to fill, at most ``max_wait_ms``. One client alone never waits.
+A request larger than ``max_batch_size`` is split across calls. Beyond ``max_queued``
+waiting instances a request is refused (:class:`QueueFullError`): it is answered at once
+instead of piling up.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class Batching:
     max_batch_size: int = 8
     """Instances in one call of the model at most."""
     max_wait_ms: float = 0.0
-    """How long an idle model waits for its batch to fill after a call that served several
+    """How long an idle thread waits for its batch to fill after a call that served several
     requests."""
     max_queued: int = 64
     """Instances waiting for the model at most; a request beyond is refused (429)."""
@@ -71,9 +72,9 @@ class Batcher:
     """The queue and the calls of one deployed model's signature.
 
     ``run(rows)`` returns one prediction per row or raises :class:`BadRequestError`. The
-    calls run on a thread of the batcher's own, which takes the next batch as soon as a
-    call returns, without waiting for the event loop: under load the model never waits for
-    a loop busy with other connections. ``alone()`` says whether the server has a single
+    calls run on the batcher's own threads, each of which takes the next batch as soon as
+    its call returns, without waiting for the event loop: under load the model never waits
+    for a loop busy with other connections. ``alone()`` says whether the server has a single
     connection open: then nothing can join the request (a connection carries a request at
     a time), which calls the model itself, on the loop's thread; the thread switches it
     saves are most of what the server would add to one client's latency on a busy machine.
