@@ -9,6 +9,10 @@ from typing import Any
 from predictor import BadRequestError
 
 
+def use_intra_op_threads(threads: int) -> None:
+    """No TensorFlow here: nothing to thread."""
+
+
 class ServedModel:
     def __init__(self, model_dir: str) -> None:
         if not (Path(model_dir) / "saved_model.pb").is_file():
