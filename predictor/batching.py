@@ -140,8 +140,7 @@ class Batcher:
             self._changed.notify()
 
     def _work(self) -> None:
-        concurrent = False
-        """Whether the last call served more than one request: the model is under load."""
+        concurrent = False  # whether this thread's last call served several requests
         wait_s, most = self.batching.max_wait_ms / 1e3, self.batching.max_batch_size
         while True:
             with self._changed:
