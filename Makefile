@@ -147,6 +147,8 @@ bench: install
 	$(BIN)/python bench/train_step.py
 	$(BIN)/python bench/local_study.py
 	$(BIN)/python bench/warm_start.py
+	$(BIN)/python bench/predict.py
+	$(BIN)/python bench/serve_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
