@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -197,7 +196,7 @@ def _server(cwd: Path, model_dir: str, flags: list[str]) -> tuple[subprocess.Pop
         [sys.executable, "-m", "predictor", "--host", "127.0.0.1", "--port", str(port), *flags],
         env={**_environment(), "AIP_STORAGE_URI": model_dir},
         cwd=cwd,  # the first entry of sys.path: this checkout's predictor, or the baseline's
-        stderr=None if os.environ.get("SHOWERR") else subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 180
 

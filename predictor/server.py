@@ -301,8 +301,8 @@ def build_parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         "--deployments",
         metavar="FILE",
         help="a JSON list of {deployedModelId, model, modelVersionId, modelDir, "
-        "trafficPercent[, maxBatchSize, maxWaitMs, maxQueued]}: serve them all as one "
-        "endpoint, split by traffic",
+        "trafficPercent[, maxBatchSize, maxWaitMs, maxQueued, batchThreads]}: serve them all "
+        "as one endpoint, split by traffic",
     )
     batching = parser.add_argument_group(
         "batching", "concurrent requests share calls of the model (per deployment in FILE)"
@@ -349,15 +349,12 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
             deployments = read_deployments(args.deployments)
         except DeploymentsError as error:
             parser.error(str(error))
-        predictor = Predictor(
-            deployments=deployments, batching=batching, intra_op_threads=args.intra_op_threads
-        )
+        source: dict[str, Any] = {"deployments": deployments}
     elif args.model_dir:
-        predictor = Predictor(
-            model_dir=args.model_dir, batching=batching, intra_op_threads=args.intra_op_threads
-        )
+        source = {"model_dir": args.model_dir}
     else:
         parser.error("no model: set AIP_STORAGE_URI or pass --model-dir or --deployments")
+    predictor = Predictor(**source, batching=batching, intra_op_threads=args.intra_op_threads)
     server = PredictionServer(predictor, args.health_route, args.predict_route)
     return asyncio.run(serve(server, args.host, args.port))
 
